@@ -1,0 +1,119 @@
+/* gpushare — the per-GPU memory ledger.
+ *
+ * The ledger holds every known node, its GPUs, and every pod allocation.
+ * Amounts are kept in MiB; each allocation records the unit it was counted
+ * in, so a restart with another unit never disorders existing allocations.
+ *
+ * The ledger never locks: the framework holds one lock around it.
+ * Pointers returned by lookups are borrowed and valid until the next call
+ * that mutates the ledger.
+ */
+#ifndef GPUSHARE_LEDGER_H
+#define GPUSHARE_LEDGER_H
+
+#include <gpushare/types.h>
+
+struct gs_ledger;
+
+/* One GPU of a node (read-only view). */
+struct gs_gpu {
+  uint32_t index;
+  uint64_t total_mib;
+  uint64_t used_mib;
+  uint32_t npods;  /* allocations touching this GPU */
+  bool healthy;    /* false when listed in unhealthy-gpu-<node> */
+  /* Topology mode: the pod owning this whole GPU, or NULL. */
+  const struct gs_alloc *owner;
+};
+
+/* A node in the ledger (read-only view). */
+struct gs_node {
+  char *name;
+  enum gs_mode mode;
+  enum gs_placement placement;
+  uint32_t ngpus;
+  struct gs_gpu *gpus;      /* ngpus entries, by index */
+  struct gs_topo *topo;     /* NULL when the node has no topology */
+  uint64_t unhealthy_mask;  /* bit i: GPU i unhealthy */
+};
+
+enum gs_alloc_kind {
+  GS_ALLOC_MEM = 0, /* aliyun.com/gpu-mem share */
+  GS_ALLOC_WHOLE,   /* aliyun.com/gpu whole GPUs (topology mode) */
+};
+
+enum gs_alloc_state {
+  GS_ALLOC_ASSUMED = 0, /* reserved by us, bind not confirmed */
+  GS_ALLOC_BOUND,       /* the apiserver has the pod on the node */
+};
+
+/* One (container, GPU) share of an allocation. */
+struct gs_alloc_part {
+  uint32_t container; /* index in spec.containers */
+  uint32_t gpu;       /* GPU index on the node */
+  uint64_t units;     /* amount in the allocation's unit (0 for WHOLE) */
+};
+
+/* A pod's allocation. As input (reserve/restore) strings and parts are
+ * borrowed; the ledger keeps its own copies. */
+struct gs_alloc {
+  const char *ns, *name, *uid, *node;
+  enum gs_alloc_kind kind;
+  enum gs_alloc_state state;
+  uint32_t unit_mib;      /* unit the part amounts are counted in */
+  int64_t assume_time_ns; /* unix ns of the reservation */
+  uint32_t nparts;
+  const struct gs_alloc_part *parts;
+};
+
+/* Creates an empty ledger whose new allocations use unit_mib (1024 or 128).
+ * Returns NULL on allocation failure or an invalid unit. Owned by caller. */
+struct gs_ledger *gs_ledger_new(uint32_t unit_mib);
+/* Frees the ledger and everything in it. Accepts NULL. */
+void gs_ledger_free(struct gs_ledger *ledger);
+/* The unit new allocations are counted in. */
+uint32_t gs_ledger_unit_mib(const struct gs_ledger *ledger);
+
+/* Adds or updates a node. Per-GPU capacity = per_gpu_units when given,
+ * else floor(gpu_mem_units / gpu_count), times the ledger's unit. If the GPU
+ * count or a capacity changes, the GPUs are rebuilt and existing allocations
+ * re-applied; an allocation on a GPU that no longer exists stays recorded
+ * (never lost) and is reported by gs_ledger_node_orphans(). */
+enum gs_err gs_ledger_node_upsert(struct gs_ledger *ledger,
+                                  const struct gs_node_spec *spec) GS_WUR;
+/* Removes a node and drops every allocation on it. GS_ENOTFOUND if absent. */
+enum gs_err gs_ledger_node_remove(struct gs_ledger *ledger, const char *name) GS_WUR;
+/* Marks GPUs unhealthy (bit i = GPU i); replaces the previous mask. */
+enum gs_err gs_ledger_node_set_unhealthy(struct gs_ledger *ledger, const char *name,
+                                         uint64_t mask) GS_WUR;
+/* Borrowed node view, or NULL. */
+const struct gs_node *gs_ledger_node_get(const struct gs_ledger *ledger, const char *name);
+/* Number of nodes, and the i-th node in ascending name order. */
+size_t gs_ledger_node_count(const struct gs_ledger *ledger);
+const struct gs_node *gs_ledger_node_at(const struct gs_ledger *ledger, size_t i);
+
+/* Records a new allocation. Validates that every part fits (memory, health,
+ * cgpu pod cap, whole-GPU ownership) before changing anything: on error the
+ * ledger is unchanged. GS_EEXISTS if the UID already has an allocation,
+ * GS_ENOTFOUND for an unknown node, GS_ENOFIT when it no longer fits. */
+enum gs_err gs_ledger_reserve(struct gs_ledger *ledger, const struct gs_alloc *alloc,
+                              uint32_t cgpu_max_pods) GS_WUR;
+/* Like reserve but never refuses for lack of room: used to rebuild the
+ * ledger from the apiserver, where the truth is whatever pods carry. */
+enum gs_err gs_ledger_restore(struct gs_ledger *ledger, const struct gs_alloc *alloc) GS_WUR;
+/* Frees a pod's allocation. GS_ENOTFOUND if the UID has none. */
+enum gs_err gs_ledger_release(struct gs_ledger *ledger, const char *uid) GS_WUR;
+/* Marks an allocation as bound. GS_ENOTFOUND if the UID has none. */
+enum gs_err gs_ledger_confirm(struct gs_ledger *ledger, const char *uid) GS_WUR;
+/* Borrowed view of a pod's allocation, or NULL. */
+const struct gs_alloc *gs_ledger_alloc_get(const struct gs_ledger *ledger, const char *uid);
+/* Iterates allocations on a node (any order): the i-th, or NULL past end. */
+size_t gs_ledger_node_alloc_count(const struct gs_ledger *ledger, const char *node);
+const struct gs_alloc *gs_ledger_node_alloc_at(const struct gs_ledger *ledger,
+                                               const char *node, size_t i);
+/* Total number of allocations. */
+size_t gs_ledger_alloc_count(const struct gs_ledger *ledger);
+/* MiB of a part: units × the allocation's unit. */
+uint64_t gs_alloc_part_mib(const struct gs_alloc *alloc, const struct gs_alloc_part *part);
+
+#endif

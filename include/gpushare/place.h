@@ -1,0 +1,55 @@
+/* gpushare — placement decisions on one node. Pure: reads the ledger's node
+ * view, never changes it. */
+#ifndef GPUSHARE_PLACE_H
+#define GPUSHARE_PLACE_H
+
+#include <gpushare/ledger.h>
+
+/* Cluster-wide knobs (ConfigMap keys of CONTRACT §6). */
+struct gs_policy {
+  uint32_t unit_mib;        /* active unit (1024 or 128) */
+  uint32_t cgpu_max_pods;   /* cgpuMaxPodsPerGPU, default 16 */
+  enum gs_placement node_policy; /* nodePolicy: how prioritize ranks nodes */
+  bool frag_aware;          /* fragmentation-aware GPU choice (benchmarks) */
+};
+/* Fills the defaults: 1GiB, 16, binpack, not frag-aware. */
+void gs_policy_init(struct gs_policy *policy);
+
+/* Verdict of a placement attempt. */
+enum gs_fit {
+  GS_FIT_OK = 0,
+  GS_FIT_NO,    /* not on this node now (may change): FailedNodes */
+  GS_FIT_NEVER, /* the pod itself is invalid everywhere: FailedAndUnresolvable */
+  GS_FIT_SKIP,  /* the pod asks for nothing gpushare manages */
+};
+
+/* Where a pod would go on a node. */
+struct gs_choice {
+  uint32_t ngpus;
+  uint32_t gpus[GS_MAX_GPUS];  /* ascending GPU indices */
+  uint64_t mib_per_gpu;        /* memory charged on each chosen GPU */
+  int64_t score;               /* 0..10, higher is better for nodePolicy */
+};
+
+/* Checks the pod on its own (no node): N % M, counts, caps.
+ * Returns GS_FIT_OK, GS_FIT_SKIP, or GS_FIT_NEVER with reason written
+ * (reason never contains a node name). */
+enum gs_fit gs_place_check_pod(const struct gs_pod_request *req, const struct gs_policy *policy,
+                               char reason[GS_REASON_MAX]);
+
+/* Picks GPUs for req on node. GS_FIT_OK fills *ret_choice; otherwise the
+ * reason (same text for the same cause on every node) is written. */
+enum gs_fit gs_place_pick(const struct gs_node *node, const struct gs_pod_request *req,
+                          const struct gs_policy *policy, struct gs_choice *ret_choice,
+                          char reason[GS_REASON_MAX]);
+
+/* Turns a choice into allocation parts, per container: for memory pods
+ * each container's units split evenly over the chosen GPUs (init-container
+ * excess charged to the first GPU-requesting container); for whole-GPU pods
+ * each container gets its own GPUs from the chosen set, in order.
+ * Containers asking for nothing get no part. Returns the number of parts
+ * written, or 0 if more than cap would be needed. */
+uint32_t gs_place_parts(const struct gs_pod_request *req, const struct gs_choice *choice,
+                        struct gs_alloc_part *parts, uint32_t cap);
+
+#endif

@@ -1,0 +1,94 @@
+/* gpushare — the plugin interface.
+ *
+ * Modelled on the Kubernetes scheduling framework's extension points:
+ * pre_filter (the pod alone), filter and score (per node), reserve /
+ * unreserve (the ledger), permit (gangs: wait until all members fit), bind
+ * (the annotations the Binding carries). A plugin includes only
+ * <gpushare/*.h>; the framework calls its hooks under the one ledger lock,
+ * so hooks never lock. Every hook may be NULL (= success / no opinion).
+ *
+ * Versioning: GS_PLUGIN_API_VERSION changes when a hook's meaning changes;
+ * new hooks are appended at the end of struct gs_plugin_ops.
+ */
+#ifndef GPUSHARE_PLUGIN_H
+#define GPUSHARE_PLUGIN_H
+
+#include <gpushare/ledger.h>
+#include <gpushare/place.h>
+
+#define GS_PLUGIN_API_VERSION 1u
+#define GS_ANNOT_MAX 24        /* annotations one bind may write */
+#define GS_ANNOT_KEY_MAX 127
+
+/* Mirrors the framework's status codes. */
+enum gs_code {
+  GS_CODE_SUCCESS = 0,
+  GS_CODE_UNSCHEDULABLE, /* → FailedNodes */
+  GS_CODE_UNRESOLVABLE,  /* → FailedAndUnresolvableNodes */
+  GS_CODE_ERROR,         /* internal error: the verb's Error */
+  GS_CODE_SKIP,          /* the plugin has no opinion on this pod */
+  GS_CODE_WAIT,          /* permit: not yet (gang incomplete) */
+};
+const char *gs_code_name(enum gs_code code);
+
+struct gs_status {
+  enum gs_code code;
+  char reason[GS_REASON_MAX]; /* never contains a node name */
+};
+/* Sets code and a printf-style reason. Returns code. */
+enum gs_code gs_status_set(struct gs_status *st, enum gs_code code, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+
+/* Annotations written by bind: key → value (value heap-owned). */
+struct gs_annotations {
+  size_t n;
+  struct {
+    char key[GS_ANNOT_KEY_MAX + 1];
+    char *value;
+  } kv[GS_ANNOT_MAX];
+};
+/* Adds or replaces key (value copied). GS_ETOOBIG past GS_ANNOT_MAX. */
+enum gs_err gs_annotations_set(struct gs_annotations *a, const char *key,
+                               const char *value) GS_WUR;
+/* Value of key, or NULL. Borrowed. */
+const char *gs_annotations_get(const struct gs_annotations *a, const char *key);
+/* Frees the values; leaves an empty set. */
+void gs_annotations_clear(struct gs_annotations *a);
+
+/* One pod's pass through the extension points. */
+struct gs_cycle {
+  const struct gs_pod_request *pod;
+  const struct gs_policy *policy;
+  struct gs_ledger *ledger; /* read-only in pre_filter, filter and score */
+  int64_t now_ns;           /* unix ns; the clock is the caller's */
+};
+
+struct gs_plugin_ops {
+  const char *name;
+  uint32_t api_version; /* GS_PLUGIN_API_VERSION */
+  /* Long-lived plugin state (NULL allowed). destroy accepts NULL. */
+  void *(*create)(const struct gs_policy *policy);
+  void (*destroy)(void *self);
+  enum gs_code (*pre_filter)(void *self, const struct gs_cycle *c, struct gs_status *st);
+  enum gs_code (*filter)(void *self, const struct gs_cycle *c, const struct gs_node *node,
+                         struct gs_status *st);
+  /* *ret_score in 0..10. */
+  enum gs_code (*score)(void *self, const struct gs_cycle *c, const struct gs_node *node,
+                        int64_t *ret_score);
+  enum gs_code (*reserve)(void *self, struct gs_cycle *c, const struct gs_node *node,
+                          struct gs_status *st);
+  void (*unreserve)(void *self, struct gs_cycle *c, const char *node);
+  enum gs_code (*permit)(void *self, struct gs_cycle *c, const char *node, struct gs_status *st);
+  /* Adds the pod's annotations for the Binding; alloc is the reservation. */
+  enum gs_code (*bind)(void *self, const struct gs_cycle *c, const struct gs_alloc *alloc,
+                       struct gs_annotations *ret, struct gs_status *st);
+  /* Time passes (gang timeouts). Called periodically under the lock. */
+  void (*tick)(void *self, struct gs_ledger *ledger, int64_t now_ns);
+  /* A pod left the cluster (deleted or terminal). */
+  void (*pod_gone)(void *self, struct gs_ledger *ledger, const char *uid);
+};
+
+#endif

@@ -1,0 +1,76 @@
+/* Status and annotation helpers of the plugin interface (pure, no I/O). */
+#include <gpushare/plugin.h>
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char *gs_code_name(enum gs_code code) {
+  switch (code) {
+  case GS_CODE_SUCCESS:
+    return "Success";
+  case GS_CODE_UNSCHEDULABLE:
+    return "Unschedulable";
+  case GS_CODE_UNRESOLVABLE:
+    return "UnschedulableAndUnresolvable";
+  case GS_CODE_ERROR:
+    return "Error";
+  case GS_CODE_SKIP:
+    return "Skip";
+  case GS_CODE_WAIT:
+    return "Wait";
+  }
+  return "Unknown";
+}
+
+enum gs_code gs_status_set(struct gs_status *st, enum gs_code code, const char *fmt, ...) {
+  va_list ap;
+  if (st == NULL)
+    return code;
+  st->code = code;
+  va_start(ap, fmt);
+  vsnprintf(st->reason, sizeof st->reason, fmt, ap);
+  va_end(ap);
+  return code;
+}
+
+enum gs_err gs_annotations_set(struct gs_annotations *a, const char *key, const char *value) {
+  size_t i;
+  char *copy;
+  if (strlen(key) > GS_ANNOT_KEY_MAX)
+    return GS_ETOOBIG;
+  copy = strdup(value);
+  if (copy == NULL)
+    return GS_ENOMEM;
+  for (i = 0; i < a->n; i++) {
+    if (strcmp(a->kv[i].key, key) == 0) {
+      free(a->kv[i].value);
+      a->kv[i].value = copy;
+      return GS_EOK;
+    }
+  }
+  if (a->n >= GS_ANNOT_MAX) {
+    free(copy);
+    return GS_ETOOBIG;
+  }
+  snprintf(a->kv[a->n].key, sizeof a->kv[a->n].key, "%s", key);
+  a->kv[a->n].value = copy;
+  a->n++;
+  return GS_EOK;
+}
+
+const char *gs_annotations_get(const struct gs_annotations *a, const char *key) {
+  for (size_t i = 0; i < a->n; i++)
+    if (strcmp(a->kv[i].key, key) == 0)
+      return a->kv[i].value;
+  return NULL;
+}
+
+void gs_annotations_clear(struct gs_annotations *a) {
+  for (size_t i = 0; i < a->n; i++) {
+    free(a->kv[i].value);
+    a->kv[i].value = NULL;
+  }
+  a->n = 0;
+}
