@@ -4,7 +4,7 @@
  * pre_filter (the pod alone), filter and score (per node), reserve /
  * unreserve (the ledger), permit (gangs: wait until all members fit), bind
  * (the annotations the Binding carries). A plugin includes only
- * <gpushare/*.h>; the framework calls its hooks under the one ledger lock,
+ * the public headers under include/; the framework calls its hooks under the one ledger lock,
  * so hooks never lock. Every hook may be NULL (= success / no opinion).
  *
  * Versioning: GS_PLUGIN_API_VERSION changes when a hook's meaning changes;
