@@ -10,9 +10,10 @@ struct gs_policy {
   uint32_t unit_mib;        /* active unit (1024 or 128) */
   uint32_t cgpu_max_pods;   /* cgpuMaxPodsPerGPU, default 16 */
   enum gs_placement node_policy; /* nodePolicy: how prioritize ranks nodes */
-  bool frag_aware;          /* fragmentation-aware GPU choice (benchmarks) */
+  bool frag_aware;          /* fragmentation-aware GPU choice inside a node */
+  uint32_t gang_timeout_s;  /* gangTimeoutSeconds, default 60 */
 };
-/* Fills the defaults: 1GiB, 16, binpack, not frag-aware. */
+/* Fills the defaults: 1GiB, 16, binpack, not frag-aware, 60 s. */
 void gs_policy_init(struct gs_policy *policy);
 
 /* Verdict of a placement attempt. */

@@ -1,0 +1,176 @@
+/* gpushare — Kubernetes object and extender v1 wire codecs (jansson).
+ *
+ * Decoders are bounded and validating: they take a caller-owned gs_diag
+ * (JSON path + text, first error wins) and write their ret_* only on
+ * success. json_t arguments are borrowed. Encoders return new references
+ * (caller json_decref) or malloc'd strings (caller free).
+ */
+#ifndef GPUSHARE_API_H
+#define GPUSHARE_API_H
+
+#include <gpushare/ledger.h>
+#include <gpushare/plugin.h>
+#include <gpushare/types.h>
+
+#include <jansson.h>
+
+/* Resource, label and annotation names (CONTRACT §3, §4). */
+#define GS_RES_GPU_MEM "aliyun.com/gpu-mem"
+#define GS_RES_GPU_COUNT "aliyun.com/gpu-count"
+#define GS_RES_GPU "aliyun.com/gpu"
+#define GS_LABEL_MODE "ack.node.gpu.schedule"
+#define GS_LABEL_PLACEMENT "ack.node.gpu.placement"
+#define GS_LABEL_POD_GPU_COUNT "aliyun.com/gpu-count"
+#define GS_LABEL_GANG_JOB "gpu-topology"
+#define GS_LABEL_GANG_REPLICAS "gpu-topology-replica"
+#define GS_ANN_DEVICE_RESOURCE "gpushare.alibabacloud.com/device-resource"
+#define GS_ANN_TOPOLOGY "gpushare.io/topology"
+#define GS_ANN_ALLOCATION "scheduler.framework.gpushare.allocation"
+#define GS_ANN_ASSIGNED "scheduler.framework.gpushare.assigned"
+#define GS_ANN_ASSUME_TIME "scheduler.framework.gpushare.assume-time"
+#define GS_ANN_UNIT_MIB "gpushare.io/unit-mib"
+#define GS_ANN_LEGACY_IDX "ALIYUN_COM_GPU_MEM_IDX"
+#define GS_ANN_LEGACY_POD "ALIYUN_COM_GPU_MEM_POD"
+#define GS_ANN_LEGACY_DEV "ALIYUN_COM_GPU_MEM_DEV"
+#define GS_ANN_LEGACY_ASSIGNED "ALIYUN_COM_GPU_MEM_ASSIGNED"
+#define GS_ANN_LEGACY_ASSUME_TIME "ALIYUN_COM_GPU_MEM_ASSUME_TIME"
+#define GS_ANN_TOPO_ALLOCATION "gputopology.alibabacloud.com/allocation"
+
+#define GS_API_BODY_MAX (16u * 1024u * 1024u) /* request body cap */
+
+/* ---- quantities -------------------------------------------------------- */
+
+/* Parses a Kubernetes quantity that must be a whole, non-negative number
+ * ("4", "16", "1k", "2Ki", "1e3"; also a JSON integer). Fractions ("500m",
+ * "1.5"), negatives, overflow and garbage give GS_EPARSE/GS_ERANGE. */
+enum gs_err gs_api_quantity_whole(const json_t *value, uint64_t *ret) GS_WUR;
+
+/* ---- objects ----------------------------------------------------------- */
+
+/* Pod → request: ns/name/uid, per-container limits aliyun.com/gpu-mem and
+ * aliyun.com/gpu (requests used when limits absent), init containers' max,
+ * label aliyun.com/gpu-count (absent → 1; "0", non-numeric, > GS_MAX_GPUS →
+ * GS_EPARSE), gang labels. Missing metadata.name → GS_EPARSE. */
+enum gs_err gs_api_pod_decode(const json_t *pod, struct gs_pod_request *ret,
+                              struct gs_diag *diag) GS_WUR;
+
+/* Node → spec: name, labels (mode, placement), status.capacity
+ * (aliyun.com/gpu-mem, aliyun.com/gpu-count, aliyun.com/gpu; allocatable used
+ * when capacity lacks them), annotations device-resource and topology.
+ * ret->topo is pointed at *topo_buf when the topology annotation is valid
+ * (an invalid one is ignored: all pairs equal). */
+enum gs_err gs_api_node_decode(const json_t *node, struct gs_node_spec *ret,
+                               struct gs_topo *topo_buf, struct gs_diag *diag) GS_WUR;
+
+/* Pod metadata helpers (borrowed strings, NULL when absent). */
+const char *gs_api_pod_ns(const json_t *pod);   /* "default" when absent */
+const char *gs_api_pod_name(const json_t *pod);
+const char *gs_api_pod_uid(const json_t *pod);
+const char *gs_api_pod_node(const json_t *pod);  /* spec.nodeName */
+const char *gs_api_pod_phase(const json_t *pod); /* status.phase */
+/* True for status.phase Succeeded or Failed. */
+bool gs_api_pod_is_terminal(const json_t *pod);
+
+/* ---- extender v1 ------------------------------------------------------- */
+
+/* Decoded ExtenderArgs. Holds a reference to the parsed document. */
+struct gs_api_args {
+  json_t *root;
+  const json_t *pod;   /* Pod object */
+  bool by_names;       /* NodeNames form (else Nodes form) */
+  size_t nnodes;
+  const char **names;  /* nnodes names (borrowed from root) */
+  const json_t **nodes; /* Nodes form: the node objects, else NULLs */
+};
+/* Parses and validates a filter/prioritize body. Pod must be an object
+ * with metadata.name; exactly one of NodeNames (array of strings) and
+ * Nodes (object with items array of objects with metadata.name) must be
+ * non-null. On error nothing is allocated and diag says why. */
+enum gs_err gs_api_args_decode(const char *body, size_t len, struct gs_api_args *ret,
+                               struct gs_diag *diag) GS_WUR;
+void gs_api_args_release(struct gs_api_args *args);
+
+/* ExtenderFilterResult builder. */
+struct gs_api_filter_result;
+struct gs_api_filter_result *gs_api_filter_result_new(bool by_names);
+void gs_api_filter_result_free(struct gs_api_filter_result *r);
+/* Adds a passing node (node object copied by reference in Nodes form). */
+enum gs_err gs_api_filter_result_pass(struct gs_api_filter_result *r, const char *name,
+                                      const json_t *node_obj) GS_WUR;
+enum gs_err gs_api_filter_result_fail(struct gs_api_filter_result *r, const char *name,
+                                      const char *reason, bool unresolvable) GS_WUR;
+enum gs_err gs_api_filter_result_error(struct gs_api_filter_result *r, const char *error) GS_WUR;
+/* Serialises: {"Nodes":..,"NodeNames":..,"FailedNodes":{..},
+ * "FailedAndUnresolvableNodes":{..},"Error":""}. The pass list is in the
+ * field matching the request form, the other is null. Malloc'd string. */
+char *gs_api_filter_result_dump(const struct gs_api_filter_result *r);
+/* A whole filter answer carrying only Error (decode failures). */
+char *gs_api_filter_error_dump(const char *error);
+
+/* HostPriorityList: [{"Host":..,"Score":n},...] (integers). */
+char *gs_api_priorities_dump(const char *const *hosts, const int64_t *scores, size_t n);
+
+/* ExtenderBindingArgs. */
+struct gs_api_bind_args {
+  char pod_name[GS_NAME_MAX + 1];
+  char pod_ns[GS_NS_MAX + 1];
+  char pod_uid[GS_UID_MAX + 1];
+  char node[GS_NAME_MAX + 1];
+};
+/* All four keys must be strings; PodName, PodNamespace and Node non-empty. */
+enum gs_err gs_api_bind_args_decode(const char *body, size_t len, struct gs_api_bind_args *ret,
+                                    struct gs_diag *diag) GS_WUR;
+/* {"Error":"..."} ("" for success). */
+char *gs_api_bind_result_dump(const char *error);
+/* {"Error":"..."}: the body of an HTTP 400/404/405/413. */
+char *gs_api_error_dump(const char *error);
+
+/* ---- annotations (CONTRACT §4) ----------------------------------------- */
+
+/* Writes the memory-pod bind annotations for alloc onto ret: V2
+ * allocation, assigned, assume-time, device-resource (every GPU of node,
+ * in alloc's unit), legacy ALIYUN_COM_* keys, gpushare.io/unit-mib. */
+enum gs_err gs_api_annotations_mem(const struct gs_alloc *alloc, const struct gs_node *node,
+                                   struct gs_annotations *ret) GS_WUR;
+/* Writes gputopology.alibabacloud.com/allocation for a whole-GPU alloc. */
+enum gs_err gs_api_annotations_whole(const struct gs_alloc *alloc,
+                                     struct gs_annotations *ret) GS_WUR;
+
+/* An allocation read back from a pod's annotations. */
+struct gs_api_alloc {
+  enum gs_alloc_kind kind;
+  uint32_t unit_mib;
+  int64_t assume_time_ns;
+  bool assigned;
+  uint32_t nparts;
+  struct gs_alloc_part parts[GS_MAX_PARTS];
+};
+/* Reads V2 first, legacy ALIYUN_COM_* otherwise, topology allocation for
+ * whole GPUs. default_unit_mib applies when gpushare.io/unit-mib is absent.
+ * GS_ENOTFOUND when the pod carries no allocation. */
+enum gs_err gs_api_alloc_from_pod(const json_t *pod, uint32_t default_unit_mib,
+                                  struct gs_api_alloc *ret, struct gs_diag *diag) GS_WUR;
+
+/* ---- topology annotation (CONTRACT §7) ---------------------------------- */
+
+/* {"links":[["X","NV1",...],...]} ↔ struct gs_topo. */
+enum gs_err gs_api_topo_decode(const char *json_text, struct gs_topo *ret,
+                               struct gs_diag *diag) GS_WUR;
+char *gs_api_topo_encode(const struct gs_topo *topo);
+
+/* ---- ledger views (CONTRACT §5) ----------------------------------------- */
+
+/* Extra state shown beside the ledger. */
+struct gs_api_ledger_view {
+  uint32_t pending_unit_mib; /* 0 = none */
+  json_t *gangs;             /* borrowed array for "gangs", NULL → [] */
+};
+/* The /debug/ledger object; node NULL = all nodes, else only that node
+ * (GS_ENOTFOUND if unknown). New reference. */
+enum gs_err gs_api_ledger_json(const struct gs_ledger *ledger, const char *node,
+                               const struct gs_api_ledger_view *view, json_t **ret) GS_WUR;
+/* The Aliyun-compatible inspect object (amounts in the active unit). */
+enum gs_err gs_api_inspect_json(const struct gs_ledger *ledger, const char *node,
+                                json_t **ret) GS_WUR;
+
+#endif

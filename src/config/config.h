@@ -1,0 +1,88 @@
+/* gpushare — configuration: YAML documents (libyaml), extender flags and
+ * config file, ConfigMap keys (CONTRACT §1, §6), kubeconfig (KUBE-PROTOCOL
+ * §D.2). Errors carry file:line:col or the key and the accepted values. */
+#ifndef GPUSHARE_CONFIG_H
+#define GPUSHARE_CONFIG_H
+
+#include <gpushare/place.h>
+#include <gpushare/types.h>
+
+#include <jansson.h>
+
+#define GS_PATH_MAX 4096
+#define GS_CONFIG_FILE_MAX (64u * 1024u * 1024u) /* a demo/config file cap */
+
+/* Parses YAML (or JSON, which is YAML) text into a json_t, first document
+ * only. Plain scalars are typed as YAML 1.1/Kubernetes do (int, float,
+ * true/false, null, ~); quoted scalars stay strings; anchors/aliases are
+ * resolved. Errors: diag->where = "name:line:col". New reference. */
+enum gs_err gs_yaml_parse(const char *text, size_t len, const char *name, json_t **ret,
+                          struct gs_diag *diag) GS_WUR;
+/* Reads a file (≤ GS_CONFIG_FILE_MAX) and parses it as above. */
+enum gs_err gs_yaml_load_file(const char *path, json_t **ret, struct gs_diag *diag) GS_WUR;
+
+enum gs_log_level { GS_LOG_ERROR = 0, GS_LOG_WARN, GS_LOG_INFO, GS_LOG_DEBUG };
+
+/* Everything gpushare-extender is told at start-up. */
+struct gs_config {
+  char listen[256];                 /* "0.0.0.0:32766" */
+  char kubeconfig[GS_PATH_MAX];     /* "" = in-cluster */
+  char configmap_ns[GS_NS_MAX + 1]; /* "kube-system" */
+  char configmap_name[GS_NAME_MAX + 1]; /* "gpushare-config" */
+  uint32_t unit_override_mib;       /* --gpu-memory-unit, 0 = none */
+  char demo[GS_PATH_MAX];           /* "" = off */
+  bool leader_elect;
+  char lease_ns[GS_NS_MAX + 1];     /* "kube-system" */
+  char lease_name[GS_NAME_MAX + 1]; /* "gpushare-extender" */
+  char tls_cert_file[GS_PATH_MAX];
+  char tls_key_file[GS_PATH_MAX];
+  enum gs_log_level log_level;      /* info */
+  struct gs_policy policy;          /* CONTRACT §6 keys (defaults applied) */
+};
+
+enum gs_config_action { GS_CONFIG_RUN = 0, GS_CONFIG_HELP, GS_CONFIG_VERSION };
+
+void gs_config_defaults(struct gs_config *cfg);
+/* Parses argv (flags of CONTRACT §1; "--flag value" and "--flag=value").
+ * --config FILE is read first and flags override it; the file holds the
+ * same names without dashes (listen, kubeconfig, configmap, gpu-memory-unit,
+ * demo, leader-elect, lease, tls-cert-file, tls-key-file, log-level) and
+ * the §6 keys (gpuMemoryUnit, nodePolicy, cgpuMaxPodsPerGPU,
+ * gangTimeoutSeconds). Unknown flag, missing value or file, invalid value →
+ * error with one clear line in diag->text. */
+enum gs_err gs_config_from_args(int argc, char **argv, struct gs_config *ret,
+                                enum gs_config_action *ret_action,
+                                struct gs_diag *diag) GS_WUR;
+/* Applies ConfigMap data keys (§6) to policy; an invalid value → error
+ * naming the key and its accepted values, policy unchanged. Unknown keys
+ * are ignored. */
+enum gs_err gs_config_apply_data(struct gs_policy *policy, const json_t *data,
+                                 struct gs_diag *diag) GS_WUR;
+/* The --help text. */
+const char *gs_config_usage(void);
+
+/* A kubeconfig resolved to one context. *_data are decoded PEM (malloc'd). */
+struct gs_kubeconfig {
+  char server[1024];
+  char tls_server_name[256];
+  bool insecure;
+  char ca_file[GS_PATH_MAX];
+  char *ca_data;
+  size_t ca_data_len;
+  char token[8192];
+  char token_file[GS_PATH_MAX];
+  char cert_file[GS_PATH_MAX];
+  char *cert_data;
+  size_t cert_data_len;
+  char key_file[GS_PATH_MAX];
+  char *key_data;
+  size_t key_data_len;
+  char ns[GS_NS_MAX + 1];
+};
+/* Loads path, resolves current-context; relative file paths are made
+ * relative to the kubeconfig's directory. */
+enum gs_err gs_kubeconfig_load(const char *path, struct gs_kubeconfig *ret,
+                               struct gs_diag *diag) GS_WUR;
+void gs_kubeconfig_release(struct gs_kubeconfig *kc);
+
+#endif

@@ -1,0 +1,48 @@
+/* gpushare — where the cluster comes from: the live apiserver or the
+ * embedded demo file. Backends sit behind one const table of functions. */
+#ifndef GPUSHARE_CLUSTER_H
+#define GPUSHARE_CLUSTER_H
+
+#include <gpushare/plugin.h>
+
+#include <jansson.h>
+
+/* What a backend reports. Called from the backend's own threads; objects
+ * are borrowed for the duration of the call. */
+struct gs_cluster_sink {
+  void *ctx;
+  void (*node_upsert)(void *ctx, const json_t *node);
+  void (*node_delete)(void *ctx, const char *name);
+  void (*pod_upsert)(void *ctx, const json_t *pod);
+  void (*pod_delete)(void *ctx, const json_t *pod);
+  /* The gpushare ConfigMap and unhealthy-gpu-<node> ConfigMaps. */
+  void (*configmap_upsert)(void *ctx, const json_t *cm);
+  void (*configmap_delete)(void *ctx, const json_t *cm);
+  /* A full list of everything has been delivered (first sync, relist). */
+  void (*synced)(void *ctx);
+  /* Leadership changed (always true without leader election). */
+  void (*leader)(void *ctx, bool is_leader);
+};
+
+struct gs_cluster_ops {
+  const char *name;
+  enum gs_err (*start)(void *self, const struct gs_cluster_sink *sink);
+  void (*stop)(void *self);
+  void (*destroy)(void *self);
+  /* The pod as the backend knows it: new reference, or NULL. */
+  json_t *(*pod_get)(void *self, const char *ns, const char *name);
+  /* Binds ns/name (UID precondition) to node, writing annots in the
+   * Binding's metadata.annotations. On failure err says why. */
+  enum gs_err (*bind)(void *self, const char *ns, const char *name, const char *uid,
+                      const char *node, const struct gs_annotations *annots, char *err,
+                      size_t errlen);
+  /* Posts a Warning event about the pod (best effort). */
+  void (*event)(void *self, const json_t *pod, const char *reason, const char *message);
+};
+
+struct gs_cluster {
+  const struct gs_cluster_ops *ops;
+  void *self;
+};
+
+#endif
