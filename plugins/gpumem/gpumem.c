@@ -1,0 +1,134 @@
+/* gpumem: places aliyun.com/gpu-mem pods (share, cgpu, mps nodes) and
+ * single whole-GPU pods (topology nodes) on one node, and writes the
+ * Binding annotations. The decisions themselves live in the core
+ * (gs_place_*); this plugin maps them onto the extension points. */
+#include "plugins.h"
+
+#include <gpushare/annot.h>
+#include <gpushare/place.h>
+
+static enum gs_code pre_filter(void *self, const struct gs_cycle *c, struct gs_status *st) {
+  (void)self;
+  switch (gs_place_check_pod(c->pod, c->policy, st->reason)) {
+  case GS_FIT_OK:
+    return GS_CODE_SUCCESS;
+  case GS_FIT_SKIP:
+    return GS_CODE_SKIP;
+  case GS_FIT_NO:
+    return st->code = GS_CODE_UNSCHEDULABLE;
+  case GS_FIT_NEVER:
+    break;
+  }
+  return st->code = GS_CODE_UNRESOLVABLE;
+}
+
+static enum gs_code filter(void *self, const struct gs_cycle *c, const struct gs_node *node,
+                           struct gs_status *st) {
+  struct gs_choice choice;
+  (void)self;
+  if (gs_place_check_pod(c->pod, c->policy, st->reason) == GS_FIT_SKIP)
+    return GS_CODE_SKIP;
+  switch (gs_place_pick(node, c->pod, c->policy, &choice, st->reason)) {
+  case GS_FIT_OK:
+  case GS_FIT_SKIP:
+    return GS_CODE_SUCCESS;
+  case GS_FIT_NO:
+    return st->code = GS_CODE_UNSCHEDULABLE;
+  case GS_FIT_NEVER:
+    break;
+  }
+  return st->code = GS_CODE_UNRESOLVABLE;
+}
+
+static enum gs_code score(void *self, const struct gs_cycle *c, const struct gs_node *node,
+                          int64_t *ret_score) {
+  struct gs_choice choice;
+  char reason[GS_REASON_MAX];
+  (void)self;
+  if (gs_place_check_pod(c->pod, c->policy, reason) == GS_FIT_SKIP)
+    return GS_CODE_SKIP;
+  if (gs_place_pick(node, c->pod, c->policy, &choice, reason) != GS_FIT_OK)
+    return GS_CODE_SKIP;
+  *ret_score = choice.score;
+  return GS_CODE_SUCCESS;
+}
+
+static enum gs_code reserve(void *self, struct gs_cycle *c, const struct gs_node *node,
+                            struct gs_status *st) {
+  struct gs_alloc_part parts[GS_MAX_PARTS];
+  struct gs_choice choice;
+  struct gs_alloc alloc;
+  enum gs_err err;
+  (void)self;
+
+  if (gs_ledger_alloc_get(c->ledger, c->pod->uid) != NULL)
+    return GS_CODE_SKIP; /* another plugin (a gang slot) reserved it */
+  if (gs_place_check_pod(c->pod, c->policy, st->reason) == GS_FIT_SKIP)
+    return GS_CODE_SKIP;
+  switch (gs_place_pick(node, c->pod, c->policy, &choice, st->reason)) {
+  case GS_FIT_OK:
+    break;
+  case GS_FIT_SKIP:
+    return GS_CODE_SKIP;
+  case GS_FIT_NO:
+    return st->code = GS_CODE_UNSCHEDULABLE;
+  case GS_FIT_NEVER:
+    return st->code = GS_CODE_UNRESOLVABLE;
+  }
+  alloc = (struct gs_alloc){
+      .ns = c->pod->ns,
+      .name = c->pod->name,
+      .uid = c->pod->uid,
+      .node = node->name,
+      .kind = gs_pod_request_is_whole(c->pod) ? GS_ALLOC_WHOLE : GS_ALLOC_MEM,
+      .state = GS_ALLOC_ASSUMED,
+      .unit_mib = c->policy->unit_mib,
+      .assume_time_ns = c->now_ns,
+  };
+  alloc.nparts = gs_place_parts(c->pod, &choice, parts, GS_MAX_PARTS);
+  alloc.parts = parts;
+  if (alloc.nparts == 0)
+    return gs_status_set(st, GS_CODE_UNRESOLVABLE, "pod needs more than %d GPU shares",
+                         GS_MAX_PARTS);
+  err = gs_ledger_reserve(c->ledger, &alloc, c->policy->cgpu_max_pods);
+  switch (err) {
+  case GS_EOK:
+    return GS_CODE_SUCCESS;
+  case GS_ENOFIT:
+    return gs_status_set(st, GS_CODE_UNSCHEDULABLE, "no room left on the chosen GPUs");
+  default:
+    return gs_status_set(st, GS_CODE_ERROR, "cannot reserve GPUs: %s", gs_strerror(err));
+  }
+}
+
+static void unreserve(void *self, struct gs_cycle *c, const char *node) {
+  const struct gs_alloc *a = gs_ledger_alloc_get(c->ledger, c->pod->uid);
+  (void)self;
+  if (a != NULL && a->state == GS_ALLOC_ASSUMED && a->node != NULL && node != NULL)
+    if (gs_ledger_release(c->ledger, c->pod->uid) != GS_EOK)
+      return; /* already gone: nothing to undo */
+}
+
+static enum gs_code bind(void *self, const struct gs_cycle *c, const struct gs_alloc *alloc,
+                         struct gs_annotations *ret, struct gs_status *st) {
+  const struct gs_node *node = gs_ledger_node_get(c->ledger, alloc->node);
+  enum gs_err err;
+  (void)self;
+  if (node == NULL)
+    return gs_status_set(st, GS_CODE_ERROR, "node unknown to gpushare");
+  err = alloc->kind == GS_ALLOC_WHOLE ? gs_annot_whole(alloc, ret) : gs_annot_mem(alloc, node, ret);
+  if (err != GS_EOK)
+    return gs_status_set(st, GS_CODE_ERROR, "cannot write annotations: %s", gs_strerror(err));
+  return GS_CODE_SUCCESS;
+}
+
+const struct gs_plugin_ops gs_plugin_gpumem = {
+    .name = "gpumem",
+    .api_version = GS_PLUGIN_API_VERSION,
+    .pre_filter = pre_filter,
+    .filter = filter,
+    .score = score,
+    .reserve = reserve,
+    .unreserve = unreserve,
+    .bind = bind,
+};

@@ -1,0 +1,186 @@
+/* Binding annotations, formatted by hand (fixed integer maps, no escaping
+ * needed: every key and value is a decimal number or a fixed word). */
+#include <gpushare/annot.h>
+
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+/* A bounded append buffer; overflow sticks and is reported at the end. */
+struct sbuf {
+  char data[8192];
+  size_t len;
+  bool overflow;
+};
+
+static void sb_printf(struct sbuf *b, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+
+static void sb_printf(struct sbuf *b, const char *fmt, ...) {
+  va_list ap;
+  int n;
+  if (b->overflow)
+    return;
+  va_start(ap, fmt);
+  n = vsnprintf(b->data + b->len, sizeof b->data - b->len, fmt, ap);
+  va_end(ap);
+  if (n < 0 || (size_t)n >= sizeof b->data - b->len) {
+    b->overflow = true;
+    return;
+  }
+  b->len += (size_t)n;
+}
+
+/* Distinct GPUs of alloc as a mask. */
+static uint64_t gpu_mask(const struct gs_alloc *a) {
+  uint64_t m = 0;
+  for (uint32_t i = 0; i < a->nparts; i++)
+    if (a->parts[i].gpu < GS_MAX_GPUS)
+      m |= UINT64_C(1) << a->parts[i].gpu;
+  return m;
+}
+
+/* Distinct containers of alloc as a sorted list; returns the count. */
+static uint32_t containers(const struct gs_alloc *a, uint32_t *out, uint32_t cap) {
+  uint32_t n = 0;
+  for (uint32_t i = 0; i < a->nparts; i++) {
+    uint32_t c = a->parts[i].container, j;
+    for (j = 0; j < n && out[j] != c; j++)
+      ;
+    if (j < n || n == cap)
+      continue;
+    for (j = n; j > 0 && out[j - 1] > c; j--)
+      out[j] = out[j - 1];
+    out[j] = c;
+    n++;
+  }
+  return n;
+}
+
+static enum gs_err put(struct gs_annotations *ret, const char *key, struct sbuf *b) {
+  if (b->overflow)
+    return GS_ETOOBIG;
+  return gs_annotations_set(ret, key, b->data);
+}
+
+enum gs_err gs_annot_mem(const struct gs_alloc *alloc, const struct gs_node *node,
+                         struct gs_annotations *ret) {
+  static struct sbuf zero;
+  struct sbuf b;
+  uint32_t conts[GS_MAX_PARTS];
+  uint32_t ncont = containers(alloc, conts, GS_MAX_PARTS);
+  uint64_t mask = gpu_mask(alloc), total = 0;
+  uint32_t unit = alloc->unit_mib ? alloc->unit_mib : GS_UNIT_GIB;
+  char num[32];
+  enum gs_err err;
+  int first_gpu = -1;
+
+  /* V2 allocation: containers ascending, GPUs ascending within each. */
+  b = zero;
+  sb_printf(&b, "{");
+  for (uint32_t ci = 0; ci < ncont; ci++) {
+    bool first = true;
+    sb_printf(&b, "%s\"%" PRIu32 "\":{", ci ? "," : "", conts[ci]);
+    for (uint32_t g = 0; g < GS_MAX_GPUS; g++) {
+      uint64_t units = 0;
+      bool found = false;
+      for (uint32_t i = 0; i < alloc->nparts; i++) {
+        if (alloc->parts[i].container == conts[ci] && alloc->parts[i].gpu == g) {
+          units += alloc->parts[i].units;
+          found = true;
+        }
+      }
+      if (!found)
+        continue;
+      sb_printf(&b, "%s\"%" PRIu32 "\":%" PRIu64, first ? "" : ",", g, units);
+      first = false;
+    }
+    sb_printf(&b, "}");
+  }
+  sb_printf(&b, "}");
+  if ((err = put(ret, GS_ANN_ALLOCATION, &b)) != GS_EOK)
+    return err;
+  if ((err = gs_annotations_set(ret, GS_ANN_ASSIGNED, "false")) != GS_EOK)
+    return err;
+  snprintf(num, sizeof num, "%" PRId64, alloc->assume_time_ns);
+  if ((err = gs_annotations_set(ret, GS_ANN_ASSUME_TIME, num)) != GS_EOK)
+    return err;
+
+  /* Device capacities of every GPU of the node, in the allocation's unit. */
+  b = zero;
+  sb_printf(&b, "{");
+  for (uint32_t g = 0; g < node->ngpus; g++)
+    sb_printf(&b, "%s\"%" PRIu32 "\":%" PRIu64, g ? "," : "", node->gpus[g].index,
+              node->gpus[g].total_mib / unit);
+  sb_printf(&b, "}");
+  if ((err = put(ret, GS_ANN_DEVICE_RESOURCE, &b)) != GS_EOK)
+    return err;
+
+  /* Legacy keys of Aliyun's open-source device plugin. */
+  b = zero;
+  for (uint32_t g = 0; g < GS_MAX_GPUS; g++) {
+    if (!(mask & (UINT64_C(1) << g)))
+      continue;
+    if (first_gpu < 0)
+      first_gpu = (int)g;
+    sb_printf(&b, "%s%" PRIu32, b.len ? "," : "", g);
+  }
+  if ((err = put(ret, GS_ANN_LEGACY_IDX, &b)) != GS_EOK)
+    return err;
+  for (uint32_t i = 0; i < alloc->nparts; i++)
+    total += alloc->parts[i].units;
+  snprintf(num, sizeof num, "%" PRIu64, total);
+  if ((err = gs_annotations_set(ret, GS_ANN_LEGACY_POD, num)) != GS_EOK)
+    return err;
+  num[0] = '0';
+  num[1] = '\0';
+  if (first_gpu >= 0 && (uint32_t)first_gpu < node->ngpus)
+    snprintf(num, sizeof num, "%" PRIu64, node->gpus[first_gpu].total_mib / unit);
+  if ((err = gs_annotations_set(ret, GS_ANN_LEGACY_DEV, num)) != GS_EOK)
+    return err;
+  if ((err = gs_annotations_set(ret, GS_ANN_LEGACY_ASSIGNED, "false")) != GS_EOK)
+    return err;
+  snprintf(num, sizeof num, "%" PRId64, alloc->assume_time_ns);
+  if ((err = gs_annotations_set(ret, GS_ANN_LEGACY_ASSUME_TIME, num)) != GS_EOK)
+    return err;
+  snprintf(num, sizeof num, "%" PRIu32, unit);
+  return gs_annotations_set(ret, GS_ANN_UNIT_MIB, num);
+}
+
+enum gs_err gs_annot_whole(const struct gs_alloc *alloc, struct gs_annotations *ret) {
+  static struct sbuf zero;
+  struct sbuf b = zero;
+  uint32_t conts[GS_MAX_PARTS];
+  uint32_t ncont = containers(alloc, conts, GS_MAX_PARTS);
+  uint64_t mask = gpu_mask(alloc);
+  bool first = true;
+
+  sb_printf(&b, "{\"allocatedGPUs\":{");
+  for (uint32_t ci = 0; ci < ncont; ci++) {
+    bool f = true;
+    sb_printf(&b, "%s\"%" PRIu32 "\":[", ci ? "," : "", conts[ci]);
+    for (uint32_t g = 0; g < GS_MAX_GPUS; g++) {
+      for (uint32_t i = 0; i < alloc->nparts; i++) {
+        if (alloc->parts[i].container == conts[ci] && alloc->parts[i].gpu == g) {
+          sb_printf(&b, "%s\"%" PRIu32 "\"", f ? "" : ",", g);
+          f = false;
+          break;
+        }
+      }
+    }
+    sb_printf(&b, "]");
+  }
+  sb_printf(&b, "},\"visibleGPUs\":[");
+  for (uint32_t g = 0; g < GS_MAX_GPUS; g++) {
+    if (!(mask & (UINT64_C(1) << g)))
+      continue;
+    sb_printf(&b, "%s\"%" PRIu32 "\"", first ? "" : ",", g);
+    first = false;
+  }
+  sb_printf(&b, "],\"assumeTime\":%" PRId64 ",\"assigned\":false}", alloc->assume_time_ns);
+  return put(ret, GS_ANN_TOPO_ALLOCATION, &b);
+}

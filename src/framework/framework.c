@@ -1,0 +1,430 @@
+/* The framework: plugin runner and the one ledger lock.
+ *
+ * Lock discipline: pre_filter may change plugin state (a gang plan is made
+ * at its first member's filter), so it runs under the write lock; the
+ * per-node filter and score hooks run under the read lock, so filters of
+ * different pods proceed in parallel. Reserve, bind bookkeeping and cluster
+ * events take the write lock.
+ */
+#include "framework.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct gs_fw {
+  pthread_rwlock_t lock;
+  struct gs_policy policy;
+  struct gs_ledger *ledger;
+  size_t nplugins;
+  const struct gs_plugin_ops *plugins[GS_FW_MAX_PLUGINS];
+  void *state[GS_FW_MAX_PLUGINS];
+};
+
+struct gs_fw *gs_fw_new(const struct gs_policy *policy, const struct gs_plugin_ops *const *plugins,
+                        size_t nplugins) {
+  struct gs_fw *fw;
+  if (nplugins > GS_FW_MAX_PLUGINS)
+    return NULL;
+  fw = calloc(1, sizeof *fw);
+  if (fw == NULL)
+    return NULL;
+  fw->policy = *policy;
+  fw->ledger = gs_ledger_new(policy->unit_mib);
+  if (fw->ledger == NULL)
+    goto free_fw;
+  if (pthread_rwlock_init(&fw->lock, NULL) != 0)
+    goto free_ledger;
+  for (size_t i = 0; i < nplugins; i++) {
+    if (plugins[i]->api_version != GS_PLUGIN_API_VERSION)
+      goto free_plugins;
+    fw->plugins[i] = plugins[i];
+    fw->nplugins = i + 1;
+    if (plugins[i]->create != NULL) {
+      fw->state[i] = plugins[i]->create(&fw->policy);
+      if (fw->state[i] == NULL)
+        goto free_plugins;
+    }
+  }
+  return fw;
+
+free_plugins:
+  for (size_t i = 0; i < fw->nplugins; i++)
+    if (fw->plugins[i]->destroy != NULL)
+      fw->plugins[i]->destroy(fw->state[i]);
+  pthread_rwlock_destroy(&fw->lock);
+free_ledger:
+  gs_ledger_free(fw->ledger);
+free_fw:
+  free(fw);
+  return NULL;
+}
+
+void gs_fw_free(struct gs_fw *fw) {
+  if (fw == NULL)
+    return;
+  for (size_t i = 0; i < fw->nplugins; i++)
+    if (fw->plugins[i]->destroy != NULL)
+      fw->plugins[i]->destroy(fw->state[i]);
+  pthread_rwlock_destroy(&fw->lock);
+  gs_ledger_free(fw->ledger);
+  free(fw);
+}
+
+const struct gs_policy *gs_fw_policy(const struct gs_fw *fw) { return &fw->policy; }
+
+static void cycle_init(struct gs_fw *fw, struct gs_cycle *c, const struct gs_pod_request *pod,
+                       int64_t now_ns) {
+  c->pod = pod;
+  c->policy = &fw->policy;
+  c->ledger = fw->ledger;
+  c->now_ns = now_ns;
+}
+
+/* Runs pre_filter of every plugin. Returns SUCCESS, SKIP (no plugin cares:
+ * every node passes), or the first failing code with st filled. */
+static enum gs_code run_pre_filter(struct gs_fw *fw, const struct gs_cycle *c,
+                                   struct gs_status *st) {
+  bool any = false;
+  for (size_t i = 0; i < fw->nplugins; i++) {
+    enum gs_code code;
+    if (fw->plugins[i]->pre_filter == NULL)
+      continue;
+    st->code = GS_CODE_SUCCESS;
+    st->reason[0] = '\0';
+    code = fw->plugins[i]->pre_filter(fw->state[i], c, st);
+    if (code == GS_CODE_SKIP)
+      continue;
+    if (code != GS_CODE_SUCCESS) {
+      st->code = code;
+      return code;
+    }
+    any = true;
+  }
+  return any ? GS_CODE_SUCCESS : GS_CODE_SKIP;
+}
+
+/* Filter and score of one node under the read lock. Plugins whose
+ * pre_filter skipped the pod are consulted too: a plugin decides per hook. */
+static void run_node(struct gs_fw *fw, const struct gs_cycle *c, const char *name, bool score,
+                     struct gs_fw_result *r) {
+  const struct gs_node *node = gs_ledger_node_get(fw->ledger, name);
+  struct gs_status st;
+  int64_t total = 0;
+  size_t scored = 0;
+
+  r->code = GS_CODE_SUCCESS;
+  r->score = 0;
+  r->reason[0] = '\0';
+  if (node == NULL) {
+    r->code = GS_CODE_UNSCHEDULABLE;
+    snprintf(r->reason, sizeof r->reason, "node unknown to gpushare");
+    return;
+  }
+  for (size_t i = 0; i < fw->nplugins; i++) {
+    enum gs_code code;
+    if (fw->plugins[i]->filter == NULL)
+      continue;
+    st.code = GS_CODE_SUCCESS;
+    st.reason[0] = '\0';
+    code = fw->plugins[i]->filter(fw->state[i], c, node, &st);
+    if (code == GS_CODE_SUCCESS || code == GS_CODE_SKIP)
+      continue;
+    r->code = code == GS_CODE_UNRESOLVABLE ? GS_CODE_UNRESOLVABLE : GS_CODE_UNSCHEDULABLE;
+    snprintf(r->reason, sizeof r->reason, "%s", st.reason);
+    return;
+  }
+  if (!score)
+    return;
+  for (size_t i = 0; i < fw->nplugins; i++) {
+    int64_t s = 0;
+    if (fw->plugins[i]->score == NULL)
+      continue;
+    if (fw->plugins[i]->score(fw->state[i], c, node, &s) != GS_CODE_SUCCESS)
+      continue;
+    total += s;
+    scored++;
+  }
+  if (scored > 0)
+    total /= (int64_t)scored;
+  r->score = total < 0 ? 0 : total > 10 ? 10 : total;
+}
+
+static enum gs_err run_verb(struct gs_fw *fw, const struct gs_pod_request *pod,
+                            const char *const *nodes, size_t n, int64_t now_ns, bool score,
+                            struct gs_fw_result *ret) {
+  struct gs_cycle c;
+  struct gs_status st = {GS_CODE_SUCCESS, ""};
+  enum gs_code pre;
+
+  pthread_rwlock_wrlock(&fw->lock);
+  cycle_init(fw, &c, pod, now_ns); /* the ledger pointer is read under the lock */
+  pre = run_pre_filter(fw, &c, &st);
+  pthread_rwlock_unlock(&fw->lock);
+
+  if (pre == GS_CODE_SKIP) {
+    for (size_t i = 0; i < n; i++)
+      ret[i] = (struct gs_fw_result){GS_CODE_SUCCESS, 0, ""};
+    return GS_EOK;
+  }
+  if (pre == GS_CODE_ERROR)
+    return GS_EINVAL;
+  if (pre != GS_CODE_SUCCESS) {
+    enum gs_code code = pre == GS_CODE_UNRESOLVABLE ? GS_CODE_UNRESOLVABLE : GS_CODE_UNSCHEDULABLE;
+    for (size_t i = 0; i < n; i++) {
+      ret[i].code = code;
+      ret[i].score = 0;
+      snprintf(ret[i].reason, sizeof ret[i].reason, "%s", st.reason);
+    }
+    return GS_EOK;
+  }
+  pthread_rwlock_rdlock(&fw->lock);
+  c.ledger = fw->ledger; /* gs_fw_reset may have swapped it meanwhile */
+  for (size_t i = 0; i < n; i++)
+    run_node(fw, &c, nodes[i], score, &ret[i]);
+  pthread_rwlock_unlock(&fw->lock);
+  return GS_EOK;
+}
+
+enum gs_err gs_fw_filter(struct gs_fw *fw, const struct gs_pod_request *pod,
+                         const char *const *nodes, size_t n, int64_t now_ns,
+                         struct gs_fw_result *ret) {
+  return run_verb(fw, pod, nodes, n, now_ns, false, ret);
+}
+
+enum gs_err gs_fw_prioritize(struct gs_fw *fw, const struct gs_pod_request *pod,
+                             const char *const *nodes, size_t n, int64_t now_ns,
+                             struct gs_fw_result *ret) {
+  return run_verb(fw, pod, nodes, n, now_ns, true, ret);
+}
+
+/* Runs unreserve of plugins [0, upto) in reverse order. */
+static void run_unreserve(struct gs_fw *fw, struct gs_cycle *c, const char *node, size_t upto) {
+  while (upto-- > 0)
+    if (fw->plugins[upto]->unreserve != NULL)
+      fw->plugins[upto]->unreserve(fw->state[upto], c, node);
+}
+
+/* Reserve + permit of every plugin; on failure everything is undone. */
+static enum gs_code run_reserve(struct gs_fw *fw, struct gs_cycle *c, const struct gs_node *node,
+                                struct gs_status *st) {
+  size_t i;
+  for (i = 0; i < fw->nplugins; i++) {
+    enum gs_code code;
+    if (fw->plugins[i]->reserve == NULL)
+      continue;
+    code = fw->plugins[i]->reserve(fw->state[i], c, node, st);
+    if (code != GS_CODE_SUCCESS && code != GS_CODE_SKIP) {
+      run_unreserve(fw, c, node->name, i);
+      return code;
+    }
+  }
+  for (size_t j = 0; j < fw->nplugins; j++) {
+    enum gs_code code;
+    if (fw->plugins[j]->permit == NULL)
+      continue;
+    code = fw->plugins[j]->permit(fw->state[j], c, node->name, st);
+    if (code != GS_CODE_SUCCESS && code != GS_CODE_SKIP) {
+      run_unreserve(fw, c, node->name, fw->nplugins);
+      return code;
+    }
+  }
+  return GS_CODE_SUCCESS;
+}
+
+static enum gs_code run_bind(struct gs_fw *fw, const struct gs_cycle *c,
+                             const struct gs_alloc *alloc, struct gs_annotations *ret,
+                             struct gs_status *st) {
+  for (size_t i = 0; i < fw->nplugins; i++) {
+    enum gs_code code;
+    if (fw->plugins[i]->bind == NULL)
+      continue;
+    code = fw->plugins[i]->bind(fw->state[i], c, alloc, ret, st);
+    if (code != GS_CODE_SUCCESS && code != GS_CODE_SKIP)
+      return code;
+  }
+  return GS_CODE_SUCCESS;
+}
+
+enum gs_err gs_fw_bind_prepare(struct gs_fw *fw, const struct gs_pod_request *pod,
+                               const char *node, int64_t now_ns, struct gs_annotations *ret,
+                               bool *ret_fresh, struct gs_status *st) {
+  struct gs_cycle c;
+  const struct gs_node *n;
+  const struct gs_alloc *alloc;
+  enum gs_code code;
+  enum gs_err err = GS_EOK;
+  bool fresh = false;
+
+  pthread_rwlock_wrlock(&fw->lock);
+  cycle_init(fw, &c, pod, now_ns);
+  n = gs_ledger_node_get(fw->ledger, node);
+  if (n == NULL) {
+    gs_status_set(st, GS_CODE_UNSCHEDULABLE, "node unknown to gpushare");
+    err = GS_ENOTFOUND;
+    goto unlock;
+  }
+  alloc = pod->uid[0] != '\0' ? gs_ledger_alloc_get(fw->ledger, pod->uid) : NULL;
+  if (alloc != NULL && strcmp(alloc->node, node) != 0) {
+    gs_status_set(st, GS_CODE_ERROR, "pod already has GPUs reserved on another node");
+    err = GS_ECONFLICT;
+    goto unlock;
+  }
+  if (alloc == NULL) {
+    struct gs_status pre = {GS_CODE_SUCCESS, ""};
+    code = run_pre_filter(fw, &c, &pre);
+    if (code == GS_CODE_SKIP) {
+      gs_status_set(st, GS_CODE_ERROR, "pod requests no GPU resource managed by gpushare");
+      err = GS_EINVAL;
+      goto unlock;
+    }
+    if (code != GS_CODE_SUCCESS) {
+      *st = pre;
+      err = GS_ENOFIT;
+      goto unlock;
+    }
+    code = run_reserve(fw, &c, n, st);
+    if (code != GS_CODE_SUCCESS) {
+      err = GS_ENOFIT;
+      goto unlock;
+    }
+    fresh = true;
+    alloc = gs_ledger_alloc_get(fw->ledger, pod->uid);
+    if (alloc == NULL) {
+      gs_status_set(st, GS_CODE_ERROR, "no plugin reserved GPUs for the pod");
+      err = GS_EINVAL;
+      goto unlock;
+    }
+  }
+  code = run_bind(fw, &c, alloc, ret, st);
+  if (code != GS_CODE_SUCCESS) {
+    gs_annotations_clear(ret);
+    if (fresh)
+      run_unreserve(fw, &c, node, fw->nplugins);
+    fresh = false;
+    err = GS_EINVAL;
+    goto unlock;
+  }
+  *ret_fresh = fresh;
+unlock:
+  pthread_rwlock_unlock(&fw->lock);
+  return err;
+}
+
+void gs_fw_bind_commit(struct gs_fw *fw, const char *uid) {
+  pthread_rwlock_wrlock(&fw->lock);
+  if (gs_ledger_confirm(fw->ledger, uid) != GS_EOK) {
+    /* deleted meanwhile: nothing to confirm */
+  }
+  pthread_rwlock_unlock(&fw->lock);
+}
+
+void gs_fw_bind_abort(struct gs_fw *fw, const struct gs_pod_request *pod, const char *node) {
+  struct gs_cycle c;
+  pthread_rwlock_wrlock(&fw->lock);
+  cycle_init(fw, &c, pod, 0);
+  run_unreserve(fw, &c, node, fw->nplugins);
+  pthread_rwlock_unlock(&fw->lock);
+}
+
+enum gs_err gs_fw_node_upsert(struct gs_fw *fw, const struct gs_node_spec *spec) {
+  enum gs_err err;
+  pthread_rwlock_wrlock(&fw->lock);
+  err = gs_ledger_node_upsert(fw->ledger, spec);
+  pthread_rwlock_unlock(&fw->lock);
+  return err;
+}
+
+enum gs_err gs_fw_node_remove(struct gs_fw *fw, const char *name) {
+  enum gs_err err;
+  pthread_rwlock_wrlock(&fw->lock);
+  err = gs_ledger_node_remove(fw->ledger, name);
+  pthread_rwlock_unlock(&fw->lock);
+  return err;
+}
+
+enum gs_err gs_fw_node_set_unhealthy(struct gs_fw *fw, const char *name, uint64_t mask) {
+  enum gs_err err;
+  pthread_rwlock_wrlock(&fw->lock);
+  err = gs_ledger_node_set_unhealthy(fw->ledger, name, mask);
+  pthread_rwlock_unlock(&fw->lock);
+  return err;
+}
+
+enum gs_err gs_fw_pod_restore(struct gs_fw *fw, const struct gs_alloc *alloc) {
+  enum gs_err err = GS_EOK;
+  const struct gs_alloc *have;
+  pthread_rwlock_wrlock(&fw->lock);
+  have = gs_ledger_alloc_get(fw->ledger, alloc->uid);
+  if (have == NULL) {
+    err = gs_ledger_restore(fw->ledger, alloc);
+  } else if (alloc->state == GS_ALLOC_BOUND && have->state != GS_ALLOC_BOUND) {
+    err = gs_ledger_confirm(fw->ledger, alloc->uid);
+  }
+  pthread_rwlock_unlock(&fw->lock);
+  return err;
+}
+
+void gs_fw_pod_gone(struct gs_fw *fw, const char *uid) {
+  pthread_rwlock_wrlock(&fw->lock);
+  if (gs_ledger_release(fw->ledger, uid) != GS_EOK) {
+    /* a pod without GPUs has no allocation */
+  }
+  for (size_t i = 0; i < fw->nplugins; i++)
+    if (fw->plugins[i]->pod_gone != NULL)
+      fw->plugins[i]->pod_gone(fw->state[i], fw->ledger, uid);
+  pthread_rwlock_unlock(&fw->lock);
+}
+
+size_t gs_fw_expire_assumed(struct gs_fw *fw, int64_t now_ns, int64_t max_age_ns) {
+  size_t expired = 0;
+  pthread_rwlock_wrlock(&fw->lock);
+  for (size_t i = 0; i < gs_ledger_node_count(fw->ledger); i++) {
+    const struct gs_node *n = gs_ledger_node_at(fw->ledger, i);
+    size_t j = 0;
+    while (j < gs_ledger_node_alloc_count(fw->ledger, n->name)) {
+      const struct gs_alloc *a = gs_ledger_node_alloc_at(fw->ledger, n->name, j);
+      if (a->state == GS_ALLOC_ASSUMED && now_ns - a->assume_time_ns > max_age_ns &&
+          gs_ledger_release(fw->ledger, a->uid) == GS_EOK) {
+        expired++;
+        continue; /* the list shrank: same index again */
+      }
+      j++;
+    }
+  }
+  pthread_rwlock_unlock(&fw->lock);
+  return expired;
+}
+
+void gs_fw_tick(struct gs_fw *fw, int64_t now_ns) {
+  pthread_rwlock_wrlock(&fw->lock);
+  for (size_t i = 0; i < fw->nplugins; i++)
+    if (fw->plugins[i]->tick != NULL)
+      fw->plugins[i]->tick(fw->state[i], fw->ledger, now_ns);
+  pthread_rwlock_unlock(&fw->lock);
+}
+
+void gs_fw_reset(struct gs_fw *fw) {
+  struct gs_ledger *fresh = gs_ledger_new(fw->policy.unit_mib);
+  if (fresh == NULL)
+    return; /* keep the old one rather than none */
+  pthread_rwlock_wrlock(&fw->lock);
+  gs_ledger_free(fw->ledger);
+  fw->ledger = fresh;
+  pthread_rwlock_unlock(&fw->lock);
+}
+
+void gs_fw_read(struct gs_fw *fw, void (*fn)(const struct gs_ledger *ledger, void *arg),
+                void *arg) {
+  pthread_rwlock_rdlock(&fw->lock);
+  fn(fw->ledger, arg);
+  pthread_rwlock_unlock(&fw->lock);
+}
+
+void *gs_fw_plugin_state(struct gs_fw *fw, const char *name) {
+  for (size_t i = 0; i < fw->nplugins; i++)
+    if (strcmp(fw->plugins[i]->name, name) == 0)
+      return fw->state[i];
+  return NULL;
+}

@@ -1,0 +1,86 @@
+/* gpushare — the framework: runs the registered plugins at each extension
+ * point over the ledger and owns the one lock around it.
+ *
+ * Every function here is thread-safe. Filter and prioritize take the lock
+ * shared (readers in parallel); reserve, bind bookkeeping and cluster
+ * events take it exclusive.
+ */
+#ifndef GPUSHARE_FRAMEWORK_H
+#define GPUSHARE_FRAMEWORK_H
+
+#include <gpushare/ledger.h>
+#include <gpushare/place.h>
+#include <gpushare/plugin.h>
+
+#define GS_FW_MAX_PLUGINS 16
+
+struct gs_fw;
+
+/* The verdict for one node. */
+struct gs_fw_result {
+  enum gs_code code; /* SUCCESS, UNSCHEDULABLE or UNRESOLVABLE */
+  int64_t score;     /* prioritize: 0..10 */
+  char reason[GS_REASON_MAX];
+};
+
+/* Creates a framework with an empty ledger in policy->unit_mib, running
+ * plugins in the given order (array borrowed; it must outlive the
+ * framework). Returns NULL on allocation failure or a plugin's create
+ * failing. */
+struct gs_fw *gs_fw_new(const struct gs_policy *policy, const struct gs_plugin_ops *const *plugins,
+                        size_t nplugins);
+/* Accepts NULL. */
+void gs_fw_free(struct gs_fw *fw);
+/* The policy in force (read-only; fixed at creation). */
+const struct gs_policy *gs_fw_policy(const struct gs_fw *fw);
+
+/* Filter: fills ret[i] for each of the n nodes. A node the ledger does
+ * not know gets UNSCHEDULABLE "node unknown to gpushare". A pod gpushare
+ * does not manage passes everywhere. */
+enum gs_err gs_fw_filter(struct gs_fw *fw, const struct gs_pod_request *pod,
+                         const char *const *nodes, size_t n, int64_t now_ns,
+                         struct gs_fw_result *ret) GS_WUR;
+/* Prioritize: like filter, scores in ret[i].score (0 where not feasible). */
+enum gs_err gs_fw_prioritize(struct gs_fw *fw, const struct gs_pod_request *pod,
+                             const char *const *nodes, size_t n, int64_t now_ns,
+                             struct gs_fw_result *ret) GS_WUR;
+
+/* Bind, step 1: under the lock, reserve room for pod on node (or reuse the
+ * pod's existing allocation when the UID already has one on that node:
+ * idempotent, never re-picks devices), run permit, and produce the
+ * annotations the Binding must carry. On failure st says why and the ledger
+ * is unchanged. *ret_fresh tells whether this call made the reservation (so
+ * a failed apiserver bind must undo it). */
+enum gs_err gs_fw_bind_prepare(struct gs_fw *fw, const struct gs_pod_request *pod,
+                               const char *node, int64_t now_ns, struct gs_annotations *ret,
+                               bool *ret_fresh, struct gs_status *st) GS_WUR;
+/* Bind, step 2: the apiserver accepted the Binding. */
+void gs_fw_bind_commit(struct gs_fw *fw, const char *uid);
+/* Bind, step 2 on failure: undo a fresh reservation. */
+void gs_fw_bind_abort(struct gs_fw *fw, const struct gs_pod_request *pod, const char *node);
+
+/* Cluster events. */
+enum gs_err gs_fw_node_upsert(struct gs_fw *fw, const struct gs_node_spec *spec) GS_WUR;
+enum gs_err gs_fw_node_remove(struct gs_fw *fw, const char *name) GS_WUR;
+enum gs_err gs_fw_node_set_unhealthy(struct gs_fw *fw, const char *name, uint64_t mask) GS_WUR;
+/* A pod seen with an allocation (from its annotations): recorded as BOUND
+ * when bound, kept if already known. GS_ENOTFOUND: unknown node. */
+enum gs_err gs_fw_pod_restore(struct gs_fw *fw, const struct gs_alloc *alloc) GS_WUR;
+/* A pod left (deleted, Succeeded, Failed): frees its allocation. */
+void gs_fw_pod_gone(struct gs_fw *fw, const char *uid);
+/* Releases ASSUMED allocations older than max_age_ns whose UID is not
+ * confirmed; returns how many. */
+size_t gs_fw_expire_assumed(struct gs_fw *fw, int64_t now_ns, int64_t max_age_ns);
+/* Lets time-driven plugins (gang timeouts) act. */
+void gs_fw_tick(struct gs_fw *fw, int64_t now_ns);
+/* Drops every node and allocation (a new leader rebuilds from scratch). */
+void gs_fw_reset(struct gs_fw *fw);
+
+/* Runs fn with the lock held shared; the ledger must not escape fn. */
+void gs_fw_read(struct gs_fw *fw, void (*fn)(const struct gs_ledger *ledger, void *arg),
+                void *arg);
+/* The plugin state of the named plugin (for debug views), or NULL. The
+ * pointer is only valid inside gs_fw_read's fn. */
+void *gs_fw_plugin_state(struct gs_fw *fw, const char *name);
+
+#endif
