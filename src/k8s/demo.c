@@ -1,0 +1,283 @@
+/* The demo backend. Objects live in one JSON array guarded by a mutex;
+ * the sink is called without the mutex held, so a sink may call back. */
+#include "demo.h"
+
+#include "config.h"
+#include "api.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct demo {
+  pthread_mutex_t mu;
+  json_t *nodes;      /* array of Node objects */
+  json_t *pods;       /* array of Pod objects */
+  json_t *configmaps; /* array of ConfigMap objects */
+  struct gs_cluster_sink sink;
+  bool started;
+};
+
+static const char *kind_of(const json_t *obj) {
+  return json_string_value(json_object_get(obj, "kind"));
+}
+
+static const char *meta_str(const json_t *obj, const char *key) {
+  return json_string_value(json_object_get(json_object_get(obj, "metadata"), key));
+}
+
+/* Gives a pod a namespace and UID when the file leaves them out. */
+static enum gs_err normalize_pod(json_t *pod) {
+  json_t *meta = json_object_get(pod, "metadata");
+  char uid[GS_NS_MAX + GS_NAME_MAX + 16];
+  if (!json_is_object(meta) || meta_str(pod, "name") == NULL)
+    return GS_EPARSE;
+  if (meta_str(pod, "namespace") == NULL &&
+      json_object_set_new(meta, "namespace", json_string("default")) != 0)
+    return GS_ENOMEM;
+  if (meta_str(pod, "uid") == NULL) {
+    snprintf(uid, sizeof uid, "demo-%s-%s", meta_str(pod, "namespace"), meta_str(pod, "name"));
+    if (json_object_set_new(meta, "uid", json_string(uid)) != 0)
+      return GS_ENOMEM;
+  }
+  return GS_EOK;
+}
+
+static enum gs_err add_item(struct demo *d, json_t *item, size_t i, struct gs_diag *diag) {
+  const char *kind = kind_of(item);
+  char where[64];
+  snprintf(where, sizeof where, "items[%zu]", i);
+  if (!json_is_object(item)) {
+    gs_diag_set(diag, where, "item is not an object");
+    return GS_EPARSE;
+  }
+  if (kind == NULL)
+    return GS_EOK; /* kubectl always writes kind; without it we cannot tell */
+  if (strcmp(kind, "Node") == 0) {
+    if (meta_str(item, "name") == NULL) {
+      gs_diag_set(diag, where, "Node without metadata.name");
+      return GS_EPARSE;
+    }
+    return json_array_append(d->nodes, item) == 0 ? GS_EOK : GS_ENOMEM;
+  }
+  if (strcmp(kind, "Pod") == 0) {
+    if (normalize_pod(item) != GS_EOK) {
+      gs_diag_set(diag, where, "Pod without metadata.name");
+      return GS_EPARSE;
+    }
+    return json_array_append(d->pods, item) == 0 ? GS_EOK : GS_ENOMEM;
+  }
+  if (strcmp(kind, "ConfigMap") == 0)
+    return json_array_append(d->configmaps, item) == 0 ? GS_EOK : GS_ENOMEM;
+  return GS_EOK;
+}
+
+static void demo_destroy(void *self) {
+  struct demo *d = self;
+  if (d == NULL)
+    return;
+  json_decref(d->nodes);
+  json_decref(d->pods);
+  json_decref(d->configmaps);
+  pthread_mutex_destroy(&d->mu);
+  free(d);
+}
+
+static enum gs_err demo_start(void *self, const struct gs_cluster_sink *sink) {
+  struct demo *d = self;
+  json_t *snapshot[3];
+  size_t i;
+  json_t *obj;
+
+  pthread_mutex_lock(&d->mu);
+  d->sink = *sink;
+  d->started = true;
+  snapshot[0] = json_deep_copy(d->configmaps);
+  snapshot[1] = json_deep_copy(d->nodes);
+  snapshot[2] = json_deep_copy(d->pods);
+  pthread_mutex_unlock(&d->mu);
+  if (snapshot[0] == NULL || snapshot[1] == NULL || snapshot[2] == NULL) {
+    for (i = 0; i < 3; i++)
+      json_decref(snapshot[i]);
+    return GS_ENOMEM;
+  }
+  json_array_foreach(snapshot[0], i, obj) if (sink->configmap_upsert) sink->configmap_upsert(sink->ctx, obj);
+  json_array_foreach(snapshot[1], i, obj) if (sink->node_upsert) sink->node_upsert(sink->ctx, obj);
+  json_array_foreach(snapshot[2], i, obj) if (sink->pod_upsert) sink->pod_upsert(sink->ctx, obj);
+  for (i = 0; i < 3; i++)
+    json_decref(snapshot[i]);
+  if (sink->synced)
+    sink->synced(sink->ctx);
+  if (sink->leader)
+    sink->leader(sink->ctx, true);
+  return GS_EOK;
+}
+
+static void demo_stop(void *self) { (void)self; }
+
+static json_t *find_pod(struct demo *d, const char *ns, const char *name) {
+  size_t i;
+  json_t *pod;
+  json_array_foreach(d->pods, i, pod) {
+    const char *pns = meta_str(pod, "namespace"), *pname = meta_str(pod, "name");
+    if (pns && pname && strcmp(pns, ns) == 0 && strcmp(pname, name) == 0)
+      return pod;
+  }
+  return NULL;
+}
+
+static json_t *demo_pod_get(void *self, const char *ns, const char *name) {
+  struct demo *d = self;
+  json_t *pod, *copy = NULL;
+  pthread_mutex_lock(&d->mu);
+  pod = find_pod(d, ns, name);
+  if (pod != NULL)
+    copy = json_deep_copy(pod);
+  pthread_mutex_unlock(&d->mu);
+  return copy;
+}
+
+static enum gs_err demo_bind(void *self, const char *ns, const char *name, const char *uid,
+                             const char *node, const struct gs_annotations *annots, char *err,
+                             size_t errlen) {
+  struct demo *d = self;
+  json_t *pod, *meta, *spec, *ann, *updated = NULL;
+  const char *have_uid, *have_node;
+  enum gs_err rc = GS_EOK;
+
+  pthread_mutex_lock(&d->mu);
+  pod = find_pod(d, ns, name);
+  if (pod == NULL) {
+    snprintf(err, errlen, "pods \"%s\" not found", name);
+    rc = GS_ENOTFOUND;
+    goto unlock;
+  }
+  have_uid = meta_str(pod, "uid");
+  if (uid != NULL && uid[0] != '\0' && have_uid != NULL && strcmp(uid, have_uid) != 0) {
+    snprintf(err, errlen, "Precondition failed: UID in precondition: %s, UID in object meta: %s",
+             uid, have_uid);
+    rc = GS_ECONFLICT;
+    goto unlock;
+  }
+  spec = json_object_get(pod, "spec");
+  if (!json_is_object(spec)) {
+    spec = json_object();
+    if (spec == NULL || json_object_set_new(pod, "spec", spec) != 0) {
+      rc = GS_ENOMEM;
+      goto unlock;
+    }
+  }
+  have_node = json_string_value(json_object_get(spec, "nodeName"));
+  if (have_node != NULL && have_node[0] != '\0') {
+    if (strcmp(have_node, node) != 0) {
+      snprintf(err, errlen, "pod %s is already assigned to node \"%s\"", name, have_node);
+      rc = GS_ECONFLICT;
+    }
+    goto unlock; /* same node: already bound, idempotent */
+  }
+  meta = json_object_get(pod, "metadata");
+  ann = json_object_get(meta, "annotations");
+  if (!json_is_object(ann)) {
+    ann = json_object();
+    if (ann == NULL || json_object_set_new(meta, "annotations", ann) != 0) {
+      rc = GS_ENOMEM;
+      goto unlock;
+    }
+  }
+  /* Annotations and nodeName change together, as the Binding does it. */
+  for (size_t i = 0; i < annots->n; i++)
+    if (json_object_set_new(ann, annots->kv[i].key, json_string(annots->kv[i].value)) != 0)
+      rc = GS_ENOMEM;
+  if (rc == GS_EOK && json_object_set_new(spec, "nodeName", json_string(node)) != 0)
+    rc = GS_ENOMEM;
+  if (rc == GS_EOK && d->started)
+    updated = json_deep_copy(pod);
+unlock:
+  pthread_mutex_unlock(&d->mu);
+  if (rc == GS_ENOMEM)
+    snprintf(err, errlen, "out of memory");
+  if (updated != NULL) {
+    if (d->sink.pod_upsert)
+      d->sink.pod_upsert(d->sink.ctx, updated);
+    json_decref(updated);
+  }
+  return rc;
+}
+
+static void demo_event(void *self, const json_t *pod, const char *reason, const char *message) {
+  (void)self;
+  (void)pod;
+  (void)reason;
+  (void)message; /* the demo has no event store; the server logs the failure */
+}
+
+static const struct gs_cluster_ops demo_ops = {
+    .name = "demo",
+    .start = demo_start,
+    .stop = demo_stop,
+    .destroy = demo_destroy,
+    .pod_get = demo_pod_get,
+    .bind = demo_bind,
+    .event = demo_event,
+};
+
+enum gs_err gs_cluster_demo_new(const char *path, struct gs_cluster *ret, struct gs_diag *diag) {
+  struct demo *d;
+  json_t *doc = NULL, *items;
+  enum gs_err err;
+  size_t i;
+  json_t *item;
+
+  err = gs_yaml_load_file(path, &doc, diag);
+  if (err != GS_EOK)
+    return err;
+  d = calloc(1, sizeof *d);
+  if (d == NULL) {
+    json_decref(doc);
+    return GS_ENOMEM;
+  }
+  pthread_mutex_init(&d->mu, NULL);
+  d->nodes = json_array();
+  d->pods = json_array();
+  d->configmaps = json_array();
+  if (d->nodes == NULL || d->pods == NULL || d->configmaps == NULL) {
+    err = GS_ENOMEM;
+    goto free_demo;
+  }
+  items = json_object_get(doc, "items");
+  if (json_is_array(items)) {
+    json_array_foreach(items, i, item) if ((err = add_item(d, item, i, diag)) != GS_EOK) goto free_demo;
+  } else if (json_is_object(doc) && kind_of(doc) != NULL) {
+    if ((err = add_item(d, doc, 0, diag)) != GS_EOK)
+      goto free_demo;
+  } else {
+    gs_diag_set(diag, path, "expected a List of Kubernetes objects (kind: List, items: [...])");
+    err = GS_EPARSE;
+    goto free_demo;
+  }
+  json_decref(doc);
+  ret->ops = &demo_ops;
+  ret->self = d;
+  return GS_EOK;
+
+free_demo:
+  json_decref(doc);
+  demo_destroy(d);
+  return err;
+}
+
+const json_t *gs_cluster_demo_configmap(const struct gs_cluster *demo, const char *ns,
+                                        const char *name) {
+  struct demo *d = demo->self;
+  size_t i;
+  json_t *cm;
+  if (demo->ops != &demo_ops)
+    return NULL;
+  json_array_foreach(d->configmaps, i, cm) {
+    const char *cns = meta_str(cm, "namespace"), *cname = meta_str(cm, "name");
+    if (cname && strcmp(cname, name) == 0 && strcmp(cns ? cns : "default", ns) == 0)
+      return json_object_get(cm, "data");
+  }
+  return NULL;
+}

@@ -1,0 +1,132 @@
+/* gpushare-extender: wiring only. Parse the configuration, pick the cluster
+ * backend (demo file or live apiserver), run the server until a signal. */
+#include "config.h"
+#include "demo.h"
+#include "k8s.h"
+#include "log.h"
+#include "server.h"
+
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+
+static volatile sig_atomic_t stop_flag;
+
+static void on_signal(int sig) {
+  (void)sig;
+  stop_flag = 1;
+}
+
+/* Start-up configuration from the ConfigMap (§6), unless a flag overrides
+ * the unit. An invalid value is a start-up error naming the key. */
+static int apply_configmap(struct gs_config *cfg, const json_t *data) {
+  struct gs_diag diag = {"", ""};
+  uint32_t unit = cfg->policy.unit_mib;
+  if (data == NULL)
+    return 0;
+  if (gs_config_apply_data(&cfg->policy, data, &diag) != GS_EOK) {
+    fprintf(stderr, "gpushare-extender: ConfigMap %s/%s: %s\n", cfg->configmap_ns,
+            cfg->configmap_name, diag.text);
+    return -1;
+  }
+  if (cfg->unit_override_mib != 0)
+    cfg->policy.unit_mib = unit;
+  return 0;
+}
+
+static enum gs_log_lvl log_level(enum gs_log_level l) {
+  switch (l) {
+  case GS_LOG_ERROR:
+    return GS_LVL_ERROR;
+  case GS_LOG_WARN:
+    return GS_LVL_WARN;
+  case GS_LOG_DEBUG:
+    return GS_LVL_DEBUG;
+  case GS_LOG_INFO:
+    break;
+  }
+  return GS_LVL_INFO;
+}
+
+int main(int argc, char **argv) {
+  static struct gs_config cfg; /* large: keep it off the stack */
+  struct gs_diag diag = {"", ""};
+  enum gs_config_action action;
+  struct gs_cluster cluster = {0};
+  struct gs_server *server;
+  struct sigaction sa;
+
+  if (gs_config_from_args(argc, argv, &cfg, &action, &diag) != GS_EOK) {
+    fprintf(stderr, "gpushare-extender: %s\n", diag.text);
+    return 2;
+  }
+  if (action == GS_CONFIG_HELP) {
+    fputs(gs_config_usage(), stdout);
+    return 0;
+  }
+  if (action == GS_CONFIG_VERSION) {
+    printf("gpushare-extender %s\n", GS_VERSION);
+    return 0;
+  }
+  gs_log_set_level(log_level(cfg.log_level));
+
+  if (cfg.demo[0] != '\0') {
+    if (gs_cluster_demo_new(cfg.demo, &cluster, &diag) != GS_EOK) {
+      fprintf(stderr, "gpushare-extender: %s%s%s\n", diag.where, diag.where[0] ? ": " : "",
+              diag.text);
+      return 2;
+    }
+    if (apply_configmap(&cfg, gs_cluster_demo_configmap(&cluster, cfg.configmap_ns,
+                                                        cfg.configmap_name)) != 0) {
+      cluster.ops->destroy(cluster.self);
+      return 2;
+    }
+  } else {
+    struct gs_kube_opts kopts = {0};
+    json_t *data = NULL;
+    kopts.kubeconfig = cfg.kubeconfig;
+    kopts.configmap_ns = cfg.configmap_ns;
+    kopts.configmap_name = cfg.configmap_name;
+    kopts.leader_elect = cfg.leader_elect;
+    kopts.lease_ns = cfg.lease_ns;
+    kopts.lease_name = cfg.lease_name;
+    if (gs_cluster_kube_new(&kopts, &cluster, &diag) != GS_EOK) {
+      fprintf(stderr, "gpushare-extender: %s\n", diag.text);
+      return 2;
+    }
+    /* The unit must be known before the ledger exists: read the ConfigMap
+     * once now (retrying while the apiserver is down). */
+    if (gs_kube_configmap_data(&cluster, cfg.configmap_ns, cfg.configmap_name, &stop_flag,
+                               &data) != GS_EOK) {
+      cluster.ops->destroy(cluster.self);
+      return 1;
+    }
+    if (apply_configmap(&cfg, data) != 0) {
+      json_decref(data);
+      cluster.ops->destroy(cluster.self);
+      return 2;
+    }
+    json_decref(data);
+  }
+
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = on_signal;
+  sigaction(SIGINT, &sa, NULL);
+  sigaction(SIGTERM, &sa, NULL);
+  signal(SIGPIPE, SIG_IGN);
+
+  server = gs_server_new(&cfg, cluster, &diag);
+  if (server == NULL) {
+    fprintf(stderr, "gpushare-extender: %s\n", diag.text);
+    return 1;
+  }
+  if (gs_server_start(server, &diag) != GS_EOK) {
+    fprintf(stderr, "gpushare-extender: %s\n", diag.text);
+    gs_server_free(server);
+    return 1;
+  }
+  gs_server_run(server, &stop_flag);
+  gs_log(GS_LVL_INFO, "shutting down", "%s", "");
+  gs_server_free(server);
+  return 0;
+}

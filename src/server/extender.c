@@ -1,0 +1,768 @@
+/* The extender: cluster events into the framework (the sink), and the HTTP
+ * routes of CONTRACT §2 over it. */
+#include "server.h"
+
+#include "api.h"
+#include "framework.h"
+#include "http.h"
+#include "log.h"
+#include "metrics.h"
+#include "plugins.h"
+
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define UNHEALTHY_PREFIX "unhealthy-gpu-"
+#define UNHEALTHY_NS "kube-system"
+#define ASSUME_MAX_AGE_NS (INT64_C(300) * 1000000000) /* bind never confirmed */
+
+struct gs_server {
+  struct gs_config cfg;
+  struct gs_cluster cluster;
+  struct gs_fw *fw;
+  struct gs_metrics *metrics;
+  struct gs_http_server *http;
+  atomic_bool synced;
+  atomic_bool leader;
+  atomic_uint pending_unit;
+  pthread_mutex_t mu; /* guards orphans and unhealthy */
+  json_t *orphans;    /* uid → pod whose allocation names a node not yet known */
+  json_t *unhealthy;  /* node → mask of unhealthy GPUs */
+};
+
+static int64_t now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static double mono_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static const char *meta_str(const json_t *obj, const char *key) {
+  return json_string_value(json_object_get(json_object_get(obj, "metadata"), key));
+}
+
+/* kube-scheduler passes Error through fmt.Errorf: a '%' would be mangled. */
+static void scrub_percent(char *text) {
+  for (char *p = text; *p; p++)
+    if (*p == '%')
+      *p = '#';
+}
+
+static void diag_text(const struct gs_diag *diag, const char *what, char *out, size_t len) {
+  if (diag->where[0] != '\0')
+    snprintf(out, len, "%s: %s: %s", what, diag->where, diag->text);
+  else
+    snprintf(out, len, "%s: %s", what, diag->text[0] ? diag->text : "malformed input");
+  scrub_percent(out);
+}
+
+/* ---- the sink: cluster events ------------------------------------------ */
+
+/* Parses "0,2" into a mask; junk entries are skipped. */
+static uint64_t parse_gpu_list(const char *text) {
+  uint64_t mask = 0;
+  while (text != NULL && *text) {
+    char *end;
+    unsigned long v = strtoul(text, &end, 10);
+    if (end != text && v < GS_MAX_GPUS)
+      mask |= UINT64_C(1) << v;
+    text = end == text ? text + 1 : end;
+  }
+  return mask;
+}
+
+static void restore_pod(struct gs_server *s, const json_t *pod, bool remember) {
+  struct gs_api_alloc a;
+  struct gs_alloc alloc;
+  struct gs_diag diag = {"", ""};
+  const char *uid = gs_api_pod_uid(pod), *node = gs_api_pod_node(pod);
+  enum gs_err err;
+
+  if (uid == NULL || uid[0] == '\0' || node == NULL || node[0] == '\0')
+    return;
+  err = gs_api_alloc_from_pod(pod, gs_fw_policy(s->fw)->unit_mib, &a, &diag);
+  if (err == GS_ENOTFOUND)
+    return;
+  if (err != GS_EOK) {
+    gs_log(GS_LVL_WARN, "ignoring malformed allocation annotation", "pod=%s/%s where=\"%s\" error=\"%s\"",
+           gs_api_pod_ns(pod), gs_api_pod_name(pod), diag.where, diag.text);
+    return;
+  }
+  alloc = (struct gs_alloc){
+      .ns = gs_api_pod_ns(pod),
+      .name = gs_api_pod_name(pod),
+      .uid = uid,
+      .node = node,
+      .kind = a.kind,
+      .state = GS_ALLOC_BOUND,
+      .unit_mib = a.unit_mib,
+      .assume_time_ns = a.assume_time_ns,
+      .nparts = a.nparts,
+      .parts = a.parts,
+  };
+  err = gs_fw_pod_restore(s->fw, &alloc);
+  if (err == GS_ENOTFOUND && remember) {
+    pthread_mutex_lock(&s->mu);
+    json_object_set_new(s->orphans, uid, json_deep_copy(pod));
+    pthread_mutex_unlock(&s->mu);
+    return;
+  }
+  if (err != GS_EOK)
+    gs_log(GS_LVL_WARN, "cannot restore allocation", "pod=%s/%s node=%s error=\"%s\"",
+           alloc.ns, alloc.name, node, gs_strerror(err));
+  else
+    gs_log(GS_LVL_DEBUG, "allocation restored", "pod=%s/%s node=%s", alloc.ns, alloc.name, node);
+}
+
+static void sink_node_upsert(void *ctx, const json_t *node) {
+  struct gs_server *s = ctx;
+  struct gs_node_spec spec;
+  static __thread struct gs_topo topo; /* 8 KiB: keep it off the stack */
+  struct gs_diag diag = {"", ""};
+  enum gs_err err;
+  json_t *mask, *retry;
+  const char *uid;
+  json_t *pod;
+  void *tmp;
+
+  err = gs_api_node_decode(node, &spec, &topo, &diag);
+  if (err != GS_EOK) {
+    gs_log(GS_LVL_WARN, "ignoring node", "node=%s where=\"%s\" error=\"%s\"",
+           meta_str(node, "name") ? meta_str(node, "name") : "?", diag.where, diag.text);
+    return;
+  }
+  err = gs_fw_node_upsert(s->fw, &spec);
+  if (err != GS_EOK) {
+    gs_log(GS_LVL_WARN, "cannot add node", "node=%s error=\"%s\"", spec.name, gs_strerror(err));
+    return;
+  }
+  pthread_mutex_lock(&s->mu);
+  mask = json_object_get(s->unhealthy, spec.name);
+  if (mask != NULL && gs_fw_node_set_unhealthy(s->fw, spec.name,
+                                               (uint64_t)json_integer_value(mask)) != GS_EOK)
+    gs_log(GS_LVL_WARN, "cannot mark GPUs unhealthy", "node=%s", spec.name);
+  /* Pods whose allocation arrived before their node. */
+  retry = json_object();
+  json_object_foreach_safe(s->orphans, tmp, uid, pod) {
+    const char *pn = gs_api_pod_node(pod);
+    if (pn != NULL && strcmp(pn, spec.name) == 0) {
+      json_object_set(retry, uid, pod);
+      json_object_del(s->orphans, uid);
+    }
+  }
+  pthread_mutex_unlock(&s->mu);
+  json_object_foreach(retry, uid, pod) restore_pod(s, pod, true);
+  json_decref(retry);
+}
+
+static void sink_node_delete(void *ctx, const char *name) {
+  struct gs_server *s = ctx;
+  if (gs_fw_node_remove(s->fw, name) == GS_EOK)
+    gs_log(GS_LVL_INFO, "node removed", "node=%s", name);
+}
+
+static void sink_pod_upsert(void *ctx, const json_t *pod) {
+  struct gs_server *s = ctx;
+  const char *uid = gs_api_pod_uid(pod);
+  if (uid == NULL || uid[0] == '\0')
+    return;
+  if (gs_api_pod_is_terminal(pod)) {
+    /* Succeeded or Failed: its containers are gone, so are its GPUs. A pod
+     * that is only terminating keeps them until it stops. */
+    gs_fw_pod_gone(s->fw, uid);
+    return;
+  }
+  restore_pod(s, pod, true);
+}
+
+static void sink_pod_delete(void *ctx, const json_t *pod) {
+  struct gs_server *s = ctx;
+  const char *uid = gs_api_pod_uid(pod);
+  if (uid == NULL)
+    return;
+  gs_fw_pod_gone(s->fw, uid);
+  pthread_mutex_lock(&s->mu);
+  json_object_del(s->orphans, uid);
+  pthread_mutex_unlock(&s->mu);
+}
+
+static bool is_config_cm(const struct gs_server *s, const json_t *cm) {
+  const char *ns = meta_str(cm, "namespace"), *name = meta_str(cm, "name");
+  return ns && name && strcmp(ns, s->cfg.configmap_ns) == 0 &&
+         strcmp(name, s->cfg.configmap_name) == 0;
+}
+
+static const char *unhealthy_node(const json_t *cm) {
+  const char *ns = meta_str(cm, "namespace"), *name = meta_str(cm, "name");
+  if (ns == NULL || name == NULL || strcmp(ns, UNHEALTHY_NS) != 0 ||
+      strncmp(name, UNHEALTHY_PREFIX, strlen(UNHEALTHY_PREFIX)) != 0)
+    return NULL;
+  return name + strlen(UNHEALTHY_PREFIX);
+}
+
+static void set_unhealthy(struct gs_server *s, const char *node, uint64_t mask) {
+  enum gs_err err;
+  pthread_mutex_lock(&s->mu);
+  json_object_set_new(s->unhealthy, node, json_integer((json_int_t)mask));
+  pthread_mutex_unlock(&s->mu);
+  err = gs_fw_node_set_unhealthy(s->fw, node, mask);
+  if (err == GS_EOK)
+    gs_log(GS_LVL_INFO, "unhealthy GPUs updated", "node=%s mask=0x%" PRIx64, node, mask);
+}
+
+static void sink_configmap_upsert(void *ctx, const json_t *cm) {
+  struct gs_server *s = ctx;
+  const json_t *data = json_object_get(cm, "data");
+  const char *node;
+
+  if (is_config_cm(s, cm)) {
+    uint32_t unit = 0;
+    const char *text = json_string_value(json_object_get(data, "gpuMemoryUnit"));
+    unsigned pending = 0;
+    if (text != NULL && gs_unit_parse(text, &unit) != GS_EOK)
+      gs_log(GS_LVL_WARN, "invalid gpuMemoryUnit in ConfigMap", "value=\"%s\"", text);
+    else if (s->cfg.unit_override_mib == 0 && unit != 0 && unit != gs_fw_policy(s->fw)->unit_mib)
+      pending = unit;
+    if (atomic_exchange(&s->pending_unit, pending) != pending && pending != 0)
+      gs_log(GS_LVL_WARN, "gpuMemoryUnit changed; it applies at restart", "pendingUnit=%s",
+             gs_unit_name(pending));
+    return;
+  }
+  node = unhealthy_node(cm);
+  if (node != NULL)
+    set_unhealthy(s, node, parse_gpu_list(json_string_value(json_object_get(data, "gpus"))));
+}
+
+static void sink_configmap_delete(void *ctx, const json_t *cm) {
+  struct gs_server *s = ctx;
+  const char *node = unhealthy_node(cm);
+  if (node != NULL)
+    set_unhealthy(s, node, 0);
+  else if (is_config_cm(s, cm))
+    atomic_store(&s->pending_unit, 0);
+}
+
+static void sink_synced(void *ctx) {
+  struct gs_server *s = ctx;
+  if (!atomic_exchange(&s->synced, true))
+    gs_log(GS_LVL_INFO, "cache synced", "nodes=%s", "ready");
+}
+
+static void sink_leader(void *ctx, bool is_leader) {
+  struct gs_server *s = ctx;
+  if (atomic_exchange(&s->leader, is_leader) != is_leader)
+    gs_log(GS_LVL_INFO, is_leader ? "became leader" : "lost leadership", "%s", "");
+}
+
+/* ---- routes ------------------------------------------------------------ */
+
+static void respond(struct gs_http_response *resp, int status, const char *ctype, char *body) {
+  resp->status = status;
+  resp->content_type = ctype;
+  resp->body = body;
+  resp->body_len = body ? strlen(body) : 0;
+}
+
+static void respond_error(struct gs_http_response *resp, int status, const char *text) {
+  respond(resp, status, "application/json", gs_api_error_dump(text));
+}
+
+static void count(struct gs_server *s, const char *verb, const char *result, double t0) {
+  const char *vl[] = {"verb", verb, NULL};
+  const char *rl[] = {"verb", verb, "result", result, NULL};
+  gs_metrics_observe(s->metrics, "gpushare_request_duration_seconds",
+                     "Latency of extender verbs.", vl, mono_s() - t0);
+  gs_metrics_counter_add(s->metrics, "gpushare_requests_total",
+                         "Extender requests by verb and result.", rl, 1);
+}
+
+/* Decodes the args and the pod of a filter/prioritize body. On failure
+ * writes the error text and returns false. */
+static bool decode_args(const struct gs_http_request *req, struct gs_api_args *args,
+                        struct gs_pod_request *pod, char *err, size_t errlen) {
+  struct gs_diag diag = {"", ""};
+  if (gs_api_args_decode(req->body, req->body_len, args, &diag) != GS_EOK) {
+    diag_text(&diag, "invalid ExtenderArgs", err, errlen);
+    return false;
+  }
+  if (gs_api_pod_decode(args->pod, pod, &diag) != GS_EOK) {
+    diag_text(&diag, "invalid Pod", err, errlen);
+    gs_api_args_release(args);
+    return false;
+  }
+  return true;
+}
+
+static void route_filter(struct gs_server *s, const struct gs_http_request *req,
+                         struct gs_http_response *resp) {
+  double t0 = mono_s();
+  struct gs_api_args args;
+  struct gs_pod_request *pod = malloc(sizeof *pod);
+  struct gs_fw_result *res = NULL;
+  struct gs_api_filter_result *out = NULL;
+  char err[512];
+  const char *result = "error";
+  size_t passed = 0;
+
+  if (pod == NULL) {
+    respond(resp, 200, "application/json", gs_api_filter_error_dump("out of memory"));
+    goto done;
+  }
+  if (!atomic_load(&s->leader)) {
+    respond(resp, 200, "application/json", gs_api_filter_error_dump("not leader"));
+    goto done;
+  }
+  if (!decode_args(req, &args, pod, err, sizeof err)) {
+    result = "invalid";
+    respond(resp, 200, "application/json", gs_api_filter_error_dump(err));
+    goto done;
+  }
+  res = calloc(args.nnodes ? args.nnodes : 1, sizeof *res);
+  out = gs_api_filter_result_new(args.by_names);
+  if (res == NULL || out == NULL ||
+      gs_fw_filter(s->fw, pod, args.names, args.nnodes, now_ns(), res) != GS_EOK) {
+    respond(resp, 200, "application/json", gs_api_filter_error_dump("internal error"));
+    goto release;
+  }
+  for (size_t i = 0; i < args.nnodes; i++) {
+    enum gs_err e;
+    if (res[i].code == GS_CODE_SUCCESS) {
+      e = gs_api_filter_result_pass(out, args.names[i], args.nodes[i]);
+      passed++;
+    } else {
+      e = gs_api_filter_result_fail(out, args.names[i], res[i].reason,
+                                    res[i].code == GS_CODE_UNRESOLVABLE);
+    }
+    if (e != GS_EOK) {
+      respond(resp, 200, "application/json", gs_api_filter_error_dump("out of memory"));
+      goto release;
+    }
+  }
+  result = passed > 0 ? "fit" : "nofit";
+  respond(resp, 200, "application/json", gs_api_filter_result_dump(out));
+  gs_log(GS_LVL_DEBUG, "filter", "pod=%s/%s nodes=%zu passed=%zu", pod->ns, pod->name,
+         args.nnodes, passed);
+release:
+  gs_api_args_release(&args);
+done:
+  gs_api_filter_result_free(out);
+  free(res);
+  free(pod);
+  count(s, "filter", result, t0);
+}
+
+static void route_prioritize(struct gs_server *s, const struct gs_http_request *req,
+                             struct gs_http_response *resp) {
+  double t0 = mono_s();
+  struct gs_api_args args;
+  struct gs_pod_request *pod = malloc(sizeof *pod);
+  struct gs_fw_result *res = NULL;
+  int64_t *scores = NULL;
+  char err[512];
+  const char *result = "error";
+
+  if (pod == NULL) {
+    respond_error(resp, 500, "out of memory");
+    goto done;
+  }
+  if (!atomic_load(&s->leader)) {
+    respond_error(resp, 503, "not leader");
+    goto done;
+  }
+  if (!decode_args(req, &args, pod, err, sizeof err)) {
+    result = "invalid";
+    respond_error(resp, 400, err);
+    goto done;
+  }
+  res = calloc(args.nnodes ? args.nnodes : 1, sizeof *res);
+  scores = calloc(args.nnodes ? args.nnodes : 1, sizeof *scores);
+  if (res == NULL || scores == NULL ||
+      gs_fw_prioritize(s->fw, pod, args.names, args.nnodes, now_ns(), res) != GS_EOK) {
+    respond_error(resp, 500, "internal error");
+    goto release;
+  }
+  for (size_t i = 0; i < args.nnodes; i++)
+    scores[i] = res[i].code == GS_CODE_SUCCESS ? res[i].score : 0;
+  result = "ok";
+  respond(resp, 200, "application/json",
+          gs_api_priorities_dump(args.names, scores, args.nnodes));
+release:
+  gs_api_args_release(&args);
+done:
+  free(scores);
+  free(res);
+  free(pod);
+  count(s, "prioritize", result, t0);
+}
+
+static void route_bind(struct gs_server *s, const struct gs_http_request *req,
+                       struct gs_http_response *resp) {
+  double t0 = mono_s();
+  struct gs_api_bind_args args;
+  struct gs_pod_request *pod = malloc(sizeof *pod);
+  struct gs_annotations annots = {0};
+  struct gs_status st = {GS_CODE_SUCCESS, ""};
+  struct gs_diag diag = {"", ""};
+  json_t *obj = NULL;
+  const char *uid, *bound_node, *result = "error";
+  char err[512] = "";
+  bool fresh = false;
+  enum gs_err e;
+
+  if (pod == NULL) {
+    snprintf(err, sizeof err, "out of memory");
+    goto answer;
+  }
+  if (!atomic_load(&s->leader)) {
+    snprintf(err, sizeof err, "not leader");
+    goto answer;
+  }
+  if (gs_api_bind_args_decode(req->body, req->body_len, &args, &diag) != GS_EOK) {
+    result = "invalid";
+    diag_text(&diag, "invalid ExtenderBindingArgs", err, sizeof err);
+    goto answer;
+  }
+  obj = s->cluster.ops->pod_get(s->cluster.self, args.pod_ns, args.pod_name);
+  if (obj == NULL) {
+    snprintf(err, sizeof err, "pod %s/%s not found", args.pod_ns, args.pod_name);
+    goto answer;
+  }
+  uid = gs_api_pod_uid(obj);
+  if (args.pod_uid[0] != '\0' && uid != NULL && strcmp(uid, args.pod_uid) != 0) {
+    snprintf(err, sizeof err, "pod %s/%s has UID %s, not %s", args.pod_ns, args.pod_name, uid,
+             args.pod_uid);
+    goto answer;
+  }
+  if (gs_api_pod_decode(obj, pod, &diag) != GS_EOK) {
+    diag_text(&diag, "invalid Pod", err, sizeof err);
+    goto answer;
+  }
+  bound_node = gs_api_pod_node(obj);
+  if (bound_node != NULL && bound_node[0] != '\0' && strcmp(bound_node, args.node) != 0) {
+    snprintf(err, sizeof err, "pod %s/%s is already assigned to node %s", args.pod_ns,
+             args.pod_name, bound_node);
+    goto answer;
+  }
+  e = gs_fw_bind_prepare(s->fw, pod, args.node, now_ns(), &annots, &fresh, &st);
+  if (e != GS_EOK) {
+    result = "nofit";
+    snprintf(err, sizeof err, "cannot bind pod %s/%s: %s", args.pod_ns, args.pod_name,
+             st.reason[0] ? st.reason : gs_strerror(e));
+    goto answer;
+  }
+  if (bound_node != NULL && bound_node[0] != '\0' && !fresh) {
+    result = "ok"; /* already bound with this allocation: idempotent */
+    goto answer;
+  }
+  if (bound_node != NULL && bound_node[0] != '\0') {
+    gs_fw_bind_abort(s->fw, pod, args.node);
+    snprintf(err, sizeof err, "pod %s/%s is already bound without a GPU allocation",
+             args.pod_ns, args.pod_name);
+    goto answer;
+  }
+  e = s->cluster.ops->bind(s->cluster.self, pod->ns, pod->name, pod->uid, args.node, &annots,
+                           err, sizeof err);
+  if (e != GS_EOK) {
+    char msg[600];
+    if (fresh)
+      gs_fw_bind_abort(s->fw, pod, args.node);
+    snprintf(msg, sizeof msg, "binding to %s failed: %s", args.node, err);
+    snprintf(err, sizeof err, "%s", msg);
+    s->cluster.ops->event(s->cluster.self, obj, "FailedBinding", err);
+    goto answer;
+  }
+  gs_fw_bind_commit(s->fw, pod->uid);
+  result = "ok";
+  gs_log(GS_LVL_INFO, "bound", "pod=%s/%s node=%s allocation=%s", pod->ns, pod->name,
+         args.node, gs_annotations_get(&annots, GS_ANN_ALLOCATION)
+                        ? gs_annotations_get(&annots, GS_ANN_ALLOCATION)
+                        : gs_annotations_get(&annots, GS_ANN_TOPO_ALLOCATION));
+answer:
+  if (err[0] != '\0' && strcmp(result, "ok") != 0)
+    gs_log(GS_LVL_WARN, "bind failed", "error=\"%s\"", err);
+  scrub_percent(err);
+  respond(resp, 200, "application/json", gs_api_bind_result_dump(strcmp(result, "ok") == 0 ? "" : err));
+  gs_annotations_clear(&annots);
+  json_decref(obj);
+  free(pod);
+  count(s, "bind", result, t0);
+}
+
+/* Ledger views run under the framework's read lock. */
+struct view_call {
+  struct gs_server *s;
+  const char *node;
+  bool inspect;
+  enum gs_err err;
+  json_t *out;
+};
+
+static void view_fn(const struct gs_ledger *ledger, void *arg) {
+  struct view_call *v = arg;
+  struct gs_api_ledger_view view = {atomic_load(&v->s->pending_unit), NULL};
+  if (v->inspect)
+    v->err = gs_api_inspect_json(ledger, v->node, &v->out);
+  else
+    v->err = gs_api_ledger_json(ledger, v->node, &view, &v->out);
+}
+
+static void respond_view(struct gs_server *s, const char *node, bool inspect,
+                         struct gs_http_response *resp) {
+  struct view_call v = {s, node, inspect, GS_EOK, NULL};
+  char msg[GS_NAME_MAX + 64];
+  gs_fw_read(s->fw, view_fn, &v);
+  if (v.err == GS_ENOTFOUND) {
+    snprintf(msg, sizeof msg, "node %s is unknown to gpushare", node);
+    json_t *body = json_pack("{s:s}", "error", msg);
+    respond(resp, 404, "application/json", body ? json_dumps(body, JSON_COMPACT) : NULL);
+    json_decref(body);
+    return;
+  }
+  if (v.err != GS_EOK || v.out == NULL) {
+    respond_error(resp, 500, gs_strerror(v.err));
+    return;
+  }
+  respond(resp, 200, "application/json", json_dumps(v.out, JSON_COMPACT | JSON_PRESERVE_ORDER));
+  json_decref(v.out);
+}
+
+/* Finds key=value in a raw query string; value percent-decoded into out. */
+static bool query_get(const char *query, const char *key, char *out, size_t len) {
+  size_t klen = strlen(key);
+  const char *p = query;
+  while (p != NULL && *p) {
+    if (strncmp(p, key, klen) == 0 && p[klen] == '=') {
+      size_t n = 0;
+      for (p += klen + 1; *p && *p != '&' && n + 1 < len; p++) {
+        if (*p == '%' && p[1] && p[2]) {
+          char hex[3] = {p[1], p[2], 0};
+          out[n++] = (char)strtol(hex, NULL, 16);
+          p += 2;
+        } else {
+          out[n++] = *p == '+' ? ' ' : *p;
+        }
+      }
+      out[n] = '\0';
+      return true;
+    }
+    p = strchr(p, '&');
+    if (p != NULL)
+      p++;
+  }
+  return false;
+}
+
+struct metrics_call {
+  struct gs_server *s;
+};
+
+static void metrics_fn(const struct gs_ledger *ledger, void *arg) {
+  struct metrics_call *m = arg;
+  struct gs_metrics *mx = m->s->metrics;
+  gs_metrics_gauge_reset(mx, "gpushare_gpu_memory_used_mib");
+  gs_metrics_gauge_reset(mx, "gpushare_gpu_memory_total_mib");
+  gs_metrics_gauge_reset(mx, "gpushare_gpu_pods");
+  for (size_t i = 0; i < gs_ledger_node_count(ledger); i++) {
+    const struct gs_node *n = gs_ledger_node_at(ledger, i);
+    for (uint32_t g = 0; g < n->ngpus; g++) {
+      char idx[16];
+      const char *labels[] = {"node", n->name, "gpu", idx, NULL};
+      snprintf(idx, sizeof idx, "%" PRIu32, n->gpus[g].index);
+      gs_metrics_gauge_set(mx, "gpushare_gpu_memory_used_mib", "GPU memory allocated, MiB.",
+                           labels, (double)n->gpus[g].used_mib);
+      gs_metrics_gauge_set(mx, "gpushare_gpu_memory_total_mib", "GPU memory capacity, MiB.",
+                           labels, (double)n->gpus[g].total_mib);
+      gs_metrics_gauge_set(mx, "gpushare_gpu_pods", "Pods holding a share of the GPU.", labels,
+                           (double)n->gpus[g].npods);
+    }
+  }
+}
+
+static void route_metrics(struct gs_server *s, struct gs_http_response *resp) {
+  struct metrics_call m = {s};
+  const char *none[] = {NULL};
+  gs_fw_read(s->fw, metrics_fn, &m);
+  gs_metrics_gauge_set(s->metrics, "gpushare_leader", "1 when this replica serves the verbs.",
+                       none, atomic_load(&s->leader) ? 1 : 0);
+  gs_metrics_gauge_set(s->metrics, "gpushare_cache_synced", "1 once the first sync is done.",
+                       none, atomic_load(&s->synced) ? 1 : 0);
+  respond(resp, 200, "text/plain; version=0.0.4; charset=utf-8", gs_metrics_render(s->metrics));
+}
+
+#define PREFIX "/gpushare-scheduler"
+
+static void handle(void *ctx, const struct gs_http_request *req, struct gs_http_response *resp) {
+  struct gs_server *s = ctx;
+  const char *path = req->path;
+  bool post = strcmp(req->method, "POST") == 0;
+  bool get = strcmp(req->method, "GET") == 0 || strcmp(req->method, "HEAD") == 0;
+  static const char *const post_routes[] = {PREFIX "/filter", PREFIX "/prioritize",
+                                            PREFIX "/bind"};
+  static const char *const get_routes[] = {"/healthz", "/readyz", "/version", "/metrics",
+                                           "/debug/ledger", PREFIX "/inspect"};
+  char node[GS_NAME_MAX + 1];
+
+  for (size_t i = 0; i < sizeof post_routes / sizeof post_routes[0]; i++) {
+    if (strcmp(path, post_routes[i]) != 0)
+      continue;
+    if (!post) {
+      respond_error(resp, 405, "method not allowed: use POST");
+      return;
+    }
+    if (i == 0)
+      route_filter(s, req, resp);
+    else if (i == 1)
+      route_prioritize(s, req, resp);
+    else
+      route_bind(s, req, resp);
+    return;
+  }
+  for (size_t i = 0; i < sizeof get_routes / sizeof get_routes[0]; i++) {
+    size_t len = strlen(get_routes[i]);
+    bool exact = strcmp(path, get_routes[i]) == 0;
+    bool sub = i == 5 && strncmp(path, get_routes[i], len) == 0 && path[len] == '/' &&
+               path[len + 1] != '\0';
+    if (!exact && !sub)
+      continue;
+    if (!get) {
+      respond_error(resp, 405, "method not allowed: use GET");
+      return;
+    }
+    switch (i) {
+    case 0:
+      respond(resp, 200, "text/plain; charset=utf-8", strdup("ok\n"));
+      return;
+    case 1:
+      if (atomic_load(&s->synced) && atomic_load(&s->leader))
+        respond(resp, 200, "text/plain; charset=utf-8", strdup("ok\n"));
+      else
+        respond(resp, 503, "text/plain; charset=utf-8",
+                strdup(atomic_load(&s->synced) ? "not leader\n" : "cache not synced\n"));
+      return;
+    case 2:
+      respond(resp, 200, "text/plain; charset=utf-8", strdup("gpushare-extender " GS_VERSION "\n"));
+      return;
+    case 3:
+      route_metrics(s, resp);
+      return;
+    case 4:
+      if (query_get(req->query, "node", node, sizeof node))
+        respond_view(s, node, false, resp);
+      else
+        respond_view(s, NULL, false, resp);
+      return;
+    default:
+      respond_view(s, exact ? NULL : path + len + 1, true, resp);
+      return;
+    }
+  }
+  respond_error(resp, 404, "not found");
+}
+
+/* ---- lifecycle --------------------------------------------------------- */
+
+struct gs_server *gs_server_new(const struct gs_config *cfg, struct gs_cluster cluster,
+                                struct gs_diag *diag) {
+  struct gs_server *s = calloc(1, sizeof *s);
+  size_t nplugins;
+  const struct gs_plugin_ops *const *plugins = gs_plugins_default(&nplugins);
+
+  if (s == NULL) {
+    gs_diag_set(diag, "", "out of memory");
+    cluster.ops->destroy(cluster.self);
+    return NULL;
+  }
+  s->cfg = *cfg;
+  s->cluster = cluster;
+  pthread_mutex_init(&s->mu, NULL);
+  atomic_init(&s->synced, false);
+  atomic_init(&s->leader, false);
+  atomic_init(&s->pending_unit, 0);
+  s->orphans = json_object();
+  s->unhealthy = json_object();
+  s->fw = gs_fw_new(&cfg->policy, plugins, nplugins);
+  s->metrics = gs_metrics_new();
+  if (s->fw == NULL || s->metrics == NULL || s->orphans == NULL || s->unhealthy == NULL) {
+    gs_diag_set(diag, "", "out of memory");
+    gs_server_free(s);
+    return NULL;
+  }
+  return s;
+}
+
+enum gs_err gs_server_start(struct gs_server *s, struct gs_diag *diag) {
+  struct gs_http_opts opts = {0};
+  struct gs_cluster_sink sink = {
+      .ctx = s,
+      .node_upsert = sink_node_upsert,
+      .node_delete = sink_node_delete,
+      .pod_upsert = sink_pod_upsert,
+      .pod_delete = sink_pod_delete,
+      .configmap_upsert = sink_configmap_upsert,
+      .configmap_delete = sink_configmap_delete,
+      .synced = sink_synced,
+      .leader = sink_leader,
+  };
+  enum gs_err err;
+
+  opts.listen = s->cfg.listen;
+  opts.tls_cert_file = s->cfg.tls_cert_file[0] ? s->cfg.tls_cert_file : NULL;
+  opts.tls_key_file = s->cfg.tls_key_file[0] ? s->cfg.tls_key_file : NULL;
+  opts.body_max = GS_API_BODY_MAX;
+  s->http = gs_http_start(&opts, handle, s, diag);
+  if (s->http == NULL)
+    return GS_EIO;
+  gs_log(GS_LVL_INFO, "listening", "addr=%s port=%u tls=%s unit=%s", s->cfg.listen,
+         (unsigned)gs_http_port(s->http), opts.tls_cert_file ? "on" : "off",
+         gs_unit_name(s->cfg.policy.unit_mib));
+  err = s->cluster.ops->start(s->cluster.self, &sink);
+  if (err != GS_EOK) {
+    gs_diag_set(diag, "", "cannot start the %s cluster: %s", s->cluster.ops->name,
+                gs_strerror(err));
+    return err;
+  }
+  return GS_EOK;
+}
+
+void gs_server_run(struct gs_server *s, volatile sig_atomic_t *stop) {
+  unsigned ticks = 0;
+  while (!*stop) {
+    struct timespec ts = {0, 200 * 1000 * 1000};
+    nanosleep(&ts, NULL);
+    gs_fw_tick(s->fw, now_ns());
+    if (++ticks % 50 == 0) { /* every ~10 s */
+      size_t n = gs_fw_expire_assumed(s->fw, now_ns(), ASSUME_MAX_AGE_NS);
+      if (n > 0)
+        gs_log(GS_LVL_WARN, "released reservations whose bind never confirmed", "count=%zu", n);
+    }
+  }
+}
+
+uint16_t gs_server_port(const struct gs_server *s) { return gs_http_port(s->http); }
+
+void gs_server_free(struct gs_server *s) {
+  if (s == NULL)
+    return;
+  gs_http_stop(s->http);
+  if (s->cluster.ops != NULL) {
+    s->cluster.ops->stop(s->cluster.self);
+    s->cluster.ops->destroy(s->cluster.self);
+  }
+  gs_fw_free(s->fw);
+  gs_metrics_free(s->metrics);
+  json_decref(s->orphans);
+  json_decref(s->unhealthy);
+  pthread_mutex_destroy(&s->mu);
+  free(s);
+}

@@ -1,0 +1,28 @@
+/* gpushare — the extender: HTTP routes over the framework, fed by a
+ * cluster backend (live apiserver or demo file). */
+#ifndef GPUSHARE_SERVER_H
+#define GPUSHARE_SERVER_H
+
+#include "cluster.h"
+#include "config.h"
+
+#include <gpushare/err.h>
+
+#include <signal.h>
+
+struct gs_server;
+
+/* Creates the server for cfg (its policy is final: flags, config file and
+ * ConfigMap already merged). Takes ownership of cluster. */
+struct gs_server *gs_server_new(const struct gs_config *cfg, struct gs_cluster cluster,
+                                struct gs_diag *diag);
+/* Starts HTTP first (so /healthz answers), then the cluster backend. */
+enum gs_err gs_server_start(struct gs_server *s, struct gs_diag *diag) GS_WUR;
+/* Runs periodic work (gang timeouts, stale assumptions) until *stop. */
+void gs_server_run(struct gs_server *s, volatile sig_atomic_t *stop);
+/* The bound HTTP port. */
+uint16_t gs_server_port(const struct gs_server *s);
+/* Stops and frees everything. Accepts NULL. */
+void gs_server_free(struct gs_server *s);
+
+#endif

@@ -1,0 +1,35 @@
+#include "log.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <sys/time.h>
+#include <time.h>
+
+static volatile int log_level = GS_LVL_INFO;
+
+void gs_log_set_level(enum gs_log_lvl level) { log_level = (int)level; }
+
+int gs_log_enabled(enum gs_log_lvl level) { return (int)level <= log_level; }
+
+void gs_log(enum gs_log_lvl level, const char *msg, const char *fmt, ...) {
+  static const char *const names[] = {"error", "warn", "info", "debug"};
+  char line[2048], extra[1536] = "";
+  struct timeval tv;
+  struct tm tm;
+  va_list ap;
+
+  if (!gs_log_enabled(level))
+    return;
+  gettimeofday(&tv, NULL);
+  gmtime_r(&tv.tv_sec, &tm);
+  if (fmt != NULL && fmt[0] != '\0') {
+    va_start(ap, fmt);
+    vsnprintf(extra, sizeof extra, fmt, ap);
+    va_end(ap);
+  }
+  /* One write per line so lines from several threads never interleave. */
+  snprintf(line, sizeof line, "ts=%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ level=%s msg=\"%s\"%s%s\n",
+           tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
+           (long)(tv.tv_usec / 1000), names[level], msg, extra[0] ? " " : "", extra);
+  fputs(line, stderr);
+}
