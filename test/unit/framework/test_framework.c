@@ -1,0 +1,238 @@
+/* The framework with the built-in plugins: the scenarios of issue 2 as
+ * kube-scheduler drives them (filter, prioritize, bind), in-process. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include "framework.h"
+#include "plugins.h"
+
+#include <gpushare/annot.h>
+
+#include <stdio.h>
+#include <string.h>
+
+static struct gs_fw *fw_new(uint32_t unit) {
+  struct gs_policy policy;
+  size_t n;
+  const struct gs_plugin_ops *const *plugins = gs_plugins_default(&n);
+  gs_policy_init(&policy);
+  policy.unit_mib = unit;
+  return gs_fw_new(&policy, plugins, n);
+}
+
+static void add_node(struct gs_fw *fw, const char *name, enum gs_mode mode, uint32_t gpus,
+                     uint64_t units) {
+  struct gs_node_spec spec;
+  memset(&spec, 0, sizeof spec);
+  snprintf(spec.name, sizeof spec.name, "%s", name);
+  spec.mode = mode;
+  spec.gpu_count = gpus;
+  spec.gpu_mem_units = units;
+  assert_int_equal(gs_fw_node_upsert(fw, &spec), GS_EOK);
+}
+
+static struct gs_pod_request mem_pod(const char *name, uint64_t units, uint32_t count) {
+  struct gs_pod_request p;
+  memset(&p, 0, sizeof p);
+  snprintf(p.ns, sizeof p.ns, "default");
+  snprintf(p.name, sizeof p.name, "%s", name);
+  snprintf(p.uid, sizeof p.uid, "uid-%s", name);
+  p.ncontainers = 1;
+  p.mem_units[0] = units;
+  p.gpu_count = count;
+  return p;
+}
+
+struct used_call {
+  const char *node;
+  uint32_t gpu;
+  uint64_t used;
+};
+static void used_fn(const struct gs_ledger *l, void *arg) {
+  struct used_call *c = arg;
+  const struct gs_node *n = gs_ledger_node_get(l, c->node);
+  c->used = n != NULL && c->gpu < n->ngpus ? n->gpus[c->gpu].used_mib : UINT64_MAX;
+}
+static uint64_t used_mib(struct gs_fw *fw, const char *node, uint32_t gpu) {
+  struct used_call c = {node, gpu, 0};
+  gs_fw_read(fw, used_fn, &c);
+  return c.used;
+}
+
+/* Binds pod to node the way the server does: prepare, then commit. */
+static enum gs_err bind(struct gs_fw *fw, const struct gs_pod_request *pod, const char *node,
+                        struct gs_annotations *annots, struct gs_status *st) {
+  bool fresh = false;
+  enum gs_err err = gs_fw_bind_prepare(fw, pod, node, 1000, annots, &fresh, st);
+  if (err == GS_EOK)
+    gs_fw_bind_commit(fw, pod->uid);
+  return err;
+}
+
+static void test_unit_128mib_fills_one_gpu(void **state) {
+  struct gs_fw *fw = fw_new(GS_UNIT_128MIB);
+  const char *nodes[] = {"gpu-a"};
+  struct gs_fw_result r;
+  struct gs_status st;
+  char name[32];
+  (void)state;
+
+  add_node(fw, "gpu-a", GS_MODE_SHARE, 1, 128); /* 16 GiB in 128 MiB units */
+  for (int i = 0; i < 8; i++) {
+    struct gs_annotations a = {0};
+    struct gs_pod_request p;
+    snprintf(name, sizeof name, "p%d", i);
+    p = mem_pod(name, 16, 1);
+    assert_int_equal(gs_fw_filter(fw, &p, nodes, 1, 0, &r), GS_EOK);
+    assert_int_equal(r.code, GS_CODE_SUCCESS);
+    assert_int_equal(bind(fw, &p, "gpu-a", &a, &st), GS_EOK);
+    assert_int_equal(used_mib(fw, "gpu-a", 0), (uint64_t)(i + 1) * 2048);
+    if (i == 0) {
+      assert_string_equal(gs_annotations_get(&a, GS_ANN_ALLOCATION), "{\"0\":{\"0\":16}}");
+      assert_string_equal(gs_annotations_get(&a, GS_ANN_UNIT_MIB), "128");
+      assert_string_equal(gs_annotations_get(&a, GS_ANN_LEGACY_DEV), "128");
+      assert_string_equal(gs_annotations_get(&a, GS_ANN_DEVICE_RESOURCE), "{\"0\":128}");
+    }
+    gs_annotations_clear(&a);
+  }
+  {
+    struct gs_pod_request p = mem_pod("p8", 16, 1);
+    struct gs_annotations a = {0};
+    assert_int_equal(gs_fw_filter(fw, &p, nodes, 1, 0, &r), GS_EOK);
+    assert_int_equal(r.code, GS_CODE_UNSCHEDULABLE);
+    assert_string_equal(r.reason, "insufficient GPU memory on any single GPU");
+    assert_int_not_equal(bind(fw, &p, "gpu-a", &a, &st), GS_EOK);
+    assert_int_equal(a.n, 0);
+    assert_int_equal(used_mib(fw, "gpu-a", 0), 16384);
+  }
+  gs_fw_free(fw);
+}
+
+static void test_multi_card_split_and_refusal(void **state) {
+  struct gs_fw *fw = fw_new(GS_UNIT_GIB);
+  const char *nodes[] = {"gpu-b", "gpu-c"};
+  struct gs_fw_result r[2];
+  struct gs_status st;
+  struct gs_annotations a = {0};
+  struct gs_pod_request p = mem_pod("m", 8, 2), bad = mem_pod("bad", 9, 2);
+  (void)state;
+
+  add_node(fw, "gpu-b", GS_MODE_SHARE, 4, 64);
+  add_node(fw, "gpu-c", GS_MODE_SHARE, 4, 64);
+  assert_int_equal(gs_fw_filter(fw, &p, nodes, 2, 0, r), GS_EOK);
+  assert_int_equal(r[0].code, GS_CODE_SUCCESS);
+  assert_int_equal(bind(fw, &p, "gpu-b", &a, &st), GS_EOK);
+  assert_string_equal(gs_annotations_get(&a, GS_ANN_ALLOCATION), "{\"0\":{\"0\":4,\"1\":4}}");
+  assert_string_equal(gs_annotations_get(&a, GS_ANN_LEGACY_IDX), "0,1");
+  assert_string_equal(gs_annotations_get(&a, GS_ANN_LEGACY_POD), "8");
+  assert_int_equal(used_mib(fw, "gpu-b", 0), 4096);
+  assert_int_equal(used_mib(fw, "gpu-b", 1), 4096);
+  gs_annotations_clear(&a);
+
+  assert_int_equal(gs_fw_filter(fw, &bad, nodes, 2, 0, r), GS_EOK);
+  for (int i = 0; i < 2; i++) {
+    assert_int_equal(r[i].code, GS_CODE_UNRESOLVABLE);
+    assert_non_null(strstr(r[i].reason, "9"));
+    assert_non_null(strstr(r[i].reason, "2"));
+  }
+  assert_string_equal(r[0].reason, r[1].reason);
+  gs_fw_free(fw);
+}
+
+static void test_reasons_never_name_nodes(void **state) {
+  struct gs_fw *fw = fw_new(GS_UNIT_GIB);
+  const char *nodes[] = {"plain-node", "cpu-node", "ghost-node"};
+  struct gs_fw_result r[3];
+  struct gs_pod_request p = mem_pod("x", 1, 1);
+  (void)state;
+
+  add_node(fw, "plain-node", GS_MODE_NONE, 2, 32);
+  add_node(fw, "cpu-node", GS_MODE_SHARE, 0, 0);
+  assert_int_equal(gs_fw_filter(fw, &p, nodes, 3, 0, r), GS_EOK);
+  assert_string_equal(r[0].reason, "node is not a GPU-sharing node");
+  assert_string_equal(r[1].reason, "node is not a GPU-sharing node");
+  assert_string_equal(r[2].reason, "node unknown to gpushare");
+  for (int i = 0; i < 3; i++) {
+    assert_int_equal(r[i].code, GS_CODE_UNSCHEDULABLE);
+    assert_null(strstr(r[i].reason, nodes[i]));
+  }
+  gs_fw_free(fw);
+}
+
+static void test_bind_is_idempotent_and_abort_frees(void **state) {
+  struct gs_fw *fw = fw_new(GS_UNIT_GIB);
+  struct gs_pod_request p = mem_pod("idem", 6, 1), q = mem_pod("other", 12, 1);
+  struct gs_annotations a1 = {0}, a2 = {0};
+  struct gs_status st;
+  bool fresh = true;
+  (void)state;
+
+  add_node(fw, "gpu-d", GS_MODE_SHARE, 2, 32);
+  assert_int_equal(bind(fw, &p, "gpu-d", &a1, &st), GS_EOK);
+  /* The same UID again: same annotations, no second charge. */
+  assert_int_equal(gs_fw_bind_prepare(fw, &p, "gpu-d", 2000, &a2, &fresh, &st), GS_EOK);
+  assert_false(fresh);
+  assert_string_equal(gs_annotations_get(&a1, GS_ANN_ALLOCATION),
+                      gs_annotations_get(&a2, GS_ANN_ALLOCATION));
+  assert_int_equal(used_mib(fw, "gpu-d", 0) + used_mib(fw, "gpu-d", 1), 6144);
+  gs_annotations_clear(&a1);
+  gs_annotations_clear(&a2);
+
+  /* Another node for a pod that already has GPUs: refused. */
+  add_node(fw, "gpu-e", GS_MODE_SHARE, 1, 16);
+  assert_int_equal(gs_fw_bind_prepare(fw, &p, "gpu-e", 2000, &a2, &fresh, &st), GS_ECONFLICT);
+
+  /* A failed apiserver bind undoes a fresh reservation. */
+  assert_int_equal(gs_fw_bind_prepare(fw, &q, "gpu-d", 3000, &a2, &fresh, &st), GS_EOK);
+  assert_true(fresh);
+  gs_fw_bind_abort(fw, &q, "gpu-d");
+  gs_annotations_clear(&a2);
+  assert_int_equal(used_mib(fw, "gpu-d", 0) + used_mib(fw, "gpu-d", 1), 6144);
+
+  /* Deleted pods free their memory. */
+  gs_fw_pod_gone(fw, p.uid);
+  assert_int_equal(used_mib(fw, "gpu-d", 0) + used_mib(fw, "gpu-d", 1), 0);
+  gs_fw_free(fw);
+}
+
+static void test_expire_assumed(void **state) {
+  struct gs_fw *fw = fw_new(GS_UNIT_GIB);
+  struct gs_pod_request p = mem_pod("stale", 4, 1);
+  struct gs_annotations a = {0};
+  struct gs_status st;
+  bool fresh;
+  (void)state;
+
+  add_node(fw, "gpu-f", GS_MODE_SHARE, 1, 16);
+  assert_int_equal(gs_fw_bind_prepare(fw, &p, "gpu-f", 1000, &a, &fresh, &st), GS_EOK);
+  gs_annotations_clear(&a);
+  assert_int_equal(gs_fw_expire_assumed(fw, 1500, 1000), 0);
+  assert_int_equal(gs_fw_expire_assumed(fw, 5000, 1000), 1);
+  assert_int_equal(used_mib(fw, "gpu-f", 0), 0);
+  gs_fw_free(fw);
+}
+
+static void test_unmanaged_pod_passes(void **state) {
+  struct gs_fw *fw = fw_new(GS_UNIT_GIB);
+  struct gs_pod_request p = mem_pod("cpu-only", 0, 1);
+  const char *nodes[] = {"anything"};
+  struct gs_fw_result r;
+  (void)state;
+  assert_int_equal(gs_fw_filter(fw, &p, nodes, 1, 0, &r), GS_EOK);
+  assert_int_equal(r.code, GS_CODE_SUCCESS);
+  gs_fw_free(fw);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_unit_128mib_fills_one_gpu),
+      cmocka_unit_test(test_multi_card_split_and_refusal),
+      cmocka_unit_test(test_reasons_never_name_nodes),
+      cmocka_unit_test(test_bind_is_idempotent_and_abort_frees),
+      cmocka_unit_test(test_expire_assumed),
+      cmocka_unit_test(test_unmanaged_pod_passes),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
