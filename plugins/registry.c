@@ -1,6 +1,9 @@
 #include "plugins.h"
 
+#include "gang/gang.h"
+
 static const struct gs_plugin_ops *const default_plugins[] = {
+    &gs_plugin_gang, /* first: it steers gang members before gpumem looks */
     &gs_plugin_gpumem,
 };
 

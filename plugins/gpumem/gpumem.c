@@ -7,8 +7,16 @@
 #include <gpushare/annot.h>
 #include <gpushare/place.h>
 
+/* Gang members (whole GPUs with gpu-topology labels) belong to the gang
+ * plugin, which steers them to their planned slots. */
+static bool is_gang_member(const struct gs_pod_request *pod) {
+  return pod->gang_job[0] != '\0' && gs_pod_request_is_whole(pod);
+}
+
 static enum gs_code pre_filter(void *self, const struct gs_cycle *c, struct gs_status *st) {
   (void)self;
+  if (is_gang_member(c->pod))
+    return GS_CODE_SKIP;
   switch (gs_place_check_pod(c->pod, c->policy, st->reason)) {
   case GS_FIT_OK:
     return GS_CODE_SUCCESS;
@@ -26,7 +34,8 @@ static enum gs_code filter(void *self, const struct gs_cycle *c, const struct gs
                            struct gs_status *st) {
   struct gs_choice choice;
   (void)self;
-  if (gs_place_check_pod(c->pod, c->policy, st->reason) == GS_FIT_SKIP)
+  if (is_gang_member(c->pod) ||
+      gs_place_check_pod(c->pod, c->policy, st->reason) == GS_FIT_SKIP)
     return GS_CODE_SKIP;
   switch (gs_place_pick(node, c->pod, c->policy, &choice, st->reason)) {
   case GS_FIT_OK:
@@ -45,7 +54,7 @@ static enum gs_code score(void *self, const struct gs_cycle *c, const struct gs_
   struct gs_choice choice;
   char reason[GS_REASON_MAX];
   (void)self;
-  if (gs_place_check_pod(c->pod, c->policy, reason) == GS_FIT_SKIP)
+  if (is_gang_member(c->pod) || gs_place_check_pod(c->pod, c->policy, reason) == GS_FIT_SKIP)
     return GS_CODE_SKIP;
   if (gs_place_pick(node, c->pod, c->policy, &choice, reason) != GS_FIT_OK)
     return GS_CODE_SKIP;
@@ -61,8 +70,8 @@ static enum gs_code reserve(void *self, struct gs_cycle *c, const struct gs_node
   enum gs_err err;
   (void)self;
 
-  if (gs_ledger_alloc_get(c->ledger, c->pod->uid) != NULL)
-    return GS_CODE_SKIP; /* another plugin (a gang slot) reserved it */
+  if (is_gang_member(c->pod) || gs_ledger_alloc_get(c->ledger, c->pod->uid) != NULL)
+    return GS_CODE_SKIP; /* the gang plugin reserves its members' slots */
   if (gs_place_check_pod(c->pod, c->policy, st->reason) == GS_FIT_SKIP)
     return GS_CODE_SKIP;
   switch (gs_place_pick(node, c->pod, c->policy, &choice, st->reason)) {
