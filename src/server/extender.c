@@ -8,6 +8,7 @@
 #include "log.h"
 #include "metrics.h"
 #include "plugins.h"
+#include "gang/gang.h"
 
 #include <inttypes.h>
 #include <pthread.h>
@@ -508,13 +509,46 @@ struct view_call {
   json_t *out;
 };
 
+/* CONTRACT §5 "gangs": {"job":"ns/job","replicas":R,"placed":P,
+ * "nodes":{"node":[gpu,...]}} for every plan still holding slots. */
+static json_t *gangs_json(struct gs_server *s) {
+  static __thread struct gs_gang_slot_info slots[GS_GANG_REPLICAS_MAX];
+  const void *state = gs_fw_plugin_state(s->fw, "gang");
+  json_t *arr = json_array();
+  struct gs_gang_info g;
+  for (size_t i = 0; arr != NULL && gs_gang_at(state, i, &g, slots, GS_GANG_REPLICAS_MAX); i++) {
+    char job[GS_NS_MAX + GS_NAME_MAX + 2];
+    json_t *nodes = json_object();
+    json_int_t placed = 0;
+    for (uint32_t r = 0; r < g.nslots; r++) {
+      json_t *list = json_object_get(nodes, g.slots[r].node);
+      if (list == NULL) {
+        list = json_array();
+        json_object_set_new(nodes, g.slots[r].node, list);
+      }
+      for (uint32_t b = 0; b < GS_MAX_GPUS; b++)
+        if (g.slots[r].gpus & (UINT64_C(1) << b))
+          json_array_append_new(list, json_integer(b));
+      placed += g.slots[r].placed;
+    }
+    snprintf(job, sizeof job, "%s/%s", g.ns, g.job);
+    json_array_append_new(arr, json_pack("{s:s,s:I,s:I,s:o}", "job", job, "replicas",
+                                         (json_int_t)g.replicas, "placed", placed, "nodes",
+                                         nodes));
+  }
+  return arr;
+}
+
 static void view_fn(const struct gs_ledger *ledger, void *arg) {
   struct view_call *v = arg;
   struct gs_api_ledger_view view = {atomic_load(&v->s->pending_unit), NULL};
-  if (v->inspect)
+  if (v->inspect) {
     v->err = gs_api_inspect_json(ledger, v->node, &v->out);
-  else
-    v->err = gs_api_ledger_json(ledger, v->node, &view, &v->out);
+    return;
+  }
+  view.gangs = gangs_json(v->s);
+  v->err = gs_api_ledger_json(ledger, v->node, &view, &v->out);
+  json_decref(view.gangs);
 }
 
 static void respond_view(struct gs_server *s, const char *node, bool inspect,
