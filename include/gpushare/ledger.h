@@ -91,6 +91,10 @@ const struct gs_node *gs_ledger_node_get(const struct gs_ledger *ledger, const c
 /* Number of nodes, and the i-th node in ascending name order. */
 size_t gs_ledger_node_count(const struct gs_ledger *ledger);
 const struct gs_node *gs_ledger_node_at(const struct gs_ledger *ledger, size_t i);
+/* Number of the node's allocations with a part on a GPU index the node no
+ * longer has (after it shrank); 0 for an unknown node. Such parts charge
+ * nothing but stay recorded until the pod is released. */
+size_t gs_ledger_node_orphans(const struct gs_ledger *ledger, const char *name);
 
 /* Records a new allocation. Validates that every part fits (memory, health,
  * cgpu pod cap, whole-GPU ownership) before changing anything: on error the
