@@ -1,0 +1,627 @@
+/* Pair and set scores, and the choice of k GPUs that keeps good sets free.
+ *
+ * The objective (docs/topology.md): split ALL free GPUs into groups of k
+ * (plus one leftover group of |free| mod k), value the split, and hand out
+ * the best k-group of the best split. A group's value is its weakest link
+ * first, then its total score. Splits add their groups' values up as a key
+ * compared lexicographically:
+ *   1. more groups joined entirely by NVLink;
+ *   2. smaller strand penalty: sum over groups of PENALTY_BASE^(class steps
+ *      below NVLink) of the weakest link, so fewer groups on SYS first, then
+ *      fewer on NODE, ... (a leximin over weakest-link classes);
+ *   3. larger sum of weakest-link scores (NVLink width counts here);
+ *   4. larger sum of all pair scores.
+ * Every split of one free set has the same number of groups of each size,
+ * so sums compare fairly.
+ *
+ * Search: exact memoised DP over subsets of the free GPUs (the lowest GPU
+ * of a subset always goes into the next group) while its work estimate fits
+ * a budget; otherwise a deterministic local search (greedy starts, then
+ * pairwise swaps between groups). Everything lives in one heap context per
+ * call: no globals, reentrant.
+ */
+#include <gpushare/topo.h>
+
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Weakest-link penalty base: above the largest number of groups (64), so
+ * one group a class lower outweighs every group of the classes above. */
+#define PENALTY_BASE 65u
+/* Local search: at most this many improving swaps per start. */
+#define LS_MAX_MOVES(m) (8u * (m) + 64u)
+
+/* ---- pair and set scores ------------------------------------------------ */
+
+static uint32_t link_score(uint8_t link, uint8_t nvlinks) {
+  switch (link) {
+  case GS_LINK_NV:
+    return GS_TOPO_SCORE_NV * (nvlinks ? nvlinks : 1u);
+  case GS_LINK_PIX:
+    return GS_TOPO_SCORE_PIX;
+  case GS_LINK_PXB:
+    return GS_TOPO_SCORE_PXB;
+  case GS_LINK_PHB:
+    return GS_TOPO_SCORE_PHB;
+  case GS_LINK_NODE:
+    return GS_TOPO_SCORE_NODE;
+  case GS_LINK_SYS:
+    return GS_TOPO_SCORE_SYS;
+  default:
+    return 0; /* unknown (only in unchecked input) ranks below SYS */
+  }
+}
+
+uint32_t gs_topo_pair_score(const struct gs_topo *t, uint32_t a, uint32_t b) {
+  if (a == b)
+    return 0;
+  if (t == NULL || t->n == 0)
+    return GS_TOPO_SCORE_EQUAL;
+  if (a >= t->n || b >= t->n)
+    return 0;
+  return link_score(t->link[a * t->n + b], t->nvlinks[a * t->n + b]);
+}
+
+static bool has_topo(const struct gs_topo *t) {
+  return t != NULL && t->n > 0;
+}
+
+static uint64_t mask_below(uint32_t n) {
+  return n >= 64 ? UINT64_MAX : (UINT64_C(1) << n) - 1;
+}
+
+static uint32_t ctz64(uint64_t x) {
+  return (uint32_t)__builtin_ctzll(x);
+}
+
+static uint32_t popcount64(uint64_t x) {
+  return (uint32_t)__builtin_popcountll(x);
+}
+
+uint32_t gs_topo_set_score(const struct gs_topo *t, uint64_t set) {
+  uint32_t a, b, min = UINT32_MAX, minlink = GS_LINK_SELF, maxnv = 0;
+  if (set == 0)
+    return 0;
+  if (!has_topo(t))
+    return popcount64(set) == 1 ? 10 : 5;
+  if (set & ~mask_below(t->n))
+    return 0;
+  if (popcount64(set) == 1)
+    return 10;
+  for (a = 0; a < t->n; a++) {
+    for (b = a + 1; b < t->n; b++) {
+      uint8_t l = t->link[a * t->n + b], nv = t->nvlinks[a * t->n + b];
+      uint32_t s = link_score(l, nv);
+      if (l == GS_LINK_NV && nv > maxnv)
+        maxnv = nv;
+      if ((set >> a & 1) && (set >> b & 1) && s < min) {
+        min = s;
+        minlink = l;
+      }
+    }
+  }
+  switch (minlink) {
+  case GS_LINK_NV:
+    return 8 + (maxnv ? (2 * (min / GS_TOPO_SCORE_NV)) / maxnv : 2);
+  case GS_LINK_PIX:
+    return 7;
+  case GS_LINK_PXB:
+    return 6;
+  case GS_LINK_PHB:
+    return 5;
+  case GS_LINK_NODE:
+    return 3;
+  case GS_LINK_SYS:
+    return 1;
+  default:
+    return 0;
+  }
+}
+
+/* ---- partition keys ----------------------------------------------------- */
+
+/* Additive value of a group or of a whole split; see the file comment. */
+struct pkey {
+  uint64_t penalty; /* smaller is better */
+  uint32_t minsum;
+  uint32_t sum;
+  uint16_t allnv;
+  uint16_t done; /* memo slot filled */
+};
+
+static uint64_t penalty_of(uint32_t min_score) {
+  uint32_t steps;
+  if (min_score >= GS_TOPO_SCORE_NV)
+    return 0;
+  /* PIX 1 step below NVLink ... SYS 5, unknown 6. */
+  steps = min_score == 0 ? 6u : (GS_TOPO_SCORE_PIX - min_score) / 10u + 1u;
+  uint64_t p = 1;
+  for (uint32_t i = 1; i < steps; i++)
+    p *= PENALTY_BASE;
+  return p;
+}
+
+static struct pkey group_key(uint32_t size, uint32_t min, uint32_t sum) {
+  struct pkey k = {0, 0, 0, 0, 0};
+  if (size < 2)
+    return k; /* a lone leftover GPU: the same in every split */
+  k.allnv = min >= GS_TOPO_SCORE_NV;
+  k.penalty = penalty_of(min);
+  k.minsum = min;
+  k.sum = sum;
+  return k;
+}
+
+static void pkey_add(struct pkey *acc, const struct pkey *x) {
+  acc->allnv = (uint16_t)(acc->allnv + x->allnv);
+  acc->penalty += x->penalty;
+  acc->minsum += x->minsum;
+  acc->sum += x->sum;
+}
+
+/* > 0 when a is better than b, 0 when equal. */
+static int pkey_cmp(const struct pkey *a, const struct pkey *b) {
+  if (a->allnv != b->allnv)
+    return a->allnv > b->allnv ? 1 : -1;
+  if (a->penalty != b->penalty)
+    return a->penalty < b->penalty ? 1 : -1;
+  if (a->minsum != b->minsum)
+    return a->minsum > b->minsum ? 1 : -1;
+  if (a->sum != b->sum)
+    return a->sum > b->sum ? 1 : -1;
+  return 0;
+}
+
+/* True when set a has "lower indices" than b (equal sizes): the lowest GPU
+ * in which they differ belongs to a. */
+static bool lower_indices(uint64_t a, uint64_t b) {
+  uint64_t x = a ^ b;
+  return x != 0 && (a & (x & (~x + 1))) != 0;
+}
+
+/* ---- search context ------------------------------------------------------- */
+
+struct chooser {
+  uint32_t m, k, r;             /* free GPUs, group size, leftover size */
+  uint8_t gpu[GS_MAX_GPUS];     /* local index → GPU index (ascending) */
+  uint32_t score[GS_MAX_GPUS][GS_MAX_GPUS];
+  struct pkey *memo;            /* exact search: 2^m slots */
+  uint64_t work;                /* group or swap evaluations */
+  uint64_t all;                 /* local mask of every free GPU */
+};
+
+/* Key of the group given as a local mask. */
+static struct pkey mask_key(const struct chooser *c, uint64_t g) {
+  uint32_t min = UINT32_MAX, sum = 0, size = popcount64(g);
+  for (uint64_t a = g; a; a &= a - 1) {
+    uint32_t i = ctz64(a);
+    for (uint64_t b = a & (a - 1); b; b &= b - 1) {
+      uint32_t s = c->score[i][ctz64(b)];
+      sum += s;
+      if (s < min)
+        min = s;
+    }
+  }
+  return group_key(size, min, sum);
+}
+
+/* ---- exact search: memoised DP over subsets --------------------------- */
+
+static const struct pkey *dp_best(struct chooser *c, uint32_t set);
+
+struct dfs {
+  struct chooser *c;
+  uint32_t set;   /* the state being solved */
+  uint32_t need;  /* members still to add */
+  struct pkey best;
+  bool have;
+};
+
+/* Adds members above `from` to group g (min/sum so far) until complete. */
+static void dp_extend(struct dfs *d, uint32_t from, uint32_t g, uint32_t size, uint32_t min,
+                      uint32_t sum) {
+  struct chooser *c = d->c;
+  if (d->need == 0) {
+    struct pkey cand = group_key(size, min, sum);
+    const struct pkey *rest;
+    c->work++;
+    rest = dp_best(c, d->set & ~g);
+    pkey_add(&cand, rest);
+    if (!d->have || pkey_cmp(&cand, &d->best) > 0) {
+      d->best = cand;
+      d->have = true;
+    }
+    return;
+  }
+  for (uint32_t x = from; x < c->m; x++) {
+    uint32_t nmin = min, nsum = sum;
+    if (!(d->set >> x & 1))
+      continue;
+    if ((uint32_t)popcount64(d->set >> x) < d->need)
+      break; /* not enough GPUs left above x */
+    for (uint32_t a = g; a; a &= a - 1) {
+      uint32_t s = c->score[ctz64(a)][x];
+      nsum += s;
+      if (s < nmin)
+        nmin = s;
+    }
+    d->need--;
+    dp_extend(d, x + 1, g | (1u << x), size + 1, nmin, nsum);
+    d->need++;
+  }
+}
+
+/* Best key of splitting `set` (local mask) into groups of k, plus the
+ * leftover group of r while |set| mod k == r != 0. */
+static const struct pkey *dp_best(struct chooser *c, uint32_t set) {
+  struct pkey *e = &c->memo[set];
+  uint32_t s, low;
+  struct dfs d;
+  if (e->done)
+    return e;
+  if (set == 0) {
+    e->done = 1;
+    return e;
+  }
+  s = popcount64(set);
+  low = ctz64(set);
+  memset(&d, 0, sizeof d);
+  d.c = c;
+  d.set = set;
+  if (s >= c->k) {
+    d.need = c->k - 1;
+    dp_extend(&d, low + 1, 1u << low, 1, UINT32_MAX, 0);
+  }
+  if (c->r != 0 && s % c->k == c->r) {
+    d.need = c->r - 1;
+    dp_extend(&d, low + 1, 1u << low, 1, UINT32_MAX, 0);
+  }
+  d.best.done = 1;
+  *e = d.best;
+  return e;
+}
+
+static uint64_t binom(uint32_t n, uint32_t k) {
+  uint64_t v = 1;
+  if (k > n)
+    return 0;
+  if (k > n - k)
+    k = n - k;
+  for (uint32_t i = 1; i <= k; i++) {
+    v = v * (n - k + i) / i; /* exact: v * (n-k+i) is divisible by i */
+    if (v > UINT64_MAX / 64)
+      return UINT64_MAX / 64;
+  }
+  return v;
+}
+
+/* Upper bound of the DP's group evaluations for m free GPUs and groups of
+ * k: every subset of a reachable size times the groups through its lowest
+ * GPU, plus the final pass over all k-groups. */
+static uint64_t dp_work_estimate(uint32_t m, uint32_t k) {
+  uint32_t r = m % k;
+  uint64_t total = binom(m, k);
+  for (uint32_t s = 1; s <= m; s++) {
+    uint64_t w = 0;
+    if (s % k != r && s % k != 0)
+      continue; /* sizes ≡ 0 are the states after the leftover is placed */
+    if (s >= k)
+      w += binom(s - 1, k - 1);
+    if (r != 0 && s % k == r)
+      w += binom(s - 1, r - 1);
+    total += binom(m, s) * w;
+    if (total > UINT64_MAX / 128)
+      return UINT64_MAX / 128;
+  }
+  return total;
+}
+
+/* Exact choice: the best k-group among those that belong to an optimal
+ * split; lexicographic enumeration makes the first of equals the lowest. */
+static enum gs_err choose_exact(struct chooser *c, uint64_t *ret_local) {
+  uint32_t idx[GS_MAX_GPUS];
+  struct pkey target, pick_key;
+  uint64_t pick = 0;
+  bool have = false;
+  uint32_t k = c->k, m = c->m;
+
+  c->memo = calloc((size_t)1 << m, sizeof *c->memo);
+  if (c->memo == NULL)
+    return GS_ENOMEM;
+  target = *dp_best(c, (uint32_t)c->all);
+
+  /* Enumerate k-subsets in lexicographic order. */
+  for (uint32_t i = 0; i < k; i++)
+    idx[i] = i;
+  for (;;) {
+    uint32_t g = 0;
+    struct pkey gk, total;
+    for (uint32_t i = 0; i < k; i++)
+      g |= 1u << idx[i];
+    gk = mask_key(c, g);
+    c->work++;
+    if (!have || pkey_cmp(&gk, &pick_key) > 0) {
+      total = gk;
+      pkey_add(&total, dp_best(c, (uint32_t)c->all & ~g));
+      if (pkey_cmp(&total, &target) == 0) {
+        pick = g;
+        pick_key = gk;
+        have = true;
+      }
+    }
+    /* next combination */
+    int32_t i = (int32_t)k - 1;
+    while (i >= 0 && idx[i] == m - k + (uint32_t)i)
+      i--;
+    if (i < 0)
+      break;
+    idx[i]++;
+    for (uint32_t j = (uint32_t)i + 1; j < k; j++)
+      idx[j] = idx[j - 1] + 1;
+  }
+  free(c->memo);
+  c->memo = NULL;
+  /* Some k-group always belongs to an optimal split. */
+  if (!have)
+    return GS_EINVAL;
+  *ret_local = pick;
+  return GS_EOK;
+}
+
+/* ---- bounded search: greedy starts + pairwise swaps ---------------------- */
+
+struct split {
+  uint32_t ngroups;
+  uint64_t group[GS_MAX_GPUS]; /* local masks; the leftover group is last */
+  struct pkey key[GS_MAX_GPUS];
+  struct pkey total;
+};
+
+static void split_total(struct split *sp) {
+  memset(&sp->total, 0, sizeof sp->total);
+  for (uint32_t g = 0; g < sp->ngroups; g++)
+    pkey_add(&sp->total, &sp->key[g]);
+}
+
+/* Grows a group of `size` from `seed` (or from the best remaining pair when
+ * seed is -1): each step adds the GPU that keeps (weakest, total) highest,
+ * lowest index on ties. */
+static uint64_t greedy_group(const struct chooser *c, uint64_t avail, uint32_t size,
+                             int32_t seed) {
+  uint64_t g = 0;
+  if (size == 0)
+    return 0;
+  if (seed >= 0) {
+    g = UINT64_C(1) << seed;
+  } else if (size >= 2) {
+    uint32_t bs = 0;
+    uint64_t bg = 0;
+    for (uint64_t a = avail; a; a &= a - 1) {
+      for (uint64_t b = a & (a - 1); b; b &= b - 1) {
+        uint32_t s = c->score[ctz64(a)][ctz64(b)];
+        if (bg == 0 || s > bs) {
+          bs = s;
+          bg = (a & (~a + 1)) | (b & (~b + 1));
+        }
+      }
+    }
+    g = bg;
+  } else {
+    g = avail & (~avail + 1);
+  }
+  while (popcount64(g) < size) {
+    uint64_t best = 0;
+    struct pkey bk = {0, 0, 0, 0, 0};
+    for (uint64_t a = avail & ~g; a; a &= a - 1) {
+      uint64_t bit = a & (~a + 1);
+      struct pkey k = mask_key(c, g | bit);
+      if (best == 0 || pkey_cmp(&k, &bk) > 0) {
+        best = bit;
+        bk = k;
+      }
+    }
+    g |= best;
+  }
+  return g;
+}
+
+static void greedy_split(const struct chooser *c, int32_t seed, struct split *sp) {
+  uint64_t avail = c->all;
+  uint32_t full = c->m / c->k;
+  sp->ngroups = 0;
+  for (uint32_t i = 0; i < full; i++) {
+    uint64_t g = greedy_group(c, avail, c->k, i == 0 ? seed : -1);
+    sp->group[sp->ngroups++] = g;
+    avail &= ~g;
+  }
+  if (avail)
+    sp->group[sp->ngroups++] = avail; /* the leftover */
+  for (uint32_t g = 0; g < sp->ngroups; g++)
+    sp->key[g] = mask_key(c, sp->group[g]);
+  split_total(sp);
+}
+
+/* First-improvement swaps of one GPU between two groups, scanned in a fixed
+ * order, until no swap improves the split or the move cap is reached. */
+static void local_search(struct chooser *c, struct split *sp) {
+  uint32_t moves = 0;
+  bool improved = true;
+  while (improved && moves < LS_MAX_MOVES(c->m)) {
+    improved = false;
+    for (uint32_t ga = 0; ga < sp->ngroups && !improved; ga++) {
+      for (uint32_t gb = ga + 1; gb < sp->ngroups && !improved; gb++) {
+        struct pkey old = sp->key[ga];
+        pkey_add(&old, &sp->key[gb]);
+        for (uint64_t a = sp->group[ga]; a && !improved; a &= a - 1) {
+          uint64_t ba = a & (~a + 1);
+          for (uint64_t b = sp->group[gb]; b; b &= b - 1) {
+            uint64_t bb = b & (~b + 1);
+            uint64_t na = (sp->group[ga] & ~ba) | bb, nb = (sp->group[gb] & ~bb) | ba;
+            struct pkey ka = mask_key(c, na), kb = mask_key(c, nb), sum = ka;
+            c->work++;
+            pkey_add(&sum, &kb);
+            if (pkey_cmp(&sum, &old) > 0) {
+              sp->group[ga] = na;
+              sp->group[gb] = nb;
+              sp->key[ga] = ka;
+              sp->key[gb] = kb;
+              improved = true;
+              moves++;
+              break;
+            }
+          }
+        }
+      }
+    }
+  }
+  split_total(sp);
+}
+
+static enum gs_err choose_bounded(struct chooser *c, uint64_t *ret_local) {
+  struct split *best, *cur;
+  uint64_t pick = 0;
+  struct pkey pk = {0, 0, 0, 0, 0};
+
+  best = malloc(sizeof *best);
+  cur = malloc(sizeof *cur);
+  if (best == NULL || cur == NULL) {
+    free(best);
+    free(cur);
+    return GS_ENOMEM;
+  }
+  /* Starts: the best-pair greedy, then one seeded by each free GPU. */
+  for (int32_t seed = -1; seed < (int32_t)c->m; seed++) {
+    greedy_split(c, seed, cur);
+    local_search(c, cur);
+    if (seed == -1 || pkey_cmp(&cur->total, &best->total) > 0) {
+      struct split *tmp = best;
+      best = cur;
+      cur = tmp;
+    }
+  }
+  for (uint32_t g = 0; g < best->ngroups; g++) {
+    if (popcount64(best->group[g]) != c->k)
+      continue;
+    int cmp = pick ? pkey_cmp(&best->key[g], &pk) : 1;
+    if (cmp > 0 || (cmp == 0 && lower_indices(best->group[g], pick))) {
+      pick = best->group[g];
+      pk = best->key[g];
+    }
+  }
+  free(best);
+  free(cur);
+  *ret_local = pick;
+  return GS_EOK;
+}
+
+/* ---- shortcuts and entry points ------------------------------------------ */
+
+static uint64_t lowest_k(uint64_t mask, uint32_t k) {
+  uint64_t out = 0;
+  for (uint32_t i = 0; i < k; i++) {
+    uint64_t bit = mask & (~mask + 1);
+    out |= bit;
+    mask &= ~bit;
+  }
+  return out;
+}
+
+/* One GPU: every split into singletons ties, so take the GPU the others
+ * need least: the weakest best link, then the smallest total, then the
+ * lowest index. */
+static uint32_t least_connected(const struct chooser *c) {
+  uint32_t pick = 0, pbest = UINT32_MAX;
+  uint64_t ptot = UINT64_MAX;
+  for (uint32_t i = 0; i < c->m; i++) {
+    uint32_t best = 0;
+    uint64_t tot = 0;
+    for (uint32_t j = 0; j < c->m; j++) {
+      if (j == i)
+        continue;
+      tot += c->score[i][j];
+      if (c->score[i][j] > best)
+        best = c->score[i][j];
+    }
+    if (best < pbest || (best == pbest && tot < ptot)) {
+      pick = i;
+      pbest = best;
+      ptot = tot;
+    }
+  }
+  return pick;
+}
+
+enum gs_err gs_topo_choose_ex(const struct gs_topo *t, uint64_t free_mask, uint32_t k,
+                              uint64_t exact_work, uint64_t *ret_set,
+                              struct gs_topo_stats *ret_stats) {
+  struct chooser *c;
+  struct gs_topo_stats stats = {false, 0};
+  uint64_t local = 0, out = 0;
+  uint32_t m = popcount64(free_mask);
+  bool uniform = true;
+  enum gs_err err = GS_EOK;
+
+  if (k == 0 || ret_set == NULL)
+    return GS_EINVAL;
+  if (has_topo(t) && (free_mask & ~mask_below(t->n)))
+    return GS_EINVAL;
+  if (k > m)
+    return GS_ENOFIT;
+  if (!has_topo(t) || k == m) {
+    out = lowest_k(free_mask, k);
+    goto done;
+  }
+
+  c = malloc(sizeof *c);
+  if (c == NULL)
+    return GS_ENOMEM;
+  c->m = m;
+  c->k = k;
+  c->r = m % k;
+  c->memo = NULL;
+  c->work = 0;
+  {
+    uint32_t n = 0;
+    for (uint64_t f = free_mask; f; f &= f - 1)
+      c->gpu[n++] = (uint8_t)ctz64(f);
+  }
+  for (uint32_t i = 0; i < m; i++) {
+    for (uint32_t j = 0; j < m; j++) {
+      uint32_t a = c->gpu[i], b = c->gpu[j];
+      c->score[i][j] = i == j ? 0 : gs_topo_pair_score(t, a, b);
+      if (i != j && (t->link[a * t->n + b] != t->link[c->gpu[0] * t->n + c->gpu[1]] ||
+                     t->nvlinks[a * t->n + b] != t->nvlinks[c->gpu[0] * t->n + c->gpu[1]]))
+        uniform = false;
+    }
+  }
+
+  c->all = mask_below(m);
+  if (uniform) {
+    /* NVSwitch nodes: every k-set is alike. */
+    local = mask_below(k);
+  } else if (k == 1) {
+    local = UINT64_C(1) << least_connected(c);
+  } else if (m <= GS_TOPO_EXACT_GPUS && dp_work_estimate(m, k) <= exact_work) {
+    stats.exact = true;
+    err = choose_exact(c, &local);
+  } else {
+    err = choose_bounded(c, &local);
+  }
+  stats.work = c->work;
+  for (uint64_t l = local; l; l &= l - 1)
+    out |= UINT64_C(1) << c->gpu[ctz64(l)];
+  free(c);
+  if (err != GS_EOK)
+    return err;
+done:
+  *ret_set = out;
+  if (ret_stats != NULL)
+    *ret_stats = stats;
+  return GS_EOK;
+}
+
+enum gs_err gs_topo_choose(const struct gs_topo *t, uint64_t free_mask, uint32_t k,
+                           uint64_t *ret_set) {
+  return gs_topo_choose_ex(t, free_mask, k, GS_TOPO_EXACT_WORK, ret_set, NULL);
+}
