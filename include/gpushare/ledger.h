@@ -99,7 +99,8 @@ size_t gs_ledger_node_orphans(const struct gs_ledger *ledger, const char *name);
 /* Records a new allocation. Validates that every part fits (memory, health,
  * cgpu pod cap, whole-GPU ownership) before changing anything: on error the
  * ledger is unchanged. GS_EEXISTS if the UID already has an allocation,
- * GS_ENOTFOUND for an unknown node, GS_ENOFIT when it no longer fits. */
+ * GS_ENOTFOUND for an unknown node, GS_ENOFIT when it no longer fits.
+ * cgpu_max_pods applies to cgpu nodes only; 0 means no cap. */
 enum gs_err gs_ledger_reserve(struct gs_ledger *ledger, const struct gs_alloc *alloc,
                               uint32_t cgpu_max_pods) GS_WUR;
 /* Like reserve but never refuses for lack of room: used to rebuild the

@@ -8,7 +8,7 @@
 /* Cluster-wide knobs (ConfigMap keys of CONTRACT §6). */
 struct gs_policy {
   uint32_t unit_mib;        /* active unit (1024 or 128) */
-  uint32_t cgpu_max_pods;   /* cgpuMaxPodsPerGPU, default 16 */
+  uint32_t cgpu_max_pods;   /* cgpuMaxPodsPerGPU, default 16; 0 = no cap */
   enum gs_placement node_policy; /* nodePolicy: how prioritize ranks nodes */
   bool frag_aware;          /* fragmentation-aware GPU choice inside a node */
   uint32_t gang_timeout_s;  /* gangTimeoutSeconds, default 60 */

@@ -76,7 +76,7 @@ static enum gs_err grow(void **arr, size_t *cap, size_t need, size_t elem) {
   return GS_EOK;
 }
 
-static bool str_fits(const char *s, size_t max) { return memchr(s, '\0', max + 1) != NULL; }
+static bool str_fits(const char *s, size_t max) { return strnlen(s, max + 1) <= max; }
 
 /* ---- ledger ------------------------------------------------------------- */
 
