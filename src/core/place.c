@@ -9,6 +9,8 @@
 
 #include "caps.h"
 
+#include <gpushare/topo.h>
+
 #include <assert.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -169,6 +171,21 @@ enum gs_fit gs_place_choose_default(void *ctx, const struct gs_node *node,
       order[n++] = g;
   if (n < k)
     return verdict(GS_FIT_NO, reason, "fewer than %u usable GPUs", (unsigned)k);
+  /* Several GPUs (or a whole GPU) on a node with a known interconnect: the
+   * set that is best connected while keeping good sets free for later
+   * (docs/topology.md). A single memory share keeps binpack/spread. */
+  if (node->topo != NULL && node->topo->n == node->ngpus &&
+      (k > 1 || !gs_pod_request_is_memory(req))) {
+    uint64_t set = 0;
+    if (gs_topo_choose(node->topo, candidates, k, &set) == GS_EOK) {
+      uint32_t i = 0;
+      for (uint32_t g = 0; g < node->ngpus && i < k; g++)
+        if (set >> g & 1)
+          ret_gpus[i++] = g;
+      if (i == k)
+        return GS_FIT_OK;
+    }
+  }
   /* Whole GPUs: lowest indices (order is already ascending). */
   if (gs_pod_request_is_memory(req)) {
     /* Insertion sort: at most 64 entries. */
@@ -312,6 +329,14 @@ enum gs_fit gs_place_pick_with(const struct gs_node *node, const struct gs_pod_r
       if (node->gpus[g].owner != NULL || node->gpus[g].npods > 0)
         busy++;
     choice.score = score_fill(busy, node->ngpus, policy->node_policy);
+  }
+  /* Several GPUs: the interconnect of the chosen set counts as much as the
+   * fill, so prioritize prefers the node offering the better-joined set. */
+  if (k > 1 && node->topo != NULL) {
+    uint64_t set = 0;
+    for (uint32_t i = 0; i < choice.ngpus; i++)
+      set |= UINT64_C(1) << choice.gpus[i];
+    choice.score = (choice.score + (int64_t)gs_topo_set_score(node->topo, set) + 1) / 2;
   }
   *ret_choice = choice;
   return verdict(GS_FIT_OK, reason, "%s", "");

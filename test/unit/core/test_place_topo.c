@@ -1,0 +1,122 @@
+/* Multi-card memory pods and whole-GPU pods on a node with NVLink topology. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <gpushare/ledger.h>
+#include <gpushare/place.h>
+#include <gpushare/topo.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static struct gs_topo dgx1;
+
+static int setup(void **state) {
+  char path[512], *text;
+  FILE *f;
+  long len;
+  struct gs_diag diag = {"", ""};
+  (void)state;
+  snprintf(path, sizeof path, "%s/data/topologies/dgx1_v100_topo-m.txt", GS_SHARED_DIR);
+  f = fopen(path, "rb");
+  assert_non_null(f);
+  fseek(f, 0, SEEK_END);
+  len = ftell(f);
+  rewind(f);
+  text = malloc((size_t)len);
+  assert_int_equal(fread(text, 1, (size_t)len, f), (size_t)len);
+  fclose(f);
+  assert_int_equal(gs_topo_parse_text(text, (size_t)len, &dgx1, &diag), GS_EOK);
+  free(text);
+  return 0;
+}
+
+static struct gs_ledger *dgx_ledger(enum gs_mode mode, bool with_topo) {
+  struct gs_ledger *l = gs_ledger_new(GS_UNIT_GIB);
+  struct gs_node_spec spec;
+  memset(&spec, 0, sizeof spec);
+  snprintf(spec.name, sizeof spec.name, "dgx");
+  spec.mode = mode;
+  spec.gpu_count = 8;
+  spec.gpu_mem_units = 8 * 32;
+  spec.whole_gpus = 8;
+  spec.has_topo = with_topo;
+  spec.topo = with_topo ? &dgx1 : NULL;
+  assert_int_equal(gs_ledger_node_upsert(l, &spec), GS_EOK);
+  return l;
+}
+
+static uint32_t link_nv(uint32_t a, uint32_t b) { return dgx1.nvlinks[a * dgx1.n + b]; }
+
+static void test_two_cards_get_a_double_nvlink_pair(void **state) {
+  struct gs_ledger *l = dgx_ledger(GS_MODE_SHARE, true);
+  struct gs_policy policy;
+  struct gs_pod_request req;
+  struct gs_choice c;
+  char reason[GS_REASON_MAX];
+  (void)state;
+  gs_policy_init(&policy);
+  memset(&req, 0, sizeof req);
+  req.ncontainers = 1;
+  req.mem_units[0] = 8;
+  req.gpu_count = 2;
+  assert_int_equal(gs_place_pick(gs_ledger_node_get(l, "dgx"), &req, &policy, &c, reason),
+                   GS_FIT_OK);
+  assert_int_equal(c.ngpus, 2);
+  assert_int_equal(link_nv(c.gpus[0], c.gpus[1]), 2);
+  assert_int_equal(c.mib_per_gpu, 4096);
+  gs_ledger_free(l);
+}
+
+static void test_whole_quad_is_all_nvlink(void **state) {
+  struct gs_ledger *l = dgx_ledger(GS_MODE_TOPOLOGY, true);
+  struct gs_policy policy;
+  struct gs_pod_request req;
+  struct gs_choice c;
+  char reason[GS_REASON_MAX];
+  (void)state;
+  gs_policy_init(&policy);
+  memset(&req, 0, sizeof req);
+  req.ncontainers = 1;
+  req.whole_gpus[0] = 4;
+  req.gpu_count = 1;
+  assert_int_equal(gs_place_pick(gs_ledger_node_get(l, "dgx"), &req, &policy, &c, reason),
+                   GS_FIT_OK);
+  assert_int_equal(c.ngpus, 4);
+  assert_true((c.gpus[0] == 0 && c.gpus[3] == 3) || (c.gpus[0] == 4 && c.gpus[3] == 7));
+  gs_ledger_free(l);
+}
+
+static void test_better_connected_node_scores_higher(void **state) {
+  struct gs_ledger *with = dgx_ledger(GS_MODE_SHARE, true);
+  struct gs_ledger *without = dgx_ledger(GS_MODE_SHARE, false);
+  struct gs_policy policy;
+  struct gs_pod_request req;
+  struct gs_choice a, b;
+  char reason[GS_REASON_MAX];
+  (void)state;
+  gs_policy_init(&policy);
+  memset(&req, 0, sizeof req);
+  req.ncontainers = 1;
+  req.mem_units[0] = 8;
+  req.gpu_count = 2;
+  assert_int_equal(gs_place_pick(gs_ledger_node_get(with, "dgx"), &req, &policy, &a, reason),
+                   GS_FIT_OK);
+  assert_int_equal(gs_place_pick(gs_ledger_node_get(without, "dgx"), &req, &policy, &b, reason),
+                   GS_FIT_OK);
+  assert_true(a.score > b.score);
+  gs_ledger_free(with);
+  gs_ledger_free(without);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_two_cards_get_a_double_nvlink_pair),
+      cmocka_unit_test(test_whole_quad_is_all_nvlink),
+      cmocka_unit_test(test_better_connected_node_scores_higher),
+  };
+  return cmocka_run_group_tests(tests, setup, NULL);
+}
