@@ -367,7 +367,7 @@ static enum gs_err apply_file(struct gs_config *cfg, const char *file, struct gs
   enum gs_err err = gs_yaml_load_file(file, &doc, diag);
   if (err != GS_EOK) {
     /* Make the one line self-contained: it names the place. */
-    if (fresh && strcmp(diag->where, file) != 0)
+    if (fresh && strncmp(diag->where, file, sizeof diag->where - 1) != 0)
       gs__config_diag_prefix(diag, "invalid config file");
     return err;
   }

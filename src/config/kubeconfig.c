@@ -296,7 +296,7 @@ enum gs_err gs_kubeconfig_load(const char *path, struct gs_kubeconfig *ret,
   bool fresh = diag != NULL && diag->text[0] == '\0';
   enum gs_err err = gs_yaml_load_file(path, &doc, diag);
   if (err != GS_EOK) {
-    if (fresh && strcmp(diag->where, path) != 0)
+    if (fresh && strncmp(diag->where, path, sizeof diag->where - 1) != 0)
       gs__config_diag_prefix(diag, "invalid kubeconfig");
     return err;
   }
