@@ -16,9 +16,9 @@ static char tmp_files[TMP_MAX_FILES][256];
 static int tmp_nfiles;
 
 static inline const char *tmp_path(const char *name) {
-  static char buf[4][256];
+  static char buf[16][256];
   static int n;
-  char *p = buf[n++ % 4];
+  char *p = buf[n++ % 16];
   if (tmp_dir[0] == '\0') {
     snprintf(tmp_dir, sizeof tmp_dir, "/tmp/gs-config-test-XXXXXX");
     if (mkdtemp(tmp_dir) == NULL)
@@ -28,7 +28,8 @@ static inline const char *tmp_path(const char *name) {
   return p;
 }
 
-/* Writes text to DIR/name (name may hold one subdirectory) and returns the path. */
+/* Writes text to DIR/name (name may hold one subdirectory) and returns the
+ * path, valid until tmp_cleanup(). */
 static inline const char *tmp_write(const char *name, const char *text) {
   const char *path = tmp_path(name);
   const char *slash = strchr(name, '/');
@@ -43,9 +44,10 @@ static inline const char *tmp_write(const char *name, const char *text) {
     abort();
   fputs(text, fp);
   fclose(fp);
-  if (tmp_nfiles < TMP_MAX_FILES)
-    snprintf(tmp_files[tmp_nfiles++], 256, "%s", path);
-  return path;
+  if (tmp_nfiles >= TMP_MAX_FILES)
+    abort();
+  snprintf(tmp_files[tmp_nfiles], 256, "%s", path);
+  return tmp_files[tmp_nfiles++];
 }
 
 static inline void tmp_cleanup(void) {
