@@ -4,6 +4,19 @@
 
 #include "config.h"
 
+/* gs_yaml_parse / gs_yaml_load_file with flags. GS__YAML_PLAIN_TEXT keeps
+ * plain scalars as strings (null still resolves), for readers that type
+ * each field themselves, as Go's YAML does when decoding into a struct. */
+#define GS__YAML_PLAIN_TEXT 1u
+enum gs_err gs__yaml_parse(const char *text, size_t len, const char *name, unsigned flags,
+                           json_t **ret, struct gs_diag *diag) GS_WUR;
+enum gs_err gs__yaml_load_file(const char *path, unsigned flags, json_t **ret,
+                               struct gs_diag *diag) GS_WUR;
+
+/* A YAML 1.1 boolean word (true/yes/on/y and false/no/off/n, in lower,
+ * Capitalised or UPPER case), as a Go bool field reads it. */
+bool gs__config_yaml_bool(const char *text, bool *ret);
+
 /* The policy defaults (CONTRACT §6). gs_policy_init lives in the core; the
  * config layer keeps its own copy of the same values so that it does not
  * depend on placement code. */

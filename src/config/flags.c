@@ -6,6 +6,8 @@
  * first and the flag names after them, so "gpu-memory-unit" (an override)
  * wins over "gpuMemoryUnit" (the ConfigMap's key). Relative paths in the
  * file are taken relative to the file's directory, as in a kubeconfig.
+ * The file is read with GS__YAML_PLAIN_TEXT (values keep their text, as a
+ * Go struct field would), so booleans take YAML's words (yes/on/true...).
  * Boolean flags take their value only as --flag=VALUE (pflag's rule), so
  * "--leader-elect false" is an error rather than a silent true.
  */
@@ -364,7 +366,7 @@ static enum gs_err apply_file(struct gs_config *cfg, const char *file, struct gs
   const char *key;
   json_t *v;
   bool fresh = diag != NULL && diag->text[0] == '\0';
-  enum gs_err err = gs_yaml_load_file(file, &doc, diag);
+  enum gs_err err = gs__yaml_load_file(file, GS__YAML_PLAIN_TEXT, &doc, diag);
   if (err != GS_EOK) {
     /* Make the one line self-contained: it names the place. */
     if (fresh && strncmp(diag->where, file, sizeof diag->where - 1) != 0)
@@ -394,10 +396,11 @@ static enum gs_err apply_file(struct gs_config *cfg, const char *file, struct gs
     const char *value;
     if (o == NULL || json_is_null(v))
       continue; /* a policy key, or "key:" left empty (keeps the default) */
-    if (json_is_string(v))
+    bool b;
+    if (json_is_string(v) && o->kind == O_BOOL && gs__config_yaml_bool(json_string_value(v), &b))
+      value = b ? "true" : "false"; /* "yes", "on", ...: YAML's words */
+    else if (json_is_string(v))
       value = json_string_value(v);
-    else if (o->kind == O_BOOL && json_is_boolean(v))
-      value = json_is_true(v) ? "true" : "false";
     else {
       char shown[80];
       gs__config_render(v, shown, sizeof shown);

@@ -1,7 +1,8 @@
 /* kubeconfig (clientcmd v1, KUBE-PROTOCOL §D.2) resolved to its
  * current-context.
  *
- * Rules kept from client-go: a "*-data" value wins over the matching file
+ * The file is read with GS__YAML_PLAIN_TEXT: names such as `user: y` stay
+ * strings, as kubectl reads them. Rules kept from client-go: a "*-data" value wins over the matching file
  * (the file field is then left empty); relative file paths are relative to
  * the kubeconfig's directory; the namespace defaults to "default";
  * insecure-skip-tls-verify together with a CA is refused, as kubectl does.
@@ -139,9 +140,7 @@ static enum gs_err load_cluster(const struct ctx *c, const json_t *cl, const cha
     const char *s = json_string_value(ins);
     if (json_is_boolean(ins))
       kc->insecure = json_is_true(ins);
-    else if (s != NULL && (strcmp(s, "true") == 0 || strcmp(s, "false") == 0))
-      kc->insecure = strcmp(s, "true") == 0;
-    else {
+    else if (s == NULL || !gs__config_yaml_bool(s, &kc->insecure)) {
       gs_diag_set(c->diag, c->path,
                   "insecure-skip-tls-verify of %s in kubeconfig %s is not true or false", what,
                   c->path);
@@ -294,7 +293,7 @@ enum gs_err gs_kubeconfig_load(const char *path, struct gs_kubeconfig *ret,
   struct gs_kubeconfig *kc;
   json_t *doc = NULL;
   bool fresh = diag != NULL && diag->text[0] == '\0';
-  enum gs_err err = gs_yaml_load_file(path, &doc, diag);
+  enum gs_err err = gs__yaml_load_file(path, GS__YAML_PLAIN_TEXT, &doc, diag);
   if (err != GS_EOK) {
     if (fresh && strncmp(diag->where, path, sizeof diag->where - 1) != 0)
       gs__config_diag_prefix(diag, "invalid kubeconfig");

@@ -76,15 +76,7 @@ static bool boolean(const json_t *v, bool *out) {
     *out = json_is_true(v);
     return true;
   }
-  if (json_is_string(v) && strcmp(json_string_value(v), "true") == 0) {
-    *out = true;
-    return true;
-  }
-  if (json_is_string(v) && strcmp(json_string_value(v), "false") == 0) {
-    *out = false;
-    return true;
-  }
-  return false;
+  return json_is_string(v) && gs__config_yaml_bool(json_string_value(v), out);
 }
 
 enum key { K_UNIT, K_POLICY, K_CGPU, K_GANG, K_FRAG };

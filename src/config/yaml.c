@@ -24,11 +24,17 @@
  *     the mapping's own keys winning. A recursive alias is refused.
  *   - only the first document of a stream is read; the rest is not parsed.
  *     An empty stream is null.
+ * Settings files (--config, kubeconfig) are read with GS__YAML_PLAIN_TEXT:
+ * plain scalars other than null keep their text, and the reader types each
+ * field itself. That is what sigs.k8s.io/yaml does when it decodes into a
+ * Go struct (a string field keeps the YAML text), so `user: y` or
+ * `namespace: no` in a kubeconfig mean the names "y" and "no", as for
+ * kubectl, and not booleans.
  * Bounds: at most GS_YAML_NODES_MAX nodes in all, GS_YAML_ALIAS_NODES_MAX of
  * them copied through aliases (a "billion laughs" document is refused
  * before anything is copied), and GS_YAML_DEPTH_MAX levels of nesting.
  */
-#include "config.h"
+#include "config_int.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -70,6 +76,7 @@ struct builder {
   size_t nodes;       /* total, aliases expanded */
   size_t alias_nodes; /* copied through aliases */
   json_t *root;
+  unsigned flags; /* GS__YAML_* */
   enum gs_err err;
   struct gs_diag *diag;
 };
@@ -155,6 +162,18 @@ static const char *const falses[] = {"false", "False", "FALSE", "no", "No", "NO"
 static const char *const specials[] = {".inf", ".Inf", ".INF", "+.inf", "+.Inf", "+.INF",
                                        "-.inf", "-.Inf", "-.INF", ".nan", ".NaN", ".NAN",
                                        NULL};
+
+bool gs__config_yaml_bool(const char *text, bool *ret) {
+  if (in_list(text, trues)) {
+    *ret = true;
+    return true;
+  }
+  if (in_list(text, falses)) {
+    *ret = false;
+    return true;
+  }
+  return false;
+}
 
 static bool is_digit(char c) {
   return c >= '0' && c <= '9';
@@ -285,6 +304,8 @@ static json_t *scalar_value(struct builder *b, const yaml_event_t *ev) {
 
   if (k == K_STR || (k == K_ANY && !plain)) {
     v = json_stringn(s, n);
+  } else if (k == K_ANY && (b->flags & GS__YAML_PLAIN_TEXT)) {
+    v = in_list(s, nulls) && strlen(s) == n ? json_null() : json_stringn(s, n);
   } else if (strlen(s) != n) {
     /* An embedded NUL ("\0" escape) cannot be a number; keep the text. */
     if (k != K_ANY) {
@@ -657,9 +678,10 @@ static void builder_release(struct builder *b) {
   json_decref(b->root);
 }
 
-enum gs_err gs_yaml_parse(const char *text, size_t len, const char *name, json_t **ret,
-                          struct gs_diag *diag) {
-  struct builder b = {.name = name ? name : "<input>", .text = text, .len = len, .diag = diag};
+enum gs_err gs__yaml_parse(const char *text, size_t len, const char *name, unsigned flags,
+                           json_t **ret, struct gs_diag *diag) {
+  struct builder b = {
+      .name = name ? name : "<input>", .text = text, .len = len, .flags = flags, .diag = diag};
   yaml_parser_t parser;
   yaml_event_t ev;
   bool stop = false;
@@ -713,7 +735,13 @@ enum gs_err gs_yaml_parse(const char *text, size_t len, const char *name, json_t
   return GS_EOK;
 }
 
-enum gs_err gs_yaml_load_file(const char *path, json_t **ret, struct gs_diag *diag) {
+enum gs_err gs_yaml_parse(const char *text, size_t len, const char *name, json_t **ret,
+                          struct gs_diag *diag) {
+  return gs__yaml_parse(text, len, name, 0, ret, diag);
+}
+
+enum gs_err gs__yaml_load_file(const char *path, unsigned flags, json_t **ret,
+                               struct gs_diag *diag) {
   FILE *fp = fopen(path, "rb");
   struct stat st;
   char *buf = NULL;
@@ -765,10 +793,14 @@ enum gs_err gs_yaml_load_file(const char *path, json_t **ret, struct gs_diag *di
     buf = nbuf;
     cap = ncap;
   }
-  err = gs_yaml_parse(buf, len, path, ret, diag);
+  err = gs__yaml_parse(buf, len, path, flags, ret, diag);
 free_buf:
   free(buf);
 close_file:
   fclose(fp);
   return err;
+}
+
+enum gs_err gs_yaml_load_file(const char *path, json_t **ret, struct gs_diag *diag) {
+  return gs__yaml_load_file(path, 0, ret, diag);
 }

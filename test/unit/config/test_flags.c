@@ -386,6 +386,19 @@ static void test_config_file(void **state) {
   assert_string_equal(cfg.listen, "h:1");
   assert_true(cfg.leader_elect);
   assert_int_equal(cfg.policy.cgpu_max_pods, 2);
+  /* YAML 1.1 words for booleans; values keep their text (a Go string field
+   * would): "no" is a log level name here, not false. */
+  file = tmp_write("words.yaml", "leader-elect: on\nfragmentationAware: Yes\n"
+                                 "configmap: no/n\n");
+  ok(ARGV("--config", file));
+  assert_true(cfg.leader_elect);
+  assert_true(cfg.policy.frag_aware);
+  assert_string_equal(cfg.configmap_ns, "no");
+  assert_string_equal(cfg.configmap_name, "n");
+  file = tmp_write("words2.yaml", "leader-elect: 'off'\nfragmentationAware: n\n");
+  ok(ARGV("--config", file));
+  assert_false(cfg.leader_elect);
+  assert_false(cfg.policy.frag_aware);
   file = tmp_write("conf.json", "{\"log-level\": \"error\", \"nodePolicy\": \"spread\"}");
   ok(ARGV("--config", file));
   assert_int_equal(cfg.log_level, GS_LOG_ERROR);
@@ -421,11 +434,23 @@ static void test_config_file_errors(void **state) {
 
   file = tmp_write("bad-cgpu.yaml", "cgpuMaxPodsPerGPU: 0\n");
   snprintf(want, sizeof want,
-           "invalid cgpuMaxPodsPerGPU 0 in %s: accepted values are integers 1..1024", file);
+           "invalid cgpuMaxPodsPerGPU \"0\" in %s: accepted values are integers 1..1024", file);
   bad(ARGV("--config", file), GS_EINVAL, want);
 
   file = tmp_write("bad-listen.yaml", "listen: 8080\n");
-  snprintf(want, sizeof want, "invalid listen 8080 in %s: expected a string", file);
+  snprintf(want, sizeof want,
+           "invalid listen \"8080\" in %s: expected HOST:PORT with a port 0..65535 (an IPv6 "
+           "host in brackets: [::1]:32766)",
+           file);
+  bad(ARGV("--config", file), GS_EINVAL, want);
+
+  file = tmp_write("bad-listen3.yaml", "listen: {host: a, port: 1}\n");
+  snprintf(want, sizeof want, "invalid listen (a mapping) in %s: expected a string", file);
+  bad(ARGV("--config", file), GS_EINVAL, want);
+
+  file = tmp_write("bad-leader2.yaml", "leader-elect: perhaps\n");
+  snprintf(want, sizeof want,
+           "invalid leader-elect \"perhaps\" in %s: accepted values are true, false", file);
   bad(ARGV("--config", file), GS_EINVAL, want);
 
   file = tmp_write("bad-listen2.yaml", "listen: nowhere\n");

@@ -146,8 +146,10 @@ static void test_invalid(void **state) {
                 "invalid gangTimeoutSeconds 0: accepted values are integers 1..86400");
   check_invalid("{\"gangTimeoutSeconds\":\"60s\"}", GS_EINVAL, "data.gangTimeoutSeconds",
                 "invalid gangTimeoutSeconds \"60s\": accepted values are integers 1..86400");
-  check_invalid("{\"fragmentationAware\":\"yes\"}", GS_EINVAL, "data.fragmentationAware",
-                "invalid fragmentationAware \"yes\": accepted values are true, false");
+  check_invalid("{\"fragmentationAware\":\"maybe\"}", GS_EINVAL, "data.fragmentationAware",
+                "invalid fragmentationAware \"maybe\": accepted values are true, false");
+  check_invalid("{\"fragmentationAware\":1}", GS_EINVAL, "data.fragmentationAware",
+                "invalid fragmentationAware 1: accepted values are true, false");
   check_invalid("{\"nodePolicy\":null}", GS_EINVAL, "data.nodePolicy",
                 "invalid nodePolicy (empty): accepted values are binpack, spread");
 }
