@@ -73,6 +73,7 @@ struct builder {
   size_t depth, stack_cap;
   struct anchor *anchors;
   size_t nanchors, anchors_cap;
+  json_t *anchor_index; /* name → index into anchors of its latest node */
   size_t nodes;       /* total, aliases expanded */
   size_t alias_nodes; /* copied through aliases */
   json_t *root;
@@ -340,30 +341,33 @@ static json_t *scalar_value(struct builder *b, const yaml_event_t *ev) {
 /* ---- anchors ----------------------------------------------------------- */
 
 static struct anchor *anchor_find(struct builder *b, const char *name) {
-  /* Newest first: a redefined anchor refers to its latest node. */
-  for (size_t i = b->nanchors; i-- > 0;)
-    if (strcmp(b->anchors[i].name, name) == 0)
-      return &b->anchors[i];
-  return NULL;
+  json_t *i = json_object_get(b->anchor_index, name);
+  return i != NULL ? &b->anchors[json_integer_value(i)] : NULL;
 }
 
-/* Registers name (taken) for value (borrowed, incref'd). */
+/* Registers name (taken) for value (borrowed, incref'd). A redefined
+ * anchor refers to its latest node from then on. */
 static bool anchor_add(struct builder *b, char *name, json_t *value, size_t count, size_t height,
                        yaml_mark_t mark) {
+  if (b->anchor_index == NULL && (b->anchor_index = json_object()) == NULL)
+    goto nomem;
   if (b->nanchors == b->anchors_cap) {
     size_t cap = b->anchors_cap ? b->anchors_cap * 2 : 16;
     struct anchor *a = realloc(b->anchors, cap * sizeof *a);
-    if (a == NULL) {
-      free(name);
-      FAIL_MARK(b, GS_ENOMEM, mark, "out of memory");
-      return false;
-    }
+    if (a == NULL)
+      goto nomem;
     b->anchors = a;
     b->anchors_cap = cap;
   }
+  if (json_object_set_new(b->anchor_index, name, json_integer((json_int_t)b->nanchors)) != 0)
+    goto nomem;
   b->anchors[b->nanchors++] =
       (struct anchor){.name = name, .value = json_incref(value), .count = count, .height = height};
   return true;
+nomem:
+  free(name);
+  FAIL_MARK(b, GS_ENOMEM, mark, "out of memory");
+  return false;
 }
 
 /* A copy of v whose collections are new and whose scalars are shared. The
@@ -675,6 +679,7 @@ static void builder_release(struct builder *b) {
     json_decref(b->anchors[i].value);
   }
   free(b->anchors);
+  json_decref(b->anchor_index);
   json_decref(b->root);
 }
 
