@@ -1,5 +1,8 @@
 /* YAML → json_t with libyaml's event API.
  *
+ * One file (~800 lines) on purpose: the typing rules, the event builder
+ * and its bounds share one builder state and are read together.
+ *
  * Typing follows what Kubernetes does with YAML (sigs.k8s.io/yaml, a fork
  * of go-yaml v2, i.e. YAML 1.1), so that a demo or config file means here
  * what it means to kubectl:
