@@ -11,6 +11,11 @@
 
 #define GS_PATH_MAX 4096
 #define GS_CONFIG_FILE_MAX (64u * 1024u * 1024u) /* a demo/config file cap */
+/* YAML bounds: nodes in all (aliases expanded; keys count), nodes copied
+ * through aliases ("billion laughs" guard), nesting depth. */
+#define GS_YAML_NODES_MAX 10000000u
+#define GS_YAML_ALIAS_NODES_MAX 1000000u
+#define GS_YAML_DEPTH_MAX 1000u
 
 /* Parses YAML (or JSON, which is YAML) text into a json_t, first document
  * only. Plain scalars are typed as YAML 1.1/Kubernetes do (int, float,
@@ -18,10 +23,14 @@
  * resolved. Errors: diag->where = "name:line:col". New reference. */
 enum gs_err gs_yaml_parse(const char *text, size_t len, const char *name, json_t **ret,
                           struct gs_diag *diag) GS_WUR;
-/* Reads a file (≤ GS_CONFIG_FILE_MAX) and parses it as above. */
+/* Reads a file (≤ GS_CONFIG_FILE_MAX) and parses it as above. A missing or
+ * unreadable file → GS_EIO "cannot read PATH: <strerror>"; too big →
+ * GS_ETOOBIG. The typing rules are in yaml.c and docs/configuration.md. */
 enum gs_err gs_yaml_load_file(const char *path, json_t **ret, struct gs_diag *diag) GS_WUR;
 
 enum gs_log_level { GS_LOG_ERROR = 0, GS_LOG_WARN, GS_LOG_INFO, GS_LOG_DEBUG };
+/* "error", "warn", "info", "debug" (as --log-level takes them). */
+const char *gs_config_log_level_name(enum gs_log_level level);
 
 /* Everything gpushare-extender is told at start-up. */
 struct gs_config {
@@ -58,10 +67,15 @@ enum gs_err gs_config_from_args(int argc, char **argv, struct gs_config *ret,
  * are ignored. */
 enum gs_err gs_config_apply_data(struct gs_policy *policy, const json_t *data,
                                  struct gs_diag *diag) GS_WUR;
-/* The --help text. */
+/* The --help text (ends with a newline). */
 const char *gs_config_usage(void);
 
-/* A kubeconfig resolved to one context. *_data are decoded PEM (malloc'd). */
+/* A kubeconfig resolved to one context. *_data are decoded PEM (malloc'd,
+ * NUL-terminated, length without the NUL; NULL if absent); when a *_data
+ * is set its *_file is "" (client-go: data wins). token and token_file may
+ * both be set: client-go prefers the file's (re-read) token. Paths are
+ * already resolved against the kubeconfig's directory. ns is "default"
+ * unless the context names one. */
 struct gs_kubeconfig {
   char server[1024];
   char tls_server_name[256];
@@ -80,9 +94,12 @@ struct gs_kubeconfig {
   char ns[GS_NS_MAX + 1];
 };
 /* Loads path, resolves current-context; relative file paths are made
- * relative to the kubeconfig's directory. */
+ * relative to the kubeconfig's directory. exec/auth-provider users and
+ * basic auth → GS_EUNSUPPORTED. *ret is written only on success; release
+ * it with gs_kubeconfig_release. */
 enum gs_err gs_kubeconfig_load(const char *path, struct gs_kubeconfig *ret,
                                struct gs_diag *diag) GS_WUR;
+/* Frees the *_data buffers (and NULLs them); accepts NULL, safe twice. */
 void gs_kubeconfig_release(struct gs_kubeconfig *kc);
 
 #endif
