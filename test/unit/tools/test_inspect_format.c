@@ -179,7 +179,8 @@ static void columns_follow_gpu_index(void **state) {
       "{\"unit\":\"1GiB\",\"unitMiB\":1024,\"nodes\":["
       "{\"name\":\"a\",\"mode\":\"share\",\"gpus\":[{\"index\":0,\"totalMiB\":2048,\"usedMiB\":0},"
       "{\"index\":2,\"totalMiB\":2048,\"usedMiB\":1024}]},"
-      "{\"name\":\"bb\",\"mode\":\"mps\",\"gpus\":[{\"index\":0,\"totalMiB\":4096,\"usedMiB\":4096}]},"
+      "{\"name\":\"bb\",\"mode\":\"mps\",\"gpus\":["
+      "{\"index\":0,\"totalMiB\":4096,\"usedMiB\":4096}]},"
       "{\"name\":\"c\",\"gpus\":[]}]}",
       GS_INSPECT_TABLE);
   (void)state;
@@ -223,7 +224,8 @@ static void details_owner_and_missing_container(void **state) {
                          "PLACEMENT:  -\n"
                          "\n"
                          "GPU  ALLOCATED/TOTAL(GiB)  ALLOCATED/TOTAL(MiB)  HEALTHY  PODS  OWNER\n"
-                         "0    1/1                   1024/1024             yes      1     ns/job-0\n"
+                         "0    1/1                   1024/1024             yes      1     "
+                         "ns/job-0\n"
                          "1    0/1                   0/1024                yes      0     -\n"
                          "\n"
                          "NAMESPACE  NAME   GPU  CONTAINER  MEMORY(GiB)  MEMORY(MiB)\n"
@@ -321,7 +323,8 @@ static void bad_shapes(void **state) {
       {N0 "{\"index\":0,\"totalMiB\":1024,\"usedMiB\":-1}]}]}", GS_EPARSE,
        "nodes[0].gpus[0].usedMiB", "expected a non-negative integer, got a negative integer"},
       {N0 "{\"index\":0,\"totalMiB\":1024.5,\"usedMiB\":0}]}]}", GS_EPARSE,
-       "nodes[0].gpus[0].totalMiB", "expected a non-negative integer, got a number with a fraction"},
+       "nodes[0].gpus[0].totalMiB",
+       "expected a non-negative integer, got a number with a fraction"},
       {N0 "{\"totalMiB\":1024,\"usedMiB\":0}]}]}", GS_EPARSE, "nodes[0].gpus[0].index",
        "required key is missing"},
       {N0 "{\"index\":5000,\"totalMiB\":1024,\"usedMiB\":0}]}]}", GS_ERANGE,
@@ -358,7 +361,8 @@ static void bad_shapes(void **state) {
        GS_EPARSE, "gangs[0].nodes.gpu-b", "expected an array of GPU indices, got a string"},
       {"{\"unitMiB\":1024,\"nodes\":[],\"gangs\":[{\"job\":\"j\",\"replicas\":2,\"placed\":1,"
        "\"nodes\":{\"gpu-b\":[0,-3]}}]}",
-       GS_EPARSE, "gangs[0].nodes.gpu-b[1]", "expected a non-negative integer, got a negative integer"},
+       GS_EPARSE, "gangs[0].nodes.gpu-b[1]",
+       "expected a non-negative integer, got a negative integer"},
       {"{\"unitMiB\":1024,\"nodes\":[],\"gangs\":[{\"job\":\"j\",\"replicas\":2,\"placed\":1,"
        "\"nodes\":[]}]}",
        GS_EPARSE, "gangs[0].nodes", "expected an object, got an array"},
