@@ -1,221 +1,18 @@
 /* gpushare-inspect — the ledger JSON as text (see format.h).
  *
  * Two steps: decode() validates the JSON into a borrowed view (strings stay
- * inside the json_t), then render_*() lay it out with a small column-aligned
- * table. Both the buffer and the table keep a sticky error, so the layout
- * code reads straight and the error is checked once at the end.
+ * inside the json_t), then render_*() lay it out with the column-aligned
+ * tables of text.c, whose sticky errors are checked once at the end.
  */
 #include "format.h"
+#include "text.h"
 
 #include <inttypes.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-#if defined(__GNUC__)
-#define PRINTF_LIKE(f, a) __attribute__((format(printf, f, a)))
-#else
-#define PRINTF_LIKE(f, a)
-#endif
-
-/* ---- growable text, capped at GS_INSPECT_OUT_MAX --------------------------- */
-
-struct sbuf {
-  char *p;
-  size_t len, cap;
-  enum gs_err err; /* sticky: once set, appends are ignored */
-};
-
-static void sb_reserve(struct sbuf *b, size_t more) {
-  size_t want, ncap;
-  char *np;
-  if (b->err != GS_EOK)
-    return;
-  if (more > GS_INSPECT_OUT_MAX || b->len > GS_INSPECT_OUT_MAX - more) {
-    b->err = GS_ETOOBIG;
-    return;
-  }
-  want = b->len + more + 1;
-  if (want <= b->cap)
-    return;
-  ncap = b->cap ? b->cap : 1024;
-  while (ncap < want)
-    ncap *= 2;
-  np = realloc(b->p, ncap);
-  if (np == NULL) {
-    b->err = GS_ENOMEM;
-    return;
-  }
-  b->p = np;
-  b->cap = ncap;
-}
-
-static void sb_putn(struct sbuf *b, const char *s, size_t n) {
-  sb_reserve(b, n);
-  if (b->err != GS_EOK)
-    return;
-  memcpy(b->p + b->len, s, n);
-  b->len += n;
-  b->p[b->len] = '\0';
-}
-
-static void sb_puts(struct sbuf *b, const char *s) { sb_putn(b, s, strlen(s)); }
-
-static void sb_repeat(struct sbuf *b, char c, size_t n) {
-  sb_reserve(b, n);
-  if (b->err != GS_EOK)
-    return;
-  memset(b->p + b->len, c, n);
-  b->len += n;
-  b->p[b->len] = '\0';
-}
-
-static void sb_printf(struct sbuf *b, const char *fmt, ...) PRINTF_LIKE(2, 3);
-static void sb_printf(struct sbuf *b, const char *fmt, ...) {
-  va_list ap;
-  int n;
-  va_start(ap, fmt);
-  n = vsnprintf(NULL, 0, fmt, ap);
-  va_end(ap);
-  if (n < 0) {
-    if (b->err == GS_EOK)
-      b->err = GS_EINVAL;
-    return;
-  }
-  sb_reserve(b, (size_t)n);
-  if (b->err != GS_EOK)
-    return;
-  va_start(ap, fmt);
-  vsnprintf(b->p + b->len, (size_t)n + 1, fmt, ap);
-  va_end(ap);
-  b->len += (size_t)n;
-}
-
-/* Width of the widest line written since offset start. */
-static size_t sb_widest(const struct sbuf *b, size_t start) {
-  size_t widest = 0, cur = 0;
-  for (size_t i = start; i < b->len; i++) {
-    if (b->p[i] == '\n') {
-      cur = 0;
-      continue;
-    }
-    if (++cur > widest)
-      widest = cur;
-  }
-  return widest;
-}
-
-/* ---- aligned columns, two spaces apart, no trailing blanks ----------------- */
-
-struct table {
-  size_t ncols, nrows, cap; /* cap in rows */
-  char **cell;              /* nrows × ncols, NULL = blank */
-  enum gs_err err;          /* sticky */
-};
-
-static void tab_init(struct table *t, size_t ncols) {
-  memset(t, 0, sizeof *t);
-  t->ncols = ncols;
-}
-
-static void tab_free(struct table *t) {
-  if (t->cell != NULL)
-    for (size_t i = 0; i < t->nrows * t->ncols; i++)
-      free(t->cell[i]);
-  free(t->cell);
-  t->cell = NULL;
-  t->nrows = t->cap = 0;
-}
-
-static void tab_row(struct table *t) {
-  if (t->err != GS_EOK)
-    return;
-  if (t->nrows == t->cap) {
-    size_t ncap = t->cap ? t->cap * 2 : 8;
-    char **nc;
-    if (ncap > SIZE_MAX / sizeof(char *) / t->ncols) {
-      t->err = GS_ETOOBIG;
-      return;
-    }
-    nc = realloc(t->cell, ncap * t->ncols * sizeof(char *));
-    if (nc == NULL) {
-      t->err = GS_ENOMEM;
-      return;
-    }
-    t->cell = nc;
-    t->cap = ncap;
-  }
-  for (size_t c = 0; c < t->ncols; c++)
-    t->cell[t->nrows * t->ncols + c] = NULL;
-  t->nrows++;
-}
-
-/* Sets column col of the last row. */
-static void tab_set(struct table *t, size_t col, const char *fmt, ...) PRINTF_LIKE(3, 4);
-static void tab_set(struct table *t, size_t col, const char *fmt, ...) {
-  va_list ap;
-  int n;
-  char *s, **slot;
-  if (t->err != GS_EOK)
-    return;
-  va_start(ap, fmt);
-  n = vsnprintf(NULL, 0, fmt, ap);
-  va_end(ap);
-  if (n < 0) {
-    t->err = GS_EINVAL;
-    return;
-  }
-  s = malloc((size_t)n + 1);
-  if (s == NULL) {
-    t->err = GS_ENOMEM;
-    return;
-  }
-  va_start(ap, fmt);
-  vsnprintf(s, (size_t)n + 1, fmt, ap);
-  va_end(ap);
-  slot = &t->cell[(t->nrows - 1) * t->ncols + col];
-  free(*slot);
-  *slot = s;
-}
-
-static void tab_render(struct table *t, const char *indent, struct sbuf *b) {
-  size_t *width;
-  if (t->err != GS_EOK) {
-    if (b->err == GS_EOK)
-      b->err = t->err;
-    return;
-  }
-  width = calloc(t->ncols ? t->ncols : 1, sizeof *width);
-  if (width == NULL) {
-    if (b->err == GS_EOK)
-      b->err = GS_ENOMEM;
-    return;
-  }
-  for (size_t r = 0; r < t->nrows; r++)
-    for (size_t c = 0; c < t->ncols; c++) {
-      const char *s = t->cell[r * t->ncols + c];
-      size_t n = s ? strlen(s) : 0;
-      if (n > width[c])
-        width[c] = n;
-    }
-  for (size_t r = 0; r < t->nrows; r++) {
-    size_t pending = 0; /* blanks owed before the next non-empty cell */
-    sb_puts(b, indent);
-    for (size_t c = 0; c < t->ncols; c++) {
-      const char *s = t->cell[r * t->ncols + c];
-      size_t n = s ? strlen(s) : 0;
-      if (n > 0) {
-        sb_repeat(b, ' ', pending);
-        sb_putn(b, s, n);
-        pending = 0;
-      }
-      pending += width[c] - n + 2;
-    }
-    sb_puts(b, "\n");
-  }
-  free(width);
-}
 
 /* ---- amounts ---------------------------------------------------------------- */
 
@@ -350,7 +147,7 @@ static enum gs_err get_any(const json_t *obj, const char *key, const json_t **re
 }
 
 /* JSON paths longer than gs_diag.where are cut: that is fine for a message. */
-static void pathf(char *out, size_t len, const char *fmt, ...) PRINTF_LIKE(3, 4);
+static void pathf(char *out, size_t len, const char *fmt, ...) GS__PRINTF(3, 4);
 static void pathf(char *out, size_t len, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
@@ -670,14 +467,14 @@ static int cmp_str(const void *a, const void *b) {
 }
 
 /* A gang's nodes as "gpu-b[0,3],gpu-c[1]" (node names sorted), "-" if none. */
-static void gang_nodes(const json_t *nodes, struct table *t, size_t col) {
-  struct sbuf b = {0};
+static void gang_nodes(const json_t *nodes, struct gs__table *t, size_t col) {
+  struct gs__sbuf b = {0};
   const char **names = NULL;
   const char *key;
   const json_t *val;
   size_t n = 0;
   if (nodes == NULL || json_object_size(nodes) == 0) {
-    tab_set(t, col, "-");
+    gs__table_set(t, col, "-");
     return;
   }
   names = calloc(json_object_size(nodes), sizeof *names);
@@ -690,176 +487,176 @@ static void gang_nodes(const json_t *nodes, struct table *t, size_t col) {
   qsort(names, n, sizeof *names, cmp_str);
   for (size_t i = 0; i < n; i++) {
     const json_t *gpus = json_object_get(nodes, names[i]);
-    sb_printf(&b, "%s%s[", i ? "," : "", names[i]);
+    gs__sbuf_printf(&b, "%s%s[", i ? "," : "", names[i]);
     for (size_t k = 0; k < json_array_size(gpus); k++)
-      sb_printf(&b, "%s%" JSON_INTEGER_FORMAT, k ? "," : "",
+      gs__sbuf_printf(&b, "%s%" JSON_INTEGER_FORMAT, k ? "," : "",
                 json_integer_value(json_array_get(gpus, k)));
-    sb_puts(&b, "]");
+    gs__sbuf_puts(&b, "]");
   }
   if (b.err != GS_EOK) {
     if (t->err == GS_EOK)
       t->err = b.err;
   } else {
-    tab_set(t, col, "%s", b.p);
+    gs__table_set(t, col, "%s", b.p);
   }
   free(b.p);
   free(names);
 }
 
 /* Cluster total, notes and gangs: the same after both views. */
-static void render_trailer(const struct ledger_view *v, bool footnote, struct sbuf *b) {
+static void render_trailer(const struct ledger_view *v, bool footnote, struct gs__sbuf *b) {
   char a[GS_INSPECT_AMOUNT_MAX], c[GS_INSPECT_AMOUNT_MAX];
-  struct table t;
+  struct gs__table t;
   gs_inspect_amount(v->used_mib, v->unit_mib, true, a);
   gs_inspect_amount(v->total_mib, v->unit_mib, false, c);
-  sb_printf(b, "Allocated/Total GPU Memory In Cluster: %s/%s (%u%%)\n", a, c,
+  gs__sbuf_printf(b, "Allocated/Total GPU Memory In Cluster: %s/%s (%u%%)\n", a, c,
             percent(v->used_mib, v->total_mib));
   if (footnote && v->any_unhealthy)
-    sb_puts(b, "* unhealthy GPU: never chosen for new pods\n");
+    gs__sbuf_puts(b, "* unhealthy GPU: never chosen for new pods\n");
   if (v->pending_unit != NULL)
-    sb_printf(b, "note: gpuMemoryUnit changes to %s at the next restart\n", v->pending_unit);
+    gs__sbuf_printf(b, "note: gpuMemoryUnit changes to %s at the next restart\n", v->pending_unit);
   if (v->ngangs == 0)
     return;
-  tab_init(&t, 4);
-  tab_row(&t);
-  tab_set(&t, 0, "GANG");
-  tab_set(&t, 1, "REPLICAS");
-  tab_set(&t, 2, "PLACED");
-  tab_set(&t, 3, "NODES");
+  gs__table_init(&t, 4);
+  gs__table_row(&t);
+  gs__table_set(&t, 0, "GANG");
+  gs__table_set(&t, 1, "REPLICAS");
+  gs__table_set(&t, 2, "PLACED");
+  gs__table_set(&t, 3, "NODES");
   for (size_t i = 0; i < v->ngangs; i++) {
     const struct gang_view *g = &v->gangs[i];
-    tab_row(&t);
-    tab_set(&t, 0, "%s", g->job);
-    tab_set(&t, 1, "%" PRIu64, g->replicas);
-    tab_set(&t, 2, "%" PRIu64, g->placed);
+    gs__table_row(&t);
+    gs__table_set(&t, 0, "%s", g->job);
+    gs__table_set(&t, 1, "%" PRIu64, g->replicas);
+    gs__table_set(&t, 2, "%" PRIu64, g->placed);
     gang_nodes(g->nodes, &t, 3);
   }
-  sb_puts(b, "\n");
-  tab_render(&t, "", b);
-  tab_free(&t);
+  gs__sbuf_puts(b, "\n");
+  gs__table_render(&t, "", b);
+  gs__table_free(&t);
 }
 
-static void render_table(const struct ledger_view *v, struct sbuf *b) {
+static void render_table(const struct ledger_view *v, struct gs__sbuf *b) {
   size_t ngcols = v->any_gpu ? (size_t)v->max_index + 1 : 0;
   size_t mem_col = 2 + ngcols;
   char cell[2 * GS_INSPECT_AMOUNT_MAX + 2];
-  struct table t;
+  struct gs__table t;
   size_t start = b->len;
 
-  tab_init(&t, mem_col + 1);
-  tab_row(&t);
-  tab_set(&t, 0, "NAME");
-  tab_set(&t, 1, "MODE");
+  gs__table_init(&t, mem_col + 1);
+  gs__table_row(&t);
+  gs__table_set(&t, 0, "NAME");
+  gs__table_set(&t, 1, "MODE");
   for (size_t i = 0; i < ngcols; i++)
-    tab_set(&t, 2 + i, "GPU%zu(Allocated/Total)", i);
-  tab_set(&t, mem_col, "GPU Memory(%s)", gs_inspect_unit_label(v->unit));
+    gs__table_set(&t, 2 + i, "GPU%zu(Allocated/Total)", i);
+  gs__table_set(&t, mem_col, "GPU Memory(%s)", gs_inspect_unit_label(v->unit));
   for (size_t i = 0; i < v->nnodes; i++) {
     const struct node_view *n = &v->nodes[i];
-    tab_row(&t);
-    tab_set(&t, 0, "%s", n->name);
-    tab_set(&t, 1, "%s", or_dash(n->mode));
+    gs__table_row(&t);
+    gs__table_set(&t, 0, "%s", n->name);
+    gs__table_set(&t, 1, "%s", or_dash(n->mode));
     for (size_t k = 0; k < n->ngpus; k++) {
       const struct gpu_view *g = &n->gpus[k];
       fraction(v, g->used_mib, g->total_mib, cell, sizeof cell);
-      tab_set(&t, 2 + (size_t)g->index, "%s%s", cell, g->healthy ? "" : "*");
+      gs__table_set(&t, 2 + (size_t)g->index, "%s%s", cell, g->healthy ? "" : "*");
     }
     fraction(v, n->used_mib, n->total_mib, cell, sizeof cell);
-    tab_set(&t, mem_col, "%s", cell);
+    gs__table_set(&t, mem_col, "%s", cell);
   }
-  tab_render(&t, "", b);
-  tab_free(&t);
-  sb_repeat(b, '-', sb_widest(b, start));
-  sb_puts(b, "\n");
+  gs__table_render(&t, "", b);
+  gs__table_free(&t);
+  gs__sbuf_repeat(b, '-', gs__sbuf_widest(b, start));
+  gs__sbuf_puts(b, "\n");
   render_trailer(v, true, b);
 }
 
 static void render_node_details(const struct ledger_view *v, const struct node_view *n,
-                                struct sbuf *b) {
+                                struct gs__sbuf *b) {
   const char *label = gs_inspect_unit_label(v->unit);
   char cell[2 * GS_INSPECT_AMOUNT_MAX + 2], amount[GS_INSPECT_AMOUNT_MAX];
   bool owners = false;
   size_t npods = 0, start = b->len;
-  struct table t;
+  struct gs__table t;
 
-  sb_printf(b, "NAME:       %s\n", n->name);
-  sb_printf(b, "MODE:       %s\n", or_dash(n->mode));
-  sb_printf(b, "PLACEMENT:  %s\n\n", or_dash(n->placement));
+  gs__sbuf_printf(b, "NAME:       %s\n", n->name);
+  gs__sbuf_printf(b, "MODE:       %s\n", or_dash(n->mode));
+  gs__sbuf_printf(b, "PLACEMENT:  %s\n\n", or_dash(n->placement));
 
   for (size_t k = 0; k < n->ngpus; k++) {
     owners = owners || n->gpus[k].owner != OWNER_ABSENT;
     npods += n->gpus[k].npods;
   }
   if (n->ngpus == 0) {
-    sb_puts(b, "no GPUs\n");
+    gs__sbuf_puts(b, "no GPUs\n");
   } else {
-    tab_init(&t, owners ? 6 : 5);
-    tab_row(&t);
-    tab_set(&t, 0, "GPU");
-    tab_set(&t, 1, "ALLOCATED/TOTAL(%s)", label);
-    tab_set(&t, 2, "ALLOCATED/TOTAL(MiB)");
-    tab_set(&t, 3, "HEALTHY");
-    tab_set(&t, 4, "PODS");
+    gs__table_init(&t, owners ? 6 : 5);
+    gs__table_row(&t);
+    gs__table_set(&t, 0, "GPU");
+    gs__table_set(&t, 1, "ALLOCATED/TOTAL(%s)", label);
+    gs__table_set(&t, 2, "ALLOCATED/TOTAL(MiB)");
+    gs__table_set(&t, 3, "HEALTHY");
+    gs__table_set(&t, 4, "PODS");
     if (owners)
-      tab_set(&t, 5, "OWNER");
+      gs__table_set(&t, 5, "OWNER");
     for (size_t k = 0; k < n->ngpus; k++) {
       const struct gpu_view *g = &n->gpus[k];
-      tab_row(&t);
-      tab_set(&t, 0, "%" PRIu64, g->index);
+      gs__table_row(&t);
+      gs__table_set(&t, 0, "%" PRIu64, g->index);
       fraction(v, g->used_mib, g->total_mib, cell, sizeof cell);
-      tab_set(&t, 1, "%s", cell);
-      tab_set(&t, 2, "%" PRIu64 "/%" PRIu64, g->used_mib, g->total_mib);
-      tab_set(&t, 3, "%s", g->healthy ? "yes" : "no");
-      tab_set(&t, 4, "%zu", g->npods);
+      gs__table_set(&t, 1, "%s", cell);
+      gs__table_set(&t, 2, "%" PRIu64 "/%" PRIu64, g->used_mib, g->total_mib);
+      gs__table_set(&t, 3, "%s", g->healthy ? "yes" : "no");
+      gs__table_set(&t, 4, "%zu", g->npods);
       if (g->owner == OWNER_SET)
-        tab_set(&t, 5, "%s/%s", g->owner_ns, g->owner_name);
+        gs__table_set(&t, 5, "%s/%s", g->owner_ns, g->owner_name);
       else if (owners)
-        tab_set(&t, 5, "-");
+        gs__table_set(&t, 5, "-");
     }
-    tab_render(&t, "", b);
-    tab_free(&t);
+    gs__table_render(&t, "", b);
+    gs__table_free(&t);
   }
 
-  sb_puts(b, "\n");
+  gs__sbuf_puts(b, "\n");
   if (npods == 0) {
-    sb_puts(b, "no pods\n");
+    gs__sbuf_puts(b, "no pods\n");
   } else {
-    tab_init(&t, 6);
-    tab_row(&t);
-    tab_set(&t, 0, "NAMESPACE");
-    tab_set(&t, 1, "NAME");
-    tab_set(&t, 2, "GPU");
-    tab_set(&t, 3, "CONTAINER");
-    tab_set(&t, 4, "MEMORY(%s)", label);
-    tab_set(&t, 5, "MEMORY(MiB)");
+    gs__table_init(&t, 6);
+    gs__table_row(&t);
+    gs__table_set(&t, 0, "NAMESPACE");
+    gs__table_set(&t, 1, "NAME");
+    gs__table_set(&t, 2, "GPU");
+    gs__table_set(&t, 3, "CONTAINER");
+    gs__table_set(&t, 4, "MEMORY(%s)", label);
+    gs__table_set(&t, 5, "MEMORY(MiB)");
     for (size_t k = 0; k < n->ngpus; k++)
       for (size_t p = 0; p < n->gpus[k].npods; p++) {
         const struct pod_view *pod = &n->gpus[k].pods[p];
-        tab_row(&t);
-        tab_set(&t, 0, "%s", pod->ns);
-        tab_set(&t, 1, "%s", pod->name);
-        tab_set(&t, 2, "%" PRIu64, n->gpus[k].index);
+        gs__table_row(&t);
+        gs__table_set(&t, 0, "%s", pod->ns);
+        gs__table_set(&t, 1, "%s", pod->name);
+        gs__table_set(&t, 2, "%" PRIu64, n->gpus[k].index);
         if (pod->has_container)
-          tab_set(&t, 3, "%" PRIu64, pod->container);
+          gs__table_set(&t, 3, "%" PRIu64, pod->container);
         else
-          tab_set(&t, 3, "-");
+          gs__table_set(&t, 3, "-");
         gs_inspect_amount(pod->used_mib, v->unit_mib, true, amount);
-        tab_set(&t, 4, "%s", amount);
-        tab_set(&t, 5, "%" PRIu64, pod->used_mib);
+        gs__table_set(&t, 4, "%s", amount);
+        gs__table_set(&t, 5, "%" PRIu64, pod->used_mib);
       }
-    tab_render(&t, "", b);
-    tab_free(&t);
+    gs__table_render(&t, "", b);
+    gs__table_free(&t);
   }
 
-  sb_puts(b, "\n");
+  gs__sbuf_puts(b, "\n");
   fraction(v, n->used_mib, n->total_mib, cell, sizeof cell);
-  sb_printf(b, "Allocated/Total:  %s (%u%%)\n", cell, percent(n->used_mib, n->total_mib));
-  sb_repeat(b, '-', sb_widest(b, start));
-  sb_puts(b, "\n");
+  gs__sbuf_printf(b, "Allocated/Total:  %s (%u%%)\n", cell, percent(n->used_mib, n->total_mib));
+  gs__sbuf_repeat(b, '-', gs__sbuf_widest(b, start));
+  gs__sbuf_puts(b, "\n");
 }
 
-static void render_details(const struct ledger_view *v, struct sbuf *b) {
+static void render_details(const struct ledger_view *v, struct gs__sbuf *b) {
   if (v->nnodes == 0)
-    sb_puts(b, "no nodes\n");
+    gs__sbuf_puts(b, "no nodes\n");
   for (size_t i = 0; i < v->nnodes; i++)
     render_node_details(v, &v->nodes[i], b);
   render_trailer(v, false, b);
@@ -868,7 +665,7 @@ static void render_details(const struct ledger_view *v, struct sbuf *b) {
 enum gs_err gs_inspect_render(const json_t *ledger, enum gs_inspect_view view, char **ret_text,
                               struct gs_diag *diag) {
   struct ledger_view v;
-  struct sbuf b = {0};
+  struct gs__sbuf b = {0};
   enum gs_err e;
 
   memset(&v, 0, sizeof v);
@@ -879,7 +676,7 @@ enum gs_err gs_inspect_render(const json_t *ledger, enum gs_inspect_view view, c
     render_details(&v, &b);
   else
     render_table(&v, &b);
-  sb_reserve(&b, 0); /* an empty result is still a string */
+  gs__sbuf_reserve(&b, 0); /* an empty result is still a string */
   e = b.err;
   if (e != GS_EOK)
     goto free_text;
