@@ -37,6 +37,7 @@
 #define GS_ANN_TOPO_ALLOCATION "gputopology.alibabacloud.com/allocation"
 
 #define GS_API_BODY_MAX (16u * 1024u * 1024u) /* request body cap */
+#define GS_API_NODES_MAX 65536u               /* nodes in one ExtenderArgs */
 
 /* ---- quantities -------------------------------------------------------- */
 
@@ -44,6 +45,15 @@
  * ("4", "16", "1k", "2Ki", "1e3"; also a JSON integer). Fractions ("500m",
  * "1.5"), negatives, overflow and garbage give GS_EPARSE/GS_ERANGE. */
 enum gs_err gs_api_quantity_whole(const json_t *value, uint64_t *ret) GS_WUR;
+/* Largest quantity accepted: 2^53, the largest integer every JSON reader
+ * (Go float64 paths, JavaScript) keeps exact. Larger → GS_ERANGE. */
+#define GS_API_QUANTITY_MAX (UINT64_C(1) << 53)
+/* As gs_api_quantity_whole, with a diagnostic at where (a JSON path). */
+enum gs_err gs_api_quantity_whole_diag(const json_t *value, const char *where, uint64_t *ret,
+                                       struct gs_diag *diag) GS_WUR;
+/* As gs_api_quantity_whole_diag, for quantity text ("2Ki"). */
+enum gs_err gs_api_quantity_whole_str(const char *text, const char *where, uint64_t *ret,
+                                      struct gs_diag *diag) GS_WUR;
 
 /* ---- objects ----------------------------------------------------------- */
 
@@ -58,7 +68,10 @@ enum gs_err gs_api_pod_decode(const json_t *pod, struct gs_pod_request *ret,
  * (aliyun.com/gpu-mem, aliyun.com/gpu-count, aliyun.com/gpu; allocatable used
  * when capacity lacks them), annotations device-resource and topology.
  * ret->topo is pointed at *topo_buf when the topology annotation is valid
- * (an invalid one is ignored: all pairs equal). */
+ * (an invalid one is ignored: all pairs equal). A bad device-resource or
+ * topology annotation is not fatal either: it is ignored, GS_EOK is
+ * returned and diag->text holds a warning saying so (callers may log it;
+ * a diag that is still empty means nothing was ignored). */
 enum gs_err gs_api_node_decode(const json_t *node, struct gs_node_spec *ret,
                                struct gs_topo *topo_buf, struct gs_diag *diag) GS_WUR;
 
@@ -90,7 +103,9 @@ enum gs_err gs_api_args_decode(const char *body, size_t len, struct gs_api_args 
                                struct gs_diag *diag) GS_WUR;
 void gs_api_args_release(struct gs_api_args *args);
 
-/* ExtenderFilterResult builder. */
+/* ExtenderFilterResult builder. Error texts (filter and bind) have '%'
+ * replaced by U+FF05 '％': kube-scheduler passes Error to fmt.Errorf as a
+ * format in some versions (KUBE-PROTOCOL §A.8). */
 struct gs_api_filter_result;
 struct gs_api_filter_result *gs_api_filter_result_new(bool by_names);
 void gs_api_filter_result_free(struct gs_api_filter_result *r);
