@@ -24,6 +24,10 @@ void gs__api_path(char path[GS__API_PATH_MAX], const char *fmt, ...)
 #endif
     ;
 
+/* parent.key, or parent["key"] when key is not a plain identifier
+ * (labels such as "aliyun.com/gpu-count"). */
+void gs__api_member_path(char path[GS__API_PATH_MAX], const char *parent, const char *key);
+
 /* Member key of obj, or NULL when obj is not an object, the key is absent
  * or its value is null. Borrowed. */
 const json_t *gs__api_get(const json_t *obj, const char *key);

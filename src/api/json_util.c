@@ -20,6 +20,18 @@ const json_t *gs__api_get(const json_t *obj, const char *key) {
   return json_is_null(v) ? NULL : v;
 }
 
+void gs__api_member_path(char path[GS__API_PATH_MAX], const char *parent, const char *key) {
+  bool plain = key[0] != '\0';
+  for (const char *k = key; *k != '\0'; k++)
+    if (!((*k >= 'a' && *k <= 'z') || (*k >= 'A' && *k <= 'Z') || (*k >= '0' && *k <= '9') ||
+          *k == '_'))
+      plain = false;
+  if (plain)
+    gs__api_path(path, "%s.%s", parent, key);
+  else
+    gs__api_path(path, "%s[\"%s\"]", parent, key);
+}
+
 static const char *type_name(const json_t *v) {
   switch (json_typeof(v)) {
   case JSON_OBJECT:
@@ -47,7 +59,7 @@ static enum gs_err get_typed(const json_t *obj, const char *key, const char *pat
   const json_t *v = gs__api_get(obj, key);
   char where[GS__API_PATH_MAX];
   if (v != NULL && json_typeof(v) != want) {
-    gs__api_path(where, "%s.%s", path, key);
+    gs__api_member_path(where, path, key);
     gs_diag_set(diag, where, "must be %s, not %s", want_name, type_name(v));
     return GS_EPARSE;
   }
