@@ -386,7 +386,9 @@ static enum gs_err v2_decode(const json_t *anns, const char *text, struct gs_api
       if (err == GS_EOK) {
         char upath[GS__API_PATH_MAX];
         gs__api_path(upath, "%s[\"%s\"]", path, gkey);
-        err = gs_api_quantity_whole_diag(units, upath, &u, diag);
+        /* a malformed annotation is GS_EPARSE whatever the reason */
+        if (gs_api_quantity_whole_diag(units, upath, &u, diag) != GS_EOK)
+          err = GS_EPARSE;
       }
       if (err == GS_EOK)
         err = add_part(a, c, g, u, where, diag);
