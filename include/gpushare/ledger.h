@@ -91,11 +91,16 @@ const struct gs_node *gs_ledger_node_get(const struct gs_ledger *ledger, const c
 /* Number of nodes, and the i-th node in ascending name order. */
 size_t gs_ledger_node_count(const struct gs_ledger *ledger);
 const struct gs_node *gs_ledger_node_at(const struct gs_ledger *ledger, size_t i);
+/* Number of the node's allocations with a part on a GPU index the node no
+ * longer has (after it shrank); 0 for an unknown node. Such parts charge
+ * nothing but stay recorded until the pod is released. */
+size_t gs_ledger_node_orphans(const struct gs_ledger *ledger, const char *name);
 
 /* Records a new allocation. Validates that every part fits (memory, health,
  * cgpu pod cap, whole-GPU ownership) before changing anything: on error the
  * ledger is unchanged. GS_EEXISTS if the UID already has an allocation,
- * GS_ENOTFOUND for an unknown node, GS_ENOFIT when it no longer fits. */
+ * GS_ENOTFOUND for an unknown node, GS_ENOFIT when it no longer fits.
+ * cgpu_max_pods applies to cgpu nodes only; 0 means no cap. */
 enum gs_err gs_ledger_reserve(struct gs_ledger *ledger, const struct gs_alloc *alloc,
                               uint32_t cgpu_max_pods) GS_WUR;
 /* Like reserve but never refuses for lack of room: used to rebuild the

@@ -8,7 +8,7 @@
 /* Cluster-wide knobs (ConfigMap keys of CONTRACT §6). */
 struct gs_policy {
   uint32_t unit_mib;        /* active unit (1024 or 128) */
-  uint32_t cgpu_max_pods;   /* cgpuMaxPodsPerGPU, default 16 */
+  uint32_t cgpu_max_pods;   /* cgpuMaxPodsPerGPU, default 16; 0 = no cap */
   enum gs_placement node_policy; /* nodePolicy: how prioritize ranks nodes */
   bool frag_aware;          /* fragmentation-aware GPU choice inside a node */
   uint32_t gang_timeout_s;  /* gangTimeoutSeconds, default 60 */
@@ -28,21 +28,61 @@ enum gs_fit {
 struct gs_choice {
   uint32_t ngpus;
   uint32_t gpus[GS_MAX_GPUS];  /* ascending GPU indices */
-  uint64_t mib_per_gpu;        /* memory charged on each chosen GPU */
+  uint64_t mib_per_gpu;        /* memory charged on each chosen GPU (0: whole GPUs) */
   int64_t score;               /* 0..10, higher is better for nodePolicy */
 };
 
 /* Checks the pod on its own (no node): N % M, counts, caps.
  * Returns GS_FIT_OK, GS_FIT_SKIP, or GS_FIT_NEVER with reason written
- * (reason never contains a node name). */
+ * (reason never contains a node name; "" for OK and SKIP). */
 enum gs_fit gs_place_check_pod(const struct gs_pod_request *req, const struct gs_policy *policy,
                                char reason[GS_REASON_MAX]);
 
 /* Picks GPUs for req on node. GS_FIT_OK fills *ret_choice; otherwise the
- * reason (same text for the same cause on every node) is written. */
+ * reason (same text for the same cause on every node) is written.
+ * GPU choice inside the node follows node->placement (binpack: fullest GPU
+ * that fits; spread: emptiest; lowest index on ties; policy->frag_aware
+ * first avoids leaving small stranded remainders). Memory pods get
+ * mib_per_gpu = (sum of N_c + init excess) / M × unit; whole-GPU pods 0.
+ * Score, for ranking nodes by policy->node_policy:
+ *   memory pods: f = (used + mib_per_gpu) summed over the chosen GPUs /
+ *                total_mib summed over the chosen GPUs;
+ *   whole pods:  f = (GPUs busy on the node + the k chosen) / node GPUs;
+ *   binpack: score = round(10 × f); spread: score = 10 − round(10 × f). */
 enum gs_fit gs_place_pick(const struct gs_node *node, const struct gs_pod_request *req,
                           const struct gs_policy *policy, struct gs_choice *ret_choice,
                           char reason[GS_REASON_MAX]);
+
+/* The seam for choosing which k GPUs of a node (a topology-aware chooser
+ * plugs in here). candidates: bit i set = GPU i can take the pod (healthy,
+ * not owned, enough free memory and under the cgpu cap for memory pods;
+ * no pod at all for whole-GPU pods); at least k bits are set. Writes k
+ * distinct candidate indices, in any order, to ret_gpus and returns
+ * GS_FIT_OK, or returns GS_FIT_NO with a reason (node-independent text).
+ * mib_per_gpu is 0 for whole-GPU pods. ctx is the chooser's own state. */
+typedef enum gs_fit (*gs_place_choose_fn)(void *ctx, const struct gs_node *node,
+                                          const struct gs_pod_request *req,
+                                          const struct gs_policy *policy, uint64_t candidates,
+                                          uint32_t k, uint64_t mib_per_gpu,
+                                          uint32_t ret_gpus[GS_MAX_GPUS],
+                                          char reason[GS_REASON_MAX]);
+/* The default chooser (ctx unused). Whole-GPU pods: the k lowest indices.
+ * Memory pods: candidates ordered by node->placement (binpack: least free
+ * first; spread: most free first; lowest index on ties), the first k.
+ * With policy->frag_aware, GPUs are first ranked by what placement leaves:
+ * exactly 0 MiB, then at least mib_per_gpu (room for another pod like this
+ * one, our proxy for a typical request), then a stranded remainder. */
+enum gs_fit gs_place_choose_default(void *ctx, const struct gs_node *node,
+                                    const struct gs_pod_request *req,
+                                    const struct gs_policy *policy, uint64_t candidates,
+                                    uint32_t k, uint64_t mib_per_gpu,
+                                    uint32_t ret_gpus[GS_MAX_GPUS], char reason[GS_REASON_MAX]);
+/* gs_place_pick with another chooser; choose NULL = gs_place_choose_default.
+ * The chooser's answer is checked (k distinct candidates) and sorted. */
+enum gs_fit gs_place_pick_with(const struct gs_node *node, const struct gs_pod_request *req,
+                               const struct gs_policy *policy, gs_place_choose_fn choose,
+                               void *choose_ctx, struct gs_choice *ret_choice,
+                               char reason[GS_REASON_MAX]);
 
 /* Turns a choice into allocation parts, per container: for memory pods
  * each container's units split evenly over the chosen GPUs (init-container

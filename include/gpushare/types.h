@@ -69,7 +69,9 @@ enum gs_link {
   GS_LINK_SELF,
 };
 
-/* A node's GPU-by-GPU link matrix (row-major, n × n). */
+/* A node's GPU-by-GPU link matrix (row-major, n × n, packed: the pair
+ * (i, j) is at [i * n + j]). Zero the unused tail: the ledger shares one
+ * copy among nodes whose matrices are byte-identical. */
 struct gs_topo {
   uint32_t n;
   uint8_t link[GS_MAX_GPUS * GS_MAX_GPUS];    /* enum gs_link */

@@ -1,0 +1,667 @@
+/* The per-GPU memory ledger.
+ *
+ * Layout, sized for 5,000 nodes × 8 GPUs and 50,000 pods in a few MiB:
+ * - nodes: an array of pointers kept in ascending name order (binary search;
+ *   an insert shifts pointers, which is cheap at that scale). Each node is
+ *   its own heap record so views stay put while the array moves.
+ * - allocations: one heap block each (record, parts and strings together),
+ *   found by UID through a hash map whose key points at the record's own
+ *   uid, and listed per node in an array (swap-remove, O(1)).
+ * - topology matrices: interned by content and reference-counted. The
+ *   public struct gs_topo has fixed 64×64 arrays (8 KiB), so a private copy
+ *   per node would cost 40 MiB at 5,000 nodes; machines of one model share
+ *   one matrix, so a cluster holds a handful.
+ *
+ * Charges (used_mib, npods, owner) are always derived from the allocation
+ * parts by charge()/discharge(), so release frees exactly what was charged
+ * and a node rebuild is a plain re-charge.
+ */
+#include <gpushare/ledger.h>
+
+#include "caps.h"
+#include "strmap.h"
+
+#include <assert.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct topo_ref {
+  struct gs_topo topo;
+  uint64_t hash;
+  size_t refs;
+};
+
+struct alloc_rec;
+
+struct node_rec {
+  struct gs_node view;
+  struct topo_ref *topo; /* NULL when the node has no topology */
+  struct alloc_rec **allocs;
+  size_t nallocs, cap_allocs;
+};
+
+struct alloc_rec {
+  struct gs_alloc view; /* strings and parts point into this block */
+  struct node_rec *node;
+  size_t slot; /* index in node->allocs */
+  struct gs_alloc_part parts[];
+  /* followed by the ns, name, uid and node strings */
+};
+
+struct gs_ledger {
+  uint32_t unit_mib;
+  struct node_rec **nodes;
+  size_t nnodes, cap_nodes;
+  struct gs_strmap *allocs; /* uid → struct alloc_rec */
+  struct topo_ref **topos;
+  size_t ntopos, cap_topos;
+};
+
+/* Grows *arr (elements of size elem) so it holds at least need. */
+static enum gs_err grow(void **arr, size_t *cap, size_t need, size_t elem) {
+  size_t ncap = *cap ? *cap : 4;
+  void *fresh;
+  if (need <= *cap)
+    return GS_EOK;
+  while (ncap < need) {
+    if (ncap > SIZE_MAX / 2 / elem)
+      return GS_ENOMEM;
+    ncap *= 2;
+  }
+  fresh = realloc(*arr, ncap * elem);
+  if (fresh == NULL)
+    return GS_ENOMEM;
+  *arr = fresh;
+  *cap = ncap;
+  return GS_EOK;
+}
+
+static bool str_fits(const char *s, size_t max) { return strnlen(s, max + 1) <= max; }
+
+/* ---- ledger ------------------------------------------------------------- */
+
+struct gs_ledger *gs_ledger_new(uint32_t unit_mib) {
+  struct gs_ledger *ledger;
+  if (unit_mib != GS_UNIT_GIB && unit_mib != GS_UNIT_128MIB)
+    return NULL;
+  ledger = calloc(1, sizeof *ledger);
+  if (ledger == NULL)
+    return NULL;
+  ledger->unit_mib = unit_mib;
+  ledger->allocs = gs_strmap_new();
+  if (ledger->allocs == NULL)
+    goto free_ledger;
+  return ledger;
+
+free_ledger:
+  free(ledger);
+  return NULL;
+}
+
+static void node_free(struct gs_ledger *ledger, struct node_rec *node);
+
+void gs_ledger_free(struct gs_ledger *ledger) {
+  if (ledger == NULL)
+    return;
+  for (size_t i = 0; i < ledger->nnodes; i++)
+    node_free(ledger, ledger->nodes[i]);
+  free(ledger->nodes);
+  gs_strmap_free(ledger->allocs);
+  assert(ledger->ntopos == 0); /* every node released its matrix */
+  free(ledger->topos);
+  free(ledger);
+}
+
+uint32_t gs_ledger_unit_mib(const struct gs_ledger *ledger) { return ledger->unit_mib; }
+
+/* ---- topology interning --------------------------------------------------- */
+
+/* The whole struct is hashed and compared, not just the n × n prefix, so
+ * the copy is faithful whatever a caller put past it. */
+static uint64_t topo_hash(const struct gs_topo *t) {
+  const unsigned char *b = (const unsigned char *)t;
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (size_t i = 0; i < sizeof *t; i++)
+    h = (h ^ b[i]) * 0x100000001b3ull;
+  return h;
+}
+
+/* Takes a reference on the interned copy of t, creating it if needed. */
+static enum gs_err topo_acquire(struct gs_ledger *ledger, const struct gs_topo *t,
+                                struct topo_ref **ret) {
+  uint64_t hash = topo_hash(t);
+  struct topo_ref *ref;
+  for (size_t i = 0; i < ledger->ntopos; i++) {
+    ref = ledger->topos[i];
+    if (ref->hash == hash && memcmp(&ref->topo, t, sizeof *t) == 0) {
+      ref->refs++;
+      *ret = ref;
+      return GS_EOK;
+    }
+  }
+  if (grow((void **)&ledger->topos, &ledger->cap_topos, ledger->ntopos + 1,
+           sizeof *ledger->topos) != GS_EOK)
+    return GS_ENOMEM;
+  ref = calloc(1, sizeof *ref);
+  if (ref == NULL)
+    return GS_ENOMEM;
+  ref->topo = *t;
+  ref->hash = hash;
+  ref->refs = 1;
+  ledger->topos[ledger->ntopos++] = ref;
+  *ret = ref;
+  return GS_EOK;
+}
+
+static void topo_release(struct gs_ledger *ledger, struct topo_ref *ref) {
+  if (ref == NULL || --ref->refs > 0)
+    return;
+  for (size_t i = 0; i < ledger->ntopos; i++) {
+    if (ledger->topos[i] == ref) {
+      ledger->topos[i] = ledger->topos[--ledger->ntopos];
+      break;
+    }
+  }
+  free(ref);
+}
+
+/* ---- charges ---------------------------------------------------------------- */
+
+static uint64_t part_mib(const struct gs_alloc *a, const struct gs_alloc_part *p) {
+  return p->units * a->unit_mib;
+}
+
+/* GPUs of the node this allocation touches (parts on missing GPUs skipped). */
+static uint64_t touched_mask(const struct gs_alloc *a, uint32_t ngpus) {
+  uint64_t mask = 0;
+  for (uint32_t i = 0; i < a->nparts; i++)
+    if (a->parts[i].gpu < ngpus)
+      mask |= UINT64_C(1) << a->parts[i].gpu;
+  return mask;
+}
+
+static bool alloc_touches(const struct gs_alloc *a, uint32_t gpu) {
+  for (uint32_t i = 0; i < a->nparts; i++)
+    if (a->parts[i].gpu == gpu)
+      return true;
+  return false;
+}
+
+static void charge(struct node_rec *node, struct alloc_rec *rec) {
+  const struct gs_alloc *a = &rec->view;
+  struct gs_gpu *gpus = node->view.gpus;
+  uint32_t ngpus = node->view.ngpus;
+  uint64_t mask = touched_mask(a, ngpus);
+  if (a->kind == GS_ALLOC_MEM) {
+    for (uint32_t i = 0; i < a->nparts; i++)
+      if (a->parts[i].gpu < ngpus)
+        gpus[a->parts[i].gpu].used_mib += part_mib(a, &a->parts[i]);
+  }
+  for (uint32_t g = 0; g < ngpus; g++) {
+    if (!(mask >> g & 1))
+      continue;
+    gpus[g].npods++;
+    /* Restore may record two owners of one GPU (the apiserver's truth);
+     * the first one shows, the next takes over when it leaves. */
+    if (a->kind == GS_ALLOC_WHOLE && gpus[g].owner == NULL)
+      gpus[g].owner = a;
+  }
+}
+
+/* Another whole-GPU allocation on the node claiming gpu, or NULL. */
+static const struct gs_alloc *next_owner(const struct node_rec *node, uint32_t gpu,
+                                         const struct alloc_rec *leaving) {
+  for (size_t i = 0; i < node->nallocs; i++) {
+    const struct alloc_rec *r = node->allocs[i];
+    if (r != leaving && r->view.kind == GS_ALLOC_WHOLE && alloc_touches(&r->view, gpu))
+      return &r->view;
+  }
+  return NULL;
+}
+
+static void discharge(struct node_rec *node, struct alloc_rec *rec) {
+  const struct gs_alloc *a = &rec->view;
+  struct gs_gpu *gpus = node->view.gpus;
+  uint32_t ngpus = node->view.ngpus;
+  uint64_t mask = touched_mask(a, ngpus);
+  if (a->kind == GS_ALLOC_MEM) {
+    for (uint32_t i = 0; i < a->nparts; i++) {
+      if (a->parts[i].gpu < ngpus) {
+        uint64_t mib = part_mib(a, &a->parts[i]);
+        assert(gpus[a->parts[i].gpu].used_mib >= mib);
+        gpus[a->parts[i].gpu].used_mib -= mib;
+      }
+    }
+  }
+  for (uint32_t g = 0; g < ngpus; g++) {
+    if (!(mask >> g & 1))
+      continue;
+    assert(gpus[g].npods > 0);
+    gpus[g].npods--;
+    if (gpus[g].owner == a)
+      gpus[g].owner = next_owner(node, g, rec);
+  }
+}
+
+/* ---- nodes ------------------------------------------------------------------- */
+
+/* Index of the first node whose name is >= name. */
+static size_t node_search(const struct gs_ledger *ledger, const char *name) {
+  size_t lo = 0, hi = ledger->nnodes;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (strcmp(ledger->nodes[mid]->view.name, name) < 0)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return lo;
+}
+
+static struct node_rec *node_find(const struct gs_ledger *ledger, const char *name) {
+  size_t pos;
+  if (name == NULL)
+    return NULL;
+  pos = node_search(ledger, name);
+  if (pos < ledger->nnodes && strcmp(ledger->nodes[pos]->view.name, name) == 0)
+    return ledger->nodes[pos];
+  return NULL;
+}
+
+static void alloc_free_all(struct gs_ledger *ledger, struct node_rec *node) {
+  for (size_t i = 0; i < node->nallocs; i++) {
+    void *gone = gs_strmap_del(ledger->allocs, node->allocs[i]->view.uid);
+    assert(gone == node->allocs[i]);
+    (void)gone;
+    free(node->allocs[i]);
+  }
+  node->nallocs = 0;
+}
+
+static void node_free(struct gs_ledger *ledger, struct node_rec *node) {
+  if (node == NULL)
+    return;
+  alloc_free_all(ledger, node);
+  free(node->allocs);
+  topo_release(ledger, node->topo);
+  free(node->view.gpus);
+  free(node->view.name);
+  free(node);
+}
+
+/* GPU count and per-GPU capacity in MiB from a spec (CONTRACT §3). */
+static enum gs_err spec_gpus(const struct gs_ledger *ledger, const struct gs_node_spec *spec,
+                             uint32_t *ret_n, uint64_t ret_total_mib[GS_MAX_GPUS]) {
+  uint64_t totals[GS_MAX_GPUS] = {0};
+  uint64_t n = spec->gpu_count;
+  /* Topology nodes often advertise only aliyun.com/gpu. */
+  if (n == 0 && spec->mode == GS_MODE_TOPOLOGY)
+    n = spec->whole_gpus;
+  if (n > GS_MAX_GPUS)
+    return GS_ERANGE;
+  for (uint32_t i = 0; i < n; i++) {
+    uint64_t units = spec->has_per_gpu ? spec->per_gpu_units[i] : spec->gpu_mem_units / n;
+    if (units > GS__PART_MIB_MAX / ledger->unit_mib)
+      return GS_ERANGE;
+    totals[i] = units * ledger->unit_mib;
+  }
+  *ret_n = (uint32_t)n;
+  memcpy(ret_total_mib, totals, sizeof totals);
+  return GS_EOK;
+}
+
+static void gpus_init(struct gs_gpu *gpus, uint32_t n, const uint64_t *total_mib,
+                      uint64_t unhealthy_mask) {
+  for (uint32_t i = 0; i < n; i++) {
+    gpus[i] = (struct gs_gpu){.index = i, .total_mib = total_mib[i],
+                              .healthy = !(unhealthy_mask >> i & 1)};
+  }
+}
+
+static enum gs_err node_update(struct gs_ledger *ledger, struct node_rec *node,
+                               const struct gs_node_spec *spec, uint32_t n,
+                               const uint64_t *total_mib, const struct gs_topo *topo) {
+  struct topo_ref *ref = NULL;
+  struct gs_gpu *gpus = NULL;
+  bool rebuild = n != node->view.ngpus;
+  enum gs_err err;
+  for (uint32_t i = 0; !rebuild && i < n; i++)
+    rebuild = node->view.gpus[i].total_mib != total_mib[i];
+  if (rebuild && n > 0) {
+    gpus = calloc(n, sizeof *gpus);
+    if (gpus == NULL)
+      return GS_ENOMEM;
+  }
+  if (topo != NULL) {
+    err = topo_acquire(ledger, topo, &ref);
+    if (err != GS_EOK)
+      goto free_gpus;
+  }
+  /* Nothing can fail from here on. */
+  if (rebuild) {
+    free(node->view.gpus);
+    node->view.gpus = gpus;
+    node->view.ngpus = n;
+    gpus_init(gpus, n, total_mib, node->view.unhealthy_mask);
+    for (size_t i = 0; i < node->nallocs; i++)
+      charge(node, node->allocs[i]);
+  }
+  node->view.mode = spec->mode;
+  node->view.placement = spec->placement;
+  topo_release(ledger, node->topo);
+  node->topo = ref;
+  node->view.topo = ref ? &ref->topo : NULL;
+  return GS_EOK;
+
+free_gpus:
+  free(gpus);
+  return err;
+}
+
+static enum gs_err node_insert(struct gs_ledger *ledger, size_t pos,
+                               const struct gs_node_spec *spec, uint32_t n,
+                               const uint64_t *total_mib, const struct gs_topo *topo) {
+  struct node_rec *node;
+  enum gs_err err = GS_ENOMEM;
+  if (grow((void **)&ledger->nodes, &ledger->cap_nodes, ledger->nnodes + 1,
+           sizeof *ledger->nodes) != GS_EOK)
+    return GS_ENOMEM;
+  node = calloc(1, sizeof *node);
+  if (node == NULL)
+    return GS_ENOMEM;
+  node->view.name = strdup(spec->name);
+  if (node->view.name == NULL)
+    goto free_node;
+  if (n > 0) {
+    node->view.gpus = calloc(n, sizeof *node->view.gpus);
+    if (node->view.gpus == NULL)
+      goto free_node;
+  }
+  if (topo != NULL) {
+    err = topo_acquire(ledger, topo, &node->topo);
+    if (err != GS_EOK)
+      goto free_node;
+    node->view.topo = &node->topo->topo;
+  }
+  node->view.mode = spec->mode;
+  node->view.placement = spec->placement;
+  node->view.ngpus = n;
+  gpus_init(node->view.gpus, n, total_mib, 0);
+  memmove(&ledger->nodes[pos + 1], &ledger->nodes[pos],
+          (ledger->nnodes - pos) * sizeof *ledger->nodes);
+  ledger->nodes[pos] = node;
+  ledger->nnodes++;
+  return GS_EOK;
+
+free_node:
+  node_free(ledger, node);
+  return err;
+}
+
+enum gs_err gs_ledger_node_upsert(struct gs_ledger *ledger, const struct gs_node_spec *spec) {
+  uint64_t total_mib[GS_MAX_GPUS];
+  const struct gs_topo *topo = NULL;
+  uint32_t n;
+  size_t pos;
+  enum gs_err err;
+  if (spec == NULL || spec->name[0] == '\0')
+    return GS_EINVAL;
+  if (!str_fits(spec->name, GS_NAME_MAX))
+    return GS_ETOOBIG;
+  err = spec_gpus(ledger, spec, &n, total_mib);
+  if (err != GS_EOK)
+    return err;
+  if (spec->has_topo && spec->topo != NULL) {
+    if (spec->topo->n > GS_MAX_GPUS)
+      return GS_ERANGE;
+    topo = spec->topo;
+  }
+  pos = node_search(ledger, spec->name);
+  if (pos < ledger->nnodes && strcmp(ledger->nodes[pos]->view.name, spec->name) == 0)
+    return node_update(ledger, ledger->nodes[pos], spec, n, total_mib, topo);
+  return node_insert(ledger, pos, spec, n, total_mib, topo);
+}
+
+enum gs_err gs_ledger_node_remove(struct gs_ledger *ledger, const char *name) {
+  size_t pos;
+  if (name == NULL)
+    return GS_EINVAL;
+  pos = node_search(ledger, name);
+  if (pos >= ledger->nnodes || strcmp(ledger->nodes[pos]->view.name, name) != 0)
+    return GS_ENOTFOUND;
+  node_free(ledger, ledger->nodes[pos]);
+  memmove(&ledger->nodes[pos], &ledger->nodes[pos + 1],
+          (ledger->nnodes - pos - 1) * sizeof *ledger->nodes);
+  ledger->nnodes--;
+  return GS_EOK;
+}
+
+enum gs_err gs_ledger_node_set_unhealthy(struct gs_ledger *ledger, const char *name,
+                                         uint64_t mask) {
+  struct node_rec *node = node_find(ledger, name);
+  if (node == NULL)
+    return GS_ENOTFOUND;
+  /* Bits past ngpus are kept: they apply if the node grows. */
+  node->view.unhealthy_mask = mask;
+  for (uint32_t i = 0; i < node->view.ngpus; i++)
+    node->view.gpus[i].healthy = !(mask >> i & 1);
+  return GS_EOK;
+}
+
+const struct gs_node *gs_ledger_node_get(const struct gs_ledger *ledger, const char *name) {
+  struct node_rec *node = node_find(ledger, name);
+  return node ? &node->view : NULL;
+}
+
+size_t gs_ledger_node_count(const struct gs_ledger *ledger) { return ledger->nnodes; }
+
+const struct gs_node *gs_ledger_node_at(const struct gs_ledger *ledger, size_t i) {
+  return i < ledger->nnodes ? &ledger->nodes[i]->view : NULL;
+}
+
+size_t gs_ledger_node_orphans(const struct gs_ledger *ledger, const char *name) {
+  const struct node_rec *node = node_find(ledger, name);
+  size_t orphans = 0;
+  if (node == NULL)
+    return 0;
+  for (size_t i = 0; i < node->nallocs; i++) {
+    const struct gs_alloc *a = &node->allocs[i]->view;
+    for (uint32_t p = 0; p < a->nparts; p++) {
+      if (a->parts[p].gpu >= node->view.ngpus) {
+        orphans++;
+        break;
+      }
+    }
+  }
+  return orphans;
+}
+
+/* ---- allocations ---------------------------------------------------------- */
+
+/* Shape checks shared by reserve and restore: nothing here depends on the
+ * node, so a malformed allocation is refused before any lookup. */
+static enum gs_err alloc_check_shape(const struct gs_alloc *a) {
+  if (a == NULL || a->ns == NULL || a->name == NULL || a->uid == NULL || a->node == NULL)
+    return GS_EINVAL;
+  if (a->ns[0] == '\0' || a->name[0] == '\0' || a->uid[0] == '\0' || a->node[0] == '\0')
+    return GS_EINVAL;
+  if (!str_fits(a->ns, GS_NS_MAX) || !str_fits(a->name, GS_NAME_MAX) ||
+      !str_fits(a->uid, GS_UID_MAX) || !str_fits(a->node, GS_NAME_MAX))
+    return GS_ETOOBIG;
+  if (a->unit_mib != GS_UNIT_GIB && a->unit_mib != GS_UNIT_128MIB)
+    return GS_EINVAL;
+  if ((a->kind != GS_ALLOC_MEM && a->kind != GS_ALLOC_WHOLE) ||
+      (a->state != GS_ALLOC_ASSUMED && a->state != GS_ALLOC_BOUND))
+    return GS_EINVAL;
+  if (a->nparts == 0 || a->parts == NULL)
+    return GS_EINVAL;
+  if (a->nparts > GS_MAX_PARTS)
+    return GS_ETOOBIG;
+  for (uint32_t i = 0; i < a->nparts; i++)
+    if (a->parts[i].units > GS__PART_MIB_MAX / a->unit_mib)
+      return GS_ERANGE;
+  return GS_EOK;
+}
+
+/* Does a fit on node now? Nothing is changed. */
+static enum gs_err alloc_check_fit(const struct node_rec *node, const struct gs_alloc *a,
+                                   uint32_t cgpu_max_pods) {
+  uint64_t need_mib[GS_MAX_GPUS] = {0};
+  uint64_t mask = 0;
+  const struct gs_gpu *gpus = node->view.gpus;
+  for (uint32_t i = 0; i < a->nparts; i++) {
+    uint32_t g = a->parts[i].gpu;
+    /* A missing GPU means the node shrank since the pick. */
+    if (g >= node->view.ngpus)
+      return GS_ENOFIT;
+    if (a->kind == GS_ALLOC_WHOLE && (mask >> g & 1))
+      return GS_EINVAL; /* one whole GPU given twice */
+    mask |= UINT64_C(1) << g;
+    if (a->kind == GS_ALLOC_MEM)
+      need_mib[g] += part_mib(a, &a->parts[i]);
+  }
+  for (uint32_t g = 0; g < node->view.ngpus; g++) {
+    if (!(mask >> g & 1))
+      continue;
+    if (!gpus[g].healthy || gpus[g].owner != NULL)
+      return GS_ENOFIT;
+    if (a->kind == GS_ALLOC_WHOLE) {
+      if (gpus[g].npods != 0 || gpus[g].used_mib != 0)
+        return GS_ENOFIT;
+      continue;
+    }
+    if (gpus[g].used_mib > gpus[g].total_mib ||
+        need_mib[g] > gpus[g].total_mib - gpus[g].used_mib)
+      return GS_ENOFIT;
+    /* The cgpu cap counts pods, not parts: a 2-container pod is one. */
+    if (node->view.mode == GS_MODE_CGPU && cgpu_max_pods != 0 &&
+        gpus[g].npods >= cgpu_max_pods)
+      return GS_ENOFIT;
+  }
+  return GS_EOK;
+}
+
+static char *copy_str(char **dst, const char *src) {
+  size_t len = strlen(src) + 1;
+  char *out = memcpy(*dst, src, len);
+  *dst += len;
+  return out;
+}
+
+/* Records a (already checked) and charges it. On error nothing changed. */
+static enum gs_err alloc_insert(struct gs_ledger *ledger, struct node_rec *node,
+                                const struct gs_alloc *a) {
+  size_t parts_size = (size_t)a->nparts * sizeof(struct gs_alloc_part);
+  size_t strs = strlen(a->ns) + strlen(a->name) + strlen(a->uid) + strlen(a->node) + 4;
+  struct alloc_rec *rec;
+  char *p;
+  enum gs_err err;
+  if (grow((void **)&node->allocs, &node->cap_allocs, node->nallocs + 1,
+           sizeof *node->allocs) != GS_EOK)
+    return GS_ENOMEM;
+  rec = malloc(sizeof *rec + parts_size + strs);
+  if (rec == NULL)
+    return GS_ENOMEM;
+  memcpy(rec->parts, a->parts, parts_size);
+  p = (char *)rec->parts + parts_size;
+  rec->view = *a;
+  rec->view.ns = copy_str(&p, a->ns);
+  rec->view.name = copy_str(&p, a->name);
+  rec->view.uid = copy_str(&p, a->uid);
+  rec->view.node = copy_str(&p, a->node);
+  rec->view.parts = rec->parts;
+  rec->node = node;
+  err = gs_strmap_put(ledger->allocs, rec->view.uid, rec);
+  if (err != GS_EOK)
+    goto free_rec;
+  rec->slot = node->nallocs;
+  node->allocs[node->nallocs++] = rec;
+  charge(node, rec);
+  return GS_EOK;
+
+free_rec:
+  free(rec);
+  return err;
+}
+
+enum gs_err gs_ledger_reserve(struct gs_ledger *ledger, const struct gs_alloc *alloc,
+                              uint32_t cgpu_max_pods) {
+  struct node_rec *node;
+  enum gs_err err = alloc_check_shape(alloc);
+  if (err != GS_EOK)
+    return err;
+  if (gs_strmap_get(ledger->allocs, alloc->uid) != NULL)
+    return GS_EEXISTS;
+  node = node_find(ledger, alloc->node);
+  if (node == NULL)
+    return GS_ENOTFOUND;
+  err = alloc_check_fit(node, alloc, cgpu_max_pods);
+  if (err != GS_EOK)
+    return err;
+  return alloc_insert(ledger, node, alloc);
+}
+
+enum gs_err gs_ledger_restore(struct gs_ledger *ledger, const struct gs_alloc *alloc) {
+  struct node_rec *node;
+  enum gs_err err = alloc_check_shape(alloc);
+  if (err != GS_EOK)
+    return err;
+  if (gs_strmap_get(ledger->allocs, alloc->uid) != NULL)
+    return GS_EEXISTS;
+  node = node_find(ledger, alloc->node);
+  if (node == NULL)
+    return GS_ENOTFOUND;
+  return alloc_insert(ledger, node, alloc);
+}
+
+enum gs_err gs_ledger_release(struct gs_ledger *ledger, const char *uid) {
+  struct alloc_rec *rec, *last;
+  struct node_rec *node;
+  if (uid == NULL)
+    return GS_EINVAL;
+  rec = gs_strmap_del(ledger->allocs, uid);
+  if (rec == NULL)
+    return GS_ENOTFOUND;
+  node = rec->node;
+  discharge(node, rec);
+  last = node->allocs[--node->nallocs];
+  node->allocs[rec->slot] = last;
+  last->slot = rec->slot;
+  free(rec);
+  return GS_EOK;
+}
+
+enum gs_err gs_ledger_confirm(struct gs_ledger *ledger, const char *uid) {
+  struct alloc_rec *rec;
+  if (uid == NULL)
+    return GS_EINVAL;
+  rec = gs_strmap_get(ledger->allocs, uid);
+  if (rec == NULL)
+    return GS_ENOTFOUND;
+  rec->view.state = GS_ALLOC_BOUND;
+  return GS_EOK;
+}
+
+const struct gs_alloc *gs_ledger_alloc_get(const struct gs_ledger *ledger, const char *uid) {
+  struct alloc_rec *rec = uid ? gs_strmap_get(ledger->allocs, uid) : NULL;
+  return rec ? &rec->view : NULL;
+}
+
+size_t gs_ledger_node_alloc_count(const struct gs_ledger *ledger, const char *node) {
+  const struct node_rec *rec = node_find(ledger, node);
+  return rec ? rec->nallocs : 0;
+}
+
+const struct gs_alloc *gs_ledger_node_alloc_at(const struct gs_ledger *ledger,
+                                               const char *node, size_t i) {
+  const struct node_rec *rec = node_find(ledger, node);
+  return rec && i < rec->nallocs ? &rec->allocs[i]->view : NULL;
+}
+
+size_t gs_ledger_alloc_count(const struct gs_ledger *ledger) {
+  return gs_strmap_count(ledger->allocs);
+}
+
+uint64_t gs_alloc_part_mib(const struct gs_alloc *alloc, const struct gs_alloc_part *part) {
+  return part_mib(alloc, part);
+}

@@ -1,0 +1,370 @@
+/* Placement on one node: is the pod valid, which GPUs would take it, how
+ * good is the node. Pure: reads the node view, never changes the ledger.
+ *
+ * Reasons are node-independent on purpose: kube-scheduler counts nodes per
+ * reason text in its FailedScheduling event, so a reason may quote the
+ * request but never the node's name or its per-node numbers.
+ */
+#include <gpushare/place.h>
+
+#include "caps.h"
+
+#include <assert.h>
+#include <stdarg.h>
+#include <stdio.h>
+
+#define REASON_NOT_SHARING "node is not a GPU-sharing node"
+#define REASON_TOPOLOGY_ONLY "node serves whole GPUs only (topology mode)"
+#define REASON_NO_WHOLE "node does not serve whole GPUs"
+#define REASON_NO_HEALTHY "no healthy GPU"
+#define REASON_CGPU_CAP "GPU pod limit reached (cgpu)"
+#define REASON_NO_SINGLE "insufficient GPU memory on any single GPU"
+
+void gs_policy_init(struct gs_policy *policy) {
+  *policy = (struct gs_policy){
+      .unit_mib = GS_UNIT_GIB,
+      .cgpu_max_pods = 16,
+      .node_policy = GS_PLACE_BINPACK,
+      .frag_aware = false,
+      .gang_timeout_s = 60,
+  };
+}
+
+#if defined(__GNUC__)
+__attribute__((format(printf, 3, 4)))
+#endif
+static enum gs_fit verdict(enum gs_fit fit, char reason[GS_REASON_MAX], const char *fmt, ...) {
+  va_list ap;
+  if (reason == NULL)
+    return fit;
+  va_start(ap, fmt);
+  vsnprintf(reason, GS_REASON_MAX, fmt, ap);
+  va_end(ap);
+  return fit;
+}
+
+static unsigned popcount64(uint64_t x) {
+  unsigned n = 0;
+  for (; x != 0; x &= x - 1)
+    n++;
+  return n;
+}
+
+static uint64_t gpu_free_mib(const struct gs_gpu *gpu) {
+  /* A restore may record more than a GPU holds: nothing is free then. */
+  return gpu->total_mib > gpu->used_mib ? gpu->total_mib - gpu->used_mib : 0;
+}
+
+/* Containers that get memory parts: those asking for gpu-mem, or container 0
+ * alone when only an init container asks (its excess needs a home). */
+static uint32_t first_mem_container(const struct gs_pod_request *req) {
+  for (uint32_t c = 0; c < req->ncontainers; c++)
+    if (req->mem_units[c] > 0)
+      return c;
+  return 0;
+}
+
+static uint32_t first_whole_container(const struct gs_pod_request *req) {
+  for (uint32_t c = 0; c < req->ncontainers; c++)
+    if (req->whole_gpus[c] > 0)
+      return c;
+  return 0;
+}
+
+static uint32_t mem_part_containers(const struct gs_pod_request *req) {
+  uint32_t n = 0;
+  for (uint32_t c = 0; c < req->ncontainers; c++)
+    if (req->mem_units[c] > 0)
+      n++;
+  /* Init-only request: the excess goes to container 0. */
+  return n > 0 ? n : 1;
+}
+
+/* ---- the pod on its own ----------------------------------------------------- */
+
+enum gs_fit gs_place_check_pod(const struct gs_pod_request *req, const struct gs_policy *policy,
+                               char reason[GS_REASON_MAX]) {
+  bool mem, whole;
+  uint32_t m;
+  assert(policy->unit_mib == GS_UNIT_GIB || policy->unit_mib == GS_UNIT_128MIB);
+  if (req->ncontainers > GS_MAX_CONTAINERS)
+    return verdict(GS_FIT_NEVER, reason, "pod has more than %u containers",
+                   (unsigned)GS_MAX_CONTAINERS);
+  mem = gs_pod_request_is_memory(req);
+  whole = gs_pod_request_is_whole(req);
+  if (!mem && !whole)
+    return verdict(GS_FIT_SKIP, reason, "%s", "");
+  if (mem && whole)
+    return verdict(GS_FIT_NEVER, reason,
+                   "pod requests both aliyun.com/gpu-mem and aliyun.com/gpu; "
+                   "a pod gets either shared GPU memory or whole GPUs");
+  if (whole) {
+    uint64_t k = gs_pod_request_whole_effective(req);
+    if (k > GS_MAX_GPUS)
+      return verdict(GS_FIT_NEVER, reason, "aliyun.com/gpu %llu exceeds %u GPUs per node",
+                     (unsigned long long)k, (unsigned)GS_MAX_GPUS);
+    return verdict(GS_FIT_OK, reason, "%s", "");
+  }
+  m = req->gpu_count;
+  if (m < 1 || m > GS_MAX_GPUS)
+    return verdict(GS_FIT_NEVER, reason, "aliyun.com/gpu-count %u is out of range 1..%u",
+                   (unsigned)m, (unsigned)GS_MAX_GPUS);
+  for (uint32_t c = 0; c < req->ncontainers; c++) {
+    if (req->mem_units[c] % m != 0)
+      return verdict(GS_FIT_NEVER, reason,
+                     "aliyun.com/gpu-mem %llu is not divisible by aliyun.com/gpu-count %u",
+                     (unsigned long long)req->mem_units[c], (unsigned)m);
+  }
+  if (req->init_mem_units % m != 0)
+    return verdict(GS_FIT_NEVER, reason,
+                   "aliyun.com/gpu-mem %llu (init container) is not divisible by "
+                   "aliyun.com/gpu-count %u",
+                   (unsigned long long)req->init_mem_units, (unsigned)m);
+  if (gs_pod_request_mem_effective(req) / m > GS__PART_MIB_MAX / policy->unit_mib)
+    return verdict(GS_FIT_NEVER, reason, "aliyun.com/gpu-mem %llu is too large",
+                   (unsigned long long)gs_pod_request_mem_effective(req));
+  if (mem_part_containers(req) * m > GS_MAX_PARTS)
+    return verdict(GS_FIT_NEVER, reason,
+                   "pod needs more than %u (container, GPU) shares", (unsigned)GS_MAX_PARTS);
+  return verdict(GS_FIT_OK, reason, "%s", "");
+}
+
+/* ---- choosing GPUs ------------------------------------------------------------ */
+
+/* Fragmentation class of what a GPU keeps after taking need: a GPU filled
+ * exactly wastes nothing; one that can still take another pod of this size
+ * is not stranded; a smaller remainder likely stays unused. Lower is
+ * better. This is the policy->frag_aware hook. */
+static int frag_class(uint64_t free_mib, uint64_t need_mib) {
+  uint64_t rest = free_mib - need_mib;
+  if (rest == 0)
+    return 0;
+  return rest >= need_mib ? 1 : 2;
+}
+
+/* True when GPU a goes before GPU b for a memory pod. */
+static bool mem_before(const struct gs_node *node, const struct gs_policy *policy,
+                       uint64_t need_mib, uint32_t a, uint32_t b) {
+  uint64_t fa = gpu_free_mib(&node->gpus[a]), fb = gpu_free_mib(&node->gpus[b]);
+  if (policy->frag_aware) {
+    int ca = frag_class(fa, need_mib), cb = frag_class(fb, need_mib);
+    if (ca != cb)
+      return ca < cb;
+  }
+  if (fa != fb)
+    return node->placement == GS_PLACE_SPREAD ? fa > fb : fa < fb;
+  return a < b;
+}
+
+enum gs_fit gs_place_choose_default(void *ctx, const struct gs_node *node,
+                                    const struct gs_pod_request *req,
+                                    const struct gs_policy *policy, uint64_t candidates,
+                                    uint32_t k, uint64_t mib_per_gpu,
+                                    uint32_t ret_gpus[GS_MAX_GPUS], char reason[GS_REASON_MAX]) {
+  uint32_t order[GS_MAX_GPUS];
+  uint32_t n = 0;
+  (void)ctx;
+  for (uint32_t g = 0; g < node->ngpus && g < GS_MAX_GPUS; g++)
+    if (candidates >> g & 1)
+      order[n++] = g;
+  if (n < k)
+    return verdict(GS_FIT_NO, reason, "fewer than %u usable GPUs", (unsigned)k);
+  /* Whole GPUs: lowest indices (order is already ascending). */
+  if (gs_pod_request_is_memory(req)) {
+    /* Insertion sort: at most 64 entries. */
+    for (uint32_t i = 1; i < n; i++) {
+      uint32_t g = order[i], j = i;
+      for (; j > 0 && mem_before(node, policy, mib_per_gpu, g, order[j - 1]); j--)
+        order[j] = order[j - 1];
+      order[j] = g;
+    }
+  }
+  for (uint32_t i = 0; i < k; i++)
+    ret_gpus[i] = order[i];
+  return GS_FIT_OK;
+}
+
+/* ---- one node ------------------------------------------------------------------ */
+
+/* round(10 × used / total) in integers, half up; 0 when total is 0. */
+static int64_t score_fill(uint64_t used, uint64_t total, enum gs_placement node_policy) {
+  int64_t s = total ? (int64_t)((20 * used + total) / (2 * total)) : 0;
+  if (s > 10)
+    s = 10;
+  return node_policy == GS_PLACE_SPREAD ? 10 - s : s;
+}
+
+/* Candidates for a memory pod, or a reason why there are too few. */
+static enum gs_fit mem_candidates(const struct gs_node *node, const struct gs_policy *policy,
+                                  uint32_t m, uint64_t need_mib, uint64_t *ret_candidates,
+                                  char reason[GS_REASON_MAX]) {
+  uint64_t roomy = 0, candidates = 0;
+  uint32_t healthy = 0;
+  for (uint32_t g = 0; g < node->ngpus; g++) {
+    const struct gs_gpu *gpu = &node->gpus[g];
+    if (!gpu->healthy)
+      continue;
+    healthy++;
+    if (gpu->owner != NULL || gpu_free_mib(gpu) < need_mib)
+      continue;
+    roomy |= UINT64_C(1) << g;
+    if (node->mode == GS_MODE_CGPU && policy->cgpu_max_pods != 0 &&
+        gpu->npods >= policy->cgpu_max_pods)
+      continue;
+    candidates |= UINT64_C(1) << g;
+  }
+  if (healthy == 0)
+    return verdict(GS_FIT_NO, reason, REASON_NO_HEALTHY);
+  if (popcount64(candidates) >= m) {
+    *ret_candidates = candidates;
+    return GS_FIT_OK;
+  }
+  /* Memory would do; only the pod cap stands in the way. */
+  if (popcount64(roomy) >= m)
+    return verdict(GS_FIT_NO, reason, REASON_CGPU_CAP);
+  if (m == 1)
+    return verdict(GS_FIT_NO, reason, REASON_NO_SINGLE);
+  return verdict(GS_FIT_NO, reason, "fewer than %u GPUs with %llu MiB free", (unsigned)m,
+                 (unsigned long long)need_mib);
+}
+
+static enum gs_fit whole_candidates(const struct gs_node *node, uint32_t k,
+                                    uint64_t *ret_candidates, char reason[GS_REASON_MAX]) {
+  uint64_t candidates = 0;
+  uint32_t healthy = 0;
+  for (uint32_t g = 0; g < node->ngpus; g++) {
+    const struct gs_gpu *gpu = &node->gpus[g];
+    if (!gpu->healthy)
+      continue;
+    healthy++;
+    if (gpu->owner == NULL && gpu->npods == 0 && gpu->used_mib == 0)
+      candidates |= UINT64_C(1) << g;
+  }
+  if (healthy == 0)
+    return verdict(GS_FIT_NO, reason, REASON_NO_HEALTHY);
+  if (popcount64(candidates) < k)
+    return verdict(GS_FIT_NO, reason, "fewer than %u free whole GPUs", (unsigned)k);
+  *ret_candidates = candidates;
+  return GS_FIT_OK;
+}
+
+enum gs_fit gs_place_pick_with(const struct gs_node *node, const struct gs_pod_request *req,
+                               const struct gs_policy *policy, gs_place_choose_fn choose,
+                               void *choose_ctx, struct gs_choice *ret_choice,
+                               char reason[GS_REASON_MAX]) {
+  struct gs_choice choice = {0};
+  uint32_t picked[GS_MAX_GPUS];
+  uint64_t candidates = 0, seen = 0, total = 0, used = 0;
+  uint32_t k;
+  bool mem;
+  enum gs_fit fit = gs_place_check_pod(req, policy, reason);
+  if (fit != GS_FIT_OK)
+    return fit;
+  mem = gs_pod_request_is_memory(req);
+  if (node->mode == GS_MODE_NONE)
+    return verdict(GS_FIT_NO, reason, REASON_NOT_SHARING);
+  if (mem && node->mode == GS_MODE_TOPOLOGY)
+    return verdict(GS_FIT_NO, reason, REASON_TOPOLOGY_ONLY);
+  if (!mem && gs_mode_is_memory(node->mode))
+    return verdict(GS_FIT_NO, reason, REASON_NO_WHOLE);
+  if (node->ngpus == 0)
+    return verdict(GS_FIT_NO, reason, REASON_NOT_SHARING);
+  if (mem) {
+    for (uint32_t g = 0; g < node->ngpus; g++)
+      total += node->gpus[g].total_mib;
+    if (total == 0)
+      return verdict(GS_FIT_NO, reason, REASON_NOT_SHARING);
+    k = req->gpu_count;
+    choice.mib_per_gpu = gs_pod_request_mem_effective(req) / k * policy->unit_mib;
+    fit = mem_candidates(node, policy, k, choice.mib_per_gpu, &candidates, reason);
+  } else {
+    k = (uint32_t)gs_pod_request_whole_effective(req);
+    fit = whole_candidates(node, k, &candidates, reason);
+  }
+  if (fit != GS_FIT_OK)
+    return fit;
+
+  fit = (choose ? choose : gs_place_choose_default)(choose_ctx, node, req, policy, candidates,
+                                                    k, choice.mib_per_gpu, picked, reason);
+  if (fit != GS_FIT_OK)
+    return fit == GS_FIT_NEVER ? GS_FIT_NEVER : GS_FIT_NO;
+  /* A chooser is plugin code: check its answer rather than trust it. */
+  for (uint32_t i = 0; i < k; i++) {
+    uint32_t g = picked[i];
+    if (g >= node->ngpus || !(candidates >> g & 1) || (seen >> g & 1))
+      return verdict(GS_FIT_NO, reason, "GPU chooser returned an invalid set");
+    seen |= UINT64_C(1) << g;
+  }
+  for (uint32_t g = 0; g < node->ngpus; g++)
+    if (seen >> g & 1)
+      choice.gpus[choice.ngpus++] = g;
+
+  if (mem) {
+    total = used = 0;
+    for (uint32_t i = 0; i < choice.ngpus; i++) {
+      total += node->gpus[choice.gpus[i]].total_mib;
+      used += node->gpus[choice.gpus[i]].used_mib + choice.mib_per_gpu;
+    }
+    choice.score = score_fill(used, total, policy->node_policy);
+  } else {
+    uint32_t busy = k;
+    for (uint32_t g = 0; g < node->ngpus; g++)
+      if (node->gpus[g].owner != NULL || node->gpus[g].npods > 0)
+        busy++;
+    choice.score = score_fill(busy, node->ngpus, policy->node_policy);
+  }
+  *ret_choice = choice;
+  return verdict(GS_FIT_OK, reason, "%s", "");
+}
+
+enum gs_fit gs_place_pick(const struct gs_node *node, const struct gs_pod_request *req,
+                          const struct gs_policy *policy, struct gs_choice *ret_choice,
+                          char reason[GS_REASON_MAX]) {
+  return gs_place_pick_with(node, req, policy, NULL, NULL, ret_choice, reason);
+}
+
+/* ---- parts --------------------------------------------------------------------- */
+
+uint32_t gs_place_parts(const struct gs_pod_request *req, const struct gs_choice *choice,
+                        struct gs_alloc_part *parts, uint32_t cap) {
+  uint32_t n = 0, m = choice->ngpus, nc = req->ncontainers;
+  if (m == 0 || nc > GS_MAX_CONTAINERS)
+    return 0;
+  if (gs_pod_request_is_memory(req)) {
+    uint64_t sum = gs_pod_request_mem_sum(req);
+    uint64_t excess = req->init_mem_units > sum ? req->init_mem_units - sum : 0;
+    uint32_t first = first_mem_container(req);
+    if (m != req->gpu_count || (uint64_t)mem_part_containers(req) * m > cap)
+      return 0;
+    /* c runs to at least 1 so an init-only request lands on container 0. */
+    for (uint32_t c = 0; c < nc || c == 0; c++) {
+      uint64_t units = c < nc ? req->mem_units[c] : 0;
+      if (c == first)
+        units += excess;
+      if (units == 0)
+        continue;
+      for (uint32_t i = 0; i < m; i++)
+        parts[n++] = (struct gs_alloc_part){.container = c, .gpu = choice->gpus[i],
+                                            .units = units / m};
+    }
+    return n;
+  }
+  if (gs_pod_request_is_whole(req)) {
+    uint64_t sum = 0, excess, k = gs_pod_request_whole_effective(req);
+    uint32_t first = first_whole_container(req);
+    if (k > m || k > cap)
+      return 0;
+    for (uint32_t c = 0; c < nc; c++)
+      sum += req->whole_gpus[c]; /* each ≤ k ≤ 64: no overflow */
+    excess = k - sum;
+    /* Init-container excess GPUs are held by the first GPU container, like
+     * memory: the ledger only knows GPUs that some part names. */
+    for (uint32_t c = 0; c < nc || c == 0; c++) {
+      uint64_t count = (c < nc ? req->whole_gpus[c] : 0) + (c == first ? excess : 0);
+      for (uint64_t j = 0; j < count; j++, n++)
+        parts[n] = (struct gs_alloc_part){.container = c, .gpu = choice->gpus[n], .units = 0};
+    }
+    return n;
+  }
+  return 0;
+}

@@ -1,0 +1,162 @@
+/* String-keyed hash map: open addressing, linear probing, backward-shift
+ * deletion. See strmap.h for the ownership rules. */
+#include "strmap.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MIN_SLOTS 16u
+
+struct slot {
+  const char *key; /* NULL: empty */
+  void *value;
+  uint64_t hash; /* kept so growing and probing skip most strcmp calls */
+};
+
+struct gs_strmap {
+  struct slot *slots;
+  size_t nslots; /* power of two */
+  size_t count;
+};
+
+/* FNV-1a, then a final mix so the low bits (the slot index) depend on every
+ * byte: UIDs share long common prefixes. */
+static uint64_t hash_str(const char *s) {
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (; *s != '\0'; s++) {
+    h ^= (unsigned char)*s;
+    h *= 0x100000001b3ull;
+  }
+  h ^= h >> 33;
+  h *= 0xff51afd7ed558ccdull;
+  h ^= h >> 33;
+  return h;
+}
+
+struct gs_strmap *gs_strmap_new(void) {
+  struct gs_strmap *map = calloc(1, sizeof *map);
+  if (map == NULL)
+    return NULL;
+  map->slots = calloc(MIN_SLOTS, sizeof *map->slots);
+  if (map->slots == NULL)
+    goto free_map;
+  map->nslots = MIN_SLOTS;
+  return map;
+
+free_map:
+  free(map);
+  return NULL;
+}
+
+void gs_strmap_free(struct gs_strmap *map) {
+  if (map == NULL)
+    return;
+  free(map->slots);
+  free(map);
+}
+
+size_t gs_strmap_count(const struct gs_strmap *map) { return map->count; }
+
+/* Slot holding key, or the empty slot where it would go. The table is never
+ * full (load ≤ 3/4), so the probe always ends. */
+static size_t find_slot(const struct gs_strmap *map, const char *key, uint64_t hash) {
+  size_t mask = map->nslots - 1;
+  size_t i = (size_t)hash & mask;
+  while (map->slots[i].key != NULL) {
+    if (map->slots[i].hash == hash && strcmp(map->slots[i].key, key) == 0)
+      break;
+    i = (i + 1) & mask;
+  }
+  return i;
+}
+
+void *gs_strmap_get(const struct gs_strmap *map, const char *key) {
+  size_t i = find_slot(map, key, hash_str(key));
+  return map->slots[i].key != NULL ? map->slots[i].value : NULL;
+}
+
+static enum gs_err resize(struct gs_strmap *map, size_t nslots) {
+  struct slot *old = map->slots;
+  size_t old_n = map->nslots;
+  struct slot *fresh = calloc(nslots, sizeof *fresh);
+  if (fresh == NULL)
+    return GS_ENOMEM;
+  map->slots = fresh;
+  map->nslots = nslots;
+  for (size_t i = 0; i < old_n; i++) {
+    if (old[i].key != NULL)
+      map->slots[find_slot(map, old[i].key, old[i].hash)] = old[i];
+  }
+  free(old);
+  return GS_EOK;
+}
+
+enum gs_err gs_strmap_reserve(struct gs_strmap *map, size_t n) {
+  size_t want, nslots = map->nslots;
+  if (n > GS_STRMAP_MAX_ENTRIES || map->count > GS_STRMAP_MAX_ENTRIES - n)
+    return GS_ETOOBIG;
+  want = map->count + n;
+  /* Keep the load factor at or below 3/4. */
+  while (want > nslots / 4 * 3)
+    nslots *= 2;
+  if (nslots == map->nslots)
+    return GS_EOK;
+  return resize(map, nslots);
+}
+
+enum gs_err gs_strmap_put(struct gs_strmap *map, const char *key, void *value) {
+  uint64_t hash = hash_str(key);
+  size_t i = find_slot(map, key, hash);
+  enum gs_err err;
+  if (map->slots[i].key != NULL)
+    return GS_EEXISTS;
+  err = gs_strmap_reserve(map, 1);
+  if (err != GS_EOK)
+    return err;
+  i = find_slot(map, key, hash); /* the table may have been rebuilt */
+  map->slots[i].key = key;
+  map->slots[i].value = value;
+  map->slots[i].hash = hash;
+  map->count++;
+  return GS_EOK;
+}
+
+void *gs_strmap_del(struct gs_strmap *map, const char *key) {
+  size_t mask = map->nslots - 1;
+  size_t i = find_slot(map, key, hash_str(key));
+  size_t j = i;
+  void *value = map->slots[i].value;
+  if (map->slots[i].key == NULL)
+    return NULL;
+  /* Backward shift: pull later members of the probe run into the hole when
+   * their home slot is not in the cyclic interval (hole, themselves]. */
+  for (;;) {
+    size_t home;
+    map->slots[i].key = NULL;
+    do {
+      j = (j + 1) & mask;
+      if (map->slots[j].key == NULL) {
+        map->count--;
+        return value;
+      }
+      home = (size_t)map->slots[j].hash & mask;
+    } while (i <= j ? (home > i && home <= j) : (home > i || home <= j));
+    map->slots[i] = map->slots[j];
+    i = j;
+  }
+}
+
+bool gs_strmap_next(const struct gs_strmap *map, size_t *cursor, const char **ret_key,
+                    void **ret_value) {
+  for (size_t i = *cursor; i < map->nslots; i++) {
+    if (map->slots[i].key != NULL) {
+      *cursor = i + 1;
+      *ret_key = map->slots[i].key;
+      *ret_value = map->slots[i].value;
+      return true;
+    }
+  }
+  *cursor = map->nslots;
+  return false;
+}

@@ -1,0 +1,51 @@
+/* gpushare — a small string-keyed hash map (libc only).
+ *
+ * Open addressing with linear probing and backward-shift deletion, so there
+ * are no tombstones and lookups stay short after many deletes (the ledger
+ * reserves and releases pods all day long).
+ *
+ * Keys and values are borrowed: the map stores the key pointer as given and
+ * never copies or frees it. A key must stay valid and unchanged while its
+ * entry is in the map; the usual trick is to point the key into the value
+ * (e.g. a record's own uid string), which costs no extra allocation.
+ *
+ * This is a reusable util module (like redis's dict) used by several layers,
+ * so its functions carry the public-style gs_strmap_ prefix.
+ */
+#ifndef GPUSHARE_UTIL_STRMAP_H
+#define GPUSHARE_UTIL_STRMAP_H
+
+#include <gpushare/err.h>
+
+#include <stdbool.h>
+#include <stddef.h>
+
+/* Upper bound on entries: keeps the slot array well inside size_t and far
+ * beyond anything a cluster has (50,000 pods is the design load). */
+#define GS_STRMAP_MAX_ENTRIES (1u << 28)
+
+struct gs_strmap;
+
+/* Creates an empty map. NULL on allocation failure. Owned by the caller. */
+struct gs_strmap *gs_strmap_new(void);
+/* Frees the map's table (never its keys or values). Accepts NULL. */
+void gs_strmap_free(struct gs_strmap *map);
+/* Number of entries. */
+size_t gs_strmap_count(const struct gs_strmap *map);
+/* Borrowed value for key, or NULL when absent. */
+void *gs_strmap_get(const struct gs_strmap *map, const char *key);
+/* Adds key → value (both borrowed; value must not be NULL). GS_EEXISTS if
+ * the key is present (the map is unchanged), GS_ENOMEM if growing fails,
+ * GS_ETOOBIG past GS_STRMAP_MAX_ENTRIES. */
+enum gs_err gs_strmap_put(struct gs_strmap *map, const char *key, void *value) GS_WUR;
+/* Makes room so that the next n puts cannot fail with GS_ENOMEM. Lets a
+ * caller allocate everything first and then commit without a failure path. */
+enum gs_err gs_strmap_reserve(struct gs_strmap *map, size_t n) GS_WUR;
+/* Removes key; returns its value, or NULL when absent. */
+void *gs_strmap_del(struct gs_strmap *map, const char *key);
+/* Iteration in unspecified order: pass *cursor = 0 first; returns false at
+ * the end. Invalidated by put and del. */
+bool gs_strmap_next(const struct gs_strmap *map, size_t *cursor, const char **ret_key,
+                    void **ret_value);
+
+#endif

@@ -1,0 +1,635 @@
+/* Placement: pod checks, GPU choice, reasons, scores and parts, driven
+ * through a real ledger. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <gpushare/place.h>
+
+#include <stdio.h>
+#include <string.h>
+
+struct fixture {
+  struct gs_ledger *ledger;
+  struct gs_policy policy;
+};
+
+static struct fixture fx;
+
+static void setup_unit(uint32_t unit_mib) {
+  gs_ledger_free(fx.ledger);
+  fx.ledger = gs_ledger_new(unit_mib);
+  assert_non_null(fx.ledger);
+  gs_policy_init(&fx.policy);
+  fx.policy.unit_mib = unit_mib;
+}
+
+static int setup(void **state) {
+  (void)state;
+  memset(&fx, 0, sizeof fx);
+  setup_unit(GS_UNIT_GIB);
+  return 0;
+}
+
+static int teardown(void **state) {
+  (void)state;
+  gs_ledger_free(fx.ledger);
+  fx.ledger = NULL;
+  return 0;
+}
+
+static void add_node(const char *name, enum gs_mode mode, enum gs_placement placement,
+                     uint32_t ngpus, uint64_t units_per_gpu) {
+  struct gs_node_spec s;
+  memset(&s, 0, sizeof s);
+  snprintf(s.name, sizeof s.name, "%s", name);
+  s.mode = mode;
+  s.placement = placement;
+  s.gpu_count = mode == GS_MODE_TOPOLOGY ? 0 : ngpus;
+  s.whole_gpus = mode == GS_MODE_TOPOLOGY ? ngpus : 0;
+  s.gpu_mem_units = units_per_gpu * ngpus;
+  assert_int_equal(gs_ledger_node_upsert(fx.ledger, &s), GS_EOK);
+}
+
+static const struct gs_node *node(const char *name) {
+  const struct gs_node *n = gs_ledger_node_get(fx.ledger, name);
+  assert_non_null(n);
+  return n;
+}
+
+static struct gs_pod_request mem_pod(const char *uid, uint64_t units, uint32_t count) {
+  struct gs_pod_request r;
+  memset(&r, 0, sizeof r);
+  snprintf(r.ns, sizeof r.ns, "default");
+  snprintf(r.name, sizeof r.name, "%s", uid);
+  snprintf(r.uid, sizeof r.uid, "%s", uid);
+  r.ncontainers = 1;
+  r.mem_units[0] = units;
+  r.gpu_count = count;
+  return r;
+}
+
+static struct gs_pod_request whole_pod(const char *uid, uint64_t gpus) {
+  struct gs_pod_request r = mem_pod(uid, 0, 1);
+  r.whole_gpus[0] = gpus;
+  return r;
+}
+
+/* Filter, then reserve what filter chose, as the framework does. */
+static enum gs_fit place(const char *node_name, const struct gs_pod_request *req,
+                         struct gs_choice *ret_choice, char reason[GS_REASON_MAX]) {
+  struct gs_choice choice;
+  struct gs_alloc_part parts[GS_MAX_PARTS];
+  struct gs_alloc a;
+  enum gs_fit fit = gs_place_pick(node(node_name), req, &fx.policy, &choice, reason);
+  if (fit != GS_FIT_OK)
+    return fit;
+  a = (struct gs_alloc){.ns = req->ns, .name = req->name, .uid = req->uid, .node = node_name,
+                        .kind = gs_pod_request_is_whole(req) ? GS_ALLOC_WHOLE : GS_ALLOC_MEM,
+                        .unit_mib = fx.policy.unit_mib, .parts = parts};
+  a.nparts = gs_place_parts(req, &choice, parts, GS_MAX_PARTS);
+  assert_true(a.nparts > 0);
+  assert_int_equal(gs_ledger_reserve(fx.ledger, &a, fx.policy.cgpu_max_pods), GS_EOK);
+  if (ret_choice != NULL)
+    *ret_choice = choice;
+  return fit;
+}
+
+/* Puts used_units[i] on GPU i (one pod each). */
+static void load(const char *node_name, const uint64_t *used_units, uint32_t n) {
+  static int seq;
+  char uid[32];
+  for (uint32_t g = 0; g < n; g++) {
+    struct gs_alloc_part part = {0, g, used_units[g]};
+    struct gs_alloc a = {.ns = "default", .node = node_name, .kind = GS_ALLOC_MEM,
+                         .unit_mib = fx.policy.unit_mib, .nparts = 1, .parts = &part};
+    if (used_units[g] == 0)
+      continue;
+    snprintf(uid, sizeof uid, "load-%d", seq++);
+    a.uid = a.name = uid;
+    assert_int_equal(gs_ledger_restore(fx.ledger, &a), GS_EOK);
+  }
+}
+
+static void test_policy_defaults(void **state) {
+  struct gs_policy p;
+  (void)state;
+  memset(&p, 0xff, sizeof p);
+  gs_policy_init(&p);
+  assert_int_equal(p.unit_mib, 1024);
+  assert_int_equal(p.cgpu_max_pods, 16);
+  assert_int_equal(p.node_policy, GS_PLACE_BINPACK);
+  assert_false(p.frag_aware);
+  assert_int_equal(p.gang_timeout_s, 60);
+}
+
+/* 128 MiB unit, one 16 GiB GPU: eight 2 GiB pods, the ninth does not fit. */
+static void test_share_128mib_fill(void **state) {
+  struct gs_choice c;
+  char reason[GS_REASON_MAX];
+  char uid[32];
+  struct gs_pod_request req;
+  struct gs_alloc_part part = {0, 0, 16};
+  struct gs_alloc a = {.ns = "default", .name = "p8", .uid = "p8", .node = "gpu-a",
+                       .kind = GS_ALLOC_MEM, .unit_mib = 128, .nparts = 1, .parts = &part};
+  (void)state;
+  setup_unit(GS_UNIT_128MIB);
+  add_node("gpu-a", GS_MODE_SHARE, GS_PLACE_BINPACK, 1, 128);
+  for (int i = 0; i < 8; i++) {
+    snprintf(uid, sizeof uid, "p%d", i);
+    req = mem_pod(uid, 16, 1);
+    assert_int_equal(place("gpu-a", &req, &c, reason), GS_FIT_OK);
+    assert_int_equal(c.ngpus, 1);
+    assert_int_equal(c.gpus[0], 0);
+    assert_int_equal(c.mib_per_gpu, 2048);
+    assert_int_equal(node("gpu-a")->gpus[0].used_mib, 2048u * (i + 1));
+  }
+  req = mem_pod("p8", 16, 1);
+  assert_int_equal(gs_place_pick(node("gpu-a"), &req, &fx.policy, &c, reason), GS_FIT_NO);
+  assert_string_equal(reason, "insufficient GPU memory on any single GPU");
+  assert_int_equal(gs_ledger_reserve(fx.ledger, &a, 16), GS_ENOFIT);
+  assert_int_equal(node("gpu-a")->gpus[0].used_mib, 16384);
+  assert_int_equal(gs_ledger_alloc_count(fx.ledger), 8);
+}
+
+/* 1 GiB unit, 4 × 16: 8 over 2 cards is 4 + 4 on two GPUs; 9 over 2 never. */
+static void test_multi_card(void **state) {
+  struct gs_choice c;
+  struct gs_alloc_part parts[8];
+  char reason[GS_REASON_MAX];
+  struct gs_pod_request req = mem_pod("p", 8, 2);
+  const struct gs_alloc *a;
+  (void)state;
+  add_node("gpu-a", GS_MODE_SHARE, GS_PLACE_BINPACK, 4, 16);
+  assert_int_equal(gs_place_check_pod(&req, &fx.policy, reason), GS_FIT_OK);
+  assert_string_equal(reason, "");
+  assert_int_equal(place("gpu-a", &req, &c, reason), GS_FIT_OK);
+  assert_int_equal(c.ngpus, 2);
+  assert_int_equal(c.gpus[0], 0);
+  assert_int_equal(c.gpus[1], 1);
+  assert_int_equal(c.mib_per_gpu, 4096);
+  assert_int_equal(gs_place_parts(&req, &c, parts, 8), 2);
+  assert_int_equal(parts[0].container, 0);
+  assert_int_equal(parts[0].gpu, 0);
+  assert_int_equal(parts[0].units, 4);
+  assert_int_equal(parts[1].container, 0);
+  assert_int_equal(parts[1].gpu, 1);
+  assert_int_equal(parts[1].units, 4);
+  a = gs_ledger_alloc_get(fx.ledger, "p");
+  assert_non_null(a);
+  assert_int_equal(node("gpu-a")->gpus[0].used_mib, 4096);
+  assert_int_equal(node("gpu-a")->gpus[1].used_mib, 4096);
+  assert_int_equal(node("gpu-a")->gpus[2].used_mib, 0);
+
+  req = mem_pod("q", 9, 2);
+  assert_int_equal(gs_place_check_pod(&req, &fx.policy, reason), GS_FIT_NEVER);
+  assert_string_equal(reason, "aliyun.com/gpu-mem 9 is not divisible by aliyun.com/gpu-count 2");
+  assert_int_equal(gs_place_pick(node("gpu-a"), &req, &fx.policy, &c, reason), GS_FIT_NEVER);
+  assert_non_null(strstr(reason, "9"));
+  assert_non_null(strstr(reason, "2"));
+  /* A second container that does not divide is just as invalid. */
+  req = mem_pod("q", 8, 2);
+  req.ncontainers = 2;
+  req.mem_units[1] = 3;
+  assert_int_equal(gs_place_check_pod(&req, &fx.policy, reason), GS_FIT_NEVER);
+  assert_string_equal(reason, "aliyun.com/gpu-mem 3 is not divisible by aliyun.com/gpu-count 2");
+  req.mem_units[1] = 0;
+  req.init_mem_units = 5;
+  assert_int_equal(gs_place_check_pod(&req, &fx.policy, reason), GS_FIT_NEVER);
+  assert_non_null(strstr(reason, "5"));
+}
+
+/* Free 12, 8, 4, 16 GiB; request 8. */
+static void test_binpack_spread(void **state) {
+  const uint64_t used[4] = {4, 8, 12, 0};
+  struct gs_choice c;
+  char reason[GS_REASON_MAX];
+  struct gs_pod_request req = mem_pod("p", 8, 1);
+  (void)state;
+  add_node("bin", GS_MODE_SHARE, GS_PLACE_BINPACK, 4, 16);
+  add_node("spr", GS_MODE_SHARE, GS_PLACE_SPREAD, 4, 16);
+  load("bin", used, 4);
+  load("spr", used, 4);
+  assert_int_equal(gs_place_pick(node("bin"), &req, &fx.policy, &c, reason), GS_FIT_OK);
+  assert_int_equal(c.ngpus, 1);
+  assert_int_equal(c.gpus[0], 1);
+  assert_int_equal(gs_place_pick(node("spr"), &req, &fx.policy, &c, reason), GS_FIT_OK);
+  assert_int_equal(c.gpus[0], 3);
+  /* Ties go to the lowest index, either way. */
+  add_node("tie", GS_MODE_SHARE, GS_PLACE_BINPACK, 4, 16);
+  add_node("tie-s", GS_MODE_SHARE, GS_PLACE_SPREAD, 4, 16);
+  {
+    const uint64_t tie[4] = {8, 4, 8, 4};
+    load("tie", tie, 4);
+    load("tie-s", tie, 4);
+  }
+  assert_int_equal(gs_place_pick(node("tie"), &req, &fx.policy, &c, reason), GS_FIT_OK);
+  assert_int_equal(c.gpus[0], 0);
+  assert_int_equal(gs_place_pick(node("tie-s"), &req, &fx.policy, &c, reason), GS_FIT_OK);
+  assert_int_equal(c.gpus[0], 1);
+  /* M > 1: binpack takes the M fullest that fit, spread the M emptiest. */
+  req = mem_pod("m", 8, 2);
+  assert_int_equal(gs_place_pick(node("bin"), &req, &fx.policy, &c, reason), GS_FIT_OK);
+  assert_int_equal(c.ngpus, 2);
+  assert_int_equal(c.gpus[0], 1);
+  assert_int_equal(c.gpus[1], 2);
+  assert_int_equal(gs_place_pick(node("spr"), &req, &fx.policy, &c, reason), GS_FIT_OK);
+  assert_int_equal(c.gpus[0], 0);
+  assert_int_equal(c.gpus[1], 3);
+}
+
+/* The same cause gives the same text on every node. */
+static void test_multi_card_reason(void **state) {
+  const uint64_t a_used[2] = {14, 0};
+  const uint64_t b_used[3] = {0, 13, 15};
+  struct gs_choice c;
+  char ra[GS_REASON_MAX], rb[GS_REASON_MAX];
+  struct gs_pod_request req = mem_pod("p", 8, 2);
+  (void)state;
+  add_node("node-a", GS_MODE_SHARE, GS_PLACE_BINPACK, 2, 16);
+  add_node("node-b", GS_MODE_SHARE, GS_PLACE_SPREAD, 3, 16);
+  load("node-a", a_used, 2);
+  load("node-b", b_used, 3);
+  assert_int_equal(gs_place_pick(node("node-a"), &req, &fx.policy, &c, ra), GS_FIT_NO);
+  assert_int_equal(gs_place_pick(node("node-b"), &req, &fx.policy, &c, rb), GS_FIT_NO);
+  assert_string_equal(ra, "fewer than 2 GPUs with 4096 MiB free");
+  assert_string_equal(ra, rb);
+  assert_null(strstr(ra, "node-"));
+}
+
+/* cgpu caps pods per GPU; share does not. 128 MiB pods on 16 GiB GPUs. */
+static void test_cgpu_cap(void **state) {
+  struct gs_choice c;
+  char reason[GS_REASON_MAX], uid[32];
+  struct gs_pod_request req;
+  (void)state;
+  setup_unit(GS_UNIT_128MIB);
+  add_node("cgpu", GS_MODE_CGPU, GS_PLACE_BINPACK, 1, 128);
+  add_node("share", GS_MODE_SHARE, GS_PLACE_BINPACK, 1, 128);
+  for (int i = 0; i < 16; i++) {
+    snprintf(uid, sizeof uid, "c%d", i);
+    req = mem_pod(uid, 1, 1);
+    assert_int_equal(place("cgpu", &req, NULL, reason), GS_FIT_OK);
+    snprintf(uid, sizeof uid, "s%d", i);
+    req = mem_pod(uid, 1, 1);
+    assert_int_equal(place("share", &req, NULL, reason), GS_FIT_OK);
+  }
+  req = mem_pod("c16", 1, 1);
+  assert_int_equal(gs_place_pick(node("cgpu"), &req, &fx.policy, &c, reason), GS_FIT_NO);
+  assert_string_equal(reason, "GPU pod limit reached (cgpu)");
+  req = mem_pod("s16", 1, 1);
+  assert_int_equal(place("share", &req, NULL, reason), GS_FIT_OK);
+  /* When memory is what is short, say so even under the cap. */
+  req = mem_pod("big", 127, 1);
+  assert_int_equal(gs_place_pick(node("cgpu"), &req, &fx.policy, &c, reason), GS_FIT_NO);
+  assert_string_equal(reason, "insufficient GPU memory on any single GPU");
+}
+
+static void test_not_sharing(void **state) {
+  struct gs_choice c;
+  char reason[GS_REASON_MAX];
+  struct gs_pod_request req = mem_pod("p", 1, 1);
+  struct gs_pod_request whole = whole_pod("w", 1);
+  (void)state;
+  add_node("plain", GS_MODE_NONE, GS_PLACE_BINPACK, 4, 16);
+  add_node("zero-cap", GS_MODE_SHARE, GS_PLACE_BINPACK, 4, 0);
+  add_node("zero-gpus", GS_MODE_SHARE, GS_PLACE_BINPACK, 0, 0);
+  add_node("topo-empty", GS_MODE_TOPOLOGY, GS_PLACE_BINPACK, 0, 0);
+  add_node("topo", GS_MODE_TOPOLOGY, GS_PLACE_BINPACK, 4, 0);
+  add_node("share", GS_MODE_SHARE, GS_PLACE_BINPACK, 4, 16);
+  assert_int_equal(gs_place_pick(node("plain"), &req, &fx.policy, &c, reason), GS_FIT_NO);
+  assert_string_equal(reason, "node is not a GPU-sharing node");
+  assert_int_equal(gs_place_pick(node("zero-cap"), &req, &fx.policy, &c, reason), GS_FIT_NO);
+  assert_string_equal(reason, "node is not a GPU-sharing node");
+  assert_int_equal(gs_place_pick(node("zero-gpus"), &req, &fx.policy, &c, reason), GS_FIT_NO);
+  assert_string_equal(reason, "node is not a GPU-sharing node");
+  assert_int_equal(gs_place_pick(node("topo-empty"), &whole, &fx.policy, &c, reason),
+                   GS_FIT_NO);
+  assert_string_equal(reason, "node is not a GPU-sharing node");
+  assert_int_equal(gs_place_pick(node("plain"), &whole, &fx.policy, &c, reason), GS_FIT_NO);
+  assert_string_equal(reason, "node is not a GPU-sharing node");
+  assert_int_equal(gs_place_pick(node("topo"), &req, &fx.policy, &c, reason), GS_FIT_NO);
+  assert_string_equal(reason, "node serves whole GPUs only (topology mode)");
+  assert_int_equal(gs_place_pick(node("share"), &whole, &fx.policy, &c, reason), GS_FIT_NO);
+  assert_string_equal(reason, "node does not serve whole GPUs");
+}
+
+static void test_unhealthy(void **state) {
+  struct gs_choice c;
+  char reason[GS_REASON_MAX];
+  struct gs_pod_request req = mem_pod("p", 4, 1);
+  const uint64_t used[3] = {10, 0, 0};
+  (void)state;
+  add_node("gpu-a", GS_MODE_SHARE, GS_PLACE_BINPACK, 3, 16);
+  load("gpu-a", used, 3);
+  assert_int_equal(gs_place_pick(node("gpu-a"), &req, &fx.policy, &c, reason), GS_FIT_OK);
+  assert_int_equal(c.gpus[0], 0); /* the fullest... */
+  assert_int_equal(gs_ledger_node_set_unhealthy(fx.ledger, "gpu-a", 0x1), GS_EOK);
+  assert_int_equal(gs_place_pick(node("gpu-a"), &req, &fx.policy, &c, reason), GS_FIT_OK);
+  assert_int_equal(c.gpus[0], 1); /* ...until it is unhealthy */
+  req.gpu_count = 2;
+  assert_int_equal(gs_ledger_node_set_unhealthy(fx.ledger, "gpu-a", 0x2), GS_EOK);
+  assert_int_equal(gs_place_pick(node("gpu-a"), &req, &fx.policy, &c, reason), GS_FIT_OK);
+  assert_int_equal(c.gpus[0], 0);
+  assert_int_equal(c.gpus[1], 2);
+  assert_int_equal(gs_ledger_node_set_unhealthy(fx.ledger, "gpu-a", 0x7), GS_EOK);
+  assert_int_equal(gs_place_pick(node("gpu-a"), &req, &fx.policy, &c, reason), GS_FIT_NO);
+  assert_string_equal(reason, "no healthy GPU");
+  /* Never chosen, whatever the policy. */
+  assert_int_equal(gs_ledger_node_set_unhealthy(fx.ledger, "gpu-a", 0x6), GS_EOK);
+  req.gpu_count = 1;
+  for (int frag = 0; frag < 2; frag++) {
+    fx.policy.frag_aware = frag;
+    assert_int_equal(gs_place_pick(node("gpu-a"), &req, &fx.policy, &c, reason), GS_FIT_OK);
+    assert_int_equal(c.gpus[0], 0);
+  }
+}
+
+static void test_check_pod(void **state) {
+  char reason[GS_REASON_MAX];
+  struct gs_choice c;
+  struct gs_pod_request req = mem_pod("p", 0, 1);
+  (void)state;
+  add_node("gpu-a", GS_MODE_SHARE, GS_PLACE_BINPACK, 1, 16);
+  assert_int_equal(gs_place_check_pod(&req, &fx.policy, reason), GS_FIT_SKIP);
+  assert_int_equal(gs_place_pick(node("gpu-a"), &req, &fx.policy, &c, reason), GS_FIT_SKIP);
+  req.mem_units[0] = 2;
+  req.whole_gpus[0] = 1;
+  assert_int_equal(gs_place_check_pod(&req, &fx.policy, reason), GS_FIT_NEVER);
+  assert_non_null(strstr(reason, "both aliyun.com/gpu-mem and aliyun.com/gpu"));
+  req = mem_pod("p", 2, 0);
+  assert_int_equal(gs_place_check_pod(&req, &fx.policy, reason), GS_FIT_NEVER);
+  assert_string_equal(reason, "aliyun.com/gpu-count 0 is out of range 1..64");
+  req.gpu_count = GS_MAX_GPUS + 1;
+  assert_int_equal(gs_place_check_pod(&req, &fx.policy, reason), GS_FIT_NEVER);
+  req = whole_pod("w", GS_MAX_GPUS + 1);
+  assert_int_equal(gs_place_check_pod(&req, &fx.policy, reason), GS_FIT_NEVER);
+  req = mem_pod("p", UINT64_C(1) << 62, 1);
+  assert_int_equal(gs_place_check_pod(&req, &fx.policy, reason), GS_FIT_NEVER);
+  /* 64 containers on 8 GPUs would need 512 parts. */
+  req = mem_pod("p", 8, 8);
+  req.ncontainers = GS_MAX_CONTAINERS;
+  for (int i = 0; i < GS_MAX_CONTAINERS; i++)
+    req.mem_units[i] = 8;
+  assert_int_equal(gs_place_check_pod(&req, &fx.policy, reason), GS_FIT_NEVER);
+  req.ncontainers = GS_MAX_CONTAINERS + 1;
+  assert_int_equal(gs_place_check_pod(&req, &fx.policy, reason), GS_FIT_NEVER);
+}
+
+/* Whole GPUs on a topology node: lowest free indices, owned whole. */
+static void test_whole(void **state) {
+  struct gs_choice c;
+  struct gs_alloc_part parts[8];
+  char reason[GS_REASON_MAX];
+  struct gs_pod_request a = whole_pod("a", 1), b = whole_pod("b", 2), d = whole_pod("d", 2);
+  (void)state;
+  add_node("topo", GS_MODE_TOPOLOGY, GS_PLACE_BINPACK, 4, 0);
+  a.ncontainers = 2;
+  a.whole_gpus[1] = 1; /* two containers, one GPU each */
+  assert_int_equal(place("topo", &a, &c, reason), GS_FIT_OK);
+  assert_int_equal(c.ngpus, 2);
+  assert_int_equal(c.gpus[0], 0);
+  assert_int_equal(c.gpus[1], 1);
+  assert_int_equal(c.mib_per_gpu, 0);
+  assert_int_equal(c.score, 5); /* 2 of 4 GPUs busy after */
+  assert_int_equal(gs_place_parts(&a, &c, parts, 8), 2);
+  assert_int_equal(parts[0].container, 0);
+  assert_int_equal(parts[0].gpu, 0);
+  assert_int_equal(parts[1].container, 1);
+  assert_int_equal(parts[1].gpu, 1);
+  assert_int_equal(parts[1].units, 0);
+  assert_ptr_equal(node("topo")->gpus[1].owner, gs_ledger_alloc_get(fx.ledger, "a"));
+  assert_int_equal(place("topo", &b, &c, reason), GS_FIT_OK);
+  assert_int_equal(c.gpus[0], 2);
+  assert_int_equal(c.gpus[1], 3);
+  assert_int_equal(gs_place_pick(node("topo"), &d, &fx.policy, &c, reason), GS_FIT_NO);
+  assert_string_equal(reason, "fewer than 2 free whole GPUs");
+  assert_int_equal(gs_ledger_release(fx.ledger, "a"), GS_EOK);
+  assert_int_equal(place("topo", &d, &c, reason), GS_FIT_OK);
+  assert_int_equal(c.gpus[0], 0);
+  assert_int_equal(c.gpus[1], 1);
+}
+
+/* A GPU carrying a memory pod is not free for a whole-GPU pod. */
+static void test_whole_skips_shared_gpu(void **state) {
+  struct gs_choice c;
+  char reason[GS_REASON_MAX];
+  struct gs_pod_request w = whole_pod("w", 2);
+  const uint64_t used[3] = {1, 0, 0};
+  (void)state;
+  add_node("topo", GS_MODE_TOPOLOGY, GS_PLACE_BINPACK, 3, 16);
+  load("topo", used, 3);
+  assert_int_equal(gs_place_pick(node("topo"), &w, &fx.policy, &c, reason), GS_FIT_OK);
+  assert_int_equal(c.gpus[0], 1);
+  assert_int_equal(c.gpus[1], 2);
+}
+
+static void test_score(void **state) {
+  struct gs_choice c;
+  char reason[GS_REASON_MAX];
+  struct gs_pod_request req = mem_pod("p", 4, 1);
+  const uint64_t used[1] = {8};
+  (void)state;
+  add_node("gpu-a", GS_MODE_SHARE, GS_PLACE_BINPACK, 1, 16);
+  load("gpu-a", used, 1);
+  /* (8 + 4) / 16 = 0.75 → round(7.5) = 8; spread 10 − 8 = 2. */
+  assert_int_equal(gs_place_pick(node("gpu-a"), &req, &fx.policy, &c, reason), GS_FIT_OK);
+  assert_int_equal(c.score, 8);
+  fx.policy.node_policy = GS_PLACE_SPREAD;
+  assert_int_equal(gs_place_pick(node("gpu-a"), &req, &fx.policy, &c, reason), GS_FIT_OK);
+  assert_int_equal(c.score, 2);
+  /* Over two GPUs: (8 + 2 + 0 + 2) / 32 = 0.375 → 4 (binpack). */
+  add_node("gpu-b", GS_MODE_SHARE, GS_PLACE_SPREAD, 2, 16);
+  load("gpu-b", used, 1);
+  fx.policy.node_policy = GS_PLACE_BINPACK;
+  req.gpu_count = 2;
+  assert_int_equal(gs_place_pick(node("gpu-b"), &req, &fx.policy, &c, reason), GS_FIT_OK);
+  assert_int_equal(c.score, 4);
+  /* Exactly full: 10. */
+  req = mem_pod("f", 16, 1);
+  add_node("gpu-c", GS_MODE_SHARE, GS_PLACE_BINPACK, 1, 16);
+  assert_int_equal(gs_place_pick(node("gpu-c"), &req, &fx.policy, &c, reason), GS_FIT_OK);
+  assert_int_equal(c.score, 10);
+}
+
+/* Init containers: Kubernetes' effective request, the excess charged to the
+ * first GPU container. */
+static void test_parts_init_and_containers(void **state) {
+  struct gs_choice c;
+  struct gs_alloc_part parts[16];
+  char reason[GS_REASON_MAX];
+  struct gs_pod_request req = mem_pod("p", 0, 2);
+  (void)state;
+  add_node("gpu-a", GS_MODE_SHARE, GS_PLACE_BINPACK, 4, 16);
+  req.ncontainers = 3;
+  req.mem_units[1] = 2; /* container 0 asks nothing */
+  req.mem_units[2] = 4;
+  req.init_mem_units = 10; /* excess 4 */
+  assert_int_equal(gs_place_pick(node("gpu-a"), &req, &fx.policy, &c, reason), GS_FIT_OK);
+  assert_int_equal(c.mib_per_gpu, 5 * 1024);
+  assert_int_equal(gs_place_parts(&req, &c, parts, 16), 4);
+  assert_int_equal(parts[0].container, 1);
+  assert_int_equal(parts[0].units, 3); /* (2 + 4) / 2 */
+  assert_int_equal(parts[1].container, 1);
+  assert_int_equal(parts[2].container, 2);
+  assert_int_equal(parts[2].units, 2);
+  assert_int_equal(parts[3].gpu, c.gpus[1]);
+  assert_int_equal(gs_place_parts(&req, &c, parts, 3), 0); /* cap too small */
+  /* Init only: container 0 carries it. */
+  req = mem_pod("q", 0, 1);
+  req.init_mem_units = 6;
+  assert_int_equal(gs_place_pick(node("gpu-a"), &req, &fx.policy, &c, reason), GS_FIT_OK);
+  assert_int_equal(gs_place_parts(&req, &c, parts, 16), 1);
+  assert_int_equal(parts[0].container, 0);
+  assert_int_equal(parts[0].units, 6);
+  /* Whole GPUs with an init container asking more. */
+  add_node("topo", GS_MODE_TOPOLOGY, GS_PLACE_BINPACK, 4, 0);
+  req = whole_pod("w", 0);
+  req.ncontainers = 2;
+  req.whole_gpus[1] = 1;
+  req.init_whole_gpus = 3;
+  assert_int_equal(gs_place_pick(node("topo"), &req, &fx.policy, &c, reason), GS_FIT_OK);
+  assert_int_equal(c.ngpus, 3);
+  assert_int_equal(gs_place_parts(&req, &c, parts, 16), 3);
+  for (int i = 0; i < 3; i++) {
+    assert_int_equal(parts[i].container, 1);
+    assert_int_equal(parts[i].gpu, (uint32_t)i);
+  }
+}
+
+/* Frag-aware: prefer an exact fit or a remainder that still holds another
+ * such pod over leaving a stranded sliver. */
+static void test_frag_aware(void **state) {
+  struct gs_choice c;
+  char reason[GS_REASON_MAX];
+  struct gs_pod_request req = mem_pod("p", 4, 1);
+  const uint64_t used[3] = {4, 8, 10}; /* free 12, 8, 6 */
+  const uint64_t used2[2] = {0, 12};   /* free 16, 4 */
+  (void)state;
+  add_node("bin", GS_MODE_SHARE, GS_PLACE_BINPACK, 3, 16);
+  add_node("spr", GS_MODE_SHARE, GS_PLACE_SPREAD, 2, 16);
+  load("bin", used, 3);
+  load("spr", used2, 2);
+  assert_int_equal(gs_place_pick(node("bin"), &req, &fx.policy, &c, reason), GS_FIT_OK);
+  assert_int_equal(c.gpus[0], 2); /* plain binpack leaves 2 stranded */
+  assert_int_equal(gs_place_pick(node("spr"), &req, &fx.policy, &c, reason), GS_FIT_OK);
+  assert_int_equal(c.gpus[0], 0);
+  fx.policy.frag_aware = true;
+  assert_int_equal(gs_place_pick(node("bin"), &req, &fx.policy, &c, reason), GS_FIT_OK);
+  assert_int_equal(c.gpus[0], 1); /* leaves 4: room for another */
+  assert_int_equal(gs_place_pick(node("spr"), &req, &fx.policy, &c, reason), GS_FIT_OK);
+  assert_int_equal(c.gpus[0], 1); /* exact fit */
+}
+
+static enum gs_fit choose_last(void *ctx, const struct gs_node *n,
+                               const struct gs_pod_request *req, const struct gs_policy *policy,
+                               uint64_t candidates, uint32_t k, uint64_t mib_per_gpu,
+                               uint32_t ret_gpus[GS_MAX_GPUS], char reason[GS_REASON_MAX]) {
+  uint32_t got = 0;
+  int *mode = ctx;
+  (void)req;
+  (void)policy;
+  (void)mib_per_gpu;
+  if (*mode == 1) {
+    snprintf(reason, GS_REASON_MAX, "no NVLink pair free");
+    return GS_FIT_NO;
+  }
+  if (*mode == 2) {
+    for (uint32_t i = 0; i < k; i++)
+      ret_gpus[i] = 0; /* duplicates: invalid */
+    return GS_FIT_OK;
+  }
+  for (uint32_t g = n->ngpus; g-- > 0 && got < k;)
+    if (candidates >> g & 1)
+      ret_gpus[got++] = g; /* descending: the caller sorts */
+  return GS_FIT_OK;
+}
+
+static void test_chooser_seam(void **state) {
+  struct gs_choice c;
+  char reason[GS_REASON_MAX];
+  struct gs_pod_request req = whole_pod("w", 2);
+  int mode = 0;
+  (void)state;
+  add_node("topo", GS_MODE_TOPOLOGY, GS_PLACE_BINPACK, 4, 0);
+  assert_int_equal(gs_place_pick_with(node("topo"), &req, &fx.policy, choose_last, &mode, &c,
+                                      reason),
+                   GS_FIT_OK);
+  assert_int_equal(c.ngpus, 2);
+  assert_int_equal(c.gpus[0], 2);
+  assert_int_equal(c.gpus[1], 3);
+  mode = 1;
+  assert_int_equal(gs_place_pick_with(node("topo"), &req, &fx.policy, choose_last, &mode, &c,
+                                      reason),
+                   GS_FIT_NO);
+  assert_string_equal(reason, "no NVLink pair free");
+  mode = 2;
+  assert_int_equal(gs_place_pick_with(node("topo"), &req, &fx.policy, choose_last, &mode, &c,
+                                      reason),
+                   GS_FIT_NO);
+  assert_string_equal(reason, "GPU chooser returned an invalid set");
+}
+
+/* Property: whatever pick accepts, reserve accepts; the ledger never goes
+ * over capacity through pick + reserve. */
+static void test_pick_then_reserve(void **state) {
+  uint32_t rng = 7;
+  char reason[GS_REASON_MAX], uid[32];
+  int placed = 0;
+  (void)state;
+  setup_unit(GS_UNIT_128MIB);
+  add_node("share", GS_MODE_SHARE, GS_PLACE_BINPACK, 4, 120);
+  add_node("spread", GS_MODE_SHARE, GS_PLACE_SPREAD, 8, 100);
+  add_node("cgpu", GS_MODE_CGPU, GS_PLACE_BINPACK, 2, 128);
+  fx.policy.cgpu_max_pods = 3;
+  for (int i = 0; i < 2000; i++) {
+    static const char *const nodes[] = {"share", "spread", "cgpu"};
+    static const uint32_t counts[] = {1, 1, 1, 2, 4};
+    struct gs_pod_request req;
+    const char *n;
+    rng = rng * 1103515245u + 12345u;
+    n = nodes[(rng >> 16) % 3];
+    snprintf(uid, sizeof uid, "p%d", i);
+    req = mem_pod(uid, 0, counts[(rng >> 8) % 5]);
+    req.mem_units[0] = req.gpu_count * (1 + (rng >> 20) % 24);
+    if (place(n, &req, NULL, reason) == GS_FIT_OK)
+      placed++;
+    if ((rng >> 4) % 3 == 0 && i > 10) {
+      snprintf(uid, sizeof uid, "p%d", i - 10);
+      enum gs_err err = gs_ledger_release(fx.ledger, uid);
+      assert_true(err == GS_EOK || err == GS_ENOTFOUND); /* it may not have fit */
+    }
+  }
+  assert_true(placed > 100);
+  for (size_t k = 0; k < gs_ledger_node_count(fx.ledger); k++) {
+    const struct gs_node *nd = gs_ledger_node_at(fx.ledger, k);
+    for (uint32_t g = 0; g < nd->ngpus; g++) {
+      assert_true(nd->gpus[g].used_mib <= nd->gpus[g].total_mib);
+      if (nd->mode == GS_MODE_CGPU)
+        assert_true(nd->gpus[g].npods <= 3);
+    }
+  }
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test_setup_teardown(test_policy_defaults, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_share_128mib_fill, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_multi_card, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_binpack_spread, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_multi_card_reason, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_cgpu_cap, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_not_sharing, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_unhealthy, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_check_pod, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_whole, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_whole_skips_shared_gpu, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_score, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_parts_init_and_containers, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_frag_aware, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_chooser_seam, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_pick_then_reserve, setup, teardown),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
