@@ -60,7 +60,14 @@ enum gs_err gs_api_quantity_whole_str(const char *text, const char *where, uint6
 /* Pod → request: ns/name/uid, per-container limits aliyun.com/gpu-mem and
  * aliyun.com/gpu (requests used when limits absent), init containers' max,
  * label aliyun.com/gpu-count (absent → 1; "0", non-numeric, > GS_MAX_GPUS →
- * GS_EPARSE), gang labels. Missing metadata.name → GS_EPARSE. */
+ * GS_EPARSE), gang labels. Missing metadata.name → GS_EPARSE.
+ * Details: namespace absent or "" → "default"; uid absent → "". More than
+ * GS_MAX_CONTAINERS containers (or init containers) → GS_ETOOBIG. Sidecars
+ * (init containers with restartPolicy Always) are folded into
+ * init_mem_units/init_whole_gpus so that gs_pod_request_*_effective()
+ * equal Kubernetes' effective request. gpu-topology-replica is read only
+ * beside a non-empty gpu-topology label: decimal 1..10000, absent → 1;
+ * without a job gang_replicas is 0. */
 enum gs_err gs_api_pod_decode(const json_t *pod, struct gs_pod_request *ret,
                               struct gs_diag *diag) GS_WUR;
 
@@ -144,7 +151,10 @@ char *gs_api_error_dump(const char *error);
 
 /* Writes the memory-pod bind annotations for alloc onto ret: V2
  * allocation, assigned, assume-time, device-resource (every GPU of node,
- * in alloc's unit), legacy ALIYUN_COM_* keys, gpushare.io/unit-mib. */
+ * in alloc's unit), legacy ALIYUN_COM_* keys, gpushare.io/unit-mib.
+ * Keys already in ret are replaced, others kept. GS_EINVAL for a bad
+ * alloc (wrong kind or unit, no parts, a (container, GPU) pair twice, a
+ * GPU the node lacks); GS_ETOOBIG if ret has no room (ret unchanged). */
 enum gs_err gs_api_annotations_mem(const struct gs_alloc *alloc, const struct gs_node *node,
                                    struct gs_annotations *ret) GS_WUR;
 /* Writes gputopology.alibabacloud.com/allocation for a whole-GPU alloc. */
@@ -162,7 +172,12 @@ struct gs_api_alloc {
 };
 /* Reads V2 first, legacy ALIYUN_COM_* otherwise, topology allocation for
  * whole GPUs. default_unit_mib applies when gpushare.io/unit-mib is absent.
- * GS_ENOTFOUND when the pod carries no allocation. */
+ * GS_ENOTFOUND when the pod carries no allocation; a malformed one →
+ * GS_EPARSE (or GS_ETOOBIG past GS_MAX_PARTS) with diag. Parts come out
+ * sorted by (container, GPU). Legacy keys are per pod: ALIYUN_COM_GPU_MEM_POD
+ * units go to container 0, split evenly over the ALIYUN_COM_GPU_MEM_IDX GPUs
+ * with the remainder on the lowest GPU. assigned = the assigned key is
+ * "true" (topology: "assigned":true). */
 enum gs_err gs_api_alloc_from_pod(const json_t *pod, uint32_t default_unit_mib,
                                   struct gs_api_alloc *ret, struct gs_diag *diag) GS_WUR;
 
@@ -184,7 +199,10 @@ struct gs_api_ledger_view {
  * (GS_ENOTFOUND if unknown). New reference. */
 enum gs_err gs_api_ledger_json(const struct gs_ledger *ledger, const char *node,
                                const struct gs_api_ledger_view *view, json_t **ret) GS_WUR;
-/* The Aliyun-compatible inspect object (amounts in the active unit). */
+/* The Aliyun-compatible inspect object (amounts in the active unit, each
+ * GPU's and each pod's MiB divided by the unit and rounded down; a node's
+ * figures are the sums of its GPUs'). Nodes with mode NONE are left out;
+ * asking for one by name → GS_ENOTFOUND. New reference. */
 enum gs_err gs_api_inspect_json(const struct gs_ledger *ledger, const char *node,
                                 json_t **ret) GS_WUR;
 

@@ -210,11 +210,71 @@ static void test_same_name_pods(void **state) {
   gs_ledger_free(l);
 }
 
+/* Restart: every allocation's bind annotations, read back and restored
+ * into a fresh ledger, give the same /debug/ledger bytes. */
+static void test_rebuild_from_annotations(void **state) {
+  struct gs_ledger *l = cluster(GS_UNIT_128MIB), *fresh = gs_ledger_new(GS_UNIT_GIB);
+  static struct gs_api_alloc got;
+  json_t *before = NULL, *after = NULL;
+  char *a, *b;
+  (void)state;
+  for (size_t i = 0; i < gs_ledger_node_count(l); i++) {
+    const struct gs_node *node = gs_ledger_node_at(l, i);
+    struct gs_node_spec s = spec_of(node->name, node->mode, node->placement, node->ngpus,
+                                    node->ngpus ? node->gpus[0].total_mib / GS_UNIT_GIB : 0);
+    assert_int_equal(gs_ledger_node_upsert(fresh, &s), GS_EOK);
+    assert_int_equal(gs_ledger_node_set_unhealthy(fresh, node->name, node->unhealthy_mask),
+                     GS_EOK);
+    for (size_t k = 0; k < gs_ledger_node_alloc_count(l, node->name); k++) {
+      const struct gs_alloc *alloc = gs_ledger_node_alloc_at(l, node->name, k);
+      struct gs_annotations ann = {0};
+      struct gs_diag diag = {{0}, {0}};
+      json_t *anns = json_object(), *pod;
+      if (alloc->kind == GS_ALLOC_MEM)
+        assert_int_equal(gs_api_annotations_mem(alloc, node, &ann), GS_EOK);
+      else
+        assert_int_equal(gs_api_annotations_whole(alloc, &ann), GS_EOK);
+      for (size_t j = 0; j < ann.n; j++)
+        json_object_set_new(anns, ann.kv[j].key, json_string(ann.kv[j].value));
+      gs_annotations_clear(&ann);
+      pod = json_pack("{s:{s:s,s:s,s:s,s:o}}", "metadata", "name", alloc->name, "namespace",
+                      alloc->ns, "uid", alloc->uid, "annotations", anns);
+      /* the default unit differs from every recorded one on purpose */
+      assert_int_equal(gs_api_alloc_from_pod(pod, GS_UNIT_GIB, &got, &diag), GS_EOK);
+      {
+        struct gs_alloc r = {.ns = gs_api_pod_ns(pod), .name = gs_api_pod_name(pod),
+                             .uid = gs_api_pod_uid(pod), .node = node->name, .kind = got.kind,
+                             .state = GS_ALLOC_BOUND, .unit_mib = got.unit_mib,
+                             .assume_time_ns = got.assume_time_ns, .nparts = got.nparts,
+                             .parts = got.parts};
+        if (r.kind == GS_ALLOC_WHOLE)
+          r.unit_mib = alloc->unit_mib;
+        assert_int_equal(gs_ledger_restore(fresh, &r), GS_EOK);
+      }
+      json_decref(pod);
+    }
+  }
+  assert_int_equal(gs_api_ledger_json(l, NULL, NULL, &before), GS_EOK);
+  assert_int_equal(gs_api_ledger_json(fresh, NULL, NULL, &after), GS_EOK);
+  a = gs__api_dump(before);
+  b = gs__api_dump(after);
+  /* only the active unit differs */
+  assert_non_null(strstr(b, "{\"unit\":\"1GiB\",\"unitMiB\":1024,"));
+  assert_string_equal(strchr(a, '['), strchr(b, '['));
+  free(a);
+  free(b);
+  json_decref(before);
+  json_decref(after);
+  gs_ledger_free(fresh);
+  gs_ledger_free(l);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_ledger_all),      cmocka_unit_test(test_ledger_one_node_and_view),
       cmocka_unit_test(test_ledger_empty),    cmocka_unit_test(test_inspect_128),
       cmocka_unit_test(test_inspect_rounding), cmocka_unit_test(test_same_name_pods),
+      cmocka_unit_test(test_rebuild_from_annotations),
   };
   return cmocka_run_group_tests_name("api_ledger_json", tests, NULL, NULL);
 }
