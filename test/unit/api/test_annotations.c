@@ -314,8 +314,8 @@ static void test_not_found(void **state) {
       "{\"metadata\":{\"name\":\"p\"}}",
       "{\"metadata\":{\"name\":\"p\",\"annotations\":null}}",
       "{\"metadata\":{\"name\":\"p\",\"annotations\":{\"a\":\"b\"}}}",
-      "{\"metadata\":{\"annotations\":{\"gpushare.io/unit-mib\":\"1024\","
-      "\"scheduler.framework.gpushare.assigned\":\"true\"}}}",
+      ("{\"metadata\":{\"annotations\":{\"gpushare.io/unit-mib\":\"1024\","
+       "\"scheduler.framework.gpushare.assigned\":\"true\"}}}"),
   };
   (void)state;
   for (size_t i = 0; i < sizeof pods / sizeof pods[0]; i++) {
