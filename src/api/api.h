@@ -37,6 +37,7 @@
 #define GS_ANN_TOPO_ALLOCATION "gputopology.alibabacloud.com/allocation"
 
 #define GS_API_BODY_MAX (16u * 1024u * 1024u) /* request body cap */
+#define GS_API_NODES_MAX 65536u               /* nodes in one ExtenderArgs */
 
 /* ---- quantities -------------------------------------------------------- */
 
@@ -44,13 +45,29 @@
  * ("4", "16", "1k", "2Ki", "1e3"; also a JSON integer). Fractions ("500m",
  * "1.5"), negatives, overflow and garbage give GS_EPARSE/GS_ERANGE. */
 enum gs_err gs_api_quantity_whole(const json_t *value, uint64_t *ret) GS_WUR;
+/* Largest quantity accepted: 2^53, the largest integer every JSON reader
+ * (Go float64 paths, JavaScript) keeps exact. Larger → GS_ERANGE. */
+#define GS_API_QUANTITY_MAX (UINT64_C(1) << 53)
+/* As gs_api_quantity_whole, with a diagnostic at where (a JSON path). */
+enum gs_err gs_api_quantity_whole_diag(const json_t *value, const char *where, uint64_t *ret,
+                                       struct gs_diag *diag) GS_WUR;
+/* As gs_api_quantity_whole_diag, for quantity text ("2Ki"). */
+enum gs_err gs_api_quantity_whole_str(const char *text, const char *where, uint64_t *ret,
+                                      struct gs_diag *diag) GS_WUR;
 
 /* ---- objects ----------------------------------------------------------- */
 
 /* Pod → request: ns/name/uid, per-container limits aliyun.com/gpu-mem and
  * aliyun.com/gpu (requests used when limits absent), init containers' max,
  * label aliyun.com/gpu-count (absent → 1; "0", non-numeric, > GS_MAX_GPUS →
- * GS_EPARSE), gang labels. Missing metadata.name → GS_EPARSE. */
+ * GS_EPARSE), gang labels. Missing metadata.name → GS_EPARSE.
+ * Details: namespace absent or "" → "default"; uid absent → "". More than
+ * GS_MAX_CONTAINERS containers (or init containers) → GS_ETOOBIG. Sidecars
+ * (init containers with restartPolicy Always) are folded into
+ * init_mem_units/init_whole_gpus so that gs_pod_request_*_effective()
+ * equal Kubernetes' effective request. gpu-topology-replica is read only
+ * beside a non-empty gpu-topology label: decimal 1..10000, absent → 1;
+ * without a job gang_replicas is 0. */
 enum gs_err gs_api_pod_decode(const json_t *pod, struct gs_pod_request *ret,
                               struct gs_diag *diag) GS_WUR;
 
@@ -58,7 +75,10 @@ enum gs_err gs_api_pod_decode(const json_t *pod, struct gs_pod_request *ret,
  * (aliyun.com/gpu-mem, aliyun.com/gpu-count, aliyun.com/gpu; allocatable used
  * when capacity lacks them), annotations device-resource and topology.
  * ret->topo is pointed at *topo_buf when the topology annotation is valid
- * (an invalid one is ignored: all pairs equal). */
+ * (an invalid one is ignored: all pairs equal). A bad device-resource or
+ * topology annotation is not fatal either: it is ignored, GS_EOK is
+ * returned and diag->text holds a warning saying so (callers may log it;
+ * a diag that is still empty means nothing was ignored). */
 enum gs_err gs_api_node_decode(const json_t *node, struct gs_node_spec *ret,
                                struct gs_topo *topo_buf, struct gs_diag *diag) GS_WUR;
 
@@ -90,7 +110,9 @@ enum gs_err gs_api_args_decode(const char *body, size_t len, struct gs_api_args 
                                struct gs_diag *diag) GS_WUR;
 void gs_api_args_release(struct gs_api_args *args);
 
-/* ExtenderFilterResult builder. */
+/* ExtenderFilterResult builder. Error texts (filter and bind) have '%'
+ * replaced by U+FF05 '％': kube-scheduler passes Error to fmt.Errorf as a
+ * format in some versions (KUBE-PROTOCOL §A.8). */
 struct gs_api_filter_result;
 struct gs_api_filter_result *gs_api_filter_result_new(bool by_names);
 void gs_api_filter_result_free(struct gs_api_filter_result *r);
@@ -129,7 +151,10 @@ char *gs_api_error_dump(const char *error);
 
 /* Writes the memory-pod bind annotations for alloc onto ret: V2
  * allocation, assigned, assume-time, device-resource (every GPU of node,
- * in alloc's unit), legacy ALIYUN_COM_* keys, gpushare.io/unit-mib. */
+ * in alloc's unit), legacy ALIYUN_COM_* keys, gpushare.io/unit-mib.
+ * Keys already in ret are replaced, others kept. GS_EINVAL for a bad
+ * alloc (wrong kind or unit, no parts, a (container, GPU) pair twice, a
+ * GPU the node lacks); GS_ETOOBIG if ret has no room (ret unchanged). */
 enum gs_err gs_api_annotations_mem(const struct gs_alloc *alloc, const struct gs_node *node,
                                    struct gs_annotations *ret) GS_WUR;
 /* Writes gputopology.alibabacloud.com/allocation for a whole-GPU alloc. */
@@ -147,7 +172,12 @@ struct gs_api_alloc {
 };
 /* Reads V2 first, legacy ALIYUN_COM_* otherwise, topology allocation for
  * whole GPUs. default_unit_mib applies when gpushare.io/unit-mib is absent.
- * GS_ENOTFOUND when the pod carries no allocation. */
+ * GS_ENOTFOUND when the pod carries no allocation; a malformed one →
+ * GS_EPARSE (or GS_ETOOBIG past GS_MAX_PARTS) with diag. Parts come out
+ * sorted by (container, GPU). Legacy keys are per pod: ALIYUN_COM_GPU_MEM_POD
+ * units go to container 0, split evenly over the ALIYUN_COM_GPU_MEM_IDX GPUs
+ * with the remainder on the lowest GPU. assigned = the assigned key is
+ * "true" (topology: "assigned":true). */
 enum gs_err gs_api_alloc_from_pod(const json_t *pod, uint32_t default_unit_mib,
                                   struct gs_api_alloc *ret, struct gs_diag *diag) GS_WUR;
 
@@ -169,7 +199,10 @@ struct gs_api_ledger_view {
  * (GS_ENOTFOUND if unknown). New reference. */
 enum gs_err gs_api_ledger_json(const struct gs_ledger *ledger, const char *node,
                                const struct gs_api_ledger_view *view, json_t **ret) GS_WUR;
-/* The Aliyun-compatible inspect object (amounts in the active unit). */
+/* The Aliyun-compatible inspect object (amounts in the active unit, each
+ * GPU's and each pod's MiB divided by the unit and rounded down; a node's
+ * figures are the sums of its GPUs'). Nodes with mode NONE are left out;
+ * asking for one by name → GS_ENOTFOUND. New reference. */
 enum gs_err gs_api_inspect_json(const struct gs_ledger *ledger, const char *node,
                                 json_t **ret) GS_WUR;
 

@@ -1,0 +1,70 @@
+/* gpushare — helpers shared by the src/api codec files (not public).
+ *
+ * Typed member access with diagnostics: every getter treats an absent key
+ * and a JSON null alike (Go decodes null into a zero value), and answers a
+ * wrong JSON type with GS_EPARSE and a diag naming the JSON path.
+ */
+#ifndef GPUSHARE_API_INTERNAL_H
+#define GPUSHARE_API_INTERNAL_H
+
+#include "api.h"
+
+#include <stdarg.h>
+
+/* Longest annotation value we parse as JSON. */
+#define GS__API_ANN_TEXT_MAX (256u * 1024u)
+
+/* Room for a JSON path; equals sizeof(struct gs_diag){0}.where. */
+#define GS__API_PATH_MAX 128
+
+/* printf into a path buffer (truncates silently: paths are for humans). */
+void gs__api_path(char path[GS__API_PATH_MAX], const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+
+/* parent.key, or parent["key"] when key is not a plain identifier
+ * (labels such as "aliyun.com/gpu-count"). */
+void gs__api_member_path(char path[GS__API_PATH_MAX], const char *parent, const char *key);
+
+/* Member key of obj, or NULL when obj is not an object, the key is absent
+ * or its value is null. Borrowed. */
+const json_t *gs__api_get(const json_t *obj, const char *key);
+
+/* Member key of obj (a JSON object) that must be an object when present.
+ * Absent/null → *ret = NULL and GS_EOK. path names obj. */
+enum gs_err gs__api_get_object(const json_t *obj, const char *key, const char *path,
+                               const json_t **ret, struct gs_diag *diag) GS_WUR;
+/* Same for an array. */
+enum gs_err gs__api_get_array(const json_t *obj, const char *key, const char *path,
+                              const json_t **ret, struct gs_diag *diag) GS_WUR;
+/* Same for a string (*ret borrowed from obj). */
+enum gs_err gs__api_get_string(const json_t *obj, const char *key, const char *path,
+                               const char **ret, struct gs_diag *diag) GS_WUR;
+
+/* Copies src into dst[cap] (cap includes the NUL); longer → GS_ETOOBIG
+ * with diag at where. */
+enum gs_err gs__api_copy(char *dst, size_t cap, const char *src, const char *where,
+                         const char *what, struct gs_diag *diag) GS_WUR;
+
+/* Parses a strict decimal (digits only, at most 19 of them) no larger than
+ * max. Returns false for anything else. */
+bool gs__api_parse_decimal(const char *s, uint64_t max, uint64_t *ret);
+/* Same, for a string that may start with '-' (int64 range). */
+bool gs__api_parse_int64(const char *s, int64_t *ret);
+
+/* A json string for text, replacing invalid UTF-8 bytes by '?' (diag
+ * texts may have been cut in the middle of a character). New reference. */
+json_t *gs__api_text(const char *text);
+
+/* Parses the device-resource annotation {"<gpuIndex>":<units>,...}
+ * (units: JSON integers or quantity strings) into per_gpu (indices not
+ * named are 0); per_gpu is written only on success. */
+enum gs_err gs__api_device_resource_decode(const char *text, uint64_t per_gpu[GS_MAX_GPUS],
+                                           const char *where, struct gs_diag *diag) GS_WUR;
+
+/* Dumps compact, in insertion order. Malloc'd string or NULL. */
+char *gs__api_dump(const json_t *value);
+
+#endif
