@@ -11,6 +11,15 @@
  * connection without reading the body), while a chunked upload that passes
  * the cap is dropped unbuffered until it ends (then 413) or until it passes
  * GS_HTTP_DRAIN_MAX (then the connection is closed).
+ *
+ * An early 413 has one more problem: MHD closes the socket right after the
+ * reply while the client is still sending, and closing a socket with unread
+ * data makes the kernel send a reset, which can make a client (Go's, curl
+ * without Expect: 100-continue) lose the 413 it has not read yet. So such a
+ * connection is handed to a "linger" thread that keeps a duplicate of the
+ * socket open and reads and drops what still arrives until the client
+ * closes, for at most GS_HTTP_LINGER_MS and GS_HTTP_DRAIN_MAX bytes: the
+ * lingering close of Apache and nginx, without blocking an MHD worker.
  */
 #include "http.h"
 
@@ -18,8 +27,12 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <netdb.h>
 #include <netinet/in.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,9 +45,25 @@
 #define ADDR_TEXT_MAX 64      /* "[v6addr]:port" */
 #define BODY_INITIAL (16u * 1024u)
 #define LOG_LINE_MAX 1024
+#define LINGER_MAX 64 /* sockets lingering at once; more are closed at once */
+#define LINGER_READ (64u * 1024u)
+
+/* Sockets closed by MHD after an early 413, kept open and drained. */
+struct lingering {
+  pthread_t thread;
+  pthread_mutex_t lock;
+  int wake[2]; /* pipe: a byte wakes the thread up (new socket, stop) */
+  bool stop;
+  size_t n;
+  int fd[LINGER_MAX];
+  struct timespec deadline[LINGER_MAX];
+  size_t drained[LINGER_MAX];
+  char sink[LINGER_READ]; /* drained bytes land here, never read */
+};
 
 struct gs_http_server {
   struct MHD_Daemon *daemon;
+  struct lingering *linger; /* NULL if it could not start: no lingering */
   gs_http_handler_fn fn;
   void *ctx;
   gs_http_log_fn log_fn;
@@ -52,6 +81,7 @@ struct req {
   size_t dropped;  /* bytes discarded after the body passed body_max */
   bool started;    /* the header call happened */
   bool too_big;
+  bool early_413;  /* refused at the headers: the body may still be coming */
 };
 
 /* ------------------------------------------------------------------ logging */
@@ -100,12 +130,12 @@ static void on_mhd_log(void *cls, const char *fmt, va_list ap) {
 
 /* Queues status + body (taken; may be NULL) with Content-Type ctype. */
 static enum MHD_Result queue(struct MHD_Connection *c, int status, const char *ctype,
-                             char *body, size_t body_len, bool close) {
+                             char *body, size_t body_len, bool conn_close) {
   struct MHD_Response *r;
   enum MHD_Result ret;
 
-  if (status < 100 || status > 999)
-    status = 500;
+  if (status < 200 || status > 599)
+    status = 500; /* 1xx are not final answers; >599 does not exist */
   if (body == NULL || body_len == 0) {
     free(body);
     r = MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
@@ -118,7 +148,7 @@ static enum MHD_Result queue(struct MHD_Connection *c, int status, const char *c
     return MHD_NO; /* out of memory: MHD closes the connection */
   (void)MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE,
                                 ctype != NULL ? ctype : "application/json");
-  if (close)
+  if (conn_close)
     (void)MHD_add_response_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
   ret = MHD_queue_response(c, (unsigned)status, r);
   MHD_destroy_response(r);
@@ -132,6 +162,150 @@ static enum MHD_Result queue_too_big(const struct gs_http_server *s, struct MHD_
     return MHD_NO;
   snprintf(body, 96, "{\"Error\":\"request body exceeds %zu bytes\"}", s->body_max);
   return queue(c, MHD_HTTP_CONTENT_TOO_LARGE, "application/json", body, strlen(body), true);
+}
+
+/* ------------------------------------------------------------------ linger */
+
+static long ms_until(const struct timespec *deadline, const struct timespec *now) {
+  return (long)(deadline->tv_sec - now->tv_sec) * 1000L +
+         (deadline->tv_nsec - now->tv_nsec) / 1000000L;
+}
+
+/* Drains every lingering socket; closes it at EOF, error, deadline or
+ * GS_HTTP_DRAIN_MAX bytes. */
+static void *linger_main(void *arg) {
+  struct lingering *l = arg;
+
+  for (;;) {
+    struct pollfd p[LINGER_MAX + 1];
+    struct timespec now;
+    long timeout = -1;
+    size_t n;
+    bool stop;
+
+    pthread_mutex_lock(&l->lock);
+    stop = l->stop;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    for (size_t i = 0; i < l->n;) {
+      long left = ms_until(&l->deadline[i], &now);
+      if (stop || left <= 0 || l->drained[i] > GS_HTTP_DRAIN_MAX) {
+        close(l->fd[i]);
+        l->n--;
+        l->fd[i] = l->fd[l->n];
+        l->deadline[i] = l->deadline[l->n];
+        l->drained[i] = l->drained[l->n];
+        continue;
+      }
+      if (timeout < 0 || left < timeout)
+        timeout = left;
+      p[i].fd = l->fd[i];
+      p[i].events = POLLIN;
+      i++;
+    }
+    n = l->n;
+    pthread_mutex_unlock(&l->lock);
+    if (stop)
+      return NULL;
+    p[n].fd = l->wake[0];
+    p[n].events = POLLIN;
+    if (poll(p, n + 1, (int)timeout) < 0 && errno != EINTR)
+      continue;
+    if (p[n].revents != 0) {
+      while (read(l->wake[0], l->sink, sizeof l->sink) > 0) {
+      }
+    }
+    /* Only this thread removes entries, so indices 0..n-1 are still ours. */
+    for (size_t i = 0; i < n; i++) {
+      ssize_t got = 0;
+      if (p[i].revents == 0)
+        continue;
+      while ((got = recv(p[i].fd, l->sink, sizeof l->sink, MSG_DONTWAIT)) > 0)
+        l->drained[i] += (size_t)got;
+      if (got == 0 || (got < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) {
+        pthread_mutex_lock(&l->lock);
+        l->deadline[i] = now; /* closed at the top of the loop */
+        pthread_mutex_unlock(&l->lock);
+      }
+    }
+  }
+}
+
+static void linger_wake(struct lingering *l) {
+  char b = 1;
+  ssize_t w = write(l->wake[1], &b, 1);
+  (void)w; /* a full pipe already wakes the thread */
+}
+
+static struct lingering *linger_start(void) {
+  struct lingering *l = calloc(1, sizeof *l);
+
+  if (l == NULL)
+    return NULL;
+  if (pipe(l->wake) != 0)
+    goto free_linger;
+  for (int i = 0; i < 2; i++) {
+    (void)fcntl(l->wake[i], F_SETFL, O_NONBLOCK);
+    (void)fcntl(l->wake[i], F_SETFD, FD_CLOEXEC);
+  }
+  if (pthread_mutex_init(&l->lock, NULL) != 0)
+    goto close_pipe;
+  if (pthread_create(&l->thread, NULL, linger_main, l) != 0)
+    goto destroy_lock;
+  return l;
+
+destroy_lock:
+  pthread_mutex_destroy(&l->lock);
+close_pipe:
+  close(l->wake[0]);
+  close(l->wake[1]);
+free_linger:
+  free(l);
+  return NULL;
+}
+
+/* Closes every lingering socket and joins the thread. Accepts NULL. */
+static void linger_stop(struct lingering *l) {
+  if (l == NULL)
+    return;
+  pthread_mutex_lock(&l->lock);
+  l->stop = true;
+  pthread_mutex_unlock(&l->lock);
+  linger_wake(l);
+  pthread_join(l->thread, NULL);
+  pthread_mutex_destroy(&l->lock);
+  close(l->wake[0]);
+  close(l->wake[1]);
+  free(l);
+}
+
+/* Keeps a duplicate of the connection's socket open after MHD closes it. */
+static void linger_add(struct lingering *l, struct MHD_Connection *c) {
+  const union MHD_ConnectionInfo *ci =
+      MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+  int fd;
+
+  if (l == NULL || ci == NULL)
+    return;
+  pthread_mutex_lock(&l->lock);
+  if (l->stop || l->n == LINGER_MAX) {
+    pthread_mutex_unlock(&l->lock);
+    return;
+  }
+  fd = fcntl(ci->connect_fd, F_DUPFD_CLOEXEC, 0);
+  if (fd >= 0) {
+    clock_gettime(CLOCK_MONOTONIC, &l->deadline[l->n]);
+    l->deadline[l->n].tv_sec += GS_HTTP_LINGER_MS / 1000;
+    l->deadline[l->n].tv_nsec += (long)(GS_HTTP_LINGER_MS % 1000) * 1000000L;
+    if (l->deadline[l->n].tv_nsec >= 1000000000L) {
+      l->deadline[l->n].tv_sec++;
+      l->deadline[l->n].tv_nsec -= 1000000000L;
+    }
+    l->drained[l->n] = 0;
+    l->fd[l->n++] = fd;
+  }
+  pthread_mutex_unlock(&l->lock);
+  if (fd >= 0)
+    linger_wake(l);
 }
 
 /* ----------------------------------------------------------------- requests */
@@ -172,10 +346,12 @@ static void *on_uri(void *cls, const char *uri, struct MHD_Connection *c) {
 
 static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
                          enum MHD_RequestTerminationCode toe) {
-  (void)cls;
-  (void)c;
-  (void)toe;
-  req_free(*con_cls);
+  struct gs_http_server *s = cls;
+  struct req *r = *con_cls;
+
+  if (r != NULL && r->early_413 && toe == MHD_REQUEST_TERMINATED_COMPLETED_OK)
+    linger_add(s->linger, c);
+  req_free(r);
   *con_cls = NULL;
 }
 
@@ -205,6 +381,7 @@ static enum MHD_Result on_headers(struct gs_http_server *s, struct MHD_Connectio
     r->expect = parse_length(cl);
     if (r->expect > s->body_max) {
       r->too_big = true;
+      r->early_413 = true;
       return queue_too_big(s, c);
     }
   }
@@ -512,6 +689,7 @@ struct gs_http_server *gs_http_start(const struct gs_http_opts *opts, gs_http_ha
   }
   if (!resolve_listen(opts->listen, &addr, diag))
     goto free_pems;
+  s->linger = linger_start(); /* optional: without it, early 413s just close */
 
   flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO | MHD_USE_ERROR_LOG;
   if (addr.ss_family == AF_INET6)
@@ -544,7 +722,7 @@ struct gs_http_server *gs_http_start(const struct gs_http_opts *opts, gs_http_ha
     else
       gs_diag_set(diag, "listen", "cannot start HTTP server on %s (see the log)",
                   opts->listen);
-    goto free_pems;
+    goto stop_linger;
   }
   /* GnuTLS copied the credentials while the daemon started. */
   free(cert);
@@ -553,6 +731,8 @@ struct gs_http_server *gs_http_start(const struct gs_http_opts *opts, gs_http_ha
   s->port = info != NULL ? info->port : 0;
   return s;
 
+stop_linger:
+  linger_stop(s->linger);
 free_pems:
   free(cert);
   free_secret(key);
@@ -570,5 +750,6 @@ void gs_http_stop(struct gs_http_server *s) {
     return;
   if (s->daemon != NULL)
     MHD_stop_daemon(s->daemon);
+  linger_stop(s->linger); /* after MHD: its last closes may still linger */
   free(s);
 }

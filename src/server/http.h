@@ -29,6 +29,9 @@
  * read and dropped so the client can still get its 413; past it the
  * connection is closed. Bandwidth only: nothing of it is kept. */
 #define GS_HTTP_DRAIN_MAX (64u * 1024u * 1024u)
+/* After an early 413, the socket is kept open this long (or until the client
+ * closes) so that the client can read the 413 (see http.c). */
+#define GS_HTTP_LINGER_MS 2000u
 
 /* One request. Every pointer is borrowed and valid only during the handler
  * call. */
@@ -45,7 +48,7 @@ struct gs_http_request {
 /* The handler's answer. The adapter pre-fills status 200, content_type
  * "application/json", body NULL. */
 struct gs_http_response {
-  int status;               /* 100..999; anything else is sent as 500 */
+  int status;               /* 200..599; anything else is sent as 500 */
   const char *content_type; /* static string; NULL → "application/json" */
   char *body;               /* malloc'd, taken by the adapter (may be NULL) */
   size_t body_len;
