@@ -11,6 +11,11 @@
 
 #define GS_PATH_MAX 4096
 #define GS_CONFIG_FILE_MAX (64u * 1024u * 1024u) /* a demo/config file cap */
+/* YAML bounds: nodes in all (aliases expanded; keys count), nodes copied
+ * through aliases ("billion laughs" guard), nesting depth. */
+#define GS_YAML_NODES_MAX 10000000u
+#define GS_YAML_ALIAS_NODES_MAX 1000000u
+#define GS_YAML_DEPTH_MAX 1000u
 
 /* Parses YAML (or JSON, which is YAML) text into a json_t, first document
  * only. Plain scalars are typed as YAML 1.1/Kubernetes do (int, float,
@@ -22,6 +27,8 @@ enum gs_err gs_yaml_parse(const char *text, size_t len, const char *name, json_t
 enum gs_err gs_yaml_load_file(const char *path, json_t **ret, struct gs_diag *diag) GS_WUR;
 
 enum gs_log_level { GS_LOG_ERROR = 0, GS_LOG_WARN, GS_LOG_INFO, GS_LOG_DEBUG };
+/* "error", "warn", "info", "debug" (as --log-level takes them). */
+const char *gs_config_log_level_name(enum gs_log_level level);
 
 /* Everything gpushare-extender is told at start-up. */
 struct gs_config {

@@ -1,0 +1,30 @@
+/* gpushare — internals shared by the files of src/config (not installed). */
+#ifndef GPUSHARE_CONFIG_INT_H
+#define GPUSHARE_CONFIG_INT_H
+
+#include "config.h"
+
+/* The policy defaults (CONTRACT §6). gs_policy_init lives in the core; the
+ * config layer keeps its own copy of the same values so that it does not
+ * depend on placement code. */
+void gs__config_policy_defaults(struct gs_policy *policy);
+
+/* gs_config_apply_data with a source for the messages: file NULL means a
+ * ConfigMap ("invalid KEY VALUE: ..."), otherwise "invalid KEY VALUE in
+ * FILE: ...". */
+enum gs_err gs__config_apply(struct gs_policy *policy, const json_t *data, const char *file,
+                             struct gs_diag *diag) GS_WUR;
+
+/* Writes a short human form of v ("\"2GiB\"", "0", "a list") into buf. */
+void gs__config_render(const json_t *v, char *buf, size_t size);
+
+/* Resolves path against the directory of base_file (a kubeconfig or
+ * --config file): absolute paths are kept; "x" next to "dir/file" becomes
+ * "dir/x"; next to a bare "file" it stays "x". False if it does not fit. */
+bool gs__config_resolve_path(const char *base_file, const char *path, char *out, size_t cap);
+
+/* Rewrites diag->text as "WHAT WHERE: TEXT" so that the one line printed
+ * by main names the file and position ("invalid kubeconfig k.yaml:3:1: ..."). */
+void gs__config_diag_prefix(struct gs_diag *diag, const char *what);
+
+#endif
