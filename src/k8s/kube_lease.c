@@ -21,10 +21,17 @@ struct lease_state {
   bool leader;         /* holds the lease */
   int64_t last_renew_ms;
   unsigned gen;        /* resync generation asked for on take-over */
+  bool releasing;      /* stopping: short timeouts */
 };
 
-static long call_timeout_ms(const struct gs__kube *k) {
+#define RELEASE_TIMEOUT_MS 2000
+
+/* A round must end well within the renew deadline. */
+static long call_timeout_ms(const struct lease_state *ls) {
+  const struct gs__kube *k = ls->k;
   long t = k->conn.request_timeout_s * 1000, half = (long)k->renew_deadline_s * 500;
+  if (ls->releasing)
+    return RELEASE_TIMEOUT_MS;
   return (half > 0 && half < t) ? half : t;
 }
 
@@ -41,7 +48,7 @@ static long send_lease(struct lease_state *ls, const char *method, const struct 
   json_t *body;
   char *text;
   struct gs__kube_resp resp = {0};
-  struct gs__kube_req req = {.method = method, .timeout_ms = call_timeout_ms(k)};
+  struct gs__kube_req req = {.method = method, .timeout_ms = call_timeout_ms(ls)};
   long code = 0;
   enum gs_err e;
   if (ls->obj != NULL && strcmp(method, "PUT") == 0) {
@@ -89,7 +96,7 @@ static long send_lease(struct lease_state *ls, const char *method, const struct 
 static long get_lease(struct lease_state *ls) {
   struct gs__kube *k = ls->k;
   struct gs__kube_resp resp = {0};
-  struct gs__kube_req req = {.method = "GET", .path = ls->path, .timeout_ms = call_timeout_ms(k)};
+  struct gs__kube_req req = {.method = "GET", .path = ls->path, .timeout_ms = call_timeout_ms(ls)};
   long code = 0;
   enum gs_err e = gs__kube_do(&k->conn, &k->lease_h, &req, &resp);
   if (e == GS_EOK) {
@@ -182,6 +189,7 @@ static bool try_acquire_or_renew(struct lease_state *ls) {
 static void release(struct lease_state *ls) {
   struct gs__kube *k = ls->k;
   k->lease_h.abort = NULL; /* stop is set: let these requests run */
+  ls->releasing = true;
   for (int tries = 0; tries < 3; tries++) {
     struct gs__lease_spec cur, rel;
     char now_s[32];
