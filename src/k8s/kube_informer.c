@@ -1,0 +1,551 @@
+/* Informers: list (paged) + watch, modelled on client-go's Reflector
+ * (KUBE-PROTOCOL §C.3, §C.4). Each keeps a cache keyed by namespace/name,
+ * so a relist reports objects gone since (or replaced under the same name,
+ * by uid) as deletions. Events reach the sink under k->sink_mu, in order. */
+#include "kube_int.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define LIST_TIMEOUT_MIN_MS 60000 /* one page of a big list may be slow */
+
+/* ---- small JSON helpers --------------------------------------------------- */
+
+static const char *meta_str(const json_t *obj, const char *key) {
+  const json_t *v = json_object_get(json_object_get(obj, "metadata"), key);
+  return json_is_string(v) ? json_string_value(v) : NULL;
+}
+
+static bool str_eq(const char *a, const char *b) {
+  if (a == NULL || b == NULL)
+    return a == b;
+  return strcmp(a, b) == 0;
+}
+
+/* "ns/name" or "name"; false when the object has no name. */
+static bool object_key(const struct gs__informer *inf, const json_t *obj, char *out, size_t cap) {
+  const char *name = meta_str(obj, "name"), *ns = meta_str(obj, "namespace");
+  int n;
+  if (name == NULL || name[0] == '\0')
+    return false;
+  if (inf->kind == GS__INF_NODES)
+    n = snprintf(out, cap, "%s", name);
+  else
+    n = snprintf(out, cap, "%s/%s", ns ? ns : "", name);
+  return n > 0 && (size_t)n < cap;
+}
+
+static bool wanted(const struct gs__informer *inf, const json_t *obj) {
+  const char *name;
+  if (inf->name_prefix == NULL)
+    return true;
+  name = meta_str(obj, "name");
+  return name != NULL && strncmp(name, inf->name_prefix, strlen(inf->name_prefix)) == 0;
+}
+
+/* ---- delivery ------------------------------------------------------------- */
+
+static void deliver_upsert(struct gs__informer *inf, const json_t *obj) {
+  const struct gs_cluster_sink *s = &inf->k->sink;
+  switch (inf->kind) {
+  case GS__INF_NODES:
+    if (s->node_upsert)
+      s->node_upsert(s->ctx, obj);
+    break;
+  case GS__INF_PODS:
+    if (s->pod_upsert)
+      s->pod_upsert(s->ctx, obj);
+    break;
+  default:
+    if (s->configmap_upsert)
+      s->configmap_upsert(s->ctx, obj);
+    break;
+  }
+}
+
+static void deliver_delete(struct gs__informer *inf, const json_t *obj) {
+  const struct gs_cluster_sink *s = &inf->k->sink;
+  switch (inf->kind) {
+  case GS__INF_NODES:
+    if (s->node_delete && meta_str(obj, "name") != NULL)
+      s->node_delete(s->ctx, meta_str(obj, "name"));
+    break;
+  case GS__INF_PODS:
+    if (s->pod_delete)
+      s->pod_delete(s->ctx, obj);
+    break;
+  default:
+    if (s->configmap_delete)
+      s->configmap_delete(s->ctx, obj);
+    break;
+  }
+}
+
+/* ---- set-up ----------------------------------------------------------------- */
+
+enum gs_err gs__informer_init(struct gs__informer *inf, struct gs__kube *k,
+                              enum gs__inf_kind kind) {
+  struct gs__kbuf b = {.max = 4096};
+  enum gs_err e = GS_EOK;
+  memset(inf, 0, sizeof *inf);
+  inf->k = k;
+  inf->kind = kind;
+  pthread_mutex_init(&inf->mu, NULL);
+  gs__ndjson_init(&inf->nd, GS_KUBE_EVENT_MAX);
+  gs__backoff_init(&inf->bo, k->bo_initial_ms, k->bo_max_ms);
+  atomic_init(&inf->relist_req, 0);
+  if ((inf->cache = json_object()) == NULL)
+    return GS_ENOMEM;
+  switch (kind) {
+  case GS__INF_NODES:
+    inf->resource = "nodes";
+    inf->item_kind = "Node";
+    e = gs__kbuf_str(&b, "/api/v1/nodes");
+    break;
+  case GS__INF_PODS:
+    inf->resource = "pods";
+    inf->item_kind = "Pod";
+    e = gs__kbuf_str(&b, "/api/v1/pods");
+    break;
+  case GS__INF_CM_GPUSHARE:
+  case GS__INF_CM_UNHEALTHY:
+    inf->resource = "configmaps";
+    inf->item_kind = "ConfigMap";
+    if ((e = gs__kbuf_str(&b, "/api/v1/namespaces/")) != GS_EOK ||
+        (e = gs__kube_escape(&b, kind == GS__INF_CM_GPUSHARE ? k->cm_ns : "kube-system")) !=
+            GS_EOK ||
+        (e = gs__kbuf_str(&b, "/configmaps")) != GS_EOK)
+      break;
+    if (kind == GS__INF_CM_GPUSHARE) {
+      size_t n = strlen(k->cm_name) + sizeof "metadata.name=";
+      if ((inf->field_selector = malloc(n)) == NULL) {
+        e = GS_ENOMEM;
+        break;
+      }
+      snprintf(inf->field_selector, n, "metadata.name=%s", k->cm_name);
+    } else {
+      inf->name_prefix = GS_KUBE_UNHEALTHY_PREFIX;
+    }
+    break;
+  default:
+    e = GS_EINVAL;
+  }
+  if (e == GS_EOK)
+    inf->path = b.p;
+  else
+    gs__kbuf_release(&b);
+  return e;
+}
+
+void gs__informer_release(struct gs__informer *inf) {
+  if (inf->k == NULL)
+    return;
+  gs__kube_handle_release(&inf->h);
+  gs__ndjson_release(&inf->nd);
+  json_decref(inf->cache);
+  free(inf->path);
+  free(inf->field_selector);
+  pthread_mutex_destroy(&inf->mu);
+  memset(inf, 0, sizeof *inf);
+}
+
+json_t *gs__informer_get(struct gs__informer *inf, const char *key) {
+  json_t *obj;
+  pthread_mutex_lock(&inf->mu);
+  obj = json_incref(json_object_get(inf->cache, key));
+  pthread_mutex_unlock(&inf->mu);
+  return obj;
+}
+
+static bool inf_abort(void *ctx) {
+  struct gs__informer *inf = ctx;
+  return gs__kube_stopping(inf->k) || atomic_load(&inf->relist_req) != inf->cur_gen;
+}
+
+/* ---- list ---------------------------------------------------------------- */
+
+enum outcome { OK_, STOPPED, RETRY, RELIST };
+
+static void log_status(const struct gs__informer *inf, const char *what,
+                       const struct gs__kube_resp *resp) {
+  struct gs__kube_status st;
+  gs__kube_status_decode(resp->body.p, resp->body.len, resp->code, &st);
+  gs__kube_log(GS_LOG_WARN, what, "resource=%s path=%s code=%ld reason=%s error=\"%s\"",
+               inf->resource, inf->path, st.code, st.reason[0] ? st.reason : "-", st.message);
+}
+
+/* Sleeps the next backoff (at least retry_after_s); false when stopping. */
+static bool back_off(struct gs__informer *inf, long retry_after_s) {
+  int64_t ms = gs__backoff_next(&inf->bo, gs__kube_now_ms());
+  if (retry_after_s > 0 && ms < retry_after_s * 1000)
+    ms = retry_after_s * 1000;
+  return gs__kube_sleep(inf->k, ms);
+}
+
+/* Adds one page's items to fresh; sets rv and cont (malloc'd or NULL). */
+static enum gs_err take_page(struct gs__informer *inf, const struct gs__kube_resp *resp,
+                             json_t *fresh, char *rv, char **cont) {
+  json_t *doc = json_loadb(resp->body.p, resp->body.len, 0, NULL), *items, *item;
+  const char *v;
+  size_t i;
+  char key[GS_NS_MAX + GS_NAME_MAX + 4];
+  *cont = NULL;
+  if (doc == NULL)
+    return GS_EPARSE;
+  items = json_object_get(doc, "items");
+  if (!json_is_array(items) && !json_is_null(items)) {
+    json_decref(doc);
+    return GS_EPARSE;
+  }
+  json_array_foreach(items, i, item) {
+    if (!json_is_object(item) || !wanted(inf, item) || !object_key(inf, item, key, sizeof key))
+      continue;
+    /* Items of a list carry no kind/apiVersion; watch objects do. */
+    if (json_object_get(item, "kind") == NULL)
+      json_object_set_new(item, "kind", json_string(inf->item_kind));
+    if (json_object_get(item, "apiVersion") == NULL)
+      json_object_set_new(item, "apiVersion", json_string("v1"));
+    if (json_object_set(fresh, key, item) != 0) {
+      json_decref(doc);
+      return GS_ENOMEM;
+    }
+  }
+  v = meta_str(doc, "resourceVersion");
+  snprintf(rv, GS_KUBE_RV_MAX + 1, "%s", v ? v : "");
+  v = meta_str(doc, "continue");
+  if (v != NULL && v[0] != '\0' && (*cont = strdup(v)) == NULL) {
+    json_decref(doc);
+    return GS_ENOMEM;
+  }
+  json_decref(doc);
+  return GS_EOK;
+}
+
+/* Replaces the cache with fresh and tells the sink what changed. */
+static void apply_list(struct gs__informer *inf, json_t *fresh, const char *rv) {
+  struct gs__kube *k = inf->k;
+  json_t *old, *obj, *prev;
+  const char *key;
+  bool all;
+  pthread_mutex_lock(&k->sink_mu);
+  pthread_mutex_lock(&inf->mu);
+  old = inf->cache;
+  inf->cache = fresh;
+  snprintf(inf->rv, sizeof inf->rv, "%s", rv);
+  pthread_mutex_unlock(&inf->mu);
+  json_object_foreach(old, key, prev) {
+    obj = json_object_get(fresh, key);
+    if (obj == NULL || !str_eq(meta_str(obj, "uid"), meta_str(prev, "uid")))
+      deliver_delete(inf, prev);
+  }
+  json_object_foreach(fresh, key, obj) {
+    prev = json_object_get(old, key);
+    if (prev == NULL || !str_eq(meta_str(obj, "uid"), meta_str(prev, "uid")) ||
+        !str_eq(meta_str(obj, "resourceVersion"), meta_str(prev, "resourceVersion")))
+      deliver_upsert(inf, obj);
+  }
+  pthread_mutex_lock(&k->mu);
+  if (!inf->listed) {
+    inf->listed = true;
+    k->nlisted++;
+  }
+  inf->list_gen = inf->cur_gen;
+  all = k->nlisted == GS__INF_COUNT;
+  pthread_cond_broadcast(&k->cond);
+  pthread_mutex_unlock(&k->mu);
+  if (all && k->sink.synced)
+    k->sink.synced(k->sink.ctx);
+  pthread_mutex_unlock(&k->sink_mu);
+  json_decref(old);
+  gs__kube_log(GS_LOG_INFO, "listed", "resource=%s path=%s items=%zu rv=%s", inf->resource,
+               inf->path, json_object_size(fresh), rv);
+}
+
+static enum outcome do_list(struct gs__informer *inf) {
+  struct gs__kube *k = inf->k;
+  json_t *fresh = json_object();
+  char rv[GS_KUBE_RV_MAX + 1] = "", *cont = NULL;
+  long timeout_ms = k->conn.request_timeout_s * 1000;
+  enum outcome out = RETRY;
+  if (fresh == NULL)
+    return RETRY;
+  inf->cur_gen = atomic_load(&inf->relist_req);
+  if (timeout_ms < LIST_TIMEOUT_MIN_MS)
+    timeout_ms = LIST_TIMEOUT_MIN_MS;
+  for (;;) {
+    struct gs__kbuf path = {.max = 64 * 1024};
+    struct gs__kube_resp resp = {0};
+    struct gs__kube_req req = {.method = "GET", .body_max = GS_KUBE_LIST_MAX,
+                               .timeout_ms = timeout_ms};
+    char limit[16];
+    enum gs_err e;
+    snprintf(limit, sizeof limit, "%d", GS_KUBE_PAGE_LIMIT);
+    if (gs__kbuf_str(&path, inf->path) != GS_EOK ||
+        gs__kube_query(&path, "limit", limit) != GS_EOK ||
+        (inf->field_selector && gs__kube_query(&path, "fieldSelector", inf->field_selector)) ||
+        (cont && gs__kube_query(&path, "continue", cont))) {
+      gs__kbuf_release(&path);
+      break;
+    }
+    req.path = path.p;
+    e = gs__kube_do(&k->conn, &inf->h, &req, &resp);
+    gs__kbuf_release(&path);
+    if (e == GS_EAGAIN) {
+      gs__kube_resp_release(&resp);
+      /* A resync request restarts the list; stop ends it. */
+      if (gs__kube_stopping(k)) {
+        out = STOPPED;
+        break;
+      }
+      inf->cur_gen = atomic_load(&inf->relist_req);
+      json_object_clear(fresh);
+      free(cont);
+      cont = NULL;
+      continue;
+    }
+    if (e == GS_EOK && resp.code == 410) {
+      /* Continue token expired: start over (§C.3). */
+      gs__kube_log(GS_LOG_INFO, "list continue expired, restarting", "resource=%s",
+                   inf->resource);
+      gs__kube_resp_release(&resp);
+      json_object_clear(fresh);
+      free(cont);
+      cont = NULL;
+      continue;
+    }
+    if (e != GS_EOK || resp.code != 200) {
+      long ra = resp.retry_after_s;
+      if (e != GS_EOK)
+        gs__kube_log(GS_LOG_WARN, "list failed", "resource=%s path=%s err=%s error=\"%s\"",
+                     inf->resource, inf->path, gs_strerror(e), resp.error);
+      else
+        log_status(inf, "list failed", &resp);
+      gs__kube_resp_release(&resp);
+      /* Retry the same page; an expired token comes back as 410. */
+      if (!back_off(inf, ra)) {
+        out = STOPPED;
+        break;
+      }
+      continue;
+    }
+    free(cont);
+    e = take_page(inf, &resp, fresh, rv, &cont);
+    gs__kube_resp_release(&resp);
+    if (e != GS_EOK) {
+      gs__kube_log(GS_LOG_WARN, "list reply unreadable", "resource=%s err=%s", inf->resource,
+                   gs_strerror(e));
+      break;
+    }
+    if (cont == NULL) {
+      apply_list(inf, fresh, rv);
+      return OK_;
+    }
+  }
+  free(cont);
+  json_decref(fresh);
+  return out;
+}
+
+/* ---- watch ------------------------------------------------------------------ */
+
+/* Applies one ADDED/MODIFIED/DELETED object. */
+static void apply_event(struct gs__informer *inf, const char *type, json_t *obj) {
+  struct gs__kube *k = inf->k;
+  char key[GS_NS_MAX + GS_NAME_MAX + 4];
+  json_t *prev;
+  bool del = strcmp(type, "DELETED") == 0;
+  if (!json_is_object(obj) || !object_key(inf, obj, key, sizeof key))
+    return;
+  if (!wanted(inf, obj))
+    return;
+  pthread_mutex_lock(&k->sink_mu);
+  pthread_mutex_lock(&inf->mu);
+  prev = json_incref(json_object_get(inf->cache, key));
+  if (del)
+    json_object_del(inf->cache, key);
+  else
+    json_object_set(inf->cache, key, obj);
+  pthread_mutex_unlock(&inf->mu);
+  if (del) {
+    deliver_delete(inf, obj);
+  } else {
+    if (prev != NULL && !str_eq(meta_str(obj, "uid"), meta_str(prev, "uid")))
+      deliver_delete(inf, prev);
+    deliver_upsert(inf, obj);
+  }
+  pthread_mutex_unlock(&k->sink_mu);
+  json_decref(prev);
+}
+
+static void set_rv(struct gs__informer *inf, const json_t *obj) {
+  const char *rv = meta_str(obj, "resourceVersion");
+  if (rv == NULL || rv[0] == '\0')
+    return;
+  pthread_mutex_lock(&inf->mu);
+  snprintf(inf->rv, sizeof inf->rv, "%s", rv);
+  pthread_mutex_unlock(&inf->mu);
+}
+
+static bool on_line(void *ctx, const char *line, size_t len) {
+  struct gs__informer *inf = ctx;
+  json_error_t jerr;
+  json_t *ev = json_loadb(line, len, 0, &jerr), *obj;
+  const char *type;
+  if (ev == NULL || !json_is_string(json_object_get(ev, "type"))) {
+    gs__kube_log(GS_LOG_WARN, "bad watch event", "resource=%s error=\"%s\"", inf->resource,
+                 ev ? "no type" : jerr.text);
+    json_decref(ev);
+    inf->w_error = true;
+    return false;
+  }
+  type = json_string_value(json_object_get(ev, "type"));
+  obj = json_object_get(ev, "object");
+  if (strcmp(type, "ERROR") == 0) {
+    struct gs__kube_status st;
+    gs__kube_status_from_json(obj, 0, &st);
+    if (gs__kube_status_is_expired(&st)) {
+      gs__kube_log(GS_LOG_INFO, "watch expired, relisting", "resource=%s error=\"%s\"",
+                   inf->resource, st.message);
+      inf->w_relist = true;
+    } else {
+      gs__kube_log(GS_LOG_WARN, "watch error event", "resource=%s code=%ld error=\"%s\"",
+                   inf->resource, st.code, st.message);
+      inf->w_error = true;
+    }
+    json_decref(ev);
+    return false;
+  }
+  if (strcmp(type, "ADDED") == 0 || strcmp(type, "MODIFIED") == 0 ||
+      strcmp(type, "DELETED") == 0) {
+    apply_event(inf, type, obj);
+    inf->w_events++;
+  }
+  if (strcmp(type, "BOOKMARK") == 0)
+    inf->w_events++;
+  set_rv(inf, obj);
+  json_decref(ev);
+  return true;
+}
+
+static bool on_stream(void *ctx, const char *data, size_t n) {
+  struct gs__informer *inf = ctx;
+  enum gs_err e = gs__ndjson_feed(&inf->nd, data, n, on_line, inf);
+  if (e == GS_ETOOBIG || e == GS_ENOMEM) {
+    gs__kube_log(GS_LOG_WARN, "watch event too large", "resource=%s err=%s", inf->resource,
+                 gs_strerror(e));
+    inf->w_error = true;
+  }
+  if (e != GS_EOK)
+    return false;
+  return !inf_abort(inf);
+}
+
+static enum outcome do_watch(struct gs__informer *inf) {
+  struct gs__kube *k = inf->k;
+  struct gs__kbuf path = {.max = 64 * 1024};
+  struct gs__kube_resp resp = {0};
+  struct gs__kube_req req = {.method = "GET", .stream = on_stream, .stream_ctx = inf};
+  char rv[GS_KUBE_RV_MAX + 1], tmo[16];
+  unsigned timeout_s = k->watch_timeout_s;
+  int64_t started = gs__kube_now_ms();
+  enum gs_err e;
+  enum outcome out;
+  if (timeout_s == 0)
+    timeout_s = 300 + (unsigned)(gs__kube_rand(&inf->bo.rng) % 301);
+  pthread_mutex_lock(&inf->mu);
+  snprintf(rv, sizeof rv, "%s", inf->rv);
+  pthread_mutex_unlock(&inf->mu);
+  snprintf(tmo, sizeof tmo, "%u", timeout_s);
+  if (gs__kbuf_str(&path, inf->path) != GS_EOK || gs__kube_query(&path, "watch", "1") ||
+      gs__kube_query(&path, "resourceVersion", rv) ||
+      gs__kube_query(&path, "allowWatchBookmarks", "true") ||
+      gs__kube_query(&path, "timeoutSeconds", tmo) ||
+      (inf->field_selector && gs__kube_query(&path, "fieldSelector", inf->field_selector))) {
+    gs__kbuf_release(&path);
+    return RETRY;
+  }
+  req.path = path.p;
+  req.timeout_ms = ((long)timeout_s + 60) * 1000;
+  req.low_speed_s = (long)timeout_s + 30;
+  inf->w_relist = inf->w_error = false;
+  inf->w_events = 0;
+  gs__ndjson_reset(&inf->nd);
+  gs__kube_log(GS_LOG_DEBUG, "watch", "resource=%s rv=%s timeout=%u", inf->resource, rv,
+               timeout_s);
+  e = gs__kube_do(&k->conn, &inf->h, &req, &resp);
+  gs__kbuf_release(&path);
+  if (gs__kube_stopping(k)) {
+    out = STOPPED;
+  } else if (inf->w_relist || atomic_load(&inf->relist_req) != inf->cur_gen) {
+    out = RELIST;
+  } else if (inf->w_error) {
+    out = RETRY;
+  } else if (e == GS_EOK && resp.code == 410) {
+    gs__kube_log(GS_LOG_INFO, "watch expired, relisting", "resource=%s", inf->resource);
+    out = RELIST;
+  } else if (e == GS_EOK && resp.code != 200) {
+    log_status(inf, "watch failed", &resp);
+    out = RETRY;
+  } else if (e != GS_EOK && inf->w_events == 0) {
+    gs__kube_log(GS_LOG_WARN, "watch failed", "resource=%s err=%s error=\"%s\"", inf->resource,
+                 gs_strerror(e), resp.error);
+    out = RETRY;
+  } else if (inf->w_events == 0 && gs__kube_now_ms() - started < 1000) {
+    /* client-go: a watch closed within a second without events is trouble. */
+    gs__kube_log(GS_LOG_DEBUG, "watch closed at once", "resource=%s", inf->resource);
+    out = RETRY;
+  } else {
+    if (gs__ndjson_pending(&inf->nd) > 0)
+      gs__kube_log(GS_LOG_DEBUG, "watch ended inside an event", "resource=%s", inf->resource);
+    out = OK_;
+  }
+  if (out == RETRY && !back_off(inf, resp.retry_after_s))
+    out = STOPPED;
+  gs__kube_resp_release(&resp);
+  return out;
+}
+
+void *gs__informer_main(void *arg) {
+  struct gs__informer *inf = arg;
+  bool need_list = true;
+  inf->h.abort = inf_abort;
+  inf->h.abort_ctx = inf;
+  while (!gs__kube_stopping(inf->k)) {
+    enum outcome o;
+    if (need_list) {
+      o = do_list(inf);
+      if (o == STOPPED)
+        break;
+      if (o != OK_) {
+        if (!back_off(inf, -1))
+          break;
+        continue;
+      }
+      need_list = false;
+    }
+    o = do_watch(inf);
+    if (o == STOPPED)
+      break;
+    if (o == RELIST)
+      need_list = true;
+  }
+  return NULL;
+}
+
+void gs__kube_request_resync(struct gs__kube *k, unsigned gen) {
+  for (int i = 0; i < GS__INF_COUNT; i++) {
+    atomic_store(&k->inf[i].relist_req, gen);
+    gs__kube_handle_wake(&k->inf[i].h);
+  }
+}
+
+bool gs__kube_resynced(struct gs__kube *k, unsigned gen) {
+  bool ok = true;
+  pthread_mutex_lock(&k->mu);
+  for (int i = 0; i < GS__INF_COUNT; i++)
+    if (!k->inf[i].listed || k->inf[i].list_gen < gen)
+      ok = false;
+  pthread_mutex_unlock(&k->mu);
+  return ok;
+}

@@ -1,0 +1,315 @@
+/* Leader election with a coordination.k8s.io/v1 Lease, as client-go's
+ * LeaderElector + LeaseLock (KUBE-PROTOCOL §C.10). Informers run whatever
+ * the leadership; on taking the lease every informer relists (a consistent
+ * read) and only then is the sink told leader(true), so a new leader serves
+ * from fresh state. Losing the renew deadline → leader(false), then this
+ * process keeps trying to acquire again as a standby. */
+#include "kube_int.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct lease_state {
+  struct gs__kube *k;
+  char *path;      /* .../leases/NAME */
+  char *coll_path; /* .../leases */
+  json_t *obj;     /* the Lease as last read or written */
+  struct gs__lease_spec observed;
+  bool have_observed;
+  int64_t observed_ms;
+  bool leader;         /* holds the lease */
+  int64_t last_renew_ms;
+  unsigned gen;        /* resync generation asked for on take-over */
+  bool releasing;      /* stopping: short timeouts */
+};
+
+#define RELEASE_TIMEOUT_MS 2000
+
+/* A round must end well within the renew deadline. */
+static long call_timeout_ms(const struct lease_state *ls) {
+  const struct gs__kube *k = ls->k;
+  long t = k->conn.request_timeout_s * 1000, half = (long)k->renew_deadline_s * 500;
+  if (ls->releasing)
+    return RELEASE_TIMEOUT_MS;
+  return (half > 0 && half < t) ? half : t;
+}
+
+static void now_micro(char out[32]) {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  gs__kube_microtime(&ts, out);
+}
+
+/* Sends method with the Lease obj carrying spec; on 200/201 stores the
+ * reply. Returns the HTTP code (0 on transport failure or abort). */
+static long send_lease(struct lease_state *ls, const char *method, const struct gs__lease_spec *spec) {
+  struct gs__kube *k = ls->k;
+  json_t *body;
+  char *text;
+  struct gs__kube_resp resp = {0};
+  struct gs__kube_req req = {.method = method, .timeout_ms = call_timeout_ms(ls)};
+  long code = 0;
+  enum gs_err e;
+  if (ls->obj != NULL && strcmp(method, "PUT") == 0) {
+    body = json_deep_copy(ls->obj);
+  } else {
+    body = json_pack("{s:s, s:s, s:{s:s, s:s}}", "apiVersion", "coordination.k8s.io/v1", "kind",
+                     "Lease", "metadata", "name", k->lease_name, "namespace", k->lease_ns);
+  }
+  if (body == NULL)
+    return 0;
+  json_object_set_new(body, "spec", gs__lease_spec_to_json(spec));
+  text = json_dumps(body, JSON_COMPACT);
+  json_decref(body);
+  if (text == NULL)
+    return 0;
+  req.path = strcmp(method, "POST") == 0 ? ls->coll_path : ls->path;
+  req.body = text;
+  e = gs__kube_do(&k->conn, &k->lease_h, &req, &resp);
+  free(text);
+  if (e == GS_EOK) {
+    code = resp.code;
+    if (code == 200 || code == 201) {
+      json_t *reply = json_loadb(resp.body.p, resp.body.len, 0, NULL);
+      if (json_is_object(reply)) {
+        json_decref(ls->obj);
+        ls->obj = reply;
+      } else {
+        json_decref(reply);
+      }
+    } else if (code != 409) {
+      struct gs__kube_status st;
+      gs__kube_status_decode(resp.body.p, resp.body.len, resp.code, &st);
+      gs__kube_log(GS_LOG_WARN, "lease update failed", "lease=%s/%s method=%s code=%ld error=\"%s\"",
+                   k->lease_ns, k->lease_name, method, code, st.message);
+    }
+  } else if (e != GS_EAGAIN) {
+    gs__kube_log(GS_LOG_WARN, "lease update failed", "lease=%s/%s method=%s err=%s error=\"%s\"",
+                 k->lease_ns, k->lease_name, method, gs_strerror(e), resp.error);
+  }
+  gs__kube_resp_release(&resp);
+  return code;
+}
+
+/* GET: 200 → ls->obj replaced, returns 200; 404; else 0/code. */
+static long get_lease(struct lease_state *ls) {
+  struct gs__kube *k = ls->k;
+  struct gs__kube_resp resp = {0};
+  struct gs__kube_req req = {.method = "GET", .path = ls->path, .timeout_ms = call_timeout_ms(ls)};
+  long code = 0;
+  enum gs_err e = gs__kube_do(&k->conn, &k->lease_h, &req, &resp);
+  if (e == GS_EOK) {
+    code = resp.code;
+    if (code == 200) {
+      json_t *obj = json_loadb(resp.body.p, resp.body.len, 0, NULL);
+      if (json_is_object(obj)) {
+        json_decref(ls->obj);
+        ls->obj = obj;
+      } else {
+        json_decref(obj);
+        code = 0;
+      }
+    } else if (code != 404) {
+      struct gs__kube_status st;
+      gs__kube_status_decode(resp.body.p, resp.body.len, resp.code, &st);
+      gs__kube_log(GS_LOG_WARN, "lease read failed", "lease=%s/%s code=%ld error=\"%s\"",
+                   k->lease_ns, k->lease_name, code, st.message);
+    }
+  } else if (e != GS_EAGAIN) {
+    gs__kube_log(GS_LOG_WARN, "lease read failed", "lease=%s/%s err=%s error=\"%s\"", k->lease_ns,
+                 k->lease_name, gs_strerror(e), resp.error);
+  }
+  gs__kube_resp_release(&resp);
+  return code;
+}
+
+static void observe(struct lease_state *ls, const struct gs__lease_spec *spec, int64_t now) {
+  ls->observed = *spec;
+  ls->have_observed = true;
+  ls->observed_ms = now;
+}
+
+/* client-go's tryAcquireOrRenew. */
+static bool try_acquire_or_renew(struct lease_state *ls) {
+  struct gs__kube *k = ls->k;
+  struct gs__lease_spec desired, cur;
+  char now_s[32];
+  int64_t now = gs__kube_now_ms();
+  long code;
+  enum gs__lease_action act;
+  now_micro(now_s);
+  memset(&desired, 0, sizeof desired);
+  snprintf(desired.holder, sizeof desired.holder, "%s", k->identity);
+  desired.duration_s = k->lease_duration_s;
+  snprintf(desired.acquire, sizeof desired.acquire, "%s", now_s);
+  snprintf(desired.renew, sizeof desired.renew, "%s", now_s);
+
+  /* Fast path: leader with a locally valid lease. */
+  if (ls->leader && ls->have_observed && ls->obj != NULL &&
+      ls->observed_ms + (int64_t)ls->observed.duration_s * 1000 > now) {
+    struct gs__lease_spec renew = desired;
+    snprintf(renew.acquire, sizeof renew.acquire, "%s", ls->observed.acquire);
+    renew.transitions = ls->observed.transitions;
+    if (send_lease(ls, "PUT", &renew) == 200) {
+      observe(ls, &renew, now);
+      return true;
+    }
+    if (gs__kube_stopping(k))
+      return false;
+  }
+
+  code = get_lease(ls);
+  if (code == 404) {
+    json_decref(ls->obj);
+    ls->obj = NULL;
+    code = send_lease(ls, "POST", &desired);
+    if (code == 201 || code == 200) {
+      observe(ls, &desired, now);
+      return true;
+    }
+    return false;
+  }
+  if (code != 200)
+    return false;
+  gs__lease_spec_from_json(ls->obj, &cur);
+  if (!ls->have_observed || !gs__lease_spec_equal(&cur, &ls->observed))
+    observe(ls, &cur, now);
+  act = gs__lease_decide(&cur, k->identity, ls->observed_ms, now, now_s, k->lease_duration_s,
+                         &desired);
+  if (act == GS__LEASE_WAIT)
+    return false;
+  if (send_lease(ls, "PUT", &desired) != 200)
+    return false; /* 409: another candidate won this round */
+  observe(ls, &desired, now);
+  return true;
+}
+
+/* ReleaseOnCancel: holder "" and duration 1 s so a standby takes over at once. */
+static void release(struct lease_state *ls) {
+  struct gs__kube *k = ls->k;
+  k->lease_h.abort = NULL; /* stop is set: let these requests run */
+  ls->releasing = true;
+  for (int tries = 0; tries < 3; tries++) {
+    struct gs__lease_spec cur, rel;
+    char now_s[32];
+    if (get_lease(ls) != 200)
+      return;
+    gs__lease_spec_from_json(ls->obj, &cur);
+    if (strcmp(cur.holder, k->identity) != 0)
+      return;
+    now_micro(now_s);
+    rel = cur;
+    rel.holder[0] = '\0';
+    rel.duration_s = 1;
+    snprintf(rel.acquire, sizeof rel.acquire, "%s", now_s);
+    snprintf(rel.renew, sizeof rel.renew, "%s", now_s);
+    if (send_lease(ls, "PUT", &rel) == 200) {
+      gs__kube_log(GS_LOG_INFO, "lease released", "lease=%s/%s identity=%s", k->lease_ns,
+                   k->lease_name, k->identity);
+      return;
+    }
+  }
+}
+
+static void announce(struct gs__kube *k, bool leader) {
+  pthread_mutex_lock(&k->sink_mu);
+  atomic_store(&k->is_leader, leader);
+  if (k->sink.leader)
+    k->sink.leader(k->sink.ctx, leader);
+  pthread_mutex_unlock(&k->sink_mu);
+}
+
+static bool lease_abort(void *ctx) {
+  return gs__kube_stopping(ctx);
+}
+
+static enum gs_err build_paths(struct lease_state *ls) {
+  struct gs__kube *k = ls->k;
+  struct gs__kbuf b = {.max = 4096};
+  enum gs_err e;
+  if ((e = gs__kbuf_str(&b, "/apis/coordination.k8s.io/v1/namespaces/")) != GS_EOK ||
+      (e = gs__kube_escape(&b, k->lease_ns)) != GS_EOK ||
+      (e = gs__kbuf_str(&b, "/leases")) != GS_EOK) {
+    gs__kbuf_release(&b);
+    return e;
+  }
+  if ((ls->coll_path = strdup(b.p)) == NULL) {
+    gs__kbuf_release(&b);
+    return GS_ENOMEM;
+  }
+  if ((e = gs__kbuf_str(&b, "/")) != GS_EOK || (e = gs__kube_escape(&b, k->lease_name)) != GS_EOK) {
+    gs__kbuf_release(&b);
+    return e;
+  }
+  ls->path = b.p;
+  return GS_EOK;
+}
+
+void *gs__lease_main(void *arg) {
+  struct gs__kube *k = arg;
+  struct lease_state ls = {.k = k};
+  uint64_t rng = 0;
+  bool announced = false;
+  k->lease_h.abort = lease_abort;
+  k->lease_h.abort_ctx = k;
+  if (build_paths(&ls) != GS_EOK) {
+    gs__kube_log(GS_LOG_ERROR, "leader election disabled: out of memory", NULL);
+    goto out;
+  }
+  gs__kube_log(GS_LOG_INFO, "leader election started", "lease=%s/%s identity=%s", k->lease_ns,
+               k->lease_name, k->identity);
+  while (!gs__kube_stopping(k)) {
+    int64_t now, next;
+    bool ok = try_acquire_or_renew(&ls);
+    if (gs__kube_stopping(k))
+      break;
+    now = gs__kube_now_ms();
+    if (ok) {
+      ls.last_renew_ms = now;
+      if (!ls.leader) {
+        ls.leader = true;
+        ls.gen = atomic_fetch_add(&k->resync_gen, 1) + 1;
+        gs__kube_log(GS_LOG_INFO, "became leader, resyncing", "lease=%s/%s identity=%s",
+                     k->lease_ns, k->lease_name, k->identity);
+        gs__kube_request_resync(k, ls.gen);
+      }
+    } else if (ls.leader && now - ls.last_renew_ms >= (int64_t)k->renew_deadline_s * 1000) {
+      ls.leader = false;
+      gs__kube_log(GS_LOG_WARN, "leadership lost", "lease=%s/%s identity=%s", k->lease_ns,
+                   k->lease_name, k->identity);
+      if (announced) {
+        announced = false;
+        announce(k, false);
+      }
+    }
+    /* Leader: every RetryPeriod; candidate: RetryPeriod + up to 1.2 × jitter. */
+    next = now + (int64_t)k->retry_period_s * 1000;
+    if (!ls.leader)
+      next += (int64_t)((double)(gs__kube_rand(&rng) % 1000) / 1000.0 * 1.2 *
+                        (double)k->retry_period_s * 1000.0);
+    for (;;) {
+      if (ls.leader && !announced && gs__kube_resynced(k, ls.gen)) {
+        announced = true;
+        gs__kube_log(GS_LOG_INFO, "leading", "lease=%s/%s identity=%s", k->lease_ns,
+                     k->lease_name, k->identity);
+        announce(k, true);
+      }
+      now = gs__kube_now_ms();
+      if (now >= next || gs__kube_stopping(k))
+        break;
+      /* Woken early by list completions (the resync) and by stop. */
+      if (!gs__kube_wait(k, next - now))
+        break;
+    }
+  }
+  if (ls.leader)
+    release(&ls);
+  if (announced)
+    announce(k, false);
+out:
+  json_decref(ls.obj);
+  free(ls.path);
+  free(ls.coll_path);
+  return NULL;
+}

@@ -1,0 +1,325 @@
+/* The live backend against the test apiserver over plain HTTP: list +
+ * watch delivery, changes within a second, dropped watches, 410 → relist,
+ * bind (annotations, idempotence, wrong uid, missing pod), events, an
+ * apiserver that comes up late, stop. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include "kube_harness.h"
+
+struct env {
+  char dir[128];
+  char kubeconfig[256];
+  struct h_fake fake;
+  struct h_rec rec;
+  struct gs_cluster cluster;
+  bool have_cluster;
+};
+
+static int setup(void **state) {
+  struct env *e = calloc(1, sizeof *e);
+  struct h_fake_opts fo = {.token = "test-token"};
+  h_mkdtemp(e->dir, sizeof e->dir);
+  h_fake_start(&e->fake, e->dir, &fo);
+  snprintf(e->kubeconfig, sizeof e->kubeconfig, "%s/kubeconfig", e->dir);
+  h_kubeconfig(e->kubeconfig, e->fake.url, NULL, "    token: test-token\n");
+  h_rec_init(&e->rec);
+  *state = e;
+  return 0;
+}
+
+static int teardown(void **state) {
+  struct env *e = *state;
+  if (e->have_cluster)
+    e->cluster.ops->destroy(e->cluster.self);
+  h_fake_stop(&e->fake);
+  h_rec_free(&e->rec);
+  h_rmrf(e->dir);
+  free(e);
+  return 0;
+}
+
+static void start_client(struct env *e, const struct gs_kube_opts *o) {
+  struct gs_diag d = {0};
+  struct gs_cluster_sink s = h_sink(&e->rec);
+  assert_int_equal(gs_cluster_kube_new(o, &e->cluster, &d), GS_EOK);
+  e->have_cluster = true;
+  assert_int_equal(e->cluster.ops->start(e->cluster.self, &s), GS_EOK);
+}
+
+static void seed(struct env *e) {
+  h_create_node(&e->fake, "gpu-a");
+  h_create_node(&e->fake, "gpu-b");
+  h_create_pod(&e->fake, "default", "p1");
+  h_create_pod(&e->fake, "ml", "p2");
+  h_create_configmap(&e->fake, "kube-system", "gpushare-config", "gpuMemoryUnit", "128MiB");
+  h_create_configmap(&e->fake, "kube-system", "unhealthy-gpu-gpu-a", "gpus", "0");
+  h_create_configmap(&e->fake, "kube-system", "unrelated", "x", "y");
+  h_create_configmap(&e->fake, "default", "gpushare-config", "gpuMemoryUnit", "1GiB");
+}
+
+static void test_list_watch(void **state) {
+  struct env *e = *state;
+  struct gs_kube_opts o = h_opts(e->kubeconfig);
+  json_t *pod;
+  int64_t t0;
+  seed(e);
+  start_client(e, &o);
+  assert_true(h_wait(&e->rec, h_is_synced, NULL, 10000));
+  pthread_mutex_lock(&e->rec.mu);
+  assert_non_null(json_object_get(e->rec.nodes, "gpu-a"));
+  assert_non_null(json_object_get(e->rec.nodes, "gpu-b"));
+  assert_non_null(json_object_get(e->rec.pods, "default/p1"));
+  assert_non_null(json_object_get(e->rec.pods, "ml/p2"));
+  /* The gpushare ConfigMap of its namespace, unhealthy-gpu-*, nothing else. */
+  assert_int_equal(json_object_size(e->rec.cms), 2);
+  assert_non_null(json_object_get(e->rec.cms, "kube-system/gpushare-config"));
+  assert_non_null(json_object_get(e->rec.cms, "kube-system/unhealthy-gpu-gpu-a"));
+  /* List items get kind/apiVersion back. */
+  assert_string_equal(
+      json_string_value(json_object_get(json_object_get(e->rec.pods, "default/p1"), "kind")),
+      "Pod");
+  assert_int_equal(e->rec.leader, 1); /* no leader election: leader at start */
+  pthread_mutex_unlock(&e->rec.mu);
+
+  pod = e->cluster.ops->pod_get(e->cluster.self, "ml", "p2");
+  assert_non_null(pod);
+  assert_string_equal(h_meta(pod, "name"), "p2");
+  json_decref(pod);
+  assert_null(e->cluster.ops->pod_get(e->cluster.self, "ml", "nope"));
+
+  /* A change arrives within a second. */
+  t0 = h_now_ms();
+  h_create_pod(&e->fake, "default", "p3");
+  assert_true(h_wait(&e->rec, h_has_pod, "default/p3", 1000));
+  h_create_node(&e->fake, "gpu-c");
+  assert_true(h_wait(&e->rec, h_has_node, "gpu-c", 1000));
+  h_delete_pod(&e->fake, "default", "p1");
+  assert_true(h_wait(&e->rec, h_no_pod, "default/p1", 1000));
+  assert_true(h_now_ms() - t0 < 3000);
+  pod = e->cluster.ops->pod_get(e->cluster.self, "default", "p3");
+  assert_non_null(pod);
+  json_decref(pod);
+  assert_null(e->cluster.ops->pod_get(e->cluster.self, "default", "p1"));
+  h_create_configmap(&e->fake, "kube-system", "unhealthy-gpu-gpu-c", "gpus", "1");
+  h_create_configmap(&e->fake, "kube-system", "unrelated-2", "x", "y");
+  h_sleep_ms(500);
+  pthread_mutex_lock(&e->rec.mu);
+  assert_non_null(json_object_get(e->rec.cms, "kube-system/unhealthy-gpu-gpu-c"));
+  assert_null(json_object_get(e->rec.cms, "kube-system/unrelated-2"));
+  pthread_mutex_unlock(&e->rec.mu);
+
+  /* stop() is prompt even with watches open. */
+  t0 = h_now_ms();
+  e->cluster.ops->stop(e->cluster.self);
+  assert_true(h_now_ms() - t0 < 2000);
+}
+
+static void test_dropped_watch_and_410(void **state) {
+  struct env *e = *state;
+  struct gs_kube_opts o = h_opts(e->kubeconfig);
+  seed(e);
+  start_client(e, &o);
+  assert_true(h_wait(&e->rec, h_is_synced, NULL, 10000));
+
+  /* The apiserver closes every watch: the client re-watches from its RV. */
+  h_admin_drop_watches(&e->fake);
+  h_create_pod(&e->fake, "default", "after-drop");
+  assert_true(h_wait(&e->rec, h_has_pod, "default/after-drop", 5000));
+
+  /* History compacted: the next watches get 410 → relist, and a pod
+   * deleted meanwhile is reported as deleted by the relist diff. */
+  h_admin_expire(&e->fake);
+  h_delete_pod(&e->fake, "ml", "p2");
+  h_create_pod(&e->fake, "default", "after-410");
+  assert_true(h_wait(&e->rec, h_has_pod, "default/after-410", 5000));
+  assert_true(h_wait(&e->rec, h_no_pod, "ml/p2", 5000));
+}
+
+static void test_bind(void **state) {
+  struct env *e = *state;
+  struct gs_kube_opts o = h_opts(e->kubeconfig);
+  struct gs_annotations a = {0};
+  char err[512];
+  json_t *pod, *ann;
+  const char *uid;
+  char uid_copy[64];
+  seed(e);
+  start_client(e, &o);
+  assert_true(h_wait(&e->rec, h_is_synced, NULL, 10000));
+  pod = h_get_pod(&e->fake, "default", "p1");
+  assert_non_null(pod);
+  uid = h_meta(pod, "uid");
+  assert_non_null(uid);
+  snprintf(uid_copy, sizeof uid_copy, "%s", uid);
+  json_decref(pod);
+
+  assert_int_equal(gs_annotations_set(&a, "scheduler.framework.gpushare.allocation",
+                                      "{\"0\":{\"1\":4}}"),
+                   GS_EOK);
+  assert_int_equal(gs_annotations_set(&a, "ALIYUN_COM_GPU_MEM_IDX", "1"), GS_EOK);
+  assert_int_equal(gs_annotations_set(&a, "gpushare.io/unit-mib", "1024"), GS_EOK);
+  assert_int_equal(
+      e->cluster.ops->bind(e->cluster.self, "default", "p1", uid_copy, "gpu-b", &a, err, sizeof err),
+      GS_EOK);
+  pod = h_get_pod(&e->fake, "default", "p1");
+  assert_string_equal(json_string_value(json_object_get(json_object_get(pod, "spec"), "nodeName")),
+                      "gpu-b");
+  ann = json_object_get(json_object_get(pod, "metadata"), "annotations");
+  assert_string_equal(json_string_value(json_object_get(ann, "scheduler.framework.gpushare.allocation")),
+                      "{\"0\":{\"1\":4}}");
+  assert_string_equal(json_string_value(json_object_get(ann, "ALIYUN_COM_GPU_MEM_IDX")), "1");
+  assert_string_equal(json_string_value(json_object_get(ann, "gpushare.io/unit-mib")), "1024");
+  json_decref(pod);
+
+  /* The same bind again (a retry): idempotent. */
+  assert_int_equal(
+      e->cluster.ops->bind(e->cluster.self, "default", "p1", uid_copy, "gpu-b", &a, err, sizeof err),
+      GS_EOK);
+  /* Bound elsewhere already: error. */
+  assert_int_not_equal(
+      e->cluster.ops->bind(e->cluster.self, "default", "p1", uid_copy, "gpu-a", &a, err, sizeof err),
+      GS_EOK);
+  assert_true(strlen(err) > 0);
+  assert_null(strchr(err, '%'));
+  /* Wrong uid (the pod was recreated): error, nothing written. */
+  assert_int_not_equal(e->cluster.ops->bind(e->cluster.self, "ml", "p2",
+                                            "00000000-0000-0000-0000-000000000000", "gpu-a", &a,
+                                            err, sizeof err),
+                       GS_EOK);
+  assert_true(strlen(err) > 0);
+  pod = h_get_pod(&e->fake, "ml", "p2");
+  assert_null(json_object_get(json_object_get(pod, "spec"), "nodeName"));
+  json_decref(pod);
+  /* A pod that does not exist. */
+  assert_int_equal(
+      e->cluster.ops->bind(e->cluster.self, "default", "ghost", "x", "gpu-a", &a, err, sizeof err),
+      GS_ENOTFOUND);
+  assert_non_null(strstr(err, "ghost"));
+  gs_annotations_clear(&a);
+
+  /* The bound pod reaches the sink through the watch. */
+  assert_true(h_wait(&e->rec, h_has_pod, "default/p1", 1000));
+}
+
+static const char *str_or(const json_t *v) {
+  return json_is_string(v) ? json_string_value(v) : "";
+}
+
+static bool has_event(const struct h_fake *f) {
+  long code = 0;
+  json_t *list = h_rest(f, "GET", "/api/v1/namespaces/ml/events", NULL, &code), *item;
+  size_t i;
+  bool found = false;
+  json_array_foreach(json_object_get(list, "items"), i, item) {
+    const json_t *io = json_object_get(item, "involvedObject");
+    if (strcmp(str_or(json_object_get(item, "reason")), "FailedBinding") == 0 &&
+        strcmp(str_or(json_object_get(io, "name")), "p2") == 0 &&
+        strcmp(str_or(json_object_get(item, "type")), "Warning") == 0 &&
+        strncmp(str_or(json_object_get(json_object_get(item, "metadata"), "name")), "p2.", 3) == 0)
+      found = true;
+  }
+  json_decref(list);
+  return found;
+}
+
+static void test_event(void **state) {
+  struct env *e = *state;
+  struct gs_kube_opts o = h_opts(e->kubeconfig);
+  json_t *pod;
+  bool found = false;
+  seed(e);
+  start_client(e, &o);
+  assert_true(h_wait(&e->rec, h_is_synced, NULL, 10000));
+  pod = e->cluster.ops->pod_get(e->cluster.self, "ml", "p2");
+  assert_non_null(pod);
+  e->cluster.ops->event(e->cluster.self, pod, "FailedBinding", "no GPU has 4 GiB free (100%)");
+  json_decref(pod);
+  for (int i = 0; i < 50 && !found; i++) {
+    found = has_event(&e->fake);
+    if (!found)
+      h_sleep_ms(50);
+  }
+  assert_true(found);
+}
+
+static void test_apiserver_late(void **state) {
+  struct env *e = *state;
+  struct h_fake_opts fo = {.token = "test-token"};
+  struct gs_kube_opts o;
+  char url[128];
+  int port = h_free_port();
+  /* Point the client at a port where nothing listens yet. */
+  h_fake_stop(&e->fake);
+  snprintf(url, sizeof url, "http://127.0.0.1:%d", port);
+  h_kubeconfig(e->kubeconfig, url, NULL, "    token: test-token\n");
+  o = h_opts(e->kubeconfig);
+  start_client(e, &o);
+  h_sleep_ms(1500);
+  pthread_mutex_lock(&e->rec.mu);
+  assert_int_equal(e->rec.synced, 0);
+  pthread_mutex_unlock(&e->rec.mu);
+  fo.port = port;
+  h_fake_start(&e->fake, e->dir, &fo);
+  h_create_node(&e->fake, "late");
+  assert_true(h_wait(&e->rec, h_is_synced, NULL, 10000));
+  assert_true(h_wait(&e->rec, h_has_node, "late", 1000));
+}
+
+static void test_bad_token(void **state) {
+  struct env *e = *state;
+  struct gs_kube_opts o;
+  h_kubeconfig(e->kubeconfig, e->fake.url, NULL, "    token: wrong\n");
+  o = h_opts(e->kubeconfig);
+  start_client(e, &o);
+  h_sleep_ms(1000);
+  pthread_mutex_lock(&e->rec.mu);
+  assert_int_equal(e->rec.synced, 0);
+  pthread_mutex_unlock(&e->rec.mu);
+}
+
+static void test_new_errors(void **state) {
+  struct env *e = *state;
+  struct gs_kube_opts o = h_opts(e->kubeconfig);
+  struct gs_cluster c;
+  struct gs_diag d = {0};
+  char path[256];
+  /* In-cluster without the environment. */
+  o.kubeconfig = NULL;
+  unsetenv("KUBERNETES_SERVICE_HOST");
+  assert_int_equal(gs_cluster_kube_new(&o, &c, &d), GS_EINVAL);
+  assert_non_null(strstr(d.text, "KUBERNETES_SERVICE_HOST"));
+  /* A kubeconfig that does not exist. */
+  memset(&d, 0, sizeof d);
+  snprintf(path, sizeof path, "%s/missing", e->dir);
+  o.kubeconfig = path;
+  assert_int_not_equal(gs_cluster_kube_new(&o, &c, &d), GS_EOK);
+  assert_true(d.text[0] != '\0');
+  /* Inconsistent leader-election timings. */
+  memset(&d, 0, sizeof d);
+  o = h_opts(e->kubeconfig);
+  o.leader_elect = true;
+  o.lease_duration_s = 5;
+  o.renew_deadline_s = 6;
+  assert_int_equal(gs_cluster_kube_new(&o, &c, &d), GS_EINVAL);
+  /* destroy without start. */
+  o = h_opts(e->kubeconfig);
+  assert_int_equal(gs_cluster_kube_new(&o, &c, &d), GS_EOK);
+  c.ops->destroy(c.self);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test_setup_teardown(test_list_watch, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_dropped_watch_and_410, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_bind, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_event, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_apiserver_late, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_bad_token, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_new_errors, setup, teardown),
+  };
+  gs_kube_set_log_level(getenv("GS_TEST_VERBOSE") ? GS_LOG_DEBUG : GS_LOG_ERROR);
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
