@@ -69,6 +69,12 @@ int main(int argc, char **argv) {
     return 0;
   }
   gs_log_set_level(log_level(cfg.log_level));
+  gs_kube_set_log_level(cfg.log_level);
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = on_signal;
+  sigaction(SIGINT, &sa, NULL);
+  sigaction(SIGTERM, &sa, NULL);
+  signal(SIGPIPE, SIG_IGN);
 
   if (cfg.demo[0] != '\0') {
     if (gs_cluster_demo_new(cfg.demo, &cluster, &diag) != GS_EOK) {
@@ -108,12 +114,6 @@ int main(int argc, char **argv) {
     }
     json_decref(data);
   }
-
-  memset(&sa, 0, sizeof sa);
-  sa.sa_handler = on_signal;
-  sigaction(SIGINT, &sa, NULL);
-  sigaction(SIGTERM, &sa, NULL);
-  signal(SIGPIPE, SIG_IGN);
 
   server = gs_server_new(&cfg, cluster, &diag);
   if (server == NULL) {

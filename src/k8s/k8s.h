@@ -18,6 +18,7 @@
 
 #include "config.h"
 
+#include <signal.h>
 #include <stdbool.h>
 
 struct gs_kube_opts {
@@ -50,5 +51,12 @@ enum gs_err gs_cluster_kube_new(const struct gs_kube_opts *opts, struct gs_clust
 /* Log threshold of the k8s layer (stderr, one key=value line per event).
  * Default GS_LOG_INFO. Thread-safe. */
 void gs_kube_set_log_level(enum gs_log_level level);
+
+/* Reads ConfigMap ns/name once (before start), retrying with backoff while
+ * the apiserver is unreachable or failing, until *stop. *ret: a new
+ * reference to its data object, or NULL when the ConfigMap does not exist
+ * or has no data. GS_EAGAIN when stopped. */
+enum gs_err gs_kube_configmap_data(struct gs_cluster *cluster, const char *ns, const char *name,
+                                   volatile sig_atomic_t *stop, json_t **ret) GS_WUR;
 
 #endif

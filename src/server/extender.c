@@ -475,11 +475,11 @@ static void route_bind(struct gs_server *s, const struct gs_http_request *req,
   e = s->cluster.ops->bind(s->cluster.self, pod->ns, pod->name, pod->uid, args.node, &annots,
                            err, sizeof err);
   if (e != GS_EOK) {
-    char msg[600];
+    char msg[sizeof err + GS_NAME_MAX + 32];
     if (fresh)
       gs_fw_bind_abort(s->fw, pod, args.node);
     snprintf(msg, sizeof msg, "binding to %s failed: %s", args.node, err);
-    snprintf(err, sizeof err, "%s", msg);
+    snprintf(err, sizeof err, "%.500s", msg);
     s->cluster.ops->event(s->cluster.self, obj, "FailedBinding", err);
     goto answer;
   }
