@@ -417,7 +417,7 @@ static void route_bind(struct gs_server *s, const struct gs_http_request *req,
   struct gs_diag diag = {"", ""};
   json_t *obj = NULL;
   const char *uid, *bound_node, *result = "error";
-  char err[512] = "";
+  char err[1024] = ""; /* fits every message below with names at their caps */
   bool fresh = false;
   enum gs_err e;
 
@@ -479,7 +479,7 @@ static void route_bind(struct gs_server *s, const struct gs_http_request *req,
     if (fresh)
       gs_fw_bind_abort(s->fw, pod, args.node);
     snprintf(msg, sizeof msg, "binding to %s failed: %s", args.node, err);
-    snprintf(err, sizeof err, "%.500s", msg);
+    snprintf(err, sizeof err, "%.1000s", msg);
     s->cluster.ops->event(s->cluster.self, obj, "FailedBinding", err);
     goto answer;
   }
