@@ -623,8 +623,12 @@ static void test_bind_errors(void **state) {
   /* An address this machine does not have. */
   memset(&d, 0, sizeof d);
   o.listen = "192.0.2.1:0";
-  assert_null(gs_http_start(&o, echo_handler, NULL, &d));
-  assert_string_equal(d.text, "cannot listen on 192.0.2.1:0: Cannot assign requested address");
+  b = gs_http_start(&o, echo_handler, NULL, &d);
+  if (b != NULL) /* net.ipv4.ip_nonlocal_bind=1 allows it */
+    gs_http_stop(b);
+  else
+    assert_string_equal(d.text,
+                        "cannot listen on 192.0.2.1:0: Cannot assign requested address");
 
   /* Names and the empty host (all IPv4 addresses) work. */
   o.log_fn = quiet_log;
