@@ -86,9 +86,9 @@ struct gs_http_opts {
 struct gs_http_server;
 
 /* Starts listening and serving; returns the new server, or NULL with diag
- * filled (where = the listen address), e.g. "cannot listen on
- * 0.0.0.0:32766: Address already in use". opts is borrowed (the strings are
- * not kept); fn and ctx are kept until gs_http_stop(). */
+ * filled (where: "listen", "tls" or the PEM file's path), e.g. "cannot
+ * listen on 0.0.0.0:32766: Address already in use". opts is borrowed (the
+ * strings are not kept); fn and ctx are kept until gs_http_stop(). */
 struct gs_http_server *gs_http_start(const struct gs_http_opts *opts, gs_http_handler_fn fn,
                                      void *ctx, struct gs_diag *diag);
 
