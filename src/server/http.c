@@ -70,6 +70,11 @@ struct gs_http_server {
   void *log_ctx;
   size_t body_max;
   uint16_t port;
+  /* While gs_http_start() runs MHD_start_daemon(), MHD's first complaint
+   * made on that thread is kept for the diag. Only that thread touches it. */
+  pthread_t starter;
+  bool capturing;
+  char start_err[200];
 };
 
 /* State of one request, from the URI callback to the completion callback. */
@@ -116,6 +121,7 @@ static void log_event(const struct gs_http_server *s, const char *level, const c
 __attribute__((format(printf, 2, 0)))
 #endif
 static void on_mhd_log(void *cls, const char *fmt, va_list ap) {
+  struct gs_http_server *s = cls;
   char line[LOG_LINE_MAX];
   size_t n;
 
@@ -123,7 +129,9 @@ static void on_mhd_log(void *cls, const char *fmt, va_list ap) {
   n = strlen(line);
   while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == '\r' || line[n - 1] == ' '))
     line[--n] = '\0';
-  log_event(cls, "warn", line);
+  if (pthread_equal(pthread_self(), s->starter) && s->capturing && s->start_err[0] == '\0')
+    snprintf(s->start_err, sizeof s->start_err, "%s", line);
+  log_event(s, "warn", line);
 }
 
 /* ---------------------------------------------------------------- responses */
@@ -673,7 +681,7 @@ struct gs_http_server *gs_http_start(const struct gs_http_opts *opts, gs_http_ha
   if (s->body_max >= SIZE_MAX - 1)
     s->body_max = SIZE_MAX - 2; /* room for the NUL */
   conn_limit = opts->conn_limit != 0 ? opts->conn_limit : GS_HTTP_CONN_LIMIT_DEFAULT;
-  threads = opts->threads != 0 ? opts->threads : GS_HTTP_THREADS_DEFAULT;
+  threads = opts->threads; /* 0: a thread per connection */
   per_ip = opts->per_ip_limit != 0 ? opts->per_ip_limit : GS_HTTP_PER_IP_DEFAULT;
   timeout = opts->conn_timeout_s != 0 ? opts->conn_timeout_s : GS_HTTP_TIMEOUT_DEFAULT;
   if (threads > conn_limit)
@@ -692,6 +700,8 @@ struct gs_http_server *gs_http_start(const struct gs_http_opts *opts, gs_http_ha
   s->linger = linger_start(); /* optional: without it, early 413s just close */
 
   flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO | MHD_USE_ERROR_LOG;
+  if (threads == 0)
+    flags |= MHD_USE_THREAD_PER_CONNECTION;
   if (addr.ss_family == AF_INET6)
     flags |= MHD_USE_DUAL_STACK;
   if (tls)
@@ -708,20 +718,21 @@ struct gs_http_server *gs_http_start(const struct gs_http_opts *opts, gs_http_ha
   }
   items[n] = (struct MHD_OptionItem){MHD_OPTION_END, 0, NULL};
 
+  s->starter = pthread_self();
+  s->capturing = true;
   s->daemon = MHD_start_daemon(flags, 0, NULL, NULL, on_access, s,
                                MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, s,
                                MHD_OPTION_URI_LOG_CALLBACK, on_uri, s,
                                MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
                                MHD_OPTION_ARRAY, items, MHD_OPTION_END);
+  s->capturing = false;
   if (s->daemon == NULL) {
+    const char *why = s->start_err[0] != '\0' ? s->start_err : "libmicrohttpd refused";
     if (tls)
-      gs_diag_set(diag, "listen",
-                  "cannot start HTTPS server on %s: certificate %s or key %s rejected "
-                  "(see the log)",
-                  opts->listen, opts->tls_cert_file, opts->tls_key_file);
+      gs_diag_set(diag, "listen", "cannot start HTTPS server on %s with %s and %s: %s",
+                  opts->listen, opts->tls_cert_file, opts->tls_key_file, why);
     else
-      gs_diag_set(diag, "listen", "cannot start HTTP server on %s (see the log)",
-                  opts->listen);
+      gs_diag_set(diag, "listen", "cannot start HTTP server on %s: %s", opts->listen, why);
     goto stop_linger;
   }
   /* GnuTLS copied the credentials while the daemon started. */

@@ -10,6 +10,13 @@
  * is answered 413 after the rest is discarded unbuffered, or the connection
  * is closed if the client keeps sending (GS_HTTP_DRAIN_MAX). The handler is
  * never called for such a request.
+ *
+ * Threads: by default every connection has its own thread, so a slow
+ * handler call (a bind waiting for the apiserver) delays only its own
+ * connection, never a filter arriving on another one; idle keep-alive and
+ * silent connections cost a sleeping thread each until conn_timeout_s.
+ * With threads = N, N event-loop threads share the connections: fewer
+ * threads, but a handler call blocks every other connection of its thread.
  */
 #ifndef GPUSHARE_SERVER_HTTP_H
 #define GPUSHARE_SERVER_HTTP_H
@@ -22,7 +29,6 @@
 #define GS_HTTP_BODY_MAX_DEFAULT (16u * 1024u * 1024u) /* request body cap */
 #define GS_HTTP_CONN_LIMIT_DEFAULT 1024u
 #define GS_HTTP_TIMEOUT_DEFAULT 30u     /* seconds idle before close */
-#define GS_HTTP_THREADS_DEFAULT 4u
 #define GS_HTTP_PER_IP_DEFAULT 256u     /* connections per client address */
 #define GS_HTTP_PEM_MAX (1024u * 1024u) /* TLS certificate / key file cap */
 /* After a chunked upload passes body_max, up to this many more bytes are
@@ -62,13 +68,15 @@ typedef void (*gs_http_handler_fn)(void *ctx, const struct gs_http_request *req,
 typedef void (*gs_http_log_fn)(void *ctx, const char *level, const char *msg);
 
 struct gs_http_opts {
-  const char *listen;        /* "HOST:PORT", "[::1]:PORT", ":PORT"; port 0 = any */
+  const char *listen;        /* required: "HOST:PORT", "[::1]:PORT", ":PORT" (all
+                                IPv4 addresses); HOST may be a name; port 0 = any */
   const char *tls_cert_file; /* both set → HTTPS (PEM files), neither → HTTP; */
   const char *tls_key_file;  /* only one of them set is an error */
   size_t body_max;           /* 0 → 16 MiB. Larger bodies → 413, handler not called */
   unsigned conn_limit;       /* 0 → 1024 */
   unsigned conn_timeout_s;   /* idle/slow-client timeout, 0 → 30 */
-  unsigned threads;          /* worker threads, 0 → 4 (never above conn_limit) */
+  unsigned threads;          /* 0 → one thread per connection (default, see below);
+                                N → a pool of N event-loop threads (≤ conn_limit) */
   /* Additions to the base API: */
   unsigned per_ip_limit;     /* 0 → 256 (never above conn_limit) */
   gs_http_log_fn log_fn;     /* NULL → one key=value line on stderr */
@@ -78,9 +86,9 @@ struct gs_http_opts {
 struct gs_http_server;
 
 /* Starts listening and serving; returns the new server, or NULL with diag
- * filled (where = the listen address), e.g. "cannot listen on
- * 0.0.0.0:32766: Address already in use". opts is borrowed (the strings are
- * not kept); fn and ctx are kept until gs_http_stop(). */
+ * filled (where: "listen", "tls" or the PEM file's path), e.g. "cannot
+ * listen on 0.0.0.0:32766: Address already in use". opts is borrowed (the
+ * strings are not kept); fn and ctx are kept until gs_http_stop(). */
 struct gs_http_server *gs_http_start(const struct gs_http_opts *opts, gs_http_handler_fn fn,
                                      void *ctx, struct gs_diag *diag);
 
