@@ -32,7 +32,15 @@ static long call_timeout_ms(const struct lease_state *ls) {
   long t = k->conn.request_timeout_s * 1000, half = (long)k->renew_deadline_s * 500;
   if (ls->releasing)
     return RELEASE_TIMEOUT_MS;
-  return (half > 0 && half < t) ? half : t;
+  if (half > 0 && half < t)
+    t = half;
+  if (ls->leader) {
+    /* A renewal answered after the deadline is of no use. */
+    int64_t left = ls->last_renew_ms + (int64_t)k->renew_deadline_s * 1000 - gs__kube_now_ms();
+    if (left < t)
+      t = left < 100 ? 100 : (long)left;
+  }
+  return t;
 }
 
 static void now_micro(char out[32]) {
@@ -130,8 +138,10 @@ static void observe(struct lease_state *ls, const struct gs__lease_spec *spec, i
   ls->observed_ms = now;
 }
 
+enum round { ROUND_OK, ROUND_FAILED, ROUND_HELD /* another holder's lease is live */ };
+
 /* client-go's tryAcquireOrRenew. */
-static bool try_acquire_or_renew(struct lease_state *ls) {
+static enum round try_acquire_or_renew(struct lease_state *ls) {
   struct gs__kube *k = ls->k;
   struct gs__lease_spec desired, cur;
   char now_s[32];
@@ -153,10 +163,10 @@ static bool try_acquire_or_renew(struct lease_state *ls) {
     renew.transitions = ls->observed.transitions;
     if (send_lease(ls, "PUT", &renew) == 200) {
       observe(ls, &renew, now);
-      return true;
+      return ROUND_OK;
     }
     if (gs__kube_stopping(k))
-      return false;
+      return ROUND_FAILED;
   }
 
   code = get_lease(ls);
@@ -166,23 +176,23 @@ static bool try_acquire_or_renew(struct lease_state *ls) {
     code = send_lease(ls, "POST", &desired);
     if (code == 201 || code == 200) {
       observe(ls, &desired, now);
-      return true;
+      return ROUND_OK;
     }
-    return false;
+    return ROUND_FAILED;
   }
   if (code != 200)
-    return false;
+    return ROUND_FAILED;
   gs__lease_spec_from_json(ls->obj, &cur);
   if (!ls->have_observed || !gs__lease_spec_equal(&cur, &ls->observed))
     observe(ls, &cur, now);
   act = gs__lease_decide(&cur, k->identity, ls->observed_ms, now, now_s, k->lease_duration_s,
                          &desired);
   if (act == GS__LEASE_WAIT)
-    return false;
+    return ROUND_HELD;
   if (send_lease(ls, "PUT", &desired) != 200)
-    return false; /* 409: another candidate won this round */
+    return ROUND_HELD; /* 409: another candidate won this round */
   observe(ls, &desired, now);
-  return true;
+  return ROUND_OK;
 }
 
 /* ReleaseOnCancel: holder "" and duration 1 s so a standby takes over at once. */
@@ -218,6 +228,17 @@ static void announce(struct gs__kube *k, bool leader) {
   if (k->sink.leader)
     k->sink.leader(k->sink.ctx, leader);
   pthread_mutex_unlock(&k->sink_mu);
+}
+
+static void step_down(struct gs__kube *k, struct lease_state *ls, bool *announced,
+                      const char *why) {
+  ls->leader = false;
+  gs__kube_log(GS_LOG_WARN, "leadership lost", "lease=%s/%s identity=%s why=\"%s\"", k->lease_ns,
+               k->lease_name, k->identity, why);
+  if (*announced) {
+    *announced = false;
+    announce(k, false);
+  }
 }
 
 static bool lease_abort(void *ctx) {
@@ -260,13 +281,14 @@ void *gs__lease_main(void *arg) {
   gs__kube_log(GS_LOG_INFO, "leader election started", "lease=%s/%s identity=%s", k->lease_ns,
                k->lease_name, k->identity);
   while (!gs__kube_stopping(k)) {
-    int64_t now, next;
-    bool ok = try_acquire_or_renew(&ls);
+    int64_t now, next, round_start = gs__kube_now_ms();
+    enum round r = try_acquire_or_renew(&ls);
     if (gs__kube_stopping(k))
       break;
     now = gs__kube_now_ms();
-    if (ok) {
-      ls.last_renew_ms = now;
+    if (r == ROUND_OK) {
+      /* The renewal counts from the round's start: the conservative end. */
+      ls.last_renew_ms = round_start;
       if (!ls.leader) {
         ls.leader = true;
         ls.gen = atomic_fetch_add(&k->resync_gen, 1) + 1;
@@ -274,14 +296,9 @@ void *gs__lease_main(void *arg) {
                      k->lease_ns, k->lease_name, k->identity);
         gs__kube_request_resync(k, ls.gen);
       }
-    } else if (ls.leader && now - ls.last_renew_ms >= (int64_t)k->renew_deadline_s * 1000) {
-      ls.leader = false;
-      gs__kube_log(GS_LOG_WARN, "leadership lost", "lease=%s/%s identity=%s", k->lease_ns,
-                   k->lease_name, k->identity);
-      if (announced) {
-        announced = false;
-        announce(k, false);
-      }
+    } else if (ls.leader && r == ROUND_HELD) {
+      /* Someone else holds it now: no point waiting for the deadline. */
+      step_down(k, &ls, &announced, "lease taken by another holder");
     }
     /* Leader: every RetryPeriod; candidate: RetryPeriod + up to 1.2 × jitter. */
     next = now + (int64_t)k->retry_period_s * 1000;
@@ -289,18 +306,27 @@ void *gs__lease_main(void *arg) {
       next += (int64_t)((double)(gs__kube_rand(&rng) % 1000) / 1000.0 * 1.2 *
                         (double)k->retry_period_s * 1000.0);
     for (;;) {
+      now = gs__kube_now_ms();
+      /* No renewal within RenewDeadline: stop serving on time, before a
+       * standby can take over (it waits a whole LeaseDuration). */
+      if (ls.leader && now - ls.last_renew_ms >= (int64_t)k->renew_deadline_s * 1000)
+        step_down(k, &ls, &announced, "renew deadline passed");
       if (ls.leader && !announced && gs__kube_resynced(k, ls.gen)) {
         announced = true;
         gs__kube_log(GS_LOG_INFO, "leading", "lease=%s/%s identity=%s", k->lease_ns,
                      k->lease_name, k->identity);
         announce(k, true);
       }
-      now = gs__kube_now_ms();
       if (now >= next || gs__kube_stopping(k))
         break;
       /* Woken early by list completions (the resync) and by stop. */
-      if (!gs__kube_wait(k, next - now))
-        break;
+      {
+        int64_t until = next;
+        if (ls.leader && ls.last_renew_ms + (int64_t)k->renew_deadline_s * 1000 < until)
+          until = ls.last_renew_ms + (int64_t)k->renew_deadline_s * 1000;
+        if (!gs__kube_wait(k, until - now > 0 ? until - now : 0))
+          break;
+      }
     }
   }
   if (ls.leader)

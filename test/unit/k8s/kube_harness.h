@@ -423,12 +423,19 @@ static inline void h_admin(const struct h_fake *f, const char *path, json_t *bod
 
 /* Closes every open watch stream. */
 static inline void h_admin_drop_watches(const struct h_fake *f) {
-  h_admin(f, "/admin/drop-watches", NULL);
+  h_admin(f, "/admin/watches/drop", NULL);
 }
 
-/* Compacts the history: watches from older resourceVersions get 410. */
+/* Compacts the history and closes the watches: they come back from an
+ * older resourceVersion and get 410. */
 static inline void h_admin_expire(const struct h_fake *f) {
-  h_admin(f, "/admin/expire", NULL);
+  h_admin(f, "/admin/compact", NULL);
+  h_admin(f, "/admin/watches/drop", NULL);
+}
+
+/* The apiserver accepts only this bearer token from now on. */
+static inline void h_admin_token(const struct h_fake *f, const char *token) {
+  h_admin(f, "/admin/tokens", json_pack("{s:s}", "token", token));
 }
 
 /* ---- kubeconfig ------------------------------------------------------------------ */

@@ -204,7 +204,7 @@ static void test_token_rotation(void **state) {
   assert_int_equal(c.ops->start(c.self, &s), GS_EOK);
   assert_true(h_wait(&rec, h_is_synced, NULL, 10000));
   /* The apiserver now accepts only a new token, which the file gets. */
-  h_admin(&e->fake, "/admin/token", json_pack("{s:s}", "token", "rotated-token"));
+  h_admin_token(&e->fake, "rotated-token");
   snprintf(e->fake.token, sizeof e->fake.token, "rotated-token");
   h_write(tok, "rotated-token\n");
   h_create_pod(&e->fake, "default", "rot");
@@ -213,7 +213,7 @@ static void test_token_rotation(void **state) {
                    GS_EOK);
   c.ops->destroy(c.self);
   h_rec_free(&rec);
-  h_admin(&e->fake, "/admin/token", json_pack("{s:s}", "token", "tls-token"));
+  h_admin_token(&e->fake, "tls-token");
   snprintf(e->fake.token, sizeof e->fake.token, "tls-token");
 }
 
