@@ -1,0 +1,127 @@
+"""Helpers for integration tests: build paths, free ports, starting the
+extender on a demo cluster, and small HTTP clients (stdlib only)."""
+import json
+import os
+import socket
+import subprocess
+import tempfile
+import time
+import urllib.error
+import urllib.request
+
+SOURCE = os.environ.get("GS_SOURCE_DIR", os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..")))
+BUILD = os.environ.get("GS_BUILD_DIR", os.path.join(SOURCE, "build"))
+EXTENDER = os.path.join(BUILD, "src", "gpushare-extender")
+INSPECT = os.path.join(BUILD, "tools", "inspect", "gpushare-inspect")
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def node(name, mode=None, gpus=0, units=0, placement=None, whole=0, annotations=None):
+    labels = {"kubernetes.io/hostname": name}
+    if mode:
+        labels["ack.node.gpu.schedule"] = mode
+    if placement:
+        labels["ack.node.gpu.placement"] = placement
+    cap = {"cpu": "32", "pods": "110"}
+    if gpus:
+        cap["aliyun.com/gpu-count"] = str(gpus)
+    if units:
+        cap["aliyun.com/gpu-mem"] = str(units)
+    if whole:
+        cap["aliyun.com/gpu"] = str(whole)
+    md = {"name": name, "labels": labels}
+    if annotations:
+        md["annotations"] = annotations
+    return {"apiVersion": "v1", "kind": "Node", "metadata": md,
+            "status": {"capacity": cap, "allocatable": dict(cap)}}
+
+
+def pod(name, units=0, count=None, ns="default", whole=0, labels=None, uid=None):
+    res = {}
+    if units:
+        res["aliyun.com/gpu-mem"] = str(units)
+    if whole:
+        res["aliyun.com/gpu"] = str(whole)
+    lab = dict(labels or {})
+    if count is not None:
+        lab["aliyun.com/gpu-count"] = str(count)
+    md = {"name": name, "namespace": ns, "uid": uid or f"uid-{ns}-{name}"}
+    if lab:
+        md["labels"] = lab
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": md,
+            "spec": {"containers": [{"name": "c", "image": "x",
+                                     "resources": {"limits": res, "requests": dict(res)}}]},
+            "status": {"phase": "Pending"}}
+
+
+def configmap(unit):
+    return {"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "gpushare-config", "namespace": "kube-system"},
+            "data": {"gpuMemoryUnit": unit}}
+
+
+class Extender:
+    """gpushare-extender --demo on a generated cluster file."""
+
+    def __init__(self, items, args=()):
+        self.dir = tempfile.TemporaryDirectory()
+        self.path = os.path.join(self.dir.name, "cluster.json")
+        with open(self.path, "w") as f:
+            json.dump({"apiVersion": "v1", "kind": "List", "items": items}, f)
+        self.port = free_port()
+        self.base = f"http://127.0.0.1:{self.port}"
+        self.log = open(os.path.join(self.dir.name, "extender.log"), "w+")
+        self.proc = subprocess.Popen([EXTENDER, "--demo", self.path, "--listen",
+                                      f"127.0.0.1:{self.port}", *args],
+                                     stdout=self.log, stderr=subprocess.STDOUT)
+        deadline = time.time() + 20
+        while time.time() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError("extender exited: " + self.logtext())
+            try:
+                if self.get("/readyz")[0] == 200:
+                    return
+            except OSError:
+                pass
+            time.sleep(0.05)
+        raise RuntimeError("extender not ready")
+
+    def logtext(self):
+        self.log.flush()
+        self.log.seek(0)
+        return self.log.read()
+
+    def request(self, method, path, body=None, headers=None):
+        data = body if isinstance(body, (bytes, type(None))) else json.dumps(body).encode()
+        req = urllib.request.Request(self.base + path, data=data, method=method,
+                                     headers=headers or {"Content-Type": "application/json"})
+        try:
+            with urllib.request.urlopen(req, timeout=10) as r:
+                return r.status, r.read()
+        except urllib.error.HTTPError as e:
+            return e.code, e.read()
+
+    def get(self, path):
+        return self.request("GET", path)
+
+    def post(self, verb, body):
+        status, raw = self.request("POST", "/gpushare-scheduler/" + verb, body)
+        return status, json.loads(raw) if raw else None, raw
+
+    def ledger(self, node=None):
+        status, raw = self.get("/debug/ledger" + (f"?node={node}" if node else ""))
+        return json.loads(raw)
+
+    def close(self):
+        self.proc.terminate()
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+        self.log.close()
+        self.dir.cleanup()

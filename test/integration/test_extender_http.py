@@ -1,0 +1,400 @@
+"""The extender over loopback HTTP, as kube-scheduler drives it (issue 2):
+the real gpushare-extender binary on an embedded demo cluster."""
+import json
+import os
+import socket
+import subprocess
+import unittest
+
+from gsutil import EXTENDER, Extender, configmap, node, pod
+
+
+def bound_pod(name, node_name, allocation, unit_mib=1024, ns="default"):
+    """A running pod carrying gpushare's V2 allocation annotation."""
+    p = pod(name, units=sum(sum(g.values()) for g in allocation.values()), ns=ns)
+    p["spec"]["nodeName"] = node_name
+    p["status"]["phase"] = "Running"
+    p["metadata"]["annotations"] = {
+        "scheduler.framework.gpushare.allocation": json.dumps(allocation),
+        "gpushare.io/unit-mib": str(unit_mib)}
+    return p
+
+
+def cycle(ext, p, nodes):
+    """filter, prioritize (if several pass), bind: returns (node, filter answer)."""
+    st, res, _ = ext.post("filter", {"Pod": p, "Nodes": None, "NodeNames": nodes})
+    assert st == 200, st
+    if res["Error"] or not res["NodeNames"]:
+        return None, res
+    chosen = res["NodeNames"][0]
+    if len(res["NodeNames"]) > 1:
+        st, scores, _ = ext.post("prioritize", {"Pod": p, "Nodes": None,
+                                                "NodeNames": res["NodeNames"]})
+        best = max(s["Score"] for s in scores)
+        chosen = next(s["Host"] for s in scores if s["Score"] == best)
+    st, b, _ = ext.post("bind", {"PodName": p["metadata"]["name"],
+                                 "PodNamespace": p["metadata"]["namespace"],
+                                 "PodUID": p["metadata"]["uid"], "Node": chosen})
+    assert st == 200
+    return (chosen if b["Error"] == "" else None), b
+
+
+def gpu_used(ledger, node_name):
+    n = next(n for n in ledger["nodes"] if n["name"] == node_name)
+    return [g["usedMiB"] for g in n["gpus"]]
+
+
+class Unit128MiB(unittest.TestCase):
+    def test_sixteen_units_are_two_gib_and_eight_fill_a_card(self):
+        pods = [pod(f"p{i}", units=16) for i in range(9)]
+        ext = Extender([configmap("128MiB"), node("gpu-a", "share", gpus=1, units=128)] + pods)
+        try:
+            ledger = ext.ledger()
+            self.assertEqual(ledger["unit"], "128MiB")
+            self.assertEqual(ledger["unitMiB"], 128)
+            for i in range(8):
+                chosen, _ = cycle(ext, pods[i], ["gpu-a"])
+                self.assertEqual(chosen, "gpu-a")
+                self.assertEqual(gpu_used(ext.ledger(), "gpu-a"), [2048 * (i + 1)])
+            gpu = ext.ledger()["nodes"][0]["gpus"][0]
+            self.assertEqual(gpu["totalMiB"], 16384)
+            self.assertEqual(len(gpu["pods"]), 8)
+            self.assertEqual(gpu["pods"][0]["usedMiB"], 2048)
+            before = ext.ledger()
+            chosen, res = cycle(ext, pods[8], ["gpu-a"])
+            self.assertIsNone(chosen)
+            self.assertEqual(res["FailedNodes"],
+                             {"gpu-a": "insufficient GPU memory on any single GPU"})
+            # bind anyway (kube-scheduler would not): refused, nothing changes
+            st, b, _ = ext.post("bind", {"PodName": "p8", "PodNamespace": "default",
+                                         "PodUID": "uid-default-p8", "Node": "gpu-a"})
+            self.assertEqual(st, 200)
+            self.assertNotEqual(b["Error"], "")
+            self.assertNotIn("%", b["Error"])
+            self.assertEqual(ext.ledger(), before)
+        finally:
+            ext.close()
+
+
+class MultiCard(unittest.TestCase):
+    def setUp(self):
+        self.ext = Extender([node("gpu-b", "share", gpus=4, units=64),
+                             node("gpu-c", "share", gpus=4, units=64),
+                             pod("m8", units=8, count=2), pod("m9", units=9, count=2)])
+
+    def tearDown(self):
+        self.ext.close()
+
+    def test_even_split_over_two_distinct_gpus(self):
+        chosen, _ = cycle(self.ext, pod("m8", units=8, count=2), ["gpu-b", "gpu-c"])
+        self.assertIsNotNone(chosen)
+        used = gpu_used(self.ext.ledger(), chosen)
+        self.assertEqual(sorted(used, reverse=True), [4096, 4096, 0, 0])
+
+    def test_uneven_split_is_unresolvable_everywhere(self):
+        st, res, _ = self.ext.post("filter", {"Pod": pod("m9", units=9, count=2),
+                                              "NodeNames": ["gpu-b", "gpu-c"]})
+        self.assertEqual(res["NodeNames"], [])
+        self.assertEqual(res["FailedNodes"], {})
+        reasons = res["FailedAndUnresolvableNodes"]
+        self.assertEqual(set(reasons), {"gpu-b", "gpu-c"})
+        self.assertEqual(len(set(reasons.values())), 1)
+        text = reasons["gpu-b"]
+        self.assertIn("9", text)
+        self.assertIn("2", text)
+        self.assertNotIn("gpu-b", text)
+        self.assertNotIn("gpu-c", text)
+
+
+class Binpack(unittest.TestCase):
+    """GPUs with 12, 8, 4, 16 GiB free; a request of 8."""
+
+    def cluster(self, placement):
+        used = [4, 8, 12]  # GPU 3 is empty
+        items = [node("n", "share", gpus=4, units=64, placement=placement), pod("want8", units=8)]
+        for i, u in enumerate(used):
+            items.append(bound_pod(f"run{i}", "n", {"0": {str(i): u}}))
+        return Extender(items)
+
+    def test_binpack_takes_the_fullest_gpu_that_fits(self):
+        ext = self.cluster(None)
+        try:
+            self.assertEqual(gpu_used(ext.ledger(), "n"), [4096, 8192, 12288, 0])
+            cycle(ext, pod("want8", units=8), ["n"])
+            self.assertEqual(gpu_used(ext.ledger(), "n"), [4096, 16384, 12288, 0])
+        finally:
+            ext.close()
+
+    def test_spread_takes_the_emptiest_gpu(self):
+        ext = self.cluster("spread")
+        try:
+            cycle(ext, pod("want8", units=8), ["n"])
+            self.assertEqual(gpu_used(ext.ledger(), "n"), [4096, 8192, 12288, 8192])
+        finally:
+            ext.close()
+
+    def test_ties_go_to_the_lowest_index(self):
+        ext = Extender([node("t", "share", gpus=3, units=48), pod("x", units=1)])
+        try:
+            cycle(ext, pod("x", units=1), ["t"])
+            self.assertEqual(gpu_used(ext.ledger(), "t"), [1024, 0, 0])
+        finally:
+            ext.close()
+
+
+class Cgpu(unittest.TestCase):
+    def test_seventeenth_pod_refused_on_cgpu_accepted_on_share(self):
+        pods = [pod(f"c{i}", units=1) for i in range(17)]
+        ext = Extender([node("cg", "cgpu", gpus=1, units=64),
+                        node("sh", "share", gpus=1, units=64)] + pods)
+        try:
+            for i in range(16):
+                st, b, _ = ext.post("bind", {"PodName": f"c{i}", "PodNamespace": "default",
+                                             "PodUID": f"uid-default-c{i}", "Node": "cg"})
+                self.assertEqual(b["Error"], "", b)
+            st, res, _ = ext.post("filter", {"Pod": pods[16], "NodeNames": ["cg", "sh"]})
+            self.assertEqual(res["NodeNames"], ["sh"])
+            self.assertEqual(res["FailedNodes"], {"cg": "GPU pod limit reached (cgpu)"})
+            self.assertEqual(gpu_used(ext.ledger(), "cg"), [16 * 1024])
+        finally:
+            ext.close()
+
+
+class Reasons(unittest.TestCase):
+    def test_non_sharing_and_unknown_nodes(self):
+        ext = Extender([node("plain", "default", gpus=2, units=32), node("nolabel"),
+                        node("nocap", "share"), pod("p", units=1)])
+        try:
+            st, res, _ = ext.post("filter", {"Pod": pod("p", units=1),
+                                             "NodeNames": ["plain", "nolabel", "nocap", "ghost"]})
+            self.assertEqual(res["NodeNames"], [])
+            self.assertEqual(res["FailedNodes"], {
+                "plain": "node is not a GPU-sharing node",
+                "nolabel": "node is not a GPU-sharing node",
+                "nocap": "node is not a GPU-sharing node",
+                "ghost": "node unknown to gpushare"})
+        finally:
+            ext.close()
+
+
+class NodesForm(unittest.TestCase):
+    def test_full_node_list_in_and_out(self):
+        a, b = node("a", "share", gpus=1, units=16), node("b", "default")
+        ext = Extender([a, b, pod("p", units=4)])
+        try:
+            body = {"Pod": pod("p", units=4), "Nodes": {"metadata": {}, "items": [a, b]},
+                    "NodeNames": None}
+            st, res, raw = ext.post("filter", body)
+            self.assertIsNone(res["NodeNames"])
+            self.assertEqual(res["Nodes"]["items"], [a])
+            self.assertEqual(res["FailedNodes"], {"b": "node is not a GPU-sharing node"})
+            self.assertEqual(res["Error"], "")
+            st, scores, raw = ext.post("prioritize", body)
+            self.assertEqual(st, 200)
+            self.assertEqual([s["Host"] for s in scores], ["a", "b"])
+            self.assertRegex(raw.decode(), r'"Score":\d+[,}]')
+        finally:
+            ext.close()
+
+
+class Bind(unittest.TestCase):
+    def setUp(self):
+        self.ext = Extender([node("n", "share", gpus=2, units=32), pod("p", units=6),
+                             node("m", "share", gpus=1, units=16)])
+
+    def tearDown(self):
+        self.ext.close()
+
+    def bind(self, **kw):
+        args = {"PodName": "p", "PodNamespace": "default", "PodUID": "uid-default-p", "Node": "n"}
+        args.update(kw)
+        return self.ext.post("bind", args)
+
+    def test_repeat_is_a_no_op(self):
+        self.assertEqual(self.bind()[1], {"Error": ""})
+        first = self.ext.ledger()
+        self.assertEqual(self.bind()[1], {"Error": ""})
+        self.assertEqual(self.ext.ledger(), first)
+        self.assertEqual(sum(gpu_used(first, "n")), 6144)
+
+    def test_other_node_after_bind_is_refused(self):
+        self.bind()
+        before = self.ext.ledger()
+        st, res, _ = self.bind(Node="m")
+        self.assertNotEqual(res["Error"], "")
+        self.assertEqual(self.ext.ledger(), before)
+
+    def test_wrong_uid_vanished_pod_and_unknown_node(self):
+        for kw in ({"PodUID": "not-the-uid"}, {"PodName": "ghost"}, {"Node": "ghost"}):
+            st, res, _ = self.bind(**kw)
+            self.assertEqual(st, 200)
+            self.assertNotEqual(res["Error"], "", kw)
+        self.assertEqual(sum(gpu_used(self.ext.ledger(), "n")), 0)
+
+
+class BadInput(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.ext = Extender([node("n", "share", gpus=1, units=16), pod("p", units=2)])
+        cls.ext.post("bind", {"PodName": "p", "PodNamespace": "default",
+                              "PodUID": "uid-default-p", "Node": "n"})
+        cls.before = cls.ext.ledger()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.ext.close()
+
+    def tearDown(self):
+        self.assertEqual(self.ext.ledger(), self.before)
+        self.assertEqual(self.ext.get("/healthz")[0], 200)
+
+    bodies = [b"", b"{", b"[]", b"null", b'{"Pod":5,"NodeNames":["n"]}',
+              b'{"Pod":{"metadata":{"name":"x"}},"NodeNames":"n"}',
+              b'{"Pod":{"metadata":{"name":"x"}}}',
+              b'{"Pod":{"metadata":{"name":"x"},"spec":{"containers":[{"name":"c","resources":'
+              b'{"limits":{"aliyun.com/gpu-mem":"-1"}}}]}},"NodeNames":["n"]}',
+              b'{"Pod":{"metadata":{"name":"x"},"spec":{"containers":[{"name":"c","resources":'
+              b'{"limits":{"aliyun.com/gpu-mem":"abc"}}}]}},"NodeNames":["n"]}',
+              b'{"NodeNames":["n"]}', b'\xff\xfe garbage']
+
+    def test_filter_answers_200_with_error(self):
+        for body in self.bodies:
+            st, raw = self.ext.request("POST", "/gpushare-scheduler/filter", body)
+            self.assertEqual(st, 200, body)
+            res = json.loads(raw)
+            self.assertNotEqual(res["Error"], "", body)
+            self.assertNotIn("%", res["Error"])
+
+    def test_prioritize_answers_400(self):
+        for body in self.bodies:
+            st, raw = self.ext.request("POST", "/gpushare-scheduler/prioritize", body)
+            self.assertEqual(st, 400, body)
+            self.assertIn("Error", json.loads(raw))
+
+    def test_bind_answers_200_with_error(self):
+        for body in [b"", b"{", b'{"PodName":5}', b'{"PodName":"p","PodNamespace":"default"}',
+                     b'{"PodName":"p","PodNamespace":"default","PodUID":7,"Node":"n"}']:
+            st, raw = self.ext.request("POST", "/gpushare-scheduler/bind", body)
+            self.assertEqual(st, 200, body)
+            self.assertNotEqual(json.loads(raw)["Error"], "")
+
+    def test_huge_body_is_413(self):
+        big = b'{"Pod":{"metadata":{"name":"x","annotations":{"a":"' + b"x" * (20 << 20) + b'"}}}}'
+        for verb in ("filter", "prioritize", "bind"):
+            st, _ = self.ext.request("POST", "/gpushare-scheduler/" + verb, big)
+            self.assertEqual(st, 413, verb)
+
+    def test_huge_chunked_body_is_413(self):
+        s = socket.create_connection(("127.0.0.1", self.ext.port))
+        s.sendall(b"POST /gpushare-scheduler/filter HTTP/1.1\r\nHost: x\r\n"
+                  b"Transfer-Encoding: chunked\r\nContent-Type: application/json\r\n\r\n")
+        chunk = b"x" * (1 << 20)
+        try:
+            for _ in range(20):
+                s.sendall(b"%x\r\n" % len(chunk) + chunk + b"\r\n")
+            s.sendall(b"0\r\n\r\n")
+            s.settimeout(10)
+            head = s.recv(4096)
+            self.assertTrue(head.startswith(b"HTTP/1.1 413"), head[:40])
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # the server may cut a flood short; it must stay up (tearDown)
+        finally:
+            s.close()
+
+    def test_unknown_path_and_wrong_method(self):
+        self.assertEqual(self.ext.get("/nope")[0], 404)
+        self.assertEqual(self.ext.get("/gpushare-scheduler/filter")[0], 405)
+        self.assertEqual(self.ext.request("POST", "/debug/ledger", b"{}")[0], 405)
+        self.assertEqual(self.ext.request("PUT", "/gpushare-scheduler/bind", b"{}")[0], 405)
+
+
+class Routes(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.ext = Extender([configmap("128MiB"), node("gpu-a", "share", gpus=2, units=256),
+                            pod("p", units=16)])
+        cls.ext.post("bind", {"PodName": "p", "PodNamespace": "default",
+                              "PodUID": "uid-default-p", "Node": "gpu-a"})
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.ext.close()
+
+    def test_health_ready_version(self):
+        self.assertEqual(self.ext.get("/healthz")[0], 200)
+        self.assertEqual(self.ext.get("/readyz")[0], 200)
+        st, body = self.ext.get("/version")
+        self.assertEqual(st, 200)
+        self.assertTrue(body.startswith(b"gpushare-extender "))
+
+    def test_metrics(self):
+        st, body = self.ext.get("/metrics")
+        text = body.decode()
+        self.assertEqual(st, 200)
+        for name in ("gpushare_request_duration_seconds_bucket{verb=\"bind\"",
+                     "gpushare_requests_total{verb=\"bind\",result=\"ok\"} 1",
+                     "gpushare_gpu_memory_used_mib{node=\"gpu-a\",gpu=\"0\"} 2048",
+                     "gpushare_gpu_memory_total_mib{node=\"gpu-a\",gpu=\"1\"} 16384"):
+            self.assertIn(name, text)
+
+    def test_ledger_shape(self):
+        led = self.ext.ledger()
+        self.assertEqual(list(led)[:3], ["unit", "unitMiB", "nodes"])
+        n = led["nodes"][0]
+        self.assertEqual(n["name"], "gpu-a")
+        self.assertEqual(n["mode"], "share")
+        self.assertEqual(n["placement"], "binpack")
+        g = n["gpus"][0]
+        self.assertEqual((g["index"], g["totalMiB"], g["usedMiB"], g["healthy"]),
+                         (0, 16384, 2048, True))
+        self.assertEqual(g["pods"], [{"namespace": "default", "name": "p", "uid": "uid-default-p",
+                                      "container": 0, "usedMiB": 2048}])
+        self.assertEqual(led["gangs"], [])
+
+    def test_ledger_node_filter_and_unknown_node(self):
+        self.assertEqual([n["name"] for n in self.ext.ledger("gpu-a")["nodes"]], ["gpu-a"])
+        st, raw = self.ext.get("/debug/ledger?node=ghost")
+        self.assertEqual(st, 404)
+        self.assertIn("error", json.loads(raw))
+
+    def test_inspect_aliyun_shape(self):
+        st, raw = self.ext.get("/gpushare-scheduler/inspect")
+        self.assertEqual(st, 200)
+        n = json.loads(raw)["nodes"][0]
+        self.assertEqual((n["name"], n["totalGPU"], n["usedGPU"]), ("gpu-a", 256, 16))
+        self.assertEqual(n["devs"][0]["pods"][0]["usedGPU"], 16)
+        st, raw = self.ext.get("/gpushare-scheduler/inspect/gpu-a")
+        self.assertEqual(st, 200)
+        self.assertEqual(self.ext.get("/gpushare-scheduler/inspect/ghost")[0], 404)
+
+
+class Flags(unittest.TestCase):
+    def run_ext(self, *args):
+        return subprocess.run([EXTENDER, *args], capture_output=True, text=True, timeout=20)
+
+    def test_bad_flags_exit_2_with_one_line(self):
+        for args in (["--bogus"], ["--demo", "/nonexistent/cluster.yaml"],
+                     ["--gpu-memory-unit", "2GiB", "--demo", "/dev/null"], ["--listen"]):
+            r = self.run_ext(*args)
+            self.assertEqual(r.returncode, 2, args)
+            self.assertEqual(len(r.stderr.strip().splitlines()), 1, r.stderr)
+
+    def test_help_and_version(self):
+        r = self.run_ext("--help")
+        self.assertEqual(r.returncode, 0)
+        self.assertIn("--gpu-memory-unit", r.stdout)
+        r = self.run_ext("--version")
+        self.assertEqual(r.returncode, 0)
+        self.assertTrue(r.stdout.startswith("gpushare-extender "))
+
+    def test_unit_override_flag(self):
+        ext = Extender([configmap("1GiB"), node("a", "share", gpus=1, units=128)],
+                       args=["--gpu-memory-unit", "128Mi"])
+        try:
+            self.assertEqual(ext.ledger()["unit"], "128MiB")
+        finally:
+            ext.close()
+
+
+if __name__ == "__main__":
+    unittest.main()
