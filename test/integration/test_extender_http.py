@@ -78,32 +78,32 @@ class Unit128MiB(unittest.TestCase):
 
 class MultiCard(unittest.TestCase):
     def setUp(self):
-        self.ext = Extender([node("gpu-b", "share", gpus=4, units=64),
-                             node("gpu-c", "share", gpus=4, units=64),
+        self.ext = Extender([node("alpha", "share", gpus=4, units=64),
+                             node("beta", "share", gpus=4, units=64),
                              pod("m8", units=8, count=2), pod("m9", units=9, count=2)])
 
     def tearDown(self):
         self.ext.close()
 
     def test_even_split_over_two_distinct_gpus(self):
-        chosen, _ = cycle(self.ext, pod("m8", units=8, count=2), ["gpu-b", "gpu-c"])
+        chosen, _ = cycle(self.ext, pod("m8", units=8, count=2), ["alpha", "beta"])
         self.assertIsNotNone(chosen)
         used = gpu_used(self.ext.ledger(), chosen)
         self.assertEqual(sorted(used, reverse=True), [4096, 4096, 0, 0])
 
     def test_uneven_split_is_unresolvable_everywhere(self):
         st, res, _ = self.ext.post("filter", {"Pod": pod("m9", units=9, count=2),
-                                              "NodeNames": ["gpu-b", "gpu-c"]})
+                                              "NodeNames": ["alpha", "beta"]})
         self.assertEqual(res["NodeNames"], [])
         self.assertEqual(res["FailedNodes"], {})
         reasons = res["FailedAndUnresolvableNodes"]
-        self.assertEqual(set(reasons), {"gpu-b", "gpu-c"})
+        self.assertEqual(set(reasons), {"alpha", "beta"})
         self.assertEqual(len(set(reasons.values())), 1)
-        text = reasons["gpu-b"]
+        text = reasons["alpha"]
         self.assertIn("9", text)
         self.assertIn("2", text)
-        self.assertNotIn("gpu-b", text)
-        self.assertNotIn("gpu-c", text)
+        self.assertNotIn("alpha", text)
+        self.assertNotIn("beta", text)
 
 
 class Binpack(unittest.TestCase):
