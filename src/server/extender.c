@@ -53,19 +53,11 @@ static const char *meta_str(const json_t *obj, const char *key) {
   return json_string_value(json_object_get(json_object_get(obj, "metadata"), key));
 }
 
-/* kube-scheduler passes Error through fmt.Errorf: a '%' would be mangled. */
-static void scrub_percent(char *text) {
-  for (char *p = text; *p; p++)
-    if (*p == '%')
-      *p = '#';
-}
-
 static void diag_text(const struct gs_diag *diag, const char *what, char *out, size_t len) {
   if (diag->where[0] != '\0')
     snprintf(out, len, "%s: %s: %s", what, diag->where, diag->text);
   else
     snprintf(out, len, "%s: %s", what, diag->text[0] ? diag->text : "malformed input");
-  scrub_percent(out);
 }
 
 /* ---- the sink: cluster events ------------------------------------------ */
@@ -492,7 +484,6 @@ static void route_bind(struct gs_server *s, const struct gs_http_request *req,
 answer:
   if (err[0] != '\0' && strcmp(result, "ok") != 0)
     gs_log(GS_LVL_WARN, "bind failed", "error=\"%s\"", err);
-  scrub_percent(err);
   respond(resp, 200, "application/json", gs_api_bind_result_dump(strcmp(result, "ok") == 0 ? "" : err));
   gs_annotations_clear(&annots);
   json_decref(obj);
