@@ -1199,6 +1199,50 @@ class TestCrud(Base):
         st, l = self.c.req("GET", "/api/v1/configmaps")
         self.assertIsNone(self.c.last.getheader("Content-Encoding"))
 
+    def test_managed_fields_like_a_real_server(self):
+        st, out = self.c.req("POST", "/api/v1/namespaces/default/pods", pod("p", annotations={"a": "1"}),
+                             headers={"User-Agent": "gpushare-extender/0.1.0 (linux)"})
+        mf = out["metadata"]["managedFields"]
+        self.assertEqual(len(mf), 1)
+        self.assertEqual({k: mf[0][k] for k in ("manager", "operation", "apiVersion", "fieldsType")},
+                         {"manager": "gpushare-extender", "operation": "Update", "apiVersion": "v1",
+                          "fieldsType": "FieldsV1"})
+        self.assertIn("f:annotations", mf[0]["fieldsV1"]["f:metadata"])
+        self.assertEqual(list(out["metadata"])[-1], "managedFields")
+        st, out2 = self.c.req("PATCH", "/api/v1/namespaces/default/pods/p?fieldManager=other",
+                              {"metadata": {"labels": {"x": "y"}}}, ctype="application/merge-patch+json")
+        self.assertEqual([e["manager"] for e in out2["metadata"]["managedFields"]], ["gpushare-extender", "other"])
+        # the same write again by the same manager is a no-op: no new resourceVersion
+        st, out3 = self.c.req("PATCH", "/api/v1/namespaces/default/pods/p?fieldManager=other",
+                              {"metadata": {"labels": {"x": "y"}}}, ctype="application/merge-patch+json")
+        self.assertEqual(out3["metadata"]["resourceVersion"], out2["metadata"]["resourceVersion"])
+        # binding goes straight to storage: managedFields unchanged
+        self.srv.add(node("n1"))
+        st, _ = self.c.req("POST", "/api/v1/namespaces/default/pods/p/binding", binding("p", "n1"))
+        self.assertEqual(self.srv.get("pods", "default", "p")["metadata"]["managedFields"],
+                         out3["metadata"]["managedFields"])
+
+    def test_state_preload(self):
+        tmp = tempfile.mkdtemp()
+        try:
+            path = os.path.join(tmp, "s.json")
+            p1 = pod("p1", node="gpu-a")
+            p1["metadata"]["uid"] = "11111111-2222-3333-4444-555555555555"
+            with open(path, "w") as f:
+                json.dump({"kind": "List", "apiVersion": "v1",
+                           "items": [node("gpu-a"), p1, {"apiVersion": "v1", "kind": "Namespace",
+                                                         "metadata": {"name": "ml"}}]}, f)
+            srv = FakeApiServer(state=path)
+            try:
+                got = srv.get("pods", "default", "p1")
+                self.assertEqual(got["metadata"]["uid"], "11111111-2222-3333-4444-555555555555")
+                self.assertEqual(got["spec"]["nodeName"], "gpu-a")
+                self.assertEqual(len(srv.list()), 2)
+            finally:
+                srv.stop()
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+
     def test_discovery_and_version(self):
         st, v = self.c.req("GET", "/version")
         self.assertEqual((st, v["major"]), (200, "1"))
@@ -1422,6 +1466,29 @@ class TestFaults(Base):
         self.c.close()
         st, l = self.c.req("GET", "/api/v1/nodes")
         self.assertEqual([i["metadata"]["name"] for i in l["items"]], ["n1", "n2"])
+
+    def test_faults_after_authentication(self):
+        srv = FakeApiServer(token="tk").start()
+        try:
+            srv.inject_fault(path="/api/v1/nodes", status=500, count=1)
+            c = Client(srv)
+            self.assertEqual(c.req("GET", "/api/v1/nodes")[0], 401)  # the fault is not used up by this
+            c.token = "tk"
+            self.assertEqual(c.req("GET", "/api/v1/nodes")[0], 500)
+            self.assertEqual(c.req("GET", "/api/v1/nodes")[0], 200)
+            c.close()
+        finally:
+            srv.stop()
+
+    def test_vanished_watch_client_is_forgotten(self):
+        w = RawWatch(self.srv, "/api/v1/pods?watch=1&resourceVersion=0")
+        self.assertTrue(self.srv.wait_for_watches("pods", 1))
+        self.assertEqual(len(self.srv.watches()), 1)
+        w.close()
+        deadline = time.monotonic() + 5
+        while self.srv.watches() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        self.assertEqual(self.srv.watches(), [])
 
     def test_request_log(self):
         self.c.req("GET", "/api/v1/pods?limit=500&resourceVersion=0", headers={"User-Agent": "gpushare/0.1"})
