@@ -29,7 +29,7 @@
  * most GS_TOPO_EXACT_GPUS GPUs are free (its memo has 2^m slots); otherwise
  * a local search stops after GS_TOPO_BOUNDED_WORK. docs/topology.md
  * "Performance" gives the measured figures. */
-#define GS_TOPO_EXACT_WORK 1500000u
+#define GS_TOPO_EXACT_WORK 3100000u
 #define GS_TOPO_EXACT_GPUS 16u
 #define GS_TOPO_BOUNDED_WORK 1000000u
 
@@ -108,7 +108,7 @@ struct gs_topo_stats {
  * k == 1 takes the least-connected free GPU. No topology, or all free pairs
  * alike: the k lowest free indices.
  * Exact while the search's estimated cost fits GS_TOPO_EXACT_WORK (always
- * for <= 13 free GPUs); beyond, a deterministic local search bounded by
+ * for <= 14 free GPUs); beyond, a deterministic local search bounded by
  * GS_TOPO_BOUNDED_WORK.
  * GS_EINVAL: k == 0, ret_set NULL, or a free GPU outside the topology;
  * GS_ENOFIT: fewer than k free GPUs; GS_ENOMEM. *ret_set written only on

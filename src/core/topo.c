@@ -15,14 +15,15 @@
  * so sums compare fairly.
  *
  * Search: exact memoised DP over subsets of the free GPUs (the lowest GPU
- * of a subset always goes into the next group) while its work estimate fits
- * a budget; otherwise a deterministic local search (greedy starts, then
- * pairwise swaps between groups). Everything lives in one heap context per
- * call: no globals, reentrant.
+ * of a subset always goes into the next group) while its estimated cost
+ * fits a budget; otherwise a deterministic iterated local search (greedy
+ * starts, swaps and exact re-splits of two groups, perturbations) within a
+ * work budget. Everything lives in one heap context per call: no globals,
+ * reentrant. Shortcuts: no topology, k == |free|, all free pairs alike
+ * (NVSwitch), k == 1.
  */
 #include <gpushare/topo.h>
 
-#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -135,13 +136,14 @@ struct pkey {
   uint16_t done; /* memo slot filled */
 };
 
+/* PENALTY_BASE^(steps - 1) for a weakest link `steps` classes below
+ * NVLink: PIX 1 step, PXB 2, PHB 3, NODE 4, SYS 5, unknown 6; NVLink 0. */
 static uint64_t penalty_of(uint32_t min_score) {
   uint32_t steps;
+  uint64_t p = 1;
   if (min_score >= GS_TOPO_SCORE_NV)
     return 0;
-  /* PIX 1 step below NVLink ... SYS 5, unknown 6. */
   steps = min_score == 0 ? 6u : (GS_TOPO_SCORE_PIX - min_score) / 10u + 1u;
-  uint64_t p = 1;
   for (uint32_t i = 1; i < steps; i++)
     p *= PENALTY_BASE;
   return p;
@@ -192,7 +194,7 @@ struct chooser {
   uint8_t gpu[GS_MAX_GPUS];     /* local index → GPU index (ascending) */
   uint32_t score[GS_MAX_GPUS][GS_MAX_GPUS];
   struct pkey *memo;            /* exact search: 2^m slots */
-  uint64_t work;                /* group or swap evaluations */
+  uint64_t work;                /* work units spent (GS_TOPO_EXACT_WORK) */
   struct pkey found;            /* key of the split the search settled on */
   uint64_t all;                 /* local mask of every free GPU */
 };
