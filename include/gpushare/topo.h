@@ -46,7 +46,8 @@
  * an X off the diagonal, an asymmetric matrix, GPU columns or rows not
  * GPU0..GPUn-1 in order, a second table: GS_EPARSE (GS_ETOOBIG over
  * GS_TOPO_TEXT_MAX bytes or GS_MAX_GPUS GPUs; GS_EINVAL for NULL text/ret),
- * with diag->where = "line N" and diag->text saying what is wrong.
+ * with diag->where = "line N" ("end of input" for a table cut short, "input"
+ * when no table is found) and diag->text saying what is wrong.
  * *ret is written only on success. Nothing is allocated. */
 enum gs_err gs_topo_parse_text(const char *text, size_t len, struct gs_topo *ret,
                                struct gs_diag *diag) GS_WUR;

@@ -1,5 +1,7 @@
 /* Topology: nvidia-smi topo -m parsing (real outputs and garbled ones),
- * cells, validation, pair and set scores, and the look-ahead GPU choice. */
+ * cells, validation, pair and set scores, and the look-ahead GPU choice.
+ * One file (over 800 lines) because it is one module's test binary, as the
+ * test layout wants; the sections below follow topo.h's. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
