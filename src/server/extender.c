@@ -335,8 +335,11 @@ static void route_filter(struct gs_server *s, const struct gs_http_request *req,
       e = gs_api_filter_result_pass(out, args.names[i], args.nodes[i]);
       passed++;
     } else {
+      const char *labels[] = {"reason", res[i].reason, NULL};
       e = gs_api_filter_result_fail(out, args.names[i], res[i].reason,
                                     res[i].code == GS_CODE_UNRESOLVABLE);
+      gs_metrics_counter_add(s->metrics, "gpushare_filter_rejections_total",
+                             "Nodes rejected by filter, by reason.", labels, 1);
     }
     if (e != GS_EOK) {
       respond(resp, 200, "application/json", gs_api_filter_error_dump("out of memory"));
@@ -596,6 +599,11 @@ struct metrics_call {
 static void metrics_fn(const struct gs_ledger *ledger, void *arg) {
   struct metrics_call *m = arg;
   struct gs_metrics *mx = m->s->metrics;
+  const char *none[] = {NULL};
+  gs_metrics_gauge_set(mx, "gpushare_gangs_waiting", "Gang plans holding slots not yet bound.",
+                       none, (double)gs_gang_count(gs_fw_plugin_state(m->s->fw, "gang")));
+  gs_metrics_gauge_set(mx, "gpushare_pods", "Pods holding GPU allocations (incl. assumed).", none,
+                       (double)gs_ledger_alloc_count(ledger));
   gs_metrics_gauge_reset(mx, "gpushare_gpu_memory_used_mib");
   gs_metrics_gauge_reset(mx, "gpushare_gpu_memory_total_mib");
   gs_metrics_gauge_reset(mx, "gpushare_gpu_pods");
@@ -623,6 +631,9 @@ static void route_metrics(struct gs_server *s, struct gs_http_response *resp) {
                        none, atomic_load(&s->leader) ? 1 : 0);
   gs_metrics_gauge_set(s->metrics, "gpushare_cache_synced", "1 once the first sync is done.",
                        none, atomic_load(&s->synced) ? 1 : 0);
+  gs_metrics_gauge_set(s->metrics, "gpushare_pending_unit_mib",
+                       "gpuMemoryUnit waiting for a restart (0: none).", none,
+                       (double)atomic_load(&s->pending_unit));
   respond(resp, 200, "text/plain; version=0.0.4; charset=utf-8", gs_metrics_render(s->metrics));
 }
 
