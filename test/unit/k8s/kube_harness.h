@@ -433,6 +433,24 @@ static inline void h_admin_expire(const struct h_fake *f) {
   h_admin(f, "/admin/watches/drop", NULL);
 }
 
+/* The next count (< 0: all) requests matching method and path (regex)
+ * answer status, with Retry-After when retry_after ≥ 0. */
+static inline void h_admin_fault(const struct h_fake *f, const char *method, const char *path,
+                                 int status, int count, int retry_after) {
+  json_t *b = json_pack("{s:s, s:s, s:i}", "method", method, "path", path, "status", status);
+  json_object_set_new(b, "count", count < 0 ? json_null() : json_integer(count));
+  if (retry_after >= 0)
+    json_object_set_new(b, "retryAfter", json_integer(retry_after));
+  h_admin(f, "/admin/faults", b);
+}
+
+static inline void h_admin_clear_faults(const struct h_fake *f) {
+  char url[512];
+  long code = 0;
+  snprintf(url, sizeof url, "%s/admin/faults", f->admin_url[0] ? f->admin_url : f->url);
+  json_decref(h_http(f, "DELETE", url, NULL, &code));
+}
+
 /* The apiserver accepts only this bearer token from now on. */
 static inline void h_admin_token(const struct h_fake *f, const char *token) {
   h_admin(f, "/admin/tokens", json_pack("{s:s}", "token", token));

@@ -204,6 +204,68 @@ static void test_bind(void **state) {
   assert_true(h_wait(&e->rec, h_has_pod, "default/p1", 1000));
 }
 
+/* Transport-level trouble on bind: 5xx and 429 are retried within the
+ * budget (Retry-After honoured); a persistent 500 fails in under 4 s. */
+static void test_bind_retries(void **state) {
+  struct env *e = *state;
+  struct gs_kube_opts o = h_opts(e->kubeconfig);
+  struct gs_annotations a = {0};
+  char err[512];
+  int64_t t0;
+  seed(e);
+  h_create_pod(&e->fake, "default", "p4");
+  start_client(e, &o);
+  assert_true(h_wait(&e->rec, h_is_synced, NULL, 10000));
+  assert_int_equal(gs_annotations_set(&a, "gpushare.io/unit-mib", "1024"), GS_EOK);
+
+  h_admin_fault(&e->fake, "POST", "/binding$", 503, 2, -1);
+  assert_int_equal(
+      e->cluster.ops->bind(e->cluster.self, "default", "p1", NULL, "gpu-a", &a, err, sizeof err),
+      GS_EOK);
+
+  h_admin_fault(&e->fake, "POST", "/binding$", 429, 1, 1);
+  t0 = h_now_ms();
+  assert_int_equal(
+      e->cluster.ops->bind(e->cluster.self, "ml", "p2", NULL, "gpu-a", &a, err, sizeof err),
+      GS_EOK);
+  assert_true(h_now_ms() - t0 >= 900);
+
+  h_admin_fault(&e->fake, "POST", "/binding$", 500, -1, -1);
+  t0 = h_now_ms();
+  assert_int_not_equal(
+      e->cluster.ops->bind(e->cluster.self, "default", "p4", NULL, "gpu-a", &a, err, sizeof err),
+      GS_EOK);
+  assert_true(h_now_ms() - t0 < 4000);
+  assert_true(err[0] != '\0');
+  assert_null(strchr(err, '%'));
+  h_admin_clear_faults(&e->fake);
+  gs_annotations_clear(&a);
+}
+
+/* The first lists fail (500, then 429): the client backs off and syncs. */
+static void test_list_faults(void **state) {
+  struct env *e = *state;
+  struct gs_kube_opts o = h_opts(e->kubeconfig);
+  seed(e);
+  h_admin_fault(&e->fake, "GET", "^/api/v1/pods$", 500, 2, -1);
+  h_admin_fault(&e->fake, "GET", "^/api/v1/nodes$", 429, 1, 1);
+  start_client(e, &o);
+  assert_true(h_wait(&e->rec, h_is_synced, NULL, 10000));
+  assert_true(h_wait(&e->rec, h_has_pod, "default/p1", 100));
+  assert_true(h_wait(&e->rec, h_has_node, "gpu-a", 100));
+  {
+    /* Every injected fault was hit. */
+    char url[256];
+    long code = 0;
+    json_t *r;
+    snprintf(url, sizeof url, "%s/admin/faults", e->fake.admin_url);
+    r = h_http(&e->fake, "GET", url, NULL, &code);
+    assert_int_equal(code, 200);
+    assert_int_equal(json_array_size(json_object_get(r, "faults")), 0);
+    json_decref(r);
+  }
+}
+
 static const char *str_or(const json_t *v) {
   return json_is_string(v) ? json_string_value(v) : "";
 }
@@ -315,6 +377,8 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_list_watch, setup, teardown),
       cmocka_unit_test_setup_teardown(test_dropped_watch_and_410, setup, teardown),
       cmocka_unit_test_setup_teardown(test_bind, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_bind_retries, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_list_faults, setup, teardown),
       cmocka_unit_test_setup_teardown(test_event, setup, teardown),
       cmocka_unit_test_setup_teardown(test_apiserver_late, setup, teardown),
       cmocka_unit_test_setup_teardown(test_bad_token, setup, teardown),
