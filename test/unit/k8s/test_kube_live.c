@@ -242,6 +242,45 @@ static void test_bind_retries(void **state) {
   gs_annotations_clear(&a);
 }
 
+static bool has_1100_pods(struct h_rec *r, const void *arg) {
+  (void)arg;
+  return json_object_size(r->pods) >= 1100;
+}
+
+/* More than two pages (limit 500); the continue token expires once (410)
+ * and the list starts over. */
+static void test_paged_list(void **state) {
+  struct env *e = *state;
+  struct gs_kube_opts o = h_opts(e->kubeconfig);
+  json_t *list = json_pack("{s:s, s:s, s:[]}", "kind", "List", "apiVersion", "v1", "items");
+  char url[256], name[32];
+  long code = 0;
+  for (int i = 0; i < 1100; i++) {
+    snprintf(name, sizeof name, "bulk-%04d", i);
+    json_array_append_new(json_object_get(list, "items"), h_pod("bulk", name));
+  }
+  snprintf(url, sizeof url, "%s/admin/objects", e->fake.admin_url);
+  json_decref(h_http(&e->fake, "POST", url, list, &code));
+  json_decref(list);
+  assert_int_equal(code, 200);
+  {
+    json_t *b = json_pack("{s:s, s:s, s:s, s:i, s:i, s:s, s:s}", "method", "GET", "path",
+                          "^/api/v1/pods$", "query", "continue=", "status", 410, "count", 1,
+                          "reason", "Expired", "message", "The provided continue parameter is too old");
+    h_admin(&e->fake, "/admin/faults", b);
+  }
+  start_client(e, &o);
+  assert_true(h_wait(&e->rec, h_is_synced, NULL, 20000));
+  assert_true(h_wait(&e->rec, has_1100_pods, NULL, 100));
+  {
+    json_t *r;
+    snprintf(url, sizeof url, "%s/admin/faults", e->fake.admin_url);
+    r = h_http(&e->fake, "GET", url, NULL, &code);
+    assert_int_equal(json_array_size(json_object_get(r, "faults")), 0);
+    json_decref(r);
+  }
+}
+
 /* The first lists fail (500, then 429): the client backs off and syncs. */
 static void test_list_faults(void **state) {
   struct env *e = *state;
@@ -379,6 +418,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_bind, setup, teardown),
       cmocka_unit_test_setup_teardown(test_bind_retries, setup, teardown),
       cmocka_unit_test_setup_teardown(test_list_faults, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_paged_list, setup, teardown),
       cmocka_unit_test_setup_teardown(test_event, setup, teardown),
       cmocka_unit_test_setup_teardown(test_apiserver_late, setup, teardown),
       cmocka_unit_test_setup_teardown(test_bad_token, setup, teardown),
