@@ -117,9 +117,14 @@ static void test_list_watch(void **state) {
   assert_true(h_now_ms() - t0 < 2000);
 }
 
+static bool h_synced_more(struct h_rec *r, const void *arg) {
+  return r->synced > *(const int *)arg;
+}
+
 static void test_dropped_watch_and_410(void **state) {
   struct env *e = *state;
   struct gs_kube_opts o = h_opts(e->kubeconfig);
+  int synced;
   seed(e);
   start_client(e, &o);
   assert_true(h_wait(&e->rec, h_is_synced, NULL, 10000));
@@ -131,11 +136,29 @@ static void test_dropped_watch_and_410(void **state) {
 
   /* History compacted: the next watches get 410 → relist, and a pod
    * deleted meanwhile is reported as deleted by the relist diff. */
+  pthread_mutex_lock(&e->rec.mu);
+  synced = e->rec.synced;
+  pthread_mutex_unlock(&e->rec.mu);
   h_admin_expire(&e->fake);
   h_delete_pod(&e->fake, "ml", "p2");
   h_create_pod(&e->fake, "default", "after-410");
   assert_true(h_wait(&e->rec, h_has_pod, "default/after-410", 5000));
   assert_true(h_wait(&e->rec, h_no_pod, "ml/p2", 5000));
+  assert_true(h_wait(&e->rec, h_synced_more, &synced, 5000)); /* relisted */
+
+  /* An in-stream ERROR 410 on the open watches: relist again. */
+  pthread_mutex_lock(&e->rec.mu);
+  synced = e->rec.synced;
+  pthread_mutex_unlock(&e->rec.mu);
+  h_admin(&e->fake, "/admin/watches/drop", json_pack("{s:s}", "mode", "error"));
+  assert_true(h_wait(&e->rec, h_synced_more, &synced, 5000));
+  h_create_pod(&e->fake, "default", "after-error");
+  assert_true(h_wait(&e->rec, h_has_pod, "default/after-error", 5000));
+
+  /* Streams ended cleanly (a server timeout): re-watch, no relist needed. */
+  h_admin(&e->fake, "/admin/watches/drop", json_pack("{s:s}", "mode", "end"));
+  h_create_pod(&e->fake, "default", "after-end");
+  assert_true(h_wait(&e->rec, h_has_pod, "default/after-end", 5000));
 }
 
 static void test_bind(void **state) {
@@ -367,6 +390,22 @@ static void test_apiserver_late(void **state) {
   h_create_node(&e->fake, "late");
   assert_true(h_wait(&e->rec, h_is_synced, NULL, 10000));
   assert_true(h_wait(&e->rec, h_has_node, "late", 1000));
+
+  /* Down for a while (connections refused), a pod created meanwhile, up
+   * again: the informers come back and catch up. */
+  h_admin(&e->fake, "/admin/down", NULL);
+  h_sleep_ms(1000);
+  {
+    char aurl[256];
+    long code = 0;
+    json_t *pod = h_pod("default", "while-down");
+    snprintf(aurl, sizeof aurl, "%s/admin/objects", e->fake.admin_url);
+    json_decref(h_http(&e->fake, "POST", aurl, pod, &code));
+    json_decref(pod);
+    assert_int_equal(code, 200);
+  }
+  h_admin(&e->fake, "/admin/up", NULL);
+  assert_true(h_wait(&e->rec, h_has_pod, "default/while-down", 8000));
 }
 
 static void test_bad_token(void **state) {
