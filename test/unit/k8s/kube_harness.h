@@ -191,6 +191,7 @@ struct h_fake_opts {
   const char *token; /* NULL = no auth */
   bool tls;          /* needs certs in dir (h_make_certs) */
   const char *state; /* objects file, NULL = empty */
+  bool client_ca;    /* verify client certificates against dir/ca.crt */
 };
 
 static inline int h_read_int_file(const char *path, int *ret2) {
@@ -208,7 +209,7 @@ static inline int h_read_int_file(const char *path, int *ret2) {
 
 /* Starts the fake in dir (which holds the certs when tls). */
 static inline void h_fake_start(struct h_fake *f, const char *dir, const struct h_fake_opts *o) {
-  char portfile[256], adminfile[256], port[16], cert[256], key[256];
+  char portfile[256], adminfile[256], port[16], cert[256], key[256], ca[256];
   char *argv[24];
   int n = 0;
   memset(f, 0, sizeof *f);
@@ -236,6 +237,11 @@ static inline void h_fake_start(struct h_fake *f, const char *dir, const struct 
     argv[n++] = "--tls-key";
     argv[n++] = key;
     f->tls = true;
+  }
+  if (o->client_ca) {
+    snprintf(ca, sizeof ca, "%s/ca.crt", dir);
+    argv[n++] = "--client-ca";
+    argv[n++] = ca;
   }
   if (o->token != NULL) {
     argv[n++] = "--token";
