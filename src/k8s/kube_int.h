@@ -19,7 +19,6 @@
 #define GS_KUBE_EVENT_MAX (64u * 1024u * 1024u) /* one watch event line */
 #define GS_KUBE_BODY_MAX (16u * 1024u * 1024u)  /* any other reply */
 #define GS_KUBE_TOKEN_MAX (64u * 1024u)         /* bearer token file */
-#define GS_KUBE_PEM_MAX (4u * 1024u * 1024u)    /* CA bundle read for a check */
 #define GS_KUBE_RV_MAX 128                      /* resourceVersion text */
 #define GS_KUBE_PAGE_LIMIT 500                  /* list page size (client-go) */
 #define GS_KUBE_BIND_BUDGET_MS 3500             /* bind's total time (< 5 s extender timeout) */
@@ -290,7 +289,6 @@ struct gs__kube {
   pthread_t lease_th;
   bool lease_started;
   atomic_uint resync_gen;
-  atomic_bool is_leader; /* announced to the sink */
   /* handles for callers' threads (bind, pod GET) */
   pthread_mutex_t pool_mu;
   struct gs__kube_handle pool[4];
