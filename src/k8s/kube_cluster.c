@@ -490,6 +490,13 @@ static void kube_destroy(void *self) {
   kube_free(k);
 }
 
+static void kube_stats(void *self, struct gs_cluster_stats *ret) {
+  struct gs__kube *k = self;
+  ret->api_errors = atomic_load(&k->conn.errors);
+  ret->watch_restarts = atomic_load(&k->watch_restarts);
+  ret->relists = atomic_load(&k->relists);
+}
+
 static const struct gs_cluster_ops kube_ops = {
     .name = "kube",
     .start = kube_start,
@@ -498,6 +505,7 @@ static const struct gs_cluster_ops kube_ops = {
     .pod_get = kube_pod_get,
     .bind = kube_bind,
     .event = kube_event,
+    .stats = kube_stats,
 };
 
 /* ---- construction -------------------------------------------------------- */

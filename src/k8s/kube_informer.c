@@ -505,6 +505,8 @@ static enum outcome do_watch(struct gs__informer *inf) {
       gs__kube_log(GS_LOG_DEBUG, "watch ended inside an event", "resource=%s", inf->resource);
     out = OK_;
   }
+  if (out == RETRY || out == RELIST)
+    atomic_fetch_add(&k->watch_restarts, 1);
   if (out == RETRY && !back_off(inf, resp.retry_after_s))
     out = STOPPED;
   gs__kube_resp_release(&resp);
@@ -532,8 +534,10 @@ void *gs__informer_main(void *arg) {
     o = do_watch(inf);
     if (o == STOPPED)
       break;
-    if (o == RELIST)
+    if (o == RELIST) {
       need_list = true;
+      atomic_fetch_add(&inf->k->relists, 1);
+    }
   }
   return NULL;
 }

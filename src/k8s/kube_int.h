@@ -175,6 +175,7 @@ struct gs__kube_conn {
   bool token_mu_init;
   long request_timeout_s;
   char user_agent[64];
+  atomic_ulong errors; /* failed requests, for /metrics */
 };
 /* In-cluster: env KUBERNETES_SERVICE_HOST/PORT, sa_dir/token, sa_dir/ca.crt. */
 enum gs_err gs__kube_conn_incluster(struct gs__kube_conn *c, const char *sa_dir,
@@ -281,6 +282,7 @@ struct gs__kube {
   pthread_mutex_t mu;      /* guards the fields below and waits on cond */
   pthread_cond_t cond;     /* CLOCK_MONOTONIC; broadcast on stop and list completion */
   atomic_bool stop;
+  atomic_ulong watch_restarts, relists; /* for /metrics */
   bool started, stopped;
   unsigned nlisted;
   struct gs__informer inf[GS__INF_COUNT];

@@ -33,9 +33,10 @@ struct gs_server {
   atomic_bool synced;
   atomic_bool leader;
   atomic_uint pending_unit;
-  pthread_mutex_t mu; /* guards orphans and unhealthy */
+  pthread_mutex_t mu; /* guards orphans, unhealthy and stats */
   json_t *orphans;    /* uid → pod whose allocation names a node not yet known */
   json_t *unhealthy;  /* node → mask of unhealthy GPUs */
+  struct gs_cluster_stats stats; /* backend counters at the last scrape (under mu) */
 };
 
 static int64_t now_ns(void) {
@@ -631,6 +632,22 @@ static void route_metrics(struct gs_server *s, struct gs_http_response *resp) {
                        none, atomic_load(&s->leader) ? 1 : 0);
   gs_metrics_gauge_set(s->metrics, "gpushare_cache_synced", "1 once the first sync is done.",
                        none, atomic_load(&s->synced) ? 1 : 0);
+  if (s->cluster.ops->stats != NULL) {
+    /* The backend counts; the registry's counters advance by the delta. */
+    struct gs_cluster_stats cs = {0};
+    s->cluster.ops->stats(s->cluster.self, &cs);
+    pthread_mutex_lock(&s->mu);
+    gs_metrics_counter_add(s->metrics, "gpushare_apiserver_request_errors_total",
+                           "Failed apiserver requests (transport, 5xx, 429, 401/403).", none,
+                           (double)(cs.api_errors - s->stats.api_errors));
+    gs_metrics_counter_add(s->metrics, "gpushare_watch_restarts_total",
+                           "Watches re-established after an error or expiry.", none,
+                           (double)(cs.watch_restarts - s->stats.watch_restarts));
+    gs_metrics_counter_add(s->metrics, "gpushare_relists_total", "Full relists after the first.",
+                           none, (double)(cs.relists - s->stats.relists));
+    s->stats = cs;
+    pthread_mutex_unlock(&s->mu);
+  }
   gs_metrics_gauge_set(s->metrics, "gpushare_pending_unit_mib",
                        "gpuMemoryUnit waiting for a restart (0: none).", none,
                        (double)atomic_load(&s->pending_unit));

@@ -3,6 +3,7 @@ fails, races and drops streams. After each: the ledger equals the apiserver's
 truth, no GPU is over-committed, and the server still answers."""
 import json
 import os
+import re
 import shutil
 import signal
 import ssl
@@ -155,6 +156,10 @@ class Faults(unittest.TestCase):
         srv.delete("pods", "default", "w1")
         self.assert_consistent(srv, ext)
         self.assertEqual(sum(used_by_gpu(ext.ledger()).values()), 2048)
+        metrics = ext.status("/metrics")[1].decode()
+        restarts = re.search(r"^gpushare_watch_restarts_total (\d+)", metrics, re.M)
+        self.assertIsNotNone(restarts)
+        self.assertGreaterEqual(int(restarts.group(1)), 2)
 
     def test_node_deleted_while_pods_assumed(self):
         srv, ext = self.start([node("gone", "share", gpus=1, units=16),
