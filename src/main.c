@@ -55,6 +55,7 @@ int main(int argc, char **argv) {
   struct gs_cluster cluster = {0};
   struct gs_server *server;
   struct sigaction sa;
+  int rc;
 
   if (gs_config_from_args(argc, argv, &cfg, &action, &diag) != GS_EOK) {
     fprintf(stderr, "gpushare-extender: %s\n", diag.text);
@@ -82,14 +83,8 @@ int main(int argc, char **argv) {
               diag.text);
       return 2;
     }
-    if (apply_configmap(&cfg, gs_cluster_demo_configmap(&cluster, cfg.configmap_ns,
-                                                        cfg.configmap_name)) != 0) {
-      cluster.ops->destroy(cluster.self);
-      return 2;
-    }
   } else {
     struct gs_kube_opts kopts = {0};
-    json_t *data = NULL;
     kopts.kubeconfig = cfg.kubeconfig;
     kopts.configmap_ns = cfg.configmap_ns;
     kopts.configmap_name = cfg.configmap_name;
@@ -100,27 +95,44 @@ int main(int argc, char **argv) {
       fprintf(stderr, "gpushare-extender: %s\n", diag.text);
       return 2;
     }
-    /* The unit must be known before the ledger exists: read the ConfigMap
-     * once now (retrying while the apiserver is down). */
-    if (gs_kube_configmap_data(&cluster, cfg.configmap_ns, cfg.configmap_name, &stop_flag,
-                               &data) != GS_EOK) {
-      cluster.ops->destroy(cluster.self);
-      return 1;
-    }
-    if (apply_configmap(&cfg, data) != 0) {
-      json_decref(data);
-      cluster.ops->destroy(cluster.self);
-      return 2;
-    }
-    json_decref(data);
   }
 
+  /* HTTP first: /healthz answers while the configuration is being read. */
   server = gs_server_new(&cfg, cluster, &diag);
   if (server == NULL) {
     fprintf(stderr, "gpushare-extender: %s\n", diag.text);
     return 1;
   }
-  if (gs_server_start(server, &diag) != GS_EOK) {
+  if (gs_server_listen(server, &diag) != GS_EOK) {
+    fprintf(stderr, "gpushare-extender: %s\n", diag.text);
+    gs_server_free(server);
+    return 1;
+  }
+
+  /* The unit must be known before the ledger exists: read the ConfigMap
+   * once now (the live backend retries while the apiserver is down). */
+  if (cfg.demo[0] != '\0') {
+    rc = apply_configmap(&cfg, gs_cluster_demo_configmap(&cluster, cfg.configmap_ns,
+                                                         cfg.configmap_name));
+  } else {
+    json_t *data = NULL;
+    enum gs_err err = gs_kube_configmap_data(&cluster, cfg.configmap_ns, cfg.configmap_name,
+                                             &stop_flag, &data);
+    if (err != GS_EOK) {
+      if (!stop_flag)
+        fprintf(stderr, "gpushare-extender: cannot read ConfigMap %s/%s: %s\n",
+                cfg.configmap_ns, cfg.configmap_name, gs_strerror(err));
+      gs_server_free(server);
+      return stop_flag ? 0 : 1;
+    }
+    rc = apply_configmap(&cfg, data);
+    json_decref(data);
+  }
+  if (rc != 0) {
+    gs_server_free(server);
+    return 2;
+  }
+  if (gs_server_start(server, &cfg.policy, &diag) != GS_EOK) {
     fprintf(stderr, "gpushare-extender: %s\n", diag.text);
     gs_server_free(server);
     return 1;

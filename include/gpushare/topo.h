@@ -24,11 +24,14 @@
 #define GS_TOPO_SCORE_SYS 10u
 #define GS_TOPO_SCORE_EQUAL 1u /* every pair when there is no topology */
 
-/* Default work budget of the exact search (group evaluations of the subset
- * DP); above it, or above 16 free GPUs, gs_topo_choose uses the bounded
- * local search. docs/topology.md "Performance" gives the figures. */
-#define GS_TOPO_EXACT_WORK 65536u
-#define GS_TOPO_EXACT_GPUS 16u /* hard cap of the exact search (memo is 2^m) */
+/* Work budgets, in work units (one DFS step or pair visit, ~1-3 ns). The
+ * exact search runs when its estimated cost fits GS_TOPO_EXACT_WORK and at
+ * most GS_TOPO_EXACT_GPUS GPUs are free (its memo has 2^m slots); otherwise
+ * a local search stops after GS_TOPO_BOUNDED_WORK. docs/topology.md
+ * "Performance" gives the measured figures. */
+#define GS_TOPO_EXACT_WORK 3100000u
+#define GS_TOPO_EXACT_GPUS 16u
+#define GS_TOPO_BOUNDED_WORK 1000000u
 
 /* ---- parsing ------------------------------------------------------------ */
 
@@ -43,7 +46,8 @@
  * an X off the diagonal, an asymmetric matrix, GPU columns or rows not
  * GPU0..GPUn-1 in order, a second table: GS_EPARSE (GS_ETOOBIG over
  * GS_TOPO_TEXT_MAX bytes or GS_MAX_GPUS GPUs; GS_EINVAL for NULL text/ret),
- * with diag->where = "line N" and diag->text saying what is wrong.
+ * with diag->where = "line N" ("end of input" for a table cut short, "input"
+ * when no table is found) and diag->text saying what is wrong.
  * *ret is written only on success. Nothing is allocated. */
 enum gs_err gs_topo_parse_text(const char *text, size_t len, struct gs_topo *ret,
                                struct gs_diag *diag) GS_WUR;
@@ -86,7 +90,13 @@ uint32_t gs_topo_set_score(const struct gs_topo *t, uint64_t set);
 /* Optional figures of one gs_topo_choose_ex call. */
 struct gs_topo_stats {
   bool exact;    /* the subset DP ran (else bounded local search or a shortcut) */
-  uint64_t work; /* group evaluations (DP) or swap evaluations (local search) */
+  bool searched; /* the DP or the local search ran (split_* are set) */
+  uint64_t work; /* work units spent (see GS_TOPO_EXACT_WORK) */
+  /* Key of the split found (docs/topology.md), to compare searches. */
+  uint32_t split_allnv;   /* groups joined all by NVLink */
+  uint64_t split_penalty; /* weakest-link strand penalty */
+  uint32_t split_minsum;  /* sum of weakest-link scores */
+  uint32_t split_sum;     /* sum of all pair scores */
 };
 
 /* Chooses k GPUs among free_mask (bit i = GPU i free) so as to keep good
@@ -98,8 +108,9 @@ struct gs_topo_stats {
  * on NODE), (3) larger sum of weakest-link scores, (4) larger total score.
  * k == 1 takes the least-connected free GPU. No topology, or all free pairs
  * alike: the k lowest free indices.
- * Exact up to GS_TOPO_EXACT_WORK group evaluations (always for <= 12 free
- * GPUs); beyond, a bounded deterministic local search.
+ * Exact while the search's estimated cost fits GS_TOPO_EXACT_WORK (always
+ * for <= 14 free GPUs); beyond, a deterministic local search bounded by
+ * GS_TOPO_BOUNDED_WORK.
  * GS_EINVAL: k == 0, ret_set NULL, or a free GPU outside the topology;
  * GS_ENOFIT: fewer than k free GPUs; GS_ENOMEM. *ret_set written only on
  * success. */

@@ -8,6 +8,7 @@
 #ifndef GPUSHARE_API_H
 #define GPUSHARE_API_H
 
+#include <gpushare/annot.h>
 #include <gpushare/ledger.h>
 #include <gpushare/plugin.h>
 #include <gpushare/types.h>
@@ -23,18 +24,7 @@
 #define GS_LABEL_POD_GPU_COUNT "aliyun.com/gpu-count"
 #define GS_LABEL_GANG_JOB "gpu-topology"
 #define GS_LABEL_GANG_REPLICAS "gpu-topology-replica"
-#define GS_ANN_DEVICE_RESOURCE "gpushare.alibabacloud.com/device-resource"
 #define GS_ANN_TOPOLOGY "gpushare.io/topology"
-#define GS_ANN_ALLOCATION "scheduler.framework.gpushare.allocation"
-#define GS_ANN_ASSIGNED "scheduler.framework.gpushare.assigned"
-#define GS_ANN_ASSUME_TIME "scheduler.framework.gpushare.assume-time"
-#define GS_ANN_UNIT_MIB "gpushare.io/unit-mib"
-#define GS_ANN_LEGACY_IDX "ALIYUN_COM_GPU_MEM_IDX"
-#define GS_ANN_LEGACY_POD "ALIYUN_COM_GPU_MEM_POD"
-#define GS_ANN_LEGACY_DEV "ALIYUN_COM_GPU_MEM_DEV"
-#define GS_ANN_LEGACY_ASSIGNED "ALIYUN_COM_GPU_MEM_ASSIGNED"
-#define GS_ANN_LEGACY_ASSUME_TIME "ALIYUN_COM_GPU_MEM_ASSUME_TIME"
-#define GS_ANN_TOPO_ALLOCATION "gputopology.alibabacloud.com/allocation"
 
 #define GS_API_BODY_MAX (16u * 1024u * 1024u) /* request body cap */
 #define GS_API_NODES_MAX 65536u               /* nodes in one ExtenderArgs */
@@ -149,17 +139,8 @@ char *gs_api_error_dump(const char *error);
 
 /* ---- annotations (CONTRACT §4) ----------------------------------------- */
 
-/* Writes the memory-pod bind annotations for alloc onto ret: V2
- * allocation, assigned, assume-time, device-resource (every GPU of node,
- * in alloc's unit), legacy ALIYUN_COM_* keys, gpushare.io/unit-mib.
- * Keys already in ret are replaced, others kept. GS_EINVAL for a bad
- * alloc (wrong kind or unit, no parts, a (container, GPU) pair twice, a
- * GPU the node lacks); GS_ETOOBIG if ret has no room (ret unchanged). */
-enum gs_err gs_api_annotations_mem(const struct gs_alloc *alloc, const struct gs_node *node,
-                                   struct gs_annotations *ret) GS_WUR;
-/* Writes gputopology.alibabacloud.com/allocation for a whole-GPU alloc. */
-enum gs_err gs_api_annotations_whole(const struct gs_alloc *alloc,
-                                     struct gs_annotations *ret) GS_WUR;
+/* The bind annotations are formatted by the core (gpushare/annot.h), so
+ * plugins can write them; this layer only reads them back. */
 
 /* An allocation read back from a pod's annotations. */
 struct gs_api_alloc {

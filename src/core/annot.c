@@ -61,23 +61,77 @@ static uint32_t containers(const struct gs_alloc *a, uint32_t *out, uint32_t cap
   return n;
 }
 
+/* An allocation worth writing: 1..GS_MAX_PARTS parts inside the caps, no
+ * (container, GPU) twice, whole GPUs owned once. */
+static enum gs_err validate(const struct gs_alloc *a, enum gs_alloc_kind kind) {
+  uint64_t whole = 0;
+  if (a == NULL || a->kind != kind || a->nparts == 0 || a->nparts > GS_MAX_PARTS ||
+      a->parts == NULL)
+    return GS_EINVAL;
+  for (uint32_t i = 0; i < a->nparts; i++) {
+    const struct gs_alloc_part *p = &a->parts[i];
+    if (p->container >= GS_MAX_CONTAINERS || p->gpu >= GS_MAX_GPUS ||
+        p->units > (UINT64_C(1) << 53))
+      return GS_EINVAL;
+    if (kind == GS_ALLOC_WHOLE) {
+      if (whole & (UINT64_C(1) << p->gpu))
+        return GS_EINVAL;
+      whole |= UINT64_C(1) << p->gpu;
+    }
+    for (uint32_t j = 0; j < i; j++)
+      if (a->parts[j].container == p->container && a->parts[j].gpu == p->gpu)
+        return GS_EINVAL;
+  }
+  return GS_EOK;
+}
+
 static enum gs_err put(struct gs_annotations *ret, const char *key, struct sbuf *b) {
   if (b->overflow)
     return GS_ETOOBIG;
   return gs_annotations_set(ret, key, b->data);
 }
 
-enum gs_err gs_annot_mem(const struct gs_alloc *alloc, const struct gs_node *node,
-                         struct gs_annotations *ret) {
+/* Copies every key of stage onto ret when all of them fit, so a full set
+ * never leaves ret half-written (only an allocation failure can). */
+static enum gs_err merge(struct gs_annotations *ret, struct gs_annotations *stage,
+                         enum gs_err err) {
+  size_t fresh = 0;
+  for (size_t i = 0; err == GS_EOK && i < stage->n; i++)
+    if (gs_annotations_get(ret, stage->kv[i].key) == NULL)
+      fresh++;
+  if (err == GS_EOK && ret->n + fresh > GS_ANNOT_MAX)
+    err = GS_ETOOBIG;
+  for (size_t i = 0; err == GS_EOK && i < stage->n; i++)
+    err = gs_annotations_set(ret, stage->kv[i].key, stage->kv[i].value);
+  gs_annotations_clear(stage);
+  return err;
+}
+
+static enum gs_err mem_values(const struct gs_alloc *alloc, const struct gs_node *node,
+                              struct gs_annotations *ret) {
   static struct sbuf zero;
   struct sbuf b;
-  uint32_t conts[GS_MAX_PARTS];
-  uint32_t ncont = containers(alloc, conts, GS_MAX_PARTS);
-  uint64_t mask = gpu_mask(alloc), total = 0;
-  uint32_t unit = alloc->unit_mib ? alloc->unit_mib : GS_UNIT_GIB;
+  uint32_t conts[GS_MAX_PARTS], ncont, unit;
+  uint64_t mask, total = 0;
   char num[32];
   enum gs_err err;
   int first_gpu = -1;
+
+  if (node == NULL || ret == NULL || (err = validate(alloc, GS_ALLOC_MEM)) != GS_EOK)
+    return GS_EINVAL;
+  unit = alloc->unit_mib;
+  if (unit != GS_UNIT_GIB && unit != GS_UNIT_128MIB)
+    return GS_EINVAL;
+  mask = gpu_mask(alloc);
+  for (uint32_t g = 0; g < GS_MAX_GPUS; g++) {
+    if (mask & (UINT64_C(1) << g)) {
+      if (g >= node->ngpus)
+        return GS_EINVAL; /* the allocation names a GPU the node lacks */
+      if (first_gpu < 0)
+        first_gpu = (int)g;
+    }
+  }
+  ncont = containers(alloc, conts, GS_MAX_PARTS);
 
   /* V2 allocation: containers ascending, GPUs ascending within each. */
   b = zero;
@@ -122,13 +176,9 @@ enum gs_err gs_annot_mem(const struct gs_alloc *alloc, const struct gs_node *nod
 
   /* Legacy keys of Aliyun's open-source device plugin. */
   b = zero;
-  for (uint32_t g = 0; g < GS_MAX_GPUS; g++) {
-    if (!(mask & (UINT64_C(1) << g)))
-      continue;
-    if (first_gpu < 0)
-      first_gpu = (int)g;
-    sb_printf(&b, "%s%" PRIu32, b.len ? "," : "", g);
-  }
+  for (uint32_t g = 0; g < GS_MAX_GPUS; g++)
+    if (mask & (UINT64_C(1) << g))
+      sb_printf(&b, "%s%" PRIu32, b.len ? "," : "", g);
   if ((err = put(ret, GS_ANN_LEGACY_IDX, &b)) != GS_EOK)
     return err;
   for (uint32_t i = 0; i < alloc->nparts; i++)
@@ -151,13 +201,25 @@ enum gs_err gs_annot_mem(const struct gs_alloc *alloc, const struct gs_node *nod
   return gs_annotations_set(ret, GS_ANN_UNIT_MIB, num);
 }
 
-enum gs_err gs_annot_whole(const struct gs_alloc *alloc, struct gs_annotations *ret) {
+enum gs_err gs_annot_mem(const struct gs_alloc *alloc, const struct gs_node *node,
+                         struct gs_annotations *ret) {
+  struct gs_annotations stage = {0};
+  if (ret == NULL)
+    return GS_EINVAL;
+  return merge(ret, &stage, mem_values(alloc, node, &stage));
+}
+
+static enum gs_err whole_values(const struct gs_alloc *alloc, struct gs_annotations *ret) {
   static struct sbuf zero;
   struct sbuf b = zero;
-  uint32_t conts[GS_MAX_PARTS];
-  uint32_t ncont = containers(alloc, conts, GS_MAX_PARTS);
-  uint64_t mask = gpu_mask(alloc);
+  uint32_t conts[GS_MAX_PARTS], ncont;
+  uint64_t mask;
   bool first = true;
+
+  if (ret == NULL || validate(alloc, GS_ALLOC_WHOLE) != GS_EOK)
+    return GS_EINVAL;
+  ncont = containers(alloc, conts, GS_MAX_PARTS);
+  mask = gpu_mask(alloc);
 
   sb_printf(&b, "{\"allocatedGPUs\":{");
   for (uint32_t ci = 0; ci < ncont; ci++) {
@@ -183,4 +245,11 @@ enum gs_err gs_annot_whole(const struct gs_alloc *alloc, struct gs_annotations *
   }
   sb_printf(&b, "],\"assumeTime\":%" PRId64 ",\"assigned\":false}", alloc->assume_time_ns);
   return put(ret, GS_ANN_TOPO_ALLOCATION, &b);
+}
+
+enum gs_err gs_annot_whole(const struct gs_alloc *alloc, struct gs_annotations *ret) {
+  struct gs_annotations stage = {0};
+  if (ret == NULL)
+    return GS_EINVAL;
+  return merge(ret, &stage, whole_values(alloc, &stage));
 }

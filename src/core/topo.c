@@ -15,22 +15,28 @@
  * so sums compare fairly.
  *
  * Search: exact memoised DP over subsets of the free GPUs (the lowest GPU
- * of a subset always goes into the next group) while its work estimate fits
- * a budget; otherwise a deterministic local search (greedy starts, then
- * pairwise swaps between groups). Everything lives in one heap context per
- * call: no globals, reentrant.
+ * of a subset always goes into the next group) while its estimated cost
+ * fits a budget; otherwise a deterministic iterated local search (greedy
+ * starts, swaps and exact re-splits of two groups, perturbations) within a
+ * work budget. Everything lives in one heap context per call: no globals,
+ * reentrant. Shortcuts: no topology, k == |free|, all free pairs alike
+ * (NVSwitch), k == 1.
  */
 #include <gpushare/topo.h>
 
-#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
 /* Weakest-link penalty base: above the largest number of groups (64), so
  * one group a class lower outweighs every group of the classes above. */
 #define PENALTY_BASE 65u
-/* Local search: at most this many improving swaps per start. */
+/* Local search: at most this many improving moves per start, and the
+ * largest number of ways to re-split two groups exactly. */
 #define LS_MAX_MOVES(m) (8u * (m) + 64u)
+#define LS_RESPLIT_MAX 16384u
+/* Work units of one evaluation besides its pair visits (calibrated so a
+ * unit stays near 1-3 ns for small groups too). */
+#define LS_EVAL_COST 8u
 
 /* ---- pair and set scores ------------------------------------------------ */
 
@@ -130,13 +136,14 @@ struct pkey {
   uint16_t done; /* memo slot filled */
 };
 
+/* PENALTY_BASE^(steps - 1) for a weakest link `steps` classes below
+ * NVLink: PIX 1 step, PXB 2, PHB 3, NODE 4, SYS 5, unknown 6; NVLink 0. */
 static uint64_t penalty_of(uint32_t min_score) {
   uint32_t steps;
+  uint64_t p = 1;
   if (min_score >= GS_TOPO_SCORE_NV)
     return 0;
-  /* PIX 1 step below NVLink ... SYS 5, unknown 6. */
   steps = min_score == 0 ? 6u : (GS_TOPO_SCORE_PIX - min_score) / 10u + 1u;
-  uint64_t p = 1;
   for (uint32_t i = 1; i < steps; i++)
     p *= PENALTY_BASE;
   return p;
@@ -187,7 +194,8 @@ struct chooser {
   uint8_t gpu[GS_MAX_GPUS];     /* local index → GPU index (ascending) */
   uint32_t score[GS_MAX_GPUS][GS_MAX_GPUS];
   struct pkey *memo;            /* exact search: 2^m slots */
-  uint64_t work;                /* group or swap evaluations */
+  uint64_t work;                /* work units spent (GS_TOPO_EXACT_WORK) */
+  struct pkey found;            /* key of the split the search settled on */
   uint64_t all;                 /* local mask of every free GPU */
 };
 
@@ -225,7 +233,7 @@ static void dp_extend(struct dfs *d, uint32_t from, uint32_t g, uint32_t size, u
   if (d->need == 0) {
     struct pkey cand = group_key(size, min, sum);
     const struct pkey *rest;
-    c->work++;
+    c->work += size; /* the DFS steps that built this group */
     rest = dp_best(c, d->set & ~g);
     pkey_add(&cand, rest);
     if (!d->have || pkey_cmp(&cand, &d->best) > 0) {
@@ -296,20 +304,21 @@ static uint64_t binom(uint32_t n, uint32_t k) {
   return v;
 }
 
-/* Upper bound of the DP's group evaluations for m free GPUs and groups of
- * k: every subset of a reachable size times the groups through its lowest
- * GPU, plus the final pass over all k-groups. */
+/* Upper bound of the DP's cost for m free GPUs and groups of k, in work
+ * units (one DFS step or pair visit, 1-3 ns each): every subset of a
+ * reachable size times the groups through its lowest GPU times their size,
+ * plus the final pass over all k-groups. */
 static uint64_t dp_work_estimate(uint32_t m, uint32_t k) {
   uint32_t r = m % k;
-  uint64_t total = binom(m, k);
+  uint64_t total = binom(m, k) * k * k;
   for (uint32_t s = 1; s <= m; s++) {
     uint64_t w = 0;
     if (s % k != r && s % k != 0)
       continue; /* sizes ≡ 0 are the states after the leftover is placed */
     if (s >= k)
-      w += binom(s - 1, k - 1);
+      w += binom(s - 1, k - 1) * k;
     if (r != 0 && s % k == r)
-      w += binom(s - 1, r - 1);
+      w += binom(s - 1, r - 1) * r;
     total += binom(m, s) * w;
     if (total > UINT64_MAX / 128)
       return UINT64_MAX / 128;
@@ -321,7 +330,7 @@ static uint64_t dp_work_estimate(uint32_t m, uint32_t k) {
  * split; lexicographic enumeration makes the first of equals the lowest. */
 static enum gs_err choose_exact(struct chooser *c, uint64_t *ret_local) {
   uint32_t idx[GS_MAX_GPUS];
-  struct pkey target, pick_key;
+  struct pkey target, pick_key = {0, 0, 0, 0, 0};
   uint64_t pick = 0;
   bool have = false;
   uint32_t k = c->k, m = c->m;
@@ -330,6 +339,7 @@ static enum gs_err choose_exact(struct chooser *c, uint64_t *ret_local) {
   if (c->memo == NULL)
     return GS_ENOMEM;
   target = *dp_best(c, (uint32_t)c->all);
+  c->found = target;
 
   /* Enumerate k-subsets in lexicographic order. */
   for (uint32_t i = 0; i < k; i++)
@@ -340,7 +350,7 @@ static enum gs_err choose_exact(struct chooser *c, uint64_t *ret_local) {
     for (uint32_t i = 0; i < k; i++)
       g |= 1u << idx[i];
     gk = mask_key(c, g);
-    c->work++;
+    c->work += k * k / 2;
     if (!have || pkey_cmp(&gk, &pick_key) > 0) {
       total = gk;
       pkey_add(&total, dp_best(c, (uint32_t)c->all & ~g));
@@ -387,7 +397,7 @@ static void split_total(struct split *sp) {
 /* Grows a group of `size` from `seed` (or from the best remaining pair when
  * seed is -1): each step adds the GPU that keeps (weakest, total) highest,
  * lowest index on ties. */
-static uint64_t greedy_group(const struct chooser *c, uint64_t avail, uint32_t size,
+static uint64_t greedy_group(struct chooser *c, uint64_t avail, uint32_t size,
                              int32_t seed) {
   uint64_t g = 0;
   if (size == 0)
@@ -416,6 +426,7 @@ static uint64_t greedy_group(const struct chooser *c, uint64_t avail, uint32_t s
     for (uint64_t a = avail & ~g; a; a &= a - 1) {
       uint64_t bit = a & (~a + 1);
       struct pkey k = mask_key(c, g | bit);
+      c->work += popcount64(g) * popcount64(g) / 2 + LS_EVAL_COST;
       if (best == 0 || pkey_cmp(&k, &bk) > 0) {
         best = bit;
         bk = k;
@@ -426,7 +437,7 @@ static uint64_t greedy_group(const struct chooser *c, uint64_t avail, uint32_t s
   return g;
 }
 
-static void greedy_split(const struct chooser *c, int32_t seed, struct split *sp) {
+static void greedy_split(struct chooser *c, int32_t seed, struct split *sp) {
   uint64_t avail = c->all;
   uint32_t full = c->m / c->k;
   sp->ngroups = 0;
@@ -442,46 +453,131 @@ static void greedy_split(const struct chooser *c, int32_t seed, struct split *sp
   split_total(sp);
 }
 
-/* First-improvement swaps of one GPU between two groups, scanned in a fixed
- * order, until no swap improves the split or the move cap is reached. */
-static void local_search(struct chooser *c, struct split *sp) {
-  uint32_t moves = 0;
-  bool improved = true;
-  while (improved && moves < LS_MAX_MOVES(c->m)) {
-    improved = false;
-    for (uint32_t ga = 0; ga < sp->ngroups && !improved; ga++) {
-      for (uint32_t gb = ga + 1; gb < sp->ngroups && !improved; gb++) {
-        struct pkey old = sp->key[ga];
-        pkey_add(&old, &sp->key[gb]);
-        for (uint64_t a = sp->group[ga]; a && !improved; a &= a - 1) {
-          uint64_t ba = a & (~a + 1);
-          for (uint64_t b = sp->group[gb]; b; b &= b - 1) {
-            uint64_t bb = b & (~b + 1);
-            uint64_t na = (sp->group[ga] & ~ba) | bb, nb = (sp->group[gb] & ~bb) | ba;
-            struct pkey ka = mask_key(c, na), kb = mask_key(c, nb), sum = ka;
-            c->work++;
-            pkey_add(&sum, &kb);
-            if (pkey_cmp(&sum, &old) > 0) {
-              sp->group[ga] = na;
-              sp->group[gb] = nb;
-              sp->key[ga] = ka;
-              sp->key[gb] = kb;
-              improved = true;
-              moves++;
-              break;
-            }
-          }
+/* Best re-split of groups ga and gb. exact: every way to deal their union
+ * into their two sizes (when that is at most LS_RESPLIT_MAX ways); else
+ * every swap of one GPU each. True when it improved the pair. */
+static bool improve_pair(struct chooser *c, struct split *sp, uint32_t ga, uint32_t gb,
+                         bool exact) {
+  uint64_t u = sp->group[ga] | sp->group[gb], best_a = sp->group[ga];
+  uint32_t na = popcount64(sp->group[ga]), nu = popcount64(u);
+  /* pair visits of the two keys, plus the evaluation's fixed overhead */
+  uint64_t cost = (na * na + (nu - na) * (nu - na)) / 2 + LS_EVAL_COST;
+  uint8_t pos[GS_MAX_GPUS], idx[GS_MAX_GPUS];
+  struct pkey best = sp->key[ga];
+  uint32_t p = 0;
+
+  pkey_add(&best, &sp->key[gb]);
+  if (exact && binom(nu, na) <= LS_RESPLIT_MAX) {
+    for (uint64_t x = u; x; x &= x - 1)
+      pos[p++] = (uint8_t)ctz64(x);
+    for (uint32_t i = 0; i < na; i++)
+      idx[i] = (uint8_t)i;
+    for (;;) {
+      uint64_t a = 0;
+      struct pkey ka, kb;
+      int32_t i = (int32_t)na - 1;
+      for (uint32_t j = 0; j < na; j++)
+        a |= UINT64_C(1) << pos[idx[j]];
+      ka = mask_key(c, a);
+      kb = mask_key(c, u & ~a);
+      pkey_add(&ka, &kb);
+      c->work += cost;
+      if (pkey_cmp(&ka, &best) > 0) {
+        best = ka;
+        best_a = a;
+      }
+      while (i >= 0 && idx[i] == nu - na + (uint32_t)i)
+        i--;
+      if (i < 0)
+        break;
+      idx[i]++;
+      for (uint32_t j = (uint32_t)i + 1; j < na; j++)
+        idx[j] = (uint8_t)(idx[j - 1] + 1);
+    }
+  } else {
+    for (uint64_t x = sp->group[ga]; x; x &= x - 1) {
+      for (uint64_t y = sp->group[gb]; y; y &= y - 1) {
+        uint64_t a = (sp->group[ga] & ~(x & (~x + 1))) | (y & (~y + 1));
+        struct pkey ka = mask_key(c, a), kb = mask_key(c, u & ~a);
+        pkey_add(&ka, &kb);
+        c->work += cost;
+        if (pkey_cmp(&ka, &best) > 0) {
+          best = ka;
+          best_a = a;
         }
       }
     }
   }
+  if (best_a == sp->group[ga])
+    return false;
+  sp->group[ga] = best_a;
+  sp->group[gb] = u & ~best_a;
+  sp->key[ga] = mask_key(c, sp->group[ga]);
+  sp->key[gb] = mask_key(c, sp->group[gb]);
+  return true;
+}
+
+/* Improves pairs of groups in a fixed order until a full round changes
+ * nothing, the move cap is reached or the work budget is spent; every move
+ * strictly raises the key. */
+static void local_search(struct chooser *c, struct split *sp, bool exact) {
+  uint32_t moves = 0;
+  bool improved = true;
+  while (improved && moves < LS_MAX_MOVES(c->m)) {
+    improved = false;
+    for (uint32_t ga = 0; ga < sp->ngroups; ga++) {
+      for (uint32_t gb = ga + 1; gb < sp->ngroups; gb++) {
+        if (c->work >= GS_TOPO_BOUNDED_WORK)
+          goto out;
+        if (improve_pair(c, sp, ga, gb, exact)) {
+          improved = true;
+          moves++;
+        }
+      }
+    }
+  }
+out:
   split_total(sp);
 }
 
+/* Deterministic pseudo-random numbers for the perturbations (no globals,
+ * no libc rand: the same input always gives the same choice). */
+static uint32_t lcg_next(uint32_t *state) {
+  *state = *state * 1664525u + 1013904223u;
+  return *state >> 8;
+}
+
+/* Moves one GPU around a cycle of three groups (sizes unchanged). */
+static void perturb(const struct chooser *c, struct split *sp, uint32_t *rng) {
+  uint32_t g[3], n = sp->ngroups;
+  uint64_t pick[3];
+  g[0] = lcg_next(rng) % n;
+  g[1] = (g[0] + 1 + lcg_next(rng) % (n - 1)) % n;
+  do
+    g[2] = lcg_next(rng) % n;
+  while (g[2] == g[0] || g[2] == g[1]);
+  for (uint32_t i = 0; i < 3; i++) {
+    uint64_t x = sp->group[g[i]];
+    uint32_t skip = lcg_next(rng) % popcount64(x);
+    while (skip--)
+      x &= x - 1;
+    pick[i] = x & (~x + 1);
+  }
+  for (uint32_t i = 0; i < 3; i++) {
+    sp->group[g[i]] = (sp->group[g[i]] & ~pick[i]) | pick[(i + 2) % 3];
+    sp->key[g[i]] = mask_key(c, sp->group[g[i]]);
+  }
+  split_total(sp);
+}
+
+/* Bounded search: greedy starts polished by swaps; the best start polished
+ * by exact pair re-splits; then perturb-and-polish rounds (iterated local
+ * search) while the work budget lasts. Deterministic. */
 static enum gs_err choose_bounded(struct chooser *c, uint64_t *ret_local) {
   struct split *best, *cur;
   uint64_t pick = 0;
   struct pkey pk = {0, 0, 0, 0, 0};
+  uint32_t rng = 0x9e3779b9u ^ c->m ^ (c->k << 8);
 
   best = malloc(sizeof *best);
   cur = malloc(sizeof *cur);
@@ -490,25 +586,43 @@ static enum gs_err choose_bounded(struct chooser *c, uint64_t *ret_local) {
     free(cur);
     return GS_ENOMEM;
   }
-  /* Starts: the best-pair greedy, then one seeded by each free GPU. */
+  /* The best-pair greedy, then one seeded by each free GPU. */
   for (int32_t seed = -1; seed < (int32_t)c->m; seed++) {
+    if (seed >= 0 && c->work >= GS_TOPO_BOUNDED_WORK / 4)
+      break;
     greedy_split(c, seed, cur);
-    local_search(c, cur);
+    local_search(c, cur, false);
     if (seed == -1 || pkey_cmp(&cur->total, &best->total) > 0) {
       struct split *tmp = best;
       best = cur;
       cur = tmp;
     }
   }
+  local_search(c, best, true);
+  for (uint32_t round = 0; best->ngroups >= 3 && round < LS_MAX_MOVES(c->m); round++) {
+    if (c->work >= GS_TOPO_BOUNDED_WORK)
+      break;
+    memcpy(cur, best, sizeof *cur);
+    perturb(c, cur, &rng);
+    local_search(c, cur, false);
+    local_search(c, cur, true);
+    if (pkey_cmp(&cur->total, &best->total) > 0) {
+      struct split *tmp = best;
+      best = cur;
+      cur = tmp;
+    }
+  }
   for (uint32_t g = 0; g < best->ngroups; g++) {
+    int cmp;
     if (popcount64(best->group[g]) != c->k)
       continue;
-    int cmp = pick ? pkey_cmp(&best->key[g], &pk) : 1;
+    cmp = pick ? pkey_cmp(&best->key[g], &pk) : 1;
     if (cmp > 0 || (cmp == 0 && lower_indices(best->group[g], pick))) {
       pick = best->group[g];
       pk = best->key[g];
     }
   }
+  c->found = best->total;
   free(best);
   free(cur);
   *ret_local = pick;
@@ -552,16 +666,73 @@ static uint32_t least_connected(const struct chooser *c) {
   return pick;
 }
 
+/* True when every pair of free GPUs has the same link (NVSwitch nodes). */
+static bool links_uniform(const struct gs_topo *t, const struct chooser *c) {
+  uint32_t a0 = c->gpu[0], b0 = c->gpu[1];
+  for (uint32_t i = 0; i < c->m; i++) {
+    for (uint32_t j = i + 1; j < c->m; j++) {
+      uint32_t a = c->gpu[i], b = c->gpu[j];
+      if (t->link[a * t->n + b] != t->link[a0 * t->n + b0] ||
+          t->nvlinks[a * t->n + b] != t->nvlinks[a0 * t->n + b0])
+        return false;
+    }
+  }
+  return true;
+}
+
+/* The search proper: 2 <= m free GPUs, 1 <= k < m, a topology. */
+static enum gs_err choose_among(const struct gs_topo *t, uint64_t free_mask, uint32_t k,
+                                uint64_t exact_work, uint64_t *ret_set,
+                                struct gs_topo_stats *stats) {
+  struct chooser *c = calloc(1, sizeof *c);
+  uint64_t local = 0, out = 0;
+  enum gs_err err = GS_EOK;
+
+  if (c == NULL)
+    return GS_ENOMEM;
+  for (uint64_t f = free_mask; f; f &= f - 1)
+    c->gpu[c->m++] = (uint8_t)ctz64(f);
+  c->k = k;
+  c->r = c->m % k;
+  c->all = mask_below(c->m);
+  for (uint32_t i = 0; i < c->m; i++)
+    for (uint32_t j = 0; j < c->m; j++)
+      c->score[i][j] = gs_topo_pair_score(t, c->gpu[i], c->gpu[j]);
+
+  if (links_uniform(t, c)) {
+    local = mask_below(k); /* every k-set is alike: the lowest */
+  } else if (k == 1) {
+    local = UINT64_C(1) << least_connected(c);
+  } else if (c->m <= GS_TOPO_EXACT_GPUS && dp_work_estimate(c->m, k) <= exact_work) {
+    stats->exact = stats->searched = true;
+    err = choose_exact(c, &local);
+  } else {
+    stats->searched = true;
+    err = choose_bounded(c, &local);
+  }
+  if (err != GS_EOK)
+    goto out_free;
+  stats->work = c->work;
+  stats->split_allnv = c->found.allnv;
+  stats->split_penalty = c->found.penalty;
+  stats->split_minsum = c->found.minsum;
+  stats->split_sum = c->found.sum;
+  for (uint64_t l = local; l; l &= l - 1)
+    out |= UINT64_C(1) << c->gpu[ctz64(l)];
+  *ret_set = out;
+out_free:
+  free(c);
+  return err;
+}
+
 enum gs_err gs_topo_choose_ex(const struct gs_topo *t, uint64_t free_mask, uint32_t k,
                               uint64_t exact_work, uint64_t *ret_set,
                               struct gs_topo_stats *ret_stats) {
-  struct chooser *c;
-  struct gs_topo_stats stats = {false, 0};
-  uint64_t local = 0, out = 0;
+  struct gs_topo_stats stats;
+  uint64_t out;
   uint32_t m = popcount64(free_mask);
-  bool uniform = true;
-  enum gs_err err = GS_EOK;
 
+  memset(&stats, 0, sizeof stats);
   if (k == 0 || ret_set == NULL)
     return GS_EINVAL;
   if (has_topo(t) && (free_mask & ~mask_below(t->n)))
@@ -570,51 +741,11 @@ enum gs_err gs_topo_choose_ex(const struct gs_topo *t, uint64_t free_mask, uint3
     return GS_ENOFIT;
   if (!has_topo(t) || k == m) {
     out = lowest_k(free_mask, k);
-    goto done;
-  }
-
-  c = malloc(sizeof *c);
-  if (c == NULL)
-    return GS_ENOMEM;
-  c->m = m;
-  c->k = k;
-  c->r = m % k;
-  c->memo = NULL;
-  c->work = 0;
-  {
-    uint32_t n = 0;
-    for (uint64_t f = free_mask; f; f &= f - 1)
-      c->gpu[n++] = (uint8_t)ctz64(f);
-  }
-  for (uint32_t i = 0; i < m; i++) {
-    for (uint32_t j = 0; j < m; j++) {
-      uint32_t a = c->gpu[i], b = c->gpu[j];
-      c->score[i][j] = i == j ? 0 : gs_topo_pair_score(t, a, b);
-      if (i != j && (t->link[a * t->n + b] != t->link[c->gpu[0] * t->n + c->gpu[1]] ||
-                     t->nvlinks[a * t->n + b] != t->nvlinks[c->gpu[0] * t->n + c->gpu[1]]))
-        uniform = false;
-    }
-  }
-
-  c->all = mask_below(m);
-  if (uniform) {
-    /* NVSwitch nodes: every k-set is alike. */
-    local = mask_below(k);
-  } else if (k == 1) {
-    local = UINT64_C(1) << least_connected(c);
-  } else if (m <= GS_TOPO_EXACT_GPUS && dp_work_estimate(m, k) <= exact_work) {
-    stats.exact = true;
-    err = choose_exact(c, &local);
   } else {
-    err = choose_bounded(c, &local);
+    enum gs_err err = choose_among(t, free_mask, k, exact_work, &out, &stats);
+    if (err != GS_EOK)
+      return err;
   }
-  stats.work = c->work;
-  for (uint64_t l = local; l; l &= l - 1)
-    out |= UINT64_C(1) << c->gpu[ctz64(l)];
-  free(c);
-  if (err != GS_EOK)
-    return err;
-done:
   *ret_set = out;
   if (ret_stats != NULL)
     *ret_stats = stats;

@@ -165,17 +165,18 @@ static bool span_is(struct span s, const char *lit) {
   return strlen(lit) == s.n && memcmp(s.p, lit, s.n) == 0;
 }
 
-/* "GPU<d>" with d decimal, no leading zero: true and *ret = d (saturating). */
+/* "GPU<digits>": true and *ret = the index; a leading zero ("GPU01") or a
+ * huge number gives UINT32_MAX, which matches no expected index. */
 static bool span_gpu_name(struct span s, uint32_t *ret) {
   uint32_t v = 0;
-  if (s.n < 4 || memcmp(s.p, "GPU", 3) != 0 || (s.p[3] == '0' && s.n > 4))
+  if (s.n < 4 || memcmp(s.p, "GPU", 3) != 0)
     return false;
   for (size_t i = 3; i < s.n; i++) {
     if (s.p[i] < '0' || s.p[i] > '9')
       return false;
-    v = v > 100000000u ? v : v * 10 + (uint32_t)(s.p[i] - '0');
+    v = v > 100000000u ? UINT32_MAX : v * 10 + (uint32_t)(s.p[i] - '0');
   }
-  *ret = v;
+  *ret = (s.p[3] == '0' && s.n > 4) ? UINT32_MAX : v;
   return true;
 }
 
@@ -338,7 +339,7 @@ enum gs_err gs_topo_parse_text(const char *text, size_t len, struct gs_topo *ret
     case IN_ROWS:
       if (!has_first || !span_gpu_name(first, &d) || d != row) {
         if (has_first && span_gpu_name(first, &d)) {
-          diag_at(diag, line, "expected row GPU%u, found GPU%u", (unsigned)row, (unsigned)d);
+          diag_at(diag, line, "expected row GPU%u, found %s", (unsigned)row, quote(first, q));
         } else if (has_first) {
           diag_at(diag, line, "partial table: %s where row GPU%u was expected (%u of %u GPU rows)",
                   quote(first, q), (unsigned)row, (unsigned)row, (unsigned)t.n);

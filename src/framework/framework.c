@@ -159,7 +159,7 @@ static enum gs_err run_verb(struct gs_fw *fw, const struct gs_pod_request *pod,
   enum gs_code pre;
 
   pthread_rwlock_wrlock(&fw->lock);
-  cycle_init(fw, &c, pod, now_ns); /* the ledger pointer is read under the lock */
+  cycle_init(fw, &c, pod, now_ns);
   pre = run_pre_filter(fw, &c, &st);
   pthread_rwlock_unlock(&fw->lock);
 
@@ -180,7 +180,6 @@ static enum gs_err run_verb(struct gs_fw *fw, const struct gs_pod_request *pod,
     return GS_EOK;
   }
   pthread_rwlock_rdlock(&fw->lock);
-  c.ledger = fw->ledger; /* gs_fw_reset may have swapped it meanwhile */
   for (size_t i = 0; i < n; i++)
     run_node(fw, &c, nodes[i], score, &ret[i]);
   pthread_rwlock_unlock(&fw->lock);
@@ -402,16 +401,6 @@ void gs_fw_tick(struct gs_fw *fw, int64_t now_ns) {
   for (size_t i = 0; i < fw->nplugins; i++)
     if (fw->plugins[i]->tick != NULL)
       fw->plugins[i]->tick(fw->state[i], fw->ledger, now_ns);
-  pthread_rwlock_unlock(&fw->lock);
-}
-
-void gs_fw_reset(struct gs_fw *fw) {
-  struct gs_ledger *fresh = gs_ledger_new(fw->policy.unit_mib);
-  if (fresh == NULL)
-    return; /* keep the old one rather than none */
-  pthread_rwlock_wrlock(&fw->lock);
-  gs_ledger_free(fw->ledger);
-  fw->ledger = fresh;
   pthread_rwlock_unlock(&fw->lock);
 }
 

@@ -73,8 +73,6 @@ void gs_fw_pod_gone(struct gs_fw *fw, const char *uid);
 size_t gs_fw_expire_assumed(struct gs_fw *fw, int64_t now_ns, int64_t max_age_ns);
 /* Lets time-driven plugins (gang timeouts) act. */
 void gs_fw_tick(struct gs_fw *fw, int64_t now_ns);
-/* Drops every node and allocation (a new leader rebuilds from scratch). */
-void gs_fw_reset(struct gs_fw *fw);
 
 /* Runs fn with the lock held shared; the ledger must not escape fn. */
 void gs_fw_read(struct gs_fw *fw, void (*fn)(const struct gs_ledger *ledger, void *arg),

@@ -24,6 +24,13 @@ struct gs_cluster_sink {
   void (*leader)(void *ctx, bool is_leader);
 };
 
+/* Counters for /metrics (monotonic since start). */
+struct gs_cluster_stats {
+  uint64_t api_errors;     /* apiserver requests failed: transport, 5xx, 429, 401/403 */
+  uint64_t watch_restarts; /* watches re-established after an error or expiry */
+  uint64_t relists;        /* full lists after the first */
+};
+
 struct gs_cluster_ops {
   const char *name;
   enum gs_err (*start)(void *self, const struct gs_cluster_sink *sink);
@@ -38,6 +45,8 @@ struct gs_cluster_ops {
                       size_t errlen);
   /* Posts a Warning event about the pod (best effort). */
   void (*event)(void *self, const json_t *pod, const char *reason, const char *message);
+  /* Fills the counters; NULL when the backend has none (demo). */
+  void (*stats)(void *self, struct gs_cluster_stats *ret);
 };
 
 struct gs_cluster {

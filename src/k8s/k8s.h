@@ -8,7 +8,10 @@
  *    ConfigMaps, delivered to the sink; synced() after every full list;
  *  - bind: one POST pods/NAME/binding carrying the annotations;
  *  - Warning events on pods (best effort, queued);
- *  - optional Lease leader election (client-go's LeaseLock algorithm).
+ *  - optional Lease leader election (client-go's LeaseLock algorithm). On
+ *    taking the lease every informer relists and replays all its objects
+ *    to the sink, then synced(), then leader(true). Without leader
+ *    election leader(true) comes first, at start().
  * Docs: docs/k8s.md.
  */
 #ifndef GPUSHARE_K8S_H

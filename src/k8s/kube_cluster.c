@@ -403,7 +403,6 @@ static enum gs_err kube_start(void *self, const struct gs_cluster_sink *sink) {
   gs__kube_log(GS_LOG_INFO, "apiserver client starting", "server=%s leader_elect=%s",
                k->conn.base, k->leader_elect ? "true" : "false");
   if (!k->leader_elect) {
-    atomic_store(&k->is_leader, true);
     if (k->sink.leader)
       k->sink.leader(k->sink.ctx, true);
   }
@@ -491,6 +490,13 @@ static void kube_destroy(void *self) {
   kube_free(k);
 }
 
+static void kube_stats(void *self, struct gs_cluster_stats *ret) {
+  struct gs__kube *k = self;
+  ret->api_errors = atomic_load(&k->conn.errors);
+  ret->watch_restarts = atomic_load(&k->watch_restarts);
+  ret->relists = atomic_load(&k->relists);
+}
+
 static const struct gs_cluster_ops kube_ops = {
     .name = "kube",
     .start = kube_start,
@@ -499,6 +505,7 @@ static const struct gs_cluster_ops kube_ops = {
     .pod_get = kube_pod_get,
     .bind = kube_bind,
     .event = kube_event,
+    .stats = kube_stats,
 };
 
 /* ---- construction -------------------------------------------------------- */
@@ -556,7 +563,6 @@ enum gs_err gs_cluster_kube_new(const struct gs_kube_opts *opts, struct gs_clust
   pthread_condattr_destroy(&ca);
   atomic_init(&k->stop, false);
   atomic_init(&k->resync_gen, 0);
-  atomic_init(&k->is_leader, false);
 
   k->leader_elect = opts->leader_elect;
   k->lease_duration_s = opts->lease_duration_s ? opts->lease_duration_s : 15;

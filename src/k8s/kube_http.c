@@ -564,6 +564,11 @@ enum gs_err gs__kube_do(struct gs__kube_conn *c, struct gs__kube_handle *h,
                  c->token_file);
     e = attempt(c, h, req, ret, true);
   }
+  /* 404, 409 and 410 are answers the callers expect, not failures. */
+  if ((e != GS_EOK && e != GS_EAGAIN) ||
+      (e == GS_EOK && ret->code >= 400 && ret->code != 404 && ret->code != 409 &&
+       ret->code != 410))
+    atomic_fetch_add(&c->errors, 1);
   return e;
 }
 

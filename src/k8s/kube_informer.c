@@ -227,7 +227,7 @@ static void apply_list(struct gs__informer *inf, json_t *fresh, const char *rv) 
   struct gs__kube *k = inf->k;
   json_t *old, *obj, *prev;
   const char *key;
-  bool all;
+  bool all, full;
   pthread_mutex_lock(&k->sink_mu);
   pthread_mutex_lock(&inf->mu);
   old = inf->cache;
@@ -239,9 +239,14 @@ static void apply_list(struct gs__informer *inf, json_t *fresh, const char *rv) 
     if (obj == NULL || !str_eq(meta_str(obj, "uid"), meta_str(prev, "uid")))
       deliver_delete(inf, prev);
   }
+  /* A relist for a leader take-over replays everything, so the new leader
+   * can rebuild from it; other relists deliver only what changed. */
+  pthread_mutex_lock(&k->mu);
+  full = inf->cur_gen != inf->list_gen;
+  pthread_mutex_unlock(&k->mu);
   json_object_foreach(fresh, key, obj) {
     prev = json_object_get(old, key);
-    if (prev == NULL || !str_eq(meta_str(obj, "uid"), meta_str(prev, "uid")) ||
+    if (full || prev == NULL || !str_eq(meta_str(obj, "uid"), meta_str(prev, "uid")) ||
         !str_eq(meta_str(obj, "resourceVersion"), meta_str(prev, "resourceVersion")))
       deliver_upsert(inf, obj);
   }
@@ -500,6 +505,8 @@ static enum outcome do_watch(struct gs__informer *inf) {
       gs__kube_log(GS_LOG_DEBUG, "watch ended inside an event", "resource=%s", inf->resource);
     out = OK_;
   }
+  if (out == RETRY || out == RELIST)
+    atomic_fetch_add(&k->watch_restarts, 1);
   if (out == RETRY && !back_off(inf, resp.retry_after_s))
     out = STOPPED;
   gs__kube_resp_release(&resp);
@@ -527,8 +534,10 @@ void *gs__informer_main(void *arg) {
     o = do_watch(inf);
     if (o == STOPPED)
       break;
-    if (o == RELIST)
+    if (o == RELIST) {
       need_list = true;
+      atomic_fetch_add(&inf->k->relists, 1);
+    }
   }
   return NULL;
 }

@@ -19,7 +19,6 @@
 #define GS_KUBE_EVENT_MAX (64u * 1024u * 1024u) /* one watch event line */
 #define GS_KUBE_BODY_MAX (16u * 1024u * 1024u)  /* any other reply */
 #define GS_KUBE_TOKEN_MAX (64u * 1024u)         /* bearer token file */
-#define GS_KUBE_PEM_MAX (4u * 1024u * 1024u)    /* CA bundle read for a check */
 #define GS_KUBE_RV_MAX 128                      /* resourceVersion text */
 #define GS_KUBE_PAGE_LIMIT 500                  /* list page size (client-go) */
 #define GS_KUBE_BIND_BUDGET_MS 3500             /* bind's total time (< 5 s extender timeout) */
@@ -176,6 +175,7 @@ struct gs__kube_conn {
   bool token_mu_init;
   long request_timeout_s;
   char user_agent[64];
+  atomic_ulong errors; /* failed requests, for /metrics */
 };
 /* In-cluster: env KUBERNETES_SERVICE_HOST/PORT, sa_dir/token, sa_dir/ca.crt. */
 enum gs_err gs__kube_conn_incluster(struct gs__kube_conn *c, const char *sa_dir,
@@ -282,6 +282,7 @@ struct gs__kube {
   pthread_mutex_t mu;      /* guards the fields below and waits on cond */
   pthread_cond_t cond;     /* CLOCK_MONOTONIC; broadcast on stop and list completion */
   atomic_bool stop;
+  atomic_ulong watch_restarts, relists; /* for /metrics */
   bool started, stopped;
   unsigned nlisted;
   struct gs__informer inf[GS__INF_COUNT];
@@ -290,7 +291,6 @@ struct gs__kube {
   pthread_t lease_th;
   bool lease_started;
   atomic_uint resync_gen;
-  atomic_bool is_leader; /* announced to the sink */
   /* handles for callers' threads (bind, pod GET) */
   pthread_mutex_t pool_mu;
   struct gs__kube_handle pool[4];

@@ -224,7 +224,6 @@ static void release(struct lease_state *ls) {
 
 static void announce(struct gs__kube *k, bool leader) {
   pthread_mutex_lock(&k->sink_mu);
-  atomic_store(&k->is_leader, leader);
   if (k->sink.leader)
     k->sink.leader(k->sink.ctx, leader);
   pthread_mutex_unlock(&k->sink_mu);

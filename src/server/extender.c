@@ -26,15 +26,17 @@
 struct gs_server {
   struct gs_config cfg;
   struct gs_cluster cluster;
-  struct gs_fw *fw;
+  struct gs_fw *fw;          /* set once by gs_server_start, before configured */
+  atomic_bool configured;    /* fw exists: the routes may use it */
   struct gs_metrics *metrics;
   struct gs_http_server *http;
   atomic_bool synced;
   atomic_bool leader;
   atomic_uint pending_unit;
-  pthread_mutex_t mu; /* guards orphans and unhealthy */
+  pthread_mutex_t mu; /* guards orphans, unhealthy and stats */
   json_t *orphans;    /* uid → pod whose allocation names a node not yet known */
   json_t *unhealthy;  /* node → mask of unhealthy GPUs */
+  struct gs_cluster_stats stats; /* backend counters at the last scrape (under mu) */
 };
 
 static int64_t now_ns(void) {
@@ -53,19 +55,11 @@ static const char *meta_str(const json_t *obj, const char *key) {
   return json_string_value(json_object_get(json_object_get(obj, "metadata"), key));
 }
 
-/* kube-scheduler passes Error through fmt.Errorf: a '%' would be mangled. */
-static void scrub_percent(char *text) {
-  for (char *p = text; *p; p++)
-    if (*p == '%')
-      *p = '#';
-}
-
 static void diag_text(const struct gs_diag *diag, const char *what, char *out, size_t len) {
   if (diag->where[0] != '\0')
     snprintf(out, len, "%s: %s: %s", what, diag->where, diag->text);
   else
     snprintf(out, len, "%s: %s", what, diag->text[0] ? diag->text : "malformed input");
-  scrub_percent(out);
 }
 
 /* ---- the sink: cluster events ------------------------------------------ */
@@ -342,8 +336,11 @@ static void route_filter(struct gs_server *s, const struct gs_http_request *req,
       e = gs_api_filter_result_pass(out, args.names[i], args.nodes[i]);
       passed++;
     } else {
+      const char *labels[] = {"reason", res[i].reason, NULL};
       e = gs_api_filter_result_fail(out, args.names[i], res[i].reason,
                                     res[i].code == GS_CODE_UNRESOLVABLE);
+      gs_metrics_counter_add(s->metrics, "gpushare_filter_rejections_total",
+                             "Nodes rejected by filter, by reason.", labels, 1);
     }
     if (e != GS_EOK) {
       respond(resp, 200, "application/json", gs_api_filter_error_dump("out of memory"));
@@ -492,7 +489,6 @@ static void route_bind(struct gs_server *s, const struct gs_http_request *req,
 answer:
   if (err[0] != '\0' && strcmp(result, "ok") != 0)
     gs_log(GS_LVL_WARN, "bind failed", "error=\"%s\"", err);
-  scrub_percent(err);
   respond(resp, 200, "application/json", gs_api_bind_result_dump(strcmp(result, "ok") == 0 ? "" : err));
   gs_annotations_clear(&annots);
   json_decref(obj);
@@ -604,6 +600,11 @@ struct metrics_call {
 static void metrics_fn(const struct gs_ledger *ledger, void *arg) {
   struct metrics_call *m = arg;
   struct gs_metrics *mx = m->s->metrics;
+  const char *none[] = {NULL};
+  gs_metrics_gauge_set(mx, "gpushare_gangs_waiting", "Gang plans holding slots not yet bound.",
+                       none, (double)gs_gang_count(gs_fw_plugin_state(m->s->fw, "gang")));
+  gs_metrics_gauge_set(mx, "gpushare_pods", "Pods holding GPU allocations (incl. assumed).", none,
+                       (double)gs_ledger_alloc_count(ledger));
   gs_metrics_gauge_reset(mx, "gpushare_gpu_memory_used_mib");
   gs_metrics_gauge_reset(mx, "gpushare_gpu_memory_total_mib");
   gs_metrics_gauge_reset(mx, "gpushare_gpu_pods");
@@ -631,6 +632,25 @@ static void route_metrics(struct gs_server *s, struct gs_http_response *resp) {
                        none, atomic_load(&s->leader) ? 1 : 0);
   gs_metrics_gauge_set(s->metrics, "gpushare_cache_synced", "1 once the first sync is done.",
                        none, atomic_load(&s->synced) ? 1 : 0);
+  if (s->cluster.ops->stats != NULL) {
+    /* The backend counts; the registry's counters advance by the delta. */
+    struct gs_cluster_stats cs = {0};
+    s->cluster.ops->stats(s->cluster.self, &cs);
+    pthread_mutex_lock(&s->mu);
+    gs_metrics_counter_add(s->metrics, "gpushare_apiserver_request_errors_total",
+                           "Failed apiserver requests (transport, 5xx, 429, 401/403).", none,
+                           (double)(cs.api_errors - s->stats.api_errors));
+    gs_metrics_counter_add(s->metrics, "gpushare_watch_restarts_total",
+                           "Watches re-established after an error or expiry.", none,
+                           (double)(cs.watch_restarts - s->stats.watch_restarts));
+    gs_metrics_counter_add(s->metrics, "gpushare_relists_total", "Full relists after the first.",
+                           none, (double)(cs.relists - s->stats.relists));
+    s->stats = cs;
+    pthread_mutex_unlock(&s->mu);
+  }
+  gs_metrics_gauge_set(s->metrics, "gpushare_pending_unit_mib",
+                       "gpuMemoryUnit waiting for a restart (0: none).", none,
+                       (double)atomic_load(&s->pending_unit));
   respond(resp, 200, "text/plain; version=0.0.4; charset=utf-8", gs_metrics_render(s->metrics));
 }
 
@@ -646,12 +666,21 @@ static void handle(void *ctx, const struct gs_http_request *req, struct gs_http_
   static const char *const get_routes[] = {"/healthz", "/readyz", "/version", "/metrics",
                                            "/debug/ledger", PREFIX "/inspect"};
   char node[GS_NAME_MAX + 1];
+  bool configured = atomic_load(&s->configured);
 
   for (size_t i = 0; i < sizeof post_routes / sizeof post_routes[0]; i++) {
     if (strcmp(path, post_routes[i]) != 0)
       continue;
     if (!post) {
       respond_error(resp, 405, "method not allowed: use POST");
+      return;
+    }
+    if (!configured) { /* still reading the configuration from the apiserver */
+      if (i == 1)
+        respond_error(resp, 503, "not ready");
+      else
+        respond(resp, 200, "application/json",
+                i == 0 ? gs_api_filter_error_dump("not ready") : gs_api_bind_result_dump("not ready"));
       return;
     }
     if (i == 0)
@@ -678,7 +707,7 @@ static void handle(void *ctx, const struct gs_http_request *req, struct gs_http_
       respond(resp, 200, "text/plain; charset=utf-8", strdup("ok\n"));
       return;
     case 1:
-      if (atomic_load(&s->synced) && atomic_load(&s->leader))
+      if (configured && atomic_load(&s->synced) && atomic_load(&s->leader))
         respond(resp, 200, "text/plain; charset=utf-8", strdup("ok\n"));
       else
         respond(resp, 503, "text/plain; charset=utf-8",
@@ -688,18 +717,26 @@ static void handle(void *ctx, const struct gs_http_request *req, struct gs_http_
       respond(resp, 200, "text/plain; charset=utf-8", strdup("gpushare-extender " GS_VERSION "\n"));
       return;
     case 3:
+      if (!configured)
+        break;
       route_metrics(s, resp);
       return;
     case 4:
+      if (!configured)
+        break;
       if (query_get(req->query, "node", node, sizeof node))
         respond_view(s, node, false, resp);
       else
         respond_view(s, NULL, false, resp);
       return;
     default:
+      if (!configured)
+        break;
       respond_view(s, exact ? NULL : path + len + 1, true, resp);
       return;
     }
+    respond_error(resp, 503, "not ready");
+    return;
   }
   respond_error(resp, 404, "not found");
 }
@@ -709,8 +746,6 @@ static void handle(void *ctx, const struct gs_http_request *req, struct gs_http_
 struct gs_server *gs_server_new(const struct gs_config *cfg, struct gs_cluster cluster,
                                 struct gs_diag *diag) {
   struct gs_server *s = calloc(1, sizeof *s);
-  size_t nplugins;
-  const struct gs_plugin_ops *const *plugins = gs_plugins_default(&nplugins);
 
   if (s == NULL) {
     gs_diag_set(diag, "", "out of memory");
@@ -723,11 +758,11 @@ struct gs_server *gs_server_new(const struct gs_config *cfg, struct gs_cluster c
   atomic_init(&s->synced, false);
   atomic_init(&s->leader, false);
   atomic_init(&s->pending_unit, 0);
+  atomic_init(&s->configured, false);
   s->orphans = json_object();
   s->unhealthy = json_object();
-  s->fw = gs_fw_new(&cfg->policy, plugins, nplugins);
   s->metrics = gs_metrics_new();
-  if (s->fw == NULL || s->metrics == NULL || s->orphans == NULL || s->unhealthy == NULL) {
+  if (s->metrics == NULL || s->orphans == NULL || s->unhealthy == NULL) {
     gs_diag_set(diag, "", "out of memory");
     gs_server_free(s);
     return NULL;
@@ -735,8 +770,22 @@ struct gs_server *gs_server_new(const struct gs_config *cfg, struct gs_cluster c
   return s;
 }
 
-enum gs_err gs_server_start(struct gs_server *s, struct gs_diag *diag) {
+enum gs_err gs_server_listen(struct gs_server *s, struct gs_diag *diag) {
   struct gs_http_opts opts = {0};
+  opts.listen = s->cfg.listen;
+  opts.tls_cert_file = s->cfg.tls_cert_file[0] ? s->cfg.tls_cert_file : NULL;
+  opts.tls_key_file = s->cfg.tls_key_file[0] ? s->cfg.tls_key_file : NULL;
+  opts.body_max = GS_API_BODY_MAX;
+  s->http = gs_http_start(&opts, handle, s, diag);
+  if (s->http == NULL)
+    return GS_EIO;
+  gs_log(GS_LVL_INFO, "listening", "addr=%s port=%u tls=%s", s->cfg.listen,
+         (unsigned)gs_http_port(s->http), opts.tls_cert_file ? "on" : "off");
+  return GS_EOK;
+}
+
+enum gs_err gs_server_start(struct gs_server *s, const struct gs_policy *policy,
+                            struct gs_diag *diag) {
   struct gs_cluster_sink sink = {
       .ctx = s,
       .node_upsert = sink_node_upsert,
@@ -748,18 +797,20 @@ enum gs_err gs_server_start(struct gs_server *s, struct gs_diag *diag) {
       .synced = sink_synced,
       .leader = sink_leader,
   };
+  size_t nplugins;
+  const struct gs_plugin_ops *const *plugins = gs_plugins_default(&nplugins);
   enum gs_err err;
 
-  opts.listen = s->cfg.listen;
-  opts.tls_cert_file = s->cfg.tls_cert_file[0] ? s->cfg.tls_cert_file : NULL;
-  opts.tls_key_file = s->cfg.tls_key_file[0] ? s->cfg.tls_key_file : NULL;
-  opts.body_max = GS_API_BODY_MAX;
-  s->http = gs_http_start(&opts, handle, s, diag);
-  if (s->http == NULL)
-    return GS_EIO;
-  gs_log(GS_LVL_INFO, "listening", "addr=%s port=%u tls=%s unit=%s", s->cfg.listen,
-         (unsigned)gs_http_port(s->http), opts.tls_cert_file ? "on" : "off",
-         gs_unit_name(s->cfg.policy.unit_mib));
+  s->cfg.policy = *policy;
+  s->fw = gs_fw_new(policy, plugins, nplugins);
+  if (s->fw == NULL) {
+    gs_diag_set(diag, "", "out of memory");
+    return GS_ENOMEM;
+  }
+  atomic_store(&s->configured, true);
+  gs_log(GS_LVL_INFO, "configured", "unit=%s nodePolicy=%s cgpuMaxPodsPerGPU=%u gangTimeoutSeconds=%u",
+         gs_unit_name(policy->unit_mib), gs_placement_name(policy->node_policy),
+         (unsigned)policy->cgpu_max_pods, (unsigned)policy->gang_timeout_s);
   err = s->cluster.ops->start(s->cluster.self, &sink);
   if (err != GS_EOK) {
     gs_diag_set(diag, "", "cannot start the %s cluster: %s", s->cluster.ops->name,
@@ -774,6 +825,8 @@ void gs_server_run(struct gs_server *s, volatile sig_atomic_t *stop) {
   while (!*stop) {
     struct timespec ts = {0, 200 * 1000 * 1000};
     nanosleep(&ts, NULL);
+    if (!atomic_load(&s->configured))
+      continue;
     gs_fw_tick(s->fw, now_ns());
     if (++ticks % 50 == 0) { /* every ~10 s */
       size_t n = gs_fw_expire_assumed(s->fw, now_ns(), ASSUME_MAX_AGE_NS);

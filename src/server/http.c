@@ -130,7 +130,7 @@ static void on_mhd_log(void *cls, const char *fmt, va_list ap) {
   while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == '\r' || line[n - 1] == ' '))
     line[--n] = '\0';
   if (pthread_equal(pthread_self(), s->starter) && s->capturing && s->start_err[0] == '\0')
-    snprintf(s->start_err, sizeof s->start_err, "%s", line);
+    snprintf(s->start_err, sizeof s->start_err, "%.199s", line);
   log_event(s, "warn", line);
 }
 

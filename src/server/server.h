@@ -12,12 +12,16 @@
 
 struct gs_server;
 
-/* Creates the server for cfg (its policy is final: flags, config file and
- * ConfigMap already merged). Takes ownership of cluster. */
+/* Creates the server for cfg. Takes ownership of cluster. */
 struct gs_server *gs_server_new(const struct gs_config *cfg, struct gs_cluster cluster,
                                 struct gs_diag *diag);
-/* Starts HTTP first (so /healthz answers), then the cluster backend. */
-enum gs_err gs_server_start(struct gs_server *s, struct gs_diag *diag) GS_WUR;
+/* Starts HTTP: /healthz answers at once; /readyz stays 503 and the verbs
+ * answer "not ready" until gs_server_start and the first sync. */
+enum gs_err gs_server_listen(struct gs_server *s, struct gs_diag *diag) GS_WUR;
+/* Builds the ledger with the final policy (flags, config file and ConfigMap
+ * merged) and starts the cluster backend. */
+enum gs_err gs_server_start(struct gs_server *s, const struct gs_policy *policy,
+                            struct gs_diag *diag) GS_WUR;
 /* Runs periodic work (gang timeouts, stale assumptions) until *stop. */
 void gs_server_run(struct gs_server *s, volatile sig_atomic_t *stop);
 /* The bound HTTP port. */

@@ -328,13 +328,16 @@ class Routes(unittest.TestCase):
         self.assertTrue(body.startswith(b"gpushare-extender "))
 
     def test_metrics(self):
+        self.ext.post("filter", {"Pod": pod("p", units=16), "NodeNames": ["ghost"]})
         st, body = self.ext.get("/metrics")
         text = body.decode()
         self.assertEqual(st, 200)
         for name in ("gpushare_request_duration_seconds_bucket{verb=\"bind\"",
                      "gpushare_requests_total{verb=\"bind\",result=\"ok\"} 1",
                      "gpushare_gpu_memory_used_mib{node=\"gpu-a\",gpu=\"0\"} 2048",
-                     "gpushare_gpu_memory_total_mib{node=\"gpu-a\",gpu=\"1\"} 16384"):
+                     "gpushare_gpu_memory_total_mib{node=\"gpu-a\",gpu=\"1\"} 16384",
+                     "gpushare_filter_rejections_total{reason=\"node unknown to gpushare\"} 1",
+                     "gpushare_gangs_waiting 0", "gpushare_leader 1"):
             self.assertIn(name, text)
 
     def test_ledger_shape(self):

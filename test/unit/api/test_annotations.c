@@ -54,7 +54,7 @@ static void test_mem_contract_example(void **state) {
   struct gs_alloc alloc = make_alloc(GS_ALLOC_MEM, GS_UNIT_GIB, parts, 2);
   struct gs_annotations ann = {0};
   (void)state;
-  assert_int_equal(gs_api_annotations_mem(&alloc, &node, &ann), GS_EOK);
+  assert_int_equal(gs_annot_mem(&alloc, &node, &ann), GS_EOK);
   assert_int_equal(ann.n, 10);
   expect(&ann, GS_ANN_ALLOCATION, "{\"0\":{\"0\":4,\"1\":4}}");
   expect(&ann, GS_ANN_ASSIGNED, "false");
@@ -77,7 +77,7 @@ static void test_mem_128(void **state) {
   struct gs_annotations ann = {0};
   (void)state;
   gpus[2].total_mib = 16384;
-  assert_int_equal(gs_api_annotations_mem(&alloc, &node, &ann), GS_EOK);
+  assert_int_equal(gs_annot_mem(&alloc, &node, &ann), GS_EOK);
   expect(&ann, GS_ANN_ALLOCATION, "{\"0\":{\"2\":16}}");
   expect(&ann, GS_ANN_DEVICE_RESOURCE, "{\"0\":120,\"1\":120,\"2\":128,\"3\":120}");
   expect(&ann, GS_ANN_LEGACY_IDX, "2");
@@ -95,7 +95,7 @@ static void test_mem_multi_container(void **state) {
   struct gs_alloc alloc = make_alloc(GS_ALLOC_MEM, GS_UNIT_GIB, parts, 4);
   struct gs_annotations ann = {0};
   (void)state;
-  assert_int_equal(gs_api_annotations_mem(&alloc, &node, &ann), GS_EOK);
+  assert_int_equal(gs_annot_mem(&alloc, &node, &ann), GS_EOK);
   /* numeric order: container 2 before 10 */
   expect(&ann, GS_ANN_ALLOCATION, "{\"2\":{\"1\":1,\"3\":1},\"10\":{\"0\":3,\"1\":3}}");
   expect(&ann, GS_ANN_LEGACY_IDX, "0,1,3");
@@ -114,18 +114,18 @@ static void test_mem_errors(void **state) {
   struct gs_annotations ann = {0};
   (void)state;
   alloc = make_alloc(GS_ALLOC_MEM, GS_UNIT_GIB, dup, 2);
-  assert_int_equal(gs_api_annotations_mem(&alloc, &node, &ann), GS_EINVAL);
+  assert_int_equal(gs_annot_mem(&alloc, &node, &ann), GS_EINVAL);
   alloc = make_alloc(GS_ALLOC_MEM, GS_UNIT_GIB, far, 1);
-  assert_int_equal(gs_api_annotations_mem(&alloc, &node, &ann), GS_EINVAL);
+  assert_int_equal(gs_annot_mem(&alloc, &node, &ann), GS_EINVAL);
   alloc = make_alloc(GS_ALLOC_MEM, GS_UNIT_GIB, big, 1);
-  assert_int_equal(gs_api_annotations_mem(&alloc, &node, &ann), GS_EINVAL);
+  assert_int_equal(gs_annot_mem(&alloc, &node, &ann), GS_EINVAL);
   alloc = make_alloc(GS_ALLOC_MEM, GS_UNIT_GIB, ok, 0);
-  assert_int_equal(gs_api_annotations_mem(&alloc, &node, &ann), GS_EINVAL);
+  assert_int_equal(gs_annot_mem(&alloc, &node, &ann), GS_EINVAL);
   alloc = make_alloc(GS_ALLOC_MEM, 512, ok, 1);
-  assert_int_equal(gs_api_annotations_mem(&alloc, &node, &ann), GS_EINVAL);
+  assert_int_equal(gs_annot_mem(&alloc, &node, &ann), GS_EINVAL);
   alloc = make_alloc(GS_ALLOC_WHOLE, GS_UNIT_GIB, ok, 1);
-  assert_int_equal(gs_api_annotations_mem(&alloc, &node, &ann), GS_EINVAL);
-  assert_int_equal(gs_api_annotations_mem(NULL, &node, &ann), GS_EINVAL);
+  assert_int_equal(gs_annot_mem(&alloc, &node, &ann), GS_EINVAL);
+  assert_int_equal(gs_annot_mem(NULL, &node, &ann), GS_EINVAL);
   assert_int_equal(ann.n, 0);
 
   /* no room for ten more keys: nothing is written */
@@ -135,13 +135,13 @@ static void test_mem_errors(void **state) {
     assert_int_equal(gs_annotations_set(&ann, key, "v"), GS_EOK);
   }
   alloc = make_alloc(GS_ALLOC_MEM, GS_UNIT_GIB, ok, 1);
-  assert_int_equal(gs_api_annotations_mem(&alloc, &node, &ann), GS_ETOOBIG);
+  assert_int_equal(gs_annot_mem(&alloc, &node, &ann), GS_ETOOBIG);
   assert_int_equal(ann.n, GS_ANNOT_MAX - 5);
   gs_annotations_clear(&ann);
   /* existing keys are replaced, others kept */
   assert_int_equal(gs_annotations_set(&ann, GS_ANN_ASSIGNED, "true"), GS_EOK);
   assert_int_equal(gs_annotations_set(&ann, "other", "x"), GS_EOK);
-  assert_int_equal(gs_api_annotations_mem(&alloc, &node, &ann), GS_EOK);
+  assert_int_equal(gs_annot_mem(&alloc, &node, &ann), GS_EOK);
   assert_int_equal(ann.n, 11);
   expect(&ann, GS_ANN_ASSIGNED, "false");
   expect(&ann, "other", "x");
@@ -155,20 +155,20 @@ static void test_whole(void **state) {
   struct gs_alloc alloc = make_alloc(GS_ALLOC_WHOLE, GS_UNIT_GIB, parts, 2);
   struct gs_annotations ann = {0};
   (void)state;
-  assert_int_equal(gs_api_annotations_whole(&alloc, &ann), GS_EOK);
+  assert_int_equal(gs_annot_whole(&alloc, &ann), GS_EOK);
   assert_int_equal(ann.n, 1);
   expect(&ann, GS_ANN_TOPO_ALLOCATION,
          "{\"allocatedGPUs\":{\"0\":[\"0\",\"1\"]},\"visibleGPUs\":[\"0\",\"1\"],"
          "\"assumeTime\":1700000000123456789,\"assigned\":false}");
   alloc = make_alloc(GS_ALLOC_WHOLE, GS_UNIT_GIB, two, 3);
-  assert_int_equal(gs_api_annotations_whole(&alloc, &ann), GS_EOK);
+  assert_int_equal(gs_annot_whole(&alloc, &ann), GS_EOK);
   expect(&ann, GS_ANN_TOPO_ALLOCATION,
          "{\"allocatedGPUs\":{\"0\":[\"2\"],\"1\":[\"0\",\"3\"]},\"visibleGPUs\":[\"0\",\"2\","
          "\"3\"],\"assumeTime\":1700000000123456789,\"assigned\":false}");
   alloc = make_alloc(GS_ALLOC_WHOLE, GS_UNIT_GIB, shared, 2);
-  assert_int_equal(gs_api_annotations_whole(&alloc, &ann), GS_EINVAL);
+  assert_int_equal(gs_annot_whole(&alloc, &ann), GS_EINVAL);
   alloc = make_alloc(GS_ALLOC_MEM, GS_UNIT_GIB, parts, 2);
-  assert_int_equal(gs_api_annotations_whole(&alloc, &ann), GS_EINVAL);
+  assert_int_equal(gs_annot_whole(&alloc, &ann), GS_EINVAL);
   gs_annotations_clear(&ann);
 }
 
@@ -208,7 +208,7 @@ static void test_roundtrip_v2(void **state) {
   struct gs_diag diag = {{0}, {0}};
   json_t *pod;
   (void)state;
-  assert_int_equal(gs_api_annotations_mem(&alloc, &node, &ann), GS_EOK);
+  assert_int_equal(gs_annot_mem(&alloc, &node, &ann), GS_EOK);
   pod = pod_with(&ann, NULL, 0);
   assert_int_equal(gs_api_alloc_from_pod(pod, GS_UNIT_GIB, &got, &diag), GS_EOK);
   assert_int_equal(got.kind, GS_ALLOC_MEM);
@@ -242,7 +242,7 @@ static void test_roundtrip_legacy(void **state) {
   struct gs_diag diag = {{0}, {0}};
   json_t *pod, *anns;
   (void)state;
-  assert_int_equal(gs_api_annotations_mem(&alloc, &node, &ann), GS_EOK);
+  assert_int_equal(gs_annot_mem(&alloc, &node, &ann), GS_EOK);
   pod = pod_with(&ann, drop, 3);
   assert_int_equal(gs_api_alloc_from_pod(pod, GS_UNIT_128MIB, &got, &diag), GS_EOK);
   assert_int_equal(got.kind, GS_ALLOC_MEM);
@@ -285,7 +285,7 @@ static void test_roundtrip_whole(void **state) {
   struct gs_diag diag = {{0}, {0}};
   json_t *pod;
   (void)state;
-  assert_int_equal(gs_api_annotations_whole(&alloc, &ann), GS_EOK);
+  assert_int_equal(gs_annot_whole(&alloc, &ann), GS_EOK);
   pod = pod_with(&ann, NULL, 0);
   assert_int_equal(gs_api_alloc_from_pod(pod, GS_UNIT_GIB, &got, &diag), GS_EOK);
   assert_int_equal(got.kind, GS_ALLOC_WHOLE);

@@ -231,9 +231,9 @@ static void test_rebuild_from_annotations(void **state) {
       struct gs_diag diag = {{0}, {0}};
       json_t *anns = json_object(), *pod;
       if (alloc->kind == GS_ALLOC_MEM)
-        assert_int_equal(gs_api_annotations_mem(alloc, node, &ann), GS_EOK);
+        assert_int_equal(gs_annot_mem(alloc, node, &ann), GS_EOK);
       else
-        assert_int_equal(gs_api_annotations_whole(alloc, &ann), GS_EOK);
+        assert_int_equal(gs_annot_whole(alloc, &ann), GS_EOK);
       for (size_t j = 0; j < ann.n; j++)
         json_object_set_new(anns, ann.kv[j].key, json_string(ann.kv[j].value));
       gs_annotations_clear(&ann);

@@ -191,6 +191,7 @@ struct h_fake_opts {
   const char *token; /* NULL = no auth */
   bool tls;          /* needs certs in dir (h_make_certs) */
   const char *state; /* objects file, NULL = empty */
+  bool client_ca;    /* verify client certificates against dir/ca.crt */
 };
 
 static inline int h_read_int_file(const char *path, int *ret2) {
@@ -208,7 +209,7 @@ static inline int h_read_int_file(const char *path, int *ret2) {
 
 /* Starts the fake in dir (which holds the certs when tls). */
 static inline void h_fake_start(struct h_fake *f, const char *dir, const struct h_fake_opts *o) {
-  char portfile[256], adminfile[256], port[16], cert[256], key[256];
+  char portfile[256], adminfile[256], port[16], cert[256], key[256], ca[256];
   char *argv[24];
   int n = 0;
   memset(f, 0, sizeof *f);
@@ -236,6 +237,11 @@ static inline void h_fake_start(struct h_fake *f, const char *dir, const struct 
     argv[n++] = "--tls-key";
     argv[n++] = key;
     f->tls = true;
+  }
+  if (o->client_ca) {
+    snprintf(ca, sizeof ca, "%s/ca.crt", dir);
+    argv[n++] = "--client-ca";
+    argv[n++] = ca;
   }
   if (o->token != NULL) {
     argv[n++] = "--token";
@@ -431,6 +437,24 @@ static inline void h_admin_drop_watches(const struct h_fake *f) {
 static inline void h_admin_expire(const struct h_fake *f) {
   h_admin(f, "/admin/compact", NULL);
   h_admin(f, "/admin/watches/drop", NULL);
+}
+
+/* The next count (< 0: all) requests matching method and path (regex)
+ * answer status, with Retry-After when retry_after ≥ 0. */
+static inline void h_admin_fault(const struct h_fake *f, const char *method, const char *path,
+                                 int status, int count, int retry_after) {
+  json_t *b = json_pack("{s:s, s:s, s:i}", "method", method, "path", path, "status", status);
+  json_object_set_new(b, "count", count < 0 ? json_null() : json_integer(count));
+  if (retry_after >= 0)
+    json_object_set_new(b, "retryAfter", json_integer(retry_after));
+  h_admin(f, "/admin/faults", b);
+}
+
+static inline void h_admin_clear_faults(const struct h_fake *f) {
+  char url[512];
+  long code = 0;
+  snprintf(url, sizeof url, "%s/admin/faults", f->admin_url[0] ? f->admin_url : f->url);
+  json_decref(h_http(f, "DELETE", url, NULL, &code));
 }
 
 /* The apiserver accepts only this bearer token from now on. */

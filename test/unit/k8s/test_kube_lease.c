@@ -100,7 +100,7 @@ static const char *holder(const json_t *lease) {
 static void test_one_leader_then_failover(void **state) {
   struct env *e = *state;
   int64_t t0, end;
-  int winner = -1, other;
+  int winner = -1, other, upserts, synced;
   json_t *lease;
   const char *renew;
   client_start(e, 0, "cand-a");
@@ -142,6 +142,10 @@ static void test_one_leader_then_failover(void **state) {
   assert_true(h_wait(&e->cl[other].rec, h_is_synced, NULL, 1000));
 
   /* Stop the leader: it releases, the other takes over within the lease duration. */
+  pthread_mutex_lock(&e->cl[other].rec.mu);
+  upserts = e->cl[other].rec.upserts;
+  synced = e->cl[other].rec.synced;
+  pthread_mutex_unlock(&e->cl[other].rec.mu);
   t0 = h_now_ms();
   client_stop(&e->cl[winner]);
   lease = get_lease(e);
@@ -149,6 +153,11 @@ static void test_one_leader_then_failover(void **state) {
   json_decref(lease);
   assert_true(h_wait(&e->cl[other].rec, h_is_leader, NULL, LEASE_S * 1000));
   assert_true(h_now_ms() - t0 <= LEASE_S * 1000 + 500);
+  /* Before leader(true): a fresh relist replayed everything, then synced. */
+  pthread_mutex_lock(&e->cl[other].rec.mu);
+  assert_true(e->cl[other].rec.upserts > upserts);
+  assert_true(e->cl[other].rec.synced > synced);
+  pthread_mutex_unlock(&e->cl[other].rec.mu);
   lease = get_lease(e);
   assert_string_equal(holder(lease), other == 0 ? "cand-a" : "cand-b");
   assert_true(json_integer_value(json_object_get(json_object_get(lease, "spec"),

@@ -117,9 +117,14 @@ static void test_list_watch(void **state) {
   assert_true(h_now_ms() - t0 < 2000);
 }
 
+static bool h_synced_more(struct h_rec *r, const void *arg) {
+  return r->synced > *(const int *)arg;
+}
+
 static void test_dropped_watch_and_410(void **state) {
   struct env *e = *state;
   struct gs_kube_opts o = h_opts(e->kubeconfig);
+  int synced;
   seed(e);
   start_client(e, &o);
   assert_true(h_wait(&e->rec, h_is_synced, NULL, 10000));
@@ -131,11 +136,29 @@ static void test_dropped_watch_and_410(void **state) {
 
   /* History compacted: the next watches get 410 → relist, and a pod
    * deleted meanwhile is reported as deleted by the relist diff. */
+  pthread_mutex_lock(&e->rec.mu);
+  synced = e->rec.synced;
+  pthread_mutex_unlock(&e->rec.mu);
   h_admin_expire(&e->fake);
   h_delete_pod(&e->fake, "ml", "p2");
   h_create_pod(&e->fake, "default", "after-410");
   assert_true(h_wait(&e->rec, h_has_pod, "default/after-410", 5000));
   assert_true(h_wait(&e->rec, h_no_pod, "ml/p2", 5000));
+  assert_true(h_wait(&e->rec, h_synced_more, &synced, 5000)); /* relisted */
+
+  /* An in-stream ERROR 410 on the open watches: relist again. */
+  pthread_mutex_lock(&e->rec.mu);
+  synced = e->rec.synced;
+  pthread_mutex_unlock(&e->rec.mu);
+  h_admin(&e->fake, "/admin/watches/drop", json_pack("{s:s}", "mode", "error"));
+  assert_true(h_wait(&e->rec, h_synced_more, &synced, 5000));
+  h_create_pod(&e->fake, "default", "after-error");
+  assert_true(h_wait(&e->rec, h_has_pod, "default/after-error", 5000));
+
+  /* Streams ended cleanly (a server timeout): re-watch, no relist needed. */
+  h_admin(&e->fake, "/admin/watches/drop", json_pack("{s:s}", "mode", "end"));
+  h_create_pod(&e->fake, "default", "after-end");
+  assert_true(h_wait(&e->rec, h_has_pod, "default/after-end", 5000));
 }
 
 static void test_bind(void **state) {
@@ -204,6 +227,107 @@ static void test_bind(void **state) {
   assert_true(h_wait(&e->rec, h_has_pod, "default/p1", 1000));
 }
 
+/* Transport-level trouble on bind: 5xx and 429 are retried within the
+ * budget (Retry-After honoured); a persistent 500 fails in under 4 s. */
+static void test_bind_retries(void **state) {
+  struct env *e = *state;
+  struct gs_kube_opts o = h_opts(e->kubeconfig);
+  struct gs_annotations a = {0};
+  char err[512];
+  int64_t t0;
+  seed(e);
+  h_create_pod(&e->fake, "default", "p4");
+  start_client(e, &o);
+  assert_true(h_wait(&e->rec, h_is_synced, NULL, 10000));
+  assert_int_equal(gs_annotations_set(&a, "gpushare.io/unit-mib", "1024"), GS_EOK);
+
+  h_admin_fault(&e->fake, "POST", "/binding$", 503, 2, -1);
+  assert_int_equal(
+      e->cluster.ops->bind(e->cluster.self, "default", "p1", NULL, "gpu-a", &a, err, sizeof err),
+      GS_EOK);
+
+  h_admin_fault(&e->fake, "POST", "/binding$", 429, 1, 1);
+  t0 = h_now_ms();
+  assert_int_equal(
+      e->cluster.ops->bind(e->cluster.self, "ml", "p2", NULL, "gpu-a", &a, err, sizeof err),
+      GS_EOK);
+  assert_true(h_now_ms() - t0 >= 900);
+
+  h_admin_fault(&e->fake, "POST", "/binding$", 500, -1, -1);
+  t0 = h_now_ms();
+  assert_int_not_equal(
+      e->cluster.ops->bind(e->cluster.self, "default", "p4", NULL, "gpu-a", &a, err, sizeof err),
+      GS_EOK);
+  assert_true(h_now_ms() - t0 < 4000);
+  assert_true(err[0] != '\0');
+  assert_null(strchr(err, '%'));
+  h_admin_clear_faults(&e->fake);
+  gs_annotations_clear(&a);
+}
+
+static bool has_1100_pods(struct h_rec *r, const void *arg) {
+  (void)arg;
+  return json_object_size(r->pods) >= 1100;
+}
+
+/* More than two pages (limit 500); the continue token expires once (410)
+ * and the list starts over. */
+static void test_paged_list(void **state) {
+  struct env *e = *state;
+  struct gs_kube_opts o = h_opts(e->kubeconfig);
+  json_t *list = json_pack("{s:s, s:s, s:[]}", "kind", "List", "apiVersion", "v1", "items");
+  char url[256], name[32];
+  long code = 0;
+  for (int i = 0; i < 1100; i++) {
+    snprintf(name, sizeof name, "bulk-%04d", i);
+    json_array_append_new(json_object_get(list, "items"), h_pod("bulk", name));
+  }
+  snprintf(url, sizeof url, "%s/admin/objects", e->fake.admin_url);
+  json_decref(h_http(&e->fake, "POST", url, list, &code));
+  json_decref(list);
+  assert_int_equal(code, 200);
+  {
+    json_t *b = json_pack("{s:s, s:s, s:s, s:i, s:i, s:s, s:s}", "method", "GET", "path",
+                          "^/api/v1/pods$", "query", "continue=", "status", 410, "count", 1,
+                          "reason", "Expired", "message", "The provided continue parameter is too old");
+    h_admin(&e->fake, "/admin/faults", b);
+  }
+  start_client(e, &o);
+  assert_true(h_wait(&e->rec, h_is_synced, NULL, 20000));
+  assert_true(h_wait(&e->rec, has_1100_pods, NULL, 100));
+  {
+    json_t *r;
+    snprintf(url, sizeof url, "%s/admin/faults", e->fake.admin_url);
+    r = h_http(&e->fake, "GET", url, NULL, &code);
+    assert_int_equal(json_array_size(json_object_get(r, "faults")), 0);
+    json_decref(r);
+  }
+}
+
+/* The first lists fail (500, then 429): the client backs off and syncs. */
+static void test_list_faults(void **state) {
+  struct env *e = *state;
+  struct gs_kube_opts o = h_opts(e->kubeconfig);
+  seed(e);
+  h_admin_fault(&e->fake, "GET", "^/api/v1/pods$", 500, 2, -1);
+  h_admin_fault(&e->fake, "GET", "^/api/v1/nodes$", 429, 1, 1);
+  start_client(e, &o);
+  assert_true(h_wait(&e->rec, h_is_synced, NULL, 10000));
+  assert_true(h_wait(&e->rec, h_has_pod, "default/p1", 100));
+  assert_true(h_wait(&e->rec, h_has_node, "gpu-a", 100));
+  {
+    /* Every injected fault was hit. */
+    char url[256];
+    long code = 0;
+    json_t *r;
+    snprintf(url, sizeof url, "%s/admin/faults", e->fake.admin_url);
+    r = h_http(&e->fake, "GET", url, NULL, &code);
+    assert_int_equal(code, 200);
+    assert_int_equal(json_array_size(json_object_get(r, "faults")), 0);
+    json_decref(r);
+  }
+}
+
 static const char *str_or(const json_t *v) {
   return json_is_string(v) ? json_string_value(v) : "";
 }
@@ -266,6 +390,22 @@ static void test_apiserver_late(void **state) {
   h_create_node(&e->fake, "late");
   assert_true(h_wait(&e->rec, h_is_synced, NULL, 10000));
   assert_true(h_wait(&e->rec, h_has_node, "late", 1000));
+
+  /* Down for a while (connections refused), a pod created meanwhile, up
+   * again: the informers come back and catch up. */
+  h_admin(&e->fake, "/admin/down", NULL);
+  h_sleep_ms(1000);
+  {
+    char aurl[256];
+    long code = 0;
+    json_t *pod = h_pod("default", "while-down");
+    snprintf(aurl, sizeof aurl, "%s/admin/objects", e->fake.admin_url);
+    json_decref(h_http(&e->fake, "POST", aurl, pod, &code));
+    json_decref(pod);
+    assert_int_equal(code, 200);
+  }
+  h_admin(&e->fake, "/admin/up", NULL);
+  assert_true(h_wait(&e->rec, h_has_pod, "default/while-down", 8000));
 }
 
 static void test_bad_token(void **state) {
@@ -315,6 +455,9 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_list_watch, setup, teardown),
       cmocka_unit_test_setup_teardown(test_dropped_watch_and_410, setup, teardown),
       cmocka_unit_test_setup_teardown(test_bind, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_bind_retries, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_list_faults, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_paged_list, setup, teardown),
       cmocka_unit_test_setup_teardown(test_event, setup, teardown),
       cmocka_unit_test_setup_teardown(test_apiserver_late, setup, teardown),
       cmocka_unit_test_setup_teardown(test_bad_token, setup, teardown),

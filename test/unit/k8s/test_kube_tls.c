@@ -93,6 +93,55 @@ static void test_ca_data_and_client_cert_data(void **state) {
   free(user);
 }
 
+/* Authentication by client certificate alone (no token). */
+static void test_client_cert_auth(void **state) {
+  struct env *e = *state;
+  struct h_fake_opts fo = {.token = "unused-token", .tls = true, .client_ca = true};
+  struct h_fake f2;
+  char sub[256], extra[512], user[1024];
+  struct gs_kube_opts o = h_opts(e->kubeconfig);
+  /* A second apiserver in its own directory, sharing the certificates. */
+  snprintf(sub, sizeof sub, "%s/cc", e->dir);
+  mkdir(sub, 0700);
+  {
+    const char *names[] = {"ca.crt", "server.crt", "server.key"};
+    for (int i = 0; i < 3; i++) {
+      char from[300], to[300];
+      snprintf(from, sizeof from, "%s/%s", e->dir, names[i]);
+      snprintf(to, sizeof to, "%s/%s", sub, names[i]);
+      assert_int_equal(symlink(from, to), 0);
+    }
+  }
+  h_fake_start(&f2, sub, &fo);
+  h_create_node(&f2, "gpu-a");
+  snprintf(extra, sizeof extra, "    certificate-authority: %s/ca.crt\n", e->dir);
+  snprintf(user, sizeof user, "    client-certificate: %s/client.crt\n    client-key: %s/client.key\n",
+           e->dir, e->dir);
+  h_kubeconfig(e->kubeconfig, f2.url, extra, user);
+  assert_true(syncs(&o, 10000));
+  /* The same as in-memory blobs (client-certificate-data, client-key-data). */
+  {
+    char path[300], *cert, *key, *u;
+    size_t n;
+    snprintf(path, sizeof path, "%s/client.crt", e->dir);
+    cert = h_base64_file(path);
+    snprintf(path, sizeof path, "%s/client.key", e->dir);
+    key = h_base64_file(path);
+    n = strlen(cert) + strlen(key) + 128;
+    u = malloc(n);
+    snprintf(u, n, "    client-certificate-data: %s\n    client-key-data: %s\n", cert, key);
+    h_kubeconfig(e->kubeconfig, f2.url, extra, u);
+    assert_true(syncs(&o, 10000));
+    free(cert);
+    free(key);
+    free(u);
+  }
+  /* Neither certificate nor token: 401. */
+  h_kubeconfig(e->kubeconfig, f2.url, extra, NULL);
+  assert_false(syncs(&o, 1500));
+  h_fake_stop(&f2);
+}
+
 static void test_client_cert_files_and_token_file(void **state) {
   struct env *e = *state;
   char extra[512], user[1024], tok[256];
@@ -222,6 +271,7 @@ int main(void) {
       cmocka_unit_test(test_ca_file),
       cmocka_unit_test(test_ca_data_and_client_cert_data),
       cmocka_unit_test(test_client_cert_files_and_token_file),
+      cmocka_unit_test(test_client_cert_auth),
       cmocka_unit_test(test_tls_server_name),
       cmocka_unit_test(test_wrong_ca_refused),
       cmocka_unit_test(test_insecure),

@@ -1,0 +1,228 @@
+"""Faults (issue 7): the real extender against the test apiserver while it
+fails, races and drops streams. After each: the ledger equals the apiserver's
+truth, no GPU is over-committed, and the server still answers."""
+import json
+import os
+import re
+import shutil
+import signal
+import ssl
+import subprocess
+import tempfile
+import threading
+import time
+import unittest
+import urllib.request
+
+from gsutil import EXTENDER, free_port, node, pod
+from test_live_cluster import Ext, FakeApiServer, expected_from_pods, kubeconfig, used_by_gpu
+
+
+class Faults(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.exts = []
+        self.server = None
+
+    def tearDown(self):
+        for e in self.exts:
+            try:
+                e.kill(signal.SIGTERM)
+            except Exception:
+                pass
+        if self.server:
+            self.server.stop()
+        self.tmp.cleanup()
+
+    def start(self, items, *args):
+        self.server = FakeApiServer(state=items, token="test-token")
+        self.server.start()
+        kcfg = kubeconfig(self.tmp.name, self.server.url)
+        e = Ext(kcfg, self.tmp.name, args)
+        self.exts.append(e)
+        e.wait_ready()
+        return self.server, e
+
+    def assert_consistent(self, srv, ext):
+        deadline = time.time() + 3
+        want = expected_from_pods(srv)
+        got = {}
+        while time.time() < deadline:
+            got = {k: v for k, v in used_by_gpu(ext.ledger()).items() if v}
+            if got == want:
+                break
+            time.sleep(0.05)
+        self.assertEqual(got, want)
+        for n in ext.ledger()["nodes"]:
+            for g in n["gpus"]:
+                self.assertLessEqual(g["usedMiB"], g["totalMiB"])
+        self.assertEqual(ext.status("/healthz")[0], 200)
+
+    def test_two_pods_race_for_the_last_room(self):
+        srv, ext = self.start([node("n", "share", gpus=1, units=16), pod("a", units=10),
+                               pod("b", units=10)])
+        results = {}
+
+        def bind(name):
+            results[name] = ext.bind(srv.get("pods", "default", name), "n")["Error"]
+
+        for _ in range(1):
+            ts = [threading.Thread(target=bind, args=(n,)) for n in ("a", "b")]
+            for t in ts:
+                t.start()
+            for t in ts:
+                t.join()
+        self.assertEqual(sorted(v == "" for v in results.values()), [False, True])
+        bound = [p["metadata"]["name"] for p in srv.list("pods") if p["spec"].get("nodeName")]
+        self.assertEqual(len(bound), 1)
+        self.assert_consistent(srv, ext)
+
+    def test_same_pod_bound_twice_concurrently(self):
+        srv, ext = self.start([node("n", "share", gpus=2, units=32), pod("twice", units=8)])
+        errs = []
+
+        def bind():
+            errs.append(ext.bind(srv.get("pods", "default", "twice"), "n")["Error"])
+
+        ts = [threading.Thread(target=bind) for _ in range(4)]
+        for t in ts:
+            t.start()
+        for t in ts:
+            t.join()
+        self.assertEqual(errs, [""] * 4)
+        self.assertEqual(sum(used_by_gpu(ext.ledger()).values()), 8192)
+        self.assert_consistent(srv, ext)
+
+    def test_apiserver_5xx_during_bind_undoes_the_reservation(self):
+        srv, ext = self.start([node("n", "share", gpus=1, units=16), pod("f", units=4)])
+        srv.inject_fault(method="POST", path=r".*/binding$", status=500, count=50)
+        res = ext.bind(srv.get("pods", "default", "f"), "n")
+        self.assertNotEqual(res["Error"], "")
+        self.assertNotIn("%", res["Error"])
+        self.assertFalse(srv.get("pods", "default", "f")["spec"].get("nodeName"))
+        self.assertEqual(used_by_gpu(ext.ledger())[("n", 0)], 0)
+        srv.clear_faults()
+        self.assertEqual(ext.bind(srv.get("pods", "default", "f"), "n"), {"Error": ""})
+        self.assert_consistent(srv, ext)
+        # a Warning event about the failure was posted on the pod (asynchronously)
+        deadline, events = time.time() + 5, []
+        while time.time() < deadline:
+            events = [e["object"] for e in srv.events() if e["object"].get("reason") == "FailedBinding"]
+            if events:
+                break
+            time.sleep(0.05)
+        self.assertTrue(events)
+        self.assertEqual(events[0]["type"], "Warning")
+        self.assertEqual(events[0]["involvedObject"]["name"], "f")
+
+    def test_transient_5xx_is_retried(self):
+        srv, ext = self.start([node("n", "share", gpus=1, units=16), pod("r", units=4)])
+        srv.inject_fault(method="POST", path=r".*/binding$", status=503, count=1)
+        self.assertEqual(ext.bind(srv.get("pods", "default", "r"), "n"), {"Error": ""})
+        self.assert_consistent(srv, ext)
+
+    def test_slow_apiserver_bind_times_out_cleanly(self):
+        srv, ext = self.start([node("n", "share", gpus=1, units=16), pod("s", units=4)])
+        srv.delay(path=r".*/binding$", seconds=8, method="POST", count=1)
+        t0 = time.time()
+        res = ext.bind(srv.get("pods", "default", "s"), "n")
+        self.assertLess(time.time() - t0, 5.0)  # kube-scheduler's default timeout
+        if res["Error"]:
+            # the slow request may still land later: the watch then restores it
+            time.sleep(5)
+        self.assert_consistent(srv, ext)
+
+    def test_pod_deleted_between_filter_and_bind(self):
+        srv, ext = self.start([node("n", "share", gpus=1, units=16), pod("gone", units=4)])
+        p = srv.get("pods", "default", "gone")
+        self.assertEqual(ext.post("filter", {"Pod": p, "NodeNames": ["n"]})["NodeNames"], ["n"])
+        srv.delete("pods", "default", "gone")
+        time.sleep(0.3)
+        self.assertNotEqual(ext.bind(p, "n")["Error"], "")
+        self.assertEqual(used_by_gpu(ext.ledger())[("n", 0)], 0)
+        self.assert_consistent(srv, ext)
+
+    def test_watch_dropped_and_expired_mid_stream(self):
+        srv, ext = self.start([node("n", "share", gpus=2, units=32)])
+        for i in range(5):
+            srv.add(pod(f"w{i}", units=2))
+        time.sleep(0.3)
+        for i in range(3):
+            self.assertEqual(ext.bind(srv.get("pods", "default", f"w{i}"), "n"), {"Error": ""})
+        srv.drop_watches()
+        srv.delete("pods", "default", "w0")
+        srv.compact()
+        srv.drop_watches(mode="error")
+        srv.delete("pods", "default", "w1")
+        self.assert_consistent(srv, ext)
+        self.assertEqual(sum(used_by_gpu(ext.ledger()).values()), 2048)
+        metrics = ext.status("/metrics")[1].decode()
+        restarts = re.search(r"^gpushare_watch_restarts_total (\d+)", metrics, re.M)
+        self.assertIsNotNone(restarts)
+        self.assertGreaterEqual(int(restarts.group(1)), 2)
+
+    def test_node_deleted_while_pods_assumed(self):
+        srv, ext = self.start([node("gone", "share", gpus=1, units=16),
+                               node("stay", "share", gpus=1, units=16), pod("x", units=4)])
+        srv.delay(path=r".*/binding$", seconds=1.5, method="POST", count=1)
+        t = threading.Thread(target=lambda: ext.bind(srv.get("pods", "default", "x"), "gone"))
+        t.start()
+        time.sleep(0.3)
+        srv.delete("nodes", None, "gone")
+        t.join()
+        time.sleep(0.5)
+        names = [n["name"] for n in ext.ledger()["nodes"]]
+        self.assertNotIn("gone", names)
+        self.assertEqual(ext.status("/healthz")[0], 200)
+        self.assertEqual(ext.post("filter", {"Pod": pod("y", units=4), "NodeNames": ["gone", "stay"]})
+                         ["FailedNodes"], {"gone": "node unknown to gpushare"})
+
+
+@unittest.skipUnless(shutil.which("openssl") and shutil.which("curl"), "needs openssl and curl")
+class Tls(unittest.TestCase):
+    def test_https_with_a_self_made_ca(self):
+        with tempfile.TemporaryDirectory() as d:
+            run = lambda *a: subprocess.run(a, cwd=d, check=True, capture_output=True)
+            run("openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2",
+                "-subj", "/CN=gpushare-test-ca", "-keyout", "ca.key", "-out", "ca.crt")
+            run("openssl", "req", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=127.0.0.1",
+                "-keyout", "srv.key", "-out", "srv.csr")
+            with open(os.path.join(d, "ext.cnf"), "w") as f:
+                f.write("subjectAltName=IP:127.0.0.1,DNS:localhost\n")
+            run("openssl", "x509", "-req", "-in", "srv.csr", "-CA", "ca.crt", "-CAkey", "ca.key",
+                "-CAcreateserial", "-days", "2", "-extfile", "ext.cnf", "-out", "srv.crt")
+            cluster = os.path.join(d, "c.json")
+            with open(cluster, "w") as f:
+                json.dump({"kind": "List", "items": [node("n", "share", gpus=1, units=16)]}, f)
+            port = free_port()
+            proc = subprocess.Popen([EXTENDER, "--demo", cluster, "--listen", f"127.0.0.1:{port}",
+                                     "--tls-cert-file", os.path.join(d, "srv.crt"),
+                                     "--tls-key-file", os.path.join(d, "srv.key")],
+                                    stderr=subprocess.DEVNULL)
+            try:
+                ctx = ssl.create_default_context(cafile=os.path.join(d, "ca.crt"))
+                deadline, body = time.time() + 10, None
+                while time.time() < deadline:
+                    try:
+                        with urllib.request.urlopen(f"https://127.0.0.1:{port}/readyz",
+                                                    context=ctx, timeout=2) as r:
+                            body = r.read()
+                            break
+                    except OSError:
+                        time.sleep(0.1)
+                self.assertEqual(body, b"ok\n")
+                out = subprocess.run(["curl", "-sS", "--cacert", os.path.join(d, "ca.crt"),
+                                      f"https://127.0.0.1:{port}/debug/ledger"],
+                                     capture_output=True, text=True, timeout=10)
+                self.assertEqual(json.loads(out.stdout)["nodes"][0]["name"], "n")
+                # without the CA, verification fails
+                bad = subprocess.run(["curl", "-sS", f"https://127.0.0.1:{port}/healthz"],
+                                     capture_output=True, text=True, timeout=10)
+                self.assertNotEqual(bad.returncode, 0)
+            finally:
+                proc.terminate()
+                proc.wait(timeout=10)
+
+
+if __name__ == "__main__":
+    unittest.main()

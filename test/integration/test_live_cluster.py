@@ -1,0 +1,324 @@
+"""gpushare-extender against the test kube-apiserver (issue 3): binding with
+annotations, restart recovery, unit changes, deletions, apiserver outages and
+leader election — the real binary, over the real wire format."""
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import unittest
+import urllib.error
+import urllib.request
+
+from gsutil import EXTENDER, SOURCE, configmap, free_port, node, pod
+
+sys.path.insert(0, os.path.join(SOURCE, "test", "apiserver"))
+from kube_apiserver import FakeApiServer  # noqa: E402
+
+
+def kubeconfig(dirname, url):
+    path = os.path.join(dirname, "kubeconfig")
+    with open(path, "w") as f:
+        f.write(f"""apiVersion: v1
+kind: Config
+current-context: test
+clusters:
+- name: fake
+  cluster:
+    server: {url}
+users:
+- name: admin
+  user:
+    token: test-token
+contexts:
+- name: test
+  context:
+    cluster: fake
+    user: admin
+""")
+    return path
+
+
+class Ext:
+    """One gpushare-extender process talking to the fake apiserver."""
+
+    def __init__(self, kcfg, logdir, args=(), name="ext"):
+        self.port = free_port()
+        self.base = f"http://127.0.0.1:{self.port}"
+        self.logpath = os.path.join(logdir, f"{name}-{self.port}.log")
+        self.log = open(self.logpath, "w")
+        self.proc = subprocess.Popen([EXTENDER, "--kubeconfig", kcfg, "--listen",
+                                      f"127.0.0.1:{self.port}", *args],
+                                     stdout=self.log, stderr=subprocess.STDOUT)
+
+    def status(self, path):
+        try:
+            with urllib.request.urlopen(self.base + path, timeout=5) as r:
+                return r.status, r.read()
+        except urllib.error.HTTPError as e:
+            return e.code, e.read()
+        except OSError:
+            return 0, b""
+
+    def ready(self):
+        return self.status("/readyz")[0] == 200
+
+    def wait_ready(self, timeout=20):
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            if self.proc.poll() is not None:
+                raise AssertionError("extender exited:\n" + open(self.logpath).read())
+            if self.ready():
+                return
+            time.sleep(0.05)
+        raise AssertionError("extender not ready:\n" + open(self.logpath).read()[-3000:])
+
+    def post(self, verb, body):
+        req = urllib.request.Request(f"{self.base}/gpushare-scheduler/{verb}",
+                                     data=json.dumps(body).encode(), method="POST",
+                                     headers={"Content-Type": "application/json"})
+        with urllib.request.urlopen(req, timeout=10) as r:
+            return json.loads(r.read())
+
+    def bind(self, p, node_name):
+        return self.post("bind", {"PodName": p["metadata"]["name"],
+                                  "PodNamespace": p["metadata"]["namespace"],
+                                  "PodUID": p["metadata"]["uid"], "Node": node_name})
+
+    def ledger(self):
+        return json.loads(self.status("/debug/ledger")[1])
+
+    def kill(self, sig=signal.SIGKILL):
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
+        self.proc.wait(timeout=15)
+        self.log.close()
+
+
+def used_by_gpu(ledger):
+    return {(n["name"], g["index"]): g["usedMiB"] for n in ledger["nodes"] for g in n["gpus"]}
+
+
+def expected_from_pods(server, unit_default=1024):
+    """The ledger recomputed from the apiserver's pods (CONTRACT §4)."""
+    used = {}
+    for p in server.list("pods"):
+        ann = p["metadata"].get("annotations") or {}
+        if not p["spec"].get("nodeName") or p.get("status", {}).get("phase") in ("Succeeded", "Failed"):
+            continue
+        alloc = ann.get("scheduler.framework.gpushare.allocation")
+        if not alloc:
+            continue
+        unit = int(ann.get("gpushare.io/unit-mib", unit_default))
+        for _c, gpus in json.loads(alloc).items():
+            for g, units in gpus.items():
+                key = (p["spec"]["nodeName"], int(g))
+                used[key] = used.get(key, 0) + units * unit
+    return used
+
+
+class LiveCluster(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.exts = []
+
+    def tearDown(self):
+        for e in self.exts:
+            try:
+                e.kill(signal.SIGTERM)
+            except Exception:
+                pass
+        if getattr(self, "server", None):
+            self.server.stop()
+        self.tmp.cleanup()
+
+    def start_server(self, items, **kw):
+        self.server = FakeApiServer(state=items, token="test-token", **kw)
+        self.server.start()
+        self.kcfg = kubeconfig(self.tmp.name, self.server.url)
+        return self.server
+
+    def start_ext(self, *args, wait=True, name="ext"):
+        e = Ext(self.kcfg, self.tmp.name, args, name)
+        self.exts.append(e)
+        if wait:
+            e.wait_ready()
+        return e
+
+    def test_bind_writes_the_contract_annotations(self):
+        srv = self.start_server([configmap("128MiB"), node("gpu-a", "share", gpus=1, units=128),
+                                 pod("p1", units=16)])
+        ext = self.start_ext()
+        res = ext.post("filter", {"Pod": srv.get("pods", "default", "p1"), "NodeNames": ["gpu-a"]})
+        self.assertEqual(res["NodeNames"], ["gpu-a"])
+        self.assertEqual(ext.bind(srv.get("pods", "default", "p1"), "gpu-a"), {"Error": ""})
+        p = srv.get("pods", "default", "p1")
+        self.assertEqual(p["spec"]["nodeName"], "gpu-a")
+        ann = p["metadata"]["annotations"]
+        self.assertEqual(ann["scheduler.framework.gpushare.allocation"], '{"0":{"0":16}}')
+        self.assertEqual(ann["scheduler.framework.gpushare.assigned"], "false")
+        self.assertRegex(ann["scheduler.framework.gpushare.assume-time"], r"^\d{19}$")
+        self.assertEqual(ann["gpushare.alibabacloud.com/device-resource"], '{"0":128}')
+        self.assertEqual(ann["ALIYUN_COM_GPU_MEM_IDX"], "0")
+        self.assertEqual(ann["ALIYUN_COM_GPU_MEM_POD"], "16")
+        self.assertEqual(ann["ALIYUN_COM_GPU_MEM_DEV"], "128")
+        self.assertEqual(ann["ALIYUN_COM_GPU_MEM_ASSIGNED"], "false")
+        self.assertEqual(ann["ALIYUN_COM_GPU_MEM_ASSUME_TIME"],
+                         ann["scheduler.framework.gpushare.assume-time"])
+        self.assertEqual(ann["gpushare.io/unit-mib"], "128")
+        # one Binding carried everything: exactly one POST, to pods/p1/binding
+        posts = [r for r in srv.requests(method="POST") if "/binding" in r["path"]]
+        self.assertEqual(len(posts), 1)
+        self.assertEqual(used_by_gpu(ext.ledger()), {("gpu-a", 0): 2048})
+        # bind again: idempotent, no second charge
+        self.assertEqual(ext.bind(srv.get("pods", "default", "p1"), "gpu-a"), {"Error": ""})
+        self.assertEqual(used_by_gpu(ext.ledger()), {("gpu-a", 0): 2048})
+        # a wrong UID is refused and writes nothing
+        srv.add(pod("p2", units=16))
+        time.sleep(0.3)
+        bad = dict(srv.get("pods", "default", "p2"))
+        bad["metadata"] = dict(bad["metadata"], uid="not-the-uid")
+        self.assertNotEqual(ext.bind(bad, "gpu-a")["Error"], "")
+        self.assertFalse(srv.get("pods", "default", "p2")["spec"].get("nodeName"))
+        self.assertEqual(used_by_gpu(ext.ledger()), {("gpu-a", 0): 2048})
+
+    def test_multi_card_annotation_shape(self):
+        srv = self.start_server([node("gpu-b", "share", gpus=4, units=64),
+                                 pod("m", units=8, count=2)])
+        ext = self.start_ext()
+        self.assertEqual(ext.bind(srv.get("pods", "default", "m"), "gpu-b"), {"Error": ""})
+        ann = srv.get("pods", "default", "m")["metadata"]["annotations"]
+        self.assertEqual(ann["scheduler.framework.gpushare.allocation"], '{"0":{"0":4,"1":4}}')
+        self.assertEqual(ann["ALIYUN_COM_GPU_MEM_IDX"], "0,1")
+        self.assertEqual(ann["ALIYUN_COM_GPU_MEM_POD"], "8")
+        self.assertEqual(ann["gpushare.io/unit-mib"], "1024")
+
+    def test_deleted_pod_frees_memory_within_a_second(self):
+        srv = self.start_server([node("n", "share", gpus=1, units=16), pod("d", units=4)])
+        ext = self.start_ext()
+        self.assertEqual(ext.bind(srv.get("pods", "default", "d"), "n"), {"Error": ""})
+        self.assertEqual(used_by_gpu(ext.ledger())[("n", 0)], 4096)
+        srv.delete("pods", "default", "d")
+        deadline = time.time() + 1.0
+        while time.time() < deadline and used_by_gpu(ext.ledger())[("n", 0)] != 0:
+            time.sleep(0.02)
+        self.assertEqual(used_by_gpu(ext.ledger())[("n", 0)], 0)
+
+    def test_terminal_pod_frees_memory(self):
+        srv = self.start_server([node("n", "share", gpus=1, units=16), pod("t", units=4)])
+        ext = self.start_ext()
+        ext.bind(srv.get("pods", "default", "t"), "n")
+        srv.set_pod_phase("default", "t", "Succeeded")
+        deadline = time.time() + 2.0
+        while time.time() < deadline and used_by_gpu(ext.ledger())[("n", 0)] != 0:
+            time.sleep(0.02)
+        self.assertEqual(used_by_gpu(ext.ledger())[("n", 0)], 0)
+
+    def test_kill_9_mid_binds_then_restart_rebuilds_exactly(self):
+        nodes = [node(f"n{i}", "share", gpus=2, units=32) for i in range(4)]
+        pods = [pod(f"w{i}", units=1 + i % 5) for i in range(120)]
+        srv = self.start_server(nodes + pods)
+        ext = self.start_ext()
+        names = [n["metadata"]["name"] for n in nodes]
+        stop = threading.Event()
+
+        def storm():
+            for p in pods:
+                if stop.is_set():
+                    return
+                try:
+                    live = srv.get("pods", "default", p["metadata"]["name"])
+                    res = ext.post("filter", {"Pod": live, "NodeNames": names})
+                    if res["NodeNames"]:
+                        ext.bind(live, res["NodeNames"][0])
+                except OSError:
+                    return
+
+        t = threading.Thread(target=storm)
+        t.start()
+        time.sleep(0.5)
+        ext.kill(signal.SIGKILL)
+        stop.set()
+        t.join(timeout=20)
+        bound = sum(1 for p in srv.list("pods") if p["spec"].get("nodeName"))
+        self.assertGreater(bound, 0)
+        again = self.start_ext(name="restarted")
+        want = expected_from_pods(srv)
+        got = {k: v for k, v in used_by_gpu(again.ledger()).items() if v}
+        self.assertEqual(got, want)
+        for n in again.ledger()["nodes"]:
+            for g in n["gpus"]:
+                self.assertLessEqual(g["usedMiB"], g["totalMiB"], (n["name"], g["index"]))
+
+    def test_unit_change_applies_at_restart_and_keeps_exact_mib(self):
+        srv = self.start_server([configmap("1GiB"), node("u", "share", gpus=1, units=16),
+                                 pod("old", units=2)])
+        ext = self.start_ext()
+        self.assertEqual(ext.bind(srv.get("pods", "default", "old"), "u"), {"Error": ""})
+        self.assertEqual(used_by_gpu(ext.ledger())[("u", 0)], 2048)
+        cm = srv.get("configmaps", "kube-system", "gpushare-config")
+        cm["data"]["gpuMemoryUnit"] = "128MiB"
+        srv.update(cm)
+        deadline = time.time() + 2
+        while time.time() < deadline and ext.ledger().get("pendingUnit") != "128MiB":
+            time.sleep(0.05)
+        self.assertEqual(ext.ledger().get("pendingUnit"), "128MiB")
+        self.assertEqual(ext.ledger()["unit"], "1GiB")
+        ext.kill(signal.SIGTERM)
+        # the device plugin now advertises the same 16 GiB in 128 MiB units
+        n = srv.get("nodes", None, "u")
+        n["status"]["capacity"]["aliyun.com/gpu-mem"] = "128"
+        n["status"]["allocatable"]["aliyun.com/gpu-mem"] = "128"
+        srv.update(n)
+        srv.add(pod("new", units=16))
+        again = self.start_ext(name="restarted")
+        led = again.ledger()
+        self.assertEqual(led["unit"], "128MiB")
+        self.assertNotIn("pendingUnit", led)
+        self.assertEqual(used_by_gpu(led)[("u", 0)], 2048)  # the old pod, exact
+        self.assertEqual(again.bind(srv.get("pods", "default", "new"), "u"), {"Error": ""})
+        self.assertEqual(used_by_gpu(again.ledger())[("u", 0)], 4096)
+        ann = srv.get("pods", "default", "new")["metadata"]["annotations"]
+        self.assertEqual(ann["gpushare.io/unit-mib"], "128")
+        self.assertEqual(ann["scheduler.framework.gpushare.allocation"], '{"0":{"0":16}}')
+
+    def test_apiserver_down_at_start_then_ready_when_back(self):
+        srv = self.start_server([node("n", "share", gpus=1, units=16)])
+        srv.down()
+        ext = self.start_ext(wait=False)
+        time.sleep(1.5)
+        self.assertIsNone(ext.proc.poll())
+        self.assertEqual(ext.status("/healthz")[0], 200)
+        self.assertEqual(ext.status("/readyz")[0], 503)
+        srv.up()
+        ext.wait_ready(timeout=40)
+        self.assertEqual([n["name"] for n in ext.ledger()["nodes"]], ["n"])
+
+    def test_leader_election_failover(self):
+        srv = self.start_server([node("n", "share", gpus=1, units=16), pod("lp", units=1)])
+        a = self.start_ext("--leader-elect", wait=False, name="a")
+        b = self.start_ext("--leader-elect", wait=False, name="b")
+        deadline = time.time() + 20
+        while time.time() < deadline and not (a.ready() or b.ready()):
+            time.sleep(0.1)
+        time.sleep(1.0)
+        ready = [e for e in (a, b) if e.ready()]
+        self.assertEqual(len(ready), 1)
+        leader, standby = (a, b) if ready[0] is a else (b, a)
+        # the standby answers the verbs with "not leader"
+        self.assertEqual(standby.bind(srv.get("pods", "default", "lp"), "n")["Error"], "not leader")
+        leader.kill(signal.SIGKILL)
+        deadline = time.time() + 25  # lease duration 15 s + retry period
+        while time.time() < deadline and not standby.ready():
+            time.sleep(0.2)
+        self.assertTrue(standby.ready())
+        self.assertEqual(standby.bind(srv.get("pods", "default", "lp"), "n"), {"Error": ""})
+        self.assertEqual(used_by_gpu(standby.ledger())[("n", 0)], 1024)
+
+
+if __name__ == "__main__":
+    unittest.main()
