@@ -420,7 +420,9 @@ class KustomizationTest(unittest.TestCase):
                          "the TLS args must keep every plain arg")
         self.assertIn("--tls-cert-file", args)
         self.assertIn("--tls-key-file", args)
-        for probe in ("startupProbe", "livenessProbe", "readinessProbe"):
+        probes = [p for p in ("startupProbe", "livenessProbe", "readinessProbe") if p in container()]
+        self.assertIn("readinessProbe", probes)
+        for probe in probes:
             self.assertEqual(c[probe]["httpGet"]["scheme"], "HTTPS", probe)
             self.assertEqual(c[probe]["httpGet"]["path"], container()[probe]["httpGet"]["path"])
         mount = c["volumeMounts"][0]["mountPath"]
@@ -865,6 +867,131 @@ class RbacTest(unittest.TestCase):
                 self.assertIn((s["namespace"], s["name"]), sa)
 
 
+def rbac_attributes(method, path, params):
+    """A kube-apiserver request → RBAC attributes, as the apiserver derives
+    them: (group, resource[/subresource], verb, namespace or None, name or None)."""
+    parts = [p for p in path.split("/") if p]
+    if parts[:2] == ["api", "v1"]:
+        group, rest = "", parts[2:]
+    elif parts[:1] == ["apis"] and len(parts) >= 3:
+        group, rest = parts[1], parts[3:]
+    else:
+        raise AssertionError(f"not an API path: {path}")
+    ns = None
+    if len(rest) >= 2 and rest[0] == "namespaces" and len(rest) != 2:
+        ns, rest = rest[1], rest[2:]
+    resource, name = rest[0], rest[1] if len(rest) > 1 else None
+    if len(rest) > 2:
+        resource += "/" + rest[2]
+    w = (params or {}).get("watch", "")
+    if isinstance(w, list):
+        w = w[0] if w else ""
+    watch = str(w).lower() in ("1", "true")
+    verb = {"POST": "create", "PUT": "update", "PATCH": "patch"}.get(method)
+    if method == "GET":
+        verb = "get" if name else ("watch" if watch else "list")
+    elif method == "DELETE":
+        verb = "delete" if name else "deletecollection"
+    return group, resource, verb, ns, name
+
+
+class RbacTrafficTest(unittest.TestCase):
+    """The real extender, with the Deployment's args, against the test
+    kube-apiserver: every request it really sends (start-up, election, lists
+    and watches, binds, a refused Binding, a 409 re-read, the Lease release)
+    is allowed by rbac.yaml and is one of CALLS."""
+
+    def test_observed_requests_are_granted(self):
+        if not os.access(BINARIES["gpushare-extender"], os.X_OK):
+            self.skipTest("gpushare-extender not built")
+        sys.path.insert(0, os.path.join(SRC, "test", "apiserver"))
+        try:
+            from kube_apiserver import FakeApiServer
+        except ImportError:
+            self.skipTest("no test apiserver")
+        unhealthy = {"apiVersion": "v1", "kind": "ConfigMap",
+                     "metadata": {"name": "unhealthy-gpu-gpu-a", "namespace": "kube-system"},
+                     "data": {"gpus": "3"}}
+        items = [gsutil.configmap("1GiB"), unhealthy,
+                 gsutil.node("gpu-a", "share", gpus=4, units=64)]
+        items += [gsutil.pod(f"p{i}", units=2, ns="team-a") for i in range(3)]
+        with tempfile.TemporaryDirectory() as tmp, \
+                FakeApiServer(state=items, token="sa-token") as srv:
+            kcfg = os.path.join(tmp, "kubeconfig")
+            with open(kcfg, "w") as f:
+                f.write(f"""apiVersion: v1
+kind: Config
+current-context: c
+clusters: [{{name: k, cluster: {{server: "{srv.url}"}}}}]
+users: [{{name: sa, user: {{token: sa-token}}}}]
+contexts: [{{name: c, context: {{cluster: k, user: sa}}}}]
+""")
+            port = gsutil.free_port()
+            base = f"http://127.0.0.1:{port}"
+            args = container()["args"] + ["--kubeconfig", kcfg, "--listen", f"127.0.0.1:{port}"]
+            log = open(os.path.join(tmp, "ext.log"), "w+")
+            proc = subprocess.Popen([BINARIES["gpushare-extender"]] + args, stdout=log,
+                                    stderr=subprocess.STDOUT)
+            try:
+                self.wait_ready(base, proc, log)
+
+                def bind(name):
+                    p = srv.get("pods", "team-a", name)
+                    body = {"PodName": name, "PodNamespace": "team-a",
+                            "PodUID": p["metadata"]["uid"], "Node": "gpu-a"}
+                    req = urllib.request.Request(base + "/gpushare-scheduler/bind",
+                                                 data=json.dumps(body).encode(), method="POST",
+                                                 headers={"Content-Type": "application/json"})
+                    with urllib.request.urlopen(req, timeout=10) as r:
+                        return json.loads(r.read())["Error"]
+
+                self.assertEqual(bind("p0"), "")
+                srv.inject_fault(method="POST", path=r"/binding$", status=403, count=1)
+                self.assertNotEqual(bind("p1"), "")  # refused → a FailedBinding event
+                srv.inject_fault(method="POST", path=r"/binding$", status=409, count=1)
+                self.assertNotEqual(bind("p2"), "")  # 409 → the pod is read again
+                deadline = time.time() + 10
+                while len(srv.events()) < 2 and time.time() < deadline:
+                    time.sleep(0.05)
+            finally:
+                proc.send_signal(signal.SIGTERM)  # the leader releases the Lease
+                try:
+                    proc.wait(timeout=15)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+                    proc.wait()
+                log.close()
+            requests = srv.requests()
+        grants = rbac_grants()
+        table = {(c[3], c[4], c[5]): c for c in calls()}
+        seen = set()
+        for r in requests:
+            group, resource, verb, ns, name = rbac_attributes(r["method"], r["path"], r["params"])
+            desc = f'{r["method"]} {r["path"]}?{r["query"]}'
+            self.assertTrue(any(g == group and rr == resource and v == verb and
+                                (scope == ANY or scope == ns) and (names is None or name in names)
+                                for scope, g, rr, v, names in grants), f"not granted: {desc}")
+            call = table.get((group, resource, verb))
+            self.assertIsNotNone(call, f"not in CALLS: {desc}")
+            self.assertTrue(call[6] == ANY or call[6] == ns, desc)
+            seen.add((group, resource, verb))
+        self.assertEqual(seen, set(table), "every request of CALLS was exercised")
+
+    def wait_ready(self, base, proc, log):
+        deadline = time.time() + 30
+        while time.time() < deadline:
+            self.assertIsNone(proc.poll(), "extender exited")
+            try:
+                with urllib.request.urlopen(base + "/readyz", timeout=2) as r:
+                    if r.status == 200:
+                        return
+            except (urllib.error.URLError, OSError):
+                pass
+            time.sleep(0.1)
+        log.seek(0)
+        self.fail("extender not ready:\n" + log.read()[-3000:])
+
+
 class DockerfileTest(unittest.TestCase):
     def test_multi_stage(self):
         stages = dockerfile_stages()
@@ -1034,6 +1161,16 @@ class DocsTest(unittest.TestCase):
                 texts.append(joined)
             texts += re.findall(r'snprintf\(r->reason, sizeof r->reason, "([^"%]+)"\)', text)
         return [t for t in texts if self.SPEC.sub("", t).strip()]
+
+    def test_metrics_are_documented(self):
+        doc = read("docs", "operations.md")
+        names = set()
+        for path in glob.glob(os.path.join(SRC, "src", "server", "*.c")):
+            with open(path, encoding="utf-8") as f:
+                names |= set(re.findall(r'"(gpushare_[a-z_]+)"', f.read()))
+        self.assertIn("gpushare_requests_total", names)
+        for name in sorted(names):
+            self.assertIn(f"`{name}", doc, name)
 
     def test_reasons_are_documented(self):
         doc = read("docs", "operations.md")
