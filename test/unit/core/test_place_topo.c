@@ -8,6 +8,8 @@
 #include <gpushare/place.h>
 #include <gpushare/topo.h>
 
+#include "../testutil.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,22 +17,8 @@
 static struct gs_topo dgx1;
 
 static int setup(void **state) {
-  char path[512], *text;
-  FILE *f;
-  long len;
-  struct gs_diag diag = {"", ""};
   (void)state;
-  snprintf(path, sizeof path, "%s/data/topologies/dgx1_v100_topo-m.txt", GS_SHARED_DIR);
-  f = fopen(path, "rb");
-  assert_non_null(f);
-  fseek(f, 0, SEEK_END);
-  len = ftell(f);
-  rewind(f);
-  text = malloc((size_t)len);
-  assert_int_equal(fread(text, 1, (size_t)len, f), (size_t)len);
-  fclose(f);
-  assert_int_equal(gs_topo_parse_text(text, (size_t)len, &dgx1, &diag), GS_EOK);
-  free(text);
+  assert_int_equal(gs_test_load_topo("dgx1_v100_topo-m.txt", &dgx1), 0);
   return 0;
 }
 
