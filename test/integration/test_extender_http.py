@@ -371,6 +371,66 @@ class Routes(unittest.TestCase):
         self.assertEqual(self.ext.get("/gpushare-scheduler/inspect/ghost")[0], 404)
 
 
+DGX1 = [["X", "NV1", "NV1", "NV2", "NV2", "SYS", "SYS", "SYS"],
+        ["NV1", "X", "NV2", "NV1", "SYS", "NV2", "SYS", "SYS"],
+        ["NV1", "NV2", "X", "NV2", "SYS", "SYS", "NV1", "SYS"],
+        ["NV2", "NV1", "NV2", "X", "SYS", "SYS", "SYS", "NV1"],
+        ["NV2", "SYS", "SYS", "SYS", "X", "NV1", "NV1", "NV2"],
+        ["SYS", "NV2", "SYS", "SYS", "NV1", "X", "NV2", "NV1"],
+        ["SYS", "SYS", "NV1", "SYS", "NV1", "NV2", "X", "NV2"],
+        ["SYS", "SYS", "SYS", "NV1", "NV2", "NV1", "NV2", "X"]]
+
+
+class Gangs(unittest.TestCase):
+    def topo_nodes(self):
+        ann = {"gpushare.io/topology": json.dumps({"links": DGX1})}
+        return [node(f"topo-{c}", "topology", whole=8, annotations=ann) for c in "ab"]
+
+    def member(self, job, i, replicas, gpus):
+        return pod(f"{job}-{i}", whole=gpus,
+                   labels={"gpu-topology": job, "gpu-topology-replica": str(replicas)})
+
+    def test_two_replicas_bound_on_planned_nvlink_sets(self):
+        members = [self.member("job", i, 2, 4) for i in range(2)]
+        ext = Extender(self.topo_nodes() + members)
+        try:
+            chosen, _ = cycle(ext, members[0], ["topo-a", "topo-b"])
+            self.assertIsNotNone(chosen)
+            gangs = ext.ledger()["gangs"]
+            self.assertEqual(len(gangs), 1)
+            self.assertEqual((gangs[0]["job"], gangs[0]["replicas"], gangs[0]["placed"]),
+                             ("default/job", 2, 1))
+            self.assertIsNotNone(cycle(ext, members[1], ["topo-a", "topo-b"])[0])
+            owned = {}
+            for n in ext.ledger()["nodes"]:
+                for g in n["gpus"]:
+                    if g.get("owner"):
+                        owned.setdefault(g["owner"]["name"], []).append(g["index"])
+            self.assertEqual(sorted(owned), ["job-0", "job-1"])
+            for gpus in owned.values():  # the DGX-1 all-NVLink quads
+                self.assertIn(sorted(gpus), [[0, 1, 2, 3], [4, 5, 6, 7]])
+        finally:
+            ext.close()
+
+    def test_three_replicas_that_cannot_fit_bind_nothing(self):
+        members = [self.member("big", i, 3, 8) for i in range(3)]
+        ext = Extender(self.topo_nodes() + members)
+        try:
+            chosen, res = cycle(ext, members[0], ["topo-a", "topo-b"])
+            self.assertIsNone(chosen)
+            reasons = set(res["FailedNodes"].values())
+            self.assertEqual(len(reasons), 1)
+            text = reasons.pop()
+            self.assertIn("default/big", text)
+            self.assertIn("2 of 3", text)
+            self.assertEqual(res["NodeNames"], [])
+            led = ext.ledger()
+            self.assertEqual(led["gangs"], [])
+            self.assertFalse(any(g.get("owner") for n in led["nodes"] for g in n["gpus"]))
+        finally:
+            ext.close()
+
+
 class Flags(unittest.TestCase):
     def run_ext(self, *args):
         return subprocess.run([EXTENDER, *args], capture_output=True, text=True, timeout=20)
