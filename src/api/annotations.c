@@ -8,6 +8,7 @@
  * ALIYUN_COM_GPU_MEM_IDX; a remainder goes to the first (lowest) GPU.
  */
 #include "api_internal.h"
+#include "alloc.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -340,7 +341,7 @@ enum gs_err gs_api_alloc_from_pod(const json_t *pod, uint32_t default_unit_mib,
   if (v2 == NULL && idx == NULL && topo == NULL)
     return GS_ENOTFOUND;
 
-  a = calloc(1, sizeof *a); /* 6 KiB of parts: keep it off the stack */
+  a = gs_calloc(1, sizeof *a); /* 6 KiB of parts: keep it off the stack */
   if (a == NULL)
     return GS_ENOMEM;
   a->unit_mib = default_unit_mib;
@@ -374,6 +375,6 @@ enum gs_err gs_api_alloc_from_pod(const json_t *pod, uint32_t default_unit_mib,
   qsort(a->parts, a->nparts, sizeof a->parts[0], part_cmp);
   *ret = *a;
 out_alloc:
-  free(a);
+  gs_free(a);
   return err;
 }

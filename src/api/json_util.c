@@ -1,5 +1,6 @@
 /* Typed JSON member access with diagnostics, and small text helpers. */
 #include "api_internal.h"
+#include "alloc.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -161,7 +162,7 @@ json_t *gs__api_text(const char *text) {
   out = json_stringn((const char *)s, len);
   if (out != NULL)
     return out;
-  copy = malloc(len + 1);
+  copy = gs_malloc(len + 1);
   if (copy == NULL)
     return NULL;
   while (i < len) {
@@ -175,7 +176,7 @@ json_t *gs__api_text(const char *text) {
   }
   copy[len] = '\0';
   out = json_stringn(copy, len);
-  free(copy);
+  gs_free(copy);
   return out;
 }
 

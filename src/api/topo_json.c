@@ -6,6 +6,7 @@
  * SYS; SOC is the pre-NODE name of SYS in old drivers and is read as SYS.
  */
 #include "api_internal.h"
+#include "alloc.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -119,7 +120,7 @@ enum gs_err gs_api_topo_decode(const char *json_text, struct gs_topo *ret,
     return GS_EPARSE;
   }
   /* The struct is 8 KiB: build it on the heap, copy out on success. */
-  topo = calloc(1, sizeof *topo);
+  topo = gs_calloc(1, sizeof *topo);
   if (topo == NULL) {
     err = GS_ENOMEM;
     goto out_doc;
@@ -133,7 +134,7 @@ enum gs_err gs_api_topo_decode(const char *json_text, struct gs_topo *ret,
   if (err == GS_EOK)
     memcpy(ret, topo, sizeof *topo);
 out_topo:
-  free(topo);
+  gs_free(topo);
 out_doc:
   json_decref(doc);
   return err;
