@@ -118,6 +118,7 @@ static enum gs_err v2_decode(const json_t *anns, const char *text, struct gs_api
   json_t *doc;
   const char *ckey, *gkey;
   const json_t *gpus, *units;
+  uint64_t seen[GS_MAX_CONTAINERS] = {0}; /* GPUs given to each container */
   uint32_t c, g;
   uint64_t u;
   enum gs_err err;
@@ -144,10 +145,18 @@ static enum gs_err v2_decode(const json_t *anns, const char *text, struct gs_api
         if (gs_api_quantity_whole_diag(units, upath, &u, diag) != GS_EOK)
           err = GS_EPARSE;
       }
+      /* "1" and "01" (or containers "0" and "00") name the same pair: one
+       * pair given twice would be charged twice. */
+      if (err == GS_EOK && (seen[c] >> g & 1)) {
+        gs_diag_set(diag, path, "GPU %" PRIu32 " of container %" PRIu32 " is given twice", g,
+                    c);
+        err = GS_EPARSE;
+      }
       if (err == GS_EOK)
         err = add_part(a, c, g, u, where, diag);
       if (err != GS_EOK)
         goto out_doc;
+      seen[c] |= UINT64_C(1) << g;
     }
   }
   a->kind = GS_ALLOC_MEM;

@@ -16,7 +16,7 @@ enum gs_err gs__api_device_resource_decode(const char *text, uint64_t per_gpu[GS
   const char *key;
   const json_t *val;
   char path[GS__API_PATH_MAX];
-  uint64_t idx, units, out[GS_MAX_GPUS] = {0};
+  uint64_t idx, units, out[GS_MAX_GPUS] = {0}, seen = 0;
   enum gs_err err = GS_EOK;
 
   if (strlen(text) > GS__API_ANN_TEXT_MAX) {
@@ -40,6 +40,12 @@ enum gs_err gs__api_device_resource_decode(const char *text, uint64_t per_gpu[GS
       err = GS_EPARSE;
       goto out_doc;
     }
+    if (seen >> idx & 1) { /* "1" and "01": which capacity is meant? */
+      gs_diag_set(diag, where, "GPU index %u is given twice", (unsigned)idx);
+      err = GS_EPARSE;
+      goto out_doc;
+    }
+    seen |= UINT64_C(1) << idx;
     gs__api_path(path, "%s[\"%s\"]", where, key);
     err = gs_api_quantity_whole_diag(val, path, &units, diag);
     if (err != GS_EOK)
