@@ -42,13 +42,18 @@ static enum gs_err ann_string(const json_t *anns, const char *key, const char *w
 static enum gs_err ann_json(const char *text, const char *where, json_t **ret,
                             struct gs_diag *diag) {
   json_error_t jerr;
+  enum gs_err lerr;
   json_t *doc;
   if (strlen(text) > GS__API_ANN_TEXT_MAX) {
     gs_diag_set(diag, where, "longer than %u bytes", GS__API_ANN_TEXT_MAX);
     return GS_ETOOBIG;
   }
-  doc = json_loads(text, JSON_REJECT_DUPLICATES, &jerr);
+  doc = gs__api_loadb(text, strlen(text), JSON_REJECT_DUPLICATES, &jerr, &lerr);
   if (doc == NULL) {
+    if (lerr == GS_ENOMEM) {
+      gs_diag_set(diag, where, "out of memory");
+      return GS_ENOMEM;
+    }
     gs_diag_set(diag, where, "invalid JSON: %s", jerr.text);
     return GS_EPARSE;
   }

@@ -22,6 +22,7 @@ static enum gs_err body_load(const char *body, size_t len, const char *what, jso
                              struct gs_diag *diag) {
   json_error_t jerr;
   json_t *root;
+  enum gs_err err;
   if (body == NULL || len == 0) {
     gs_diag_set(diag, what, "empty request body");
     return GS_EPARSE;
@@ -31,8 +32,12 @@ static enum gs_err body_load(const char *body, size_t len, const char *what, jso
                 GS_API_BODY_MAX);
     return GS_ETOOBIG;
   }
-  root = json_loadb(body, len, JSON_REJECT_DUPLICATES, &jerr);
+  root = gs__api_loadb(body, len, JSON_REJECT_DUPLICATES, &jerr, &err);
   if (root == NULL) {
+    if (err == GS_ENOMEM) {
+      gs_diag_set(diag, what, "out of memory");
+      return GS_ENOMEM;
+    }
     gs_diag_set(diag, what, "malformed JSON at line %d column %d: %s", jerr.line, jerr.column,
                 jerr.text);
     return GS_EPARSE;

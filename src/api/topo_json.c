@@ -89,8 +89,12 @@ enum gs_err gs_api_topo_decode(const char *json_text, struct gs_topo *ret,
     gs_diag_set(diag, "", "topology is longer than %u bytes", TOPO_TEXT_MAX);
     return GS_ETOOBIG;
   }
-  doc = json_loads(json_text, JSON_REJECT_DUPLICATES, &jerr);
+  doc = gs__api_loadb(json_text, strlen(json_text), JSON_REJECT_DUPLICATES, &jerr, &err);
   if (doc == NULL) {
+    if (err == GS_ENOMEM) {
+      gs_diag_set(diag, "", "out of memory");
+      return GS_ENOMEM;
+    }
     gs_diag_set(diag, "", "invalid JSON at line %d column %d: %s", jerr.line, jerr.column,
                 jerr.text);
     return GS_EPARSE;

@@ -10,6 +10,7 @@
 static atomic_ulong fail_at;
 static atomic_ulong count;
 static atomic_bool hit;
+static _Thread_local unsigned long failures; /* NULLs returned on this thread */
 
 void gs_alloc_fail_after(unsigned long n) {
   atomic_store(&count, 0);
@@ -18,6 +19,8 @@ void gs_alloc_fail_after(unsigned long n) {
 }
 
 bool gs_alloc_fail_hit(void) { return atomic_load(&hit); }
+
+unsigned long gs_alloc_failures(void) { return failures; }
 
 unsigned long gs_alloc_count(void) { return atomic_load(&count); }
 
@@ -33,11 +36,22 @@ static bool should_fail(void) {
   return true;
 }
 
-void *gs_malloc(size_t size) { return should_fail() ? NULL : malloc(size); }
+/* Counts a NULL result (size 0 may legitimately give NULL). */
+static void *counted(void *p, size_t size) {
+  if (p == NULL && size != 0)
+    failures++;
+  return p;
+}
 
-void *gs_calloc(size_t n, size_t size) { return should_fail() ? NULL : calloc(n, size); }
+void *gs_malloc(size_t size) { return counted(should_fail() ? NULL : malloc(size), size); }
 
-void *gs_realloc(void *p, size_t size) { return should_fail() ? NULL : realloc(p, size); }
+void *gs_calloc(size_t n, size_t size) {
+  return counted(should_fail() ? NULL : calloc(n, size), n * size);
+}
+
+void *gs_realloc(void *p, size_t size) {
+  return counted(should_fail() ? NULL : realloc(p, size), size);
+}
 
 char *gs_strdup(const char *s) {
   size_t len = strlen(s) + 1;

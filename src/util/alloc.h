@@ -23,6 +23,13 @@ void *gs_realloc(void *p, size_t size);
 char *gs_strdup(const char *s);
 void gs_free(void *p);
 
+/* Allocations through the wrappers that returned NULL on the calling
+ * thread so far (the hook's or real ones). For libraries whose errors hide
+ * running out of memory: jansson, given these wrappers with
+ * json_set_alloc_funcs, reports a failed string allocation as a syntax
+ * error; a caller compares the count before and after to tell them apart. */
+unsigned long gs_alloc_failures(void);
+
 /* Test hook: the nth allocation through the wrappers from now on fails
  * (n = 1: the next one); only that one, later ones succeed again, so the
  * code's recovery is exercised too. n = 0 disarms the hook. Resets the
