@@ -92,7 +92,7 @@ static void *binder(void *arg) {
       }
       gs_annotations_clear(&a);
     }
-    if (r >= 6 && r % 3 == 0) { /* an older pod of this thread leaves */
+    if (r >= 6) { /* an older pod of this thread leaves */
       struct gs_pod_request old = pod_of(id, r - 6);
       gs_fw_pod_gone(fw, old.uid);
     }
