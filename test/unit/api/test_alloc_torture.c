@@ -35,6 +35,8 @@ struct op {
   void (*run)(struct result *r);
 };
 
+static void rput(struct result *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
 static void rput(struct result *r, const char *fmt, ...) {
   size_t len = strlen(r->rendered);
   va_list ap;

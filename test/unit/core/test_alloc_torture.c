@@ -31,6 +31,8 @@ struct dump {
   size_t len;
 };
 
+static void put(struct dump *d, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
 static void put(struct dump *d, const char *fmt, ...) {
   va_list ap;
   int n;
