@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # gpushare's one entry point for people and CI.
 #   tools/dev.sh demo    set up, build, and run the embedded demo cluster
-#   tools/dev.sh test    set up, build with ASan+UBSan, run every test
+#   tools/dev.sh test    set up; fuzz every decoder (clang, libFuzzer, bounded),
+#                        run the threaded tests under TSan, then build with
+#                        ASan+UBSan and run every test (ctest's summary last)
 #   tools/dev.sh setup   install the Debian packages the project needs
 #   tools/dev.sh build   build into build/ (RelWithDebInfo)
 # Runs as root on a fresh Debian 12 machine (apt-get installs what is missing).
@@ -47,13 +49,40 @@ case "${1:-help}" in
     ;;
   test)
     setup
-    build "$root/build-asan" -DCMAKE_BUILD_TYPE=Debug -DGS_SANITIZE=ON
     export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
     export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+    # The fuzz and TSan steps come first: CI reads ctest's closing summary,
+    # so the full ASan+UBSan run ends the output. Any failure stops here.
+
+    # 1. Fuzzing: every libFuzzer target (test/fuzz) from its seed corpus and
+    #    kept crash inputs, GS_FUZZ_SECONDS each (0 skips), $jobs at a time.
+    fuzz_secs=${GS_FUZZ_SECONDS:-20}
+    if [ "$fuzz_secs" -gt 0 ]; then
+      echo "== fuzz: every libFuzzer target, ${fuzz_secs} s each"
+      cmake -S "$root" -B "$root/build-fuzz" -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=Debug \
+        -DGS_FUZZ=ON -DGS_TESTS=OFF >/dev/null
+      cmake --build "$root/build-fuzz" -j"$jobs" --target fuzz
+      if ! FUZZ_JOBS=$jobs "$root/test/fuzz/run.sh" "$root/build-fuzz" "$fuzz_secs"; then
+        echo "fuzz: a target failed; keep its crash input under test/fuzz/regressions/" >&2
+        exit 1
+      fi
+    fi
+
+    # 2. ThreadSanitizer over the tests that run threads: the HTTP server,
+    #    the framework's lock, the apiserver client, the extender binary.
+    echo "== tsan: threaded tests under ThreadSanitizer"
+    build "$root/build-tsan" -DCMAKE_BUILD_TYPE=Debug -DGS_TSAN=ON
+    TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1:second_deadlock_stack=1} \
+      ctest --test-dir "$root/build-tsan" --output-on-failure -j"$jobs" \
+        -R '^(server_|framework_|k8s_|integration_test_extender_http$)'
+
+    # 3. Every test (unit, integration, fuzz replays) under ASan+UBSan.
+    echo "== asan: every test under AddressSanitizer and UBSan"
+    build "$root/build-asan" -DCMAKE_BUILD_TYPE=Debug -DGS_SANITIZE=ON
     ctest --test-dir "$root/build-asan" --output-on-failure -j"$jobs"
     ;;
   *)
-    sed -n '2,7p' "$0" | sed 's/^# \{0,1\}//'
+    sed -n '2,9p' "$0" | sed 's/^# \{0,1\}//'
     [ "${1:-help}" = help ] || exit 2
     ;;
 esac

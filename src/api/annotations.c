@@ -8,6 +8,7 @@
  * ALIYUN_COM_GPU_MEM_IDX; a remainder goes to the first (lowest) GPU.
  */
 #include "api_internal.h"
+#include "alloc.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -41,13 +42,18 @@ static enum gs_err ann_string(const json_t *anns, const char *key, const char *w
 static enum gs_err ann_json(const char *text, const char *where, json_t **ret,
                             struct gs_diag *diag) {
   json_error_t jerr;
+  enum gs_err lerr;
   json_t *doc;
   if (strlen(text) > GS__API_ANN_TEXT_MAX) {
     gs_diag_set(diag, where, "longer than %u bytes", GS__API_ANN_TEXT_MAX);
     return GS_ETOOBIG;
   }
-  doc = json_loads(text, JSON_REJECT_DUPLICATES, &jerr);
+  doc = gs__api_loadb(text, strlen(text), JSON_REJECT_DUPLICATES, &jerr, &lerr);
   if (doc == NULL) {
+    if (lerr == GS_ENOMEM) {
+      gs_diag_set(diag, where, "out of memory");
+      return GS_ENOMEM;
+    }
     gs_diag_set(diag, where, "invalid JSON: %s", jerr.text);
     return GS_EPARSE;
   }
@@ -117,6 +123,7 @@ static enum gs_err v2_decode(const json_t *anns, const char *text, struct gs_api
   json_t *doc;
   const char *ckey, *gkey;
   const json_t *gpus, *units;
+  uint64_t seen[GS_MAX_CONTAINERS] = {0}; /* GPUs given to each container */
   uint32_t c, g;
   uint64_t u;
   enum gs_err err;
@@ -143,10 +150,18 @@ static enum gs_err v2_decode(const json_t *anns, const char *text, struct gs_api
         if (gs_api_quantity_whole_diag(units, upath, &u, diag) != GS_EOK)
           err = GS_EPARSE;
       }
+      /* "1" and "01" (or containers "0" and "00") name the same pair: one
+       * pair given twice would be charged twice. */
+      if (err == GS_EOK && (seen[c] >> g & 1)) {
+        gs_diag_set(diag, path, "GPU %" PRIu32 " of container %" PRIu32 " is given twice", g,
+                    c);
+        err = GS_EPARSE;
+      }
       if (err == GS_EOK)
         err = add_part(a, c, g, u, where, diag);
       if (err != GS_EOK)
         goto out_doc;
+      seen[c] |= UINT64_C(1) << g;
     }
   }
   a->kind = GS_ALLOC_MEM;
@@ -340,7 +355,7 @@ enum gs_err gs_api_alloc_from_pod(const json_t *pod, uint32_t default_unit_mib,
   if (v2 == NULL && idx == NULL && topo == NULL)
     return GS_ENOTFOUND;
 
-  a = calloc(1, sizeof *a); /* 6 KiB of parts: keep it off the stack */
+  a = gs_calloc(1, sizeof *a); /* 6 KiB of parts: keep it off the stack */
   if (a == NULL)
     return GS_ENOMEM;
   a->unit_mib = default_unit_mib;
@@ -374,6 +389,6 @@ enum gs_err gs_api_alloc_from_pod(const json_t *pod, uint32_t default_unit_mib,
   qsort(a->parts, a->nparts, sizeof a->parts[0], part_cmp);
   *ret = *a;
 out_alloc:
-  free(a);
+  gs_free(a);
   return err;
 }

@@ -64,7 +64,19 @@ json_t *gs__api_text(const char *text);
 enum gs_err gs__api_device_resource_decode(const char *text, uint64_t per_gpu[GS_MAX_GPUS],
                                            const char *where, struct gs_diag *diag) GS_WUR;
 
-/* Dumps compact, in insertion order. Malloc'd string or NULL. */
+/* Dumps compact, in insertion order. Malloc'd string, or NULL when memory
+ * runs out (never a truncated document: jansson's own json_dumps ignores a
+ * failure while writing an object key and returns the JSON without it). */
 char *gs__api_dump(const json_t *value);
+
+/* json_loadb that tells running out of memory (GS_ENOMEM: not the input's
+ * fault, callers must not call it malformed) from bad input (GS_EPARSE,
+ * jerr says why) in *ret_err when it returns NULL. jansson reports some
+ * failed allocations as syntax errors, so this relies on jansson
+ * allocating through src/util/alloc.h (json_set_alloc_funcs(gs_malloc,
+ * gs_free), as gpushare-extender's main does); without that it still
+ * catches the failures jansson reports as such. */
+json_t *gs__api_loadb(const char *text, size_t len, size_t flags, json_error_t *jerr,
+                      enum gs_err *ret_err);
 
 #endif

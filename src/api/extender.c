@@ -12,6 +12,7 @@
  * json_integer (Go refuses 7.0 for an int64).
  */
 #include "api_internal.h"
+#include "alloc.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +22,7 @@ static enum gs_err body_load(const char *body, size_t len, const char *what, jso
                              struct gs_diag *diag) {
   json_error_t jerr;
   json_t *root;
+  enum gs_err err;
   if (body == NULL || len == 0) {
     gs_diag_set(diag, what, "empty request body");
     return GS_EPARSE;
@@ -30,8 +32,12 @@ static enum gs_err body_load(const char *body, size_t len, const char *what, jso
                 GS_API_BODY_MAX);
     return GS_ETOOBIG;
   }
-  root = json_loadb(body, len, JSON_REJECT_DUPLICATES, &jerr);
+  root = gs__api_loadb(body, len, JSON_REJECT_DUPLICATES, &jerr, &err);
   if (root == NULL) {
+    if (err == GS_ENOMEM) {
+      gs_diag_set(diag, what, "out of memory");
+      return GS_ENOMEM;
+    }
     gs_diag_set(diag, what, "malformed JSON at line %d column %d: %s", jerr.line, jerr.column,
                 jerr.text);
     return GS_EPARSE;
@@ -118,7 +124,7 @@ static enum gs_err args_nodes(const json_t *root, struct gs_api_args *a, struct 
   if (n == 0)
     return GS_EOK;
   /* One block: n names, then n node pointers (both pointer-sized). */
-  a->names = calloc(2 * n, sizeof(void *));
+  a->names = gs_calloc(2 * n, sizeof(void *));
   if (a->names == NULL)
     return GS_ENOMEM;
   a->nodes = (const json_t **)(void *)(a->names + n);
@@ -178,7 +184,7 @@ out_args:
 void gs_api_args_release(struct gs_api_args *args) {
   if (args == NULL)
     return;
-  free((void *)args->names);
+  gs_free((void *)args->names);
   json_decref(args->root);
   memset(args, 0, sizeof *args);
 }
@@ -202,7 +208,7 @@ static json_t *error_text(const char *error) {
     extra += error[i] == '%' ? 2 : 0;
   if (extra == 0)
     return gs__api_text(error);
-  copy = malloc(len + extra + 1);
+  copy = gs_malloc(len + extra + 1);
   if (copy == NULL)
     return NULL;
   for (i = 0, j = 0; i < len; i++) {
@@ -215,7 +221,7 @@ static json_t *error_text(const char *error) {
   }
   copy[j] = '\0';
   out = gs__api_text(copy);
-  free(copy);
+  gs_free(copy);
   return out;
 }
 
@@ -228,7 +234,7 @@ struct gs_api_filter_result {
 };
 
 struct gs_api_filter_result *gs_api_filter_result_new(bool by_names) {
-  struct gs_api_filter_result *r = calloc(1, sizeof *r);
+  struct gs_api_filter_result *r = gs_calloc(1, sizeof *r);
   if (r == NULL)
     return NULL;
   r->by_names = by_names;
@@ -250,7 +256,7 @@ void gs_api_filter_result_free(struct gs_api_filter_result *r) {
   json_decref(r->failed);
   json_decref(r->unresolvable);
   json_decref(r->error);
-  free(r);
+  gs_free(r);
 }
 
 enum gs_err gs_api_filter_result_pass(struct gs_api_filter_result *r, const char *name,

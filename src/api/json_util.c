@@ -1,5 +1,6 @@
 /* Typed JSON member access with diagnostics, and small text helpers. */
 #include "api_internal.h"
+#include "alloc.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -161,7 +162,7 @@ json_t *gs__api_text(const char *text) {
   out = json_stringn((const char *)s, len);
   if (out != NULL)
     return out;
-  copy = malloc(len + 1);
+  copy = gs_malloc(len + 1);
   if (copy == NULL)
     return NULL;
   while (i < len) {
@@ -175,10 +176,69 @@ json_t *gs__api_text(const char *text) {
   }
   copy[len] = '\0';
   out = json_stringn(copy, len);
-  free(copy);
+  gs_free(copy);
   return out;
 }
 
+/* A growable buffer whose first failed append sticks. */
+struct dump_buf {
+  char *p;
+  size_t len, cap;
+  bool failed;
+};
+
+static int dump_cb(const char *chunk, size_t n, void *data) {
+  struct dump_buf *b = data;
+  if (b->failed)
+    return -1;
+  if (n >= b->cap - b->len) {
+    size_t cap = b->cap ? b->cap : 256;
+    char *p;
+    while (n >= cap - b->len) {
+      if (cap > SIZE_MAX / 2) {
+        b->failed = true;
+        return -1;
+      }
+      cap *= 2;
+    }
+    p = gs_realloc(b->p, cap);
+    if (p == NULL) {
+      b->failed = true;
+      return -1;
+    }
+    b->p = p;
+    b->cap = cap;
+  }
+  memcpy(b->p + b->len, chunk, n);
+  b->len += n;
+  return 0;
+}
+
 char *gs__api_dump(const json_t *value) {
-  return json_dumps(value, JSON_COMPACT | JSON_PRESERVE_ORDER);
+  struct dump_buf b = {NULL, 0, 0, false};
+  /* json_dumps would return a document missing an object key if memory ran
+   * out while writing the key (jansson ignores that failure); the sticky
+   * flag catches it. */
+  if (json_dump_callback(value, dump_cb, &b, JSON_COMPACT | JSON_PRESERVE_ORDER) != 0 ||
+      b.failed || b.p == NULL) {
+    gs_free(b.p);
+    return NULL;
+  }
+  b.p[b.len] = '\0';
+  return b.p;
+}
+
+json_t *gs__api_loadb(const char *text, size_t len, size_t flags, json_error_t *jerr,
+                      enum gs_err *ret_err) {
+  unsigned long failures = gs_alloc_failures();
+  json_t *doc = json_loadb(text, len, flags, jerr);
+  if (doc != NULL)
+    return doc;
+  /* jansson 2.14: a failed lexer buffer gives an empty error text, a failed
+   * string copy "string or '}' expected", others out_of_memory. */
+  *ret_err = gs_alloc_failures() != failures ||
+                     json_error_code(jerr) == json_error_out_of_memory || jerr->text[0] == '\0'
+                 ? GS_ENOMEM
+                 : GS_EPARSE;
+  return NULL;
 }

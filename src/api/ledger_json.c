@@ -15,6 +15,7 @@
  * node's totals are the sums of its GPUs' figures, so the table adds up.
  */
 #include "api_internal.h"
+#include "alloc.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -55,7 +56,7 @@ static enum gs_err node_entries(const struct gs_ledger *ledger, const char *node
       cap += a->nparts;
   }
   if (cap > 0) {
-    out = malloc(cap * sizeof *out);
+    out = gs_malloc(cap * sizeof *out);
     if (out == NULL)
       return GS_ENOMEM;
   }
@@ -156,7 +157,7 @@ static json_t *ledger_node_json(const struct gs_ledger *ledger, const struct gs_
       put(pj, "usedMiB", u64(gs_alloc_part_mib(a, entries[e].part)), ok);
     }
   }
-  free(entries);
+  gs_free(entries);
   return o;
 }
 
@@ -261,7 +262,7 @@ static json_t *inspect_node_json(const struct gs_ledger *ledger, const struct gs
       put(pj, "usedGPU", u64(mib / unit), ok);
     }
   }
-  free(entries);
+  gs_free(entries);
   put(o, "name", gs__api_text(node->name), ok);
   put(o, "totalGPU", u64(total), ok);
   put(o, "usedGPU", u64(used), ok);

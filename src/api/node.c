@@ -13,18 +13,23 @@ enum gs_err gs__api_device_resource_decode(const char *text, uint64_t per_gpu[GS
                                            const char *where, struct gs_diag *diag) {
   json_t *doc;
   json_error_t jerr;
+  enum gs_err lerr;
   const char *key;
   const json_t *val;
   char path[GS__API_PATH_MAX];
-  uint64_t idx, units, out[GS_MAX_GPUS] = {0};
+  uint64_t idx, units, out[GS_MAX_GPUS] = {0}, seen = 0;
   enum gs_err err = GS_EOK;
 
   if (strlen(text) > GS__API_ANN_TEXT_MAX) {
     gs_diag_set(diag, where, "annotation is longer than %u bytes", GS__API_ANN_TEXT_MAX);
     return GS_ETOOBIG;
   }
-  doc = json_loads(text, JSON_REJECT_DUPLICATES, &jerr);
+  doc = gs__api_loadb(text, strlen(text), JSON_REJECT_DUPLICATES, &jerr, &lerr);
   if (doc == NULL) {
+    if (lerr == GS_ENOMEM) {
+      gs_diag_set(diag, where, "out of memory");
+      return GS_ENOMEM;
+    }
     gs_diag_set(diag, where, "invalid JSON: %s", jerr.text);
     return GS_EPARSE;
   }
@@ -40,6 +45,12 @@ enum gs_err gs__api_device_resource_decode(const char *text, uint64_t per_gpu[GS
       err = GS_EPARSE;
       goto out_doc;
     }
+    if (seen >> idx & 1) { /* "1" and "01": which capacity is meant? */
+      gs_diag_set(diag, where, "GPU index %u is given twice", (unsigned)idx);
+      err = GS_EPARSE;
+      goto out_doc;
+    }
+    seen |= UINT64_C(1) << idx;
     gs__api_path(path, "%s[\"%s\"]", where, key);
     err = gs_api_quantity_whole_diag(val, path, &units, diag);
     if (err != GS_EOK)
@@ -124,24 +135,35 @@ static enum gs_err labels_decode(const json_t *meta, struct gs_node_spec *spec,
   return GS_EOK;
 }
 
-/* Annotations; problems land in warn, never fail the node. */
-static void annotations_decode(const json_t *meta, struct gs_node_spec *spec,
-                               struct gs_topo *topo_buf, struct gs_diag *warn) {
+/* Annotations; problems land in warn, never fail the node. Running out of
+ * memory does (GS_ENOMEM): a node silently without its per-GPU capacities
+ * or topology would be scheduled wrong. */
+static enum gs_err annotations_decode(const json_t *meta, struct gs_node_spec *spec,
+                                      struct gs_topo *topo_buf, struct gs_diag *warn) {
   const json_t *anns, *v;
+  enum gs_err err;
 
   anns = gs__api_get(meta, "annotations");
   if (anns != NULL && !json_is_object(anns)) {
     gs_diag_set(warn, "Node.metadata.annotations", "must be an object; annotations ignored");
-    return;
+    return GS_EOK;
   }
   v = gs__api_get(anns, GS_ANN_DEVICE_RESOURCE);
   if (v != NULL) {
     static const char where[] = "Node.metadata.annotations[\"" GS_ANN_DEVICE_RESOURCE "\"]";
-    if (!json_is_string(v))
+    if (!json_is_string(v)) {
       gs_diag_set(warn, where, "must be a string; annotation ignored");
-    else if (gs__api_device_resource_decode(json_string_value(v), spec->per_gpu_units, where,
-                                            warn) == GS_EOK)
-      spec->has_per_gpu = true;
+    } else {
+      struct gs_diag ddiag = {{0}, {0}};
+      err = gs__api_device_resource_decode(json_string_value(v), spec->per_gpu_units, where,
+                                           &ddiag);
+      if (err == GS_ENOMEM)
+        return err;
+      if (err == GS_EOK)
+        spec->has_per_gpu = true;
+      else
+        gs_diag_set(warn, ddiag.where, "%s", ddiag.text);
+    }
   }
   v = gs__api_get(anns, GS_ANN_TOPOLOGY);
   if (v != NULL && topo_buf != NULL) {
@@ -149,14 +171,17 @@ static void annotations_decode(const json_t *meta, struct gs_node_spec *spec,
     struct gs_diag tdiag = {{0}, {0}};
     if (!json_is_string(v)) {
       gs_diag_set(warn, where, "must be a string; annotation ignored");
-    } else if (gs_api_topo_decode(json_string_value(v), topo_buf, &tdiag) == GS_EOK) {
+    } else if ((err = gs_api_topo_decode(json_string_value(v), topo_buf, &tdiag)) == GS_EOK) {
       spec->has_topo = true;
       spec->topo = topo_buf;
+    } else if (err == GS_ENOMEM) {
+      return err;
     } else {
       gs_diag_set(warn, where, "%s%s%s; annotation ignored", tdiag.where,
                   tdiag.where[0] ? ": " : "", tdiag.text);
     }
   }
+  return GS_EOK;
 }
 
 enum gs_err gs_api_node_decode(const json_t *node, struct gs_node_spec *ret,
@@ -189,7 +214,11 @@ enum gs_err gs_api_node_decode(const json_t *node, struct gs_node_spec *ret,
     err = status_decode(node, &spec, diag);
   if (err != GS_EOK)
     return err;
-  annotations_decode(meta, &spec, topo_buf, &warn);
+  err = annotations_decode(meta, &spec, topo_buf, &warn);
+  if (err != GS_EOK) {
+    gs_diag_set(diag, "Node.metadata.annotations", "out of memory");
+    return err;
+  }
   if (warn.text[0] != '\0')
     gs_diag_set(diag, warn.where, "%s", warn.text);
   *ret = spec;

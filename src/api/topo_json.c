@@ -2,49 +2,26 @@
  * {"links":[["X","NV1",...],...]} ↔ struct gs_topo.
  *
  * Cells are the legend of `nvidia-smi topo -m`: X (a GPU to itself, the
- * diagonal only), NV<k> (k bonded NVLinks, 1..63), PIX, PXB, PHB, NODE,
+ * diagonal only), NV<k> (k bonded NVLinks, 1..255), PIX, PXB, PHB, NODE,
  * SYS; SOC is the pre-NODE name of SYS in old drivers and is read as SYS.
+ * One grammar with gpushare-topo, which prints the annotation: cells are
+ * read by the core's gs_topo_cell_parse and the matrix is checked by
+ * gs_topo_check (symmetric), so the annotation means what the CLI meant.
  */
 #include "api_internal.h"
+#include "alloc.h"
+
+#include <gpushare/topo.h>
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #define TOPO_TEXT_MAX (256u * 1024u)
-#define NVLINK_MAX 63u
-
-static const struct {
-  const char *name;
-  enum gs_link link;
-} link_names[] = {
-    {"PIX", GS_LINK_PIX}, {"PXB", GS_LINK_PXB}, {"PHB", GS_LINK_PHB},
-    {"NODE", GS_LINK_NODE}, {"SYS", GS_LINK_SYS}, {"SOC", GS_LINK_SYS},
-};
 
 /* One cell; false if text is not a link class. */
 static bool cell_parse(const char *text, uint8_t *ret_link, uint8_t *ret_nv) {
-  uint64_t k;
-  if (strcmp(text, "X") == 0) {
-    *ret_link = GS_LINK_SELF;
-    *ret_nv = 0;
-    return true;
-  }
-  if (strncmp(text, "NV", 2) == 0) {
-    if (text[2] == '0' || !gs__api_parse_decimal(text + 2, NVLINK_MAX, &k) || k == 0)
-      return false;
-    *ret_link = GS_LINK_NV;
-    *ret_nv = (uint8_t)k;
-    return true;
-  }
-  for (size_t i = 0; i < sizeof link_names / sizeof link_names[0]; i++) {
-    if (strcmp(text, link_names[i].name) == 0) {
-      *ret_link = (uint8_t)link_names[i].link;
-      *ret_nv = 0;
-      return true;
-    }
-  }
-  return false;
+  return gs_topo_cell_parse(text, ret_link, ret_nv) == GS_EOK;
 }
 
 static enum gs_err links_decode(const json_t *links, struct gs_topo *topo,
@@ -81,7 +58,7 @@ static enum gs_err links_decode(const json_t *links, struct gs_topo *topo,
       }
       if (!cell_parse(json_string_value(cell), &link, &nv)) {
         gs_diag_set(diag, where,
-                    "unknown link \"%s\" (expected X, NV1..NV63, PIX, PXB, PHB, NODE, SYS)",
+                    "unknown link \"%s\" (expected X, NV1..NV255, PIX, PXB, PHB, NODE, SYS)",
                     json_string_value(cell));
         return GS_EPARSE;
       }
@@ -112,14 +89,18 @@ enum gs_err gs_api_topo_decode(const char *json_text, struct gs_topo *ret,
     gs_diag_set(diag, "", "topology is longer than %u bytes", TOPO_TEXT_MAX);
     return GS_ETOOBIG;
   }
-  doc = json_loads(json_text, JSON_REJECT_DUPLICATES, &jerr);
+  doc = gs__api_loadb(json_text, strlen(json_text), JSON_REJECT_DUPLICATES, &jerr, &err);
   if (doc == NULL) {
+    if (err == GS_ENOMEM) {
+      gs_diag_set(diag, "", "out of memory");
+      return GS_ENOMEM;
+    }
     gs_diag_set(diag, "", "invalid JSON at line %d column %d: %s", jerr.line, jerr.column,
                 jerr.text);
     return GS_EPARSE;
   }
   /* The struct is 8 KiB: build it on the heap, copy out on success. */
-  topo = calloc(1, sizeof *topo);
+  topo = gs_calloc(1, sizeof *topo);
   if (topo == NULL) {
     err = GS_ENOMEM;
     goto out_doc;
@@ -130,10 +111,17 @@ enum gs_err gs_api_topo_decode(const char *json_text, struct gs_topo *ret,
     goto out_topo;
   }
   err = links_decode(json_object_get(doc, "links"), topo, diag);
+  if (err == GS_EOK) {
+    /* Cells are fine one by one; the matrix must also be symmetric. */
+    struct gs_diag cdiag = {{0}, {0}};
+    err = gs_topo_check(topo, &cdiag);
+    if (err != GS_EOK)
+      gs_diag_set(diag, "links", "%s: %s", cdiag.where, cdiag.text);
+  }
   if (err == GS_EOK)
     memcpy(ret, topo, sizeof *topo);
 out_topo:
-  free(topo);
+  gs_free(topo);
 out_doc:
   json_decref(doc);
   return err;
@@ -166,7 +154,7 @@ char *gs_api_topo_encode(const struct gs_topo *topo) {
         name = "X";
         break;
       case GS_LINK_NV:
-        if (topo->nvlinks[i * n + j] == 0 || topo->nvlinks[i * n + j] > NVLINK_MAX)
+        if (topo->nvlinks[i * n + j] == 0) /* NV with no link has no name */
           goto out_doc;
         snprintf(cell, sizeof cell, "NV%u", (unsigned)topo->nvlinks[i * n + j]);
         name = cell;

@@ -255,7 +255,9 @@ static enum gs_err set_path(char *dst, size_t cap, const char *value, const stru
                 GS_PATH_MAX - 1, src->in);
     return GS_ETOOBIG;
   }
-  fd = open(path, O_RDONLY);
+  /* O_NONBLOCK: a FIFO without a writer would block the open forever; this
+   * only checks that the file can be opened. */
+  fd = open(path, O_RDONLY | O_NONBLOCK);
   if (fd < 0) {
     gs_diag_set(diag, src->label, "cannot read %s file \"%s\"%s: %s", src->label, path, src->in,
                 strerror(errno));

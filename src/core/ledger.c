@@ -18,6 +18,7 @@
  */
 #include <gpushare/ledger.h>
 
+#include "alloc.h"
 #include "caps.h"
 #include "strmap.h"
 
@@ -68,7 +69,7 @@ static enum gs_err grow(void **arr, size_t *cap, size_t need, size_t elem) {
       return GS_ENOMEM;
     ncap *= 2;
   }
-  fresh = realloc(*arr, ncap * elem);
+  fresh = gs_realloc(*arr, ncap * elem);
   if (fresh == NULL)
     return GS_ENOMEM;
   *arr = fresh;
@@ -84,7 +85,7 @@ struct gs_ledger *gs_ledger_new(uint32_t unit_mib) {
   struct gs_ledger *ledger;
   if (unit_mib != GS_UNIT_GIB && unit_mib != GS_UNIT_128MIB)
     return NULL;
-  ledger = calloc(1, sizeof *ledger);
+  ledger = gs_calloc(1, sizeof *ledger);
   if (ledger == NULL)
     return NULL;
   ledger->unit_mib = unit_mib;
@@ -94,7 +95,7 @@ struct gs_ledger *gs_ledger_new(uint32_t unit_mib) {
   return ledger;
 
 free_ledger:
-  free(ledger);
+  gs_free(ledger);
   return NULL;
 }
 
@@ -105,11 +106,11 @@ void gs_ledger_free(struct gs_ledger *ledger) {
     return;
   for (size_t i = 0; i < ledger->nnodes; i++)
     node_free(ledger, ledger->nodes[i]);
-  free(ledger->nodes);
+  gs_free(ledger->nodes);
   gs_strmap_free(ledger->allocs);
   assert(ledger->ntopos == 0); /* every node released its matrix */
-  free(ledger->topos);
-  free(ledger);
+  gs_free(ledger->topos);
+  gs_free(ledger);
 }
 
 uint32_t gs_ledger_unit_mib(const struct gs_ledger *ledger) { return ledger->unit_mib; }
@@ -142,7 +143,7 @@ static enum gs_err topo_acquire(struct gs_ledger *ledger, const struct gs_topo *
   if (grow((void **)&ledger->topos, &ledger->cap_topos, ledger->ntopos + 1,
            sizeof *ledger->topos) != GS_EOK)
     return GS_ENOMEM;
-  ref = calloc(1, sizeof *ref);
+  ref = gs_calloc(1, sizeof *ref);
   if (ref == NULL)
     return GS_ENOMEM;
   ref->topo = *t;
@@ -162,7 +163,7 @@ static void topo_release(struct gs_ledger *ledger, struct topo_ref *ref) {
       break;
     }
   }
-  free(ref);
+  gs_free(ref);
 }
 
 /* ---- charges ---------------------------------------------------------------- */
@@ -273,7 +274,7 @@ static void alloc_free_all(struct gs_ledger *ledger, struct node_rec *node) {
     void *gone = gs_strmap_del(ledger->allocs, node->allocs[i]->view.uid);
     assert(gone == node->allocs[i]);
     (void)gone;
-    free(node->allocs[i]);
+    gs_free(node->allocs[i]);
   }
   node->nallocs = 0;
 }
@@ -282,11 +283,11 @@ static void node_free(struct gs_ledger *ledger, struct node_rec *node) {
   if (node == NULL)
     return;
   alloc_free_all(ledger, node);
-  free(node->allocs);
+  gs_free(node->allocs);
   topo_release(ledger, node->topo);
-  free(node->view.gpus);
-  free(node->view.name);
-  free(node);
+  gs_free(node->view.gpus);
+  gs_free(node->view.name);
+  gs_free(node);
 }
 
 /* GPU count and per-GPU capacity in MiB from a spec (CONTRACT §3). */
@@ -328,7 +329,7 @@ static enum gs_err node_update(struct gs_ledger *ledger, struct node_rec *node,
   for (uint32_t i = 0; !rebuild && i < n; i++)
     rebuild = node->view.gpus[i].total_mib != total_mib[i];
   if (rebuild && n > 0) {
-    gpus = calloc(n, sizeof *gpus);
+    gpus = gs_calloc(n, sizeof *gpus);
     if (gpus == NULL)
       return GS_ENOMEM;
   }
@@ -339,7 +340,7 @@ static enum gs_err node_update(struct gs_ledger *ledger, struct node_rec *node,
   }
   /* Nothing can fail from here on. */
   if (rebuild) {
-    free(node->view.gpus);
+    gs_free(node->view.gpus);
     node->view.gpus = gpus;
     node->view.ngpus = n;
     gpus_init(gpus, n, total_mib, node->view.unhealthy_mask);
@@ -354,7 +355,7 @@ static enum gs_err node_update(struct gs_ledger *ledger, struct node_rec *node,
   return GS_EOK;
 
 free_gpus:
-  free(gpus);
+  gs_free(gpus);
   return err;
 }
 
@@ -366,14 +367,14 @@ static enum gs_err node_insert(struct gs_ledger *ledger, size_t pos,
   if (grow((void **)&ledger->nodes, &ledger->cap_nodes, ledger->nnodes + 1,
            sizeof *ledger->nodes) != GS_EOK)
     return GS_ENOMEM;
-  node = calloc(1, sizeof *node);
+  node = gs_calloc(1, sizeof *node);
   if (node == NULL)
     return GS_ENOMEM;
-  node->view.name = strdup(spec->name);
+  node->view.name = gs_strdup(spec->name);
   if (node->view.name == NULL)
     goto free_node;
   if (n > 0) {
-    node->view.gpus = calloc(n, sizeof *node->view.gpus);
+    node->view.gpus = gs_calloc(n, sizeof *node->view.gpus);
     if (node->view.gpus == NULL)
       goto free_node;
   }
@@ -559,7 +560,7 @@ static enum gs_err alloc_insert(struct gs_ledger *ledger, struct node_rec *node,
   if (grow((void **)&node->allocs, &node->cap_allocs, node->nallocs + 1,
            sizeof *node->allocs) != GS_EOK)
     return GS_ENOMEM;
-  rec = malloc(sizeof *rec + parts_size + strs);
+  rec = gs_malloc(sizeof *rec + parts_size + strs);
   if (rec == NULL)
     return GS_ENOMEM;
   memcpy(rec->parts, a->parts, parts_size);
@@ -580,7 +581,7 @@ static enum gs_err alloc_insert(struct gs_ledger *ledger, struct node_rec *node,
   return GS_EOK;
 
 free_rec:
-  free(rec);
+  gs_free(rec);
   return err;
 }
 
@@ -627,7 +628,7 @@ enum gs_err gs_ledger_release(struct gs_ledger *ledger, const char *uid) {
   last = node->allocs[--node->nallocs];
   node->allocs[rec->slot] = last;
   last->slot = rec->slot;
-  free(rec);
+  gs_free(rec);
   return GS_EOK;
 }
 

@@ -1,6 +1,8 @@
 /* Status and annotation helpers of the plugin interface (pure, no I/O). */
 #include <gpushare/plugin.h>
 
+#include "alloc.h"
+
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,18 +42,18 @@ enum gs_err gs_annotations_set(struct gs_annotations *a, const char *key, const 
   char *copy;
   if (strlen(key) > GS_ANNOT_KEY_MAX)
     return GS_ETOOBIG;
-  copy = strdup(value);
+  copy = gs_strdup(value);
   if (copy == NULL)
     return GS_ENOMEM;
   for (i = 0; i < a->n; i++) {
     if (strcmp(a->kv[i].key, key) == 0) {
-      free(a->kv[i].value);
+      gs_free(a->kv[i].value);
       a->kv[i].value = copy;
       return GS_EOK;
     }
   }
   if (a->n >= GS_ANNOT_MAX) {
-    free(copy);
+    gs_free(copy);
     return GS_ETOOBIG;
   }
   snprintf(a->kv[a->n].key, sizeof a->kv[a->n].key, "%s", key);
@@ -69,7 +71,7 @@ const char *gs_annotations_get(const struct gs_annotations *a, const char *key) 
 
 void gs_annotations_clear(struct gs_annotations *a) {
   for (size_t i = 0; i < a->n; i++) {
-    free(a->kv[i].value);
+    gs_free(a->kv[i].value);
     a->kv[i].value = NULL;
   }
   a->n = 0;

@@ -24,6 +24,8 @@
  */
 #include <gpushare/topo.h>
 
+#include "alloc.h"
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -335,7 +337,7 @@ static enum gs_err choose_exact(struct chooser *c, uint64_t *ret_local) {
   bool have = false;
   uint32_t k = c->k, m = c->m;
 
-  c->memo = calloc((size_t)1 << m, sizeof *c->memo);
+  c->memo = gs_calloc((size_t)1 << m, sizeof *c->memo);
   if (c->memo == NULL)
     return GS_ENOMEM;
   target = *dp_best(c, (uint32_t)c->all);
@@ -370,7 +372,7 @@ static enum gs_err choose_exact(struct chooser *c, uint64_t *ret_local) {
     for (uint32_t j = (uint32_t)i + 1; j < k; j++)
       idx[j] = idx[j - 1] + 1;
   }
-  free(c->memo);
+  gs_free(c->memo);
   c->memo = NULL;
   /* Some k-group always belongs to an optimal split. */
   if (!have)
@@ -579,11 +581,11 @@ static enum gs_err choose_bounded(struct chooser *c, uint64_t *ret_local) {
   struct pkey pk = {0, 0, 0, 0, 0};
   uint32_t rng = 0x9e3779b9u ^ c->m ^ (c->k << 8);
 
-  best = malloc(sizeof *best);
-  cur = malloc(sizeof *cur);
+  best = gs_malloc(sizeof *best);
+  cur = gs_malloc(sizeof *cur);
   if (best == NULL || cur == NULL) {
-    free(best);
-    free(cur);
+    gs_free(best);
+    gs_free(cur);
     return GS_ENOMEM;
   }
   /* The best-pair greedy, then one seeded by each free GPU. */
@@ -623,8 +625,8 @@ static enum gs_err choose_bounded(struct chooser *c, uint64_t *ret_local) {
     }
   }
   c->found = best->total;
-  free(best);
-  free(cur);
+  gs_free(best);
+  gs_free(cur);
   *ret_local = pick;
   return GS_EOK;
 }
@@ -684,7 +686,7 @@ static bool links_uniform(const struct gs_topo *t, const struct chooser *c) {
 static enum gs_err choose_among(const struct gs_topo *t, uint64_t free_mask, uint32_t k,
                                 uint64_t exact_work, uint64_t *ret_set,
                                 struct gs_topo_stats *stats) {
-  struct chooser *c = calloc(1, sizeof *c);
+  struct chooser *c = gs_calloc(1, sizeof *c);
   uint64_t local = 0, out = 0;
   enum gs_err err = GS_EOK;
 
@@ -721,7 +723,7 @@ static enum gs_err choose_among(const struct gs_topo *t, uint64_t free_mask, uin
     out |= UINT64_C(1) << c->gpu[ctz64(l)];
   *ret_set = out;
 out_free:
-  free(c);
+  gs_free(c);
   return err;
 }
 

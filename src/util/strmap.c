@@ -1,6 +1,7 @@
 /* String-keyed hash map: open addressing, linear probing, backward-shift
  * deletion. See strmap.h for the ownership rules. */
 #include "strmap.h"
+#include "alloc.h"
 
 #include <stdint.h>
 #include <stdlib.h>
@@ -35,25 +36,25 @@ static uint64_t hash_str(const char *s) {
 }
 
 struct gs_strmap *gs_strmap_new(void) {
-  struct gs_strmap *map = calloc(1, sizeof *map);
+  struct gs_strmap *map = gs_calloc(1, sizeof *map);
   if (map == NULL)
     return NULL;
-  map->slots = calloc(MIN_SLOTS, sizeof *map->slots);
+  map->slots = gs_calloc(MIN_SLOTS, sizeof *map->slots);
   if (map->slots == NULL)
     goto free_map;
   map->nslots = MIN_SLOTS;
   return map;
 
 free_map:
-  free(map);
+  gs_free(map);
   return NULL;
 }
 
 void gs_strmap_free(struct gs_strmap *map) {
   if (map == NULL)
     return;
-  free(map->slots);
-  free(map);
+  gs_free(map->slots);
+  gs_free(map);
 }
 
 size_t gs_strmap_count(const struct gs_strmap *map) { return map->count; }
@@ -79,7 +80,7 @@ void *gs_strmap_get(const struct gs_strmap *map, const char *key) {
 static enum gs_err resize(struct gs_strmap *map, size_t nslots) {
   struct slot *old = map->slots;
   size_t old_n = map->nslots;
-  struct slot *fresh = calloc(nslots, sizeof *fresh);
+  struct slot *fresh = gs_calloc(nslots, sizeof *fresh);
   if (fresh == NULL)
     return GS_ENOMEM;
   map->slots = fresh;
@@ -88,7 +89,7 @@ static enum gs_err resize(struct gs_strmap *map, size_t nslots) {
     if (old[i].key != NULL)
       map->slots[find_slot(map, old[i].key, old[i].hash)] = old[i];
   }
-  free(old);
+  gs_free(old);
   return GS_EOK;
 }
 

@@ -38,6 +38,7 @@ def find_fixtures():
         cands.append(os.environ["GS_SHARED_DIR"])
     start = os.environ.get("GS_SOURCE_DIR") or os.path.dirname(os.path.dirname(HERE))
     p = os.path.abspath(start)
+    cands.append(os.path.join(p, "test", "data"))  # the vendored copy
     for _ in range(5):
         cands.append(os.path.join(p, "shared"))
         cands.append(os.path.join(os.path.dirname(p), "shared"))

@@ -7,7 +7,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-/* Parses a topology file of ../shared/data/topologies into *ret; 0 on
+/* Parses a topology file of test/data/topologies (vendored copies of
+ * ../shared/data/topologies, so a fresh clone has them) into *ret; 0 on
  * success. The tests assert on the result. */
 static inline int gs_test_load_topo(const char *file, struct gs_topo *ret) {
   char path[512], *text;
@@ -15,7 +16,7 @@ static inline int gs_test_load_topo(const char *file, struct gs_topo *ret) {
   FILE *f;
   long len;
   int rc = -1;
-  snprintf(path, sizeof path, "%s/data/topologies/%s", GS_SHARED_DIR, file);
+  snprintf(path, sizeof path, "%s/topologies/%s", GS_TEST_DATA, file);
   if ((f = fopen(path, "rb")) == NULL)
     return -1;
   if (fseek(f, 0, SEEK_END) == 0 && (len = ftell(f)) > 0 && fseek(f, 0, SEEK_SET) == 0 &&

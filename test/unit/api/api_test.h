@@ -14,10 +14,12 @@
 
 #include "api.h"
 
-/* GS_SHARED_DIR is <source>/../shared: right for /work/main, but a
- * worktree under /work/wt/ needs one more "..". Try both. */
+/* The vendored copy under test/data (reference/kube-fixtures: verbatim, see
+ * its README) first, so a fresh clone has it; else GS_SHARED_DIR, which is
+ * <source>/../shared: right for /work/main, but a worktree under /work/wt/
+ * needs one more "..". */
 static inline FILE *open_shared(const char *rel, char *path, size_t cap) {
-  static const char *const roots[] = {GS_SHARED_DIR, GS_SOURCE_DIR "/../../shared"};
+  static const char *const roots[] = {GS_TEST_DATA, GS_SHARED_DIR, GS_SOURCE_DIR "/../../shared"};
   for (size_t i = 0; i < sizeof roots / sizeof roots[0]; i++) {
     FILE *f;
     snprintf(path, cap, "%s/%s", roots[i], rel);

@@ -347,6 +347,10 @@ static void test_malformed(void **state) {
       {GS_ANN_ALLOCATION, "{\"0\":{\"0\":-4}}", GS_ANN_ALLOCATION, "negative"},
       {GS_ANN_ALLOCATION, "{\"0\":{\"0\":4.5}}", GS_ANN_ALLOCATION, "real number"},
       {GS_ANN_ALLOCATION, "{\"0\":{\"0\":4,\"0\":4}}", GS_ANN_ALLOCATION, "duplicate"},
+      /* found by fuzz_alloc: one (container, GPU) pair spelt twice */
+      {GS_ANN_ALLOCATION, "{\"0\":{\"1\":4,\"01\":4}}", GS_ANN_ALLOCATION, "given twice"},
+      {GS_ANN_ALLOCATION, "{\"0\":{\"1\":4},\"00\":{\"1\":4}}", GS_ANN_ALLOCATION,
+       "given twice"},
       {GS_ANN_LEGACY_IDX, "", GS_ANN_LEGACY_IDX, "distinct GPU indices"},
       {GS_ANN_LEGACY_IDX, "0,,1", GS_ANN_LEGACY_IDX, "distinct GPU indices"},
       {GS_ANN_LEGACY_IDX, "0,0", GS_ANN_LEGACY_IDX, "distinct GPU indices"},

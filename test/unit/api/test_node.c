@@ -132,6 +132,7 @@ static void test_device_resource_forms(void **state) {
       {"{\\\"64\\\":1}", false},
       {"{\\\"-1\\\":1}", false},
       {"{\\\"0\\\":1,\\\"0\\\":2}", false},
+      {"{\\\"1\\\":1,\\\"01\\\":2}", false}, /* one GPU spelt twice */
       {"not json", false},
       {"{\\\"0\\\":16} trailing", false},
   };

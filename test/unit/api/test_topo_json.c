@@ -24,14 +24,22 @@ static void test_decode_encode(void **state) {
 
 static void test_soc_and_phb(void **state) {
   (void)state;
-  assert_int_equal(gs_api_topo_decode("{\"links\":[[\"X\",\"SOC\"],[\"PHB\",\"X\"]],"
+  assert_int_equal(gs_api_topo_decode("{\"links\":[[\"X\",\"SOC\",\"PHB\"],"
+                                      "[\"SYS\",\"X\",\"SYS\"],[\"PHB\",\"SOC\",\"X\"]],"
                                       "\"extra\":1}",
                                       &topo, NULL),
                    GS_EOK);
   assert_int_equal(topo.link[1], GS_LINK_SYS);
   assert_int_equal(topo.link[2], GS_LINK_PHB);
   /* SOC is written back as SYS */
-  assert_dump(gs_api_topo_encode(&topo), "{\"links\":[[\"X\",\"SYS\"],[\"PHB\",\"X\"]]}");
+  assert_dump(gs_api_topo_encode(&topo), "{\"links\":[[\"X\",\"SYS\",\"PHB\"],"
+                                         "[\"SYS\",\"X\",\"SYS\"],[\"PHB\",\"SYS\",\"X\"]]}");
+  /* NV<k> up to 255, as gpushare-topo prints it (found by fuzz_topo_json) */
+  assert_int_equal(gs_api_topo_decode("{\"links\":[[\"X\",\"NV255\"],[\"NV255\",\"X\"]]}",
+                                      &topo, NULL),
+                   GS_EOK);
+  assert_int_equal(topo.nvlinks[1], 255);
+  assert_dump(gs_api_topo_encode(&topo), "{\"links\":[[\"X\",\"NV255\"],[\"NV255\",\"X\"]]}");
   assert_int_equal(gs_api_topo_decode("{\"links\":[[\"X\"]]}", &topo, NULL), GS_EOK);
   assert_int_equal(topo.n, 1);
   assert_dump(gs_api_topo_encode(&topo), "{\"links\":[[\"X\"]]}");
@@ -54,7 +62,10 @@ static void test_errors(void **state) {
       {"{\"links\":[[\"X\",\"NV1\"],\"NV1\"]}", GS_EPARSE, "links[1]", "square"},
       {"{\"links\":[[\"X\",1],[\"NV1\",\"X\"]]}", GS_EPARSE, "links[0][1]", "string"},
       {"{\"links\":[[\"X\",\"NV0\"],[\"NV1\",\"X\"]]}", GS_EPARSE, "links[0][1]", "NV0"},
-      {"{\"links\":[[\"X\",\"NV64\"],[\"NV1\",\"X\"]]}", GS_EPARSE, "links[0][1]", "NV64"},
+      {"{\"links\":[[\"X\",\"NV256\"],[\"NV1\",\"X\"]]}", GS_EPARSE, "links[0][1]", "NV256"},
+      /* found by fuzz_topo_json: cells fine, matrix asymmetric */
+      {"{\"links\":[[\"X\",\"NV2\"],[\"NV1\",\"X\"]]}", GS_EPARSE, "links", "symmetric"},
+      {"{\"links\":[[\"X\",\"PIX\"],[\"SYS\",\"X\"]]}", GS_EPARSE, "links", "symmetric"},
       {"{\"links\":[[\"X\",\"NV01\"],[\"NV1\",\"X\"]]}", GS_EPARSE, "links[0][1]", "NV01"},
       {"{\"links\":[[\"X\",\"NV\"],[\"NV1\",\"X\"]]}", GS_EPARSE, "links[0][1]", "unknown"},
       {"{\"links\":[[\"X\",\"nv1\"],[\"NV1\",\"X\"]]}", GS_EPARSE, "links[0][1]", "unknown"},

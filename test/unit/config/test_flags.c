@@ -274,6 +274,16 @@ static void test_files_must_exist(void **state) {
   memset(huge, 'x', sizeof huge - 1);
   huge[sizeof huge - 1] = '\0';
   bad(ARGV("--demo", huge), GS_ETOOBIG, "--demo path is longer than 4095 bytes");
+
+  /* A FIFO without a writer: checked without blocking (the check used to
+   * wait for a writer forever). */
+  {
+    const char *fifo = tmp_path("fifo");
+    assert_int_equal(mkfifo(fifo, 0600), 0);
+    ok(ARGV("--kubeconfig", fifo));
+    assert_string_equal(cfg.kubeconfig, fifo);
+    assert_int_equal(unlink(fifo), 0);
+  }
 }
 
 static void test_syntax_errors(void **state) {
