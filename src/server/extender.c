@@ -34,7 +34,7 @@ struct gs_server {
   atomic_bool leader;
   atomic_uint pending_unit;
   pthread_mutex_t mu; /* guards orphans, unhealthy and stats */
-  json_t *orphans;    /* uid → pod whose allocation names a node not yet known */
+  json_t *orphans;    /* node → uid → pod to restore later (node unknown, or OOM) */
   json_t *unhealthy;  /* node → mask of unhealthy GPUs */
   struct gs_cluster_stats stats; /* backend counters at the last scrape (under mu) */
 };
@@ -77,21 +77,32 @@ static uint64_t parse_gpu_list(const char *text) {
   return mask;
 }
 
-static void restore_pod(struct gs_server *s, const json_t *pod, bool remember) {
+/* Restores the allocation a pod carries. *ret_retry tells whether to keep
+ * the pod and try again later: its node is not known yet, or memory ran out
+ * (dropping it could over-commit its GPUs). */
+static void restore_once(struct gs_server *s, const json_t *pod, bool *ret_retry) {
   struct gs_api_alloc a;
   struct gs_alloc alloc;
   struct gs_diag diag = {"", ""};
   const char *uid = gs_api_pod_uid(pod), *node = gs_api_pod_node(pod);
   enum gs_err err;
 
+  *ret_retry = false;
   if (uid == NULL || uid[0] == '\0' || node == NULL || node[0] == '\0')
     return;
   err = gs_api_alloc_from_pod(pod, gs_fw_policy(s->fw)->unit_mib, &a, &diag);
   if (err == GS_ENOTFOUND)
     return;
+  if (err == GS_ENOMEM) {
+    gs_log(GS_LVL_ERROR, "out of memory reading an allocation; will retry", "pod=%s/%s",
+           gs_api_pod_ns(pod), gs_api_pod_name(pod));
+    *ret_retry = true;
+    return;
+  }
   if (err != GS_EOK) {
-    gs_log(GS_LVL_WARN, "ignoring malformed allocation annotation", "pod=%s/%s where=\"%s\" error=\"%s\"",
-           gs_api_pod_ns(pod), gs_api_pod_name(pod), diag.where, diag.text);
+    gs_log(GS_LVL_WARN, "ignoring malformed allocation annotation",
+           "pod=%s/%s where=\"%s\" error=\"%s\"", gs_api_pod_ns(pod), gs_api_pod_name(pod),
+           diag.where, diag.text);
     return;
   }
   alloc = (struct gs_alloc){
@@ -107,10 +118,8 @@ static void restore_pod(struct gs_server *s, const json_t *pod, bool remember) {
       .parts = a.parts,
   };
   err = gs_fw_pod_restore(s->fw, &alloc);
-  if (err == GS_ENOTFOUND && remember) {
-    pthread_mutex_lock(&s->mu);
-    json_object_set_new(s->orphans, uid, json_deep_copy(pod));
-    pthread_mutex_unlock(&s->mu);
+  if (err == GS_ENOTFOUND || err == GS_ENOMEM) {
+    *ret_retry = true;
     return;
   }
   if (err != GS_EOK)
@@ -120,16 +129,75 @@ static void restore_pod(struct gs_server *s, const json_t *pod, bool remember) {
     gs_log(GS_LVL_DEBUG, "allocation restored", "pod=%s/%s node=%s", alloc.ns, alloc.name, node);
 }
 
+static void restore_pod(struct gs_server *s, const json_t *pod) {
+  bool retry;
+  restore_once(s, pod, &retry);
+  if (retry) {
+    const char *node = gs_api_pod_node(pod);
+    json_t *set;
+    pthread_mutex_lock(&s->mu);
+    set = json_object_get(s->orphans, node);
+    if (set == NULL) {
+      set = json_object();
+      json_object_set_new(s->orphans, node, set);
+    }
+    json_object_set_new(set, gs_api_pod_uid(pod), json_deep_copy(pod));
+    pthread_mutex_unlock(&s->mu);
+  }
+}
+
+/* Retries the pods kept for later on one node (NULL: every node). Runs
+ * under s->mu (lock order: s->mu, then the framework's lock), so a delete
+ * either removes the pod before the retry sees it or frees what the retry
+ * restored. */
+static void retry_set(struct gs_server *s, const char *node, json_t *set) {
+  const char *uid;
+  json_t *pod;
+  void *tmp;
+  json_object_foreach_safe(set, tmp, uid, pod) {
+    bool retry;
+    restore_once(s, pod, &retry);
+    if (!retry)
+      json_object_del(set, uid);
+  }
+  if (json_object_size(set) == 0)
+    json_object_del(s->orphans, node);
+}
+
+static void retry_orphans(struct gs_server *s, const char *only_node) {
+  const char *node;
+  json_t *set;
+  void *tmp;
+  pthread_mutex_lock(&s->mu);
+  if (only_node != NULL) {
+    if ((set = json_object_get(s->orphans, only_node)) != NULL)
+      retry_set(s, only_node, set);
+  } else {
+    json_object_foreach_safe(s->orphans, tmp, node, set) retry_set(s, node, set);
+  }
+  pthread_mutex_unlock(&s->mu);
+}
+
+/* Forgets a pod kept for later (it was deleted or finished). */
+static void forget_orphan(struct gs_server *s, const json_t *pod) {
+  const char *node = gs_api_pod_node(pod), *uid = gs_api_pod_uid(pod);
+  json_t *set;
+  if (node == NULL || uid == NULL)
+    return;
+  pthread_mutex_lock(&s->mu);
+  set = json_object_get(s->orphans, node);
+  if (set != NULL && json_object_del(set, uid) == 0 && json_object_size(set) == 0)
+    json_object_del(s->orphans, node);
+  pthread_mutex_unlock(&s->mu);
+}
+
 static void sink_node_upsert(void *ctx, const json_t *node) {
   struct gs_server *s = ctx;
   struct gs_node_spec spec;
   static __thread struct gs_topo topo; /* 8 KiB: keep it off the stack */
   struct gs_diag diag = {"", ""};
   enum gs_err err;
-  json_t *mask, *retry;
-  const char *uid;
-  json_t *pod;
-  void *tmp;
+  json_t *mask;
 
   err = gs_api_node_decode(node, &spec, &topo, &diag);
   if (err != GS_EOK) {
@@ -147,18 +215,8 @@ static void sink_node_upsert(void *ctx, const json_t *node) {
   if (mask != NULL && gs_fw_node_set_unhealthy(s->fw, spec.name,
                                                (uint64_t)json_integer_value(mask)) != GS_EOK)
     gs_log(GS_LVL_WARN, "cannot mark GPUs unhealthy", "node=%s", spec.name);
-  /* Pods whose allocation arrived before their node. */
-  retry = json_object();
-  json_object_foreach_safe(s->orphans, tmp, uid, pod) {
-    const char *pn = gs_api_pod_node(pod);
-    if (pn != NULL && strcmp(pn, spec.name) == 0) {
-      json_object_set(retry, uid, pod);
-      json_object_del(s->orphans, uid);
-    }
-  }
   pthread_mutex_unlock(&s->mu);
-  json_object_foreach(retry, uid, pod) restore_pod(s, pod, true);
-  json_decref(retry);
+  retry_orphans(s, spec.name); /* pods whose allocation arrived before their node */
 }
 
 static void sink_node_delete(void *ctx, const char *name) {
@@ -175,10 +233,11 @@ static void sink_pod_upsert(void *ctx, const json_t *pod) {
   if (gs_api_pod_is_terminal(pod)) {
     /* Succeeded or Failed: its containers are gone, so are its GPUs. A pod
      * that is only terminating keeps them until it stops. */
+    forget_orphan(s, pod);
     gs_fw_pod_gone(s->fw, uid);
     return;
   }
-  restore_pod(s, pod, true);
+  restore_pod(s, pod);
 }
 
 static void sink_pod_delete(void *ctx, const json_t *pod) {
@@ -186,10 +245,8 @@ static void sink_pod_delete(void *ctx, const json_t *pod) {
   const char *uid = gs_api_pod_uid(pod);
   if (uid == NULL)
     return;
+  forget_orphan(s, pod); /* first, then free (see retry_orphans) */
   gs_fw_pod_gone(s->fw, uid);
-  pthread_mutex_lock(&s->mu);
-  json_object_del(s->orphans, uid);
-  pthread_mutex_unlock(&s->mu);
 }
 
 static bool is_config_cm(const struct gs_server *s, const json_t *cm) {
@@ -828,7 +885,9 @@ void gs_server_run(struct gs_server *s, volatile sig_atomic_t *stop) {
     if (!atomic_load(&s->configured))
       continue;
     gs_fw_tick(s->fw, now_ns());
-    if (++ticks % 50 == 0) { /* every ~10 s */
+    if (++ticks % 10 == 0) /* every ~2 s: pods waiting for their node or for memory */
+      retry_orphans(s, NULL);
+    if (ticks % 50 == 0) { /* every ~10 s */
       size_t n = gs_fw_expire_assumed(s->fw, now_ns(), ASSUME_MAX_AGE_NS);
       if (n > 0)
         gs_log(GS_LVL_WARN, "released reservations whose bind never confirmed", "count=%zu", n);
