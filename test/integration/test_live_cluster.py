@@ -218,6 +218,21 @@ class LiveCluster(unittest.TestCase):
             time.sleep(0.02)
         self.assertEqual(used_by_gpu(ext.ledger())[("n", 0)], 0)
 
+    def test_pod_seen_before_its_node_is_restored_when_the_node_comes(self):
+        p = pod("early", units=3)
+        p["spec"]["nodeName"] = "late"
+        p["metadata"]["annotations"] = {"scheduler.framework.gpushare.allocation": '{"0":{"1":3}}',
+                                        "gpushare.io/unit-mib": "1024"}
+        srv = self.start_server([p])
+        srv.set_pod_phase("default", "early", "Running")
+        ext = self.start_ext()
+        self.assertEqual(ext.ledger()["nodes"], [])
+        srv.add(node("late", "share", gpus=2, units=32))
+        deadline = time.time() + 3
+        while time.time() < deadline and not ext.ledger()["nodes"]:
+            time.sleep(0.05)
+        self.assertEqual(used_by_gpu(ext.ledger()), {("late", 0): 0, ("late", 1): 3072})
+
     def test_kill_9_mid_binds_then_restart_rebuilds_exactly(self):
         nodes = [node(f"n{i}", "share", gpus=2, units=32) for i in range(4)]
         pods = [pod(f"w{i}", units=1 + i % 5) for i in range(120)]
