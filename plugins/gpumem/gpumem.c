@@ -30,23 +30,44 @@ static enum gs_code pre_filter(void *self, const struct gs_cycle *c, struct gs_s
   return st->code = GS_CODE_UNRESOLVABLE;
 }
 
-static enum gs_code filter(void *self, const struct gs_cycle *c, const struct gs_node *node,
-                           struct gs_status *st) {
+/* Filter and score share one pick: prioritize calls this once per node
+ * (filter_score) rather than picking twice. *ret_scored is false when the
+ * pod is not ours (SKIP) or does not fit. */
+static enum gs_code pick_node(const struct gs_cycle *c, const struct gs_node *node,
+                              struct gs_status *st, int64_t *ret_score, bool *ret_scored) {
   struct gs_choice choice;
-  (void)self;
-  if (is_gang_member(c->pod) ||
-      gs_place_check_pod(c->pod, c->policy, st->reason) == GS_FIT_SKIP)
+  *ret_scored = false;
+  if (is_gang_member(c->pod))
     return GS_CODE_SKIP;
+  /* gs_place_pick checks the pod first: SKIP means it asks for nothing
+   * gpushare manages. */
   switch (gs_place_pick(node, c->pod, c->policy, &choice, st->reason)) {
   case GS_FIT_OK:
-  case GS_FIT_SKIP:
+    *ret_score = choice.score;
+    *ret_scored = true;
     return GS_CODE_SUCCESS;
+  case GS_FIT_SKIP:
+    return GS_CODE_SKIP;
   case GS_FIT_NO:
     return st->code = GS_CODE_UNSCHEDULABLE;
   case GS_FIT_NEVER:
     break;
   }
   return st->code = GS_CODE_UNRESOLVABLE;
+}
+
+static enum gs_code filter(void *self, const struct gs_cycle *c, const struct gs_node *node,
+                           struct gs_status *st) {
+  int64_t unused;
+  bool scored;
+  (void)self;
+  return pick_node(c, node, st, &unused, &scored);
+}
+
+static enum gs_code filter_score(void *self, const struct gs_cycle *c, const struct gs_node *node,
+                                 struct gs_status *st, int64_t *ret_score, bool *ret_scored) {
+  (void)self;
+  return pick_node(c, node, st, ret_score, ret_scored);
 }
 
 static enum gs_code score(void *self, const struct gs_cycle *c, const struct gs_node *node,
@@ -140,4 +161,5 @@ const struct gs_plugin_ops gs_plugin_gpumem = {
     .reserve = reserve,
     .unreserve = unreserve,
     .bind = bind,
+    .filter_score = filter_score,
 };

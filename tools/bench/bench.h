@@ -27,6 +27,10 @@
 
 /* Monotonic time in nanoseconds. */
 int64_t bench_now_ns(void);
+/* CPU time of the calling thread in nanoseconds: unlike the monotonic
+ * clock it does not count time the thread waited for a core, so figures
+ * stay comparable on a machine other jobs share. */
+int64_t bench_cpu_ns(void);
 /* Wall-clock unix time in nanoseconds (what the extender's clock reads). */
 int64_t bench_wall_ns(void);
 
@@ -136,7 +140,7 @@ int bench_scale(int argc, char **argv);
 
 /* Pieces scale reuses: one figure row each. */
 struct core_figures {
-  double med_us, p99_us, per_node_ns, filter_med_us, prio_med_us;
+  double med_us, p99_us, per_node_ns, filter_med_us, prio_med_us, cpu_med_us;
 };
 int bench_core_run(size_t nodes, uint32_t gpus, size_t iters, const char *topo_path,
                    struct bench_table *t, struct core_figures *ret);

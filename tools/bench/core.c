@@ -134,7 +134,7 @@ int bench_core_run(size_t n, uint32_t gpus, size_t iters, const char *topo_path,
   int64_t t0 = bench_now_ns();
   struct gs_fw *fw = build(n, gpus, topo_path, &names, &allocs);
   struct gs_fw_result *res = calloc(n, sizeof *res);
-  struct bench_samples all = {0}, filt = {0}, prio = {0};
+  struct bench_samples all = {0}, filt = {0}, prio = {0}, cpu = {0};
   struct bench_samples per[NKINDS];
   size_t feasible[NKINDS] = {0};
   struct gs_pod_request *pod = malloc(sizeof *pod);
@@ -152,8 +152,9 @@ int bench_core_run(size_t n, uint32_t gpus, size_t iters, const char *topo_path,
   }
   for (size_t it = 0; it < iters; it++) {
     for (size_t k = 0; k < NKINDS; k++) {
-      int64_t a, b, c;
+      int64_t a, b, c, ca;
       make_pod(&kinds[k], it * NKINDS + k, pod);
+      ca = bench_cpu_ns();
       a = bench_now_ns();
       if (gs_fw_filter(fw, pod, (const char *const *)names, n, bench_wall_ns(), res) != GS_EOK)
         goto out;
@@ -162,6 +163,7 @@ int bench_core_run(size_t n, uint32_t gpus, size_t iters, const char *topo_path,
           GS_EOK)
         goto out;
       c = bench_now_ns();
+      bench_samples_add(&cpu, bench_cpu_ns() - ca);
       bench_samples_add(&filt, b - a);
       bench_samples_add(&prio, c - b);
       bench_samples_add(&all, c - a);
@@ -174,6 +176,7 @@ int bench_core_run(size_t n, uint32_t gpus, size_t iters, const char *topo_path,
   bench_samples_sort(&all);
   bench_samples_sort(&filt);
   bench_samples_sort(&prio);
+  bench_samples_sort(&cpu);
   for (size_t k = 0; k < NKINDS; k++) {
     bench_samples_sort(&per[k]);
     bench_table_row(t);
@@ -184,6 +187,7 @@ int bench_core_run(size_t n, uint32_t gpus, size_t iters, const char *topo_path,
     bench_table_num(t, "%.1f", (double)bench_pct(&per[k], 0.99) / 1e3);
     bench_table_num(t, "%.0f", (double)bench_pct(&per[k], 0.5) / (double)n);
     bench_table_str(t, "%s", "");
+    bench_table_str(t, "%s", "");
   }
   bench_table_row(t);
   bench_table_num(t, "%.0f", (double)n);
@@ -192,6 +196,7 @@ int bench_core_run(size_t n, uint32_t gpus, size_t iters, const char *topo_path,
   bench_table_num(t, "%.1f", (double)bench_pct(&all, 0.5) / 1e3);
   bench_table_num(t, "%.1f", (double)bench_pct(&all, 0.99) / 1e3);
   bench_table_num(t, "%.0f", (double)bench_pct(&all, 0.5) / (double)n);
+  bench_table_num(t, "%.1f", (double)bench_pct(&cpu, 0.5) / 1e3);
   bench_table_str(t, "filter %.1f + prioritize %.1f us; build %.0f ms, %zu pods",
                   (double)bench_pct(&filt, 0.5) / 1e3, (double)bench_pct(&prio, 0.5) / 1e3,
                   build_ms, allocs);
@@ -201,6 +206,7 @@ int bench_core_run(size_t n, uint32_t gpus, size_t iters, const char *topo_path,
     ret->per_node_ns = (double)bench_pct(&all, 0.5) / (double)n;
     ret->filter_med_us = (double)bench_pct(&filt, 0.5) / 1e3;
     ret->prio_med_us = (double)bench_pct(&prio, 0.5) / 1e3;
+    ret->cpu_med_us = (double)bench_pct(&cpu, 0.5) / 1e3;
   }
   rc = 0;
 out:
@@ -211,6 +217,7 @@ out:
   bench_samples_free(&all);
   bench_samples_free(&filt);
   bench_samples_free(&prio);
+  bench_samples_free(&cpu);
   if (names != NULL)
     for (size_t i = 0; i < n; i++)
       free(names[i]);
@@ -232,7 +239,8 @@ int bench_core(int argc, char **argv) {
   uint32_t gpus = BENCH_GPUS_PER_NODE;
   const char *topo_path = NULL;
   static const char *const cols[] = {"nodes", "pod", "feasible", "decision p50 us",
-                                     "decision p99 us", "per node ns", "detail", NULL};
+                                     "decision p99 us", "per node ns", "CPU p50 us",
+                                     "detail", NULL};
   static struct bench_table t;
 
   for (int i = 1; i < argc; i++) {

@@ -612,6 +612,63 @@ static void test_pick_then_reserve(void **state) {
   }
 }
 
+/* One GPU with the default chooser takes a one-pass shortcut inside
+ * gs_place_pick; naming the chooser explicitly takes the general path.
+ * Both must agree on every node state, placement and policy. */
+static void test_one_gpu_shortcut(void **state) {
+  uint32_t rng = 7;
+  (void)state;
+  for (int round = 0; round < 400; round++) {
+    char name[16];
+    const struct gs_node *n;
+    enum gs_mode mode = round % 3 == 0 ? GS_MODE_CGPU : GS_MODE_SHARE;
+    enum gs_placement pl = round % 2 ? GS_PLACE_SPREAD : GS_PLACE_BINPACK;
+    snprintf(name, sizeof name, "r%d", round);
+    add_node(name, mode, pl, 1 + round % 8, round % 5 == 0 ? 32 : 16);
+    n = node(name);
+    for (uint32_t g = 0; g < n->ngpus; g++) {
+      struct gs_alloc_part part;
+      struct gs_alloc a;
+      char uid[48];
+      rng = rng * 1103515245u + 12345u;
+      part = (struct gs_alloc_part){0, g, (rng >> 16) % (n->gpus[g].total_mib / 1024 + 1)};
+      if (part.units == 0)
+        continue;
+      snprintf(uid, sizeof uid, "%s-%u", name, g);
+      a = (struct gs_alloc){.ns = "d", .name = uid, .uid = uid, .node = name,
+                            .kind = GS_ALLOC_MEM, .state = GS_ALLOC_BOUND,
+                            .unit_mib = GS_UNIT_GIB, .assume_time_ns = 1, .nparts = 1,
+                            .parts = &part};
+      assert_int_equal(gs_ledger_reserve(fx.ledger, &a, 0), GS_EOK);
+    }
+    if (round % 7 == 0)
+      assert_int_equal(gs_ledger_node_set_unhealthy(fx.ledger, name, 1u), GS_EOK);
+    n = node(name);
+    for (uint64_t units = 1; units <= 17; units += 4) {
+      for (int frag = 0; frag < 2; frag++) {
+        struct gs_pod_request r = mem_pod("p", units, 1);
+        struct gs_choice a, b;
+        char ra[GS_REASON_MAX], rb[GS_REASON_MAX];
+        enum gs_fit fa, fb;
+        fx.policy.frag_aware = frag;
+        fx.policy.node_policy = round % 4 < 2 ? GS_PLACE_BINPACK : GS_PLACE_SPREAD;
+        fa = gs_place_pick(n, &r, &fx.policy, &a, ra);
+        fb = gs_place_pick_with(n, &r, &fx.policy, gs_place_choose_default, NULL, &b, rb);
+        assert_int_equal(fa, fb);
+        assert_string_equal(ra, rb);
+        if (fa != GS_FIT_OK)
+          continue;
+        assert_int_equal(a.ngpus, 1);
+        assert_int_equal(b.ngpus, 1);
+        assert_int_equal(a.gpus[0], b.gpus[0]);
+        assert_int_equal(a.mib_per_gpu, b.mib_per_gpu);
+        assert_int_equal(a.score, b.score);
+      }
+    }
+  }
+  fx.policy.frag_aware = false;
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(test_policy_defaults, setup, teardown),
@@ -630,6 +687,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_frag_aware, setup, teardown),
       cmocka_unit_test_setup_teardown(test_chooser_seam, setup, teardown),
       cmocka_unit_test_setup_teardown(test_pick_then_reserve, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_one_gpu_shortcut, setup, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
