@@ -1,6 +1,7 @@
 /* Typed JSON member access with diagnostics, and small text helpers. */
 #include "api_internal.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -177,6 +178,117 @@ json_t *gs__api_text(const char *text) {
   out = json_stringn(copy, len);
   free(copy);
   return out;
+}
+
+/* ---- the answer writer ------------------------------------------------------ */
+
+void gs__jw_raw(struct gs__jw *w, const char *s, size_t n) {
+  if (w->oom)
+    return;
+  if (n + 1 > w->cap - w->len || w->p == NULL) {
+    size_t cap = w->cap ? w->cap : 4096;
+    char *p;
+    while (cap - w->len < n + 1) {
+      if (cap > SIZE_MAX / 2) {
+        w->oom = true;
+        return;
+      }
+      cap *= 2;
+    }
+    p = realloc(w->p, cap);
+    if (p == NULL) {
+      w->oom = true;
+      return;
+    }
+    w->p = p;
+    w->cap = cap;
+  }
+  memcpy(w->p + w->len, s, n);
+  w->len += n;
+  w->p[w->len] = '\0';
+}
+
+void gs__jw_str(struct gs__jw *w, const char *text) {
+  static const char hex[] = "0123456789ABCDEF";
+  const unsigned char *s = (const unsigned char *)(text != NULL ? text : "");
+  const unsigned char *run = s;
+  gs__jw_raw(w, "\"", 1);
+  while (*s != '\0') {
+    char esc[7];
+    size_t elen = 2, n;
+    if (*s >= 0x20 && *s != '"' && *s != '\\' && *s < 0x80) {
+      s++;
+      continue;
+    }
+    if (*s >= 0x80) {
+      n = utf8_len(s);
+      if (n > 0) {
+        s += n;
+        continue;
+      }
+      esc[0] = '?';
+      elen = 1;
+    } else {
+      esc[0] = '\\';
+      switch (*s) {
+      case '"':
+        esc[1] = '"';
+        break;
+      case '\\':
+        esc[1] = '\\';
+        break;
+      case '\b':
+        esc[1] = 'b';
+        break;
+      case '\f':
+        esc[1] = 'f';
+        break;
+      case '\n':
+        esc[1] = 'n';
+        break;
+      case '\r':
+        esc[1] = 'r';
+        break;
+      case '\t':
+        esc[1] = 't';
+        break;
+      default:
+        memcpy(esc + 1, "u00", 3);
+        esc[4] = hex[*s >> 4];
+        esc[5] = hex[*s & 15];
+        elen = 6;
+        break;
+      }
+    }
+    gs__jw_raw(w, (const char *)run, (size_t)(s - run));
+    gs__jw_raw(w, esc, elen);
+    s++;
+    run = s;
+  }
+  gs__jw_raw(w, (const char *)run, (size_t)(s - run));
+  gs__jw_raw(w, "\"", 1);
+}
+
+void gs__jw_int(struct gs__jw *w, int64_t v) {
+  char buf[24];
+  int n = snprintf(buf, sizeof buf, "%lld", (long long)v);
+  if (n > 0)
+    gs__jw_raw(w, buf, (size_t)n);
+}
+
+char *gs__jw_take(struct gs__jw *w) {
+  char *out = w->oom ? NULL : w->p;
+  if (out == NULL && !w->oom)
+    out = strdup("");
+  if (w->oom)
+    free(w->p);
+  memset(w, 0, sizeof *w);
+  return out;
+}
+
+void gs__jw_release(struct gs__jw *w) {
+  free(w->p);
+  memset(w, 0, sizeof *w);
 }
 
 char *gs__api_dump(const json_t *value) {
