@@ -182,83 +182,115 @@ json_t *gs__api_text(const char *text) {
 
 /* ---- the answer writer ------------------------------------------------------ */
 
-void gs__jw_raw(struct gs__jw *w, const char *s, size_t n) {
+/* Makes room for n more bytes and the NUL; false once out of memory. */
+static bool jw_room(struct gs__jw *w, size_t n) {
+  size_t cap;
+  char *p;
   if (w->oom)
-    return;
-  if (n + 1 > w->cap - w->len || w->p == NULL) {
-    size_t cap = w->cap ? w->cap : 4096;
-    char *p;
-    while (cap - w->len < n + 1) {
-      if (cap > SIZE_MAX / 2) {
-        w->oom = true;
-        return;
-      }
-      cap *= 2;
-    }
-    p = realloc(w->p, cap);
-    if (p == NULL) {
+    return false;
+  if (w->p != NULL && n + 1 <= w->cap - w->len)
+    return true;
+  cap = w->cap ? w->cap : 4096;
+  while (cap - w->len < n + 1) {
+    if (cap > SIZE_MAX / 2) {
       w->oom = true;
-      return;
+      return false;
     }
-    w->p = p;
-    w->cap = cap;
+    cap *= 2;
   }
+  p = realloc(w->p, cap);
+  if (p == NULL) {
+    w->oom = true;
+    return false;
+  }
+  w->p = p;
+  w->cap = cap;
+  return true;
+}
+
+void gs__jw_raw(struct gs__jw *w, const char *s, size_t n) {
+  if (!jw_room(w, n))
+    return;
   memcpy(w->p + w->len, s, n);
   w->len += n;
   w->p[w->len] = '\0';
 }
 
-void gs__jw_str(struct gs__jw *w, const char *text) {
+/* The escaped form of one byte that needs it, or NULL for plain bytes. */
+static size_t jw_escape(const unsigned char *s, char esc[7], size_t *ret_used) {
   static const char hex[] = "0123456789ABCDEF";
+  size_t n;
+  *ret_used = 1;
+  if (*s >= 0x80) {
+    n = utf8_len(s);
+    if (n > 0) {
+      *ret_used = n;
+      return 0; /* valid UTF-8: as is */
+    }
+    esc[0] = '?';
+    return 1;
+  }
+  esc[0] = '\\';
+  switch (*s) {
+  case '"':
+    esc[1] = '"';
+    return 2;
+  case '\\':
+    esc[1] = '\\';
+    return 2;
+  case '\b':
+    esc[1] = 'b';
+    return 2;
+  case '\f':
+    esc[1] = 'f';
+    return 2;
+  case '\n':
+    esc[1] = 'n';
+    return 2;
+  case '\r':
+    esc[1] = 'r';
+    return 2;
+  case '\t':
+    esc[1] = 't';
+    return 2;
+  default:
+    memcpy(esc + 1, "u00", 3);
+    esc[4] = hex[*s >> 4];
+    esc[5] = hex[*s & 15];
+    return 6;
+  }
+}
+
+void gs__jw_str(struct gs__jw *w, const char *text) {
   const unsigned char *s = (const unsigned char *)(text != NULL ? text : "");
   const unsigned char *run = s;
+  size_t n = 0;
+  /* Node names and reasons are almost always plain: one copy then. */
+  while (s[n] >= 0x20 && s[n] < 0x80 && s[n] != '"' && s[n] != '\\')
+    n++;
+  if (s[n] == '\0') {
+    if (!jw_room(w, n + 2))
+      return;
+    w->p[w->len] = '"';
+    memcpy(w->p + w->len + 1, s, n);
+    w->p[w->len + 1 + n] = '"';
+    w->len += n + 2;
+    w->p[w->len] = '\0';
+    return;
+  }
   gs__jw_raw(w, "\"", 1);
+  s += n;
   while (*s != '\0') {
     char esc[7];
-    size_t elen = 2, n;
-    if (*s >= 0x20 && *s != '"' && *s != '\\' && *s < 0x80) {
+    size_t used, elen;
+    if (*s >= 0x20 && *s < 0x80 && *s != '"' && *s != '\\') {
       s++;
       continue;
     }
-    if (*s >= 0x80) {
-      n = utf8_len(s);
-      if (n > 0) {
-        s += n;
-        continue;
-      }
-      esc[0] = '?';
-      elen = 1;
-    } else {
-      esc[0] = '\\';
-      switch (*s) {
-      case '"':
-        esc[1] = '"';
-        break;
-      case '\\':
-        esc[1] = '\\';
-        break;
-      case '\b':
-        esc[1] = 'b';
-        break;
-      case '\f':
-        esc[1] = 'f';
-        break;
-      case '\n':
-        esc[1] = 'n';
-        break;
-      case '\r':
-        esc[1] = 'r';
-        break;
-      case '\t':
-        esc[1] = 't';
-        break;
-      default:
-        memcpy(esc + 1, "u00", 3);
-        esc[4] = hex[*s >> 4];
-        esc[5] = hex[*s & 15];
-        elen = 6;
-        break;
-      }
+    elen = jw_escape(s, esc, &used);
+    if (elen == 0) {
+      s += used;
+      continue;
     }
     gs__jw_raw(w, (const char *)run, (size_t)(s - run));
     gs__jw_raw(w, esc, elen);
@@ -271,9 +303,15 @@ void gs__jw_str(struct gs__jw *w, const char *text) {
 
 void gs__jw_int(struct gs__jw *w, int64_t v) {
   char buf[24];
-  int n = snprintf(buf, sizeof buf, "%lld", (long long)v);
-  if (n > 0)
-    gs__jw_raw(w, buf, (size_t)n);
+  size_t i = sizeof buf;
+  uint64_t u = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
+  do {
+    buf[--i] = (char)('0' + u % 10);
+    u /= 10;
+  } while (u != 0);
+  if (v < 0)
+    buf[--i] = '-';
+  gs__jw_raw(w, buf + i, sizeof buf - i);
 }
 
 char *gs__jw_take(struct gs__jw *w) {

@@ -14,6 +14,8 @@
 #include <curl/curl.h>
 
 #include <pthread.h>
+#include <sys/resource.h>
+#include <unistd.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -82,6 +84,7 @@ static const char *const verb_names[] = {"filter", "prioritize", "bind"};
 
 struct run {
   enum verb verb;
+  pid_t server; /* the extender, for its CPU time */
   const char *base;
   const struct buf *bodies; /* BODY_KINDS filter/prioritize bodies */
   size_t nodes;
@@ -99,6 +102,7 @@ struct client {
   unsigned id;
   struct bench_samples lat;
   size_t errors, refused;
+  size_t done; /* requests answered, warm-up included */
   char first_error[256];
 };
 
@@ -159,6 +163,7 @@ static void *client_main(void *arg) {
     t0 = bench_now_ns();
     cc = curl_easy_perform(h);
     t1 = bench_now_ns();
+    c->done++;
     if (cc != CURLE_OK) {
       note_error(c, curl_easy_strerror(cc));
       continue;
@@ -190,18 +195,48 @@ static void *client_main(void *arg) {
   return NULL;
 }
 
+/* CPU seconds (user + system) a process has used; pid 0: this one. */
+static double cpu_seconds(pid_t pid) {
+  char path[64], buf[1024];
+  unsigned long ut = 0, st = 0;
+  FILE *f;
+  char *p;
+  if (pid == 0) {
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 +
+           (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
+  }
+  snprintf(path, sizeof path, "/proc/%ld/stat", (long)pid);
+  f = fopen(path, "r");
+  if (f == NULL)
+    return 0;
+  p = fgets(buf, sizeof buf, f);
+  fclose(f);
+  if (p == NULL || (p = strrchr(buf, ')')) == NULL)
+    return 0;
+  /* Fields after the command: state is the 3rd; utime and stime the 14th
+   * and 15th of the line. */
+  if (sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &ut, &st) != 2)
+    return 0;
+  return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
+}
+
 /* Runs one verb with nclients for seconds; prints one table row. */
 static int run_verb(struct run *r, unsigned nclients, double seconds, double warmup_s,
                     struct bench_table *t, struct http_figures *ret) {
   struct client *cs = calloc(nclients, sizeof *cs);
   struct bench_samples all = {0};
-  size_t errors = 0, refused = 0;
+  size_t errors = 0, refused = 0, handled = 0;
   double elapsed;
   const char *first_error = NULL;
   int64_t began;
+  double srv0, cli0, srv_cpu, cli_cpu;
   if (cs == NULL)
     return -1;
   began = bench_now_ns();
+  srv0 = cpu_seconds(r->server);
+  cli0 = cpu_seconds(0);
   r->start_ns = began + (int64_t)(warmup_s * 1e9);
   r->stop_ns = r->start_ns + (int64_t)(seconds * 1e9);
   for (unsigned i = 0; i < nclients; i++) {
@@ -214,6 +249,8 @@ static int run_verb(struct run *r, unsigned nclients, double seconds, double war
   }
   for (unsigned i = 0; i < nclients; i++)
     pthread_join(cs[i].thread, NULL);
+  srv_cpu = cpu_seconds(r->server) - srv0;
+  cli_cpu = cpu_seconds(0) - cli0;
   /* Bind may run out of pending pods before the time is up: the rate is
    * over the time actually spent. */
   elapsed = (double)(bench_now_ns() - r->start_ns) / 1e9;
@@ -224,6 +261,7 @@ static int run_verb(struct run *r, unsigned nclients, double seconds, double war
       bench_samples_add(&all, cs[i].lat.v[j]);
     errors += cs[i].errors;
     refused += cs[i].refused;
+    handled += cs[i].done;
     if (first_error == NULL && cs[i].errors > 0)
       first_error = cs[i].first_error;
   }
@@ -238,6 +276,10 @@ static int run_verb(struct run *r, unsigned nclients, double seconds, double war
   bench_table_num(t, "%.0f", elapsed > 0 ? (double)all.n / elapsed : 0);
   bench_table_num(t, "%.0f", (double)errors);
   bench_table_num(t, "%.0f", (double)refused);
+  /* Per request handled, warm-up included: what the verb costs whatever
+   * else runs on the machine. */
+  bench_table_num(t, "%.3f", handled ? srv_cpu * 1e3 / (double)handled : 0);
+  bench_table_num(t, "%.3f", handled ? cli_cpu * 1e3 / (double)handled : 0);
   bench_table_num(t, "%.2f", bench_load1());
   if (first_error != NULL)
     fprintf(stderr, "gpushare-bench: %s: %zu errors, first: %s\n", verb_names[r->verb], errors,
@@ -316,7 +358,8 @@ int bench_http_size(size_t nodes, const struct http_opts *o, struct bench_table 
       continue;
     for (size_t ci = 0; ci < o->nclients; ci++) {
       /* Each bind run gets its own share of the pending pods. */
-      struct run r = {.verb = (enum verb)v, .base = proc.base, .bodies = bodies,
+      struct run r = {.verb = (enum verb)v, .server = proc.pid, .base = proc.base,
+                      .bodies = bodies,
                       .nodes = nodes, .gpus = spec.gpus, .next_pod = &next_pod,
                       .pending = spec.pending_pods / o->nclients * (ci + 1),
                       .mem_nodes = mem_nodes, .nmem = nmem};
@@ -338,8 +381,10 @@ out:
   return rc;
 }
 
-const char *const bench_http_cols[] = {"nodes", "verb",   "clients", "requests", "p50 ms", "p99 ms",
-                                        "req/s", "errors", "no room", "load",     NULL};
+const char *const bench_http_cols[] = {"nodes",  "verb",    "clients",       "requests",
+                                        "p50 ms", "p99 ms",  "req/s",         "errors",
+                                        "no room", "server CPU ms/req", "client CPU ms/req",
+                                        "load",   NULL};
 
 static void usage(void) {
   fprintf(stderr,

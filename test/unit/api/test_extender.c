@@ -470,6 +470,17 @@ static void test_answers_match_jansson(void **state) {
     json_decref(root);
     gs_api_filter_result_free(r);
 
+    /* Integers of any size and sign print as jansson prints them. */
+    if (round == 0) {
+      const char *h3[] = {"a", "b", "c", "d"};
+      int64_t big[] = {INT64_MIN, -5, 1234567, INT64_MAX};
+      got = gs_api_priorities_dump(h3, big, 4);
+      assert_string_equal(got, "[{\"Host\":\"a\",\"Score\":-9223372036854775808},"
+                               "{\"Host\":\"b\",\"Score\":-5},"
+                               "{\"Host\":\"c\",\"Score\":1234567},"
+                               "{\"Host\":\"d\",\"Score\":9223372036854775807}]");
+      free(got);
+    }
     /* Prioritize: the same names as hosts. */
     {
       json_t *list = json_array();
