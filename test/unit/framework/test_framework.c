@@ -353,6 +353,53 @@ static void test_prioritize_matches_placement(void **state) {
   gs_fw_free(fw);
 }
 
+/* nodePolicy frag through the plugins: gpumem learns the requests it sees
+ * and prioritize keeps an empty node for the 8-GPU jobs. */
+static void test_frag_policy(void **state) {
+  struct gs_policy policy;
+  size_t n;
+  const struct gs_plugin_ops *const *plugins = gs_plugins_default(&n);
+  const char *names[] = {"empty", "used"};
+  struct gs_fw_result res[2];
+  struct gs_annotations ann = {0};
+  struct gs_status st;
+  struct gs_fw *fw;
+  bool fresh;
+  (void)state;
+  gs_policy_init(&policy);
+  policy.node_policy = GS_PLACE_FRAG;
+  policy.frag_aware = true;
+  fw = gs_fw_new(&policy, plugins, n);
+  assert_non_null(fw);
+  add_node(fw, "empty", GS_MODE_SHARE, 8, 256);
+  add_node(fw, "used", GS_MODE_SHARE, 8, 256);
+  {
+    struct gs_pod_request full = mem_pod("full", 32, 1);
+    assert_int_equal(gs_fw_bind_prepare(fw, &full, "used", 1, &ann, &fresh, &st), GS_EOK);
+    gs_annotations_clear(&ann);
+    gs_fw_bind_commit(fw, full.uid);
+  }
+  /* Requests seen: many small ones and a few 8 × 32 GiB jobs. */
+  for (int i = 0; i < 20; i++) {
+    char pname[16];
+    struct gs_pod_request p;
+    snprintf(pname, sizeof pname, "%s%d", i % 5 == 0 ? "job" : "small", i);
+    p = i % 5 == 0 ? mem_pod(pname, 256, 8) : mem_pod(pname, 8, 1);
+    assert_int_equal(gs_fw_filter(fw, &p, names, 2, 1, res), GS_EOK);
+  }
+  {
+    struct gs_pod_request p = mem_pod("newsmall", 8, 1);
+    assert_int_equal(gs_fw_prioritize(fw, &p, names, 2, 1, res), GS_EOK);
+    assert_int_equal(res[0].code, GS_CODE_SUCCESS);
+    assert_int_equal(res[1].code, GS_CODE_SUCCESS);
+    assert_true(res[1].score > res[0].score);
+    assert_int_equal(gs_fw_bind_prepare(fw, &p, "used", 1, &ann, &fresh, &st), GS_EOK);
+    assert_true(fresh);
+    gs_annotations_clear(&ann);
+  }
+  gs_fw_free(fw);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_unit_128mib_fills_one_gpu),
@@ -363,6 +410,7 @@ int main(void) {
       cmocka_unit_test(test_unmanaged_pod_passes),
       cmocka_unit_test(test_filter_score_hook),
       cmocka_unit_test(test_prioritize_matches_placement),
+      cmocka_unit_test(test_frag_policy),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
