@@ -102,8 +102,12 @@ int main(int argc, char **argv) {
     }
     /* The unit must be known before the ledger exists: read the ConfigMap
      * once now (retrying while the apiserver is down). */
-    if (gs_kube_configmap_data(&cluster, cfg.configmap_ns, cfg.configmap_name, &stop_flag,
-                               &data) != GS_EOK) {
+    enum gs_err cm_err = gs_kube_configmap_data(&cluster, cfg.configmap_ns, cfg.configmap_name,
+                                                &stop_flag, &data);
+    if (cm_err != GS_EOK) {
+      if (!stop_flag) /* a signal during the retries is no error */
+        fprintf(stderr, "gpushare-extender: cannot read ConfigMap %s/%s: %s\n", cfg.configmap_ns,
+                cfg.configmap_name, gs_strerror(cm_err));
       cluster.ops->destroy(cluster.self);
       return 1;
     }

@@ -268,6 +268,29 @@ static void test_apiserver_late(void **state) {
   assert_true(h_wait(&e->rec, h_has_node, "late", 1000));
 }
 
+/* The start-up read of the gpushare ConfigMap (main, before the ledger). */
+static void test_configmap_data(void **state) {
+  struct env *e = *state;
+  struct gs_kube_opts o = h_opts(e->kubeconfig);
+  struct gs_diag d = {0};
+  volatile sig_atomic_t stop = 0;
+  json_t *data = NULL;
+  seed(e);
+  assert_int_equal(gs_cluster_kube_new(&o, &e->cluster, &d), GS_EOK);
+  e->have_cluster = true;
+  assert_int_equal(gs_kube_configmap_data(&e->cluster, "kube-system", "gpushare-config", &stop,
+                                          &data),
+                   GS_EOK);
+  assert_non_null(data);
+  assert_string_equal(json_string_value(json_object_get(data, "gpuMemoryUnit")), "128MiB");
+  json_decref(data);
+  /* Absent: defaults (no data). */
+  data = json_object();
+  assert_int_equal(gs_kube_configmap_data(&e->cluster, "kube-system", "absent", &stop, &data),
+                   GS_EOK);
+  assert_null(data);
+}
+
 static void test_bad_token(void **state) {
   struct env *e = *state;
   struct gs_kube_opts o;
@@ -317,6 +340,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_bind, setup, teardown),
       cmocka_unit_test_setup_teardown(test_event, setup, teardown),
       cmocka_unit_test_setup_teardown(test_apiserver_late, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_configmap_data, setup, teardown),
       cmocka_unit_test_setup_teardown(test_bad_token, setup, teardown),
       cmocka_unit_test_setup_teardown(test_new_errors, setup, teardown),
   };
