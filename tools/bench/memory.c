@@ -18,19 +18,23 @@
 
 static void usage(void) {
   fprintf(stderr, "usage: gpushare-bench memory [--nodes 5000] [--pods 50000] [--runs 3] "
-                  "[--extender PATH] [--keep-files] [--json]\n");
+                  "[--apiserver] [--extender PATH] [--keep-files] [--json]\n");
 }
 
 /* One size: rows into t; figures of the last run into ret_*. */
 int bench_memory_size(size_t nodes, size_t pods, unsigned runs, const char *extender, bool keep,
-                      struct bench_table *t, double *ret_rss_mib, double *ret_ready_s);
+                      bool apiserver, struct bench_table *t, double *ret_rss_mib,
+                      double *ret_ready_s);
 
 int bench_memory_size(size_t nodes, size_t pods, unsigned runs, const char *extender, bool keep,
-                      struct bench_table *t, double *ret_rss_mib, double *ret_ready_s) {
+                      bool apiserver, struct bench_table *t, double *ret_rss_mib,
+                      double *ret_ready_s) {
   char dir[BENCH_PATH_MAX], file[BENCH_PATH_MAX + 32], log[BENCH_PATH_MAX + 32];
+  char kubeconfig[BENCH_PATH_MAX + 32];
   struct demo_spec spec = {.nodes = nodes, .gpus = BENCH_GPUS_PER_NODE, .bound_pods = pods};
   size_t bound = 0;
   struct stat st;
+  void *api = NULL;
   int rc = -1;
 
   if (bench_tmpdir(dir, sizeof dir) != 0)
@@ -41,13 +45,19 @@ int bench_memory_size(size_t nodes, size_t pods, unsigned runs, const char *exte
     goto out;
   if (stat(file, &st) != 0)
     st.st_size = 0;
+  if (apiserver && bench_apiserver_start(dir, &spec, kubeconfig, sizeof kubeconfig, &api) != 0)
+    goto out;
   for (unsigned r = 0; r < runs; r++) {
-    const char *args[] = {"--demo", file, NULL};
+    const char *demo_args[] = {"--demo", file, NULL};
+    const char *live_args[] = {"--kubeconfig", kubeconfig, NULL};
+    const char *const *args = apiserver ? live_args : demo_args;
     struct bench_proc p;
     long rss, hwm, rss2, hwm2;
     struct timespec ts = {0, 500 * 1000 * 1000};
+    double cpu;
     if (bench_proc_start(extender, args, log, 600, &p) != 0)
       goto out;
+    cpu = bench_proc_cpu(p.pid);
     bench_proc_rss(p.pid, &rss, &hwm);
     nanosleep(&ts, NULL);
     bench_proc_rss(p.pid, &rss2, &hwm2);
@@ -58,6 +68,7 @@ int bench_memory_size(size_t nodes, size_t pods, unsigned runs, const char *exte
     bench_table_num(t, "%.1f", (double)st.st_size / 1048576.0);
     bench_table_num(t, "%.0f", (double)(r + 1));
     bench_table_num(t, "%.3f", p.ready_s);
+    bench_table_num(t, "%.2f", cpu);
     bench_table_num(t, "%.1f", (double)rss / 1024.0);
     bench_table_num(t, "%.1f", (double)rss2 / 1024.0);
     bench_table_num(t, "%.1f", (double)hwm2 / 1024.0);
@@ -69,12 +80,14 @@ int bench_memory_size(size_t nodes, size_t pods, unsigned runs, const char *exte
   }
   rc = 0;
 out:
+  bench_apiserver_stop(api);
   bench_tmpdir_rm(dir, keep);
   return rc;
 }
 
 const char *const bench_memory_cols[] = {"nodes",       "pods",         "file MiB",
-                                         "run",         "ready s",      "RSS at ready MiB",
+                                         "run",         "ready s",      "extender CPU s",
+                                         "RSS at ready MiB",
                                          "RSS +0.5 s MiB", "peak (HWM) MiB", "load", NULL};
 
 int bench_memory(int argc, char **argv) {
@@ -82,7 +95,7 @@ int bench_memory(int argc, char **argv) {
   uint64_t podsz[BENCH_SIZES_MAX] = {50000};
   size_t nsizes = 1, npods = 1;
   unsigned runs = 3;
-  bool keep = false;
+  bool keep = false, apiserver = false;
   const char *ext = NULL;
   static struct bench_table t;
 
@@ -104,6 +117,8 @@ int bench_memory(int argc, char **argv) {
       i++;
     } else if (strcmp(argv[i], "--keep-files") == 0) {
       keep = true;
+    } else if (strcmp(argv[i], "--apiserver") == 0) {
+      apiserver = true;
     } else {
       usage();
       return 2;
@@ -111,16 +126,21 @@ int bench_memory(int argc, char **argv) {
   }
   curl_global_init(CURL_GLOBAL_DEFAULT);
   bench_print_machine();
-  bench_note("extender: %s (demo backend)", bench_extender_path(ext));
-  bench_table_init(&t, "memory: gpushare-extender --demo, bound pods restored from annotations",
+  bench_note("extender: %s (%s backend)", bench_extender_path(ext),
+             apiserver ? "live, test apiserver" : "demo");
+  bench_table_init(&t,
+                   apiserver ? "memory: gpushare-extender --kubeconfig (test apiserver), bound "
+                               "pods restored from annotations"
+                             : "memory: gpushare-extender --demo, bound pods restored from "
+                               "annotations",
                    bench_memory_cols);
   /* Baseline: the process with an empty cluster. */
-  if (bench_memory_size(0, 0, 1, bench_extender_path(ext), keep, &t, NULL, NULL) != 0)
+  if (bench_memory_size(0, 0, 1, bench_extender_path(ext), keep, apiserver, &t, NULL, NULL) != 0)
     return 1;
   for (size_t s = 0; s < nsizes; s++)
     for (size_t p = 0; p < npods; p++)
       if (bench_memory_size((size_t)sizes[s], (size_t)podsz[p], runs, bench_extender_path(ext),
-                            keep, &t, NULL, NULL) != 0)
+                            keep, apiserver, &t, NULL, NULL) != 0)
         return 1;
   bench_table_print(&t);
   bench_note("budgets: RSS at 5,000 nodes / 50,000 pods <= 64 MiB; ready <= 2 s after start");

@@ -14,6 +14,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -357,6 +358,33 @@ void bench_proc_rss(pid_t pid, long *ret_rss_kib, long *ret_hwm_kib) {
       *ret_hwm_kib = v;
   }
   fclose(f);
+}
+
+/* CPU seconds (user + system) a process has used; pid 0: this one. */
+double bench_proc_cpu(pid_t pid) {
+  char path[64], buf[1024];
+  unsigned long ut = 0, st = 0;
+  FILE *f;
+  char *p;
+  if (pid == 0) {
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 +
+           (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
+  }
+  snprintf(path, sizeof path, "/proc/%ld/stat", (long)pid);
+  f = fopen(path, "r");
+  if (f == NULL)
+    return 0;
+  p = fgets(buf, sizeof buf, f);
+  fclose(f);
+  if (p == NULL || (p = strrchr(buf, ')')) == NULL)
+    return 0;
+  /* Fields after the command: state is the 3rd; utime and stime the 14th
+   * and 15th of the line. */
+  if (sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &ut, &st) != 2)
+    return 0;
+  return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
 }
 
 /* ---- scratch directories ----------------------------------------------------- */

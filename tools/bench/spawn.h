@@ -43,6 +43,8 @@ int bench_proc_start(const char *extender, const char *const *args, const char *
                      double timeout_s, struct bench_proc *ret);
 /* SIGTERM, then SIGKILL after 5 s; reaps the child. */
 void bench_proc_stop(struct bench_proc *p);
+/* CPU seconds (user + system) a process has used; pid 0: this one. */
+double bench_proc_cpu(pid_t pid);
 /* VmRSS and VmHWM of a process, KiB (-1 when unreadable). */
 void bench_proc_rss(pid_t pid, long *ret_rss_kib, long *ret_hwm_kib);
 
@@ -75,7 +77,7 @@ extern const char *const bench_http_cols[];
 
 /* The test kube-apiserver (test/apiserver/kube_apiserver.py) loaded with
  * the synthetic cluster; writes a kubeconfig for it into dir. */
-int bench_apiserver_start(const char *dir, size_t nodes, size_t pending, char *kubeconfig,
+int bench_apiserver_start(const char *dir, const struct demo_spec *spec, char *kubeconfig,
                           size_t len, void **ret_handle);
 void bench_apiserver_stop(void *handle);
 
