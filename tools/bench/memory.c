@@ -24,10 +24,6 @@ static void usage(void) {
 /* One size: rows into t; figures of the last run into ret_*. */
 int bench_memory_size(size_t nodes, size_t pods, unsigned runs, const char *extender, bool keep,
                       bool apiserver, struct bench_table *t, double *ret_rss_mib,
-                      double *ret_ready_s);
-
-int bench_memory_size(size_t nodes, size_t pods, unsigned runs, const char *extender, bool keep,
-                      bool apiserver, struct bench_table *t, double *ret_rss_mib,
                       double *ret_ready_s) {
   char dir[BENCH_PATH_MAX], file[BENCH_PATH_MAX + 32], log[BENCH_PATH_MAX + 32];
   char kubeconfig[BENCH_PATH_MAX + 32];

@@ -75,6 +75,13 @@ int bench_http_size(size_t nodes, const struct http_opts *o, struct bench_table 
                     struct http_figures ret[3][BENCH_SIZES_MAX], double *ret_ready_s);
 extern const char *const bench_http_cols[];
 
+/* memory: one cluster size, runs times; rows into t; the last run's
+ * figures into ret_* (may be NULL). */
+int bench_memory_size(size_t nodes, size_t pods, unsigned runs, const char *extender, bool keep,
+                      bool apiserver, struct bench_table *t, double *ret_rss_mib,
+                      double *ret_ready_s);
+extern const char *const bench_memory_cols[];
+
 /* The test kube-apiserver (test/apiserver/kube_apiserver.py) loaded with
  * the synthetic cluster; writes a kubeconfig for it into dir. */
 int bench_apiserver_start(const char *dir, const struct demo_spec *spec, char *kubeconfig,
