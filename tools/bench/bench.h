@@ -124,8 +124,11 @@ void bench_fill_node(const struct bench_node *node, size_t i, uint64_t seed,
 /* Reads the DGX-1 topology (path, default the shared data set) once.
  * Returns NULL and prints why when it cannot be read or parsed. */
 const struct gs_topo *bench_topo(const char *path);
-/* The default path of the DGX-1 topology text. */
+/* The default path of the DGX-1 topology text (NULL: the shared data set). */
 extern const char *bench_topo_path;
+/* rel under the shared data directory: $GS_SHARED_DIR, else the one beside
+ * the source tree. Static storage (the last four calls). */
+const char *bench_shared_path(const char *rel);
 
 /* A small deterministic PRNG (splitmix64). */
 uint64_t bench_rand(uint64_t *state);

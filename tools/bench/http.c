@@ -296,8 +296,10 @@ int bench_http_size(size_t nodes, const struct http_opts *o, struct bench_table 
     if (spec.pending_pods > room)
       spec.pending_pods = room;
   }
-  if (spec.pending_pods > 100000)
-    spec.pending_pods = 100000;
+  /* The demo loader reads files up to 64 MiB: 20,000 pending pods beside
+   * 50,000 bound ones fit. */
+  if (spec.pending_pods > 20000)
+    spec.pending_pods = 20000;
   if (bench_tmpdir(dir, sizeof dir) != 0)
     return -1;
   snprintf(file, sizeof file, "%s/cluster.json", dir);

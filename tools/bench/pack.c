@@ -530,7 +530,7 @@ static void add_rows(struct bench_table *t, const char *pods_file, const char *u
 }
 
 int bench_pack(int argc, char **argv) {
-  const char *dir = GS_SHARED_DIR "/data/alibaba-gpu-v2023";
+  const char *dir = bench_shared_path("data/alibaba-gpu-v2023");
   const char *nodes_file = "openb_node_list_gpu_node.csv";
   char pods_list[1024] = "openb_pod_list_default.csv";
   char policies[256] = "binpack,spread,frag";

@@ -9,7 +9,16 @@
 #include <unistd.h>
 
 bool bench_json;
-const char *bench_topo_path = GS_SHARED_DIR "/data/topologies/dgx1_v100_topo-m.txt";
+const char *bench_topo_path = NULL; /* NULL: bench_shared_path("data/topologies/...") */
+
+const char *bench_shared_path(const char *rel) {
+  static char paths[4][4096];
+  static unsigned next;
+  const char *dir = getenv("GS_SHARED_DIR");
+  char *out = paths[next++ % 4];
+  snprintf(out, sizeof paths[0], "%s/%s", dir != NULL && *dir ? dir : GS_SHARED_DIR, rel);
+  return out;
+}
 
 /* ---- clocks and statistics ------------------------------------------------ */
 
@@ -374,7 +383,8 @@ const struct gs_topo *bench_topo(const char *path) {
   size_t len = 0, cap = 0;
   FILE *f;
   if (path == NULL)
-    path = bench_topo_path;
+    path = bench_topo_path != NULL ? bench_topo_path
+                                   : bench_shared_path("data/topologies/dgx1_v100_topo-m.txt");
   if (strcmp(loaded, path) == 0)
     return &topo;
   f = fopen(path, "r");
