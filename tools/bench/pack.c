@@ -369,7 +369,7 @@ static int replay(const struct trace *t, const struct policy_def *pol, const str
     memset(&ann, 0, sizeof ann);
     snprintf(pod->ns, sizeof pod->ns, "trace");
     snprintf(pod->name, sizeof pod->name, "%s", tp->name);
-    snprintf(pod->uid, sizeof pod->uid, "uid-%s", tp->name);
+    snprintf(pod->uid, sizeof pod->uid, "uid-%.*s", (int)sizeof pod->uid - 5, tp->name);
     pod->ncontainers = 1;
     pod->mem_units[0] = pod_units(tp, o->unit_mib);
     pod->gpu_count = tp->num_gpu;

@@ -614,7 +614,8 @@ static void test_pick_then_reserve(void **state) {
 
 /* One GPU with the default chooser takes a one-pass shortcut inside
  * gs_place_pick; naming the chooser explicitly takes the general path.
- * Both must agree on every node state, placement and policy. */
+ * Both must agree on every node state, placement and policy (several GPUs
+ * too, which take the general path either way). */
 static void test_one_gpu_shortcut(void **state) {
   uint32_t rng = 7;
   (void)state;
@@ -645,12 +646,13 @@ static void test_one_gpu_shortcut(void **state) {
       assert_int_equal(gs_ledger_node_set_unhealthy(fx.ledger, name, 1u), GS_EOK);
     n = node(name);
     for (uint64_t units = 1; units <= 17; units += 4) {
-      for (int frag = 0; frag < 2; frag++) {
-        struct gs_pod_request r = mem_pod("p", units, 1);
+      for (int frag = 0; frag < 6; frag++) {
+        uint32_t k = 1 + (uint32_t)frag / 2; /* 1, 2, 3 GPUs */
+        struct gs_pod_request r = mem_pod("p", units * k, k);
         struct gs_choice a, b;
         char ra[GS_REASON_MAX], rb[GS_REASON_MAX];
         enum gs_fit fa, fb;
-        fx.policy.frag_aware = frag;
+        fx.policy.frag_aware = frag % 2;
         fx.policy.node_policy = round % 4 < 2 ? GS_PLACE_BINPACK : GS_PLACE_SPREAD;
         fa = gs_place_pick(n, &r, &fx.policy, &a, ra);
         fb = gs_place_pick_with(n, &r, &fx.policy, gs_place_choose_default, NULL, &b, rb);
@@ -658,9 +660,9 @@ static void test_one_gpu_shortcut(void **state) {
         assert_string_equal(ra, rb);
         if (fa != GS_FIT_OK)
           continue;
-        assert_int_equal(a.ngpus, 1);
-        assert_int_equal(b.ngpus, 1);
-        assert_int_equal(a.gpus[0], b.gpus[0]);
+        assert_int_equal(a.ngpus, k);
+        assert_int_equal(b.ngpus, k);
+        assert_memory_equal(a.gpus, b.gpus, k * sizeof a.gpus[0]);
         assert_int_equal(a.mib_per_gpu, b.mib_per_gpu);
         assert_int_equal(a.score, b.score);
       }
