@@ -35,7 +35,16 @@ struct gs_node {
   struct gs_gpu *gpus;      /* ngpus entries, by index */
   struct gs_topo *topo;     /* NULL when the node has no topology */
   uint64_t unhealthy_mask;  /* bit i: GPU i unhealthy */
+  /* For a topology of at most GS_TOPO_TABLE_GPUS GPUs: what
+   * gs_topo_choose(topo, mask, k) answers, computed once per distinct
+   * matrix, at [(k - 1) * 256 + mask] as a GPU mask (0: not computed, ask
+   * gs_topo_choose). Placement runs for every node of every request; the
+   * search behind it is not cheap. NULL otherwise. */
+  const uint8_t *topo_choice;
+  /* Likewise gs_topo_set_score(topo, mask) at [mask], or NULL. */
+  const uint8_t *topo_set_score;
 };
+#define GS_TOPO_TABLE_GPUS 8u
 
 enum gs_alloc_kind {
   GS_ALLOC_MEM = 0, /* aliyun.com/gpu-mem share */
@@ -88,6 +97,11 @@ enum gs_err gs_ledger_node_set_unhealthy(struct gs_ledger *ledger, const char *n
                                          uint64_t mask) GS_WUR;
 /* Borrowed node view, or NULL. */
 const struct gs_node *gs_ledger_node_get(const struct gs_ledger *ledger, const char *name);
+/* Resolves n names at once into ret[i] (NULL for an unknown name): the
+ * same as gs_ledger_node_get for each, with the hash lookups overlapped,
+ * for callers that walk every node of a request. */
+void gs_ledger_nodes_get(const struct gs_ledger *ledger, const char *const *names, size_t n,
+                         const struct gs_node **ret);
 /* Number of nodes, and the i-th node in ascending name order. */
 size_t gs_ledger_node_count(const struct gs_ledger *ledger);
 const struct gs_node *gs_ledger_node_at(const struct gs_ledger *ledger, size_t i);

@@ -9,7 +9,8 @@
 struct gs_policy {
   uint32_t unit_mib;        /* active unit (1024 or 128) */
   uint32_t cgpu_max_pods;   /* cgpuMaxPodsPerGPU, default 16; 0 = no cap */
-  enum gs_placement node_policy; /* nodePolicy: how prioritize ranks nodes */
+  enum gs_placement node_policy; /* nodePolicy: how prioritize ranks nodes
+                                    (binpack, spread, frag) */
   bool frag_aware;          /* fragmentation-aware GPU choice inside a node */
   uint32_t gang_timeout_s;  /* gangTimeoutSeconds, default 60 */
 };
@@ -83,6 +84,60 @@ enum gs_fit gs_place_pick_with(const struct gs_node *node, const struct gs_pod_r
                                const struct gs_policy *policy, gs_place_choose_fn choose,
                                void *choose_ctx, struct gs_choice *ret_choice,
                                char reason[GS_REASON_MAX]);
+
+/* ---- fragmentation-aware placement (nodePolicy: frag) -------------------------
+ *
+ * In the spirit of FGD (Weng et al., "Beware of Fragmentation", USENIX
+ * ATC'23), our own formulation. The workload is a distribution of request
+ * classes (k GPUs of m MiB each), learned from the pods the extender sees.
+ * A node's fragmentation for a class is the free memory that class cannot
+ * use: all of the node's free memory when fewer than k GPUs can take m,
+ * otherwise the free memory of the GPUs that cannot. The node's
+ * fragmentation is the average over classes weighted by popularity, and a
+ * placement is judged by how much it grows: filling a hole nobody else fits
+ * lowers it, breaking a whole GPU that large requests need raises it.
+ * docs/placement.md has worked examples. */
+
+#define GS_FRAG_CLASSES 32    /* distinct classes remembered */
+#define GS_FRAG_WINDOW 4096u  /* weights halve when their sum passes this */
+
+struct gs_frag_class {
+  uint32_t k;      /* GPUs */
+  uint64_t mib;    /* per GPU */
+  uint32_t weight; /* recent requests of this class */
+};
+struct gs_frag_dist {
+  uint32_t n;     /* classes in use */
+  uint32_t total; /* sum of weights */
+  struct gs_frag_class c[GS_FRAG_CLASSES];
+};
+/* An empty distribution. */
+void gs_frag_dist_init(struct gs_frag_dist *d);
+/* Counts one request of k GPUs × mib_per_gpu. When all slots are taken,
+ * the lightest class makes room; past GS_FRAG_WINDOW every weight halves
+ * (classes reaching 0 are dropped), so recent requests count most. */
+void gs_frag_dist_add(struct gs_frag_dist *d, uint32_t k, uint64_t mib_per_gpu);
+
+/* How much placing mib_per_gpu on each of the k GPUs in gpus[] (a memory
+ * pod's choice) grows node's fragmentation under d, in MiB (negative:
+ * shrinks). An empty d counts the placed request as the only class. */
+int64_t gs_place_frag_delta(const struct gs_node *node, const struct gs_policy *policy,
+                            const struct gs_frag_dist *d, const uint32_t *gpus, uint32_t k,
+                            uint64_t mib_per_gpu);
+/* The prioritize score of a memory pod's choice under nodePolicy frag,
+ * 0..10: 10 when the placement takes all of its memory out of stranded
+ * space (delta = -k × mib), 5 when it leaves fragmentation unchanged, 0
+ * when it strands as much as it places (delta >= k × mib), linear between. */
+int64_t gs_place_frag_score(const struct gs_node *node, const struct gs_policy *policy,
+                            const struct gs_frag_dist *d, const struct gs_choice *choice);
+/* A gs_place_choose_fn (ctx: const struct gs_frag_dist *): one GPU — the
+ * candidate with the least delta, then the placement order of
+ * gs_place_choose_default; several GPUs — as gs_place_choose_default. */
+enum gs_fit gs_place_choose_frag(void *ctx, const struct gs_node *node,
+                                 const struct gs_pod_request *req,
+                                 const struct gs_policy *policy, uint64_t candidates, uint32_t k,
+                                 uint64_t mib_per_gpu, uint32_t ret_gpus[GS_MAX_GPUS],
+                                 char reason[GS_REASON_MAX]);
 
 /* Turns a choice into allocation parts, per container: for memory pods
  * each container's units split evenly over the chosen GPUs (init-container

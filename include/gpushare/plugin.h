@@ -89,6 +89,14 @@ struct gs_plugin_ops {
   void (*tick)(void *self, struct gs_ledger *ledger, int64_t now_ns);
   /* A pod left the cluster (deleted or terminal). */
   void (*pod_gone)(void *self, struct gs_ledger *ledger, const char *uid);
+  /* Optional, for prioritize: filter and score of one node in one pass,
+   * when both would repeat the same work (gpumem picks the GPUs once
+   * instead of twice). Must return what filter returns; on SUCCESS
+   * *ret_scored says whether score would have scored (false = SKIP) and
+   * *ret_score holds that score. When set, prioritize calls it instead of
+   * filter and score; filter still serves the filter verb. */
+  enum gs_code (*filter_score)(void *self, const struct gs_cycle *c, const struct gs_node *node,
+                               struct gs_status *st, int64_t *ret_score, bool *ret_scored);
 };
 
 #endif

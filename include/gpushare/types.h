@@ -47,13 +47,18 @@ enum gs_mode gs_mode_parse(const char *label);
 /* True for share, cgpu and mps: modes serving aliyun.com/gpu-mem pods. */
 bool gs_mode_is_memory(enum gs_mode mode);
 
-/* Node label ack.node.gpu.placement: which GPU inside a node. */
+/* Node label ack.node.gpu.placement: which GPU inside a node; and the
+ * ConfigMap key nodePolicy: how prioritize ranks nodes. */
 enum gs_placement {
   GS_PLACE_BINPACK = 0, /* fullest GPU that fits, lowest index on ties */
   GS_PLACE_SPREAD,      /* emptiest GPU, lowest index on ties */
+  GS_PLACE_FRAG,        /* nodePolicy only: least growth of stranded memory
+                           (place.h "fragmentation-aware placement") */
 };
+/* "binpack", "spread", "frag". */
 const char *gs_placement_name(enum gs_placement p);
-/* NULL or unknown → binpack. */
+/* The node label: NULL or unknown → binpack ("frag" is not a label value:
+ * inside a node, fragmentation awareness is the policy's frag_aware). */
 enum gs_placement gs_placement_parse(const char *label);
 
 /* GPU interconnect class between two GPUs (nvidia-smi topo -m), worst

@@ -7,6 +7,63 @@
 #include <gpushare/annot.h>
 #include <gpushare/place.h>
 
+#include <stdlib.h>
+#include <string.h>
+
+#define RECENT_UIDS 8
+
+/* Under nodePolicy frag: the request distribution the fragmentation score
+ * weighs (place.h), learned from the pods seen. pre_filter runs under the
+ * write lock (it records), the per-node hooks under the read lock (they
+ * read). One pod passes pre_filter for filter, prioritize and bind: the
+ * last few UIDs are remembered so that it counts once. */
+struct gpumem {
+  struct gs_frag_dist dist;
+  char recent[RECENT_UIDS][GS_UID_MAX + 1];
+  unsigned next;
+};
+
+static void *create(const struct gs_policy *policy) {
+  struct gpumem *g = calloc(1, sizeof *g);
+  (void)policy;
+  if (g != NULL)
+    gs_frag_dist_init(&g->dist);
+  return g;
+}
+
+static void destroy(void *self) { free(self); }
+
+static void learn(struct gpumem *g, const struct gs_cycle *c) {
+  const struct gs_pod_request *pod = c->pod;
+  uint64_t mib;
+  if (g == NULL || c->policy->node_policy != GS_PLACE_FRAG || !gs_pod_request_is_memory(pod) ||
+      pod->gpu_count == 0)
+    return;
+  if (pod->uid[0] != '\0') {
+    for (unsigned i = 0; i < RECENT_UIDS; i++)
+      if (strcmp(g->recent[i], pod->uid) == 0)
+        return;
+    memcpy(g->recent[g->next], pod->uid, sizeof g->recent[0]);
+    g->next = (g->next + 1) % RECENT_UIDS;
+  }
+  mib = gs_pod_request_mem_effective(pod) / pod->gpu_count * c->policy->unit_mib;
+  gs_frag_dist_add(&g->dist, pod->gpu_count, mib);
+}
+
+/* The GPUs and score for the pod on node, as the policy wants them. */
+static enum gs_fit pick(const struct gpumem *g, const struct gs_cycle *c,
+                        const struct gs_node *node, struct gs_choice *ret,
+                        char reason[GS_REASON_MAX]) {
+  enum gs_fit fit;
+  if (g == NULL || c->policy->node_policy != GS_PLACE_FRAG || !gs_pod_request_is_memory(c->pod))
+    return gs_place_pick(node, c->pod, c->policy, ret, reason);
+  fit = gs_place_pick_with(node, c->pod, c->policy, gs_place_choose_frag, (void *)&g->dist, ret,
+                           reason);
+  if (fit == GS_FIT_OK)
+    ret->score = gs_place_frag_score(node, c->policy, &g->dist, ret);
+  return fit;
+}
+
 /* Gang members (whole GPUs with gpu-topology labels) belong to the gang
  * plugin, which steers them to their planned slots. */
 static bool is_gang_member(const struct gs_pod_request *pod) {
@@ -14,11 +71,38 @@ static bool is_gang_member(const struct gs_pod_request *pod) {
 }
 
 static enum gs_code pre_filter(void *self, const struct gs_cycle *c, struct gs_status *st) {
-  (void)self;
   if (is_gang_member(c->pod))
     return GS_CODE_SKIP;
   switch (gs_place_check_pod(c->pod, c->policy, st->reason)) {
   case GS_FIT_OK:
+    learn(self, c);
+    return GS_CODE_SUCCESS;
+  case GS_FIT_SKIP:
+    return GS_CODE_SKIP;
+  case GS_FIT_NO:
+    return st->code = GS_CODE_UNSCHEDULABLE;
+  case GS_FIT_NEVER:
+    break;
+  }
+  return st->code = GS_CODE_UNRESOLVABLE;
+}
+
+/* Filter and score share one pick: prioritize calls this once per node
+ * (filter_score) rather than picking twice. *ret_scored is false when the
+ * pod is not ours (SKIP) or does not fit. */
+static enum gs_code pick_node(const struct gpumem *g, const struct gs_cycle *c,
+                              const struct gs_node *node, struct gs_status *st,
+                              int64_t *ret_score, bool *ret_scored) {
+  struct gs_choice choice;
+  *ret_scored = false;
+  if (is_gang_member(c->pod))
+    return GS_CODE_SKIP;
+  /* gs_place_pick checks the pod first: SKIP means it asks for nothing
+   * gpushare manages. */
+  switch (pick(g, c, node, &choice, st->reason)) {
+  case GS_FIT_OK:
+    *ret_score = choice.score;
+    *ret_scored = true;
     return GS_CODE_SUCCESS;
   case GS_FIT_SKIP:
     return GS_CODE_SKIP;
@@ -32,31 +116,23 @@ static enum gs_code pre_filter(void *self, const struct gs_cycle *c, struct gs_s
 
 static enum gs_code filter(void *self, const struct gs_cycle *c, const struct gs_node *node,
                            struct gs_status *st) {
-  struct gs_choice choice;
-  (void)self;
-  if (is_gang_member(c->pod) ||
-      gs_place_check_pod(c->pod, c->policy, st->reason) == GS_FIT_SKIP)
-    return GS_CODE_SKIP;
-  switch (gs_place_pick(node, c->pod, c->policy, &choice, st->reason)) {
-  case GS_FIT_OK:
-  case GS_FIT_SKIP:
-    return GS_CODE_SUCCESS;
-  case GS_FIT_NO:
-    return st->code = GS_CODE_UNSCHEDULABLE;
-  case GS_FIT_NEVER:
-    break;
-  }
-  return st->code = GS_CODE_UNRESOLVABLE;
+  int64_t unused;
+  bool scored;
+  return pick_node(self, c, node, st, &unused, &scored);
+}
+
+static enum gs_code filter_score(void *self, const struct gs_cycle *c, const struct gs_node *node,
+                                 struct gs_status *st, int64_t *ret_score, bool *ret_scored) {
+  return pick_node(self, c, node, st, ret_score, ret_scored);
 }
 
 static enum gs_code score(void *self, const struct gs_cycle *c, const struct gs_node *node,
                           int64_t *ret_score) {
   struct gs_choice choice;
   char reason[GS_REASON_MAX];
-  (void)self;
   if (is_gang_member(c->pod) || gs_place_check_pod(c->pod, c->policy, reason) == GS_FIT_SKIP)
     return GS_CODE_SKIP;
-  if (gs_place_pick(node, c->pod, c->policy, &choice, reason) != GS_FIT_OK)
+  if (pick(self, c, node, &choice, reason) != GS_FIT_OK)
     return GS_CODE_SKIP;
   *ret_score = choice.score;
   return GS_CODE_SUCCESS;
@@ -68,13 +144,12 @@ static enum gs_code reserve(void *self, struct gs_cycle *c, const struct gs_node
   struct gs_choice choice;
   struct gs_alloc alloc;
   enum gs_err err;
-  (void)self;
 
   if (is_gang_member(c->pod) || gs_ledger_alloc_get(c->ledger, c->pod->uid) != NULL)
     return GS_CODE_SKIP; /* the gang plugin reserves its members' slots */
   if (gs_place_check_pod(c->pod, c->policy, st->reason) == GS_FIT_SKIP)
     return GS_CODE_SKIP;
-  switch (gs_place_pick(node, c->pod, c->policy, &choice, st->reason)) {
+  switch (pick(self, c, node, &choice, st->reason)) {
   case GS_FIT_OK:
     break;
   case GS_FIT_SKIP:
@@ -134,10 +209,13 @@ static enum gs_code bind(void *self, const struct gs_cycle *c, const struct gs_a
 const struct gs_plugin_ops gs_plugin_gpumem = {
     .name = "gpumem",
     .api_version = GS_PLUGIN_API_VERSION,
+    .create = create,
+    .destroy = destroy,
     .pre_filter = pre_filter,
     .filter = filter,
     .score = score,
     .reserve = reserve,
     .unreserve = unreserve,
     .bind = bind,
+    .filter_score = filter_score,
 };

@@ -14,6 +14,10 @@
 #include "api_internal.h"
 #include "alloc.h"
 
+#include "strmap.h"
+
+#include <assert.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -130,13 +134,15 @@ static enum gs_err args_nodes(const json_t *root, struct gs_api_args *a, struct 
   a->nodes = (const json_t **)(void *)(a->names + n);
   for (i = 0; i < n; i++) {
     if (names != NULL) {
+      /* The path is formatted only for an error: this runs per node. */
       v = json_array_get(names, i);
-      gs__api_path(where, "NodeNames[%zu]", i);
       if (!json_is_string(v) || json_string_length(v) == 0) {
+        gs__api_path(where, "NodeNames[%zu]", i);
         gs_diag_set(diag, where, "must be a non-empty string");
         return GS_EPARSE;
       }
       if (json_string_length(v) > GS_NAME_MAX) {
+        gs__api_path(where, "NodeNames[%zu]", i);
         gs_diag_set(diag, where, "node name is longer than %d bytes", GS_NAME_MAX);
         return GS_ETOOBIG;
       }
@@ -153,12 +159,188 @@ static enum gs_err args_nodes(const json_t *root, struct gs_api_args *a, struct 
   return GS_EOK;
 }
 
+/* ---- the common shape, without a value per node ------------------------------
+ *
+ * kube-scheduler (nodeCacheCapable) sends {"Pod":{...},"Nodes":null,
+ * "NodeNames":["n1",...]}. Parsing the whole body with jansson made a
+ * value per name: over 1,000 names that was most of a filter's cost
+ * (docs/benchmarks.md, http). This scanner takes exactly that shape --
+ * keys Pod, Nodes (null) and NodeNames, each at most once, names of
+ * printable ASCII without escapes -- and hands only the Pod's bytes to
+ * jansson. Anything else, including every error, returns GS_EAGAIN and
+ * the general path below decides, so answers and messages are unchanged. */
+
+#define FAST_DEPTH_MAX 512 /* deeper Pods go the general way (jansson's cap) */
+
+static const char *fast_ws(const char *p, const char *end) {
+  while (p < end && (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r'))
+    p++;
+  return p;
+}
+
+/* The end of the object or array starting at p (a '{' or '['), strings
+ * and nesting respected; NULL if it does not close. Validity is jansson's
+ * to judge afterwards. */
+static const char *fast_skip(const char *p, const char *end) {
+  int depth = 0;
+  for (; p < end; p++) {
+    char c = *p;
+    if (c == '"') {
+      for (p++; p < end && *p != '"'; p++)
+        if (*p == '\\')
+          p++;
+      if (p >= end)
+        return NULL;
+    } else if (c == '{' || c == '[') {
+      if (++depth > FAST_DEPTH_MAX)
+        return NULL;
+    } else if (c == '}' || c == ']') {
+      if (--depth == 0)
+        return p + 1;
+    }
+  }
+  return NULL;
+}
+
+/* A plain string at p: printable ASCII, no escapes. Sets *ret_end past the
+ * closing quote. */
+static bool fast_plain(const char *p, const char *end, const char **ret_text, size_t *ret_len,
+                       const char **ret_end) {
+  const char *q;
+  if (p >= end || *p != '"')
+    return false;
+  for (q = p + 1; q < end && *q != '"'; q++)
+    if ((unsigned char)*q < 0x20 || (unsigned char)*q > 0x7E || *q == '\\')
+      return false;
+  if (q >= end)
+    return false;
+  *ret_text = p + 1;
+  *ret_len = (size_t)(q - p - 1);
+  *ret_end = q + 1;
+  return true;
+}
+
+static enum gs_err args_fast(const char *body, size_t len, struct gs_api_args *ret) {
+  const char *p = body, *end = body + len, *pod_at = NULL, *pod_end = NULL, *names_at = NULL;
+  const char *key = NULL, *text = NULL;
+  size_t klen = 0, tlen = 0, n = 0, bytes = 0;
+  bool seen_nodes = false;
+  struct gs_api_args a;
+  struct gs_diag scratch = {"", ""};
+  const char *name;
+  char *dst;
+
+  p = fast_ws(p, end);
+  if (p >= end || *p++ != '{')
+    return GS_EAGAIN;
+  for (;;) {
+    p = fast_ws(p, end);
+    if (!fast_plain(p, end, &key, &klen, &p))
+      return GS_EAGAIN;
+    p = fast_ws(p, end);
+    if (p >= end || *p++ != ':')
+      return GS_EAGAIN;
+    p = fast_ws(p, end);
+    if (klen == 3 && memcmp(key, "Pod", 3) == 0 && pod_at == NULL) {
+      if (p >= end || *p != '{' || (pod_end = fast_skip(p, end)) == NULL)
+        return GS_EAGAIN;
+      pod_at = p;
+      p = pod_end;
+    } else if (klen == 5 && memcmp(key, "Nodes", 5) == 0 && !seen_nodes) {
+      if ((size_t)(end - p) < 4 || memcmp(p, "null", 4) != 0)
+        return GS_EAGAIN;
+      seen_nodes = true;
+      p += 4;
+    } else if (klen == 9 && memcmp(key, "NodeNames", 9) == 0 && names_at == NULL) {
+      if (p >= end || *p != '[')
+        return GS_EAGAIN;
+      names_at = p++;
+      p = fast_ws(p, end);
+      if (p < end && *p == ']') {
+        p++;
+      } else {
+        for (;;) {
+          if (!fast_plain(p, end, &text, &tlen, &p) || tlen == 0 || tlen > GS_NAME_MAX ||
+              ++n > GS_API_NODES_MAX)
+            return GS_EAGAIN;
+          bytes += tlen + 1;
+          p = fast_ws(p, end);
+          if (p < end && *p == ',') {
+            p = fast_ws(p + 1, end);
+            continue;
+          }
+          if (p < end && *p == ']') {
+            p++;
+            break;
+          }
+          return GS_EAGAIN;
+        }
+      }
+    } else {
+      return GS_EAGAIN;
+    }
+    p = fast_ws(p, end);
+    if (p < end && *p == ',') {
+      p++;
+      continue;
+    }
+    if (p < end && *p == '}') {
+      p++;
+      break;
+    }
+    return GS_EAGAIN;
+  }
+  if (fast_ws(p, end) != end || pod_at == NULL || names_at == NULL)
+    return GS_EAGAIN;
+
+  memset(&a, 0, sizeof a);
+  a.root = json_loadb(pod_at, (size_t)(pod_end - pod_at), JSON_REJECT_DUPLICATES, NULL);
+  if (a.root == NULL || object_name(a.root, "Pod", "pod", &name, &scratch) != GS_EOK) {
+    json_decref(a.root);
+    return GS_EAGAIN;
+  }
+  a.pod = a.root;
+  a.by_names = true;
+  a.nnodes = n;
+  if (n > 0) {
+    /* One block: n names, n node pointers (NULL), then the name bytes. */
+    a.names = malloc(2 * n * sizeof(void *) + bytes);
+    if (a.names == NULL) {
+      json_decref(a.root);
+      return GS_ENOMEM;
+    }
+    a.nodes = (const json_t **)(void *)(a.names + n);
+    dst = (char *)(void *)(a.names + 2 * n);
+    p = fast_ws(names_at + 1, end);
+    for (size_t i = 0; i < n; i++) {
+      bool ok = fast_plain(p, end, &text, &tlen, &p);
+      assert(ok); /* scanned above */
+      (void)ok;
+      memcpy(dst, text, tlen);
+      dst[tlen] = '\0';
+      a.names[i] = dst;
+      a.nodes[i] = NULL;
+      dst += tlen + 1;
+      p = fast_ws(p, end);
+      if (p < end && *p == ',')
+        p = fast_ws(p + 1, end);
+    }
+  }
+  *ret = a;
+  return GS_EOK;
+}
+
 enum gs_err gs_api_args_decode(const char *body, size_t len, struct gs_api_args *ret,
                                struct gs_diag *diag) {
   struct gs_api_args a;
   const char *name;
   enum gs_err err;
 
+  if (body != NULL && len > 0 && len <= GS_API_BODY_MAX) {
+    err = args_fast(body, len, ret);
+    if (err != GS_EAGAIN)
+      return err;
+  }
   memset(&a, 0, sizeof a);
   err = body_load(body, len, "ExtenderArgs", &a.root, diag);
   if (err != GS_EOK)
@@ -225,24 +407,95 @@ static json_t *error_text(const char *error) {
   return out;
 }
 
+/* A string literal, without counting its bytes by hand. */
+#define JW_LIT(w, lit) gs__jw_raw((w), (lit), sizeof(lit) - 1)
+
+/* The builder writes NodeNames and the failure maps straight into text
+ * buffers: one jansson value per node was most of a filter's cost over
+ * 1,000 names (docs/benchmarks.md, http). The bytes are those json_dumps
+ * gave: a name failing twice keeps its first place and its last reason, as
+ * json_object_set does; passing names are listed as often as given. */
+struct fail_entry {
+  const char *name, *reason; /* in the arena */
+};
+struct fail_map {
+  struct fail_entry *v;
+  size_t n, cap;
+  struct gs_strmap *index; /* name → entry index + 1 */
+};
+struct arena_block {
+  struct arena_block *next;
+  size_t used, cap;
+  char data[];
+};
+
 struct gs_api_filter_result {
   bool by_names;
-  json_t *pass;         /* array of names, or of node objects */
-  json_t *failed;       /* node → reason */
-  json_t *unresolvable; /* node → reason */
-  json_t *error;        /* string */
+  json_t *pass;           /* Nodes form: array of node objects */
+  struct gs__jw names;    /* NodeNames form: "a","b",... */
+  size_t npass;
+  struct fail_map failed; /* FailedNodes */
+  struct fail_map unresolvable;
+  char *error;            /* Error text, '%' already replaced */
+  struct arena_block *arena;
+  bool oom;
 };
+
+/* A stable copy of s (blocks never move: the maps keep pointers). */
+static const char *arena_copy(struct gs_api_filter_result *r, const char *s) {
+  size_t len = strlen(s) + 1;
+  struct arena_block *b = r->arena;
+  if (b == NULL || b->cap - b->used < len) {
+    size_t cap = len > 65536 ? len : 65536;
+    b = malloc(sizeof *b + cap);
+    if (b == NULL)
+      return NULL;
+    b->next = r->arena;
+    b->used = 0;
+    b->cap = cap;
+    r->arena = b;
+  }
+  memcpy(b->data + b->used, s, len);
+  b->used += len;
+  return b->data + b->used - len;
+}
+
+/* error_text's replacement of '%', as a malloc'd C string. */
+static char *error_copy(const char *error) {
+  static const char fw_percent[] = "\xEF\xBC\x85";
+  size_t len, extra = 0, i, j;
+  char *copy;
+  if (error == NULL)
+    error = "";
+  len = strlen(error);
+  for (i = 0; i < len; i++)
+    extra += error[i] == '%' ? 2 : 0;
+  copy = malloc(len + extra + 1);
+  if (copy == NULL)
+    return NULL;
+  for (i = 0, j = 0; i < len; i++) {
+    if (error[i] == '%') {
+      memcpy(copy + j, fw_percent, 3);
+      j += 3;
+    } else {
+      copy[j++] = error[i];
+    }
+  }
+  copy[j] = '\0';
+  return copy;
+}
 
 struct gs_api_filter_result *gs_api_filter_result_new(bool by_names) {
   struct gs_api_filter_result *r = gs_calloc(1, sizeof *r);
   if (r == NULL)
     return NULL;
   r->by_names = by_names;
-  r->pass = json_array();
-  r->failed = json_object();
-  r->unresolvable = json_object();
-  r->error = json_string("");
-  if (r->pass == NULL || r->failed == NULL || r->unresolvable == NULL || r->error == NULL) {
+  r->pass = by_names ? NULL : json_array();
+  r->failed.index = gs_strmap_new();
+  r->unresolvable.index = gs_strmap_new();
+  r->error = strdup("");
+  if ((!by_names && r->pass == NULL) || r->failed.index == NULL ||
+      r->unresolvable.index == NULL || r->error == NULL) {
     gs_api_filter_result_free(r);
     return NULL;
   }
@@ -253,85 +506,129 @@ void gs_api_filter_result_free(struct gs_api_filter_result *r) {
   if (r == NULL)
     return;
   json_decref(r->pass);
-  json_decref(r->failed);
-  json_decref(r->unresolvable);
-  json_decref(r->error);
-  gs_free(r);
+  gs__jw_release(&r->names);
+  free(r->failed.v);
+  gs_strmap_free(r->failed.index);
+  free(r->unresolvable.v);
+  gs_strmap_free(r->unresolvable.index);
+  free(r->error);
+  while (r->arena != NULL) {
+    struct arena_block *next = r->arena->next;
+    free(r->arena);
+    r->arena = next;
+  }
+  free(r);
 }
 
 enum gs_err gs_api_filter_result_pass(struct gs_api_filter_result *r, const char *name,
                                       const json_t *node_obj) {
-  json_t *v;
   if (r == NULL || name == NULL)
     return GS_EINVAL;
   if (r->by_names) {
-    v = gs__api_text(name);
-  } else {
-    if (!json_is_object(node_obj))
-      return GS_EINVAL;
-    /* Returned unmodified (KUBE-PROTOCOL §A.3): a new reference to the
-     * caller's object, which jansson never changes while dumping. */
-    v = json_incref((json_t *)node_obj);
+    if (r->npass > 0)
+      gs__jw_raw(&r->names, ",", 1);
+    gs__jw_str(&r->names, name);
+    r->npass++;
+    return r->names.oom ? GS_ENOMEM : GS_EOK;
   }
-  return json_array_append_new(r->pass, v) == 0 ? GS_EOK : GS_ENOMEM;
+  if (!json_is_object(node_obj))
+    return GS_EINVAL;
+  /* Returned unmodified (KUBE-PROTOCOL §A.3): a new reference to the
+   * caller's object, which jansson never changes while dumping. */
+  return json_array_append_new(r->pass, json_incref((json_t *)node_obj)) == 0 ? GS_EOK
+                                                                             : GS_ENOMEM;
 }
 
 enum gs_err gs_api_filter_result_fail(struct gs_api_filter_result *r, const char *name,
                                       const char *reason, bool unresolvable) {
+  struct fail_map *m;
+  const char *rcopy;
+  uintptr_t at;
   if (r == NULL || name == NULL || reason == NULL)
     return GS_EINVAL;
-  return json_object_set_new(unresolvable ? r->unresolvable : r->failed, name,
-                             gs__api_text(reason)) == 0
-             ? GS_EOK
-             : GS_ENOMEM;
-}
-
-enum gs_err gs_api_filter_result_error(struct gs_api_filter_result *r, const char *error) {
-  json_t *v;
-  if (r == NULL)
-    return GS_EINVAL;
-  v = error_text(error);
-  if (v == NULL)
+  m = unresolvable ? &r->unresolvable : &r->failed;
+  rcopy = arena_copy(r, reason);
+  if (rcopy == NULL)
     return GS_ENOMEM;
-  json_decref(r->error);
-  r->error = v;
+  at = (uintptr_t)gs_strmap_get(m->index, name);
+  if (at != 0) {
+    m->v[at - 1].reason = rcopy; /* same key again: the last value wins */
+    return GS_EOK;
+  }
+  if (m->n == m->cap) {
+    size_t cap = m->cap ? m->cap * 2 : 64;
+    struct fail_entry *v = realloc(m->v, cap * sizeof *v);
+    if (v == NULL)
+      return GS_ENOMEM;
+    m->v = v;
+    m->cap = cap;
+  }
+  m->v[m->n].name = arena_copy(r, name);
+  m->v[m->n].reason = rcopy;
+  if (m->v[m->n].name == NULL ||
+      gs_strmap_put(m->index, m->v[m->n].name, (void *)(uintptr_t)(m->n + 1)) != GS_EOK)
+    return GS_ENOMEM;
+  m->n++;
   return GS_EOK;
 }
 
-/* Builds the ExtenderFilterResult object; pass/failed/... are borrowed. */
-static char *filter_dump(bool by_names, json_t *pass, json_t *failed, json_t *unresolvable,
-                         json_t *error) {
-  json_t *root = json_object(), *list = NULL;
-  char *out = NULL;
-  if (root == NULL)
-    return NULL;
-  if (by_names) {
-    if (json_object_set_new(root, "Nodes", json_null()) != 0 ||
-        json_object_set(root, "NodeNames", pass) != 0)
-      goto out_root;
-  } else {
-    list = json_object();
-    if (list == NULL || json_object_set_new(list, "metadata", json_object()) != 0 ||
-        json_object_set(list, "items", pass) != 0 ||
-        json_object_set(root, "Nodes", list) != 0 ||
-        json_object_set_new(root, "NodeNames", json_null()) != 0)
-      goto out_root;
+enum gs_err gs_api_filter_result_error(struct gs_api_filter_result *r, const char *error) {
+  char *copy;
+  if (r == NULL)
+    return GS_EINVAL;
+  copy = error_copy(error);
+  if (copy == NULL)
+    return GS_ENOMEM;
+  free(r->error);
+  r->error = copy;
+  return GS_EOK;
+}
+
+static void write_fail_map(struct gs__jw *w, const struct fail_map *m) {
+  gs__jw_raw(w, "{", 1);
+  for (size_t i = 0; i < m->n; i++) {
+    if (i > 0)
+      gs__jw_raw(w, ",", 1);
+    gs__jw_str(w, m->v[i].name);
+    gs__jw_raw(w, ":", 1);
+    gs__jw_str(w, m->v[i].reason);
   }
-  if (json_object_set(root, "FailedNodes", failed) != 0 ||
-      json_object_set(root, "FailedAndUnresolvableNodes", unresolvable) != 0 ||
-      json_object_set(root, "Error", error) != 0)
-    goto out_root;
-  out = gs__api_dump(root);
-out_root:
-  json_decref(list);
-  json_decref(root);
-  return out;
+  gs__jw_raw(w, "}", 1);
 }
 
 char *gs_api_filter_result_dump(const struct gs_api_filter_result *r) {
+  struct gs__jw w = {0};
   if (r == NULL)
     return NULL;
-  return filter_dump(r->by_names, r->pass, r->failed, r->unresolvable, r->error);
+  if (r->by_names) {
+    JW_LIT(&w, "{\"Nodes\":null,\"NodeNames\":[");
+    if (r->names.len > 0)
+      gs__jw_raw(&w, r->names.p, r->names.len);
+    JW_LIT(&w, "]");
+  } else {
+    json_t *list = json_object();
+    char *text = NULL;
+    if (list != NULL && json_object_set_new(list, "metadata", json_object()) == 0 &&
+        json_object_set(list, "items", r->pass) == 0)
+      text = gs__api_dump(list);
+    json_decref(list);
+    if (text == NULL) {
+      gs__jw_release(&w);
+      return NULL;
+    }
+    JW_LIT(&w, "{\"Nodes\":");
+    gs__jw_raw(&w, text, strlen(text));
+    JW_LIT(&w, ",\"NodeNames\":null");
+    free(text);
+  }
+  JW_LIT(&w, ",\"FailedNodes\":");
+  write_fail_map(&w, &r->failed);
+  JW_LIT(&w, ",\"FailedAndUnresolvableNodes\":");
+  write_fail_map(&w, &r->unresolvable);
+  JW_LIT(&w, ",\"Error\":");
+  gs__jw_str(&w, r->error);
+  JW_LIT(&w, "}");
+  return gs__jw_take(&w);
 }
 
 char *gs_api_filter_error_dump(const char *error) {
@@ -355,23 +652,23 @@ char *gs_api_filter_error_dump(const char *error) {
 }
 
 char *gs_api_priorities_dump(const char *const *hosts, const int64_t *scores, size_t n) {
-  json_t *list = json_array(), *item;
-  char *out = NULL;
-  if (list == NULL)
-    return NULL;
+  struct gs__jw w = {0};
+  JW_LIT(&w, "[");
   for (size_t i = 0; i < n; i++) {
-    if (hosts[i] == NULL)
-      goto out_list;
-    item = json_object();
-    if (json_array_append_new(list, item) != 0 ||
-        json_object_set_new(item, "Host", gs__api_text(hosts[i])) != 0 ||
-        json_object_set_new(item, "Score", json_integer((json_int_t)scores[i])) != 0)
-      goto out_list;
+    if (hosts[i] == NULL) {
+      gs__jw_release(&w);
+      return NULL;
+    }
+    if (i > 0)
+      JW_LIT(&w, ",");
+    JW_LIT(&w, "{\"Host\":");
+    gs__jw_str(&w, hosts[i]);
+    JW_LIT(&w, ",\"Score\":");
+    gs__jw_int(&w, scores[i]);
+    JW_LIT(&w, "}");
   }
-  out = gs__api_dump(list);
-out_list:
-  json_decref(list);
-  return out;
+  JW_LIT(&w, "]");
+  return gs__jw_take(&w);
 }
 
 /* ---- bind --------------------------------------------------------------- */

@@ -2,6 +2,7 @@
 #include "api_internal.h"
 #include "alloc.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -242,3 +243,153 @@ json_t *gs__api_loadb(const char *text, size_t len, size_t flags, json_error_t *
                  : GS_EPARSE;
   return NULL;
 }
+
+/* ---- the answer writer ------------------------------------------------------ */
+
+/* Makes room for n more bytes and the NUL; false once out of memory. */
+static bool jw_room(struct gs__jw *w, size_t n) {
+  size_t cap;
+  char *p;
+  if (w->oom)
+    return false;
+  if (w->p != NULL && n + 1 <= w->cap - w->len)
+    return true;
+  cap = w->cap ? w->cap : 4096;
+  while (cap - w->len < n + 1) {
+    if (cap > SIZE_MAX / 2) {
+      w->oom = true;
+      return false;
+    }
+    cap *= 2;
+  }
+  p = realloc(w->p, cap);
+  if (p == NULL) {
+    w->oom = true;
+    return false;
+  }
+  w->p = p;
+  w->cap = cap;
+  return true;
+}
+
+void gs__jw_raw(struct gs__jw *w, const char *s, size_t n) {
+  if (!jw_room(w, n))
+    return;
+  memcpy(w->p + w->len, s, n);
+  w->len += n;
+  w->p[w->len] = '\0';
+}
+
+/* The escaped form of one byte that needs it, or NULL for plain bytes. */
+static size_t jw_escape(const unsigned char *s, char esc[7], size_t *ret_used) {
+  static const char hex[] = "0123456789ABCDEF";
+  size_t n;
+  *ret_used = 1;
+  if (*s >= 0x80) {
+    n = utf8_len(s);
+    if (n > 0) {
+      *ret_used = n;
+      return 0; /* valid UTF-8: as is */
+    }
+    esc[0] = '?';
+    return 1;
+  }
+  esc[0] = '\\';
+  switch (*s) {
+  case '"':
+    esc[1] = '"';
+    return 2;
+  case '\\':
+    esc[1] = '\\';
+    return 2;
+  case '\b':
+    esc[1] = 'b';
+    return 2;
+  case '\f':
+    esc[1] = 'f';
+    return 2;
+  case '\n':
+    esc[1] = 'n';
+    return 2;
+  case '\r':
+    esc[1] = 'r';
+    return 2;
+  case '\t':
+    esc[1] = 't';
+    return 2;
+  default:
+    memcpy(esc + 1, "u00", 3);
+    esc[4] = hex[*s >> 4];
+    esc[5] = hex[*s & 15];
+    return 6;
+  }
+}
+
+void gs__jw_str(struct gs__jw *w, const char *text) {
+  const unsigned char *s = (const unsigned char *)(text != NULL ? text : "");
+  const unsigned char *run = s;
+  size_t n = 0;
+  /* Node names and reasons are almost always plain: one copy then. */
+  while (s[n] >= 0x20 && s[n] < 0x80 && s[n] != '"' && s[n] != '\\')
+    n++;
+  if (s[n] == '\0') {
+    if (!jw_room(w, n + 2))
+      return;
+    w->p[w->len] = '"';
+    memcpy(w->p + w->len + 1, s, n);
+    w->p[w->len + 1 + n] = '"';
+    w->len += n + 2;
+    w->p[w->len] = '\0';
+    return;
+  }
+  gs__jw_raw(w, "\"", 1);
+  s += n;
+  while (*s != '\0') {
+    char esc[7];
+    size_t used, elen;
+    if (*s >= 0x20 && *s < 0x80 && *s != '"' && *s != '\\') {
+      s++;
+      continue;
+    }
+    elen = jw_escape(s, esc, &used);
+    if (elen == 0) {
+      s += used;
+      continue;
+    }
+    gs__jw_raw(w, (const char *)run, (size_t)(s - run));
+    gs__jw_raw(w, esc, elen);
+    s++;
+    run = s;
+  }
+  gs__jw_raw(w, (const char *)run, (size_t)(s - run));
+  gs__jw_raw(w, "\"", 1);
+}
+
+void gs__jw_int(struct gs__jw *w, int64_t v) {
+  char buf[24];
+  size_t i = sizeof buf;
+  uint64_t u = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
+  do {
+    buf[--i] = (char)('0' + u % 10);
+    u /= 10;
+  } while (u != 0);
+  if (v < 0)
+    buf[--i] = '-';
+  gs__jw_raw(w, buf + i, sizeof buf - i);
+}
+
+char *gs__jw_take(struct gs__jw *w) {
+  char *out = w->oom ? NULL : w->p;
+  if (out == NULL && !w->oom)
+    out = strdup("");
+  if (w->oom)
+    free(w->p);
+  memset(w, 0, sizeof *w);
+  return out;
+}
+
+void gs__jw_release(struct gs__jw *w) {
+  free(w->p);
+  memset(w, 0, sizeof *w);
+}
+

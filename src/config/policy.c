@@ -87,7 +87,7 @@ static const struct {
   const char *accepted;
 } keys[] = {
     {"gpuMemoryUnit", K_UNIT, "1GiB, 128MiB"},
-    {"nodePolicy", K_POLICY, "binpack, spread"},
+    {"nodePolicy", K_POLICY, "binpack, spread, frag"},
     {"cgpuMaxPodsPerGPU", K_CGPU, "integers 1..1024"},
     {"gangTimeoutSeconds", K_GANG, "integers 1..86400"},
     {"fragmentationAware", K_FRAG, "true, false"},
@@ -116,9 +116,10 @@ enum gs_err gs__config_apply(struct gs_policy *policy, const json_t *data, const
       err = GS_EUNIT;
       break;
     case K_POLICY:
-      ok = s != NULL && (strcmp(s, "binpack") == 0 || strcmp(s, "spread") == 0);
+      ok = s != NULL &&
+           (strcmp(s, "binpack") == 0 || strcmp(s, "spread") == 0 || strcmp(s, "frag") == 0);
       if (ok)
-        p.node_policy = gs_placement_parse(s);
+        p.node_policy = strcmp(s, "frag") == 0 ? GS_PLACE_FRAG : gs_placement_parse(s);
       break;
     case K_CGPU:
       ok = whole_in(v, 1, 1024, &p.cgpu_max_pods);

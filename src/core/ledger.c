@@ -1,9 +1,12 @@
 /* The per-GPU memory ledger.
  *
  * Layout, sized for 5,000 nodes × 8 GPUs and 50,000 pods in a few MiB:
- * - nodes: an array of pointers kept in ascending name order (binary search;
- *   an insert shifts pointers, which is cheap at that scale). Each node is
- *   its own heap record so views stay put while the array moves.
+ * - nodes: an array of pointers kept in ascending name order (for listing;
+ *   an insert shifts pointers, which is cheap at that scale) plus a hash
+ *   index by name, because filter and prioritize look up every node of the
+ *   request (a binary search over 5,000 names was 30% of a decision:
+ *   docs/benchmarks.md). Each node is its own heap record so views stay
+ *   put while the array moves; the index's keys point at the records' names.
  * - allocations: one heap block each (record, parts and strings together),
  *   found by UID through a hash map whose key points at the record's own
  *   uid, and listed per node in an array (swap-remove, O(1)).
@@ -22,6 +25,8 @@
 #include "caps.h"
 #include "strmap.h"
 
+#include <gpushare/topo.h>
+
 #include <assert.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,6 +35,9 @@ struct topo_ref {
   struct gs_topo topo;
   uint64_t hash;
   size_t refs;
+  bool has_choice;
+  uint8_t choice[GS_TOPO_TABLE_GPUS * 256]; /* see gs_node.topo_choice */
+  uint8_t set_score[256];                   /* see gs_node.topo_set_score */
 };
 
 struct alloc_rec;
@@ -39,6 +47,12 @@ struct node_rec {
   struct topo_ref *topo; /* NULL when the node has no topology */
   struct alloc_rec **allocs;
   size_t nallocs, cap_allocs;
+  /* The record, its name and its first GPU array are one heap block, so a
+   * lookup's name compare and the placement that follows touch adjacent
+   * memory (docs/benchmarks.md, core). A rebuild to more GPUs than the
+   * block holds moves view.gpus to its own array. */
+  struct gs_gpu *inline_gpus;
+  uint32_t ninline;
 };
 
 struct alloc_rec {
@@ -54,6 +68,7 @@ struct gs_ledger {
   struct node_rec **nodes;
   size_t nnodes, cap_nodes;
   struct gs_strmap *allocs; /* uid → struct alloc_rec */
+  struct gs_strmap *by_name; /* node name → struct node_rec */
   struct topo_ref **topos;
   size_t ntopos, cap_topos;
 };
@@ -90,11 +105,14 @@ struct gs_ledger *gs_ledger_new(uint32_t unit_mib) {
     return NULL;
   ledger->unit_mib = unit_mib;
   ledger->allocs = gs_strmap_new();
-  if (ledger->allocs == NULL)
+  ledger->by_name = gs_strmap_new();
+  if (ledger->allocs == NULL || ledger->by_name == NULL)
     goto free_ledger;
   return ledger;
 
 free_ledger:
+  gs_strmap_free(ledger->allocs);
+  gs_strmap_free(ledger->by_name);
   gs_free(ledger);
   return NULL;
 }
@@ -108,6 +126,7 @@ void gs_ledger_free(struct gs_ledger *ledger) {
     node_free(ledger, ledger->nodes[i]);
   gs_free(ledger->nodes);
   gs_strmap_free(ledger->allocs);
+  gs_strmap_free(ledger->by_name);
   assert(ledger->ntopos == 0); /* every node released its matrix */
   gs_free(ledger->topos);
   gs_free(ledger);
@@ -125,6 +144,34 @@ static uint64_t topo_hash(const struct gs_topo *t) {
   for (size_t i = 0; i < sizeof *t; i++)
     h = (h ^ b[i]) * 0x100000001b3ull;
   return h;
+}
+
+/* Every answer of gs_topo_choose for a small matrix (at most 8 × 256
+ * searches, a few milliseconds once per distinct matrix). An answer the
+ * search could not give stays 0: placement then asks again. Running out of
+ * memory is reported (the house rule: an allocation failure is an error
+ * and changes nothing), not degraded into a silent cache miss. */
+static enum gs_err topo_precompute(struct topo_ref *ref) {
+  const struct gs_topo *t = &ref->topo;
+  if (t->n == 0 || t->n > GS_TOPO_TABLE_GPUS)
+    return GS_EOK;
+  for (uint32_t mask = 1; mask < (1u << t->n); mask++)
+    ref->set_score[mask] = (uint8_t)gs_topo_set_score(t, mask);
+  for (uint32_t k = 1; k <= t->n; k++) {
+    for (uint32_t mask = 1; mask < (1u << t->n); mask++) {
+      uint64_t set = 0;
+      enum gs_err err;
+      if ((uint32_t)__builtin_popcount(mask) < k)
+        continue;
+      err = gs_topo_choose(t, mask, k, &set);
+      if (err == GS_ENOMEM)
+        return err;
+      if (err == GS_EOK)
+        ref->choice[(k - 1) * 256 + mask] = (uint8_t)set;
+    }
+  }
+  ref->has_choice = true;
+  return GS_EOK;
 }
 
 /* Takes a reference on the interned copy of t, creating it if needed. */
@@ -149,6 +196,10 @@ static enum gs_err topo_acquire(struct gs_ledger *ledger, const struct gs_topo *
   ref->topo = *t;
   ref->hash = hash;
   ref->refs = 1;
+  if (topo_precompute(ref) != GS_EOK) {
+    gs_free(ref);
+    return GS_ENOMEM;
+  }
   ledger->topos[ledger->ntopos++] = ref;
   *ret = ref;
   return GS_EOK;
@@ -260,13 +311,9 @@ static size_t node_search(const struct gs_ledger *ledger, const char *name) {
 }
 
 static struct node_rec *node_find(const struct gs_ledger *ledger, const char *name) {
-  size_t pos;
   if (name == NULL)
     return NULL;
-  pos = node_search(ledger, name);
-  if (pos < ledger->nnodes && strcmp(ledger->nodes[pos]->view.name, name) == 0)
-    return ledger->nodes[pos];
-  return NULL;
+  return gs_strmap_get(ledger->by_name, name);
 }
 
 static void alloc_free_all(struct gs_ledger *ledger, struct node_rec *node) {
@@ -285,8 +332,8 @@ static void node_free(struct gs_ledger *ledger, struct node_rec *node) {
   alloc_free_all(ledger, node);
   gs_free(node->allocs);
   topo_release(ledger, node->topo);
-  gs_free(node->view.gpus);
-  gs_free(node->view.name);
+  if (node->view.gpus != node->inline_gpus)
+    gs_free(node->view.gpus);
   gs_free(node);
 }
 
@@ -328,7 +375,7 @@ static enum gs_err node_update(struct gs_ledger *ledger, struct node_rec *node,
   enum gs_err err;
   for (uint32_t i = 0; !rebuild && i < n; i++)
     rebuild = node->view.gpus[i].total_mib != total_mib[i];
-  if (rebuild && n > 0) {
+  if (rebuild && n > node->ninline) {
     gpus = gs_calloc(n, sizeof *gpus);
     if (gpus == NULL)
       return GS_ENOMEM;
@@ -340,7 +387,10 @@ static enum gs_err node_update(struct gs_ledger *ledger, struct node_rec *node,
   }
   /* Nothing can fail from here on. */
   if (rebuild) {
-    gs_free(node->view.gpus);
+    if (gpus == NULL && n > 0)
+      gpus = node->inline_gpus; /* fits the record's own array */
+    if (node->view.gpus != node->inline_gpus)
+      gs_free(node->view.gpus);
     node->view.gpus = gpus;
     node->view.ngpus = n;
     gpus_init(gpus, n, total_mib, node->view.unhealthy_mask);
@@ -352,6 +402,8 @@ static enum gs_err node_update(struct gs_ledger *ledger, struct node_rec *node,
   topo_release(ledger, node->topo);
   node->topo = ref;
   node->view.topo = ref ? &ref->topo : NULL;
+  node->view.topo_choice = ref && ref->has_choice ? ref->choice : NULL;
+  node->view.topo_set_score = ref && ref->has_choice ? ref->set_score : NULL;
   return GS_EOK;
 
 free_gpus:
@@ -364,30 +416,38 @@ static enum gs_err node_insert(struct gs_ledger *ledger, size_t pos,
                                const uint64_t *total_mib, const struct gs_topo *topo) {
   struct node_rec *node;
   enum gs_err err = GS_ENOMEM;
+  size_t name_len, gpus_off;
   if (grow((void **)&ledger->nodes, &ledger->cap_nodes, ledger->nnodes + 1,
-           sizeof *ledger->nodes) != GS_EOK)
+           sizeof *ledger->nodes) != GS_EOK ||
+      gs_strmap_reserve(ledger->by_name, 1) != GS_EOK)
     return GS_ENOMEM;
-  node = gs_calloc(1, sizeof *node);
+  name_len = strlen(spec->name) + 1;
+  gpus_off = (sizeof *node + name_len + _Alignof(struct gs_gpu) - 1) /
+             _Alignof(struct gs_gpu) * _Alignof(struct gs_gpu);
+  node = gs_calloc(1, gpus_off + (size_t)n * sizeof(struct gs_gpu));
   if (node == NULL)
     return GS_ENOMEM;
-  node->view.name = gs_strdup(spec->name);
-  if (node->view.name == NULL)
-    goto free_node;
+  node->view.name = memcpy((char *)node + sizeof *node, spec->name, name_len);
   if (n > 0) {
-    node->view.gpus = gs_calloc(n, sizeof *node->view.gpus);
-    if (node->view.gpus == NULL)
-      goto free_node;
+    node->inline_gpus = (struct gs_gpu *)(void *)((char *)node + gpus_off);
+    node->ninline = n;
+    node->view.gpus = node->inline_gpus;
   }
   if (topo != NULL) {
     err = topo_acquire(ledger, topo, &node->topo);
     if (err != GS_EOK)
       goto free_node;
     node->view.topo = &node->topo->topo;
+    node->view.topo_choice = node->topo->has_choice ? node->topo->choice : NULL;
+    node->view.topo_set_score = node->topo->has_choice ? node->topo->set_score : NULL;
   }
   node->view.mode = spec->mode;
   node->view.placement = spec->placement;
   node->view.ngpus = n;
   gpus_init(node->view.gpus, n, total_mib, 0);
+  /* Room was reserved and the name is new: put cannot fail. */
+  err = gs_strmap_put(ledger->by_name, node->view.name, node);
+  assert(err == GS_EOK);
   memmove(&ledger->nodes[pos + 1], &ledger->nodes[pos],
           (ledger->nnodes - pos) * sizeof *ledger->nodes);
   ledger->nodes[pos] = node;
@@ -430,6 +490,7 @@ enum gs_err gs_ledger_node_remove(struct gs_ledger *ledger, const char *name) {
   pos = node_search(ledger, name);
   if (pos >= ledger->nnodes || strcmp(ledger->nodes[pos]->view.name, name) != 0)
     return GS_ENOTFOUND;
+  gs_strmap_del(ledger->by_name, name);
   node_free(ledger, ledger->nodes[pos]);
   memmove(&ledger->nodes[pos], &ledger->nodes[pos + 1],
           (ledger->nnodes - pos - 1) * sizeof *ledger->nodes);
@@ -452,6 +513,26 @@ enum gs_err gs_ledger_node_set_unhealthy(struct gs_ledger *ledger, const char *n
 const struct gs_node *gs_ledger_node_get(const struct gs_ledger *ledger, const char *name) {
   struct node_rec *node = node_find(ledger, name);
   return node ? &node->view : NULL;
+}
+
+void gs_ledger_nodes_get(const struct gs_ledger *ledger, const char *const *names, size_t n,
+                         const struct gs_node **ret) {
+  enum { CHUNK = 16 };
+  uint64_t hash[CHUNK];
+  for (size_t base = 0; base < n; base += CHUNK) {
+    size_t m = n - base < CHUNK ? n - base : CHUNK;
+    for (size_t j = 0; j < m; j++) {
+      const char *name = names[base + j];
+      hash[j] = name != NULL ? gs_strmap_hash(name) : 0;
+      gs_strmap_prefetch(ledger->by_name, hash[j]);
+    }
+    for (size_t j = 0; j < m; j++) {
+      const char *name = names[base + j];
+      struct node_rec *node =
+          name != NULL ? gs_strmap_get_hashed(ledger->by_name, name, hash[j]) : NULL;
+      ret[base + j] = node ? &node->view : NULL;
+    }
+  }
 }
 
 size_t gs_ledger_node_count(const struct gs_ledger *ledger) { return ledger->nnodes; }

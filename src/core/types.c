@@ -58,7 +58,7 @@ bool gs_mode_is_memory(enum gs_mode mode) {
 }
 
 const char *gs_placement_name(enum gs_placement p) {
-  return p == GS_PLACE_SPREAD ? "spread" : "binpack";
+  return p == GS_PLACE_SPREAD ? "spread" : p == GS_PLACE_FRAG ? "frag" : "binpack";
 }
 
 enum gs_placement gs_placement_parse(const char *label) {

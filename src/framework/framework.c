@@ -105,13 +105,35 @@ static enum gs_code run_pre_filter(struct gs_fw *fw, const struct gs_cycle *c,
   return any ? GS_CODE_SUCCESS : GS_CODE_SKIP;
 }
 
+#define RESOLVE_BATCH 64
+#define PREFETCH_AHEAD 4
+
+/* Every cache line of a node's GPU array. */
+static void prefetch_gpus(const struct gs_node *node) {
+#if defined(__GNUC__)
+  if (node == NULL)
+    return;
+  for (size_t off = 0; off < node->ngpus * sizeof *node->gpus; off += 64)
+    __builtin_prefetch((const char *)node->gpus + off);
+#else
+  (void)node;
+#endif
+}
+
+static void copy_reason(char out[GS_REASON_MAX], const char *text) {
+  size_t n = strnlen(text, GS_REASON_MAX - 1);
+  memcpy(out, text, n);
+  out[n] = '\0';
+}
+
 /* Filter and score of one node under the read lock. Plugins whose
- * pre_filter skipped the pod are consulted too: a plugin decides per hook. */
-static void run_node(struct gs_fw *fw, const struct gs_cycle *c, const char *name, bool score,
-                     struct gs_fw_result *r) {
-  const struct gs_node *node = gs_ledger_node_get(fw->ledger, name);
+ * pre_filter skipped the pod are consulted too: a plugin decides per hook.
+ * For prioritize, a plugin's filter_score hook does both in one pass. */
+static void run_node(struct gs_fw *fw, const struct gs_cycle *c, const struct gs_node *node,
+                     bool score, struct gs_fw_result *r) {
   struct gs_status st;
-  int64_t total = 0;
+  int64_t total = 0, early[GS_FW_MAX_PLUGINS];
+  bool early_scored[GS_FW_MAX_PLUGINS];
   size_t scored = 0;
 
   r->code = GS_CODE_SUCCESS;
@@ -123,22 +145,34 @@ static void run_node(struct gs_fw *fw, const struct gs_cycle *c, const char *nam
     return;
   }
   for (size_t i = 0; i < fw->nplugins; i++) {
+    const struct gs_plugin_ops *p = fw->plugins[i];
     enum gs_code code;
-    if (fw->plugins[i]->filter == NULL)
-      continue;
     st.code = GS_CODE_SUCCESS;
     st.reason[0] = '\0';
-    code = fw->plugins[i]->filter(fw->state[i], c, node, &st);
+    early_scored[i] = false;
+    if (score && p->filter_score != NULL)
+      code = p->filter_score(fw->state[i], c, node, &st, &early[i], &early_scored[i]);
+    else if (p->filter != NULL)
+      code = p->filter(fw->state[i], c, node, &st);
+    else
+      continue;
     if (code == GS_CODE_SUCCESS || code == GS_CODE_SKIP)
       continue;
     r->code = code == GS_CODE_UNRESOLVABLE ? GS_CODE_UNRESOLVABLE : GS_CODE_UNSCHEDULABLE;
-    snprintf(r->reason, sizeof r->reason, "%s", st.reason);
+    copy_reason(r->reason, st.reason); /* per node: no formatter */
     return;
   }
   if (!score)
     return;
   for (size_t i = 0; i < fw->nplugins; i++) {
     int64_t s = 0;
+    if (fw->plugins[i]->filter_score != NULL) {
+      if (early_scored[i]) {
+        total += early[i];
+        scored++;
+      }
+      continue;
+    }
     if (fw->plugins[i]->score == NULL)
       continue;
     if (fw->plugins[i]->score(fw->state[i], c, node, &s) != GS_CODE_SUCCESS)
@@ -180,8 +214,23 @@ static enum gs_err run_verb(struct gs_fw *fw, const struct gs_pod_request *pod,
     return GS_EOK;
   }
   pthread_rwlock_rdlock(&fw->lock);
-  for (size_t i = 0; i < n; i++)
-    run_node(fw, &c, nodes[i], score, &ret[i]);
+  /* Names are resolved a batch at a time, then each node's GPUs are
+   * prefetched a few nodes ahead: over thousands of nodes the lookups and
+   * first touches are cache misses, and a tight lookup loop lets them
+   * overlap instead of queueing behind each node's plugin work
+   * (docs/benchmarks.md, core). */
+  for (size_t base = 0; base < n; base += RESOLVE_BATCH) {
+    const struct gs_node *batch[RESOLVE_BATCH];
+    size_t m = n - base < RESOLVE_BATCH ? n - base : RESOLVE_BATCH;
+    gs_ledger_nodes_get(c.ledger, nodes + base, m, batch);
+    for (size_t j = 0; j < m && j < PREFETCH_AHEAD; j++)
+      prefetch_gpus(batch[j]);
+    for (size_t j = 0; j < m; j++) {
+      if (j + PREFETCH_AHEAD < m)
+        prefetch_gpus(batch[j + PREFETCH_AHEAD]);
+      run_node(fw, &c, batch[j], score, &ret[base + j]);
+    }
+  }
   pthread_rwlock_unlock(&fw->lock);
   return GS_EOK;
 }

@@ -18,7 +18,7 @@ enum gs_err gs_kube_configmap_data(struct gs_cluster *cluster, const char *ns, c
                                    volatile sig_atomic_t *stop, json_t **ret) {
   struct gs__kube *k = cluster->self;
   struct gs__kube_handle h;
-  struct gs__kbuf path = {.max = 4096};
+  struct gs__kbuf path = {.max = 64 * 1024}; /* a zero cap refused every byte */
   struct gs__backoff bo;
   enum gs_err err;
 

@@ -44,6 +44,137 @@ static bool wanted(const struct gs__informer *inf, const json_t *obj) {
   return name != NULL && strncmp(name, inf->name_prefix, strlen(inf->name_prefix)) == 0;
 }
 
+/* ---- compact cache entries -------------------------------------------------
+ *
+ * Pods and nodes are cached in the few fields the informer is asked for
+ * later: uid and resourceVersion (what changed on a relist), and for a pod
+ * its nodeName and phase (pod_get of a bound pod: bind's idempotent
+ * retry). The sink always gets the object whole, as it arrives. A pending
+ * pod (no nodeName) is cached whole: bind decodes its request from it.
+ * Whole objects cost 7-10 KiB each in jansson (a real pod with
+ * managedFields several times that): at 50,000 pods the cache was 500 MiB
+ * of the extender's 507 (docs/benchmarks.md, memory). The compact entry is
+ * one JSON string "uid\x1frv\x1fnodeName\x1fphase" (nodes: "uid\x1frv"). */
+
+#define ENTRY_SEP '\x1f'
+#define ENTRY_FIELDS 4
+
+struct entry_ids {
+  const char *f[ENTRY_FIELDS]; /* uid, resourceVersion, nodeName, phase */
+  size_t len[ENTRY_FIELDS];
+};
+
+static const char *spec_node(const json_t *obj) {
+  const json_t *v = json_object_get(json_object_get(obj, "spec"), "nodeName");
+  return json_is_string(v) ? json_string_value(v) : NULL;
+}
+
+static const char *status_phase(const json_t *obj) {
+  const json_t *v = json_object_get(json_object_get(obj, "status"), "phase");
+  return json_is_string(v) ? json_string_value(v) : NULL;
+}
+
+static void entry_ids(const json_t *e, struct entry_ids *ids) {
+  memset(ids, 0, sizeof *ids);
+  if (json_is_string(e)) {
+    const char *p = json_string_value(e), *end = p + json_string_length(e);
+    for (int i = 0; i < ENTRY_FIELDS && p <= end; i++) {
+      const char *q = memchr(p, ENTRY_SEP, (size_t)(end - p));
+      if (q == NULL)
+        q = end;
+      ids->f[i] = p;
+      ids->len[i] = (size_t)(q - p);
+      p = q + 1;
+    }
+    return;
+  }
+  ids->f[0] = meta_str(e, "uid");
+  ids->f[1] = meta_str(e, "resourceVersion");
+  ids->f[2] = spec_node(e);
+  ids->f[3] = status_phase(e);
+  for (int i = 0; i < ENTRY_FIELDS; i++)
+    ids->len[i] = ids->f[i] ? strlen(ids->f[i]) : 0;
+}
+
+/* Field i of two entries (either form) equal; absent equals absent. */
+static bool ids_eq(const struct entry_ids *a, const struct entry_ids *b, int i) {
+  if (a->f[i] == NULL || b->f[i] == NULL)
+    return a->f[i] == b->f[i];
+  return a->len[i] == b->len[i] && memcmp(a->f[i], b->f[i], a->len[i]) == 0;
+}
+
+/* What the cache keeps of obj: a new reference. */
+static json_t *cache_form(const struct gs__informer *inf, json_t *obj) {
+  struct entry_ids ids;
+  char *text, *p;
+  size_t n = 0;
+  int nf = inf->kind == GS__INF_PODS ? 4 : 2;
+  json_t *out;
+  if (inf->kind != GS__INF_PODS && inf->kind != GS__INF_NODES)
+    return json_incref(obj);
+  if (inf->kind == GS__INF_PODS && (spec_node(obj) == NULL || spec_node(obj)[0] == '\0'))
+    return json_incref(obj); /* pending: bind needs it whole */
+  entry_ids(obj, &ids);
+  for (int i = 0; i < nf; i++) {
+    if (ids.f[i] != NULL && memchr(ids.f[i], ENTRY_SEP, ids.len[i]) != NULL)
+      return json_incref(obj); /* cannot be split back: keep it whole */
+    n += ids.len[i] + 1;
+  }
+  text = malloc(n);
+  if (text == NULL)
+    return json_incref(obj);
+  for (int i = 0, at = 0; i < nf; i++) {
+    if (ids.len[i] > 0)
+      memcpy(text + at, ids.f[i], ids.len[i]);
+    at += (int)ids.len[i];
+    text[at++] = i + 1 < nf ? ENTRY_SEP : '\0';
+  }
+  p = text;
+  out = json_stringn(p, n - 1);
+  free(text);
+  return out != NULL ? out : json_incref(obj); /* invalid UTF-8: keep it whole */
+}
+
+static json_t *text_n(const char *p, size_t n) { return json_stringn(p ? p : "", p ? n : 0); }
+
+/* A compact entry back as an object with what it kept (new reference). */
+static json_t *expand(const struct gs__informer *inf, const char *key, const json_t *e) {
+  struct entry_ids ids;
+  const char *slash;
+  json_t *obj, *meta;
+  if (!json_is_string(e))
+    return json_incref((json_t *)e);
+  entry_ids(e, &ids);
+  obj = json_object();
+  meta = json_object();
+  if (obj == NULL || meta == NULL)
+    goto fail;
+  json_object_set_new(obj, "kind", json_string(inf->item_kind));
+  json_object_set_new(obj, "apiVersion", json_string("v1"));
+  json_object_set_new(obj, "metadata", meta);
+  slash = inf->kind == GS__INF_PODS ? strchr(key, '/') : NULL;
+  if (slash != NULL) {
+    json_object_set_new(meta, "namespace", text_n(key, (size_t)(slash - key)));
+    json_object_set_new(meta, "name", json_string(slash + 1));
+  } else {
+    json_object_set_new(meta, "name", json_string(key));
+  }
+  if (ids.len[0] > 0)
+    json_object_set_new(meta, "uid", text_n(ids.f[0], ids.len[0]));
+  if (ids.len[1] > 0)
+    json_object_set_new(meta, "resourceVersion", text_n(ids.f[1], ids.len[1]));
+  if (inf->kind == GS__INF_PODS) {
+    json_object_set_new(obj, "spec", json_pack("{s:o}", "nodeName", text_n(ids.f[2], ids.len[2])));
+    if (ids.len[3] > 0)
+      json_object_set_new(obj, "status", json_pack("{s:o}", "phase", text_n(ids.f[3], ids.len[3])));
+  }
+  return obj;
+fail:
+  json_decref(obj);
+  json_decref(meta);
+  return NULL;
+}
+
 /* ---- delivery ------------------------------------------------------------- */
 
 static void deliver_upsert(struct gs__informer *inf, const json_t *obj) {
@@ -151,9 +282,11 @@ void gs__informer_release(struct gs__informer *inf) {
 }
 
 json_t *gs__informer_get(struct gs__informer *inf, const char *key) {
-  json_t *obj;
+  json_t *e, *obj = NULL;
   pthread_mutex_lock(&inf->mu);
-  obj = json_incref(json_object_get(inf->cache, key));
+  e = json_object_get(inf->cache, key);
+  if (e != NULL)
+    obj = expand(inf, key, e);
   pthread_mutex_unlock(&inf->mu);
   return obj;
 }
@@ -183,12 +316,16 @@ static bool back_off(struct gs__informer *inf, long retry_after_s) {
   return gs__kube_sleep(inf->k, ms);
 }
 
-/* Adds one page's items to fresh; sets rv and cont (malloc'd or NULL). */
+/* Adds one page's items to fresh in their cache form, and tells the sink
+ * about those that are new or changed against the current cache, whole and
+ * at once, so a list never holds every object whole (apply_list reports
+ * the ones gone). Sets rv and cont (malloc'd or NULL). */
 static enum gs_err take_page(struct gs__informer *inf, const struct gs__kube_resp *resp,
                              json_t *fresh, char *rv, char **cont) {
   json_t *doc = json_loadb(resp->body.p, resp->body.len, 0, NULL), *items, *item;
   const char *v;
   size_t i;
+  bool full;
   char key[GS_NS_MAX + GS_NAME_MAX + 4];
   *cont = NULL;
   if (doc == NULL)
@@ -198,7 +335,15 @@ static enum gs_err take_page(struct gs__informer *inf, const struct gs__kube_res
     json_decref(doc);
     return GS_EPARSE;
   }
+  /* A relist for a leader take-over replays everything, so the new leader
+   * can rebuild from it; other relists deliver only what changed. */
+  pthread_mutex_lock(&inf->k->mu);
+  full = inf->cur_gen != inf->list_gen;
+  pthread_mutex_unlock(&inf->k->mu);
+  pthread_mutex_lock(&inf->k->sink_mu);
   json_array_foreach(items, i, item) {
+    json_t *prev, *prev_obj;
+    struct entry_ids a, b;
     if (!json_is_object(item) || !wanted(inf, item) || !object_key(inf, item, key, sizeof key))
       continue;
     /* Items of a list carry no kind/apiVersion; watch objects do. */
@@ -206,11 +351,25 @@ static enum gs_err take_page(struct gs__informer *inf, const struct gs__kube_res
       json_object_set_new(item, "kind", json_string(inf->item_kind));
     if (json_object_get(item, "apiVersion") == NULL)
       json_object_set_new(item, "apiVersion", json_string("v1"));
-    if (json_object_set(fresh, key, item) != 0) {
+    if (json_object_set_new(fresh, key, cache_form(inf, item)) != 0) {
+      pthread_mutex_unlock(&inf->k->sink_mu);
       json_decref(doc);
       return GS_ENOMEM;
     }
+    pthread_mutex_lock(&inf->mu);
+    prev = json_object_get(inf->cache, key);
+    prev_obj = prev != NULL ? expand(inf, key, prev) : NULL;
+    pthread_mutex_unlock(&inf->mu);
+    entry_ids(item, &a);
+    if (prev_obj != NULL)
+      entry_ids(prev_obj, &b);
+    if (prev_obj != NULL && !ids_eq(&a, &b, 0))
+      deliver_delete(inf, prev_obj); /* replaced under the same name */
+    if (full || prev_obj == NULL || !ids_eq(&a, &b, 0) || !ids_eq(&a, &b, 1))
+      deliver_upsert(inf, item);
+    json_decref(prev_obj);
   }
+  pthread_mutex_unlock(&inf->k->sink_mu);
   v = meta_str(doc, "resourceVersion");
   snprintf(rv, GS_KUBE_RV_MAX + 1, "%s", v ? v : "");
   v = meta_str(doc, "continue");
@@ -222,12 +381,13 @@ static enum gs_err take_page(struct gs__informer *inf, const struct gs__kube_res
   return GS_EOK;
 }
 
-/* Replaces the cache with fresh and tells the sink what changed. */
+/* Replaces the cache with fresh and tells the sink what is gone (new and
+ * changed objects were told page by page, take_page). */
 static void apply_list(struct gs__informer *inf, json_t *fresh, const char *rv) {
   struct gs__kube *k = inf->k;
-  json_t *old, *obj, *prev;
+  json_t *old, *prev;
   const char *key;
-  bool all, full;
+  bool all;
   pthread_mutex_lock(&k->sink_mu);
   pthread_mutex_lock(&inf->mu);
   old = inf->cache;
@@ -235,20 +395,12 @@ static void apply_list(struct gs__informer *inf, json_t *fresh, const char *rv) 
   snprintf(inf->rv, sizeof inf->rv, "%s", rv);
   pthread_mutex_unlock(&inf->mu);
   json_object_foreach(old, key, prev) {
-    obj = json_object_get(fresh, key);
-    if (obj == NULL || !str_eq(meta_str(obj, "uid"), meta_str(prev, "uid")))
-      deliver_delete(inf, prev);
-  }
-  /* A relist for a leader take-over replays everything, so the new leader
-   * can rebuild from it; other relists deliver only what changed. */
-  pthread_mutex_lock(&k->mu);
-  full = inf->cur_gen != inf->list_gen;
-  pthread_mutex_unlock(&k->mu);
-  json_object_foreach(fresh, key, obj) {
-    prev = json_object_get(old, key);
-    if (full || prev == NULL || !str_eq(meta_str(obj, "uid"), meta_str(prev, "uid")) ||
-        !str_eq(meta_str(obj, "resourceVersion"), meta_str(prev, "resourceVersion")))
-      deliver_upsert(inf, obj);
+    if (json_object_get(fresh, key) == NULL) {
+      json_t *gone = expand(inf, key, prev);
+      if (gone != NULL)
+        deliver_delete(inf, gone);
+      json_decref(gone);
+    }
   }
   pthread_mutex_lock(&k->mu);
   if (!inf->listed) {
@@ -366,11 +518,12 @@ static void apply_event(struct gs__informer *inf, const char *type, json_t *obj)
     return;
   pthread_mutex_lock(&k->sink_mu);
   pthread_mutex_lock(&inf->mu);
-  prev = json_incref(json_object_get(inf->cache, key));
+  prev = json_object_get(inf->cache, key);
+  prev = prev != NULL ? expand(inf, key, prev) : NULL;
   if (del)
     json_object_del(inf->cache, key);
   else
-    json_object_set(inf->cache, key, obj);
+    json_object_set_new(inf->cache, key, cache_form(inf, obj));
   pthread_mutex_unlock(&inf->mu);
   if (del) {
     deliver_delete(inf, obj);

@@ -380,7 +380,8 @@ static void route_filter(struct gs_server *s, const struct gs_http_request *req,
     respond(resp, 200, "application/json", gs_api_filter_error_dump(err));
     goto done;
   }
-  res = calloc(args.nnodes ? args.nnodes : 1, sizeof *res);
+  /* gs_fw_filter writes every entry; zeroing 272 bytes a node was waste. */
+  res = malloc((args.nnodes ? args.nnodes : 1) * sizeof *res);
   out = gs_api_filter_result_new(args.by_names);
   if (res == NULL || out == NULL ||
       gs_fw_filter(s->fw, pod, args.names, args.nnodes, now_ns(), res) != GS_EOK) {
@@ -440,7 +441,7 @@ static void route_prioritize(struct gs_server *s, const struct gs_http_request *
     respond_error(resp, 400, err);
     goto done;
   }
-  res = calloc(args.nnodes ? args.nnodes : 1, sizeof *res);
+  res = malloc((args.nnodes ? args.nnodes : 1) * sizeof *res); /* all written */
   scores = calloc(args.nnodes ? args.nnodes : 1, sizeof *scores);
   if (res == NULL || scores == NULL ||
       gs_fw_prioritize(s->fw, pod, args.names, args.nnodes, now_ns(), res) != GS_EOK) {

@@ -77,6 +77,22 @@ void *gs_strmap_get(const struct gs_strmap *map, const char *key) {
   return map->slots[i].key != NULL ? map->slots[i].value : NULL;
 }
 
+uint64_t gs_strmap_hash(const char *key) { return hash_str(key); }
+
+void gs_strmap_prefetch(const struct gs_strmap *map, uint64_t hash) {
+#if defined(__GNUC__)
+  __builtin_prefetch(&map->slots[(size_t)hash & (map->nslots - 1)]);
+#else
+  (void)map;
+  (void)hash;
+#endif
+}
+
+void *gs_strmap_get_hashed(const struct gs_strmap *map, const char *key, uint64_t hash) {
+  size_t i = find_slot(map, key, hash);
+  return map->slots[i].key != NULL ? map->slots[i].value : NULL;
+}
+
 static enum gs_err resize(struct gs_strmap *map, size_t nslots) {
   struct slot *old = map->slots;
   size_t old_n = map->nslots;

@@ -370,6 +370,240 @@ static void test_bind_and_error_results(void **state) {
   assert_dump(gs_api_error_dump("tab\there \"q\" \\"), "{\"Error\":\"tab\\there \\\"q\\\" \\\\\"}");
 }
 
+/* The filter and prioritize answers are written without jansson values;
+ * they must be the bytes json_dumps gives for the same values, whatever
+ * the names and reasons hold (escapes, UTF-8, invalid UTF-8, '%',
+ * repeated names). The reference here builds them with jansson. */
+static json_t *ref_text(const char *text) {
+  /* gs__api_text's rule: invalid UTF-8 bytes become '?'. */
+  json_t *v = json_string(text);
+  if (v == NULL) {
+    char *copy = strdup(text);
+    for (unsigned char *c = (unsigned char *)copy; *c; c++)
+      if (*c >= 0x80) {
+        size_t n = (*c & 0xE0) == 0xC0 ? 2 : (*c & 0xF0) == 0xE0 ? 3 : (*c & 0xF8) == 0xF0 ? 4 : 0;
+        json_t *probe = NULL;
+        if (n > 0) {
+          char tmp[5] = {0};
+          memcpy(tmp, c, n);
+          probe = strlen(tmp) == n ? json_string(tmp) : NULL;
+        }
+        if (probe == NULL) {
+          *c = '?';
+        } else {
+          json_decref(probe);
+          c += n - 1;
+        }
+      }
+    v = json_string(copy);
+    free(copy);
+  }
+  return v;
+}
+
+static void test_answers_match_jansson(void **state) {
+  static const char *const pool[] = {
+      "gpu-a", "gpu-b", "n\"q", "back\\slash", "tab\there", "ctl\x01\x1f", "caf\xC3\xA9",
+      "\xE2\x82\xAC-euro", "emoji-\xF0\x9F\x98\x80", "slash/ok", "del\x7f",
+  };
+  static const char *const reasons[] = {
+      "insufficient GPU memory on any single GPU", "50% full", "cut \xE2\x82",
+      "bad \xFF byte", "over\xC0\xAFlong", "quote \" and \\", "nl\nx",
+  };
+  uint32_t rng = 99;
+  (void)state;
+  for (int round = 0; round < 300; round++) {
+    struct gs_api_filter_result *r = gs_api_filter_result_new(true);
+    json_t *pass = json_array(), *failed = json_object(), *unres = json_object(), *root;
+    const char *hosts[16];
+    int64_t scores[16];
+    char *got, *want;
+    int n = round % 16;
+    for (int i = 0; i < n; i++) {
+      const char *name = pool[(rng = rng * 1103515245u + 12345u) >> 16 & 0xff ? (rng >> 8) % 11 : 0];
+      const char *why = reasons[(rng >> 4) % 7];
+      hosts[i] = name;
+      scores[i] = (int64_t)((rng >> 12) % 11);
+      switch ((rng >> 20) % 3) {
+      case 0:
+        assert_int_equal(gs_api_filter_result_pass(r, name, NULL), GS_EOK);
+        json_array_append_new(pass, ref_text(name));
+        break;
+      case 1:
+        assert_int_equal(gs_api_filter_result_fail(r, name, why, false), GS_EOK);
+        json_object_set_new(failed, name, ref_text(why));
+        break;
+      default:
+        assert_int_equal(gs_api_filter_result_fail(r, name, why, true), GS_EOK);
+        json_object_set_new(unres, name, ref_text(why));
+        break;
+      }
+    }
+    if (round % 5 == 0)
+      assert_int_equal(gs_api_filter_result_error(r, reasons[round % 7]), GS_EOK);
+    root = json_pack("{s:n,s:o,s:o,s:o,s:s}", "Nodes", "NodeNames", pass, "FailedNodes", failed,
+                     "FailedAndUnresolvableNodes", unres, "Error", "");
+    if (round % 5 == 0) {
+      char *pct = NULL;
+      json_t *e;
+      const char *src = reasons[round % 7];
+      size_t k = 0;
+      pct = calloc(strlen(src) * 3 + 1, 1);
+      for (const char *c = src; *c; c++) {
+        if (*c == '%') {
+          memcpy(pct + k, "\xEF\xBC\x85", 3);
+          k += 3;
+        } else {
+          pct[k++] = *c;
+        }
+      }
+      e = ref_text(pct);
+      json_object_set_new(root, "Error", e);
+      free(pct);
+    }
+    got = gs_api_filter_result_dump(r);
+    want = json_dumps(root, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    assert_non_null(got);
+    assert_string_equal(got, want);
+    free(got);
+    free(want);
+    json_decref(root);
+    gs_api_filter_result_free(r);
+
+    /* Integers of any size and sign print as jansson prints them. */
+    if (round == 0) {
+      const char *h3[] = {"a", "b", "c", "d"};
+      int64_t big[] = {INT64_MIN, -5, 1234567, INT64_MAX};
+      got = gs_api_priorities_dump(h3, big, 4);
+      assert_string_equal(got, "[{\"Host\":\"a\",\"Score\":-9223372036854775808},"
+                               "{\"Host\":\"b\",\"Score\":-5},"
+                               "{\"Host\":\"c\",\"Score\":1234567},"
+                               "{\"Host\":\"d\",\"Score\":9223372036854775807}]");
+      free(got);
+    }
+    /* Prioritize: the same names as hosts. */
+    {
+      json_t *list = json_array();
+      for (int i = 0; i < n; i++)
+        json_array_append_new(list, json_pack("{s:o,s:I}", "Host", ref_text(hosts[i]), "Score",
+                                              (json_int_t)scores[i]));
+      got = gs_api_priorities_dump(hosts, scores, (size_t)n);
+      want = json_dumps(list, JSON_COMPACT | JSON_PRESERVE_ORDER);
+      assert_non_null(got);
+      assert_string_equal(got, want);
+      free(got);
+      free(want);
+      json_decref(list);
+    }
+  }
+}
+
+/* The fast scanner for the common ExtenderArgs shape must agree with the
+ * general path on every body. An unknown leading member ("_x":0) sends a
+ * body down the general path without changing what it means, so each body
+ * is decoded both ways: valid shapes, near misses, and random mutations. */
+static void decode_both(const char *body, size_t len) {
+  struct gs_api_args a, b;
+  struct gs_diag da = {"", ""}, db = {"", ""};
+  enum gs_err ea, eb;
+  size_t i = 0;
+  char *alt;
+  while (i < len && (body[i] == ' ' || body[i] == '\n' || body[i] == '\t' || body[i] == '\r'))
+    i++;
+  if (i >= len || body[i] != '{')
+    return; /* not an object: the fast path never takes it */
+  alt = malloc(len + 8);
+  memcpy(alt, body, i + 1);
+  memcpy(alt + i + 1, "\"_x\":0,", 7);
+  memcpy(alt + i + 8, body + i + 1, len - i - 1);
+  ea = gs_api_args_decode(body, len, &a, &da);
+  eb = gs_api_args_decode(alt, len + 7, &b, &db);
+  /* A body that decodes has members, so the variant is valid JSON too. */
+  assert_int_equal(ea == GS_EOK, eb == GS_EOK);
+  if (ea != GS_EOK) {
+    /* The fast path only ever succeeds; a failure is the general path's. */
+    if (eb == GS_EOK)
+      gs_api_args_release(&b);
+    free(alt);
+    return;
+  }
+  assert_int_equal(a.by_names, b.by_names);
+  assert_int_equal(a.nnodes, b.nnodes);
+  for (size_t k = 0; k < a.nnodes; k++) {
+    assert_string_equal(a.names[k], b.names[k]);
+    assert_ptr_equal(a.nodes[k] == NULL, b.nodes[k] == NULL);
+  }
+  assert_true(json_equal((json_t *)a.pod, (json_t *)b.pod));
+  gs_api_args_release(&a);
+  gs_api_args_release(&b);
+  free(alt);
+}
+
+static void test_args_fast_path_agrees(void **state) {
+  static const char *const bodies[] = {
+      "{\"Pod\":{\"metadata\":{\"name\":\"p\"}},\"Nodes\":null,\"NodeNames\":[\"a\",\"b\"]}",
+      " {\n \"NodeNames\" : [ \"a\" , \"b\" ] ,\t\"Pod\":{\"metadata\":{\"name\":\"p\"}} }\r\n",
+      "{\"Pod\":{\"metadata\":{\"name\":\"p\"}},\"NodeNames\":[]}",
+      "{\"Pod\":{\"metadata\":{\"name\":\"p\"}},\"NodeNames\":[\"a\\u0062\"]}",
+      "{\"Pod\":{\"metadata\":{\"name\":\"p\"}},\"NodeNames\":[\"caf\xC3\xA9\"]}",
+      "{\"Pod\":{\"metadata\":{\"name\":\"p\"}},\"NodeNames\":[\"\"]}",
+      "{\"Pod\":{\"metadata\":{\"name\":\"p\"}},\"NodeNames\":[\"a\"],\"NodeNames\":[\"b\"]}",
+      "{\"Pod\":{\"metadata\":{\"name\":\"p\"}},\"NodeNames\":[\"a\"]} x",
+      "{\"Pod\":{\"metadata\":{\"name\":\"p\"},\"metadata\":{}},\"NodeNames\":[\"a\"]}",
+      "{\"Pod\":{\"metadata\":{\"name\":\"\"}},\"NodeNames\":[\"a\"]}",
+      "{\"Pod\":{\"metadata\":{}},\"NodeNames\":[\"a\"]}",
+      "{\"Pod\":{\"metadata\":{\"name\":\"p\",\"x\":\"}{][\\\"\"}},\"NodeNames\":[\"a\"]}",
+      "{\"Pod\":{\"metadata\":{\"name\":\"p\"}},\"Nodes\":{\"items\":[]},\"NodeNames\":[\"a\"]}",
+      "{\"Pod\":{\"metadata\":{\"name\":\"p\"}},\"Nodes\":null}",
+      "{\"Pod\":null,\"NodeNames\":[\"a\"]}",
+      "{\"Pod\":{\"metadata\":{\"name\":\"p\"}},\"NodeNames\":[\"a\",]}",
+      "{\"Pod\":{\"metadata\":{\"name\":\"p\"}},\"NodeNames\":[\"a\" \"b\"]}",
+      "{\"Pod\":{\"metadata\":{\"name\":\"p\"}},\"NodeNames\":[\"tab\there\"]}",
+      "{\"Pod\":{\"metadata\":{\"name\":\"p\"}} \"NodeNames\":[\"a\"]}",
+      "{\"Pod\":{\"metadata\":{\"name\":\"p\"}},\"NodeNames\":[\"a\"]",
+      "{\"Pod\":{\"metadata\":{\"name\":\"p\"},\"NodeNames\":[\"a\"]}",
+      "{}",
+  };
+  static const char seed[] =
+      "{\"Pod\":{\"apiVersion\":\"v1\",\"metadata\":{\"name\":\"p\",\"labels\":"
+      "{\"aliyun.com/gpu-count\":\"2\"}},\"spec\":{\"containers\":[{\"name\":\"c\","
+      "\"resources\":{\"limits\":{\"aliyun.com/gpu-mem\":\"8\"}}}]}},\"Nodes\":null,"
+      "\"NodeNames\":[\"gpu-a\",\"gpu-b\",\"node-00001\"]}";
+  static const char alphabet[] = "{}[]\",: \\nul0aX\x01\xC3";
+  uint32_t rng = 4242;
+  char buf[sizeof seed + 16];
+  (void)state;
+  for (size_t i = 0; i < sizeof bodies / sizeof bodies[0]; i++)
+    decode_both(bodies[i], strlen(bodies[i]));
+  decode_both(seed, sizeof seed - 1);
+  for (int round = 0; round < 20000; round++) {
+    size_t len = sizeof seed - 1;
+    memcpy(buf, seed, len);
+    for (int k = 0; k < 1 + round % 3; k++) {
+      size_t at;
+      rng = rng * 1103515245u + 12345u;
+      at = (rng >> 8) % len;
+      switch ((rng >> 4) % 3) {
+      case 0: /* replace */
+        buf[at] = alphabet[(rng >> 20) % (sizeof alphabet - 1)];
+        break;
+      case 1: /* delete */
+        memmove(buf + at, buf + at + 1, len - at - 1);
+        len--;
+        break;
+      default: /* insert */
+        if (len + 1 < sizeof buf) {
+          memmove(buf + at + 1, buf + at, len - at);
+          buf[at] = alphabet[(rng >> 20) % (sizeof alphabet - 1)];
+          len++;
+        }
+        break;
+      }
+    }
+    decode_both(buf, len);
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_args_names_form),
@@ -385,6 +619,8 @@ int main(void) {
       cmocka_unit_test(test_bind_args),
       cmocka_unit_test(test_bind_args_errors),
       cmocka_unit_test(test_bind_and_error_results),
+      cmocka_unit_test(test_answers_match_jansson),
+      cmocka_unit_test(test_args_fast_path_agrees),
   };
   return cmocka_run_group_tests_name("api_extender", tests, NULL, NULL);
 }

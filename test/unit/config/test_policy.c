@@ -60,6 +60,14 @@ static void test_valid_strings(void **state) {
   assert_false(p.frag_aware);
   json_decref(v);
 
+  /* The fragmentation-aware node policy (issue 6). */
+  v = data("{\"nodePolicy\":\"frag\",\"fragmentationAware\":\"true\"}");
+  assert_int_equal(gs_config_apply_data(&p, v, &d), GS_EOK);
+  assert_int_equal(p.node_policy, GS_PLACE_FRAG);
+  assert_true(p.frag_aware);
+  assert_string_equal(gs_placement_name(p.node_policy), "frag");
+  json_decref(v);
+
   v = data("{\"gpuMemoryUnit\":\"128Mi\",\"cgpuMaxPodsPerGPU\":\"1024\","
            "\"gangTimeoutSeconds\":\"0001\"}");
   assert_int_equal(gs_config_apply_data(&p, v, &d), GS_EOK);
@@ -120,7 +128,7 @@ static void test_invalid(void **state) {
                 "invalid gpuMemoryUnit 1: accepted values are 1GiB, 128MiB");
   check_invalid("{\"nodePolicy\":\"Spread\",\"gpuMemoryUnit\":\"128MiB\"}", GS_EINVAL,
                 "data.nodePolicy",
-                "invalid nodePolicy \"Spread\": accepted values are binpack, spread");
+                "invalid nodePolicy \"Spread\": accepted values are binpack, spread, frag");
   check_invalid("{\"gpuMemoryUnit\":\"128MiB\",\"cgpuMaxPodsPerGPU\":\"0\"}", GS_EINVAL,
                 "data.cgpuMaxPodsPerGPU",
                 "invalid cgpuMaxPodsPerGPU \"0\": accepted values are integers 1..1024");
@@ -151,7 +159,7 @@ static void test_invalid(void **state) {
   check_invalid("{\"fragmentationAware\":1}", GS_EINVAL, "data.fragmentationAware",
                 "invalid fragmentationAware 1: accepted values are true, false");
   check_invalid("{\"nodePolicy\":null}", GS_EINVAL, "data.nodePolicy",
-                "invalid nodePolicy (empty): accepted values are binpack, spread");
+                "invalid nodePolicy (empty): accepted values are binpack, spread, frag");
 }
 
 /* A real ConfigMap from the apiserver: its keys are not ours, so nothing

@@ -295,8 +295,10 @@ static void test_ledger_new(void **state) {
 
 static void test_node_upsert(void **state) {
   (void)state;
-  assert_true(torture_ledger("insert node", 0, op_insert_node) >= 3);
-  assert_true(torture_ledger("insert node, new topology", 0, op_insert_node_new_topo) >= 4);
+  /* A node is one block (record, name, GPUs): at least that one point. */
+  assert_true(torture_ledger("insert node", 0, op_insert_node) >= 1);
+  /* node block, topology copy, the GPU-set table's searches */
+  assert_true(torture_ledger("insert node, new topology", 0, op_insert_node_new_topo) >= 2);
   assert_true(torture_ledger("update with rebuild", 0, op_update_rebuild) >= 2);
   (void)torture_ledger("update, shrink", 0, op_update_shrink);
 }

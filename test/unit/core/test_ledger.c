@@ -5,6 +5,7 @@
 #include <cmocka.h>
 
 #include <gpushare/ledger.h>
+#include <gpushare/topo.h>
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -517,6 +518,118 @@ static void test_topology_copy(void **state) {
   gs_ledger_free(l);
 }
 
+/* The batch lookup answers as gs_ledger_node_get does, unknown names and
+ * NULL included, across chunk boundaries. */
+static void test_nodes_get(void **state) {
+  struct gs_ledger *l = gs_ledger_new(GS_UNIT_GIB);
+  static char names[100][16];
+  const char *list[101];
+  const struct gs_node *got[101];
+  (void)state;
+  for (int i = 0; i < 100; i++) {
+    snprintf(names[i], sizeof names[i], "n%03d", i);
+    list[i] = names[i];
+    if (i % 3 != 0)
+      add_node(l, names[i], GS_MODE_SHARE, 2, 16);
+  }
+  list[100] = NULL;
+  gs_ledger_nodes_get(l, list, 101, got);
+  for (int i = 0; i < 100; i++)
+    assert_ptr_equal(got[i], gs_ledger_node_get(l, names[i]));
+  assert_null(got[0]);
+  assert_non_null(got[1]);
+  assert_string_equal(got[1]->name, "n001");
+  assert_null(got[100]);
+  gs_ledger_nodes_get(l, list, 0, got); /* nothing to do */
+  /* Removed nodes leave the index. */
+  assert_int_equal(gs_ledger_node_remove(l, "n001"), GS_EOK);
+  gs_ledger_nodes_get(l, list, 3, got);
+  assert_null(got[1]);
+  assert_non_null(got[2]);
+  gs_ledger_free(l);
+}
+
+/* A node's GPUs live in its own record until it grows past them, then in
+ * an array of their own, and back: charges follow every move. */
+static void test_node_gpus_move(void **state) {
+  struct gs_ledger *l = gs_ledger_new(GS_UNIT_GIB);
+  (void)state;
+  add_node(l, "g", GS_MODE_SHARE, 2, 16);
+  assert_int_equal(reserve_one(l, "p1", "g", GS_UNIT_GIB, 1, 4), GS_EOK);
+  add_node(l, "g", GS_MODE_SHARE, 8, 16); /* grows: own array */
+  assert_int_equal(gpu_of(l, "g", 1)->used_mib, 4096);
+  assert_int_equal(reserve_one(l, "p7", "g", GS_UNIT_GIB, 7, 2), GS_EOK);
+  add_node(l, "g", GS_MODE_SHARE, 2, 32); /* shrinks: back in the record */
+  assert_int_equal(gpu_of(l, "g", 1)->used_mib, 4096);
+  assert_int_equal(gpu_of(l, "g", 1)->total_mib, 32768);
+  assert_int_equal(gs_ledger_node_orphans(l, "g"), 1);
+  add_node(l, "g", GS_MODE_SHARE, 0, 0); /* no GPUs at all */
+  assert_int_equal(gs_ledger_node_get(l, "g")->ngpus, 0);
+  add_node(l, "g", GS_MODE_SHARE, 8, 16);
+  assert_int_equal(gpu_of(l, "g", 7)->used_mib, 2048);
+  assert_int_equal(gs_ledger_release(l, "p7"), GS_EOK);
+  assert_int_equal(gpu_of(l, "g", 7)->used_mib, 0);
+  gs_ledger_free(l);
+}
+
+/* The precomputed topology tables hold exactly gs_topo_choose's and
+ * gs_topo_set_score's answers; larger matrices have none. */
+static void test_topology_tables(void **state) {
+  static const char dgx1[] =
+      "\tGPU0\tGPU1\tGPU2\tGPU3\tGPU4\tGPU5\tGPU6\tGPU7\n"
+      "GPU0\t X \tNV1\tNV1\tNV2\tNV2\tSYS\tSYS\tSYS\n"
+      "GPU1\tNV1\t X \tNV2\tNV1\tSYS\tNV2\tSYS\tSYS\n"
+      "GPU2\tNV1\tNV2\t X \tNV2\tSYS\tSYS\tNV1\tSYS\n"
+      "GPU3\tNV2\tNV1\tNV2\t X \tSYS\tSYS\tSYS\tNV1\n"
+      "GPU4\tNV2\tSYS\tSYS\tSYS\t X \tNV1\tNV1\tNV2\n"
+      "GPU5\tSYS\tNV2\tSYS\tSYS\tNV1\t X \tNV2\tNV1\n"
+      "GPU6\tSYS\tSYS\tNV1\tSYS\tNV1\tNV2\t X \tNV2\n"
+      "GPU7\tSYS\tSYS\tSYS\tNV1\tNV2\tNV1\tNV2\t X \n";
+  struct gs_ledger *l = gs_ledger_new(GS_UNIT_GIB);
+  struct gs_topo *t = calloc(1, sizeof *t);
+  struct gs_node_spec s = node_spec("t", GS_MODE_TOPOLOGY, 8, 0);
+  const struct gs_node *n;
+  (void)state;
+  assert_int_equal(gs_topo_parse_text(dgx1, sizeof dgx1 - 1, t, NULL), GS_EOK);
+  s.has_topo = true;
+  s.topo = t;
+  assert_int_equal(gs_ledger_node_upsert(l, &s), GS_EOK);
+  n = gs_ledger_node_get(l, "t");
+  assert_non_null(n->topo_choice);
+  assert_non_null(n->topo_set_score);
+  for (uint32_t mask = 1; mask < 256; mask++) {
+    assert_int_equal(n->topo_set_score[mask], gs_topo_set_score(n->topo, mask));
+    for (uint32_t k = 1; k <= 8; k++) {
+      uint64_t set = 0;
+      if ((uint32_t)__builtin_popcount(mask) < k) {
+        assert_int_equal(n->topo_choice[(k - 1) * 256 + mask], 0);
+        continue;
+      }
+      assert_int_equal(gs_topo_choose(n->topo, mask, k, &set), GS_EOK);
+      assert_int_equal(n->topo_choice[(k - 1) * 256 + mask], set);
+    }
+  }
+  /* The table follows the node's matrix; none without one. */
+  s.has_topo = false;
+  assert_int_equal(gs_ledger_node_upsert(l, &s), GS_EOK);
+  assert_null(gs_ledger_node_get(l, "t")->topo_choice);
+  assert_null(gs_ledger_node_get(l, "t")->topo_set_score);
+  /* Sixteen GPUs: no table (2^16 masks), placement asks gs_topo_choose. */
+  memset(t, 0, sizeof *t);
+  t->n = 16;
+  for (uint32_t i = 0; i < 16; i++)
+    for (uint32_t j = 0; j < 16; j++)
+      t->link[i * 16 + j] = i == j ? GS_LINK_SELF : GS_LINK_SYS;
+  s = node_spec("t16", GS_MODE_TOPOLOGY, 16, 0);
+  s.has_topo = true;
+  s.topo = t;
+  assert_int_equal(gs_ledger_node_upsert(l, &s), GS_EOK);
+  assert_non_null(gs_ledger_node_get(l, "t16")->topo);
+  assert_null(gs_ledger_node_get(l, "t16")->topo_choice);
+  free(t);
+  gs_ledger_free(l);
+}
+
 /* Design load: 5,000 nodes × 8 GPUs and 50,000 pods; charges stay exact
  * through reserve and release in bulk. */
 static void test_scale(void **state) {
@@ -570,6 +683,9 @@ int main(void) {
       cmocka_unit_test(test_node_alloc_listing),
       cmocka_unit_test(test_topology_copy),
       cmocka_unit_test(test_scale),
+      cmocka_unit_test(test_nodes_get),
+      cmocka_unit_test(test_node_gpus_move),
+      cmocka_unit_test(test_topology_tables),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

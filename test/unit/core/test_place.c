@@ -612,6 +612,204 @@ static void test_pick_then_reserve(void **state) {
   }
 }
 
+/* One GPU with the default chooser takes a one-pass shortcut inside
+ * gs_place_pick; naming the chooser explicitly takes the general path.
+ * Both must agree on every node state, placement and policy (several GPUs
+ * too, which take the general path either way). */
+static void test_one_gpu_shortcut(void **state) {
+  uint32_t rng = 7;
+  (void)state;
+  for (int round = 0; round < 400; round++) {
+    char name[16];
+    const struct gs_node *n;
+    enum gs_mode mode = round % 3 == 0 ? GS_MODE_CGPU : GS_MODE_SHARE;
+    enum gs_placement pl = round % 2 ? GS_PLACE_SPREAD : GS_PLACE_BINPACK;
+    snprintf(name, sizeof name, "r%d", round);
+    add_node(name, mode, pl, 1 + round % 8, round % 5 == 0 ? 32 : 16);
+    n = node(name);
+    for (uint32_t g = 0; g < n->ngpus; g++) {
+      struct gs_alloc_part part;
+      struct gs_alloc a;
+      char uid[48];
+      rng = rng * 1103515245u + 12345u;
+      part = (struct gs_alloc_part){0, g, (rng >> 16) % (n->gpus[g].total_mib / 1024 + 1)};
+      if (part.units == 0)
+        continue;
+      snprintf(uid, sizeof uid, "%s-%u", name, g);
+      a = (struct gs_alloc){.ns = "d", .name = uid, .uid = uid, .node = name,
+                            .kind = GS_ALLOC_MEM, .state = GS_ALLOC_BOUND,
+                            .unit_mib = GS_UNIT_GIB, .assume_time_ns = 1, .nparts = 1,
+                            .parts = &part};
+      assert_int_equal(gs_ledger_reserve(fx.ledger, &a, 0), GS_EOK);
+    }
+    if (round % 7 == 0)
+      assert_int_equal(gs_ledger_node_set_unhealthy(fx.ledger, name, 1u), GS_EOK);
+    n = node(name);
+    for (uint64_t units = 1; units <= 17; units += 4) {
+      for (int frag = 0; frag < 6; frag++) {
+        uint32_t k = 1 + (uint32_t)frag / 2; /* 1, 2, 3 GPUs */
+        struct gs_pod_request r = mem_pod("p", units * k, k);
+        struct gs_choice a, b;
+        char ra[GS_REASON_MAX], rb[GS_REASON_MAX];
+        enum gs_fit fa, fb;
+        fx.policy.frag_aware = frag % 2;
+        fx.policy.node_policy = round % 4 < 2 ? GS_PLACE_BINPACK : GS_PLACE_SPREAD;
+        fa = gs_place_pick(n, &r, &fx.policy, &a, ra);
+        fb = gs_place_pick_with(n, &r, &fx.policy, gs_place_choose_default, NULL, &b, rb);
+        assert_int_equal(fa, fb);
+        assert_string_equal(ra, rb);
+        if (fa != GS_FIT_OK)
+          continue;
+        assert_int_equal(a.ngpus, k);
+        assert_int_equal(b.ngpus, k);
+        assert_memory_equal(a.gpus, b.gpus, k * sizeof a.gpus[0]);
+        assert_int_equal(a.mib_per_gpu, b.mib_per_gpu);
+        assert_int_equal(a.score, b.score);
+      }
+    }
+  }
+  fx.policy.frag_aware = false;
+}
+
+/* ---- nodePolicy frag -------------------------------------------------------------- */
+
+#define GIB 1024u
+
+static void test_frag_dist(void **state) {
+  struct gs_frag_dist d;
+  (void)state;
+  gs_frag_dist_init(&d);
+  assert_int_equal(d.n, 0);
+  gs_frag_dist_add(&d, 1, 8 * GIB);
+  gs_frag_dist_add(&d, 1, 8 * GIB);
+  gs_frag_dist_add(&d, 2, 8 * GIB);
+  gs_frag_dist_add(&d, 0, 8 * GIB); /* nothing to count */
+  gs_frag_dist_add(&d, 1, 0);
+  assert_int_equal(d.n, 2);
+  assert_int_equal(d.total, 3);
+  assert_int_equal(d.c[0].weight, 2);
+  assert_int_equal(d.c[1].k, 2);
+  /* Full: the lightest class makes room. */
+  for (uint32_t i = 2; i < GS_FRAG_CLASSES; i++)
+    gs_frag_dist_add(&d, 1, (uint64_t)(100 + i) * GIB);
+  assert_int_equal(d.n, GS_FRAG_CLASSES);
+  gs_frag_dist_add(&d, 3, 1 * GIB);
+  assert_int_equal(d.n, GS_FRAG_CLASSES);
+  assert_int_equal(d.c[0].weight, 2); /* the heavy one stays */
+  /* The window: weights halve, classes left with nothing go. */
+  for (uint32_t i = 0; i < GS_FRAG_WINDOW; i++)
+    gs_frag_dist_add(&d, 1, 8 * GIB);
+  assert_true(d.total <= GS_FRAG_WINDOW);
+  assert_true(d.n < GS_FRAG_CLASSES);
+  assert_int_equal(d.c[0].mib, 8 * GIB);
+  {
+    uint32_t sum = 0;
+    for (uint32_t c = 0; c < d.n; c++)
+      sum += d.c[c].weight;
+    assert_int_equal(sum, d.total);
+  }
+}
+
+/* The worked example of docs/placement.md: two 32 GiB GPUs, free 10 and
+ * 32; requests of 8 GiB and 32 GiB equally frequent. */
+static void test_frag_delta(void **state) {
+  struct gs_frag_dist d;
+  const uint64_t used[2] = {22, 0};
+  uint32_t g0 = 0, g1 = 1;
+  (void)state;
+  add_node("w", GS_MODE_SHARE, GS_PLACE_BINPACK, 2, 32);
+  load("w", used, 2);
+  gs_frag_dist_init(&d);
+  gs_frag_dist_add(&d, 1, 8 * GIB);
+  gs_frag_dist_add(&d, 1, 32 * GIB);
+  /* On GPU 0 (10 → 2): 8-GiB requests lose 2 GiB, 32-GiB requests had 10
+   * stranded and now 2; weights 8:32 → (8 × 2 − 32 × 8) / 40 = -6 GiB. */
+  assert_int_equal(gs_place_frag_delta(node("w"), &fx.policy, &d, &g0, 1, 8 * GIB), -6 * (int64_t)GIB);
+  /* On GPU 1 (32 → 24): no GPU takes 32 GiB any more: all 34 GiB free are
+   * stranded for that class (+24) → 32 × 24 / 40 = 19.2 GiB. */
+  assert_int_equal(gs_place_frag_delta(node("w"), &fx.policy, &d, &g1, 1, 8 * GIB),
+                   (int64_t)(19.2 * GIB + 0.5));
+  /* Nothing learnt: the request itself is the workload. */
+  gs_frag_dist_init(&d);
+  assert_int_equal(gs_place_frag_delta(node("w"), &fx.policy, &d, &g1, 1, 8 * GIB), 0);
+}
+
+/* The chooser keeps room for the common size where binpack would strand
+ * it, and the score maps the delta onto 0..10. */
+static void test_frag_choose_and_score(void **state) {
+  struct gs_frag_dist d;
+  struct gs_choice c;
+  char reason[GS_REASON_MAX];
+  struct gs_pod_request req = mem_pod("p", 6, 1);
+  const uint64_t used[2] = {6, 4}; /* free 10, 12 */
+  (void)state;
+  add_node("f", GS_MODE_SHARE, GS_PLACE_BINPACK, 2, 16);
+  load("f", used, 2);
+  gs_frag_dist_init(&d);
+  for (int i = 0; i < 10; i++)
+    gs_frag_dist_add(&d, 1, 6 * GIB);
+  gs_frag_dist_add(&d, 1, 4 * GIB);
+  assert_int_equal(gs_place_pick(node("f"), &req, &fx.policy, &c, reason), GS_FIT_OK);
+  assert_int_equal(c.gpus[0], 0); /* binpack: 10 → 4, strands a 6-GiB slot */
+  assert_int_equal(
+      gs_place_pick_with(node("f"), &req, &fx.policy, gs_place_choose_frag, &d, &c, reason),
+      GS_FIT_OK);
+  assert_int_equal(c.gpus[0], 1); /* 12 → 6: another 6 GiB still fits */
+  assert_int_equal(gs_place_frag_score(node("f"), &fx.policy, &d, &c), 5); /* no change */
+  c.gpus[0] = 0;
+  assert_true(gs_place_frag_score(node("f"), &fx.policy, &d, &c) < 5);
+  /* Several GPUs: the default choice. */
+  req = mem_pod("p2", 4, 2);
+  assert_int_equal(
+      gs_place_pick_with(node("f"), &req, &fx.policy, gs_place_choose_frag, &d, &c, reason),
+      GS_FIT_OK);
+  assert_int_equal(c.ngpus, 2);
+  /* Score ends: all of it out of stranded space → 10; as much stranded as
+   * placed → 0. One 16 GiB GPU with 6 free, 16-GiB requests only. */
+  add_node("h", GS_MODE_SHARE, GS_PLACE_BINPACK, 2, 16);
+  {
+    const uint64_t u[2] = {10, 0};
+    load("h", u, 2);
+  }
+  gs_frag_dist_init(&d);
+  gs_frag_dist_add(&d, 1, 16 * GIB);
+  c = (struct gs_choice){.ngpus = 1, .gpus = {0}, .mib_per_gpu = 6 * GIB, .score = 0};
+  assert_int_equal(gs_place_frag_score(node("h"), &fx.policy, &d, &c), 10);
+  c = (struct gs_choice){.ngpus = 1, .gpus = {1}, .mib_per_gpu = 6 * GIB, .score = 0};
+  assert_int_equal(gs_place_frag_score(node("h"), &fx.policy, &d, &c), 0);
+  /* Whole GPUs keep the fill score. */
+  c = (struct gs_choice){.ngpus = 1, .gpus = {1}, .mib_per_gpu = 0, .score = 7};
+  assert_int_equal(gs_place_frag_score(node("h"), &fx.policy, &d, &c), 7);
+}
+
+/* An 8-GPU job needs an empty node: a small pod breaking one scores lower
+ * than the same pod on a node already in use. */
+static void test_frag_keeps_empty_nodes(void **state) {
+  struct gs_frag_dist d;
+  struct gs_choice c;
+  char reason[GS_REASON_MAX];
+  struct gs_pod_request req = mem_pod("small", 8, 1);
+  const uint64_t used[8] = {32, 0, 0, 0, 0, 0, 0, 0};
+  int64_t on_empty, on_used;
+  (void)state;
+  add_node("empty", GS_MODE_SHARE, GS_PLACE_BINPACK, 8, 32);
+  add_node("used", GS_MODE_SHARE, GS_PLACE_BINPACK, 8, 32);
+  load("used", used, 8);
+  gs_frag_dist_init(&d);
+  for (int i = 0; i < 50; i++)
+    gs_frag_dist_add(&d, 1, 8 * GIB);
+  gs_frag_dist_add(&d, 8, 32 * GIB);
+  assert_int_equal(gs_place_pick_with(node("empty"), &req, &fx.policy, gs_place_choose_frag, &d,
+                                      &c, reason),
+                   GS_FIT_OK);
+  on_empty = gs_place_frag_score(node("empty"), &fx.policy, &d, &c);
+  assert_int_equal(gs_place_pick_with(node("used"), &req, &fx.policy, gs_place_choose_frag, &d,
+                                      &c, reason),
+                   GS_FIT_OK);
+  on_used = gs_place_frag_score(node("used"), &fx.policy, &d, &c);
+  assert_true(on_used > on_empty);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(test_policy_defaults, setup, teardown),
@@ -630,6 +828,11 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_frag_aware, setup, teardown),
       cmocka_unit_test_setup_teardown(test_chooser_seam, setup, teardown),
       cmocka_unit_test_setup_teardown(test_pick_then_reserve, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_one_gpu_shortcut, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_frag_dist, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_frag_delta, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_frag_choose_and_score, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_frag_keeps_empty_nodes, setup, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

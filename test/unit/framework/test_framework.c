@@ -225,6 +225,181 @@ static void test_unmanaged_pod_passes(void **state) {
   gs_fw_free(fw);
 }
 
+/* A plugin with filter_score: prioritize takes its one-pass answer and
+ * never calls its score hook; filter still calls filter. */
+static int fs_filter_calls, fs_score_calls, fs_combined_calls;
+static enum gs_code fs_filter(void *self, const struct gs_cycle *c, const struct gs_node *node,
+                              struct gs_status *st) {
+  (void)self;
+  (void)c;
+  fs_filter_calls++;
+  if (strcmp(node->name, "b") == 0)
+    return gs_status_set(st, GS_CODE_UNSCHEDULABLE, "no b");
+  return GS_CODE_SUCCESS;
+}
+static enum gs_code fs_score(void *self, const struct gs_cycle *c, const struct gs_node *node,
+                             int64_t *ret) {
+  (void)self;
+  (void)c;
+  (void)node;
+  fs_score_calls++;
+  *ret = 1;
+  return GS_CODE_SUCCESS;
+}
+static enum gs_code fs_combined(void *self, const struct gs_cycle *c, const struct gs_node *node,
+                                struct gs_status *st, int64_t *ret_score, bool *ret_scored) {
+  (void)self;
+  (void)c;
+  fs_combined_calls++;
+  *ret_scored = false;
+  if (strcmp(node->name, "b") == 0)
+    return gs_status_set(st, GS_CODE_UNSCHEDULABLE, "no b");
+  if (strcmp(node->name, "c") == 0)
+    return GS_CODE_SKIP; /* no opinion: not scored */
+  *ret_score = 7;
+  *ret_scored = true;
+  return GS_CODE_SUCCESS;
+}
+static enum gs_code fs_pre(void *self, const struct gs_cycle *c, struct gs_status *st) {
+  (void)self;
+  (void)c;
+  (void)st;
+  return GS_CODE_SUCCESS;
+}
+static const struct gs_plugin_ops fs_plugin = {
+    .name = "fs",
+    .api_version = GS_PLUGIN_API_VERSION,
+    .pre_filter = fs_pre,
+    .filter = fs_filter,
+    .score = fs_score,
+    .filter_score = fs_combined,
+};
+
+static void test_filter_score_hook(void **state) {
+  static const struct gs_plugin_ops *const list[] = {&fs_plugin};
+  const char *names[] = {"a", "b", "c", "zz"};
+  struct gs_fw_result res[4];
+  struct gs_pod_request pod = mem_pod("p", 1, 1);
+  struct gs_policy policy;
+  struct gs_fw *fw;
+  (void)state;
+  gs_policy_init(&policy);
+  fw = gs_fw_new(&policy, list, 1);
+  assert_non_null(fw);
+  add_node(fw, "a", GS_MODE_SHARE, 1, 16);
+  add_node(fw, "b", GS_MODE_SHARE, 1, 16);
+  add_node(fw, "c", GS_MODE_SHARE, 1, 16);
+  assert_int_equal(gs_fw_prioritize(fw, &pod, names, 4, 1, res), GS_EOK);
+  assert_int_equal(fs_score_calls, 0);
+  assert_int_equal(fs_filter_calls, 0);
+  assert_int_equal(fs_combined_calls, 3); /* zz is unknown to the ledger */
+  assert_int_equal(res[0].code, GS_CODE_SUCCESS);
+  assert_int_equal(res[0].score, 7);
+  assert_int_equal(res[1].code, GS_CODE_UNSCHEDULABLE);
+  assert_string_equal(res[1].reason, "no b");
+  assert_int_equal(res[2].code, GS_CODE_SUCCESS);
+  assert_int_equal(res[2].score, 0);
+  assert_int_equal(res[3].code, GS_CODE_UNSCHEDULABLE);
+  assert_int_equal(gs_fw_filter(fw, &pod, names, 4, 1, res), GS_EOK);
+  assert_int_equal(fs_filter_calls, 3);
+  assert_int_equal(fs_combined_calls, 3);
+  assert_int_equal(res[1].code, GS_CODE_UNSCHEDULABLE);
+  gs_fw_free(fw);
+}
+
+/* gpumem's one-pass prioritize gives each node the score placement gives. */
+static struct gs_pod_request prio_pod;
+struct pick_call {
+  const char *node;
+  int64_t score;
+  enum gs_fit fit;
+};
+static void pick_fn(const struct gs_ledger *l, void *arg) {
+  struct pick_call *c = arg;
+  struct gs_choice choice;
+  struct gs_policy policy;
+  char reason[GS_REASON_MAX];
+  gs_policy_init(&policy);
+  c->fit = gs_place_pick(gs_ledger_node_get(l, c->node), &prio_pod, &policy, &choice, reason);
+  c->score = c->fit == GS_FIT_OK ? choice.score : 0;
+}
+
+static void test_prioritize_matches_placement(void **state) {
+  struct gs_fw *fw = fw_new(GS_UNIT_GIB);
+  const char *names[] = {"n0", "n1", "n2", "n3"};
+  struct gs_fw_result res[4];
+  struct gs_annotations ann = {0};
+  struct gs_status st;
+  bool fresh;
+  (void)state;
+  for (int i = 0; i < 4; i++)
+    add_node(fw, names[i], GS_MODE_SHARE, 2, 32);
+  for (int i = 0; i < 6; i++) {
+    char pname[16];
+    struct gs_pod_request p;
+    snprintf(pname, sizeof pname, "fill%d", i);
+    p = mem_pod(pname, (uint64_t)(3 + 2 * i), 1);
+    assert_int_equal(gs_fw_bind_prepare(fw, &p, names[i % 4], 1, &ann, &fresh, &st), GS_EOK);
+    gs_annotations_clear(&ann);
+  }
+  prio_pod = mem_pod("new", 4, 1);
+  assert_int_equal(gs_fw_prioritize(fw, &prio_pod, names, 4, 1, res), GS_EOK);
+  for (int i = 0; i < 4; i++) {
+    struct pick_call c = {names[i], 0, GS_FIT_NO};
+    gs_fw_read(fw, pick_fn, &c);
+    assert_int_equal(res[i].code, c.fit == GS_FIT_OK ? GS_CODE_SUCCESS : GS_CODE_UNSCHEDULABLE);
+    assert_int_equal(res[i].score, c.score);
+  }
+  gs_fw_free(fw);
+}
+
+/* nodePolicy frag through the plugins: gpumem learns the requests it sees
+ * and prioritize keeps an empty node for the 8-GPU jobs. */
+static void test_frag_policy(void **state) {
+  struct gs_policy policy;
+  size_t n;
+  const struct gs_plugin_ops *const *plugins = gs_plugins_default(&n);
+  const char *names[] = {"empty", "used"};
+  struct gs_fw_result res[2];
+  struct gs_annotations ann = {0};
+  struct gs_status st;
+  struct gs_fw *fw;
+  bool fresh;
+  (void)state;
+  gs_policy_init(&policy);
+  policy.node_policy = GS_PLACE_FRAG;
+  policy.frag_aware = true;
+  fw = gs_fw_new(&policy, plugins, n);
+  assert_non_null(fw);
+  add_node(fw, "empty", GS_MODE_SHARE, 8, 256);
+  add_node(fw, "used", GS_MODE_SHARE, 8, 256);
+  {
+    struct gs_pod_request full = mem_pod("full", 32, 1);
+    assert_int_equal(gs_fw_bind_prepare(fw, &full, "used", 1, &ann, &fresh, &st), GS_EOK);
+    gs_annotations_clear(&ann);
+    gs_fw_bind_commit(fw, full.uid);
+  }
+  /* Requests seen: many small ones and a few 8 × 32 GiB jobs. */
+  for (int i = 0; i < 20; i++) {
+    char pname[16];
+    struct gs_pod_request p;
+    snprintf(pname, sizeof pname, "%s%d", i % 5 == 0 ? "job" : "small", i);
+    p = i % 5 == 0 ? mem_pod(pname, 256, 8) : mem_pod(pname, 8, 1);
+    assert_int_equal(gs_fw_filter(fw, &p, names, 2, 1, res), GS_EOK);
+  }
+  {
+    struct gs_pod_request p = mem_pod("newsmall", 8, 1);
+    assert_int_equal(gs_fw_prioritize(fw, &p, names, 2, 1, res), GS_EOK);
+    assert_int_equal(res[0].code, GS_CODE_SUCCESS);
+    assert_int_equal(res[1].code, GS_CODE_SUCCESS);
+    assert_true(res[1].score > res[0].score);
+    assert_int_equal(gs_fw_bind_prepare(fw, &p, "used", 1, &ann, &fresh, &st), GS_EOK);
+    assert_true(fresh);
+    gs_annotations_clear(&ann);
+  }
+  gs_fw_free(fw);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_unit_128mib_fills_one_gpu),
@@ -233,6 +408,9 @@ int main(void) {
       cmocka_unit_test(test_bind_is_idempotent_and_abort_frees),
       cmocka_unit_test(test_expire_assumed),
       cmocka_unit_test(test_unmanaged_pod_passes),
+      cmocka_unit_test(test_filter_score_hook),
+      cmocka_unit_test(test_prioritize_matches_placement),
+      cmocka_unit_test(test_frag_policy),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -408,6 +408,87 @@ static void test_apiserver_late(void **state) {
   assert_true(h_wait(&e->rec, h_has_pod, "default/while-down", 8000));
 }
 
+/* The start-up read of the gpushare ConfigMap (main, before the ledger). */
+static void test_configmap_data(void **state) {
+  struct env *e = *state;
+  struct gs_kube_opts o = h_opts(e->kubeconfig);
+  struct gs_diag d = {0};
+  volatile sig_atomic_t stop = 0;
+  json_t *data = NULL;
+  seed(e);
+  assert_int_equal(gs_cluster_kube_new(&o, &e->cluster, &d), GS_EOK);
+  e->have_cluster = true;
+  assert_int_equal(gs_kube_configmap_data(&e->cluster, "kube-system", "gpushare-config", &stop,
+                                          &data),
+                   GS_EOK);
+  assert_non_null(data);
+  assert_string_equal(json_string_value(json_object_get(data, "gpuMemoryUnit")), "128MiB");
+  json_decref(data);
+  /* Absent: defaults (no data). json_null() is a static singleton: no leak
+   * when the call overwrites it. */
+  data = json_null();
+  assert_int_equal(gs_kube_configmap_data(&e->cluster, "kube-system", "absent", &stop, &data),
+                   GS_EOK);
+  assert_null(data);
+}
+
+/* Bound pods and nodes are cached compactly: pod_get of a bound pod gives
+ * back its identity, node and phase; a pending pod comes back whole (bind
+ * decodes it); a relist after missed changes still reports them. */
+static void test_compact_cache(void **state) {
+  struct env *e = *state;
+  struct gs_kube_opts o = h_opts(e->kubeconfig);
+  struct gs_annotations a = {0};
+  char err[512], uid[64];
+  json_t *pod, *got;
+  seed(e);
+  start_client(e, &o);
+  assert_true(h_wait(&e->rec, h_is_synced, NULL, 10000));
+  pod = h_get_pod(&e->fake, "default", "p1");
+  snprintf(uid, sizeof uid, "%s", h_meta(pod, "uid"));
+  json_decref(pod);
+  /* Pending: whole, resources included. */
+  got = e->cluster.ops->pod_get(e->cluster.self, "default", "p1");
+  assert_non_null(got);
+  assert_non_null(json_object_get(json_object_get(got, "spec"), "containers"));
+  json_decref(got);
+  assert_int_equal(gs_annotations_set(&a, "scheduler.framework.gpushare.allocation",
+                                      "{\"0\":{\"0\":4}}"),
+                   GS_EOK);
+  assert_int_equal(
+      e->cluster.ops->bind(e->cluster.self, "default", "p1", uid, "gpu-a", &a, err, sizeof err),
+      GS_EOK);
+  gs_annotations_clear(&a);
+  /* Bound: the watch brings it; the cache keeps the compact form. */
+  for (int i = 0; i < 100; i++) {
+    const json_t *node;
+    got = e->cluster.ops->pod_get(e->cluster.self, "default", "p1");
+    node = json_object_get(json_object_get(got, "spec"), "nodeName");
+    if (json_is_string(node))
+      break;
+    json_decref(got);
+    got = NULL;
+    h_sleep_ms(20);
+  }
+  assert_non_null(got);
+  assert_string_equal(h_meta(got, "name"), "p1");
+  assert_string_equal(h_meta(got, "namespace"), "default");
+  assert_string_equal(h_meta(got, "uid"), uid);
+  assert_non_null(h_meta(got, "resourceVersion"));
+  assert_string_equal(json_string_value(json_object_get(json_object_get(got, "spec"), "nodeName")),
+                      "gpu-a");
+  assert_null(json_object_get(json_object_get(got, "spec"), "containers"));
+  json_decref(got);
+  /* Missed changes (a dropped watch and a compaction): the relist reports
+   * the deleted bound pod with its uid. */
+  h_admin_expire(&e->fake);
+  h_delete_pod(&e->fake, "default", "p1");
+  h_create_pod(&e->fake, "default", "after-410");
+  assert_true(h_wait(&e->rec, h_has_pod, "default/after-410", 5000));
+  assert_true(h_wait(&e->rec, h_no_pod, "default/p1", 5000));
+  assert_null(e->cluster.ops->pod_get(e->cluster.self, "default", "p1"));
+}
+
 static void test_bad_token(void **state) {
   struct env *e = *state;
   struct gs_kube_opts o;
@@ -460,6 +541,8 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_paged_list, setup, teardown),
       cmocka_unit_test_setup_teardown(test_event, setup, teardown),
       cmocka_unit_test_setup_teardown(test_apiserver_late, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_configmap_data, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_compact_cache, setup, teardown),
       cmocka_unit_test_setup_teardown(test_bad_token, setup, teardown),
       cmocka_unit_test_setup_teardown(test_new_errors, setup, teardown),
   };

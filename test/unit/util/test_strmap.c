@@ -79,10 +79,31 @@ static void test_many(void **state) {
   gs_strmap_free(m);
 }
 
+/* The split lookup (hash, prefetch, get_hashed) answers as get does. */
+static void test_hashed(void **state) {
+  static char keys[1000][16];
+  struct gs_strmap *m = gs_strmap_new();
+  (void)state;
+  assert_non_null(m);
+  for (int i = 0; i < 1000; i++) {
+    snprintf(keys[i], sizeof keys[i], "node-%05d", i);
+    if (i % 2 == 0)
+      assert_int_equal(gs_strmap_put(m, keys[i], keys[i]), GS_EOK);
+  }
+  for (int i = 0; i < 1000; i++) {
+    uint64_t h = gs_strmap_hash(keys[i]);
+    gs_strmap_prefetch(m, h);
+    assert_ptr_equal(gs_strmap_get_hashed(m, keys[i], h), gs_strmap_get(m, keys[i]));
+    assert_ptr_equal(gs_strmap_get_hashed(m, keys[i], h), i % 2 == 0 ? keys[i] : NULL);
+  }
+  gs_strmap_free(m);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_basic),
       cmocka_unit_test(test_many),
+      cmocka_unit_test(test_hashed),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
