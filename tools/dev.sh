@@ -15,7 +15,7 @@ jobs=$(nproc 2>/dev/null || echo 2)
 # Everything the build, the tests and the demo use, as Debian packages.
 packages=(build-essential cmake pkg-config git ca-certificates curl openssl
           libcurl4-openssl-dev libjansson-dev libyaml-dev libcmocka-dev libmicrohttpd-dev
-          python3 python3-yaml clang libclang-rt-14-dev)
+          python3 python3-yaml clang libclang-rt-14-dev valgrind)
 
 setup() {
   local missing=()
@@ -76,7 +76,16 @@ case "${1:-help}" in
       ctest --test-dir "$root/build-tsan" --output-on-failure -j"$jobs" \
         -R '^(server_|framework_|k8s_|integration_test_extender_http$)'
 
-    # 3. Every test (unit, integration, fuzz replays) under ASan+UBSan.
+    # 3. valgrind (memcheck) around the real extender binary through the
+    #    HTTP and live-cluster integration runs: any error or definite leak
+    #    fails. A plain build: valgrind cannot run sanitized binaries.
+    echo "== valgrind: the extender under memcheck through the integration runs"
+    build "$root/build-valgrind" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGS_TESTS=OFF
+    (cd "$root/test/integration" &&
+      GS_VALGRIND=1 GS_BUILD_DIR="$root/build-valgrind" GS_SOURCE_DIR="$root" \
+        python3 -m unittest test_extender_http test_live_cluster)
+
+    # 4. Every test (unit, integration, fuzz replays) under ASan+UBSan.
     echo "== asan: every test under AddressSanitizer and UBSan"
     build "$root/build-asan" -DCMAKE_BUILD_TYPE=Debug -DGS_SANITIZE=ON
     ctest --test-dir "$root/build-asan" --output-on-failure -j"$jobs"

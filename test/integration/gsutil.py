@@ -76,10 +76,15 @@ class Extender:
         self.port = free_port()
         self.base = f"http://127.0.0.1:{self.port}"
         self.log = open(os.path.join(self.dir.name, "extender.log"), "w+")
-        self.proc = subprocess.Popen([EXTENDER, "--demo", self.path, "--listen",
-                                      f"127.0.0.1:{self.port}", *args],
-                                     stdout=self.log, stderr=subprocess.STDOUT)
-        deadline = time.time() + 20
+        self.vglog = None
+        cmd = [EXTENDER, "--demo", self.path, "--listen", f"127.0.0.1:{self.port}", *args]
+        if os.environ.get("GS_VALGRIND"):
+            # memcheck: any error or definite leak makes close() fail
+            self.vglog = os.path.join(self.dir.name, "valgrind.log")
+            cmd = ["valgrind", "--error-exitcode=99", "--leak-check=full",
+                   "--errors-for-leak-kinds=definite", f"--log-file={self.vglog}", *cmd]
+        self.proc = subprocess.Popen(cmd, stdout=self.log, stderr=subprocess.STDOUT)
+        deadline = time.time() + (120 if self.vglog else 20)
         while time.time() < deadline:
             if self.proc.poll() is not None:
                 raise RuntimeError("extender exited: " + self.logtext())
@@ -101,7 +106,7 @@ class Extender:
         req = urllib.request.Request(self.base + path, data=data, method=method,
                                      headers=headers or {"Content-Type": "application/json"})
         try:
-            with urllib.request.urlopen(req, timeout=10) as r:
+            with urllib.request.urlopen(req, timeout=60 if self.vglog else 10) as r:
                 return r.status, r.read()
         except urllib.error.HTTPError as e:
             return e.code, e.read()
@@ -120,8 +125,15 @@ class Extender:
     def close(self):
         self.proc.terminate()
         try:
-            self.proc.wait(timeout=10)
+            self.proc.wait(timeout=60 if self.vglog else 10)
         except subprocess.TimeoutExpired:
             self.proc.kill()
+            self.proc.wait()
+        report = ""
+        if self.vglog and os.path.exists(self.vglog):
+            with open(self.vglog) as f:
+                report = f.read()
         self.log.close()
         self.dir.cleanup()
+        if self.vglog and (self.proc.returncode == 99 or "ERROR SUMMARY: 0 errors" not in report):
+            raise AssertionError("valgrind found errors:\n" + report[-6000:])

@@ -25,14 +25,19 @@ class Faults(unittest.TestCase):
         self.server = None
 
     def tearDown(self):
+        problems = []
         for e in self.exts:
             try:
                 e.kill(signal.SIGTERM)
+            except AssertionError as err:  # valgrind's report (GS_VALGRIND)
+                problems.append(str(err))
             except Exception:
                 pass
         if self.server:
             self.server.stop()
         self.tmp.cleanup()
+        if problems:
+            self.fail("\n".join(problems))
 
     def start(self, items, *args):
         self.server = FakeApiServer(state=items, token="test-token")

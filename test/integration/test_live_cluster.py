@@ -51,9 +51,13 @@ class Ext:
         self.base = f"http://127.0.0.1:{self.port}"
         self.logpath = os.path.join(logdir, f"{name}-{self.port}.log")
         self.log = open(self.logpath, "w")
-        self.proc = subprocess.Popen([EXTENDER, "--kubeconfig", kcfg, "--listen",
-                                      f"127.0.0.1:{self.port}", *args],
-                                     stdout=self.log, stderr=subprocess.STDOUT)
+        self.vglog = None
+        cmd = [EXTENDER, "--kubeconfig", kcfg, "--listen", f"127.0.0.1:{self.port}", *args]
+        if os.environ.get("GS_VALGRIND"):
+            self.vglog = os.path.join(logdir, f"{name}-{self.port}.valgrind")
+            cmd = ["valgrind", "--error-exitcode=99", "--leak-check=full",
+                   "--errors-for-leak-kinds=definite", f"--log-file={self.vglog}", *cmd]
+        self.proc = subprocess.Popen(cmd, stdout=self.log, stderr=subprocess.STDOUT)
 
     def status(self, path):
         try:
@@ -68,7 +72,7 @@ class Ext:
         return self.status("/readyz")[0] == 200
 
     def wait_ready(self, timeout=20):
-        deadline = time.time() + timeout
+        deadline = time.time() + (timeout * 6 if self.vglog else timeout)
         while time.time() < deadline:
             if self.proc.poll() is not None:
                 raise AssertionError("extender exited:\n" + open(self.logpath).read())
@@ -95,8 +99,13 @@ class Ext:
     def kill(self, sig=signal.SIGKILL):
         if self.proc.poll() is None:
             self.proc.send_signal(sig)
-        self.proc.wait(timeout=15)
+        self.proc.wait(timeout=60 if self.vglog else 15)
         self.log.close()
+        if self.vglog and self.proc.returncode != -signal.SIGKILL:
+            with open(self.vglog) as f:
+                report = f.read()
+            if self.proc.returncode == 99 or "ERROR SUMMARY: 0 errors" not in report:
+                raise AssertionError("valgrind found errors:\n" + report[-6000:])
 
 
 def used_by_gpu(ledger):
@@ -127,14 +136,19 @@ class LiveCluster(unittest.TestCase):
         self.exts = []
 
     def tearDown(self):
+        problems = []
         for e in self.exts:
             try:
                 e.kill(signal.SIGTERM)
+            except AssertionError as err:  # valgrind's report (GS_VALGRIND)
+                problems.append(str(err))
             except Exception:
                 pass
         if getattr(self, "server", None):
             self.server.stop()
         self.tmp.cleanup()
+        if problems:
+            self.fail("\n".join(problems))
 
     def start_server(self, items, **kw):
         self.server = FakeApiServer(state=items, token="test-token", **kw)
