@@ -285,8 +285,10 @@ json_t *gs__informer_get(struct gs__informer *inf, const char *key) {
   json_t *e, *obj = NULL;
   pthread_mutex_lock(&inf->mu);
   e = json_object_get(inf->cache, key);
+  /* Callers run on other threads: they get their own copy, never a shared
+   * reference (jansson's refcount check in json_incref is not atomic). */
   if (e != NULL)
-    obj = expand(inf, key, e);
+    obj = json_is_string(e) ? expand(inf, key, e) : json_deep_copy(e);
   pthread_mutex_unlock(&inf->mu);
   return obj;
 }

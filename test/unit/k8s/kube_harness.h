@@ -253,9 +253,18 @@ static inline void h_fake_start(struct h_fake *f, const char *dir, const struct 
     argv[n++] = (char *)o->state;
   }
   argv[n] = NULL;
-  if (posix_spawnp(&f->pid, "python3", NULL, NULL, argv, environ) != 0) {
-    perror("posix_spawnp python3");
-    abort();
+  {
+    /* Not our stdout/stderr: ctest waits for every holder of its pipe, and
+     * the fake must not keep a failed test's output open. */
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+    posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
+    if (posix_spawnp(&f->pid, "python3", &fa, NULL, argv, environ) != 0) {
+      perror("posix_spawnp python3");
+      abort();
+    }
+    posix_spawn_file_actions_destroy(&fa);
   }
   for (int i = 0; i < 200 && f->port == 0; i++) {
     h_sleep_ms(50);
