@@ -87,6 +87,12 @@ int main(int argc, char **argv) {
               diag.text);
       return 2;
     }
+    /* The demo file holds its ConfigMap: check it before serving anything. */
+    if (apply_configmap(&cfg, gs_cluster_demo_configmap(&cluster, cfg.configmap_ns,
+                                                        cfg.configmap_name)) != 0) {
+      cluster.ops->destroy(cluster.self);
+      return 2;
+    }
   } else {
     struct gs_kube_opts kopts = {0};
     kopts.kubeconfig = cfg.kubeconfig;
@@ -115,10 +121,8 @@ int main(int argc, char **argv) {
 
   /* The unit must be known before the ledger exists: read the ConfigMap
    * once now (the live backend retries while the apiserver is down). */
-  if (cfg.demo[0] != '\0') {
-    rc = apply_configmap(&cfg, gs_cluster_demo_configmap(&cluster, cfg.configmap_ns,
-                                                         cfg.configmap_name));
-  } else {
+  rc = 0;
+  if (cfg.demo[0] == '\0') {
     json_t *data = NULL;
     enum gs_err err = gs_kube_configmap_data(&cluster, cfg.configmap_ns, cfg.configmap_name,
                                              &stop_flag, &data);

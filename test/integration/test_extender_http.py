@@ -431,6 +431,23 @@ class Gangs(unittest.TestCase):
             ext.close()
 
 
+class Unhealthy(unittest.TestCase):
+    def test_gpus_listed_unhealthy_are_never_chosen(self):
+        cm = {"apiVersion": "v1", "kind": "ConfigMap",
+              "metadata": {"name": "unhealthy-gpu-n", "namespace": "kube-system"},
+              "data": {"gpus": "0,2"}}
+        ext = Extender([node("n", "share", gpus=3, units=48), cm, pod("a", units=4),
+                        pod("b", units=4)])
+        try:
+            gpus = ext.ledger()["nodes"][0]["gpus"]
+            self.assertEqual([g["healthy"] for g in gpus], [False, True, False])
+            for name in ("a", "b"):
+                self.assertIsNotNone(cycle(ext, pod(name, units=4), ["n"])[0])
+            self.assertEqual(gpu_used(ext.ledger(), "n"), [0, 8192, 0])
+        finally:
+            ext.close()
+
+
 class Flags(unittest.TestCase):
     def run_ext(self, *args):
         return subprocess.run([EXTENDER, *args], capture_output=True, text=True, timeout=20)
@@ -441,6 +458,17 @@ class Flags(unittest.TestCase):
             r = self.run_ext(*args)
             self.assertEqual(r.returncode, 2, args)
             self.assertEqual(len(r.stderr.strip().splitlines()), 1, r.stderr)
+
+    def test_invalid_configmap_value_names_the_key(self):
+        import tempfile
+        with tempfile.NamedTemporaryFile("w", suffix=".json") as f:
+            json.dump({"kind": "List", "items": [configmap("2GiB")]}, f)
+            f.flush()
+            r = self.run_ext("--demo", f.name, "--listen", "127.0.0.1:0")
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("gpuMemoryUnit", r.stderr)
+        self.assertIn("1GiB", r.stderr)
+        self.assertEqual(len(r.stderr.strip().splitlines()), 1, r.stderr)
 
     def test_help_and_version(self):
         r = self.run_ext("--help")
