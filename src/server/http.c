@@ -209,6 +209,7 @@ static void *linger_main(void *arg) {
         timeout = left;
       p[i].fd = l->fd[i];
       p[i].events = POLLIN;
+      p[i].revents = 0;
       i++;
     }
     n = l->n;
@@ -217,7 +218,9 @@ static void *linger_main(void *arg) {
       return NULL;
     p[n].fd = l->wake[0];
     p[n].events = POLLIN;
-    if (poll(p, n + 1, (int)timeout) < 0 && errno != EINTR)
+    p[n].revents = 0;
+    /* Interrupted or failed: revents say nothing, look again. */
+    if (poll(p, n + 1, (int)timeout) < 0)
       continue;
     if (p[n].revents != 0) {
       while (read(l->wake[0], l->sink, sizeof l->sink) > 0) {
