@@ -70,12 +70,11 @@ static bool is_gang_member(const struct gs_pod_request *pod) {
   return pod->gang_job[0] != '\0' && gs_pod_request_is_whole(pod);
 }
 
-static enum gs_code pre_filter(void *self, const struct gs_cycle *c, struct gs_status *st) {
-  if (is_gang_member(c->pod))
-    return GS_CODE_SKIP;
-  switch (gs_place_check_pod(c->pod, c->policy, st->reason)) {
+/* The framework's code for a placement verdict; st->code is set on refusals
+ * (the reason was written by the core). */
+static enum gs_code fit_code(enum gs_fit fit, struct gs_status *st) {
+  switch (fit) {
   case GS_FIT_OK:
-    learn(self, c);
     return GS_CODE_SUCCESS;
   case GS_FIT_SKIP:
     return GS_CODE_SKIP;
@@ -87,6 +86,16 @@ static enum gs_code pre_filter(void *self, const struct gs_cycle *c, struct gs_s
   return st->code = GS_CODE_UNRESOLVABLE;
 }
 
+static enum gs_code pre_filter(void *self, const struct gs_cycle *c, struct gs_status *st) {
+  enum gs_code code;
+  if (is_gang_member(c->pod))
+    return GS_CODE_SKIP;
+  code = fit_code(gs_place_check_pod(c->pod, c->policy, st->reason), st);
+  if (code == GS_CODE_SUCCESS)
+    learn(self, c);
+  return code;
+}
+
 /* Filter and score share one pick: prioritize calls this once per node
  * (filter_score) rather than picking twice. *ret_scored is false when the
  * pod is not ours (SKIP) or does not fit. */
@@ -94,24 +103,18 @@ static enum gs_code pick_node(const struct gpumem *g, const struct gs_cycle *c,
                               const struct gs_node *node, struct gs_status *st,
                               int64_t *ret_score, bool *ret_scored) {
   struct gs_choice choice;
+  enum gs_code code;
   *ret_scored = false;
   if (is_gang_member(c->pod))
     return GS_CODE_SKIP;
   /* gs_place_pick checks the pod first: SKIP means it asks for nothing
    * gpushare manages. */
-  switch (pick(g, c, node, &choice, st->reason)) {
-  case GS_FIT_OK:
+  code = fit_code(pick(g, c, node, &choice, st->reason), st);
+  if (code == GS_CODE_SUCCESS) {
     *ret_score = choice.score;
     *ret_scored = true;
-    return GS_CODE_SUCCESS;
-  case GS_FIT_SKIP:
-    return GS_CODE_SKIP;
-  case GS_FIT_NO:
-    return st->code = GS_CODE_UNSCHEDULABLE;
-  case GS_FIT_NEVER:
-    break;
   }
-  return st->code = GS_CODE_UNRESOLVABLE;
+  return code;
 }
 
 static enum gs_code filter(void *self, const struct gs_cycle *c, const struct gs_node *node,
@@ -143,22 +146,15 @@ static enum gs_code reserve(void *self, struct gs_cycle *c, const struct gs_node
   struct gs_alloc_part parts[GS_MAX_PARTS];
   struct gs_choice choice;
   struct gs_alloc alloc;
+  enum gs_code code;
   enum gs_err err;
 
   if (is_gang_member(c->pod) || gs_ledger_alloc_get(c->ledger, c->pod->uid) != NULL)
     return GS_CODE_SKIP; /* the gang plugin reserves its members' slots */
-  if (gs_place_check_pod(c->pod, c->policy, st->reason) == GS_FIT_SKIP)
-    return GS_CODE_SKIP;
-  switch (pick(self, c, node, &choice, st->reason)) {
-  case GS_FIT_OK:
-    break;
-  case GS_FIT_SKIP:
-    return GS_CODE_SKIP;
-  case GS_FIT_NO:
-    return st->code = GS_CODE_UNSCHEDULABLE;
-  case GS_FIT_NEVER:
-    return st->code = GS_CODE_UNRESOLVABLE;
-  }
+  /* gs_place_pick checks the pod first (SKIP: nothing gpushare manages). */
+  code = fit_code(pick(self, c, node, &choice, st->reason), st);
+  if (code != GS_CODE_SUCCESS)
+    return code;
   alloc = (struct gs_alloc){
       .ns = c->pod->ns,
       .name = c->pod->name,
