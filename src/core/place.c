@@ -192,7 +192,7 @@ static int frag_class(uint64_t free_mib, uint64_t need_mib) {
 
 /* The order of GPUs for a memory pod as one integer per GPU, smaller
  * first: the fragmentation class (policy->frag_aware), then free memory
- * (binpack: least first; spread: most first), then the index. Sorting
+ * (binpack: least first; spread: most first), then the index. Comparing
  * integers is what made the choice cheap enough to run for every node of
  * every request (docs/benchmarks.md, core). Free memory is below 2^41 MiB
  * (parts are capped at 2^40): 54 bits hold it. */
@@ -207,6 +207,18 @@ static uint64_t mem_key(const struct gs_node *node, const struct gs_policy *poli
   if (node->placement == GS_PLACE_SPREAD)
     free_mib = KEY_FREE_MAX - free_mib;
   return cls << 60 | free_mib << 6 | g;
+}
+
+/* Keeps best[0..k) the k smallest keys seen, ascending: the new key sinks
+ * through the array, each place keeping the smaller value. No branch
+ * depends on the keys (an insertion sort of the candidates mispredicted
+ * most of its compares: the two-card pod cost twice the one-card pod). */
+static void keep_smallest(uint64_t *best, uint32_t k, uint64_t key) {
+  for (uint32_t j = 0; j < k; j++) {
+    uint64_t lo = key < best[j] ? key : best[j];
+    key = key < best[j] ? best[j] : key;
+    best[j] = lo;
+  }
 }
 
 enum gs_fit gs_place_choose_default(void *ctx, const struct gs_node *node,
@@ -243,28 +255,13 @@ enum gs_fit gs_place_choose_default(void *ctx, const struct gs_node *node,
   }
   /* Whole GPUs: lowest indices (order is already ascending). */
   if (mem) {
-    uint64_t key[GS_MAX_GPUS];
+    uint64_t best[GS_MAX_GPUS];
+    for (uint32_t i = 0; i < k; i++)
+      best[i] = UINT64_MAX;
     for (uint32_t i = 0; i < n; i++)
-      key[i] = mem_key(node, policy, mib_per_gpu, order[i]);
-    if (k == 1) {
-      /* One GPU, the common case: the smallest key, no sort. */
-      uint64_t best = UINT64_MAX;
-      for (uint32_t i = 0; i < n; i++)
-        if (key[i] < best)
-          best = key[i];
-      ret_gpus[0] = (uint32_t)(best & 63);
-      return GS_FIT_OK;
-    }
-    /* Insertion sort: at most 64 entries. */
-    for (uint32_t i = 1; i < n; i++) {
-      uint64_t v = key[i];
-      uint32_t j = i;
-      for (; j > 0 && v < key[j - 1]; j--)
-        key[j] = key[j - 1];
-      key[j] = v;
-    }
-    for (uint32_t i = 0; i < k && i < n; i++)
-      order[i] = (uint32_t)(key[i] & 63);
+      keep_smallest(best, k, mem_key(node, policy, mib_per_gpu, order[i]));
+    for (uint32_t i = 0; i < k; i++)
+      order[i] = (uint32_t)(best[i] & 63);
   }
   for (uint32_t i = 0; i < k; i++)
     ret_gpus[i] = order[i];
@@ -282,13 +279,17 @@ static int64_t score_fill(uint64_t used, uint64_t total, enum gs_placement node_
 }
 
 /* Candidates for a memory pod, or a reason why there are too few. With
- * ret_best_key, also the smallest mem_key among them: the default choice
- * of one GPU, found in the same pass. */
+ * ret_best (room for m keys), also the m smallest mem_keys among them,
+ * ascending: the default choice of GPUs without an interconnect to weigh,
+ * found in the same pass. */
 static enum gs_fit mem_candidates(const struct gs_node *node, const struct gs_policy *policy,
                                   uint32_t m, uint64_t need_mib, uint64_t *ret_candidates,
-                                  uint64_t *ret_best_key, char reason[GS_REASON_MAX]) {
-  uint64_t roomy = 0, candidates = 0, total = 0, best = UINT64_MAX;
+                                  uint64_t *ret_best, char reason[GS_REASON_MAX]) {
+  uint64_t roomy = 0, candidates = 0, total = 0;
   uint32_t healthy = 0;
+  if (ret_best != NULL)
+    for (uint32_t j = 0; j < m; j++)
+      ret_best[j] = UINT64_MAX;
   for (uint32_t g = 0; g < node->ngpus; g++) {
     const struct gs_gpu *gpu = &node->gpus[g];
     total += gpu->total_mib;
@@ -302,11 +303,8 @@ static enum gs_fit mem_candidates(const struct gs_node *node, const struct gs_po
         gpu->npods >= policy->cgpu_max_pods)
       continue;
     candidates |= UINT64_C(1) << g;
-    if (ret_best_key != NULL) {
-      uint64_t key = mem_key(node, policy, need_mib, g);
-      if (key < best)
-        best = key;
-    }
+    if (ret_best != NULL)
+      keep_smallest(ret_best, m, mem_key(node, policy, need_mib, g));
   }
   if (total == 0)
     return verdict(GS_FIT_NO, reason, REASON_NOT_SHARING);
@@ -314,8 +312,6 @@ static enum gs_fit mem_candidates(const struct gs_node *node, const struct gs_po
     return verdict(GS_FIT_NO, reason, REASON_NO_HEALTHY);
   if (popcount64(candidates) >= m) {
     *ret_candidates = candidates;
-    if (ret_best_key != NULL)
-      *ret_best_key = best;
     return GS_FIT_OK;
   }
   /* Memory would do; only the pod cap stands in the way. */
@@ -353,7 +349,7 @@ enum gs_fit gs_place_pick_with(const struct gs_node *node, const struct gs_pod_r
                                char reason[GS_REASON_MAX]) {
   struct gs_choice choice; /* gpus[] past ngpus stays unset: 300 bytes a node */
   uint32_t picked[GS_MAX_GPUS];
-  uint64_t candidates = 0, seen = 0, total = 0, used = 0, best_key = 0;
+  uint64_t candidates = 0, seen = 0, total = 0, used = 0, best[GS_MAX_GPUS];
   uint32_t k;
   bool mem, fast;
   struct pod_info info;
@@ -374,12 +370,14 @@ enum gs_fit gs_place_pick_with(const struct gs_node *node, const struct gs_pod_r
     return verdict(GS_FIT_NO, reason, REASON_NOT_SHARING);
   if (mem) {
     k = req->gpu_count;
-    /* One GPU with the default chooser: its choice is the best key, found
-     * while collecting candidates (the same answer, one pass). */
-    fast = choose == NULL && k == 1;
+    /* The default chooser without an interconnect to weigh (one GPU, or a
+     * node without a topology): its choice is the k best keys, found while
+     * collecting candidates (the same answer, one pass). */
+    fast = choose == NULL &&
+           (k == 1 || node->topo == NULL || node->topo->n != node->ngpus);
     choice.mib_per_gpu = info.mem_eff / k * policy->unit_mib;
     fit = mem_candidates(node, policy, k, choice.mib_per_gpu, &candidates,
-                         fast ? &best_key : NULL, reason);
+                         fast ? best : NULL, reason);
   } else {
     k = (uint32_t)info.whole_eff;
     fast = false;
@@ -388,8 +386,10 @@ enum gs_fit gs_place_pick_with(const struct gs_node *node, const struct gs_pod_r
   if (fit != GS_FIT_OK)
     return fit;
   if (fast) {
-    choice.ngpus = 1;
-    choice.gpus[0] = (uint32_t)(best_key & 63);
+    for (uint32_t i = 0; i < k; i++)
+      seen |= UINT64_C(1) << (best[i] & 63);
+    for (; seen != 0; seen &= seen - 1)
+      choice.gpus[choice.ngpus++] = (uint32_t)__builtin_ctzll(seen);
     goto score;
   }
 

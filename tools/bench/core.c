@@ -116,6 +116,9 @@ static const struct pod_kind kinds[] = {
 };
 #define NKINDS (sizeof kinds / sizeof kinds[0])
 
+/* --only K: time only kinds[K-1] (for profiling one path); 0: the mix. */
+static size_t only_kind;
+
 static void make_pod(const struct pod_kind *k, size_t seq, struct gs_pod_request *p) {
   memset(p, 0, sizeof *p);
   snprintf(p->ns, sizeof p->ns, "bench");
@@ -153,6 +156,8 @@ int bench_core_run(size_t n, uint32_t gpus, size_t iters, const char *topo_path,
   for (size_t it = 0; it < iters; it++) {
     for (size_t k = 0; k < NKINDS; k++) {
       int64_t a, b, c, ca;
+      if (only_kind != 0 && k != only_kind - 1)
+        continue;
       make_pod(&kinds[k], it * NKINDS + k, pod);
       ca = bench_cpu_ns();
       a = bench_now_ns();
@@ -178,6 +183,8 @@ int bench_core_run(size_t n, uint32_t gpus, size_t iters, const char *topo_path,
   bench_samples_sort(&prio);
   bench_samples_sort(&cpu);
   for (size_t k = 0; k < NKINDS; k++) {
+    if (only_kind != 0 && k != only_kind - 1)
+      continue;
     bench_samples_sort(&per[k]);
     bench_table_row(t);
     bench_table_num(t, "%.0f", (double)n);
@@ -230,7 +237,9 @@ out:
 
 static void usage(void) {
   fprintf(stderr, "usage: gpushare-bench core [--nodes 1000,5000] [--gpus 8] [--iters N] "
-                  "[--topo FILE] [--json]\n");
+                  "[--topo FILE] [--only 1-4] [--json]\n"
+                  "  --only K: time one pod kind of the mix (1 card 2 GiB, 1 card 12 GiB,\n"
+                  "            2 cards 8 GiB, 2 whole GPUs)\n");
 }
 
 int bench_core(int argc, char **argv) {
@@ -255,6 +264,9 @@ int bench_core(int argc, char **argv) {
       i++;
     } else if (strcmp(argv[i], "--iters") == 0) {
       iters = (size_t)bench_parse_u64(v, "--iters", 1, 1000000);
+      i++;
+    } else if (strcmp(argv[i], "--only") == 0) {
+      only_kind = (size_t)bench_parse_u64(v, "--only", 1, NKINDS);
       i++;
     } else if (strcmp(argv[i], "--topo") == 0 && v != NULL) {
       topo_path = v;

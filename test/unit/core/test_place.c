@@ -8,6 +8,7 @@
 #include <gpushare/place.h>
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 struct fixture {
@@ -612,10 +613,64 @@ static void test_pick_then_reserve(void **state) {
   }
 }
 
-/* One GPU with the default chooser takes a one-pass shortcut inside
- * gs_place_pick; naming the chooser explicitly takes the general path.
- * Both must agree on every node state, placement and policy (several GPUs
- * too, which take the general path either way). */
+/* The GPUs a memory pod should get, computed the slow, obvious way: sort
+ * every usable GPU by (fragmentation class when frag-aware, free memory —
+ * least first under binpack, most first under spread —, index) and take
+ * the first k, returned in index order. */
+struct ref_gpu {
+  int cls;
+  uint64_t free_mib;
+  uint32_t g;
+  bool spread;
+};
+
+static int ref_cmp(const void *pa, const void *pb) {
+  const struct ref_gpu *a = pa, *b = pb;
+  if (a->cls != b->cls)
+    return a->cls < b->cls ? -1 : 1;
+  if (a->free_mib != b->free_mib)
+    return (a->free_mib < b->free_mib) != a->spread ? -1 : 1;
+  return a->g < b->g ? -1 : a->g > b->g;
+}
+
+static uint32_t ref_choice(const struct gs_node *n, const struct gs_policy *policy,
+                           uint64_t need_mib, uint32_t k, uint32_t ret[GS_MAX_GPUS]) {
+  struct ref_gpu c[GS_MAX_GPUS];
+  uint32_t nc = 0, out = 0;
+  uint64_t set = 0;
+  for (uint32_t g = 0; g < n->ngpus; g++) {
+    const struct gs_gpu *gpu = &n->gpus[g];
+    uint64_t free_mib = gpu->total_mib - gpu->used_mib;
+    if (!gpu->healthy || gpu->owner != NULL || free_mib < need_mib)
+      continue;
+    if (n->mode == GS_MODE_CGPU && policy->cgpu_max_pods != 0 &&
+        gpu->npods >= policy->cgpu_max_pods)
+      continue;
+    c[nc].cls = !policy->frag_aware             ? 0
+                : free_mib == need_mib          ? 0
+                : free_mib - need_mib >= need_mib ? 1
+                                                : 2;
+    c[nc].free_mib = free_mib;
+    c[nc].g = g;
+    c[nc].spread = n->placement == GS_PLACE_SPREAD;
+    nc++;
+  }
+  if (nc < k)
+    return 0;
+  qsort(c, nc, sizeof c[0], ref_cmp);
+  for (uint32_t i = 0; i < k; i++)
+    set |= UINT64_C(1) << c[i].g;
+  for (uint32_t g = 0; g < n->ngpus; g++)
+    if (set >> g & 1)
+      ret[out++] = g;
+  return out;
+}
+
+/* Without an interconnect to weigh, the default chooser takes a one-pass
+ * shortcut inside gs_place_pick (the k best GPUs kept while collecting
+ * candidates); naming the chooser explicitly takes the general path. Both
+ * must agree with each other and with the obvious sort (ref_choice) on
+ * every node state, placement, policy and GPU count. */
 static void test_one_gpu_shortcut(void **state) {
   uint32_t rng = 7;
   (void)state;
@@ -646,8 +701,8 @@ static void test_one_gpu_shortcut(void **state) {
       assert_int_equal(gs_ledger_node_set_unhealthy(fx.ledger, name, 1u), GS_EOK);
     n = node(name);
     for (uint64_t units = 1; units <= 17; units += 4) {
-      for (int frag = 0; frag < 6; frag++) {
-        uint32_t k = 1 + (uint32_t)frag / 2; /* 1, 2, 3 GPUs */
+      for (int frag = 0; frag < 10; frag++) {
+        uint32_t k = 1 + (uint32_t)frag / 2; /* 1 to 5 GPUs */
         struct gs_pod_request r = mem_pod("p", units * k, k);
         struct gs_choice a, b;
         char ra[GS_REASON_MAX], rb[GS_REASON_MAX];
@@ -663,6 +718,11 @@ static void test_one_gpu_shortcut(void **state) {
         assert_int_equal(a.ngpus, k);
         assert_int_equal(b.ngpus, k);
         assert_memory_equal(a.gpus, b.gpus, k * sizeof a.gpus[0]);
+        {
+          uint32_t want[GS_MAX_GPUS];
+          assert_int_equal(ref_choice(n, &fx.policy, a.mib_per_gpu, k, want), k);
+          assert_memory_equal(a.gpus, want, k * sizeof want[0]);
+        }
         assert_int_equal(a.mib_per_gpu, b.mib_per_gpu);
         assert_int_equal(a.score, b.score);
       }
