@@ -25,6 +25,7 @@ Python:
 
 import argparse
 import base64
+import bisect
 import collections
 import copy
 import datetime
@@ -1422,6 +1423,12 @@ class Store:
         self.rv = start_rv
         self.history_limit = history_limit
         self.objects = {s: {} for s in STORAGE_RES}
+        # Sorted keys per storage, rebuilt after a key is added or removed
+        # (None: stale), and each stored object's list-item JSON, keyed by
+        # (view, key) and valid while the entry still holds the same object.
+        # They only make paged lists cheap: a 50,000-pod list is 100 pages.
+        self.sorted_keys = {s: None for s in STORAGE_RES}
+        self.item_json = {s: {} for s in STORAGE_RES}
         self.history = {s: collections.deque() for s in STORAGE_RES}
         self.oldest = {s: start_rv + 1 for s in STORAGE_RES}
         self.watchers = set()
@@ -1434,13 +1441,17 @@ class Store:
         with self.lock:
             self.rv += 1
             rv = self.rv
+            self.item_json[storage].pop(key, None)
             if type_ == "DELETED":
                 obj = dict(prev)
                 obj["metadata"] = dict(meta_of(prev), resourceVersion=str(rv))
-                self.objects[storage].pop(key, None)
+                if self.objects[storage].pop(key, None) is not None:
+                    self.sorted_keys[storage] = None
             else:
                 obj = dict(obj)
                 obj["metadata"] = dict(meta_of(obj), resourceVersion=str(rv))
+                if key not in self.objects[storage]:
+                    self.sorted_keys[storage] = None
                 self.objects[storage][key] = obj
             ev = Event(rv, type_, storage, key, obj, prev)
             hist = self.history[storage]
@@ -1467,6 +1478,25 @@ class Store:
     def get(self, storage, key):
         with self.lock:
             return self.objects[storage].get(key)
+
+    def keys_sorted(self, storage):
+        """The current keys of storage in order (call with the lock held)."""
+        keys = self.sorted_keys[storage]
+        if keys is None:
+            keys = self.sorted_keys[storage] = sorted(self.objects[storage])
+        return keys
+
+    def item_bytes(self, res, key, obj):
+        """obj as an item of a list of res, in Go's JSON (call with the lock held)."""
+        cache = self.item_json[res.storage]
+        hit = cache.get(key)
+        if hit is None or hit[0] is not obj:
+            hit = cache[key] = (obj, {})
+        view = (res.view, res.kind)
+        data = hit[1].get(view)
+        if data is None:
+            data = hit[1][view] = go_json(strip_type(view_obj(res, obj))).encode("utf-8")
+        return data
 
     def snapshot_at(self, storage, rv):
         """Objects of storage as they were at rv (raises KeyError if compacted)."""
@@ -2418,11 +2448,16 @@ class ApiHandler(http.server.BaseHTTPRequestHandler):
             if want > store.rv and not store.wait_rv(want, TOO_LARGE_RV_WAIT):
                 raise err_too_large_rv(want, store.rv)
             snap_rv = want if exact else None
+        prefix = ns + "/" if ns else ""
         with store.lock:
             cur = store.rv
-            if snap_rv is None or snap_rv < 0:
-                objs = dict(store.objects[res.storage])
-                list_rv = cur
+            # Nothing written since the snapshot (the usual case while a
+            # client pages through a list): the page comes straight from the
+            # store, without copying or sorting all of it for every page.
+            if snap_rv is None or snap_rv < 0 or snap_rv >= cur:
+                list_rv = cur if snap_rv is None or snap_rv < 0 else snap_rv
+                body = self.list_page(res, store, prefix, start, lsel, fsel, limit, list_rv)
+                objs = None
             else:
                 try:
                     objs = store.snapshot_at(res.storage, snap_rv)
@@ -2434,7 +2469,9 @@ class ApiHandler(http.server.BaseHTTPRequestHandler):
                                                      "remainingItemCount": left})
                     raise err_expired("The resourceVersion for the provided list is too old.")
                 list_rv = snap_rv
-        prefix = ns + "/" if ns else ""
+        if objs is None:
+            self.send_bytes(200, body)
+            return
         keys = sorted(k for k in objs if k.startswith(prefix) and k > start)
         items, next_key, remaining = [], None, 0
         for i, k in enumerate(keys):
@@ -2453,6 +2490,37 @@ class ApiHandler(http.server.BaseHTTPRequestHandler):
                 meta["remainingItemCount"] = remaining
         self.send_obj(200, {"kind": res.list_kind, "apiVersion": res.api_version, "metadata": meta,
                             "items": items})
+
+    def list_page(self, res, store, prefix, start, lsel, fsel, limit, list_rv):
+        """One page of a list of the current objects, as the bytes do_list's
+        general path would send (go_json of the same dict, built piecewise).
+        Call with the store lock held."""
+        objs = store.objects[res.storage]
+        keys = store.keys_sorted(res.storage)
+        i = bisect.bisect_right(keys, start) if start else 0
+        if prefix:
+            i = max(i, bisect.bisect_left(keys, prefix))
+        items, next_key, remaining = [], None, 0
+        for j in range(i, len(keys)):
+            k = keys[j]
+            if prefix and not k.startswith(prefix):
+                break
+            o = objs[k]
+            if lsel.matches(meta_of(o).get("labels")) and fsel.matches(field_attrs(res.storage, o)):
+                items.append(store.item_bytes(res, k, o))
+            if limit and len(items) >= limit:
+                rest = (bisect.bisect_left(keys, prefix[:-1] + "0") if prefix else len(keys))
+                if j + 1 < rest:
+                    next_key = k
+                    remaining = rest - j - 1
+                break
+        meta = {"resourceVersion": str(list_rv)}
+        if next_key is not None:
+            meta["continue"] = _continue_encode(list_rv, next_key + "\x00")
+            if lsel.empty() and fsel.empty():
+                meta["remainingItemCount"] = remaining
+        head = go_json({"kind": res.list_kind, "apiVersion": res.api_version, "metadata": meta})
+        return b"".join([head[:-1].encode("utf-8"), b',"items":[', b",".join(items), b"]}\n"])
 
     def do_watch(self, res, ns, q, rawq):
         self.check_accept()
