@@ -1,6 +1,7 @@
 /* gpushare-extender: wiring only. Parse the configuration, pick the cluster
  * backend (demo file or live apiserver), run the server until a signal. */
 #include "alloc.h"
+#include "arena.h"
 #include "config.h"
 #include "demo.h"
 #include "k8s.h"
@@ -59,8 +60,9 @@ int main(int argc, char **argv) {
   int rc;
 
   /* Before jansson allocates anything: through src/util/alloc.h, so the
-   * decoders can tell running out of memory from malformed input. */
-  json_set_alloc_funcs(gs_malloc, gs_free);
+   * decoders can tell running out of memory from malformed input, and
+   * from a thread's arena while one is entered (list pages, arena.h). */
+  json_set_alloc_funcs(gs_arena_hook_malloc, gs_arena_hook_free);
   if (gs_config_from_args(argc, argv, &cfg, &action, &diag) != GS_EOK) {
     fprintf(stderr, "gpushare-extender: %s\n", diag.text);
     return 2;

@@ -8,7 +8,9 @@
 #include <jansson.h>
 
 /* What a backend reports. Called from the backend's own threads; objects
- * are borrowed for the duration of the call. */
+ * are borrowed for the duration of the call: a sink that keeps one copies
+ * it (json_deep_copy), never takes a reference (json_incref), because a
+ * list page's objects live in an arena freed after the page (arena.h). */
 struct gs_cluster_sink {
   void *ctx;
   void (*node_upsert)(void *ctx, const json_t *node);

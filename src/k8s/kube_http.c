@@ -434,7 +434,7 @@ static enum gs_err attempt(struct gs__kube_conn *c, struct gs__kube_handle *h,
   enum gs_err err = GS_EOK;
   CURLcode cc;
 
-  gs__kbuf_release(&resp->body);
+  gs__kbuf_clear(&resp->body); /* a list reuses one buffer for its pages */
   resp->body.max = req->body_max ? req->body_max : GS_KUBE_BODY_MAX;
   resp->code = 0;
   resp->retry_after_s = -1;

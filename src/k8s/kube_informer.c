@@ -2,6 +2,7 @@
  * (KUBE-PROTOCOL §C.3, §C.4). Each keeps a cache keyed by namespace/name,
  * so a relist reports objects gone since (or replaced under the same name,
  * by uid) as deletions. Events reach the sink under k->sink_mu, in order. */
+#include "arena.h"
 #include "kube_int.h"
 
 #include <stdio.h>
@@ -9,6 +10,7 @@
 #include <string.h>
 
 #define LIST_TIMEOUT_MIN_MS 60000 /* one page of a big list may be slow */
+#define LIST_ARENA_CHUNK (1u << 20) /* grows to what one page's parse needs */
 
 /* ---- small JSON helpers --------------------------------------------------- */
 
@@ -103,26 +105,36 @@ static bool ids_eq(const struct entry_ids *a, const struct entry_ids *b, int i) 
   return a->len[i] == b->len[i] && memcmp(a->f[i], b->f[i], a->len[i]) == 0;
 }
 
-/* What the cache keeps of obj: a new reference. */
-static json_t *cache_form(const struct gs__informer *inf, json_t *obj) {
+/* A reference to obj that may be kept: obj itself, or a copy when obj lives
+ * in a list page's arena (nothing of a page outlives it, arena.h). */
+static json_t *keepable(json_t *obj, const struct gs_arena *arena) {
+  if (arena != NULL && gs_arena_owns(arena, obj))
+    return json_deep_copy(obj);
+  return json_incref(obj);
+}
+
+/* What the cache keeps of obj: a new reference (arena: the page's, or
+ * NULL). */
+static json_t *cache_form(const struct gs__informer *inf, json_t *obj,
+                          const struct gs_arena *arena) {
   struct entry_ids ids;
   char *text, *p;
   size_t n = 0;
   int nf = inf->kind == GS__INF_PODS ? 4 : 2;
   json_t *out;
   if (inf->kind != GS__INF_PODS && inf->kind != GS__INF_NODES)
-    return json_incref(obj);
+    return keepable(obj, arena);
   if (inf->kind == GS__INF_PODS && (spec_node(obj) == NULL || spec_node(obj)[0] == '\0'))
-    return json_incref(obj); /* pending: bind needs it whole */
+    return keepable(obj, arena); /* pending: bind needs it whole */
   entry_ids(obj, &ids);
   for (int i = 0; i < nf; i++) {
     if (ids.f[i] != NULL && memchr(ids.f[i], ENTRY_SEP, ids.len[i]) != NULL)
-      return json_incref(obj); /* cannot be split back: keep it whole */
+      return keepable(obj, arena); /* cannot be split back: keep it whole */
     n += ids.len[i] + 1;
   }
   text = malloc(n);
   if (text == NULL)
-    return json_incref(obj);
+    return keepable(obj, arena);
   for (int i = 0, at = 0; i < nf; i++) {
     if (ids.len[i] > 0)
       memcpy(text + at, ids.f[i], ids.len[i]);
@@ -132,7 +144,7 @@ static json_t *cache_form(const struct gs__informer *inf, json_t *obj) {
   p = text;
   out = json_stringn(p, n - 1);
   free(text);
-  return out != NULL ? out : json_incref(obj); /* invalid UTF-8: keep it whole */
+  return out != NULL ? out : keepable(obj, arena); /* invalid UTF-8: keep it whole */
 }
 
 static json_t *text_n(const char *p, size_t n) { return json_stringn(p ? p : "", p ? n : 0); }
@@ -321,21 +333,32 @@ static bool back_off(struct gs__informer *inf, long retry_after_s) {
 /* Adds one page's items to fresh in their cache form, and tells the sink
  * about those that are new or changed against the current cache, whole and
  * at once, so a list never holds every object whole (apply_list reports
- * the ones gone). Sets rv and cont (malloc'd or NULL). */
+ * the ones gone). Sets rv and cont (malloc'd or NULL). The page is parsed
+ * into arena (may be NULL), which is reset before returning: what the
+ * cache keeps of it is copied out (cache_form). */
 static enum gs_err take_page(struct gs__informer *inf, const struct gs__kube_resp *resp,
-                             json_t *fresh, char *rv, char **cont) {
-  json_t *doc = json_loadb(resp->body.p, resp->body.len, 0, NULL), *items, *item;
+                             json_t *fresh, char *rv, char **cont, struct gs_arena *arena) {
+  json_t *doc, *items, *item;
   const char *v;
   size_t i;
   bool full;
+  enum gs_err err = GS_EOK;
   char key[GS_NS_MAX + GS_NAME_MAX + 4];
   *cont = NULL;
-  if (doc == NULL)
-    return GS_EPARSE;
+  /* Parsing allocates a block per value; from the arena that is a pointer
+   * bump, and json_decref below frees them for nothing (docs/benchmarks.md,
+   * start-up). Everything else allocates as usual. */
+  gs_arena_enter(arena);
+  doc = json_loadb(resp->body.p, resp->body.len, 0, NULL);
+  gs_arena_pause();
+  if (doc == NULL) {
+    err = GS_EPARSE;
+    goto out;
+  }
   items = json_object_get(doc, "items");
   if (!json_is_array(items) && !json_is_null(items)) {
-    json_decref(doc);
-    return GS_EPARSE;
+    err = GS_EPARSE;
+    goto out;
   }
   /* A relist for a leader take-over replays everything, so the new leader
    * can rebuild from it; other relists deliver only what changed. */
@@ -353,10 +376,10 @@ static enum gs_err take_page(struct gs__informer *inf, const struct gs__kube_res
       json_object_set_new(item, "kind", json_string(inf->item_kind));
     if (json_object_get(item, "apiVersion") == NULL)
       json_object_set_new(item, "apiVersion", json_string("v1"));
-    if (json_object_set_new(fresh, key, cache_form(inf, item)) != 0) {
+    if (json_object_set_new(fresh, key, cache_form(inf, item, arena)) != 0) {
       pthread_mutex_unlock(&inf->k->sink_mu);
-      json_decref(doc);
-      return GS_ENOMEM;
+      err = GS_ENOMEM;
+      goto out;
     }
     pthread_mutex_lock(&inf->mu);
     prev = json_object_get(inf->cache, key);
@@ -368,19 +391,21 @@ static enum gs_err take_page(struct gs__informer *inf, const struct gs__kube_res
     if (prev_obj != NULL && !ids_eq(&a, &b, 0))
       deliver_delete(inf, prev_obj); /* replaced under the same name */
     if (full || prev_obj == NULL || !ids_eq(&a, &b, 0) || !ids_eq(&a, &b, 1))
-      deliver_upsert(inf, item);
+      deliver_upsert(inf, item); /* the sink keeps nothing of item */
     json_decref(prev_obj);
   }
   pthread_mutex_unlock(&inf->k->sink_mu);
   v = meta_str(doc, "resourceVersion");
   snprintf(rv, GS_KUBE_RV_MAX + 1, "%s", v ? v : "");
   v = meta_str(doc, "continue");
-  if (v != NULL && v[0] != '\0' && (*cont = strdup(v)) == NULL) {
-    json_decref(doc);
-    return GS_ENOMEM;
-  }
+  if (v != NULL && v[0] != '\0' && (*cont = strdup(v)) == NULL)
+    err = GS_ENOMEM;
+out:
   json_decref(doc);
-  return GS_EOK;
+  gs_arena_leave();
+  if (arena != NULL)
+    gs_arena_reset(arena);
+  return err;
 }
 
 /* Replaces the cache with fresh and tells the sink what is gone (new and
@@ -427,14 +452,19 @@ static enum outcome do_list(struct gs__informer *inf) {
   char rv[GS_KUBE_RV_MAX + 1] = "", *cont = NULL;
   long timeout_ms = k->conn.request_timeout_s * 1000;
   enum outcome out = RETRY;
-  if (fresh == NULL)
+  /* One page's parse at a time, and one reply buffer for all pages. Without
+   * an arena (out of memory) pages are parsed with malloc as usual. */
+  struct gs_arena *arena = gs_arena_new(LIST_ARENA_CHUNK);
+  struct gs__kube_resp resp = {0};
+  if (fresh == NULL) {
+    gs_arena_free(arena);
     return RETRY;
+  }
   inf->cur_gen = atomic_load(&inf->relist_req);
   if (timeout_ms < LIST_TIMEOUT_MIN_MS)
     timeout_ms = LIST_TIMEOUT_MIN_MS;
   for (;;) {
     struct gs__kbuf path = {.max = 64 * 1024};
-    struct gs__kube_resp resp = {0};
     struct gs__kube_req req = {.method = "GET", .body_max = GS_KUBE_LIST_MAX,
                                .timeout_ms = timeout_ms};
     char limit[16];
@@ -451,7 +481,6 @@ static enum outcome do_list(struct gs__informer *inf) {
     e = gs__kube_do(&k->conn, &inf->h, &req, &resp);
     gs__kbuf_release(&path);
     if (e == GS_EAGAIN) {
-      gs__kube_resp_release(&resp);
       /* A resync request restarts the list; stop ends it. */
       if (gs__kube_stopping(k)) {
         out = STOPPED;
@@ -467,7 +496,6 @@ static enum outcome do_list(struct gs__informer *inf) {
       /* Continue token expired: start over (§C.3). */
       gs__kube_log(GS_LOG_INFO, "list continue expired, restarting", "resource=%s",
                    inf->resource);
-      gs__kube_resp_release(&resp);
       json_object_clear(fresh);
       free(cont);
       cont = NULL;
@@ -480,7 +508,6 @@ static enum outcome do_list(struct gs__informer *inf) {
                      inf->resource, inf->path, gs_strerror(e), resp.error);
       else
         log_status(inf, "list failed", &resp);
-      gs__kube_resp_release(&resp);
       /* Retry the same page; an expired token comes back as 410. */
       if (!back_off(inf, ra)) {
         out = STOPPED;
@@ -489,18 +516,21 @@ static enum outcome do_list(struct gs__informer *inf) {
       continue;
     }
     free(cont);
-    e = take_page(inf, &resp, fresh, rv, &cont);
-    gs__kube_resp_release(&resp);
+    e = take_page(inf, &resp, fresh, rv, &cont, arena);
     if (e != GS_EOK) {
       gs__kube_log(GS_LOG_WARN, "list reply unreadable", "resource=%s err=%s", inf->resource,
                    gs_strerror(e));
       break;
     }
     if (cont == NULL) {
+      gs__kube_resp_release(&resp);
+      gs_arena_free(arena);
       apply_list(inf, fresh, rv);
       return OK_;
     }
   }
+  gs__kube_resp_release(&resp);
+  gs_arena_free(arena);
   free(cont);
   json_decref(fresh);
   return out;
@@ -525,7 +555,7 @@ static void apply_event(struct gs__informer *inf, const char *type, json_t *obj)
   if (del)
     json_object_del(inf->cache, key);
   else
-    json_object_set_new(inf->cache, key, cache_form(inf, obj));
+    json_object_set_new(inf->cache, key, cache_form(inf, obj, NULL));
   pthread_mutex_unlock(&inf->mu);
   if (del) {
     deliver_delete(inf, obj);

@@ -59,6 +59,8 @@ struct gs__kbuf {
 enum gs_err gs__kbuf_add(struct gs__kbuf *b, const char *data, size_t n) GS_WUR;
 enum gs_err gs__kbuf_str(struct gs__kbuf *b, const char *s) GS_WUR;
 void gs__kbuf_release(struct gs__kbuf *b);
+/* Empties b, keeping its memory for the next fill. */
+void gs__kbuf_clear(struct gs__kbuf *b);
 
 /* ---- URLs -------------------------------------------------------------- */
 
@@ -222,7 +224,8 @@ struct gs__kube_resp {
 /* One request (plus one retry after a 401 when the token comes from a
  * file). GS_EOK whenever an HTTP reply arrived (any code: check ret->code);
  * GS_EIO on transport failure, GS_ETIMEOUT on timeout, GS_EAGAIN when
- * aborted, GS_ETOOBIG past body_max. resp must be released. */
+ * aborted, GS_ETOOBIG past body_max. resp must be released; a resp may be
+ * passed again before that (its body buffer is reused). */
 enum gs_err gs__kube_do(struct gs__kube_conn *c, struct gs__kube_handle *h,
                         const struct gs__kube_req *req, struct gs__kube_resp *ret) GS_WUR;
 void gs__kube_resp_release(struct gs__kube_resp *r);

@@ -151,6 +151,12 @@ enum gs_err gs__kbuf_str(struct gs__kbuf *b, const char *s) {
   return gs__kbuf_add(b, s, strlen(s));
 }
 
+void gs__kbuf_clear(struct gs__kbuf *b) {
+  b->len = 0;
+  if (b->p != NULL)
+    b->p[0] = '\0';
+}
+
 void gs__kbuf_release(struct gs__kbuf *b) {
   free(b->p);
   b->p = NULL;

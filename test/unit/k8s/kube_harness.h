@@ -6,6 +6,7 @@
 #ifndef GPUSHARE_KUBE_HARNESS_H
 #define GPUSHARE_KUBE_HARNESS_H
 
+#include "arena.h"
 #include "kube_int.h"
 
 #include <errno.h>
@@ -523,7 +524,7 @@ static inline void h_key(const json_t *o, char *out, size_t cap) {
 static inline void h_on_node(void *ctx, const json_t *node) {
   struct h_rec *r = ctx;
   pthread_mutex_lock(&r->mu);
-  json_object_set(r->nodes, h_meta(node, "name"), (json_t *)node);
+  json_object_set_new(r->nodes, h_meta(node, "name"), json_deep_copy(node)); /* borrowed */
   r->upserts++;
   pthread_mutex_unlock(&r->mu);
 }
@@ -541,7 +542,7 @@ static inline void h_on_pod(void *ctx, const json_t *pod) {
   char key[600];
   h_key(pod, key, sizeof key);
   pthread_mutex_lock(&r->mu);
-  json_object_set(r->pods, key, (json_t *)pod);
+  json_object_set_new(r->pods, key, json_deep_copy(pod)); /* borrowed: copy */
   r->upserts++;
   pthread_mutex_unlock(&r->mu);
 }
@@ -561,7 +562,7 @@ static inline void h_on_cm(void *ctx, const json_t *cm) {
   char key[600];
   h_key(cm, key, sizeof key);
   pthread_mutex_lock(&r->mu);
-  json_object_set(r->cms, key, (json_t *)cm);
+  json_object_set_new(r->cms, key, json_deep_copy(cm)); /* borrowed: copy */
   r->upserts++;
   pthread_mutex_unlock(&r->mu);
 }
@@ -651,6 +652,13 @@ static inline struct gs_kube_opts h_opts(const char *kubeconfig) {
                            .watch_timeout_s = 30,
                            .request_timeout_s = 5};
   return o;
+}
+
+/* jansson allocates as in the extender (src/main.c): list pages from an
+ * arena, so a sink or cache that kept a page's object past the page is
+ * caught by AddressSanitizer (the arena poisons what it forgets). */
+static inline void h_use_arena_hooks(void) {
+  json_set_alloc_funcs(gs_arena_hook_malloc, gs_arena_hook_free);
 }
 
 #endif
