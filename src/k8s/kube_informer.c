@@ -346,8 +346,8 @@ static enum gs_err take_page(struct gs__informer *inf, const struct gs__kube_res
   char key[GS_NS_MAX + GS_NAME_MAX + 4];
   *cont = NULL;
   /* Parsing allocates a block per value; from the arena that is a pointer
-   * bump, and json_decref below frees them for nothing (docs/benchmarks.md,
-   * start-up). Everything else allocates as usual. */
+   * bump, and the page is freed at once below (docs/benchmarks.md,
+   * start-up). The sink and the cache allocate as usual. */
   gs_arena_enter(arena);
   doc = json_loadb(resp->body.p, resp->body.len, 0, NULL);
   gs_arena_pause();
@@ -371,11 +371,14 @@ static enum gs_err take_page(struct gs__informer *inf, const struct gs__kube_res
     struct entry_ids a, b;
     if (!json_is_object(item) || !wanted(inf, item) || !object_key(inf, item, key, sizeof key))
       continue;
-    /* Items of a list carry no kind/apiVersion; watch objects do. */
+    /* Items of a list carry no kind/apiVersion; watch objects do. Added
+     * from the arena: every block of the page is the arena's. */
+    gs_arena_enter(arena);
     if (json_object_get(item, "kind") == NULL)
       json_object_set_new(item, "kind", json_string(inf->item_kind));
     if (json_object_get(item, "apiVersion") == NULL)
       json_object_set_new(item, "apiVersion", json_string("v1"));
+    gs_arena_pause();
     if (json_object_set_new(fresh, key, cache_form(inf, item, arena)) != 0) {
       pthread_mutex_unlock(&inf->k->sink_mu);
       err = GS_ENOMEM;
@@ -401,7 +404,11 @@ static enum gs_err take_page(struct gs__informer *inf, const struct gs__kube_res
   if (v != NULL && v[0] != '\0' && (*cont = strdup(v)) == NULL)
     err = GS_ENOMEM;
 out:
-  json_decref(doc);
+  /* With an arena, every block of the page is the arena's (nothing else
+   * was attached to it, and what is kept was copied): resetting it frees
+   * the page without walking it. */
+  if (arena == NULL)
+    json_decref(doc);
   gs_arena_leave();
   if (arena != NULL)
     gs_arena_reset(arena);
