@@ -453,16 +453,69 @@ static void apply_list(struct gs__informer *inf, json_t *fresh, const char *rv) 
                inf->path, json_object_size(fresh), rv);
 }
 
+/* One page request, made in the list's thread or in a prefetch thread
+ * (the informer's handle is used by one of them at a time). */
+struct page_req {
+  struct gs__informer *inf;
+  const char *cont; /* NULL: the first page */
+  long timeout_ms;
+  struct gs__kube_resp resp;
+  enum gs_err e;
+  bool bad_path;
+  bool started; /* a prefetch thread runs it */
+  pthread_t thread;
+};
+
+static void fetch_page(struct page_req *r) {
+  struct gs__informer *inf = r->inf;
+  struct gs__kbuf path = {.max = 64 * 1024};
+  struct gs__kube_req req = {.method = "GET", .body_max = GS_KUBE_LIST_MAX,
+                             .timeout_ms = r->timeout_ms};
+  char limit[16];
+  snprintf(limit, sizeof limit, "%d", GS_KUBE_PAGE_LIMIT);
+  r->bad_path = gs__kbuf_str(&path, inf->path) != GS_EOK ||
+                gs__kube_query(&path, "limit", limit) != GS_EOK ||
+                (inf->field_selector && gs__kube_query(&path, "fieldSelector", inf->field_selector)) ||
+                (r->cont && gs__kube_query(&path, "continue", r->cont));
+  if (r->bad_path) {
+    gs__kbuf_release(&path);
+    r->e = GS_ETOOBIG;
+    return;
+  }
+  req.path = path.p;
+  r->e = gs__kube_do(&inf->k->conn, &inf->h, &req, &r->resp);
+  gs__kbuf_release(&path);
+}
+
+static void *prefetch_main(void *arg) {
+  fetch_page(arg);
+  return NULL;
+}
+
+static void prefetch_join(struct page_req *r) {
+  if (r->started)
+    pthread_join(r->thread, NULL);
+  r->started = false;
+}
+
+/* Lists in pages (limit/continue), as client-go's pager. While a page is
+ * parsed and delivered, the next one is already asked for (its token is
+ * read ahead, gs__kube_list_peek_continue): the apiserver's time and ours
+ * overlap instead of adding up (docs/benchmarks.md, start-up). The token
+ * of the parsed page decides: a prefetched reply for another token is
+ * dropped. */
 static enum outcome do_list(struct gs__informer *inf) {
   struct gs__kube *k = inf->k;
   json_t *fresh = json_object();
   char rv[GS_KUBE_RV_MAX + 1] = "", *cont = NULL;
   long timeout_ms = k->conn.request_timeout_s * 1000;
   enum outcome out = RETRY;
-  /* One page's parse at a time, and one reply buffer for all pages. Without
-   * an arena (out of memory) pages are parsed with malloc as usual. */
+  /* One page's parse at a time, and one reply buffer per request slot.
+   * Without an arena (out of memory) pages are parsed with malloc. */
   struct gs_arena *arena = gs_arena_new(LIST_ARENA_CHUNK);
-  struct gs__kube_resp resp = {0};
+  struct page_req slot[2] = {{.inf = inf}, {.inf = inf}};
+  struct page_req *cur = &slot[0], *ahead = &slot[1], *tmp;
+  bool have = false; /* cur already holds the reply for cont */
   if (fresh == NULL) {
     gs_arena_free(arena);
     return RETRY;
@@ -470,23 +523,18 @@ static enum outcome do_list(struct gs__informer *inf) {
   inf->cur_gen = atomic_load(&inf->relist_req);
   if (timeout_ms < LIST_TIMEOUT_MIN_MS)
     timeout_ms = LIST_TIMEOUT_MIN_MS;
+  slot[0].timeout_ms = slot[1].timeout_ms = timeout_ms;
   for (;;) {
-    struct gs__kbuf path = {.max = 64 * 1024};
-    struct gs__kube_req req = {.method = "GET", .body_max = GS_KUBE_LIST_MAX,
-                               .timeout_ms = timeout_ms};
-    char limit[16];
+    char *peek;
     enum gs_err e;
-    snprintf(limit, sizeof limit, "%d", GS_KUBE_PAGE_LIMIT);
-    if (gs__kbuf_str(&path, inf->path) != GS_EOK ||
-        gs__kube_query(&path, "limit", limit) != GS_EOK ||
-        (inf->field_selector && gs__kube_query(&path, "fieldSelector", inf->field_selector)) ||
-        (cont && gs__kube_query(&path, "continue", cont))) {
-      gs__kbuf_release(&path);
-      break;
+    if (!have) {
+      cur->cont = cont;
+      fetch_page(cur);
     }
-    req.path = path.p;
-    e = gs__kube_do(&k->conn, &inf->h, &req, &resp);
-    gs__kbuf_release(&path);
+    have = false;
+    e = cur->e;
+    if (cur->bad_path)
+      break;
     if (e == GS_EAGAIN) {
       /* A resync request restarts the list; stop ends it. */
       if (gs__kube_stopping(k)) {
@@ -499,7 +547,7 @@ static enum outcome do_list(struct gs__informer *inf) {
       cont = NULL;
       continue;
     }
-    if (e == GS_EOK && resp.code == 410) {
+    if (e == GS_EOK && cur->resp.code == 410) {
       /* Continue token expired: start over (§C.3). */
       gs__kube_log(GS_LOG_INFO, "list continue expired, restarting", "resource=%s",
                    inf->resource);
@@ -508,13 +556,13 @@ static enum outcome do_list(struct gs__informer *inf) {
       cont = NULL;
       continue;
     }
-    if (e != GS_EOK || resp.code != 200) {
-      long ra = resp.retry_after_s;
+    if (e != GS_EOK || cur->resp.code != 200) {
+      long ra = cur->resp.retry_after_s;
       if (e != GS_EOK)
         gs__kube_log(GS_LOG_WARN, "list failed", "resource=%s path=%s err=%s error=\"%s\"",
-                     inf->resource, inf->path, gs_strerror(e), resp.error);
+                     inf->resource, inf->path, gs_strerror(e), cur->resp.error);
       else
-        log_status(inf, "list failed", &resp);
+        log_status(inf, "list failed", &cur->resp);
       /* Retry the same page; an expired token comes back as 410. */
       if (!back_off(inf, ra)) {
         out = STOPPED;
@@ -522,21 +570,38 @@ static enum outcome do_list(struct gs__informer *inf) {
       }
       continue;
     }
+    peek = gs__kube_list_peek_continue(cur->resp.body.p, cur->resp.body.len);
+    if (peek != NULL) {
+      ahead->cont = peek;
+      ahead->started = pthread_create(&ahead->thread, NULL, prefetch_main, ahead) == 0;
+    }
     free(cont);
-    e = take_page(inf, &resp, fresh, rv, &cont, arena);
+    e = take_page(inf, &cur->resp, fresh, rv, &cont, arena);
+    if (ahead->started) {
+      prefetch_join(ahead);
+      if (e == GS_EOK && cont != NULL && strcmp(cont, peek) == 0) {
+        tmp = cur;
+        cur = ahead;
+        ahead = tmp;
+        have = true;
+      }
+    }
+    free(peek);
     if (e != GS_EOK) {
       gs__kube_log(GS_LOG_WARN, "list reply unreadable", "resource=%s err=%s", inf->resource,
                    gs_strerror(e));
       break;
     }
     if (cont == NULL) {
-      gs__kube_resp_release(&resp);
+      gs__kube_resp_release(&slot[0].resp);
+      gs__kube_resp_release(&slot[1].resp);
       gs_arena_free(arena);
       apply_list(inf, fresh, rv);
       return OK_;
     }
   }
-  gs__kube_resp_release(&resp);
+  gs__kube_resp_release(&slot[0].resp);
+  gs__kube_resp_release(&slot[1].resp);
   gs_arena_free(arena);
   free(cont);
   json_decref(fresh);

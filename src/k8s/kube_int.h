@@ -62,6 +62,13 @@ void gs__kbuf_release(struct gs__kbuf *b);
 /* Empties b, keeping its memory for the next fill. */
 void gs__kbuf_clear(struct gs__kbuf *b);
 
+/* metadata.continue of a list reply (malloc'd), read without parsing its
+ * items, so the next page can be asked for while this one is parsed. The
+ * apiserver writes kind, apiVersion and metadata before items (a List's
+ * field order in Go); a reply laid out otherwise, or without a token,
+ * gives NULL, and the caller learns the token from the parsed page. */
+char *gs__kube_list_peek_continue(const char *body, size_t len);
+
 /* ---- URLs -------------------------------------------------------------- */
 
 /* Percent-encodes s (RFC 3986 unreserved characters pass) onto b. */

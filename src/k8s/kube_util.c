@@ -151,6 +151,70 @@ enum gs_err gs__kbuf_str(struct gs__kbuf *b, const char *s) {
   return gs__kbuf_add(b, s, strlen(s));
 }
 
+static size_t skip_ws(const char *p, size_t n, size_t i) {
+  while (i < n && (p[i] == ' ' || p[i] == '\t' || p[i] == '\n' || p[i] == '\r'))
+    i++;
+  return i;
+}
+
+/* One JSON value at p[*i] by jansson, which says how far it read. Strings
+ * and objects end at their closing character (no look-ahead); a number
+ * may be followed by one byte read ahead, which the caller's check of the
+ * next punctuation then refuses. */
+static json_t *value_at(const char *p, size_t n, size_t *i) {
+  json_error_t err;
+  json_t *v = json_loadb(p + *i, n - *i, JSON_DECODE_ANY | JSON_DISABLE_EOF_CHECK, &err);
+  if (v != NULL)
+    *i += (size_t)err.position;
+  return v;
+}
+
+#define PEEK_FIELDS 8 /* kind, apiVersion, metadata: a few to spare */
+
+char *gs__kube_list_peek_continue(const char *p, size_t n) {
+  size_t i;
+  if (p == NULL)
+    return NULL;
+  i = skip_ws(p, n, 0);
+  if (i >= n || p[i] != '{')
+    return NULL;
+  i++;
+  for (int f = 0; f < PEEK_FIELDS; f++) {
+    json_t *key, *value;
+    bool meta;
+    char *out = NULL;
+    i = skip_ws(p, n, i);
+    if (i >= n || p[i] != '"' || (key = value_at(p, n, &i)) == NULL)
+      return NULL;
+    meta = json_is_string(key) && strcmp(json_string_value(key), "metadata") == 0;
+    if (json_is_string(key) && strcmp(json_string_value(key), "items") == 0) {
+      json_decref(key);
+      return NULL; /* items first: no look-ahead */
+    }
+    json_decref(key);
+    i = skip_ws(p, n, i);
+    if (i >= n || p[i] != ':')
+      return NULL;
+    i = skip_ws(p, n, i + 1);
+    /* Only short values before metadata are read whole (never items). */
+    if ((value = value_at(p, n, &i)) == NULL)
+      return NULL;
+    if (meta) {
+      const json_t *c = json_object_get(value, "continue");
+      if (json_is_string(c) && json_string_length(c) > 0)
+        out = strdup(json_string_value(c));
+      json_decref(value);
+      return out;
+    }
+    json_decref(value);
+    i = skip_ws(p, n, i);
+    if (i >= n || p[i] != ',')
+      return NULL;
+    i++;
+  }
+  return NULL;
+}
+
 void gs__kbuf_clear(struct gs__kbuf *b) {
   b->len = 0;
   if (b->p != NULL)

@@ -332,6 +332,89 @@ static void test_lease_json(void **state) {
   free(text);
 }
 
+/* The next page's token, read ahead of the parse. A real list reply
+ * (client-go's golden ServiceAccountList) shows the field order it relies
+ * on; anything laid out otherwise, truncated or odd gives NULL, never a
+ * wrong token. */
+static void test_list_peek_continue(void **state) {
+  size_t len;
+  char *raw = slurp(GS_TEST_DATA "/reference/kube-fixtures/list-response-raw-http.txt", &len);
+  const char *body = strstr(raw, "\r\n\r\n");
+  char *with, *got;
+  static const struct {
+    const char *text, *want;
+  } cases[] = {
+      {"{\"kind\":\"PodList\",\"apiVersion\":\"v1\",\"metadata\":{\"resourceVersion\":\"5\","
+       "\"continue\":\"eyJ2IjoibWV0YS5rOHMuaW8vdjEifQ\",\"remainingItemCount\":3},\"items\":[]}",
+       "eyJ2IjoibWV0YS5rOHMuaW8vdjEifQ"},
+      {" {\n \"kind\" : \"PodList\" ,\n\t\"apiVersion\":\"v1\",\r\n \"metadata\" : "
+       "{ \"continue\" : \"t\\u0041\" } , \"items\": [ ] }\n",
+       "tA"},
+      {"{\"kind\":\"Pod\\\"List\\\\\",\"metadata\":{\"continue\":\"x\"},\"items\":[]}", "x"},
+      {"{\"metadata\":{\"continue\":\"first\"}}", "first"},
+      {"{\"kind\":\"PodList\",\"metadata\":{\"continue\":\"\"},\"items\":[]}", NULL},
+      {"{\"kind\":\"PodList\",\"metadata\":{\"resourceVersion\":\"9\"},\"items\":[]}", NULL},
+      {"{\"items\":[],\"metadata\":{\"continue\":\"late\"}}", NULL},
+      {"{\"kind\":\"PodList\",\"metadata\":{\"continue\":7},\"items\":[]}", NULL},
+      {"{\"kind\":\"PodList\",\"metadata\":\"continue\",\"items\":[]}", NULL},
+      {"{\"kind\":\"PodList\",\"metadata\":{\"continue\":\"tr", NULL},
+      {"{\"kind\":\"PodList\"", NULL},
+      {"{\"kind\" \"PodList\",\"metadata\":{\"continue\":\"t\"}}", NULL},
+      {"{\"kind\":\"PodList\" \"metadata\":{\"continue\":\"t\"}}", NULL},
+      {"[{\"metadata\":{\"continue\":\"t\"}}]", NULL},
+      {"{kind:1}", NULL},
+      {"{", NULL},
+      {"", NULL},
+      {"{\"a\":1,\"b\":2,\"c\":3,\"d\":4,\"e\":5,\"f\":6,\"g\":7,\"h\":8,\"metadata\":"
+       "{\"continue\":\"far\"}}",
+       NULL},
+  };
+  (void)state;
+  assert_non_null(body);
+  body += 4;
+  assert_null(gs__kube_list_peek_continue(body, strlen(body))); /* the last page */
+  with = malloc(strlen(body) + 64);
+  assert_non_null(with);
+  {
+    const char *at = strstr(body, "\"resourceVersion\":\"222\"");
+    assert_non_null(at);
+    at += strlen("\"resourceVersion\":\"222\"");
+    sprintf(with, "%.*s,\"continue\":\"tok-2\"%s", (int)(at - body), body, at);
+  }
+  got = gs__kube_list_peek_continue(with, strlen(with));
+  assert_non_null(got);
+  assert_string_equal(got, "tok-2");
+  free(got);
+  /* The token is read without reading beyond it: a cut after metadata
+   * still gives it. */
+  got = gs__kube_list_peek_continue(with, (size_t)(strstr(with, "\"items\"") - with));
+  assert_non_null(got);
+  assert_string_equal(got, "tok-2");
+  free(got);
+  free(with);
+  assert_null(gs__kube_list_peek_continue(NULL, 0));
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    got = gs__kube_list_peek_continue(cases[i].text, strlen(cases[i].text));
+    if (cases[i].want == NULL) {
+      if (got != NULL)
+        fail_msg("case %zu: got \"%s\", want none", i, got);
+    } else {
+      if (got == NULL)
+        fail_msg("case %zu: got none, want \"%s\"", i, cases[i].want);
+      assert_string_equal(got, cases[i].want);
+    }
+    free(got);
+    /* Every truncation: a token only if the whole metadata was there. */
+    for (size_t cut = 0; cut < strlen(cases[i].text); cut++) {
+      got = gs__kube_list_peek_continue(cases[i].text, cut);
+      if (got != NULL)
+        assert_string_equal(got, cases[i].want);
+      free(got);
+    }
+  }
+  free(raw);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_ndjson_fixture_every_split),
@@ -345,6 +428,7 @@ int main(void) {
       cmocka_unit_test(test_backoff),
       cmocka_unit_test(test_lease_decide),
       cmocka_unit_test(test_lease_json),
+      cmocka_unit_test(test_list_peek_continue),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
