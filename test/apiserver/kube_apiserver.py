@@ -1498,6 +1498,13 @@ class Store:
             data = hit[1][view] = go_json(strip_type(view_obj(res, obj))).encode("utf-8")
         return data
 
+    def warm_list_items(self):
+        """Encodes every stored object's list item (see item_bytes)."""
+        with self.lock:
+            for storage, res in STORAGE_RES.items():
+                for key, obj in self.objects[storage].items():
+                    self.item_bytes(res, key, obj)
+
     def snapshot_at(self, storage, rv):
         """Objects of storage as they were at rv (raises KeyError if compacted)."""
         with self.lock:
@@ -3107,6 +3114,11 @@ class FakeApiServer:
                                         o.get("kind") if isinstance(o, dict) else type(o).__name__))
                     continue
                 self.upsert(o)
+            # The preloaded objects' list form, encoded once now: kube-apiserver
+            # serves lists from its watch cache of decoded objects and Go
+            # encodes them far faster than Python does, so a first list here
+            # should not cost what a Python encoder does (docs/benchmarks.md).
+            self.store.warm_list_items()
 
     # -- lifecycle ----------------------------------------------------------
     @property
