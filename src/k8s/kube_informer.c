@@ -330,27 +330,93 @@ static bool back_off(struct gs__informer *inf, long retry_after_s) {
   return gs__kube_sleep(inf->k, ms);
 }
 
-/* Adds one page's items to fresh in their cache form, and tells the sink
- * about those that are new or changed against the current cache, whole and
- * at once, so a list never holds every object whole (apply_list reports
- * the ones gone). Sets rv and cont (malloc'd or NULL). The page is parsed
- * into arena (may be NULL), which is reset before returning: what the
- * cache keeps of it is copied out (cache_form). */
-static enum gs_err take_page(struct gs__informer *inf, const struct gs__kube_resp *resp,
-                             json_t *fresh, char *rv, char **cont, struct gs_arena *arena) {
-  json_t *doc, *items, *item;
+/* One page of a list: its request, reply and parse. Made in the list's
+ * thread or in a prefetch thread, one at a time (the informer's handle is
+ * shared by both). */
+struct page_req {
+  struct gs__informer *inf;
+  const char *cont; /* NULL: the first page */
+  long timeout_ms;
+  struct gs__kube_resp resp;
+  enum gs_err e;
+  bool bad_path;
+  bool started;            /* a prefetch thread runs it */
+  pthread_t thread;
+  struct gs_arena *arena;  /* the parse's memory; NULL: malloc */
+  json_t *doc;             /* the parsed 200 reply, or NULL */
+};
+
+static void fetch_page(struct page_req *r) {
+  struct gs__informer *inf = r->inf;
+  struct gs__kbuf path = {.max = 64 * 1024};
+  struct gs__kube_req req = {.method = "GET", .body_max = GS_KUBE_LIST_MAX,
+                             .timeout_ms = r->timeout_ms};
+  char limit[16];
+  snprintf(limit, sizeof limit, "%d", GS_KUBE_PAGE_LIMIT);
+  r->bad_path = gs__kbuf_str(&path, inf->path) != GS_EOK ||
+                gs__kube_query(&path, "limit", limit) != GS_EOK ||
+                (inf->field_selector && gs__kube_query(&path, "fieldSelector", inf->field_selector)) ||
+                (r->cont && gs__kube_query(&path, "continue", r->cont));
+  if (r->bad_path) {
+    gs__kbuf_release(&path);
+    r->e = GS_ETOOBIG;
+    return;
+  }
+  req.path = path.p;
+  r->e = gs__kube_do(&inf->k->conn, &inf->h, &req, &r->resp);
+  gs__kbuf_release(&path);
+}
+
+/* Parsing allocates a block per value; from the arena that is a pointer
+ * bump, and the page is freed at once by page_done (docs/benchmarks.md,
+ * start-up). */
+static void parse_page(struct page_req *r) {
+  r->doc = NULL;
+  if (r->e != GS_EOK || r->resp.code != 200)
+    return;
+  gs_arena_enter(r->arena);
+  r->doc = json_loadb(r->resp.body.p, r->resp.body.len, 0, NULL);
+  gs_arena_leave();
+}
+
+/* Frees the parsed page. With an arena every block of it is the arena's
+ * (take_page attaches nothing else, and what is kept was copied out):
+ * resetting the arena frees it without walking it. */
+static void page_done(struct page_req *r) {
+  if (r->arena == NULL)
+    json_decref(r->doc);
+  else
+    gs_arena_reset(r->arena);
+  r->doc = NULL;
+}
+
+static void *prefetch_main(void *arg) {
+  fetch_page(arg);
+  parse_page(arg);
+  return NULL;
+}
+
+static void prefetch_join(struct page_req *r) {
+  if (r->started)
+    pthread_join(r->thread, NULL);
+  r->started = false;
+}
+
+/* Adds the parsed page's items to fresh in their cache form, and tells the
+ * sink about those that are new or changed against the current cache,
+ * whole and at once, so a list never holds every object whole (apply_list
+ * reports the ones gone). Sets rv and cont (malloc'd or NULL). Frees the
+ * page (page_done): what the cache keeps of it is copied out (cache_form). */
+static enum gs_err take_page(struct gs__informer *inf, struct page_req *r, json_t *fresh,
+                             char *rv, char **cont) {
+  json_t *doc = r->doc, *items, *item;
+  struct gs_arena *arena = r->arena;
   const char *v;
   size_t i;
   bool full;
   enum gs_err err = GS_EOK;
   char key[GS_NS_MAX + GS_NAME_MAX + 4];
   *cont = NULL;
-  /* Parsing allocates a block per value; from the arena that is a pointer
-   * bump, and the page is freed at once below (docs/benchmarks.md,
-   * start-up). The sink and the cache allocate as usual. */
-  gs_arena_enter(arena);
-  doc = json_loadb(resp->body.p, resp->body.len, 0, NULL);
-  gs_arena_pause();
   if (doc == NULL) {
     err = GS_EPARSE;
     goto out;
@@ -378,7 +444,7 @@ static enum gs_err take_page(struct gs__informer *inf, const struct gs__kube_res
       json_object_set_new(item, "kind", json_string(inf->item_kind));
     if (json_object_get(item, "apiVersion") == NULL)
       json_object_set_new(item, "apiVersion", json_string("v1"));
-    gs_arena_pause();
+    gs_arena_pause(); /* frees of the page's blocks stay no-ops */
     if (json_object_set_new(fresh, key, cache_form(inf, item, arena)) != 0) {
       pthread_mutex_unlock(&inf->k->sink_mu);
       err = GS_ENOMEM;
@@ -404,14 +470,8 @@ static enum gs_err take_page(struct gs__informer *inf, const struct gs__kube_res
   if (v != NULL && v[0] != '\0' && (*cont = strdup(v)) == NULL)
     err = GS_ENOMEM;
 out:
-  /* With an arena, every block of the page is the arena's (nothing else
-   * was attached to it, and what is kept was copied): resetting it frees
-   * the page without walking it. */
-  if (arena == NULL)
-    json_decref(doc);
   gs_arena_leave();
-  if (arena != NULL)
-    gs_arena_reset(arena);
+  page_done(r);
   return err;
 }
 
@@ -453,83 +513,39 @@ static void apply_list(struct gs__informer *inf, json_t *fresh, const char *rv) 
                inf->path, json_object_size(fresh), rv);
 }
 
-/* One page request, made in the list's thread or in a prefetch thread
- * (the informer's handle is used by one of them at a time). */
-struct page_req {
-  struct gs__informer *inf;
-  const char *cont; /* NULL: the first page */
-  long timeout_ms;
-  struct gs__kube_resp resp;
-  enum gs_err e;
-  bool bad_path;
-  bool started; /* a prefetch thread runs it */
-  pthread_t thread;
-};
-
-static void fetch_page(struct page_req *r) {
-  struct gs__informer *inf = r->inf;
-  struct gs__kbuf path = {.max = 64 * 1024};
-  struct gs__kube_req req = {.method = "GET", .body_max = GS_KUBE_LIST_MAX,
-                             .timeout_ms = r->timeout_ms};
-  char limit[16];
-  snprintf(limit, sizeof limit, "%d", GS_KUBE_PAGE_LIMIT);
-  r->bad_path = gs__kbuf_str(&path, inf->path) != GS_EOK ||
-                gs__kube_query(&path, "limit", limit) != GS_EOK ||
-                (inf->field_selector && gs__kube_query(&path, "fieldSelector", inf->field_selector)) ||
-                (r->cont && gs__kube_query(&path, "continue", r->cont));
-  if (r->bad_path) {
-    gs__kbuf_release(&path);
-    r->e = GS_ETOOBIG;
-    return;
-  }
-  req.path = path.p;
-  r->e = gs__kube_do(&inf->k->conn, &inf->h, &req, &r->resp);
-  gs__kbuf_release(&path);
-}
-
-static void *prefetch_main(void *arg) {
-  fetch_page(arg);
-  return NULL;
-}
-
-static void prefetch_join(struct page_req *r) {
-  if (r->started)
-    pthread_join(r->thread, NULL);
-  r->started = false;
-}
-
 /* Lists in pages (limit/continue), as client-go's pager. While a page is
- * parsed and delivered, the next one is already asked for (its token is
- * read ahead, gs__kube_list_peek_continue): the apiserver's time and ours
- * overlap instead of adding up (docs/benchmarks.md, start-up). The token
- * of the parsed page decides: a prefetched reply for another token is
- * dropped. */
+ * delivered, the next one is already asked for and parsed in a second
+ * thread (its token is read ahead, gs__kube_list_peek_continue): the
+ * apiserver's time, the parse and the delivery overlap instead of adding
+ * up (docs/benchmarks.md, start-up). The token of the delivered page
+ * decides: a prefetched reply for another token is dropped. */
 static enum outcome do_list(struct gs__informer *inf) {
   struct gs__kube *k = inf->k;
   json_t *fresh = json_object();
   char rv[GS_KUBE_RV_MAX + 1] = "", *cont = NULL;
   long timeout_ms = k->conn.request_timeout_s * 1000;
   enum outcome out = RETRY;
-  /* One page's parse at a time, and one reply buffer per request slot.
-   * Without an arena (out of memory) pages are parsed with malloc. */
-  struct gs_arena *arena = gs_arena_new(LIST_ARENA_CHUNK);
+  /* Two request slots, each with its reply buffer and its parse arena
+   * (without an arena, out of memory, a page is parsed with malloc). */
   struct page_req slot[2] = {{.inf = inf}, {.inf = inf}};
   struct page_req *cur = &slot[0], *ahead = &slot[1], *tmp;
   bool have = false; /* cur already holds the reply for cont */
-  if (fresh == NULL) {
-    gs_arena_free(arena);
+  if (fresh == NULL)
     return RETRY;
-  }
   inf->cur_gen = atomic_load(&inf->relist_req);
   if (timeout_ms < LIST_TIMEOUT_MIN_MS)
     timeout_ms = LIST_TIMEOUT_MIN_MS;
-  slot[0].timeout_ms = slot[1].timeout_ms = timeout_ms;
+  for (int i = 0; i < 2; i++) {
+    slot[i].timeout_ms = timeout_ms;
+    slot[i].arena = gs_arena_new(LIST_ARENA_CHUNK);
+  }
   for (;;) {
     char *peek;
     enum gs_err e;
     if (!have) {
       cur->cont = cont;
       fetch_page(cur);
+      parse_page(cur);
     }
     have = false;
     e = cur->e;
@@ -576,7 +592,7 @@ static enum outcome do_list(struct gs__informer *inf) {
       ahead->started = pthread_create(&ahead->thread, NULL, prefetch_main, ahead) == 0;
     }
     free(cont);
-    e = take_page(inf, &cur->resp, fresh, rv, &cont, arena);
+    e = take_page(inf, cur, fresh, rv, &cont);
     if (ahead->started) {
       prefetch_join(ahead);
       if (e == GS_EOK && cont != NULL && strcmp(cont, peek) == 0) {
@@ -584,25 +600,30 @@ static enum outcome do_list(struct gs__informer *inf) {
         cur = ahead;
         ahead = tmp;
         have = true;
+      } else {
+        page_done(ahead);
       }
     }
     free(peek);
     if (e != GS_EOK) {
       gs__kube_log(GS_LOG_WARN, "list reply unreadable", "resource=%s err=%s", inf->resource,
                    gs_strerror(e));
-      break;
+      break; /* RETRY */
     }
     if (cont == NULL) {
-      gs__kube_resp_release(&slot[0].resp);
-      gs__kube_resp_release(&slot[1].resp);
-      gs_arena_free(arena);
-      apply_list(inf, fresh, rv);
-      return OK_;
+      out = OK_;
+      break;
     }
   }
-  gs__kube_resp_release(&slot[0].resp);
-  gs__kube_resp_release(&slot[1].resp);
-  gs_arena_free(arena);
+  for (int i = 0; i < 2; i++) {
+    page_done(&slot[i]);
+    gs__kube_resp_release(&slot[i].resp);
+    gs_arena_free(slot[i].arena);
+  }
+  if (out == OK_) {
+    apply_list(inf, fresh, rv); /* takes fresh */
+    return OK_;
+  }
   free(cont);
   json_decref(fresh);
   return out;
