@@ -21,16 +21,52 @@ struct gs_strmap {
   size_t count;
 };
 
-/* FNV-1a, then a final mix so the low bits (the slot index) depend on every
- * byte: UIDs share long common prefixes. */
+/* Eight bytes a step (the index hashes every node name of every request,
+ * and FNV-1a byte by byte was 15% of a decision: docs/benchmarks.md, core):
+ * each word is mixed in with a multiply and an xor-shift, the last partial
+ * word loaded as two overlapping pieces so no byte outside the key is read.
+ * Then a final avalanche (murmur3's fmix64) so that the low bits, the slot
+ * index, depend on every byte: UIDs share long common prefixes. */
+static uint64_t load64(const char *p) {
+  uint64_t w;
+  memcpy(&w, p, sizeof w);
+  return w;
+}
+
+static uint64_t load32(const char *p) {
+  uint32_t w;
+  memcpy(&w, p, sizeof w);
+  return w;
+}
+
+static uint64_t mix_word(uint64_t h, uint64_t w) {
+  h = (h ^ w) * 0x9e3779b97f4a7c15ull;
+  return h ^ (h >> 29);
+}
+
 static uint64_t hash_str(const char *s) {
-  uint64_t h = 0xcbf29ce484222325ull;
-  for (; *s != '\0'; s++) {
-    h ^= (unsigned char)*s;
-    h *= 0x100000001b3ull;
-  }
+  size_t len = strlen(s);
+  uint64_t h = 0xcbf29ce484222325ull ^ (uint64_t)len, tail;
+  const char *p = s, *end = s + len;
+  size_t rest;
+  for (; end - p > 8; p += 8)
+    h = mix_word(h, load64(p));
+  /* 0..8 bytes left (0 only for ""): two overlapping 4-byte loads, or
+   * first, middle and last byte, cover them all; with the length mixed in
+   * above, no two keys give the same words. */
+  rest = (size_t)(end - p);
+  if (rest >= 4)
+    tail = load32(p) | load32(end - 4) << 32;
+  else if (rest > 0)
+    tail = (uint64_t)(unsigned char)p[0] | (uint64_t)(unsigned char)p[rest / 2] << 8 |
+           (uint64_t)(unsigned char)end[-1] << 16;
+  else
+    tail = 0;
+  h = mix_word(h, tail);
   h ^= h >> 33;
   h *= 0xff51afd7ed558ccdull;
+  h ^= h >> 33;
+  h *= 0xc4ceb9fe1a85ec53ull;
   h ^= h >> 33;
   return h;
 }
