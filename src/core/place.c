@@ -106,7 +106,7 @@ static uint32_t mem_part_containers(const struct gs_pod_request *req) {
 /* ---- the pod on its own ----------------------------------------------------- */
 
 /* What placement needs to know about a pod, gathered in one pass over its
- * containers: gs_place_pick checks the pod for every node of a request. */
+ * containers. */
 struct pod_info {
   bool mem, whole;
   uint64_t mem_eff;   /* gs_pod_request_mem_effective */
@@ -175,6 +175,21 @@ enum gs_fit gs_place_check_pod(const struct gs_pod_request *req, const struct gs
                                char reason[GS_REASON_MAX]) {
   struct pod_info info;
   return check(req, policy, reason, &info);
+}
+
+enum gs_fit gs_place_prepare(const struct gs_pod_request *req, const struct gs_policy *policy,
+                             struct gs_place_pod *ret_pod, char reason[GS_REASON_MAX]) {
+  struct pod_info info;
+  enum gs_fit fit = check(req, policy, reason, &info);
+  if (fit != GS_FIT_OK)
+    return fit;
+  ret_pod->req = req;
+  ret_pod->policy = policy;
+  ret_pod->mem = info.mem;
+  /* check() bounds both: 1..GS_MAX_GPUS GPUs, parts far below 2^64. */
+  ret_pod->k = info.mem ? req->gpu_count : (uint32_t)info.whole_eff;
+  ret_pod->mib_per_gpu = info.mem ? info.mem_eff / req->gpu_count * policy->unit_mib : 0;
+  return GS_FIT_OK;
 }
 
 /* ---- choosing GPUs ------------------------------------------------------------ */
@@ -343,22 +358,18 @@ static enum gs_fit whole_candidates(const struct gs_node *node, uint32_t k,
   return GS_FIT_OK;
 }
 
-enum gs_fit gs_place_pick_with(const struct gs_node *node, const struct gs_pod_request *req,
-                               const struct gs_policy *policy, gs_place_choose_fn choose,
-                               void *choose_ctx, struct gs_choice *ret_choice,
-                               char reason[GS_REASON_MAX]) {
+enum gs_fit gs_place_pick_prepared(const struct gs_node *node, const struct gs_place_pod *pod,
+                                   gs_place_choose_fn choose, void *choose_ctx,
+                                   struct gs_choice *ret_choice, char reason[GS_REASON_MAX]) {
   struct gs_choice choice; /* gpus[] past ngpus stays unset: 300 bytes a node */
+  const struct gs_policy *policy = pod->policy;
   uint32_t picked[GS_MAX_GPUS];
   uint64_t candidates = 0, seen = 0, total = 0, used = 0, best[GS_MAX_GPUS];
-  uint32_t k;
-  bool mem, fast;
-  struct pod_info info;
-  enum gs_fit fit = check(req, policy, reason, &info);
-  if (fit != GS_FIT_OK)
-    return fit;
-  mem = info.mem;
+  uint32_t k = pod->k;
+  bool mem = pod->mem, fast;
+  enum gs_fit fit;
   choice.ngpus = 0;
-  choice.mib_per_gpu = 0;
+  choice.mib_per_gpu = pod->mib_per_gpu;
   choice.score = 0;
   if (node->mode == GS_MODE_NONE)
     return verdict(GS_FIT_NO, reason, REASON_NOT_SHARING);
@@ -369,17 +380,14 @@ enum gs_fit gs_place_pick_with(const struct gs_node *node, const struct gs_pod_r
   if (node->ngpus == 0)
     return verdict(GS_FIT_NO, reason, REASON_NOT_SHARING);
   if (mem) {
-    k = req->gpu_count;
     /* The default chooser without an interconnect to weigh (one GPU, or a
      * node without a topology): its choice is the k best keys, found while
      * collecting candidates (the same answer, one pass). */
     fast = choose == NULL &&
            (k == 1 || node->topo == NULL || node->topo->n != node->ngpus);
-    choice.mib_per_gpu = info.mem_eff / k * policy->unit_mib;
     fit = mem_candidates(node, policy, k, choice.mib_per_gpu, &candidates,
                          fast ? best : NULL, reason);
   } else {
-    k = (uint32_t)info.whole_eff;
     fast = false;
     fit = whole_candidates(node, k, &candidates, reason);
   }
@@ -393,8 +401,9 @@ enum gs_fit gs_place_pick_with(const struct gs_node *node, const struct gs_pod_r
     goto score;
   }
 
-  fit = (choose ? choose : gs_place_choose_default)(choose_ctx, node, req, policy, candidates,
-                                                    k, choice.mib_per_gpu, picked, reason);
+  fit = (choose ? choose : gs_place_choose_default)(choose_ctx, node, pod->req, policy,
+                                                    candidates, k, choice.mib_per_gpu, picked,
+                                                    reason);
   if (fit != GS_FIT_OK)
     return fit == GS_FIT_NEVER ? GS_FIT_NEVER : GS_FIT_NO;
   /* A chooser is plugin code: check its answer rather than trust it. */
@@ -438,6 +447,17 @@ score:
   ret_choice->mib_per_gpu = choice.mib_per_gpu;
   ret_choice->score = choice.score;
   return clear_reason(GS_FIT_OK, reason);
+}
+
+enum gs_fit gs_place_pick_with(const struct gs_node *node, const struct gs_pod_request *req,
+                               const struct gs_policy *policy, gs_place_choose_fn choose,
+                               void *choose_ctx, struct gs_choice *ret_choice,
+                               char reason[GS_REASON_MAX]) {
+  struct gs_place_pod pod;
+  enum gs_fit fit = gs_place_prepare(req, policy, &pod, reason);
+  if (fit != GS_FIT_OK)
+    return fit;
+  return gs_place_pick_prepared(node, &pod, choose, choose_ctx, ret_choice, reason);
 }
 
 enum gs_fit gs_place_pick(const struct gs_node *node, const struct gs_pod_request *req,

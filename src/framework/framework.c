@@ -80,6 +80,7 @@ static void cycle_init(struct gs_fw *fw, struct gs_cycle *c, const struct gs_pod
   c->policy = &fw->policy;
   c->ledger = fw->ledger;
   c->now_ns = now_ns;
+  c->place = NULL;
 }
 
 /* Runs pre_filter of every plugin. Returns SUCCESS, SKIP (no plugin cares:
@@ -189,6 +190,7 @@ static enum gs_err run_verb(struct gs_fw *fw, const struct gs_pod_request *pod,
                             const char *const *nodes, size_t n, int64_t now_ns, bool score,
                             struct gs_fw_result *ret) {
   struct gs_cycle c;
+  struct gs_place_pod place;
   struct gs_status st = {GS_CODE_SUCCESS, ""};
   enum gs_code pre;
 
@@ -213,6 +215,10 @@ static enum gs_err run_verb(struct gs_fw *fw, const struct gs_pod_request *pod,
     }
     return GS_EOK;
   }
+  /* The pod is checked once here rather than by a plugin for every node
+   * (docs/benchmarks.md, core). */
+  if (gs_place_prepare(pod, &fw->policy, &place, NULL) == GS_FIT_OK)
+    c.place = &place;
   pthread_rwlock_rdlock(&fw->lock);
   /* Names are resolved a batch at a time, then each node's GPUs are
    * prefetched a few nodes ahead: over thousands of nodes the lookups and
