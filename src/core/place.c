@@ -66,6 +66,20 @@ static enum gs_fit verdict(enum gs_fit fit, char reason[GS_REASON_MAX], const ch
   return fit;
 }
 
+/* A fixed verdict text, copied with its length known at compile time: the
+ * refusals below are written for most nodes of most requests, and finding
+ * the length at run time (verdict's strchr and strnlen) cost more than the
+ * copy (docs/benchmarks.md, core). The array size checks the length. */
+#define FIXED(fit, reason, text)                                                              \
+  fixed_verdict((fit), (reason), (text),                                                      \
+                sizeof(char[sizeof(text) <= GS_REASON_MAX ? sizeof(text) : -1]))
+static enum gs_fit fixed_verdict(enum gs_fit fit, char reason[GS_REASON_MAX], const char *text,
+                                 size_t size) {
+  if (reason != NULL)
+    memcpy(reason, text, size);
+  return fit;
+}
+
 static unsigned popcount64(uint64_t x) {
   unsigned n = 0;
   for (; x != 0; x &= x - 1)
@@ -322,18 +336,18 @@ static enum gs_fit mem_candidates(const struct gs_node *node, const struct gs_po
       keep_smallest(ret_best, m, mem_key(node, policy, need_mib, g));
   }
   if (total == 0)
-    return verdict(GS_FIT_NO, reason, REASON_NOT_SHARING);
+    return FIXED(GS_FIT_NO, reason, REASON_NOT_SHARING);
   if (healthy == 0)
-    return verdict(GS_FIT_NO, reason, REASON_NO_HEALTHY);
+    return FIXED(GS_FIT_NO, reason, REASON_NO_HEALTHY);
   if (popcount64(candidates) >= m) {
     *ret_candidates = candidates;
     return GS_FIT_OK;
   }
   /* Memory would do; only the pod cap stands in the way. */
   if (popcount64(roomy) >= m)
-    return verdict(GS_FIT_NO, reason, REASON_CGPU_CAP);
+    return FIXED(GS_FIT_NO, reason, REASON_CGPU_CAP);
   if (m == 1)
-    return verdict(GS_FIT_NO, reason, REASON_NO_SINGLE);
+    return FIXED(GS_FIT_NO, reason, REASON_NO_SINGLE);
   return verdict(GS_FIT_NO, reason, "fewer than %u GPUs with %llu MiB free", (unsigned)m,
                  (unsigned long long)need_mib);
 }
@@ -351,7 +365,7 @@ static enum gs_fit whole_candidates(const struct gs_node *node, uint32_t k,
       candidates |= UINT64_C(1) << g;
   }
   if (healthy == 0)
-    return verdict(GS_FIT_NO, reason, REASON_NO_HEALTHY);
+    return FIXED(GS_FIT_NO, reason, REASON_NO_HEALTHY);
   if (popcount64(candidates) < k)
     return verdict(GS_FIT_NO, reason, "fewer than %u free whole GPUs", (unsigned)k);
   *ret_candidates = candidates;
@@ -372,13 +386,13 @@ enum gs_fit gs_place_pick_prepared(const struct gs_node *node, const struct gs_p
   choice.mib_per_gpu = pod->mib_per_gpu;
   choice.score = 0;
   if (node->mode == GS_MODE_NONE)
-    return verdict(GS_FIT_NO, reason, REASON_NOT_SHARING);
+    return FIXED(GS_FIT_NO, reason, REASON_NOT_SHARING);
   if (mem && node->mode == GS_MODE_TOPOLOGY)
-    return verdict(GS_FIT_NO, reason, REASON_TOPOLOGY_ONLY);
+    return FIXED(GS_FIT_NO, reason, REASON_TOPOLOGY_ONLY);
   if (!mem && gs_mode_is_memory(node->mode))
-    return verdict(GS_FIT_NO, reason, REASON_NO_WHOLE);
+    return FIXED(GS_FIT_NO, reason, REASON_NO_WHOLE);
   if (node->ngpus == 0)
-    return verdict(GS_FIT_NO, reason, REASON_NOT_SHARING);
+    return FIXED(GS_FIT_NO, reason, REASON_NOT_SHARING);
   if (mem) {
     /* The default chooser without an interconnect to weigh (one GPU, or a
      * node without a topology): its choice is the k best keys, found while
@@ -410,7 +424,7 @@ enum gs_fit gs_place_pick_prepared(const struct gs_node *node, const struct gs_p
   for (uint32_t i = 0; i < k; i++) {
     uint32_t g = picked[i];
     if (g >= node->ngpus || !(candidates >> g & 1) || (seen >> g & 1))
-      return verdict(GS_FIT_NO, reason, "GPU chooser returned an invalid set");
+      return FIXED(GS_FIT_NO, reason, "GPU chooser returned an invalid set");
     seen |= UINT64_C(1) << g;
   }
   for (uint32_t g = 0; g < node->ngpus; g++)
