@@ -80,13 +80,6 @@ static enum gs_fit fixed_verdict(enum gs_fit fit, char reason[GS_REASON_MAX], co
   return fit;
 }
 
-static unsigned popcount64(uint64_t x) {
-  unsigned n = 0;
-  for (; x != 0; x &= x - 1)
-    n++;
-  return n;
-}
-
 static uint64_t gpu_free_mib(const struct gs_gpu *gpu) {
   /* A restore may record more than a GPU holds: nothing is free then. */
   return gpu->total_mib > gpu->used_mib ? gpu->total_mib - gpu->used_mib : 0;
@@ -226,16 +219,26 @@ static int frag_class(uint64_t free_mib, uint64_t need_mib) {
  * every request (docs/benchmarks.md, core). Free memory is below 2^41 MiB
  * (parts are capped at 2^40): 54 bits hold it. */
 #define KEY_FREE_MAX ((UINT64_C(1) << 54) - 1)
-static uint64_t mem_key(const struct gs_node *node, const struct gs_policy *policy,
-                        uint64_t need_mib, uint32_t g) {
-  uint64_t free_mib = gpu_free_mib(&node->gpus[g]), cls = 0;
+/* mem_key from a GPU's free memory; spread_flip is KEY_FREE_MAX under
+ * spread, else 0 (x ^ KEY_FREE_MAX = KEY_FREE_MAX − x for x ≤ KEY_FREE_MAX). */
+static uint64_t key_of(uint64_t free_mib, uint64_t need_mib, bool frag_aware,
+                       uint64_t spread_flip, uint32_t g) {
+  uint64_t cls = 0;
   if (free_mib > KEY_FREE_MAX)
     free_mib = KEY_FREE_MAX;
-  if (policy->frag_aware)
+  if (frag_aware)
     cls = (uint64_t)frag_class(free_mib, need_mib);
-  if (node->placement == GS_PLACE_SPREAD)
-    free_mib = KEY_FREE_MAX - free_mib;
-  return cls << 60 | free_mib << 6 | g;
+  return cls << 60 | (free_mib ^ spread_flip) << 6 | g;
+}
+
+static uint64_t spread_flip(const struct gs_node *node) {
+  return node->placement == GS_PLACE_SPREAD ? KEY_FREE_MAX : 0;
+}
+
+static uint64_t mem_key(const struct gs_node *node, const struct gs_policy *policy,
+                        uint64_t need_mib, uint32_t g) {
+  return key_of(gpu_free_mib(&node->gpus[g]), need_mib, policy->frag_aware, spread_flip(node),
+                g);
 }
 
 /* Keeps best[0..k) the k smallest keys seen, ascending: the new key sinks
@@ -307,6 +310,63 @@ static int64_t score_fill(uint64_t used, uint64_t total, enum gs_placement node_
   return node_policy == GS_PLACE_SPREAD ? 10 - s : s;
 }
 
+/* One pass over a node's GPUs for a memory pod (see mem_candidates). */
+struct mem_scan {
+  uint64_t roomy;      /* healthy, not owned, enough free memory */
+  uint64_t candidates; /* roomy and under the cgpu cap */
+  uint64_t total;      /* total memory, every GPU */
+  uint32_t healthy;
+};
+
+/* No branch on a GPU's state: GPUs of a half-full cluster pass or fail at
+ * random, and the mispredicted branches cost more than computing every
+ * GPU's key (docs/benchmarks.md, core). With best (room for m keys), keeps
+ * the m smallest keys of the candidates. Inlined with m and best constant
+ * (mem_candidates), so each caller gets a loop without their tests. */
+static inline void mem_scan(const struct gs_node *node, const struct gs_policy *policy,
+                            uint64_t need_mib, uint32_t m, uint64_t *best,
+                            struct mem_scan *out) {
+  uint64_t roomy = 0, candidates = 0, total = 0, best1 = UINT64_MAX, flip = spread_flip(node);
+  uint32_t healthy = 0;
+  uint32_t cap = node->mode == GS_MODE_CGPU && policy->cgpu_max_pods != 0
+                     ? policy->cgpu_max_pods
+                     : 0;
+  bool frag_aware = policy->frag_aware;
+  if (best != NULL && m > 1)
+    for (uint32_t j = 0; j < m; j++)
+      best[j] = UINT64_MAX;
+  for (uint32_t g = 0; g < node->ngpus; g++) {
+    const struct gs_gpu *gpu = &node->gpus[g];
+    uint64_t free_mib = gpu_free_mib(gpu), key;
+    uint64_t room = gpu->healthy & (gpu->owner == NULL) & (free_mib >= need_mib);
+    uint64_t capped = (cap != 0) & (gpu->npods >= cap);
+    uint64_t ok = room & ~capped;
+    total += gpu->total_mib;
+    healthy += gpu->healthy;
+    roomy |= room << g;
+    candidates |= ok << g;
+    if (best == NULL)
+      continue;
+    /* A GPU that cannot take the pod gets the largest key: ok − 1 is all
+     * ones then, 0 otherwise. */
+    key = key_of(free_mib, need_mib, frag_aware, flip, g) | (ok - 1);
+    if (m == 1)
+      best1 = key < best1 ? key : best1;
+    else
+      keep_smallest(best, m, key);
+  }
+  if (best != NULL && m == 1)
+    best[0] = best1;
+  *out = (struct mem_scan){roomy, candidates, total, healthy};
+}
+
+/* Whether x has at least m (≥ 1) bits set: clears the lowest m − 1. */
+static bool has_bits(uint64_t x, uint32_t m) {
+  for (uint32_t i = 1; i < m && x != 0; i++)
+    x &= x - 1;
+  return x != 0;
+}
+
 /* Candidates for a memory pod, or a reason why there are too few. With
  * ret_best (room for m keys), also the m smallest mem_keys among them,
  * ascending: the default choice of GPUs without an interconnect to weigh,
@@ -314,37 +374,29 @@ static int64_t score_fill(uint64_t used, uint64_t total, enum gs_placement node_
 static enum gs_fit mem_candidates(const struct gs_node *node, const struct gs_policy *policy,
                                   uint32_t m, uint64_t need_mib, uint64_t *ret_candidates,
                                   uint64_t *ret_best, char reason[GS_REASON_MAX]) {
-  uint64_t roomy = 0, candidates = 0, total = 0;
-  uint32_t healthy = 0;
-  if (ret_best != NULL)
-    for (uint32_t j = 0; j < m; j++)
-      ret_best[j] = UINT64_MAX;
-  for (uint32_t g = 0; g < node->ngpus; g++) {
-    const struct gs_gpu *gpu = &node->gpus[g];
-    total += gpu->total_mib;
-    if (!gpu->healthy)
-      continue;
-    healthy++;
-    if (gpu->owner != NULL || gpu_free_mib(gpu) < need_mib)
-      continue;
-    roomy |= UINT64_C(1) << g;
-    if (node->mode == GS_MODE_CGPU && policy->cgpu_max_pods != 0 &&
-        gpu->npods >= policy->cgpu_max_pods)
-      continue;
-    candidates |= UINT64_C(1) << g;
-    if (ret_best != NULL)
-      keep_smallest(ret_best, m, mem_key(node, policy, need_mib, g));
-  }
+  struct mem_scan sc;
+  uint64_t candidates, roomy, total;
+  uint32_t healthy;
+  if (ret_best == NULL)
+    mem_scan(node, policy, need_mib, m, NULL, &sc);
+  else if (m == 1)
+    mem_scan(node, policy, need_mib, 1, ret_best, &sc);
+  else
+    mem_scan(node, policy, need_mib, m, ret_best, &sc);
+  candidates = sc.candidates;
+  roomy = sc.roomy;
+  total = sc.total;
+  healthy = sc.healthy;
   if (total == 0)
     return FIXED(GS_FIT_NO, reason, REASON_NOT_SHARING);
   if (healthy == 0)
     return FIXED(GS_FIT_NO, reason, REASON_NO_HEALTHY);
-  if (popcount64(candidates) >= m) {
+  if (has_bits(candidates, m)) {
     *ret_candidates = candidates;
     return GS_FIT_OK;
   }
   /* Memory would do; only the pod cap stands in the way. */
-  if (popcount64(roomy) >= m)
+  if (has_bits(roomy, m))
     return FIXED(GS_FIT_NO, reason, REASON_CGPU_CAP);
   if (m == 1)
     return FIXED(GS_FIT_NO, reason, REASON_NO_SINGLE);
@@ -366,7 +418,7 @@ static enum gs_fit whole_candidates(const struct gs_node *node, uint32_t k,
   }
   if (healthy == 0)
     return FIXED(GS_FIT_NO, reason, REASON_NO_HEALTHY);
-  if (popcount64(candidates) < k)
+  if (!has_bits(candidates, k))
     return verdict(GS_FIT_NO, reason, "fewer than %u free whole GPUs", (unsigned)k);
   *ret_candidates = candidates;
   return GS_FIT_OK;

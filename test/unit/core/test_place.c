@@ -709,6 +709,8 @@ static void test_one_gpu_shortcut(void **state) {
         enum gs_fit fa, fb;
         fx.policy.frag_aware = frag % 2;
         fx.policy.node_policy = round % 4 < 2 ? GS_PLACE_BINPACK : GS_PLACE_SPREAD;
+        /* cgpu nodes: no cap, a cap of 1 (GPUs holding a pod are out), 16. */
+        fx.policy.cgpu_max_pods = (uint32_t[]){0, 1, 16}[(round / 3 + frag) % 3];
         fa = gs_place_pick(n, &r, &fx.policy, &a, ra);
         fb = gs_place_pick_with(n, &r, &fx.policy, gs_place_choose_default, NULL, &b, rb);
         assert_int_equal(fa, fb);
@@ -729,6 +731,7 @@ static void test_one_gpu_shortcut(void **state) {
     }
   }
   fx.policy.frag_aware = false;
+  fx.policy.cgpu_max_pods = 16;
 }
 
 /* A pod prepared once (gs_place_prepare) and placed on many nodes
