@@ -525,7 +525,14 @@ void gs_ledger_nodes_get(const struct gs_ledger *ledger, const char *const *name
       const char *name = names[base + j];
       hash[j] = name != NULL ? gs_strmap_hash(name) : 0;
       gs_strmap_prefetch(ledger->by_name, hash[j]);
+#if defined(__GNUC__)
+      /* The next chunk's names: hashing reads each name first, a miss. */
+      if (base + CHUNK + j < n)
+        __builtin_prefetch(names[base + CHUNK + j]);
+#endif
     }
+    for (size_t j = 0; j < m; j++)
+      gs_strmap_prefetch_key(ledger->by_name, hash[j]);
     for (size_t j = 0; j < m; j++) {
       const char *name = names[base + j];
       struct node_rec *node =

@@ -124,6 +124,17 @@ void gs_strmap_prefetch(const struct gs_strmap *map, uint64_t hash) {
 #endif
 }
 
+void gs_strmap_prefetch_key(const struct gs_strmap *map, uint64_t hash) {
+#if defined(__GNUC__)
+  /* Whatever key the home slot holds (NULL or another key's included):
+   * a prefetch never faults, and a branch here would mispredict. */
+  __builtin_prefetch(map->slots[(size_t)hash & (map->nslots - 1)].key);
+#else
+  (void)map;
+  (void)hash;
+#endif
+}
+
 void *gs_strmap_get_hashed(const struct gs_strmap *map, const char *key, uint64_t hash) {
   size_t i = find_slot(map, key, hash);
   return map->slots[i].key != NULL ? map->slots[i].value : NULL;
