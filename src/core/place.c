@@ -381,6 +381,8 @@ static enum gs_fit mem_candidates(const struct gs_node *node, const struct gs_po
     mem_scan(node, policy, need_mib, m, NULL, &sc);
   else if (m == 1)
     mem_scan(node, policy, need_mib, 1, ret_best, &sc);
+  else if (m == 2)
+    mem_scan(node, policy, need_mib, 2, ret_best, &sc);
   else
     mem_scan(node, policy, need_mib, m, ret_best, &sc);
   candidates = sc.candidates;
@@ -509,7 +511,9 @@ score:
     choice.score = (choice.score + (int64_t)q + 1) / 2;
   }
   ret_choice->ngpus = choice.ngpus;
-  memcpy(ret_choice->gpus, choice.gpus, choice.ngpus * sizeof choice.gpus[0]);
+  /* A loop: one or two GPUs as a rule, less than a memcpy call costs. */
+  for (uint32_t i = 0; i < choice.ngpus; i++)
+    ret_choice->gpus[i] = choice.gpus[i];
   ret_choice->mib_per_gpu = choice.mib_per_gpu;
   ret_choice->score = choice.score;
   return clear_reason(GS_FIT_OK, reason);
