@@ -531,8 +531,10 @@ void gs_ledger_nodes_get(const struct gs_ledger *ledger, const char *const *name
         __builtin_prefetch(names[base + CHUNK + j]);
 #endif
     }
+    /* The names the lookups compare, and the records placement reads
+     * first (mode, ngpus, the GPU array's address). */
     for (size_t j = 0; j < m; j++)
-      gs_strmap_prefetch_key(ledger->by_name, hash[j]);
+      gs_strmap_prefetch_entry(ledger->by_name, hash[j]);
     for (size_t j = 0; j < m; j++) {
       const char *name = names[base + j];
       struct node_rec *node =

@@ -124,11 +124,13 @@ void gs_strmap_prefetch(const struct gs_strmap *map, uint64_t hash) {
 #endif
 }
 
-void gs_strmap_prefetch_key(const struct gs_strmap *map, uint64_t hash) {
+void gs_strmap_prefetch_entry(const struct gs_strmap *map, uint64_t hash) {
 #if defined(__GNUC__)
-  /* Whatever key the home slot holds (NULL or another key's included):
-   * a prefetch never faults, and a branch here would mispredict. */
-  __builtin_prefetch(map->slots[(size_t)hash & (map->nslots - 1)].key);
+  /* Whatever the home slot holds (NULL or another key's included): a
+   * prefetch never faults, and a branch here would mispredict. */
+  const struct slot *s = &map->slots[(size_t)hash & (map->nslots - 1)];
+  __builtin_prefetch(s->key);
+  __builtin_prefetch(s->value);
 #else
   (void)map;
   (void)hash;

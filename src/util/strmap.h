@@ -37,13 +37,14 @@ size_t gs_strmap_count(const struct gs_strmap *map);
 void *gs_strmap_get(const struct gs_strmap *map, const char *key);
 /* For many lookups in a row (the ledger resolving every node name of a
  * request): hash the keys first, prefetch their slots, then (once the
- * slots have arrived) the keys they hold, which the lookup compares, then
- * look them up by hash, so the cache misses overlap. Prefetches change
- * nothing. gs_strmap_get_hashed(map, key, gs_strmap_hash(key)) is
+ * slots have arrived) the key each holds, which the lookup compares, and
+ * the start of its value, which the caller reads next; then look them up
+ * by hash, so the cache misses overlap. Prefetches change nothing.
+ * gs_strmap_get_hashed(map, key, gs_strmap_hash(key)) is
  * gs_strmap_get(map, key). */
 uint64_t gs_strmap_hash(const char *key);
 void gs_strmap_prefetch(const struct gs_strmap *map, uint64_t hash);
-void gs_strmap_prefetch_key(const struct gs_strmap *map, uint64_t hash);
+void gs_strmap_prefetch_entry(const struct gs_strmap *map, uint64_t hash);
 void *gs_strmap_get_hashed(const struct gs_strmap *map, const char *key, uint64_t hash);
 /* Adds key → value (both borrowed; value must not be NULL). GS_EEXISTS if
  * the key is present (the map is unchanged), GS_ENOMEM if growing fails,

@@ -93,7 +93,7 @@ static void test_hashed(void **state) {
   for (int i = 0; i < 1000; i++) {
     uint64_t h = gs_strmap_hash(keys[i]);
     gs_strmap_prefetch(m, h);
-    gs_strmap_prefetch_key(m, h);
+    gs_strmap_prefetch_entry(m, h);
     assert_ptr_equal(gs_strmap_get_hashed(m, keys[i], h), gs_strmap_get(m, keys[i]));
     assert_ptr_equal(gs_strmap_get_hashed(m, keys[i], h), i % 2 == 0 ? keys[i] : NULL);
   }
