@@ -576,6 +576,61 @@ static void test_gpumem_prepared_same(void **state) {
   }
 }
 
+/* Plugins write the result's own status (no copy per node): text left by
+ * a passing plugin is cleared, a refusal's reason arrives whole, and one
+ * that fills the buffer without a terminator is cut at GS_REASON_MAX − 1
+ * as the copy did. */
+static enum gs_code scribble_filter(void *self, const struct gs_cycle *c,
+                                    const struct gs_node *node, struct gs_status *st) {
+  (void)self;
+  (void)c;
+  if (strcmp(node->name, "pass") == 0) {
+    snprintf(st->reason, sizeof st->reason, "left over");
+    return GS_CODE_SUCCESS;
+  }
+  if (strcmp(node->name, "long") == 0) {
+    memset(st->reason, 'x', sizeof st->reason); /* no terminator */
+    return st->code = GS_CODE_UNSCHEDULABLE;
+  }
+  return gs_status_set(st, GS_CODE_UNRESOLVABLE, "refused %s", "here");
+}
+static const struct gs_plugin_ops scribble_plugin = {
+    .name = "scribble",
+    .api_version = GS_PLUGIN_API_VERSION,
+    .filter = scribble_filter,
+};
+
+static void test_result_is_plugin_status(void **state) {
+  static const struct gs_plugin_ops *const list[] = {&fs_plugin, &scribble_plugin};
+  const char *names[] = {"pass", "long", "other"};
+  struct gs_fw_result res[3];
+  struct gs_pod_request pod = mem_pod("p", 1, 1);
+  struct gs_policy policy;
+  struct gs_fw *fw;
+  (void)state;
+  gs_policy_init(&policy);
+  fw = gs_fw_new(&policy, list, 2);
+  assert_non_null(fw);
+  for (int i = 0; i < 3; i++)
+    add_node(fw, names[i], GS_MODE_SHARE, 1, 16);
+  for (int verb = 0; verb < 2; verb++) {
+    memset(res, 0x55, sizeof res);
+    if (verb == 0)
+      assert_int_equal(gs_fw_filter(fw, &pod, names, 3, 1, res), GS_EOK);
+    else
+      assert_int_equal(gs_fw_prioritize(fw, &pod, names, 3, 1, res), GS_EOK);
+    assert_int_equal(res[0].code, GS_CODE_SUCCESS);
+    assert_string_equal(res[0].reason, "");
+    assert_int_equal(res[0].score, verb == 0 ? 0 : 7); /* fs_combined's score */
+    assert_int_equal(res[1].code, GS_CODE_UNSCHEDULABLE);
+    assert_int_equal(strlen(res[1].reason), GS_REASON_MAX - 1);
+    assert_int_equal(res[1].score, 0);
+    assert_int_equal(res[2].code, GS_CODE_UNRESOLVABLE);
+    assert_string_equal(res[2].reason, "refused here");
+  }
+  gs_fw_free(fw);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_unit_128mib_fills_one_gpu),
@@ -589,6 +644,7 @@ int main(void) {
       cmocka_unit_test(test_frag_policy),
       cmocka_unit_test(test_prepared_pod_in_cycle),
       cmocka_unit_test(test_gpumem_prepared_same),
+      cmocka_unit_test(test_result_is_plugin_status),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
