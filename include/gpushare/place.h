@@ -54,6 +54,24 @@ enum gs_fit gs_place_pick(const struct gs_node *node, const struct gs_pod_reques
                           const struct gs_policy *policy, struct gs_choice *ret_choice,
                           char reason[GS_REASON_MAX]);
 
+/* A pod checked once for many nodes. gs_place_pick checks the pod for
+ * every node it is given (it is public and validates its input); a request
+ * over thousands of nodes checks it once with gs_place_prepare and places
+ * it with gs_place_pick_prepared. Fill it only with gs_place_prepare. It
+ * borrows req and policy, which must stay valid and unchanged while it is
+ * used. */
+struct gs_place_pod {
+  const struct gs_pod_request *req;
+  const struct gs_policy *policy;
+  bool mem;             /* GPU memory; false: whole GPUs */
+  uint32_t k;           /* GPUs to choose */
+  uint64_t mib_per_gpu; /* memory charged on each chosen GPU (0: whole GPUs) */
+};
+/* Checks the pod as gs_place_check_pod does and returns its verdict;
+ * *ret_pod is written on GS_FIT_OK only. */
+enum gs_fit gs_place_prepare(const struct gs_pod_request *req, const struct gs_policy *policy,
+                             struct gs_place_pod *ret_pod, char reason[GS_REASON_MAX]);
+
 /* The seam for choosing which k GPUs of a node (a topology-aware chooser
  * plugs in here). candidates: bit i set = GPU i can take the pod (healthy,
  * not owned, enough free memory and under the cgpu cap for memory pods;
@@ -84,6 +102,12 @@ enum gs_fit gs_place_pick_with(const struct gs_node *node, const struct gs_pod_r
                                const struct gs_policy *policy, gs_place_choose_fn choose,
                                void *choose_ctx, struct gs_choice *ret_choice,
                                char reason[GS_REASON_MAX]);
+
+/* gs_place_pick_with for a prepared pod: the same verdict, choice and
+ * reason, without checking the pod again. */
+enum gs_fit gs_place_pick_prepared(const struct gs_node *node, const struct gs_place_pod *pod,
+                                   gs_place_choose_fn choose, void *choose_ctx,
+                                   struct gs_choice *ret_choice, char reason[GS_REASON_MAX]);
 
 /* ---- fragmentation-aware placement (nodePolicy: frag) -------------------------
  *

@@ -64,6 +64,11 @@ struct gs_cycle {
   const struct gs_policy *policy;
   struct gs_ledger *ledger; /* read-only in pre_filter, filter and score */
   int64_t now_ns;           /* unix ns; the clock is the caller's */
+  /* In filter, score and filter_score: the pod checked once for the whole
+   * request (gs_place_prepare with pod and policy), so per-node hooks need
+   * not check it again; NULL when the pod failed that check or in other
+   * hooks. Appended: the fields above keep their places. */
+  const struct gs_place_pod *place;
 };
 
 struct gs_plugin_ops {

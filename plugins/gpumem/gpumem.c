@@ -50,15 +50,23 @@ static void learn(struct gpumem *g, const struct gs_cycle *c) {
   gs_frag_dist_add(&g->dist, pod->gpu_count, mib);
 }
 
-/* The GPUs and score for the pod on node, as the policy wants them. */
+/* The GPUs and score for the pod on node, as the policy wants them. The
+ * framework's prepared pod (c->place) spares checking the pod per node. */
 static enum gs_fit pick(const struct gpumem *g, const struct gs_cycle *c,
                         const struct gs_node *node, struct gs_choice *ret,
                         char reason[GS_REASON_MAX]) {
+  struct gs_place_pod own;
+  const struct gs_place_pod *pod = c->place;
   enum gs_fit fit;
-  if (g == NULL || c->policy->node_policy != GS_PLACE_FRAG || !gs_pod_request_is_memory(c->pod))
-    return gs_place_pick(node, c->pod, c->policy, ret, reason);
-  fit = gs_place_pick_with(node, c->pod, c->policy, gs_place_choose_frag, (void *)&g->dist, ret,
-                           reason);
+  if (pod == NULL) {
+    fit = gs_place_prepare(c->pod, c->policy, &own, reason);
+    if (fit != GS_FIT_OK)
+      return fit;
+    pod = &own;
+  }
+  if (g == NULL || c->policy->node_policy != GS_PLACE_FRAG || !pod->mem)
+    return gs_place_pick_prepared(node, pod, NULL, NULL, ret, reason);
+  fit = gs_place_pick_prepared(node, pod, gs_place_choose_frag, (void *)&g->dist, ret, reason);
   if (fit == GS_FIT_OK)
     ret->score = gs_place_frag_score(node, c->policy, &g->dist, ret);
   return fit;
@@ -107,8 +115,8 @@ static enum gs_code pick_node(const struct gpumem *g, const struct gs_cycle *c,
   *ret_scored = false;
   if (is_gang_member(c->pod))
     return GS_CODE_SKIP;
-  /* gs_place_pick checks the pod first: SKIP means it asks for nothing
-   * gpushare manages. */
+  /* pick checks the pod first (or the framework did, once for the
+   * request): SKIP means it asks for nothing gpushare manages. */
   code = fit_code(pick(g, c, node, &choice, st->reason), st);
   if (code == GS_CODE_SUCCESS) {
     *ret_score = choice.score;
@@ -133,9 +141,8 @@ static enum gs_code score(void *self, const struct gs_cycle *c, const struct gs_
                           int64_t *ret_score) {
   struct gs_choice choice;
   char reason[GS_REASON_MAX];
-  if (is_gang_member(c->pod) || gs_place_check_pod(c->pod, c->policy, reason) == GS_FIT_SKIP)
-    return GS_CODE_SKIP;
-  if (pick(self, c, node, &choice, reason) != GS_FIT_OK)
+  /* Not ours, invalid or not fitting: no opinion (filter says why). */
+  if (is_gang_member(c->pod) || pick(self, c, node, &choice, reason) != GS_FIT_OK)
     return GS_CODE_SKIP;
   *ret_score = choice.score;
   return GS_CODE_SUCCESS;
@@ -151,7 +158,7 @@ static enum gs_code reserve(void *self, struct gs_cycle *c, const struct gs_node
 
   if (is_gang_member(c->pod) || gs_ledger_alloc_get(c->ledger, c->pod->uid) != NULL)
     return GS_CODE_SKIP; /* the gang plugin reserves its members' slots */
-  /* gs_place_pick checks the pod first (SKIP: nothing gpushare manages). */
+  /* pick checks the pod first (SKIP: nothing gpushare manages). */
   code = fit_code(pick(self, c, node, &choice, st->reason), st);
   if (code != GS_CODE_SUCCESS)
     return code;

@@ -519,17 +519,27 @@ void gs_ledger_nodes_get(const struct gs_ledger *ledger, const char *const *name
                          const struct gs_node **ret) {
   enum { CHUNK = 16 };
   uint64_t hash[CHUNK];
+  size_t len[CHUNK];
   for (size_t base = 0; base < n; base += CHUNK) {
     size_t m = n - base < CHUNK ? n - base : CHUNK;
     for (size_t j = 0; j < m; j++) {
       const char *name = names[base + j];
-      hash[j] = name != NULL ? gs_strmap_hash(name) : 0;
+      hash[j] = name != NULL ? gs_strmap_hash(name, &len[j]) : 0;
       gs_strmap_prefetch(ledger->by_name, hash[j]);
+#if defined(__GNUC__)
+      /* The next chunk's names: hashing reads each name first, a miss. */
+      if (base + CHUNK + j < n)
+        __builtin_prefetch(names[base + CHUNK + j]);
+#endif
     }
+    /* The names the lookups compare, and the records placement reads
+     * first (mode, ngpus, the GPU array's address). */
+    for (size_t j = 0; j < m; j++)
+      gs_strmap_prefetch_entry(ledger->by_name, hash[j]);
     for (size_t j = 0; j < m; j++) {
       const char *name = names[base + j];
       struct node_rec *node =
-          name != NULL ? gs_strmap_get_hashed(ledger->by_name, name, hash[j]) : NULL;
+          name != NULL ? gs_strmap_get_hashed(ledger->by_name, name, len[j], hash[j]) : NULL;
       ret[base + j] = node ? &node->view : NULL;
     }
   }

@@ -66,11 +66,18 @@ static enum gs_fit verdict(enum gs_fit fit, char reason[GS_REASON_MAX], const ch
   return fit;
 }
 
-static unsigned popcount64(uint64_t x) {
-  unsigned n = 0;
-  for (; x != 0; x &= x - 1)
-    n++;
-  return n;
+/* A fixed verdict text, copied with its length known at compile time: the
+ * refusals below are written for most nodes of most requests, and finding
+ * the length at run time (verdict's strchr and strnlen) cost more than the
+ * copy (docs/benchmarks.md, core). The array size checks the length. */
+#define FIXED(fit, reason, text)                                                              \
+  fixed_verdict((fit), (reason), (text),                                                      \
+                sizeof(char[sizeof(text) <= GS_REASON_MAX ? sizeof(text) : -1]))
+static enum gs_fit fixed_verdict(enum gs_fit fit, char reason[GS_REASON_MAX], const char *text,
+                                 size_t size) {
+  if (reason != NULL)
+    memcpy(reason, text, size);
+  return fit;
 }
 
 static uint64_t gpu_free_mib(const struct gs_gpu *gpu) {
@@ -106,7 +113,7 @@ static uint32_t mem_part_containers(const struct gs_pod_request *req) {
 /* ---- the pod on its own ----------------------------------------------------- */
 
 /* What placement needs to know about a pod, gathered in one pass over its
- * containers: gs_place_pick checks the pod for every node of a request. */
+ * containers. */
 struct pod_info {
   bool mem, whole;
   uint64_t mem_eff;   /* gs_pod_request_mem_effective */
@@ -177,6 +184,21 @@ enum gs_fit gs_place_check_pod(const struct gs_pod_request *req, const struct gs
   return check(req, policy, reason, &info);
 }
 
+enum gs_fit gs_place_prepare(const struct gs_pod_request *req, const struct gs_policy *policy,
+                             struct gs_place_pod *ret_pod, char reason[GS_REASON_MAX]) {
+  struct pod_info info;
+  enum gs_fit fit = check(req, policy, reason, &info);
+  if (fit != GS_FIT_OK)
+    return fit;
+  ret_pod->req = req;
+  ret_pod->policy = policy;
+  ret_pod->mem = info.mem;
+  /* check() bounds both: 1..GS_MAX_GPUS GPUs, parts far below 2^64. */
+  ret_pod->k = info.mem ? req->gpu_count : (uint32_t)info.whole_eff;
+  ret_pod->mib_per_gpu = info.mem ? info.mem_eff / req->gpu_count * policy->unit_mib : 0;
+  return GS_FIT_OK;
+}
+
 /* ---- choosing GPUs ------------------------------------------------------------ */
 
 /* Fragmentation class of what a GPU keeps after taking need: a GPU filled
@@ -197,16 +219,26 @@ static int frag_class(uint64_t free_mib, uint64_t need_mib) {
  * every request (docs/benchmarks.md, core). Free memory is below 2^41 MiB
  * (parts are capped at 2^40): 54 bits hold it. */
 #define KEY_FREE_MAX ((UINT64_C(1) << 54) - 1)
-static uint64_t mem_key(const struct gs_node *node, const struct gs_policy *policy,
-                        uint64_t need_mib, uint32_t g) {
-  uint64_t free_mib = gpu_free_mib(&node->gpus[g]), cls = 0;
+/* mem_key from a GPU's free memory; spread_flip is KEY_FREE_MAX under
+ * spread, else 0 (x ^ KEY_FREE_MAX = KEY_FREE_MAX − x for x ≤ KEY_FREE_MAX). */
+static uint64_t key_of(uint64_t free_mib, uint64_t need_mib, bool frag_aware,
+                       uint64_t spread_flip, uint32_t g) {
+  uint64_t cls = 0;
   if (free_mib > KEY_FREE_MAX)
     free_mib = KEY_FREE_MAX;
-  if (policy->frag_aware)
+  if (frag_aware)
     cls = (uint64_t)frag_class(free_mib, need_mib);
-  if (node->placement == GS_PLACE_SPREAD)
-    free_mib = KEY_FREE_MAX - free_mib;
-  return cls << 60 | free_mib << 6 | g;
+  return cls << 60 | (free_mib ^ spread_flip) << 6 | g;
+}
+
+static uint64_t spread_flip(const struct gs_node *node) {
+  return node->placement == GS_PLACE_SPREAD ? KEY_FREE_MAX : 0;
+}
+
+static uint64_t mem_key(const struct gs_node *node, const struct gs_policy *policy,
+                        uint64_t need_mib, uint32_t g) {
+  return key_of(gpu_free_mib(&node->gpus[g]), need_mib, policy->frag_aware, spread_flip(node),
+                g);
 }
 
 /* Keeps best[0..k) the k smallest keys seen, ascending: the new key sinks
@@ -278,6 +310,63 @@ static int64_t score_fill(uint64_t used, uint64_t total, enum gs_placement node_
   return node_policy == GS_PLACE_SPREAD ? 10 - s : s;
 }
 
+/* One pass over a node's GPUs for a memory pod (see mem_candidates). */
+struct mem_scan {
+  uint64_t roomy;      /* healthy, not owned, enough free memory */
+  uint64_t candidates; /* roomy and under the cgpu cap */
+  uint64_t total;      /* total memory, every GPU */
+  uint32_t healthy;
+};
+
+/* No branch on a GPU's state: GPUs of a half-full cluster pass or fail at
+ * random, and the mispredicted branches cost more than computing every
+ * GPU's key (docs/benchmarks.md, core). With best (room for m keys), keeps
+ * the m smallest keys of the candidates. Inlined with m and best constant
+ * (mem_candidates), so each caller gets a loop without their tests. */
+static inline void mem_scan(const struct gs_node *node, const struct gs_policy *policy,
+                            uint64_t need_mib, uint32_t m, uint64_t *best,
+                            struct mem_scan *out) {
+  uint64_t roomy = 0, candidates = 0, total = 0, best1 = UINT64_MAX, flip = spread_flip(node);
+  uint32_t healthy = 0;
+  uint32_t cap = node->mode == GS_MODE_CGPU && policy->cgpu_max_pods != 0
+                     ? policy->cgpu_max_pods
+                     : 0;
+  bool frag_aware = policy->frag_aware;
+  if (best != NULL && m > 1)
+    for (uint32_t j = 0; j < m; j++)
+      best[j] = UINT64_MAX;
+  for (uint32_t g = 0; g < node->ngpus; g++) {
+    const struct gs_gpu *gpu = &node->gpus[g];
+    uint64_t free_mib = gpu_free_mib(gpu), key;
+    uint64_t room = gpu->healthy & (gpu->owner == NULL) & (free_mib >= need_mib);
+    uint64_t capped = (cap != 0) & (gpu->npods >= cap);
+    uint64_t ok = room & ~capped;
+    total += gpu->total_mib;
+    healthy += gpu->healthy;
+    roomy |= room << g;
+    candidates |= ok << g;
+    if (best == NULL)
+      continue;
+    /* A GPU that cannot take the pod gets the largest key: ok − 1 is all
+     * ones then, 0 otherwise. */
+    key = key_of(free_mib, need_mib, frag_aware, flip, g) | (ok - 1);
+    if (m == 1)
+      best1 = key < best1 ? key : best1;
+    else
+      keep_smallest(best, m, key);
+  }
+  if (best != NULL && m == 1)
+    best[0] = best1;
+  *out = (struct mem_scan){roomy, candidates, total, healthy};
+}
+
+/* Whether x has at least m (≥ 1) bits set: clears the lowest m − 1. */
+static bool has_bits(uint64_t x, uint32_t m) {
+  for (uint32_t i = 1; i < m && x != 0; i++)
+    x &= x - 1;
+  return x != 0;
+}
+
 /* Candidates for a memory pod, or a reason why there are too few. With
  * ret_best (room for m keys), also the m smallest mem_keys among them,
  * ascending: the default choice of GPUs without an interconnect to weigh,
@@ -285,40 +374,34 @@ static int64_t score_fill(uint64_t used, uint64_t total, enum gs_placement node_
 static enum gs_fit mem_candidates(const struct gs_node *node, const struct gs_policy *policy,
                                   uint32_t m, uint64_t need_mib, uint64_t *ret_candidates,
                                   uint64_t *ret_best, char reason[GS_REASON_MAX]) {
-  uint64_t roomy = 0, candidates = 0, total = 0;
-  uint32_t healthy = 0;
-  if (ret_best != NULL)
-    for (uint32_t j = 0; j < m; j++)
-      ret_best[j] = UINT64_MAX;
-  for (uint32_t g = 0; g < node->ngpus; g++) {
-    const struct gs_gpu *gpu = &node->gpus[g];
-    total += gpu->total_mib;
-    if (!gpu->healthy)
-      continue;
-    healthy++;
-    if (gpu->owner != NULL || gpu_free_mib(gpu) < need_mib)
-      continue;
-    roomy |= UINT64_C(1) << g;
-    if (node->mode == GS_MODE_CGPU && policy->cgpu_max_pods != 0 &&
-        gpu->npods >= policy->cgpu_max_pods)
-      continue;
-    candidates |= UINT64_C(1) << g;
-    if (ret_best != NULL)
-      keep_smallest(ret_best, m, mem_key(node, policy, need_mib, g));
-  }
+  struct mem_scan sc;
+  uint64_t candidates, roomy, total;
+  uint32_t healthy;
+  if (ret_best == NULL)
+    mem_scan(node, policy, need_mib, m, NULL, &sc);
+  else if (m == 1)
+    mem_scan(node, policy, need_mib, 1, ret_best, &sc);
+  else if (m == 2)
+    mem_scan(node, policy, need_mib, 2, ret_best, &sc);
+  else
+    mem_scan(node, policy, need_mib, m, ret_best, &sc);
+  candidates = sc.candidates;
+  roomy = sc.roomy;
+  total = sc.total;
+  healthy = sc.healthy;
   if (total == 0)
-    return verdict(GS_FIT_NO, reason, REASON_NOT_SHARING);
+    return FIXED(GS_FIT_NO, reason, REASON_NOT_SHARING);
   if (healthy == 0)
-    return verdict(GS_FIT_NO, reason, REASON_NO_HEALTHY);
-  if (popcount64(candidates) >= m) {
+    return FIXED(GS_FIT_NO, reason, REASON_NO_HEALTHY);
+  if (has_bits(candidates, m)) {
     *ret_candidates = candidates;
     return GS_FIT_OK;
   }
   /* Memory would do; only the pod cap stands in the way. */
-  if (popcount64(roomy) >= m)
-    return verdict(GS_FIT_NO, reason, REASON_CGPU_CAP);
+  if (has_bits(roomy, m))
+    return FIXED(GS_FIT_NO, reason, REASON_CGPU_CAP);
   if (m == 1)
-    return verdict(GS_FIT_NO, reason, REASON_NO_SINGLE);
+    return FIXED(GS_FIT_NO, reason, REASON_NO_SINGLE);
   return verdict(GS_FIT_NO, reason, "fewer than %u GPUs with %llu MiB free", (unsigned)m,
                  (unsigned long long)need_mib);
 }
@@ -336,50 +419,43 @@ static enum gs_fit whole_candidates(const struct gs_node *node, uint32_t k,
       candidates |= UINT64_C(1) << g;
   }
   if (healthy == 0)
-    return verdict(GS_FIT_NO, reason, REASON_NO_HEALTHY);
-  if (popcount64(candidates) < k)
+    return FIXED(GS_FIT_NO, reason, REASON_NO_HEALTHY);
+  if (!has_bits(candidates, k))
     return verdict(GS_FIT_NO, reason, "fewer than %u free whole GPUs", (unsigned)k);
   *ret_candidates = candidates;
   return GS_FIT_OK;
 }
 
-enum gs_fit gs_place_pick_with(const struct gs_node *node, const struct gs_pod_request *req,
-                               const struct gs_policy *policy, gs_place_choose_fn choose,
-                               void *choose_ctx, struct gs_choice *ret_choice,
-                               char reason[GS_REASON_MAX]) {
+enum gs_fit gs_place_pick_prepared(const struct gs_node *node, const struct gs_place_pod *pod,
+                                   gs_place_choose_fn choose, void *choose_ctx,
+                                   struct gs_choice *ret_choice, char reason[GS_REASON_MAX]) {
   struct gs_choice choice; /* gpus[] past ngpus stays unset: 300 bytes a node */
+  const struct gs_policy *policy = pod->policy;
   uint32_t picked[GS_MAX_GPUS];
   uint64_t candidates = 0, seen = 0, total = 0, used = 0, best[GS_MAX_GPUS];
-  uint32_t k;
-  bool mem, fast;
-  struct pod_info info;
-  enum gs_fit fit = check(req, policy, reason, &info);
-  if (fit != GS_FIT_OK)
-    return fit;
-  mem = info.mem;
+  uint32_t k = pod->k;
+  bool mem = pod->mem, fast;
+  enum gs_fit fit;
   choice.ngpus = 0;
-  choice.mib_per_gpu = 0;
+  choice.mib_per_gpu = pod->mib_per_gpu;
   choice.score = 0;
   if (node->mode == GS_MODE_NONE)
-    return verdict(GS_FIT_NO, reason, REASON_NOT_SHARING);
+    return FIXED(GS_FIT_NO, reason, REASON_NOT_SHARING);
   if (mem && node->mode == GS_MODE_TOPOLOGY)
-    return verdict(GS_FIT_NO, reason, REASON_TOPOLOGY_ONLY);
+    return FIXED(GS_FIT_NO, reason, REASON_TOPOLOGY_ONLY);
   if (!mem && gs_mode_is_memory(node->mode))
-    return verdict(GS_FIT_NO, reason, REASON_NO_WHOLE);
+    return FIXED(GS_FIT_NO, reason, REASON_NO_WHOLE);
   if (node->ngpus == 0)
-    return verdict(GS_FIT_NO, reason, REASON_NOT_SHARING);
+    return FIXED(GS_FIT_NO, reason, REASON_NOT_SHARING);
   if (mem) {
-    k = req->gpu_count;
     /* The default chooser without an interconnect to weigh (one GPU, or a
      * node without a topology): its choice is the k best keys, found while
      * collecting candidates (the same answer, one pass). */
     fast = choose == NULL &&
            (k == 1 || node->topo == NULL || node->topo->n != node->ngpus);
-    choice.mib_per_gpu = info.mem_eff / k * policy->unit_mib;
     fit = mem_candidates(node, policy, k, choice.mib_per_gpu, &candidates,
                          fast ? best : NULL, reason);
   } else {
-    k = (uint32_t)info.whole_eff;
     fast = false;
     fit = whole_candidates(node, k, &candidates, reason);
   }
@@ -393,15 +469,16 @@ enum gs_fit gs_place_pick_with(const struct gs_node *node, const struct gs_pod_r
     goto score;
   }
 
-  fit = (choose ? choose : gs_place_choose_default)(choose_ctx, node, req, policy, candidates,
-                                                    k, choice.mib_per_gpu, picked, reason);
+  fit = (choose ? choose : gs_place_choose_default)(choose_ctx, node, pod->req, policy,
+                                                    candidates, k, choice.mib_per_gpu, picked,
+                                                    reason);
   if (fit != GS_FIT_OK)
     return fit == GS_FIT_NEVER ? GS_FIT_NEVER : GS_FIT_NO;
   /* A chooser is plugin code: check its answer rather than trust it. */
   for (uint32_t i = 0; i < k; i++) {
     uint32_t g = picked[i];
     if (g >= node->ngpus || !(candidates >> g & 1) || (seen >> g & 1))
-      return verdict(GS_FIT_NO, reason, "GPU chooser returned an invalid set");
+      return FIXED(GS_FIT_NO, reason, "GPU chooser returned an invalid set");
     seen |= UINT64_C(1) << g;
   }
   for (uint32_t g = 0; g < node->ngpus; g++)
@@ -434,10 +511,23 @@ score:
     choice.score = (choice.score + (int64_t)q + 1) / 2;
   }
   ret_choice->ngpus = choice.ngpus;
-  memcpy(ret_choice->gpus, choice.gpus, choice.ngpus * sizeof choice.gpus[0]);
+  /* A loop: one or two GPUs as a rule, less than a memcpy call costs. */
+  for (uint32_t i = 0; i < choice.ngpus; i++)
+    ret_choice->gpus[i] = choice.gpus[i];
   ret_choice->mib_per_gpu = choice.mib_per_gpu;
   ret_choice->score = choice.score;
   return clear_reason(GS_FIT_OK, reason);
+}
+
+enum gs_fit gs_place_pick_with(const struct gs_node *node, const struct gs_pod_request *req,
+                               const struct gs_policy *policy, gs_place_choose_fn choose,
+                               void *choose_ctx, struct gs_choice *ret_choice,
+                               char reason[GS_REASON_MAX]) {
+  struct gs_place_pod pod;
+  enum gs_fit fit = gs_place_prepare(req, policy, &pod, reason);
+  if (fit != GS_FIT_OK)
+    return fit;
+  return gs_place_pick_prepared(node, &pod, choose, choose_ctx, ret_choice, reason);
 }
 
 enum gs_fit gs_place_pick(const struct gs_node *node, const struct gs_pod_request *req,

@@ -80,6 +80,7 @@ static void cycle_init(struct gs_fw *fw, struct gs_cycle *c, const struct gs_pod
   c->policy = &fw->policy;
   c->ledger = fw->ledger;
   c->now_ns = now_ns;
+  c->place = NULL;
 }
 
 /* Runs pre_filter of every plugin. Returns SUCCESS, SKIP (no plugin cares:
@@ -120,25 +121,17 @@ static void prefetch_gpus(const struct gs_node *node) {
 #endif
 }
 
-static void copy_reason(char out[GS_REASON_MAX], const char *text) {
-  size_t n = strnlen(text, GS_REASON_MAX - 1);
-  memcpy(out, text, n);
-  out[n] = '\0';
-}
-
 /* Filter and score of one node under the read lock. Plugins whose
  * pre_filter skipped the pod are consulted too: a plugin decides per hook.
  * For prioritize, a plugin's filter_score hook does both in one pass. */
 static void run_node(struct gs_fw *fw, const struct gs_cycle *c, const struct gs_node *node,
                      bool score, struct gs_fw_result *r) {
-  struct gs_status st;
+  struct gs_status *st = &r->status; /* plugins write the result's own */
   int64_t total = 0, early[GS_FW_MAX_PLUGINS];
   bool early_scored[GS_FW_MAX_PLUGINS];
   size_t scored = 0;
 
-  r->code = GS_CODE_SUCCESS;
   r->score = 0;
-  r->reason[0] = '\0';
   if (node == NULL) {
     r->code = GS_CODE_UNSCHEDULABLE;
     snprintf(r->reason, sizeof r->reason, "node unknown to gpushare");
@@ -147,21 +140,24 @@ static void run_node(struct gs_fw *fw, const struct gs_cycle *c, const struct gs
   for (size_t i = 0; i < fw->nplugins; i++) {
     const struct gs_plugin_ops *p = fw->plugins[i];
     enum gs_code code;
-    st.code = GS_CODE_SUCCESS;
-    st.reason[0] = '\0';
+    st->code = GS_CODE_SUCCESS;
+    st->reason[0] = '\0';
     early_scored[i] = false;
     if (score && p->filter_score != NULL)
-      code = p->filter_score(fw->state[i], c, node, &st, &early[i], &early_scored[i]);
+      code = p->filter_score(fw->state[i], c, node, st, &early[i], &early_scored[i]);
     else if (p->filter != NULL)
-      code = p->filter(fw->state[i], c, node, &st);
+      code = p->filter(fw->state[i], c, node, st);
     else
       continue;
     if (code == GS_CODE_SUCCESS || code == GS_CODE_SKIP)
       continue;
     r->code = code == GS_CODE_UNRESOLVABLE ? GS_CODE_UNRESOLVABLE : GS_CODE_UNSCHEDULABLE;
-    copy_reason(r->reason, st.reason); /* per node: no formatter */
+    r->reason[GS_REASON_MAX - 1] = '\0'; /* as the copy it replaces did */
     return;
   }
+  /* A plugin may have left text and passed anyway. */
+  r->code = GS_CODE_SUCCESS;
+  r->reason[0] = '\0';
   if (!score)
     return;
   for (size_t i = 0; i < fw->nplugins; i++) {
@@ -189,6 +185,7 @@ static enum gs_err run_verb(struct gs_fw *fw, const struct gs_pod_request *pod,
                             const char *const *nodes, size_t n, int64_t now_ns, bool score,
                             struct gs_fw_result *ret) {
   struct gs_cycle c;
+  struct gs_place_pod place;
   struct gs_status st = {GS_CODE_SUCCESS, ""};
   enum gs_code pre;
 
@@ -199,7 +196,7 @@ static enum gs_err run_verb(struct gs_fw *fw, const struct gs_pod_request *pod,
 
   if (pre == GS_CODE_SKIP) {
     for (size_t i = 0; i < n; i++)
-      ret[i] = (struct gs_fw_result){GS_CODE_SUCCESS, 0, ""};
+      ret[i] = (struct gs_fw_result){.score = 0, .code = GS_CODE_SUCCESS, .reason = ""};
     return GS_EOK;
   }
   if (pre == GS_CODE_ERROR)
@@ -213,6 +210,10 @@ static enum gs_err run_verb(struct gs_fw *fw, const struct gs_pod_request *pod,
     }
     return GS_EOK;
   }
+  /* The pod is checked once here rather than by a plugin for every node
+   * (docs/benchmarks.md, core). */
+  if (gs_place_prepare(pod, &fw->policy, &place, NULL) == GS_FIT_OK)
+    c.place = &place;
   pthread_rwlock_rdlock(&fw->lock);
   /* Names are resolved a batch at a time, then each node's GPUs are
    * prefetched a few nodes ahead: over thousands of nodes the lookups and

@@ -16,11 +16,19 @@
 
 struct gs_fw;
 
-/* The verdict for one node. */
+/* The verdict for one node. code and reason overlay a struct gs_status
+ * (the same members, in the same order) so that the framework hands the
+ * plugins the result's own status: a refused node's reason is written
+ * once, not copied per node (docs/benchmarks.md, core). */
 struct gs_fw_result {
-  enum gs_code code; /* SUCCESS, UNSCHEDULABLE or UNRESOLVABLE */
-  int64_t score;     /* prioritize: 0..10 */
-  char reason[GS_REASON_MAX];
+  int64_t score; /* prioritize: 0..10 */
+  union {
+    struct {
+      enum gs_code code; /* SUCCESS, UNSCHEDULABLE or UNRESOLVABLE */
+      char reason[GS_REASON_MAX];
+    };
+    struct gs_status status; /* the framework's view of the two */
+  };
 };
 
 /* Creates a framework with an empty ledger in policy->unit_mib, running

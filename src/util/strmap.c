@@ -12,7 +12,8 @@
 struct slot {
   const char *key; /* NULL: empty */
   void *value;
-  uint64_t hash; /* kept so growing and probing skip most strcmp calls */
+  uint64_t hash; /* kept so growing and probing skip most compares */
+  size_t len;    /* strlen(key): compares need no strcmp */
 };
 
 struct gs_strmap {
@@ -21,18 +22,70 @@ struct gs_strmap {
   size_t count;
 };
 
-/* FNV-1a, then a final mix so the low bits (the slot index) depend on every
- * byte: UIDs share long common prefixes. */
-static uint64_t hash_str(const char *s) {
-  uint64_t h = 0xcbf29ce484222325ull;
-  for (; *s != '\0'; s++) {
-    h ^= (unsigned char)*s;
-    h *= 0x100000001b3ull;
-  }
+/* Eight bytes a step (the index hashes every node name of every request,
+ * and FNV-1a byte by byte was 15% of a decision: docs/benchmarks.md, core):
+ * each word is mixed in with a multiply and an xor-shift, the last partial
+ * word loaded as two overlapping pieces so no byte outside the key is read.
+ * Then a final avalanche (murmur3's fmix64) so that the low bits, the slot
+ * index, depend on every byte: UIDs share long common prefixes. */
+static uint64_t load64(const char *p) {
+  uint64_t w;
+  memcpy(&w, p, sizeof w);
+  return w;
+}
+
+static uint64_t load32(const char *p) {
+  uint32_t w;
+  memcpy(&w, p, sizeof w);
+  return w;
+}
+
+static uint64_t mix_word(uint64_t h, uint64_t w) {
+  h = (h ^ w) * 0x9e3779b97f4a7c15ull;
+  return h ^ (h >> 29);
+}
+
+static uint64_t hash_str(const char *s, size_t *ret_len) {
+  size_t len = strlen(s);
+  uint64_t h = 0xcbf29ce484222325ull ^ (uint64_t)len, tail;
+  const char *p = s, *end = s + len;
+  size_t rest;
+  for (; end - p > 8; p += 8)
+    h = mix_word(h, load64(p));
+  /* 0..8 bytes left (0 only for ""): two overlapping 4-byte loads, or
+   * first, middle and last byte, cover them all; with the length mixed in
+   * above, no two keys give the same words. */
+  rest = (size_t)(end - p);
+  if (rest >= 4)
+    tail = load32(p) | load32(end - 4) << 32;
+  else if (rest > 0)
+    tail = (uint64_t)(unsigned char)p[0] | (uint64_t)(unsigned char)p[rest / 2] << 8 |
+           (uint64_t)(unsigned char)end[-1] << 16;
+  else
+    tail = 0;
+  h = mix_word(h, tail);
   h ^= h >> 33;
   h *= 0xff51afd7ed558ccdull;
   h ^= h >> 33;
+  h *= 0xc4ceb9fe1a85ec53ull;
+  h ^= h >> 33;
+  *ret_len = len;
   return h;
+}
+
+/* a and b, both len bytes long, are equal: 8 bytes a step, the last word
+ * overlapping the one before. Inline: strcmp's call and set-up were 8% of
+ * a decision, more than the compare itself (docs/benchmarks.md, core). */
+bool gs__strmap_key_equal(const char *a, const char *b, size_t len) {
+  size_t i;
+  if (len < 4) /* first, middle and last byte cover up to 3 */
+    return len == 0 || (a[0] == b[0] && a[len / 2] == b[len / 2] && a[len - 1] == b[len - 1]);
+  if (len < 8)
+    return load32(a) == load32(b) && load32(a + len - 4) == load32(b + len - 4);
+  for (i = 0; i + 8 < len; i += 8)
+    if (load64(a + i) != load64(b + i))
+      return false;
+  return load64(a + len - 8) == load64(b + len - 8);
 }
 
 struct gs_strmap *gs_strmap_new(void) {
@@ -61,23 +114,26 @@ size_t gs_strmap_count(const struct gs_strmap *map) { return map->count; }
 
 /* Slot holding key, or the empty slot where it would go. The table is never
  * full (load ≤ 3/4), so the probe always ends. */
-static size_t find_slot(const struct gs_strmap *map, const char *key, uint64_t hash) {
+static size_t find_slot(const struct gs_strmap *map, const char *key, size_t len,
+                        uint64_t hash) {
+  const struct slot *slots = map->slots;
   size_t mask = map->nslots - 1;
-  size_t i = (size_t)hash & mask;
-  while (map->slots[i].key != NULL) {
-    if (map->slots[i].hash == hash && strcmp(map->slots[i].key, key) == 0)
-      break;
-    i = (i + 1) & mask;
+  for (size_t i = (size_t)hash & mask;; i = (i + 1) & mask) {
+    const struct slot *s = &slots[i];
+    if (s->key == NULL ||
+        (s->hash == hash && s->len == len && gs__strmap_key_equal(s->key, key, len)))
+      return i;
   }
-  return i;
 }
 
 void *gs_strmap_get(const struct gs_strmap *map, const char *key) {
-  size_t i = find_slot(map, key, hash_str(key));
+  size_t len;
+  uint64_t hash = hash_str(key, &len);
+  size_t i = find_slot(map, key, len, hash);
   return map->slots[i].key != NULL ? map->slots[i].value : NULL;
 }
 
-uint64_t gs_strmap_hash(const char *key) { return hash_str(key); }
+uint64_t gs_strmap_hash(const char *key, size_t *ret_len) { return hash_str(key, ret_len); }
 
 void gs_strmap_prefetch(const struct gs_strmap *map, uint64_t hash) {
 #if defined(__GNUC__)
@@ -88,8 +144,22 @@ void gs_strmap_prefetch(const struct gs_strmap *map, uint64_t hash) {
 #endif
 }
 
-void *gs_strmap_get_hashed(const struct gs_strmap *map, const char *key, uint64_t hash) {
-  size_t i = find_slot(map, key, hash);
+void gs_strmap_prefetch_entry(const struct gs_strmap *map, uint64_t hash) {
+#if defined(__GNUC__)
+  /* Whatever the home slot holds (NULL or another key's included): a
+   * prefetch never faults, and a branch here would mispredict. */
+  const struct slot *s = &map->slots[(size_t)hash & (map->nslots - 1)];
+  __builtin_prefetch(s->key);
+  __builtin_prefetch(s->value);
+#else
+  (void)map;
+  (void)hash;
+#endif
+}
+
+void *gs_strmap_get_hashed(const struct gs_strmap *map, const char *key, size_t len,
+                           uint64_t hash) {
+  size_t i = find_slot(map, key, len, hash);
   return map->slots[i].key != NULL ? map->slots[i].value : NULL;
 }
 
@@ -103,7 +173,7 @@ static enum gs_err resize(struct gs_strmap *map, size_t nslots) {
   map->nslots = nslots;
   for (size_t i = 0; i < old_n; i++) {
     if (old[i].key != NULL)
-      map->slots[find_slot(map, old[i].key, old[i].hash)] = old[i];
+      map->slots[find_slot(map, old[i].key, old[i].len, old[i].hash)] = old[i];
   }
   gs_free(old);
   return GS_EOK;
@@ -123,25 +193,28 @@ enum gs_err gs_strmap_reserve(struct gs_strmap *map, size_t n) {
 }
 
 enum gs_err gs_strmap_put(struct gs_strmap *map, const char *key, void *value) {
-  uint64_t hash = hash_str(key);
-  size_t i = find_slot(map, key, hash);
+  size_t len;
+  uint64_t hash = hash_str(key, &len);
+  size_t i = find_slot(map, key, len, hash);
   enum gs_err err;
   if (map->slots[i].key != NULL)
     return GS_EEXISTS;
   err = gs_strmap_reserve(map, 1);
   if (err != GS_EOK)
     return err;
-  i = find_slot(map, key, hash); /* the table may have been rebuilt */
+  i = find_slot(map, key, len, hash); /* the table may have been rebuilt */
   map->slots[i].key = key;
   map->slots[i].value = value;
   map->slots[i].hash = hash;
+  map->slots[i].len = len;
   map->count++;
   return GS_EOK;
 }
 
 void *gs_strmap_del(struct gs_strmap *map, const char *key) {
-  size_t mask = map->nslots - 1;
-  size_t i = find_slot(map, key, hash_str(key));
+  size_t mask = map->nslots - 1, len;
+  uint64_t hash = hash_str(key, &len);
+  size_t i = find_slot(map, key, len, hash);
   size_t j = i;
   void *value = map->slots[i].value;
   if (map->slots[i].key == NULL)

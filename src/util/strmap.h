@@ -36,12 +36,18 @@ size_t gs_strmap_count(const struct gs_strmap *map);
 /* Borrowed value for key, or NULL when absent. */
 void *gs_strmap_get(const struct gs_strmap *map, const char *key);
 /* For many lookups in a row (the ledger resolving every node name of a
- * request): hash the keys first, prefetch their slots, then look them up
- * by hash, so the cache misses overlap. gs_strmap_get_hashed(map, key,
- * gs_strmap_hash(key)) is gs_strmap_get(map, key). */
-uint64_t gs_strmap_hash(const char *key);
+ * request): hash the keys first, prefetch their slots, then (once the
+ * slots have arrived) the key each holds, which the lookup compares, and
+ * the start of its value, which the caller reads next; then look them up
+ * by hash, so the cache misses overlap. Prefetches change nothing.
+ * gs_strmap_hash also gives the key's length (*ret_len), which
+ * gs_strmap_get_hashed takes back: with h = gs_strmap_hash(key, &len),
+ * gs_strmap_get_hashed(map, key, len, h) is gs_strmap_get(map, key). */
+uint64_t gs_strmap_hash(const char *key, size_t *ret_len);
 void gs_strmap_prefetch(const struct gs_strmap *map, uint64_t hash);
-void *gs_strmap_get_hashed(const struct gs_strmap *map, const char *key, uint64_t hash);
+void gs_strmap_prefetch_entry(const struct gs_strmap *map, uint64_t hash);
+void *gs_strmap_get_hashed(const struct gs_strmap *map, const char *key, size_t len,
+                           uint64_t hash);
 /* Adds key → value (both borrowed; value must not be NULL). GS_EEXISTS if
  * the key is present (the map is unchanged), GS_ENOMEM if growing fails,
  * GS_ETOOBIG past GS_STRMAP_MAX_ENTRIES. */
@@ -51,6 +57,9 @@ enum gs_err gs_strmap_put(struct gs_strmap *map, const char *key, void *value) G
 enum gs_err gs_strmap_reserve(struct gs_strmap *map, size_t n) GS_WUR;
 /* Removes key; returns its value, or NULL when absent. */
 void *gs_strmap_del(struct gs_strmap *map, const char *key);
+/* Whether a and b, both len bytes long, hold the same bytes (the map's
+ * key compare; exposed for its tests). */
+bool gs__strmap_key_equal(const char *a, const char *b, size_t len);
 /* Iteration in unspecified order: pass *cursor = 0 first; returns false at
  * the end. Invalidated by put and del. */
 bool gs_strmap_next(const struct gs_strmap *map, size_t *cursor, const char **ret_key,

@@ -709,6 +709,8 @@ static void test_one_gpu_shortcut(void **state) {
         enum gs_fit fa, fb;
         fx.policy.frag_aware = frag % 2;
         fx.policy.node_policy = round % 4 < 2 ? GS_PLACE_BINPACK : GS_PLACE_SPREAD;
+        /* cgpu nodes: no cap, a cap of 1 (GPUs holding a pod are out), 16. */
+        fx.policy.cgpu_max_pods = (uint32_t[]){0, 1, 16}[(round / 3 + frag) % 3];
         fa = gs_place_pick(n, &r, &fx.policy, &a, ra);
         fb = gs_place_pick_with(n, &r, &fx.policy, gs_place_choose_default, NULL, &b, rb);
         assert_int_equal(fa, fb);
@@ -729,6 +731,101 @@ static void test_one_gpu_shortcut(void **state) {
     }
   }
   fx.policy.frag_aware = false;
+  fx.policy.cgpu_max_pods = 16;
+}
+
+/* A pod prepared once (gs_place_prepare) and placed on many nodes
+ * (gs_place_pick_prepared) answers as checking it per node does: the same
+ * verdict and reason as gs_place_check_pod, the fields the obvious way,
+ * and on every node, chooser and policy the same verdict, reason and
+ * choice as gs_place_pick_with. Random pods, many of them invalid. */
+static void test_prepared_pod(void **state) {
+  static const enum gs_mode modes[] = {GS_MODE_NONE, GS_MODE_SHARE, GS_MODE_CGPU, GS_MODE_MPS,
+                                       GS_MODE_TOPOLOGY};
+  const struct gs_node *nodes[40];
+  struct gs_frag_dist dist;
+  uint32_t rng = 99;
+  (void)state;
+  gs_frag_dist_init(&dist);
+  gs_frag_dist_add(&dist, 1, 4 * GS_UNIT_GIB);
+  gs_frag_dist_add(&dist, 2, 8 * GS_UNIT_GIB);
+  for (int i = 0; i < 40; i++) {
+    char name[16];
+    enum gs_mode mode = modes[i % 5];
+    snprintf(name, sizeof name, "n%d", i);
+    add_node(name, mode, i % 2 ? GS_PLACE_SPREAD : GS_PLACE_BINPACK, (uint32_t)(i % 9),
+             i % 3 ? 16 : 32);
+    if (gs_mode_is_memory(mode) && i % 9 > 0) {
+      uint64_t used[8] = {0};
+      for (int g = 0; g < i % 9; g++)
+        used[g] = (uint64_t)(i * 7 + g * 5) % 17;
+      load(name, used, (uint32_t)(i % 9));
+    }
+    if (i % 11 == 0)
+      assert_int_equal(gs_ledger_node_set_unhealthy(fx.ledger, name, 2u), GS_EOK);
+  }
+  for (int i = 0; i < 40; i++) {
+    char name[16];
+    snprintf(name, sizeof name, "n%d", i);
+    nodes[i] = node(name);
+  }
+  for (int round = 0; round < 2000; round++) {
+    struct gs_pod_request r = mem_pod("p", 0, 1);
+    struct gs_place_pod pod;
+    char ra[GS_REASON_MAX], rb[GS_REASON_MAX];
+    enum gs_fit fa, fb;
+    rng = rng * 1103515245u + 12345u;
+    r.ncontainers = 1 + (rng >> 8) % 3;
+    for (uint32_t c = 0; c < r.ncontainers; c++) {
+      rng = rng * 1103515245u + 12345u;
+      r.mem_units[c] = (rng >> 8) % 3 == 0 ? 0 : (rng >> 12) % 24;
+      r.whole_gpus[c] = (rng >> 20) % 7 == 0 ? (rng >> 24) % 4 : 0;
+    }
+    rng = rng * 1103515245u + 12345u;
+    r.init_mem_units = (rng >> 8) % 5 == 0 ? (rng >> 12) % 40 : 0;
+    r.init_whole_gpus = (rng >> 16) % 9 == 0 ? (rng >> 20) % 3 : 0;
+    r.gpu_count = (rng >> 24) % 5; /* 0 is invalid for memory pods */
+    fx.policy.frag_aware = round % 3 == 0;
+    fx.policy.node_policy = round % 4 == 1 ? GS_PLACE_SPREAD : GS_PLACE_BINPACK;
+    fx.policy.unit_mib = round % 5 == 0 ? GS_UNIT_128MIB : GS_UNIT_GIB;
+    fa = gs_place_check_pod(&r, &fx.policy, ra);
+    memset(&pod, 0xa5, sizeof pod);
+    fb = gs_place_prepare(&r, &fx.policy, &pod, rb);
+    assert_int_equal(fa, fb);
+    assert_string_equal(ra, rb);
+    if (fb != GS_FIT_OK) {
+      assert_int_equal(pod.k, 0xa5a5a5a5u); /* written on success only */
+      continue;
+    }
+    assert_ptr_equal(pod.req, &r);
+    assert_ptr_equal(pod.policy, &fx.policy);
+    assert_int_equal(pod.mem, gs_pod_request_is_memory(&r));
+    if (pod.mem) {
+      assert_int_equal(pod.k, r.gpu_count);
+      assert_int_equal(pod.mib_per_gpu,
+                       gs_pod_request_mem_effective(&r) / r.gpu_count * fx.policy.unit_mib);
+    } else {
+      assert_int_equal(pod.k, gs_pod_request_whole_effective(&r));
+      assert_int_equal(pod.mib_per_gpu, 0);
+    }
+    for (int i = 0; i < 40; i++) {
+      for (int ch = 0; ch < 3; ch++) {
+        gs_place_choose_fn fn = ch == 0 ? NULL
+                                : ch == 1 ? gs_place_choose_default
+                                          : gs_place_choose_frag;
+        struct gs_choice a, b;
+        memset(&a, 0, sizeof a);
+        memset(&b, 0, sizeof b);
+        fa = gs_place_pick_with(nodes[i], &r, &fx.policy, fn, &dist, &a, ra);
+        fb = gs_place_pick_prepared(nodes[i], &pod, fn, &dist, &b, rb);
+        assert_int_equal(fa, fb);
+        assert_string_equal(ra, rb);
+        assert_memory_equal(&a, &b, sizeof a);
+      }
+    }
+  }
+  fx.policy = (struct gs_policy){0};
+  gs_policy_init(&fx.policy);
 }
 
 /* ---- nodePolicy frag -------------------------------------------------------------- */
@@ -889,6 +986,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_chooser_seam, setup, teardown),
       cmocka_unit_test_setup_teardown(test_pick_then_reserve, setup, teardown),
       cmocka_unit_test_setup_teardown(test_one_gpu_shortcut, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_prepared_pod, setup, teardown),
       cmocka_unit_test_setup_teardown(test_frag_dist, setup, teardown),
       cmocka_unit_test_setup_teardown(test_frag_delta, setup, teardown),
       cmocka_unit_test_setup_teardown(test_frag_choose_and_score, setup, teardown),

@@ -400,6 +400,237 @@ static void test_frag_policy(void **state) {
   gs_fw_free(fw);
 }
 
+/* The framework checks the pod once per verb and hands the per-node hooks
+ * the prepared pod (c->place); the other hooks, and every hook for a pod
+ * that fails the check, see NULL. */
+static int probe_seen_place[4], probe_calls[4]; /* pre_filter, filter, score, reserve */
+static const struct gs_pod_request *probe_pod;
+static void probe(int hook, const struct gs_cycle *c) {
+  probe_calls[hook]++;
+  if (c->place == NULL)
+    return;
+  assert_ptr_equal(c->place->req, c->pod);
+  assert_ptr_equal(c->place->req, probe_pod);
+  assert_ptr_equal(c->place->policy, c->policy);
+  probe_seen_place[hook]++;
+}
+static enum gs_code probe_pre(void *self, const struct gs_cycle *c, struct gs_status *st) {
+  (void)self;
+  (void)st;
+  probe(0, c);
+  return GS_CODE_SUCCESS;
+}
+static enum gs_code probe_filter(void *self, const struct gs_cycle *c, const struct gs_node *node,
+                                 struct gs_status *st) {
+  (void)self;
+  (void)node;
+  (void)st;
+  probe(1, c);
+  return GS_CODE_SUCCESS;
+}
+static enum gs_code probe_score(void *self, const struct gs_cycle *c, const struct gs_node *node,
+                                int64_t *ret) {
+  (void)self;
+  (void)node;
+  probe(2, c);
+  *ret = 1;
+  return GS_CODE_SUCCESS;
+}
+static enum gs_code probe_reserve(void *self, struct gs_cycle *c, const struct gs_node *node,
+                                  struct gs_status *st) {
+  (void)self;
+  (void)node;
+  (void)st;
+  probe(3, c);
+  return GS_CODE_SUCCESS;
+}
+static const struct gs_plugin_ops probe_plugin = {
+    .name = "probe",
+    .api_version = GS_PLUGIN_API_VERSION,
+    .pre_filter = probe_pre,
+    .filter = probe_filter,
+    .score = probe_score,
+    .reserve = probe_reserve,
+};
+
+static void test_prepared_pod_in_cycle(void **state) {
+  static const struct gs_plugin_ops *const list[] = {&probe_plugin};
+  const char *names[] = {"a", "b"};
+  struct gs_fw_result res[2];
+  struct gs_pod_request pod = mem_pod("p", 2, 1), bad = mem_pod("bad", 3, 2);
+  struct gs_annotations ann = {0};
+  struct gs_status st;
+  struct gs_policy policy;
+  struct gs_fw *fw;
+  bool fresh;
+  (void)state;
+  gs_policy_init(&policy);
+  fw = gs_fw_new(&policy, list, 1);
+  assert_non_null(fw);
+  add_node(fw, "a", GS_MODE_SHARE, 1, 16);
+  add_node(fw, "b", GS_MODE_SHARE, 1, 16);
+  probe_pod = &pod;
+  assert_int_equal(gs_fw_filter(fw, &pod, names, 2, 1, res), GS_EOK);
+  assert_int_equal(gs_fw_prioritize(fw, &pod, names, 2, 1, res), GS_EOK);
+  assert_int_equal(probe_calls[1], 4);
+  assert_int_equal(probe_seen_place[1], 4);
+  assert_int_equal(probe_calls[2], 2);
+  assert_int_equal(probe_seen_place[2], 2);
+  /* 3 GiB over 2 GPUs is invalid: the plugin is still asked, without it. */
+  probe_pod = &bad;
+  assert_int_equal(gs_fw_filter(fw, &bad, names, 2, 1, res), GS_EOK);
+  assert_int_equal(probe_calls[1], 6);
+  assert_int_equal(probe_seen_place[1], 4);
+  probe_pod = &pod;
+  /* The probe reserves nothing: an error, after its reserve ran. */
+  assert_int_equal(gs_fw_bind_prepare(fw, &pod, "a", 1, &ann, &fresh, &st), GS_EINVAL);
+  gs_annotations_clear(&ann);
+  assert_true(probe_calls[0] > 0);
+  assert_int_equal(probe_seen_place[0], 0);
+  assert_int_equal(probe_calls[3], 1);
+  assert_int_equal(probe_seen_place[3], 0);
+  gs_fw_free(fw);
+}
+
+/* gpumem answers the same with the framework's prepared pod as without
+ * (a hand-made cycle, c->place NULL, checks the pod itself), for valid
+ * and invalid pods, under binpack and frag. */
+struct gpumem_call {
+  const struct gs_policy *policy;
+  void *self;
+  const char *const *names;
+  size_t n;
+};
+static void gpumem_same_fn(const struct gs_ledger *l, void *arg) {
+  struct gpumem_call *call = arg;
+  struct gs_pod_request pods[6];
+  pods[0] = mem_pod("p0", 2, 1);
+  pods[1] = mem_pod("p1", 12, 1);
+  pods[2] = mem_pod("p2", 8, 2);
+  pods[3] = mem_pod("p3", 3, 2); /* invalid: 3 over 2 GPUs */
+  pods[4] = mem_pod("p4", 0, 1);
+  pods[4].whole_gpus[0] = 1;
+  pods[5] = mem_pod("p5", 0, 1); /* asks for nothing */
+  for (int i = 0; i < 6; i++) {
+    struct gs_cycle with = {&pods[i], call->policy, (struct gs_ledger *)l, 1, NULL};
+    struct gs_cycle without = with;
+    struct gs_place_pod place;
+    if (gs_place_prepare(&pods[i], call->policy, &place, NULL) == GS_FIT_OK)
+      with.place = &place;
+    for (size_t j = 0; j < call->n; j++) {
+      const struct gs_node *node = gs_ledger_node_get(l, call->names[j]);
+      struct gs_status sa = {GS_CODE_SUCCESS, ""}, sb = {GS_CODE_SUCCESS, ""};
+      int64_t a = -1, b = -1;
+      bool ka = false, kb = false;
+      assert_int_equal(gs_plugin_gpumem.filter(call->self, &with, node, &sa),
+                       gs_plugin_gpumem.filter(call->self, &without, node, &sb));
+      assert_int_equal(sa.code, sb.code);
+      assert_string_equal(sa.reason, sb.reason);
+      assert_int_equal(gs_plugin_gpumem.filter_score(call->self, &with, node, &sa, &a, &ka),
+                       gs_plugin_gpumem.filter_score(call->self, &without, node, &sb, &b, &kb));
+      assert_int_equal(ka, kb);
+      assert_int_equal(a, b);
+      assert_string_equal(sa.reason, sb.reason);
+      a = b = -1;
+      assert_int_equal(gs_plugin_gpumem.score(call->self, &with, node, &a),
+                       gs_plugin_gpumem.score(call->self, &without, node, &b));
+      assert_int_equal(a, b);
+    }
+  }
+}
+
+static void test_gpumem_prepared_same(void **state) {
+  const char *names[] = {"s0", "s1", "c0", "t0", "none"};
+  (void)state;
+  for (int frag = 0; frag < 2; frag++) {
+    struct gs_policy policy;
+    struct gs_fw *fw;
+    struct gs_annotations ann = {0};
+    struct gs_status st;
+    bool fresh;
+    struct gpumem_call call;
+    size_t np;
+    const struct gs_plugin_ops *const *plugins = gs_plugins_default(&np);
+    gs_policy_init(&policy);
+    if (frag)
+      policy.node_policy = GS_PLACE_FRAG;
+    fw = gs_fw_new(&policy, plugins, np);
+    assert_non_null(fw);
+    add_node(fw, "s0", GS_MODE_SHARE, 2, 32);
+    add_node(fw, "s1", GS_MODE_SHARE, 4, 64);
+    add_node(fw, "c0", GS_MODE_CGPU, 2, 48);
+    add_node(fw, "t0", GS_MODE_TOPOLOGY, 4, 0);
+    add_node(fw, "none", GS_MODE_NONE, 2, 32);
+    for (int i = 0; i < 3; i++) {
+      char pname[16];
+      struct gs_pod_request p;
+      snprintf(pname, sizeof pname, "fill%d", i);
+      p = mem_pod(pname, (uint64_t)(5 + 4 * i), 1);
+      assert_int_equal(gs_fw_bind_prepare(fw, &p, i == 2 ? "c0" : "s0", 1, &ann, &fresh, &st),
+                       GS_EOK);
+      gs_annotations_clear(&ann);
+    }
+    call = (struct gpumem_call){gs_fw_policy(fw), gs_fw_plugin_state(fw, "gpumem"), names, 5};
+    gs_fw_read(fw, gpumem_same_fn, &call);
+    gs_fw_free(fw);
+  }
+}
+
+/* Plugins write the result's own status (no copy per node): text left by
+ * a passing plugin is cleared, a refusal's reason arrives whole, and one
+ * that fills the buffer without a terminator is cut at GS_REASON_MAX − 1
+ * as the copy did. */
+static enum gs_code scribble_filter(void *self, const struct gs_cycle *c,
+                                    const struct gs_node *node, struct gs_status *st) {
+  (void)self;
+  (void)c;
+  if (strcmp(node->name, "pass") == 0) {
+    snprintf(st->reason, sizeof st->reason, "left over");
+    return GS_CODE_SUCCESS;
+  }
+  if (strcmp(node->name, "long") == 0) {
+    memset(st->reason, 'x', sizeof st->reason); /* no terminator */
+    return st->code = GS_CODE_UNSCHEDULABLE;
+  }
+  return gs_status_set(st, GS_CODE_UNRESOLVABLE, "refused %s", "here");
+}
+static const struct gs_plugin_ops scribble_plugin = {
+    .name = "scribble",
+    .api_version = GS_PLUGIN_API_VERSION,
+    .filter = scribble_filter,
+};
+
+static void test_result_is_plugin_status(void **state) {
+  static const struct gs_plugin_ops *const list[] = {&fs_plugin, &scribble_plugin};
+  const char *names[] = {"pass", "long", "other"};
+  struct gs_fw_result res[3];
+  struct gs_pod_request pod = mem_pod("p", 1, 1);
+  struct gs_policy policy;
+  struct gs_fw *fw;
+  (void)state;
+  gs_policy_init(&policy);
+  fw = gs_fw_new(&policy, list, 2);
+  assert_non_null(fw);
+  for (int i = 0; i < 3; i++)
+    add_node(fw, names[i], GS_MODE_SHARE, 1, 16);
+  for (int verb = 0; verb < 2; verb++) {
+    memset(res, 0x55, sizeof res);
+    if (verb == 0)
+      assert_int_equal(gs_fw_filter(fw, &pod, names, 3, 1, res), GS_EOK);
+    else
+      assert_int_equal(gs_fw_prioritize(fw, &pod, names, 3, 1, res), GS_EOK);
+    assert_int_equal(res[0].code, GS_CODE_SUCCESS);
+    assert_string_equal(res[0].reason, "");
+    assert_int_equal(res[0].score, verb == 0 ? 0 : 7); /* fs_combined's score */
+    assert_int_equal(res[1].code, GS_CODE_UNSCHEDULABLE);
+    assert_int_equal(strlen(res[1].reason), GS_REASON_MAX - 1);
+    assert_int_equal(res[1].score, 0);
+    assert_int_equal(res[2].code, GS_CODE_UNRESOLVABLE);
+    assert_string_equal(res[2].reason, "refused here");
+  }
+  gs_fw_free(fw);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_unit_128mib_fills_one_gpu),
@@ -411,6 +642,9 @@ int main(void) {
       cmocka_unit_test(test_filter_score_hook),
       cmocka_unit_test(test_prioritize_matches_placement),
       cmocka_unit_test(test_frag_policy),
+      cmocka_unit_test(test_prepared_pod_in_cycle),
+      cmocka_unit_test(test_gpumem_prepared_same),
+      cmocka_unit_test(test_result_is_plugin_status),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
