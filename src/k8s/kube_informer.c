@@ -335,13 +335,15 @@ static bool back_off(struct gs__informer *inf, long retry_after_s) {
  * shared by both). */
 struct page_req {
   struct gs__informer *inf;
-  const char *cont; /* NULL: the first page */
+  struct page_req *next;   /* the slot for the page after this one */
+  const char *cont;        /* NULL: the first page */
+  char *token;             /* cont when read ahead (owned) */
   long timeout_ms;
   struct gs__kube_resp resp;
   enum gs_err e;
   bool bad_path;
-  bool started;            /* a prefetch thread runs it */
-  pthread_t thread;
+  bool fetching, working;  /* a fetch thread, a worker thread runs */
+  pthread_t fetch_thread, work_thread;
   struct gs_arena *arena;  /* the parse's memory; NULL: malloc */
   json_t *doc;             /* the parsed 200 reply, or NULL */
 };
@@ -390,16 +392,58 @@ static void page_done(struct page_req *r) {
   r->doc = NULL;
 }
 
-static void *prefetch_main(void *arg) {
+static void *fetch_main(void *arg) {
   fetch_page(arg);
-  parse_page(arg);
   return NULL;
 }
 
-static void prefetch_join(struct page_req *r) {
-  if (r->started)
-    pthread_join(r->thread, NULL);
-  r->started = false;
+/* Asks for the page of token in slot r, in a thread (token is r's). */
+static void fetch_ahead(struct page_req *r, char *token) {
+  free(r->token);
+  r->token = token;
+  r->cont = token;
+  r->fetching = pthread_create(&r->fetch_thread, NULL, fetch_main, r) == 0;
+}
+
+static void fetch_join(struct page_req *r) {
+  if (r->fetching)
+    pthread_join(r->fetch_thread, NULL);
+  r->fetching = false;
+}
+
+/* A page whose fetch was started: its reply, then the request for the page
+ * after it (its token read ahead), then its parse. */
+static void *work_main(void *arg) {
+  struct page_req *r = arg;
+  char *token;
+  fetch_join(r);
+  if (r->e == GS_EOK && r->resp.code == 200 &&
+      (token = gs__kube_list_peek_continue(r->resp.body.p, r->resp.body.len)) != NULL)
+    fetch_ahead(r->next, token);
+  parse_page(r);
+  return NULL;
+}
+
+/* The fetched and parsed page of r (its worker's work, done here when no
+ * worker thread could be started). */
+static void work_join(struct page_req *r) {
+  if (r->working)
+    pthread_join(r->work_thread, NULL);
+  else
+    work_main(r);
+  r->working = false;
+}
+
+/* Drops the prefetched page r and the request it may have started. */
+static void drop_ahead(struct page_req *r) {
+  if (r->working) {
+    pthread_join(r->work_thread, NULL);
+    r->working = false;
+  }
+  fetch_join(r);
+  fetch_join(r->next);
+  page_done(r->next);
+  page_done(r);
 }
 
 /* Adds the parsed page's items to fresh in their cache form, and tells the
@@ -513,42 +557,53 @@ static void apply_list(struct gs__informer *inf, json_t *fresh, const char *rv) 
                inf->path, json_object_size(fresh), rv);
 }
 
-/* Lists in pages (limit/continue), as client-go's pager. While a page is
- * delivered, the next one is already asked for and parsed in a second
- * thread (its token is read ahead, gs__kube_list_peek_continue): the
- * apiserver's time, the parse and the delivery overlap instead of adding
- * up (docs/benchmarks.md, start-up). The token of the delivered page
- * decides: a prefetched reply for another token is dropped. */
+/* Lists in pages (limit/continue), as client-go's pager, three pages at a
+ * time: while page i is delivered, page i+1 is parsed and page i+2 is
+ * asked for, each in its own thread, so the apiserver's time, the parse
+ * and the delivery overlap instead of adding up (docs/benchmarks.md,
+ * start-up). A page's token is read ahead as soon as it has arrived
+ * (gs__kube_list_peek_continue); the token of the delivered page decides:
+ * prefetched pages for another token are dropped and the list goes on
+ * from the right one. */
+#define LIST_SLOTS 3
+
 static enum outcome do_list(struct gs__informer *inf) {
   struct gs__kube *k = inf->k;
   json_t *fresh = json_object();
   char rv[GS_KUBE_RV_MAX + 1] = "", *cont = NULL;
   long timeout_ms = k->conn.request_timeout_s * 1000;
   enum outcome out = RETRY;
-  /* Two request slots, each with its reply buffer and its parse arena
-   * (without an arena, out of memory, a page is parsed with malloc). */
-  struct page_req slot[2] = {{.inf = inf}, {.inf = inf}};
-  struct page_req *cur = &slot[0], *ahead = &slot[1], *tmp;
-  bool have = false; /* cur already holds the reply for cont */
+  /* Request slots in a ring, each with its reply buffer and its parse
+   * arena (without an arena, out of memory, a page is parsed with malloc). */
+  struct page_req slot[LIST_SLOTS];
+  struct page_req *cur = &slot[0], *ahead;
+  bool have = false; /* cur's fetch was started ahead (for cont) */
   if (fresh == NULL)
     return RETRY;
   inf->cur_gen = atomic_load(&inf->relist_req);
   if (timeout_ms < LIST_TIMEOUT_MIN_MS)
     timeout_ms = LIST_TIMEOUT_MIN_MS;
-  for (int i = 0; i < 2; i++) {
+  memset(slot, 0, sizeof slot);
+  for (int i = 0; i < LIST_SLOTS; i++) {
+    slot[i].inf = inf;
+    slot[i].next = &slot[(i + 1) % LIST_SLOTS];
     slot[i].timeout_ms = timeout_ms;
     slot[i].arena = gs_arena_new(LIST_ARENA_CHUNK);
   }
   for (;;) {
-    char *peek;
     enum gs_err e;
-    if (!have) {
+    bool started;
+    if (have) {
+      work_join(cur);
+    } else {
       cur->cont = cont;
       fetch_page(cur);
-      parse_page(cur);
+      work_main(cur); /* fetch_join of nothing, read ahead, parse */
     }
     have = false;
     e = cur->e;
+    ahead = cur->next;
+    /* Only a 200 reply is read ahead: on the others nothing is in flight. */
     if (cur->bad_path)
       break;
     if (e == GS_EAGAIN) {
@@ -586,25 +641,21 @@ static enum outcome do_list(struct gs__informer *inf) {
       }
       continue;
     }
-    peek = gs__kube_list_peek_continue(cur->resp.body.p, cur->resp.body.len);
-    if (peek != NULL) {
-      ahead->cont = peek;
-      ahead->started = pthread_create(&ahead->thread, NULL, prefetch_main, ahead) == 0;
-    }
+    /* The next page arrives and is parsed while this one is delivered
+     * (ahead's flags are its worker's until joined: read them before). */
+    started = ahead->fetching;
+    if (started)
+      ahead->working = pthread_create(&ahead->work_thread, NULL, work_main, ahead) == 0;
     free(cont);
     e = take_page(inf, cur, fresh, rv, &cont);
-    if (ahead->started) {
-      prefetch_join(ahead);
-      if (e == GS_EOK && cont != NULL && strcmp(cont, peek) == 0) {
-        tmp = cur;
+    if (started) {
+      if (e == GS_EOK && cont != NULL && strcmp(cont, ahead->token) == 0) {
         cur = ahead;
-        ahead = tmp;
         have = true;
       } else {
-        page_done(ahead);
+        drop_ahead(ahead);
       }
     }
-    free(peek);
     if (e != GS_EOK) {
       gs__kube_log(GS_LOG_WARN, "list reply unreadable", "resource=%s err=%s", inf->resource,
                    gs_strerror(e));
@@ -615,10 +666,20 @@ static enum outcome do_list(struct gs__informer *inf) {
       break;
     }
   }
-  for (int i = 0; i < 2; i++) {
+  /* Nothing is in flight here (a page read ahead was taken or dropped);
+   * workers first all the same, as they start fetches. */
+  for (int i = 0; i < LIST_SLOTS; i++)
+    if (slot[i].working) {
+      pthread_join(slot[i].work_thread, NULL);
+      slot[i].working = false;
+    }
+  for (int i = 0; i < LIST_SLOTS; i++)
+    fetch_join(&slot[i]);
+  for (int i = 0; i < LIST_SLOTS; i++) {
     page_done(&slot[i]);
     gs__kube_resp_release(&slot[i].resp);
     gs_arena_free(slot[i].arena);
+    free(slot[i].token);
   }
   if (out == OK_) {
     apply_list(inf, fresh, rv); /* takes fresh */

@@ -1834,7 +1834,7 @@ class Fault:
     _lock = threading.Lock()
 
     def __init__(self, method=".*", path=".*", status=500, count=1, delay=0.0, action="fail",
-                 reason=None, message=None, retry_after=None, query=None):
+                 reason=None, message=None, retry_after=None, query=None, body=None):
         with Fault._lock:
             Fault._ids += 1
             self.id = Fault._ids
@@ -1850,6 +1850,7 @@ class Fault:
         self.reason = reason
         self.message = message
         self.retry_after = retry_after
+        self.body = body  # action "reply": these bytes (str) as the answer, with `status`
         self.hits = 0
         self._mre = re.compile(self.method, re.I)
         self._pre = re.compile(self.path)
@@ -2192,6 +2193,9 @@ class ApiHandler(http.server.BaseHTTPRequestHandler):
                     return
                 if fault.action == "fail":
                     raise fault.error()
+                if fault.action == "reply":
+                    self.send_bytes(fault.status, (fault.body or "").encode("utf-8"))
+                    return
             self.route(path, rawq, body)
         except ApiError as e:
             try:
@@ -2981,7 +2985,8 @@ class AdminHandler(http.server.BaseHTTPRequestHandler):
                                        status=body.get("status", 500), count=body.get("count", 1),
                                        delay=body.get("delay", 0), action=body.get("action", "fail"),
                                        reason=body.get("reason"), message=body.get("message"),
-                                       retry_after=body.get("retryAfter"), query=body.get("query"))
+                                       retry_after=body.get("retryAfter"), query=body.get("query"),
+                                       body=body.get("body"))
                 return {"id": fid}
             if m == "DELETE":
                 if len(segs) > 1:
@@ -3243,11 +3248,13 @@ class FakeApiServer:
         raise err_unauthorized()
 
     def inject_fault(self, method=".*", path=".*", status=500, count=1, delay=0.0, action="fail",
-                     reason=None, message=None, retry_after=None, query=None):
+                     reason=None, message=None, retry_after=None, query=None, body=None):
         """Next `count` requests (None: all) whose method fullmatches `method` and whose path matches the
         regex `path` (re.search): action "fail" answers Status `status`; "delay" waits `delay` seconds and
-        then serves normally; "reset" closes the connection without an answer. Returns the fault id."""
-        f = Fault(method, path, status, count, delay, action, reason, message, retry_after, query)
+        then serves normally; "reset" closes the connection without an answer; "reply" answers `status`
+        with the JSON text `body` as given (a reply no real apiserver would make, to test a client's
+        defences). Returns the fault id."""
+        f = Fault(method, path, status, count, delay, action, reason, message, retry_after, query, body)
         with self._faults_lock:
             self._faults.append(f)
         return f.id

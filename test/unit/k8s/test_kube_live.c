@@ -304,6 +304,68 @@ static void test_paged_list(void **state) {
   }
 }
 
+static bool has_p0(struct h_rec *r, const void *arg) {
+  (void)arg;
+  return json_object_get(r->pods, "t/p0") != NULL;
+}
+
+/* A page's token is read ahead (for the next request) before the page is
+ * parsed; the parsed page decides. A reply whose first metadata says
+ * "bogus" and whose last (the one a parser keeps) says nothing: the
+ * read-ahead request for "bogus" is made, and the list still ends with
+ * exactly the crafted page (its 400 neither fails the list nor restarts
+ * it, which would have brought p1 in). */
+static void test_list_read_ahead_dropped(void **state) {
+  struct env *e = *state;
+  struct gs_kube_opts o = h_opts(e->kubeconfig);
+  char url[256], *item, *body;
+  const char *rv;
+  long code = 0;
+  json_t *reply, *p0, *reqs;
+  bool asked = false;
+  size_t i;
+  h_create_pod(&e->fake, "t", "p0");
+  h_create_pod(&e->fake, "t", "p1");
+  snprintf(url, sizeof url, "%s/admin/rv", e->fake.admin_url);
+  reply = h_http(&e->fake, "GET", url, NULL, &code);
+  rv = json_string_value(json_object_get(reply, "resourceVersion"));
+  assert_non_null(rv);
+  p0 = h_pod("t", "p0");
+  json_object_set_new(json_object_get(p0, "metadata"), "uid", json_string("uid-p0"));
+  json_object_set_new(json_object_get(p0, "metadata"), "resourceVersion", json_string(rv));
+  item = json_dumps(p0, JSON_COMPACT);
+  body = malloc(strlen(item) + 512);
+  assert_non_null(body);
+  sprintf(body,
+          "{\"kind\":\"PodList\",\"apiVersion\":\"v1\",\"metadata\":{\"resourceVersion\":\"%s\","
+          "\"continue\":\"bogus\"},\"items\":[%s],\"metadata\":{\"resourceVersion\":\"%s\"}}",
+          rv, item, rv);
+  h_admin(&e->fake, "/admin/faults",
+          json_pack("{s:s, s:s, s:s, s:s, s:i, s:i, s:s}", "method", "GET", "path",
+                    "^/api/v1/pods$", "query", "^limit=500$", "action", "reply", "status", 200,
+                    "count", 1, "body", body));
+  start_client(e, &o);
+  assert_true(h_wait(&e->rec, h_is_synced, NULL, 10000));
+  assert_true(h_wait(&e->rec, has_p0, NULL, 1000));
+  h_sleep_ms(300);
+  pthread_mutex_lock(&e->rec.mu);
+  assert_int_equal(json_object_size(e->rec.pods), 1); /* p1 was not on the page */
+  pthread_mutex_unlock(&e->rec.mu);
+  snprintf(url, sizeof url, "%s/admin/requests", e->fake.admin_url);
+  reqs = h_http(&e->fake, "GET", url, NULL, &code);
+  for (i = 0; i < json_array_size(json_object_get(reqs, "requests")); i++) {
+    const json_t *q = json_object_get(json_array_get(json_object_get(reqs, "requests"), i), "query");
+    if (json_is_string(q) && strstr(json_string_value(q), "continue=bogus") != NULL)
+      asked = true;
+  }
+  assert_true(asked); /* the read-ahead happened, and was dropped */
+  json_decref(reqs);
+  json_decref(reply);
+  json_decref(p0);
+  free(item);
+  free(body);
+}
+
 /* The first lists fail (500, then 429): the client backs off and syncs. */
 static void test_list_faults(void **state) {
   struct env *e = *state;
@@ -539,6 +601,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_bind_retries, setup, teardown),
       cmocka_unit_test_setup_teardown(test_list_faults, setup, teardown),
       cmocka_unit_test_setup_teardown(test_paged_list, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_list_read_ahead_dropped, setup, teardown),
       cmocka_unit_test_setup_teardown(test_event, setup, teardown),
       cmocka_unit_test_setup_teardown(test_apiserver_late, setup, teardown),
       cmocka_unit_test_setup_teardown(test_configmap_data, setup, teardown),
