@@ -8,9 +8,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
 
 #define LIST_TIMEOUT_MIN_MS 60000 /* one page of a big list may be slow */
 #define LIST_ARENA_CHUNK (1u << 20) /* grows to what one page's parse needs */
+#define LIST_TRIM_MIN (8u << 20)     /* parse memory after which a list trims the heap */
 
 /* ---- small JSON helpers --------------------------------------------------- */
 
@@ -578,6 +582,7 @@ static enum outcome do_list(struct gs__informer *inf) {
   struct page_req slot[LIST_SLOTS];
   struct page_req *cur = &slot[0], *ahead;
   bool have = false; /* cur's fetch was started ahead (for cont) */
+  size_t held = 0;
   if (fresh == NULL)
     return RETRY;
   inf->cur_gen = atomic_load(&inf->relist_req);
@@ -678,9 +683,18 @@ static enum outcome do_list(struct gs__informer *inf) {
   for (int i = 0; i < LIST_SLOTS; i++) {
     page_done(&slot[i]);
     gs__kube_resp_release(&slot[i].resp);
+    if (slot[i].arena != NULL)
+      held += gs_arena_held(slot[i].arena);
     gs_arena_free(slot[i].arena);
     free(slot[i].token);
   }
+#if defined(__GLIBC__)
+  /* The pages' arenas (megabytes each) are freed, but glibc keeps freed
+   * heap memory unless asked: give it back, so that what stays resident is
+   * the cache and the ledger (docs/benchmarks.md, memory). */
+  if (held >= LIST_TRIM_MIN)
+    malloc_trim(0);
+#endif
   if (out == OK_) {
     apply_list(inf, fresh, rv); /* takes fresh */
     return OK_;
