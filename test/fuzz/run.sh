@@ -15,7 +15,8 @@ secs=${2:?usage: run.sh BUILD_DIR SECONDS [TARGET...]}
 shift 2
 targets=("$@")
 if [ ${#targets[@]} -eq 0 ]; then
-  targets=(args bind pod node alloc topo_json topo_text quantity yaml config kubeconfig watch status)
+  targets=(args bind pod node alloc topo_json topo_text quantity yaml config kubeconfig watch status
+           list_peek)
 fi
 
 dict_for() {
