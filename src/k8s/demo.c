@@ -1,5 +1,12 @@
-/* The demo backend. Objects live in one JSON array guarded by a mutex;
- * the sink is called without the mutex held, so a sink may call back. */
+/* The demo backend. Objects live in JSON arrays guarded by a mutex; the
+ * sink is called without the mutex held, so a sink may call back.
+ *
+ * Once start has told the sink everything, the backend forgets what it no
+ * longer needs, as the live informer's cache does: nodes go, and a bound
+ * pod is kept as one string "uid<US>nodeName<US>phase" (US = 0x1f) in the
+ * pod index, expanded on demand. A 50,000-pod file costs ≈ 850 MiB as JSON
+ * objects; after start the extender holds what the live backend holds
+ * (docs/benchmarks.md, memory). */
 #include "demo.h"
 
 #include "config.h"
@@ -9,12 +16,18 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
+
+#define SEP '\x1f'
 
 struct demo {
   pthread_mutex_t mu;
   json_t *nodes;      /* array of Node objects */
-  json_t *pods;       /* array of Pod objects */
-  json_t *pod_index;  /* "ns/name" → the same Pod objects: bind looks pods up by
+  json_t *pods;       /* array of Pod objects (until start) */
+  json_t *pod_index;  /* "ns/name" → the same Pod objects, or a bound pod's
+                         compact string after start: bind looks pods up by
                          name, a scan of 50,000 was 85% of a bind */
   json_t *configmaps; /* array of ConfigMap objects */
   struct gs_cluster_sink sink;
@@ -94,29 +107,98 @@ static void demo_destroy(void *self) {
   free(d);
 }
 
+/* A bound pod's compact string, or NULL (not bound, or a field the
+ * separator cannot split back): a new reference. */
+static json_t *compact_pod(const json_t *pod) {
+  const char *uid = meta_str(pod, "uid");
+  const char *node = json_string_value(json_object_get(json_object_get(pod, "spec"), "nodeName"));
+  const char *phase = json_string_value(json_object_get(json_object_get(pod, "status"), "phase"));
+  char *text;
+  size_t n;
+  json_t *out;
+  if (uid == NULL || node == NULL || node[0] == '\0')
+    return NULL;
+  phase = phase != NULL ? phase : "";
+  if (strchr(uid, SEP) || strchr(node, SEP) || strchr(phase, SEP))
+    return NULL;
+  n = strlen(uid) + strlen(node) + strlen(phase) + 3;
+  text = malloc(n);
+  if (text == NULL)
+    return NULL;
+  snprintf(text, n, "%s%c%s%c%s", uid, SEP, node, SEP, phase);
+  out = json_string(text);
+  free(text);
+  return out;
+}
+
+static json_t *text_n(const char *p, size_t n) { return json_stringn(p, n); }
+
+/* A compact pod back as a Pod with what was kept: metadata (namespace,
+ * name, uid), spec.nodeName, status.phase — what the live backend's
+ * pod_get gives for a bound pod (docs/k8s.md). New reference or NULL. */
+static json_t *expand_pod(const char *key, const char *text) {
+  const char *slash = strchr(key, '/'), *a = strchr(text, SEP), *b = a ? strchr(a + 1, SEP) : NULL;
+  json_t *pod;
+  if (slash == NULL || b == NULL)
+    return NULL;
+  pod = json_pack("{s:s, s:s, s:{s:o, s:s, s:o}, s:{s:o}, s:{s:o}}", "kind", "Pod",
+                  "apiVersion", "v1", "metadata", "namespace",
+                  text_n(key, (size_t)(slash - key)), "name", slash + 1, "uid",
+                  text_n(text, (size_t)(a - text)), "spec", "nodeName",
+                  text_n(a + 1, (size_t)(b - a - 1)), "status", "phase", json_string(b + 1));
+  if (pod != NULL && b[1] == '\0')
+    json_object_del(pod, "status");
+  return pod;
+}
+
 static enum gs_err demo_start(void *self, const struct gs_cluster_sink *sink) {
   struct demo *d = self;
-  json_t *snapshot[3];
-  size_t i;
+  json_t *arrays[3] = {d->configmaps, d->nodes, d->pods};
   json_t *obj;
 
   pthread_mutex_lock(&d->mu);
   d->sink = *sink;
   d->started = true;
-  snapshot[0] = json_deep_copy(d->configmaps);
-  snapshot[1] = json_deep_copy(d->nodes);
-  snapshot[2] = json_deep_copy(d->pods);
   pthread_mutex_unlock(&d->mu);
-  if (snapshot[0] == NULL || snapshot[1] == NULL || snapshot[2] == NULL) {
-    for (i = 0; i < 3; i++)
-      json_decref(snapshot[i]);
-    return GS_ENOMEM;
+  /* One object at a time: a copy taken under the mutex (a bind may change
+   * a pod meanwhile), told to the sink without it. */
+  for (int a = 0; a < 3; a++) {
+    for (size_t i = 0;; i++) {
+      pthread_mutex_lock(&d->mu);
+      obj = i < json_array_size(arrays[a]) ? json_deep_copy(json_array_get(arrays[a], i)) : NULL;
+      pthread_mutex_unlock(&d->mu);
+      if (obj == NULL) {
+        if (i < json_array_size(arrays[a]))
+          return GS_ENOMEM;
+        break;
+      }
+      if (a == 0 && sink->configmap_upsert)
+        sink->configmap_upsert(sink->ctx, obj);
+      else if (a == 1 && sink->node_upsert)
+        sink->node_upsert(sink->ctx, obj);
+      else if (a == 2 && sink->pod_upsert)
+        sink->pod_upsert(sink->ctx, obj);
+      json_decref(obj);
+    }
   }
-  json_array_foreach(snapshot[0], i, obj) if (sink->configmap_upsert) sink->configmap_upsert(sink->ctx, obj);
-  json_array_foreach(snapshot[1], i, obj) if (sink->node_upsert) sink->node_upsert(sink->ctx, obj);
-  json_array_foreach(snapshot[2], i, obj) if (sink->pod_upsert) sink->pod_upsert(sink->ctx, obj);
-  for (i = 0; i < 3; i++)
-    json_decref(snapshot[i]);
+  /* Told: keep only what bind and pod_get need. */
+  pthread_mutex_lock(&d->mu);
+  json_array_clear(d->nodes);
+  for (size_t i = 0; i < json_array_size(d->pods); i++) {
+    json_t *pod = json_array_get(d->pods, i), *small = compact_pod(pod);
+    char key[GS_NS_MAX + GS_NAME_MAX + 2];
+    if (small == NULL)
+      continue; /* pending (bind decodes it whole), or not splittable */
+    snprintf(key, sizeof key, "%s/%s", meta_str(pod, "namespace"), meta_str(pod, "name"));
+    if (json_object_get(d->pod_index, key) == pod)
+      json_object_set(d->pod_index, key, small); /* on failure the pod stays whole */
+    json_decref(small);
+  }
+  json_array_clear(d->pods); /* the index holds what is left */
+  pthread_mutex_unlock(&d->mu);
+#if defined(__GLIBC__)
+  malloc_trim(0); /* the file's objects are freed: give the memory back */
+#endif
   if (sink->synced)
     sink->synced(sink->ctx);
   if (sink->leader)
@@ -137,10 +219,15 @@ static json_t *find_pod(struct demo *d, const char *ns, const char *name) {
 static json_t *demo_pod_get(void *self, const char *ns, const char *name) {
   struct demo *d = self;
   json_t *pod, *copy = NULL;
+  char key[GS_NS_MAX + GS_NAME_MAX + 2];
   pthread_mutex_lock(&d->mu);
   pod = find_pod(d, ns, name);
-  if (pod != NULL)
+  if (json_is_string(pod)) {
+    snprintf(key, sizeof key, "%s/%s", ns, name);
+    copy = expand_pod(key, json_string_value(pod));
+  } else if (pod != NULL) {
     copy = json_deep_copy(pod);
+  }
   pthread_mutex_unlock(&d->mu);
   return copy;
 }
@@ -159,6 +246,26 @@ static enum gs_err demo_bind(void *self, const char *ns, const char *name, const
     snprintf(err, errlen, "pods \"%s\" not found", name);
     rc = GS_ENOTFOUND;
     goto unlock;
+  }
+  if (json_is_string(pod)) {
+    /* Bound at start (compact): the same answers as for the whole pod. */
+    const char *text = json_string_value(pod), *a = strchr(text, SEP);
+    const char *b = a ? strchr(a + 1, SEP) : NULL;
+    size_t ulen = a ? (size_t)(a - text) : 0, nlen = b ? (size_t)(b - a - 1) : 0;
+    if (b == NULL) {
+      rc = GS_EPARSE;
+      snprintf(err, errlen, "pod %s: unreadable entry", name);
+    } else if (uid != NULL && uid[0] != '\0' && (strlen(uid) != ulen || memcmp(uid, text, ulen))) {
+      snprintf(err, errlen,
+               "Precondition failed: UID in precondition: %s, UID in object meta: %.*s", uid,
+               (int)ulen, text);
+      rc = GS_ECONFLICT;
+    } else if (strlen(node) != nlen || memcmp(node, a + 1, nlen) != 0) {
+      snprintf(err, errlen, "pod %s is already assigned to node \"%.*s\"", name, (int)nlen,
+               a + 1);
+      rc = GS_ECONFLICT;
+    }
+    goto unlock; /* same node: already bound, idempotent */
   }
   have_uid = meta_str(pod, "uid");
   if (uid != NULL && uid[0] != '\0' && have_uid != NULL && strcmp(uid, have_uid) != 0) {
