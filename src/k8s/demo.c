@@ -3,11 +3,12 @@
  *
  * Once start has told the sink everything, the backend forgets what it no
  * longer needs, as the live informer's cache does: nodes go, and a bound
- * pod is kept as one string "uid<US>nodeName<US>phase" (US = 0x1f) in the
- * pod index, expanded on demand. A 50,000-pod file costs ≈ 850 MiB as JSON
- * objects; after start the extender holds what the live backend holds
- * (docs/benchmarks.md, memory). */
+ * pod is kept as a compact entry (kube_entry.h) in the pod index, expanded
+ * on demand to what the live backend's pod_get gives. A 50,000-pod file
+ * costs ≈ 850 MiB as JSON objects; after start the extender holds about
+ * what the live backend holds (docs/benchmarks.md, memory). */
 #include "demo.h"
+#include "kube_entry.h"
 
 #include "config.h"
 #include "api.h"
@@ -19,8 +20,6 @@
 #if defined(__GLIBC__)
 #include <malloc.h>
 #endif
-
-#define SEP '\x1f'
 
 struct demo {
   pthread_mutex_t mu;
@@ -107,48 +106,13 @@ static void demo_destroy(void *self) {
   free(d);
 }
 
-/* A bound pod's compact string, or NULL (not bound, or a field the
- * separator cannot split back): a new reference. */
+/* A bound pod's compact entry (new reference), or NULL: not bound, or not
+ * splittable (kube_entry.h). */
 static json_t *compact_pod(const json_t *pod) {
-  const char *uid = meta_str(pod, "uid");
   const char *node = json_string_value(json_object_get(json_object_get(pod, "spec"), "nodeName"));
-  const char *phase = json_string_value(json_object_get(json_object_get(pod, "status"), "phase"));
-  char *text;
-  size_t n;
-  json_t *out;
-  if (uid == NULL || node == NULL || node[0] == '\0')
+  if (node == NULL || node[0] == '\0')
     return NULL;
-  phase = phase != NULL ? phase : "";
-  if (strchr(uid, SEP) || strchr(node, SEP) || strchr(phase, SEP))
-    return NULL;
-  n = strlen(uid) + strlen(node) + strlen(phase) + 3;
-  text = malloc(n);
-  if (text == NULL)
-    return NULL;
-  snprintf(text, n, "%s%c%s%c%s", uid, SEP, node, SEP, phase);
-  out = json_string(text);
-  free(text);
-  return out;
-}
-
-static json_t *text_n(const char *p, size_t n) { return json_stringn(p, n); }
-
-/* A compact pod back as a Pod with what was kept: metadata (namespace,
- * name, uid), spec.nodeName, status.phase — what the live backend's
- * pod_get gives for a bound pod (docs/k8s.md). New reference or NULL. */
-static json_t *expand_pod(const char *key, const char *text) {
-  const char *slash = strchr(key, '/'), *a = strchr(text, SEP), *b = a ? strchr(a + 1, SEP) : NULL;
-  json_t *pod;
-  if (slash == NULL || b == NULL)
-    return NULL;
-  pod = json_pack("{s:s, s:s, s:{s:o, s:s, s:o}, s:{s:o}, s:{s:o}}", "kind", "Pod",
-                  "apiVersion", "v1", "metadata", "namespace",
-                  text_n(key, (size_t)(slash - key)), "name", slash + 1, "uid",
-                  text_n(text, (size_t)(a - text)), "spec", "nodeName",
-                  text_n(a + 1, (size_t)(b - a - 1)), "status", "phase", json_string(b + 1));
-  if (pod != NULL && b[1] == '\0')
-    json_object_del(pod, "status");
-  return pod;
+  return gs__entry_compact(pod, GS__ENTRY_FIELDS);
 }
 
 static enum gs_err demo_start(void *self, const struct gs_cluster_sink *sink) {
@@ -224,7 +188,7 @@ static json_t *demo_pod_get(void *self, const char *ns, const char *name) {
   pod = find_pod(d, ns, name);
   if (json_is_string(pod)) {
     snprintf(key, sizeof key, "%s/%s", ns, name);
-    copy = expand_pod(key, json_string_value(pod));
+    copy = gs__entry_expand(key, pod, "Pod", true);
   } else if (pod != NULL) {
     copy = json_deep_copy(pod);
   }
@@ -249,20 +213,18 @@ static enum gs_err demo_bind(void *self, const char *ns, const char *name, const
   }
   if (json_is_string(pod)) {
     /* Bound at start (compact): the same answers as for the whole pod. */
-    const char *text = json_string_value(pod), *a = strchr(text, SEP);
-    const char *b = a ? strchr(a + 1, SEP) : NULL;
-    size_t ulen = a ? (size_t)(a - text) : 0, nlen = b ? (size_t)(b - a - 1) : 0;
-    if (b == NULL) {
-      rc = GS_EPARSE;
-      snprintf(err, errlen, "pod %s: unreadable entry", name);
-    } else if (uid != NULL && uid[0] != '\0' && (strlen(uid) != ulen || memcmp(uid, text, ulen))) {
+    struct gs__entry_ids ids;
+    gs__entry_ids(pod, &ids);
+    if (uid != NULL && uid[0] != '\0' && ids.f[0] != NULL &&
+        (strlen(uid) != ids.len[0] || memcmp(uid, ids.f[0], ids.len[0]) != 0)) {
       snprintf(err, errlen,
                "Precondition failed: UID in precondition: %s, UID in object meta: %.*s", uid,
-               (int)ulen, text);
+               (int)ids.len[0], ids.f[0]);
       rc = GS_ECONFLICT;
-    } else if (strlen(node) != nlen || memcmp(node, a + 1, nlen) != 0) {
-      snprintf(err, errlen, "pod %s is already assigned to node \"%.*s\"", name, (int)nlen,
-               a + 1);
+    } else if (ids.f[2] == NULL || strlen(node) != ids.len[2] ||
+               memcmp(node, ids.f[2], ids.len[2]) != 0) {
+      snprintf(err, errlen, "pod %s is already assigned to node \"%.*s\"", name,
+               (int)ids.len[2], ids.f[2] ? ids.f[2] : "");
       rc = GS_ECONFLICT;
     }
     goto unlock; /* same node: already bound, idempotent */

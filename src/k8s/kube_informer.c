@@ -3,6 +3,7 @@
  * so a relist reports objects gone since (or replaced under the same name,
  * by uid) as deletions. Events reach the sink under k->sink_mu, in order. */
 #include "arena.h"
+#include "kube_entry.h"
 #include "kube_int.h"
 
 #include <stdio.h>
@@ -52,58 +53,17 @@ static bool wanted(const struct gs__informer *inf, const json_t *obj) {
 
 /* ---- compact cache entries -------------------------------------------------
  *
- * Pods and nodes are cached in the few fields the informer is asked for
- * later: uid and resourceVersion (what changed on a relist), and for a pod
- * its nodeName and phase (pod_get of a bound pod: bind's idempotent
- * retry). The sink always gets the object whole, as it arrives. A pending
- * pod (no nodeName) is cached whole: bind decodes its request from it.
- * Whole objects cost 7-10 KiB each in jansson (a real pod with
- * managedFields several times that): at 50,000 pods the cache was 500 MiB
- * of the extender's 507 (docs/benchmarks.md, memory). The compact entry is
- * one JSON string "uid\x1frv\x1fnodeName\x1fphase" (nodes: "uid\x1frv"). */
-
-#define ENTRY_SEP '\x1f'
-#define ENTRY_FIELDS 4
-
-struct entry_ids {
-  const char *f[ENTRY_FIELDS]; /* uid, resourceVersion, nodeName, phase */
-  size_t len[ENTRY_FIELDS];
-};
+ * Pods and nodes are cached as compact entries (kube_entry.h); the sink
+ * always gets the object whole, as it arrives. A pending pod (no nodeName)
+ * is cached whole: bind decodes its request from it. */
 
 static const char *spec_node(const json_t *obj) {
   const json_t *v = json_object_get(json_object_get(obj, "spec"), "nodeName");
   return json_is_string(v) ? json_string_value(v) : NULL;
 }
 
-static const char *status_phase(const json_t *obj) {
-  const json_t *v = json_object_get(json_object_get(obj, "status"), "phase");
-  return json_is_string(v) ? json_string_value(v) : NULL;
-}
-
-static void entry_ids(const json_t *e, struct entry_ids *ids) {
-  memset(ids, 0, sizeof *ids);
-  if (json_is_string(e)) {
-    const char *p = json_string_value(e), *end = p + json_string_length(e);
-    for (int i = 0; i < ENTRY_FIELDS && p <= end; i++) {
-      const char *q = memchr(p, ENTRY_SEP, (size_t)(end - p));
-      if (q == NULL)
-        q = end;
-      ids->f[i] = p;
-      ids->len[i] = (size_t)(q - p);
-      p = q + 1;
-    }
-    return;
-  }
-  ids->f[0] = meta_str(e, "uid");
-  ids->f[1] = meta_str(e, "resourceVersion");
-  ids->f[2] = spec_node(e);
-  ids->f[3] = status_phase(e);
-  for (int i = 0; i < ENTRY_FIELDS; i++)
-    ids->len[i] = ids->f[i] ? strlen(ids->f[i]) : 0;
-}
-
 /* Field i of two entries (either form) equal; absent equals absent. */
-static bool ids_eq(const struct entry_ids *a, const struct entry_ids *b, int i) {
+static bool ids_eq(const struct gs__entry_ids *a, const struct gs__entry_ids *b, int i) {
   if (a->f[i] == NULL || b->f[i] == NULL)
     return a->f[i] == b->f[i];
   return a->len[i] == b->len[i] && memcmp(a->f[i], b->f[i], a->len[i]) == 0;
@@ -121,74 +81,21 @@ static json_t *keepable(json_t *obj, const struct gs_arena *arena) {
  * NULL). */
 static json_t *cache_form(const struct gs__informer *inf, json_t *obj,
                           const struct gs_arena *arena) {
-  struct entry_ids ids;
-  char *text, *p;
-  size_t n = 0;
-  int nf = inf->kind == GS__INF_PODS ? 4 : 2;
-  json_t *out;
+  json_t *entry;
   if (inf->kind != GS__INF_PODS && inf->kind != GS__INF_NODES)
     return keepable(obj, arena);
   if (inf->kind == GS__INF_PODS && (spec_node(obj) == NULL || spec_node(obj)[0] == '\0'))
     return keepable(obj, arena); /* pending: bind needs it whole */
-  entry_ids(obj, &ids);
-  for (int i = 0; i < nf; i++) {
-    if (ids.f[i] != NULL && memchr(ids.f[i], ENTRY_SEP, ids.len[i]) != NULL)
-      return keepable(obj, arena); /* cannot be split back: keep it whole */
-    n += ids.len[i] + 1;
-  }
-  text = malloc(n);
-  if (text == NULL)
-    return keepable(obj, arena);
-  for (int i = 0, at = 0; i < nf; i++) {
-    if (ids.len[i] > 0)
-      memcpy(text + at, ids.f[i], ids.len[i]);
-    at += (int)ids.len[i];
-    text[at++] = i + 1 < nf ? ENTRY_SEP : '\0';
-  }
-  p = text;
-  out = json_stringn(p, n - 1);
-  free(text);
-  return out != NULL ? out : keepable(obj, arena); /* invalid UTF-8: keep it whole */
+  entry = gs__entry_compact(obj, inf->kind == GS__INF_PODS ? GS__ENTRY_FIELDS
+                                                           : GS__ENTRY_NODE_FIELDS);
+  return entry != NULL ? entry : keepable(obj, arena); /* cannot be split back: whole */
 }
 
-static json_t *text_n(const char *p, size_t n) { return json_stringn(p ? p : "", p ? n : 0); }
-
-/* A compact entry back as an object with what it kept (new reference). */
+/* A cache entry back as an object with what it kept (new reference). */
 static json_t *expand(const struct gs__informer *inf, const char *key, const json_t *e) {
-  struct entry_ids ids;
-  const char *slash;
-  json_t *obj, *meta;
   if (!json_is_string(e))
     return json_incref((json_t *)e);
-  entry_ids(e, &ids);
-  obj = json_object();
-  meta = json_object();
-  if (obj == NULL || meta == NULL)
-    goto fail;
-  json_object_set_new(obj, "kind", json_string(inf->item_kind));
-  json_object_set_new(obj, "apiVersion", json_string("v1"));
-  json_object_set_new(obj, "metadata", meta);
-  slash = inf->kind == GS__INF_PODS ? strchr(key, '/') : NULL;
-  if (slash != NULL) {
-    json_object_set_new(meta, "namespace", text_n(key, (size_t)(slash - key)));
-    json_object_set_new(meta, "name", json_string(slash + 1));
-  } else {
-    json_object_set_new(meta, "name", json_string(key));
-  }
-  if (ids.len[0] > 0)
-    json_object_set_new(meta, "uid", text_n(ids.f[0], ids.len[0]));
-  if (ids.len[1] > 0)
-    json_object_set_new(meta, "resourceVersion", text_n(ids.f[1], ids.len[1]));
-  if (inf->kind == GS__INF_PODS) {
-    json_object_set_new(obj, "spec", json_pack("{s:o}", "nodeName", text_n(ids.f[2], ids.len[2])));
-    if (ids.len[3] > 0)
-      json_object_set_new(obj, "status", json_pack("{s:o}", "phase", text_n(ids.f[3], ids.len[3])));
-  }
-  return obj;
-fail:
-  json_decref(obj);
-  json_decref(meta);
-  return NULL;
+  return gs__entry_expand(key, e, inf->item_kind, inf->kind == GS__INF_PODS);
 }
 
 /* ---- delivery ------------------------------------------------------------- */
@@ -482,7 +389,7 @@ static enum gs_err take_page(struct gs__informer *inf, struct page_req *r, json_
   pthread_mutex_lock(&inf->k->sink_mu);
   json_array_foreach(items, i, item) {
     json_t *prev, *prev_obj;
-    struct entry_ids a, b;
+    struct gs__entry_ids a, b;
     if (!json_is_object(item) || !wanted(inf, item) || !object_key(inf, item, key, sizeof key))
       continue;
     /* Items of a list carry no kind/apiVersion; watch objects do. Added
@@ -502,9 +409,9 @@ static enum gs_err take_page(struct gs__informer *inf, struct page_req *r, json_
     prev = json_object_get(inf->cache, key);
     prev_obj = prev != NULL ? expand(inf, key, prev) : NULL;
     pthread_mutex_unlock(&inf->mu);
-    entry_ids(item, &a);
+    gs__entry_ids(item, &a);
     if (prev_obj != NULL)
-      entry_ids(prev_obj, &b);
+      gs__entry_ids(prev_obj, &b);
     if (prev_obj != NULL && !ids_eq(&a, &b, 0))
       deliver_delete(inf, prev_obj); /* replaced under the same name */
     if (full || prev_obj == NULL || !ids_eq(&a, &b, 0) || !ids_eq(&a, &b, 1))
