@@ -304,6 +304,43 @@ static void test_paged_list(void **state) {
   }
 }
 
+/* A page asked for ahead fails (500, then the connection reset): the list
+ * retries that page from its token and still ends with every pod, once. */
+static void test_paged_list_prefetch_fails(void **state) {
+  struct env *e = *state;
+  struct gs_kube_opts o = h_opts(e->kubeconfig);
+  json_t *list = json_pack("{s:s, s:s, s:[]}", "kind", "List", "apiVersion", "v1", "items");
+  char url[256], name[32];
+  long code = 0;
+  for (int i = 0; i < 1100; i++) {
+    snprintf(name, sizeof name, "bulk-%04d", i);
+    json_array_append_new(json_object_get(list, "items"), h_pod("bulk", name));
+  }
+  snprintf(url, sizeof url, "%s/admin/objects", e->fake.admin_url);
+  json_decref(h_http(&e->fake, "POST", url, list, &code));
+  json_decref(list);
+  assert_int_equal(code, 200);
+  h_admin(&e->fake, "/admin/faults",
+          json_pack("{s:s, s:s, s:s, s:i, s:i}", "method", "GET", "path", "^/api/v1/pods$",
+                    "query", "continue=", "status", 500, "count", 1));
+  h_admin(&e->fake, "/admin/faults",
+          json_pack("{s:s, s:s, s:s, s:s, s:i}", "method", "GET", "path", "^/api/v1/pods$",
+                    "query", "continue=", "action", "reset", "count", 1));
+  start_client(e, &o);
+  assert_true(h_wait(&e->rec, h_is_synced, NULL, 20000));
+  assert_true(h_wait(&e->rec, has_1100_pods, NULL, 100));
+  pthread_mutex_lock(&e->rec.mu);
+  assert_int_equal(json_object_size(e->rec.pods), 1100);
+  pthread_mutex_unlock(&e->rec.mu);
+  {
+    json_t *r;
+    snprintf(url, sizeof url, "%s/admin/faults", e->fake.admin_url);
+    r = h_http(&e->fake, "GET", url, NULL, &code);
+    assert_int_equal(json_array_size(json_object_get(r, "faults")), 0); /* both were hit */
+    json_decref(r);
+  }
+}
+
 static bool has_p0(struct h_rec *r, const void *arg) {
   (void)arg;
   return json_object_get(r->pods, "t/p0") != NULL;
@@ -602,6 +639,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_list_faults, setup, teardown),
       cmocka_unit_test_setup_teardown(test_paged_list, setup, teardown),
       cmocka_unit_test_setup_teardown(test_list_read_ahead_dropped, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_paged_list_prefetch_fails, setup, teardown),
       cmocka_unit_test_setup_teardown(test_event, setup, teardown),
       cmocka_unit_test_setup_teardown(test_apiserver_late, setup, teardown),
       cmocka_unit_test_setup_teardown(test_configmap_data, setup, teardown),
