@@ -1992,6 +1992,17 @@ def _continue_encode(rv, start):
     return base64.urlsafe_b64encode(raw.encode()).decode().rstrip("=")
 
 
+def _list_meta(list_rv, next_key, remaining, lsel, fsel):
+    """A list page's ListMeta: the continue token after next_key (None: the
+    last page), remainingItemCount only when nothing is selected."""
+    meta = {"resourceVersion": str(list_rv)}
+    if next_key is not None:
+        meta["continue"] = _continue_encode(list_rv, next_key + "\x00")
+        if lsel.empty() and fsel.empty():
+            meta["remainingItemCount"] = remaining
+    return meta
+
+
 def _continue_decode(token):
     try:
         pad = "=" * (-len(token) % 4)
@@ -2494,11 +2505,7 @@ class ApiHandler(http.server.BaseHTTPRequestHandler):
                     next_key = k
                     remaining = len(keys) - i - 1
                 break
-        meta = {"resourceVersion": str(list_rv)}
-        if next_key is not None:
-            meta["continue"] = _continue_encode(list_rv, next_key + "\x00")
-            if lsel.empty() and fsel.empty():
-                meta["remainingItemCount"] = remaining
+        meta = _list_meta(list_rv, next_key, remaining, lsel, fsel)
         self.send_obj(200, {"kind": res.list_kind, "apiVersion": res.api_version, "metadata": meta,
                             "items": items})
 
@@ -2525,11 +2532,7 @@ class ApiHandler(http.server.BaseHTTPRequestHandler):
                     next_key = k
                     remaining = rest - j - 1
                 break
-        meta = {"resourceVersion": str(list_rv)}
-        if next_key is not None:
-            meta["continue"] = _continue_encode(list_rv, next_key + "\x00")
-            if lsel.empty() and fsel.empty():
-                meta["remainingItemCount"] = remaining
+        meta = _list_meta(list_rv, next_key, remaining, lsel, fsel)
         head = go_json({"kind": res.list_kind, "apiVersion": res.api_version, "metadata": meta})
         return b"".join([head[:-1].encode("utf-8"), b',"items":[', b",".join(items), b"]}\n"])
 

@@ -272,13 +272,12 @@ static bool has_1100_pods(struct h_rec *r, const void *arg) {
 
 /* More than two pages (limit 500); the continue token expires once (410)
  * and the list starts over. */
-static void test_paged_list(void **state) {
-  struct env *e = *state;
-  struct gs_kube_opts o = h_opts(e->kubeconfig);
+/* n pods bulk/bulk-0000.. in the test apiserver at once (3 list pages). */
+static void add_bulk_pods(struct env *e, int n) {
   json_t *list = json_pack("{s:s, s:s, s:[]}", "kind", "List", "apiVersion", "v1", "items");
   char url[256], name[32];
   long code = 0;
-  for (int i = 0; i < 1100; i++) {
+  for (int i = 0; i < n; i++) {
     snprintf(name, sizeof name, "bulk-%04d", i);
     json_array_append_new(json_object_get(list, "items"), h_pod("bulk", name));
   }
@@ -286,6 +285,14 @@ static void test_paged_list(void **state) {
   json_decref(h_http(&e->fake, "POST", url, list, &code));
   json_decref(list);
   assert_int_equal(code, 200);
+}
+
+static void test_paged_list(void **state) {
+  struct env *e = *state;
+  struct gs_kube_opts o = h_opts(e->kubeconfig);
+  char url[256];
+  long code = 0;
+  add_bulk_pods(e, 1100);
   {
     json_t *b = json_pack("{s:s, s:s, s:s, s:i, s:i, s:s, s:s}", "method", "GET", "path",
                           "^/api/v1/pods$", "query", "continue=", "status", 410, "count", 1,
@@ -309,17 +316,9 @@ static void test_paged_list(void **state) {
 static void test_paged_list_prefetch_fails(void **state) {
   struct env *e = *state;
   struct gs_kube_opts o = h_opts(e->kubeconfig);
-  json_t *list = json_pack("{s:s, s:s, s:[]}", "kind", "List", "apiVersion", "v1", "items");
-  char url[256], name[32];
+  char url[256];
   long code = 0;
-  for (int i = 0; i < 1100; i++) {
-    snprintf(name, sizeof name, "bulk-%04d", i);
-    json_array_append_new(json_object_get(list, "items"), h_pod("bulk", name));
-  }
-  snprintf(url, sizeof url, "%s/admin/objects", e->fake.admin_url);
-  json_decref(h_http(&e->fake, "POST", url, list, &code));
-  json_decref(list);
-  assert_int_equal(code, 200);
+  add_bulk_pods(e, 1100);
   h_admin(&e->fake, "/admin/faults",
           json_pack("{s:s, s:s, s:s, s:i, s:i}", "method", "GET", "path", "^/api/v1/pods$",
                     "query", "continue=", "status", 500, "count", 1));
