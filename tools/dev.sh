@@ -1,9 +1,15 @@
 #!/usr/bin/env bash
 # gpushare's one entry point for people and CI.
 #   tools/dev.sh demo    set up, build, and run the embedded demo cluster
-#   tools/dev.sh test    set up; fuzz every decoder (clang, libFuzzer, bounded),
-#                        run the threaded tests under TSan, then build with
-#                        ASan+UBSan and run every test (ctest's summary last)
+#   tools/dev.sh test    set up; build the pinned Kubernetes control plane from
+#                        its Go modules (cached); fuzz every decoder (clang,
+#                        libFuzzer, bounded); the threaded tests under TSan; the
+#                        extender under valgrind; then build with ASan+UBSan and
+#                        run every test, the real control-plane tier included
+#                        (ctest's summary last)
+#   tools/dev.sh cluster [--down]
+#                        start (stop) a local real control plane with gpushare
+#                        wired in; prints how to point kubectl at it
 #   tools/dev.sh setup   install the Debian packages the project needs
 #   tools/dev.sh build   build into build/ (RelWithDebInfo)
 # Runs as root on a fresh Debian 12 machine (apt-get installs what is missing).
@@ -42,6 +48,15 @@ build() { # build DIR [cmake options...]
 case "${1:-help}" in
   setup) setup ;;
   build) setup; build "$root/build" -DCMAKE_BUILD_TYPE=RelWithDebInfo ;;
+  cluster)
+    if [ "${2:-}" = "--down" ]; then
+      exec python3 "$root/test/k8s/kcluster.py" down
+    fi
+    setup
+    build "$root/build" -DCMAKE_BUILD_TYPE=RelWithDebInfo
+    "$root/test/k8s/build.sh" "$root/build/k8s/bin"
+    GS_BUILD_DIR="$root/build" exec python3 "$root/test/k8s/kcluster.py" up
+    ;;
   demo)
     setup
     build "$root/build" -DCMAKE_BUILD_TYPE=RelWithDebInfo
@@ -53,6 +68,18 @@ case "${1:-help}" in
     export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
     # The fuzz and TSan steps come first: CI reads ctest's closing summary,
     # so the full ASan+UBSan run ends the output. Any failure stops here.
+
+    # 0. The real control plane: kube-apiserver, kube-scheduler,
+    #    kube-controller-manager, etcd and kubectl at the release pinned in
+    #    test/k8s/go.mod, built from the official Go modules (cached in
+    #    build/k8s/bin). No Go or no module proxy: a loud failure, never a
+    #    silent skip (the realk8s_* tests of step 4 need them).
+    echo "== k8s: the pinned Kubernetes control plane from its Go modules"
+    if ! "$root/test/k8s/build.sh" "$root/build/k8s/bin"; then
+      echo "k8s: FAILED to build the Kubernetes control plane; the real control-plane" \
+           "tests cannot run (docs/real-cluster.md)" >&2
+      exit 1
+    fi
 
     # 1. Fuzzing: every libFuzzer target (test/fuzz) from its seed corpus and
     #    kept crash inputs, GS_FUZZ_SECONDS each (0 skips), $jobs at a time.
@@ -85,7 +112,9 @@ case "${1:-help}" in
       GS_VALGRIND=1 GS_BUILD_DIR="$root/build-valgrind" GS_SOURCE_DIR="$root" \
         python3 -m unittest test_extender_http test_live_cluster)
 
-    # 4. Every test (unit, integration, fuzz replays) under ASan+UBSan.
+    # 4. Every test (unit, integration, fuzz replays, and the realk8s_*
+    #    tier: the real kube-apiserver, kube-scheduler and
+    #    kube-controller-manager with the sanitized extender) under ASan+UBSan.
     echo "== asan: every test under AddressSanitizer and UBSan"
     build "$root/build-asan" -DCMAKE_BUILD_TYPE=Debug -DGS_SANITIZE=ON
     ctest --test-dir "$root/build-asan" --output-on-failure -j"$jobs"

@@ -79,6 +79,22 @@ static uint32_t popcount(uint64_t m) {
   return c;
 }
 
+/* A slot's placeholder UID: "gang/<ns>/<job>/<slot>" where that fits a
+ * ledger UID (GS_UID_MAX), else "gang/#<64-bit FNV-1a of ns/job>/<slot>":
+ * a namespace and a job name may each be 63 characters. */
+static void placeholder_uid(const struct gang *g, uint32_t slot, char *out, size_t len) {
+  int n = snprintf(out, len, GS_GANG_UID_PREFIX "%s/%s/%" PRIu32, g->ns, g->job, slot);
+  if (n >= 0 && (size_t)n <= GS_UID_MAX)
+    return;
+  uint64_t h = UINT64_C(14695981039346656037);
+  for (const char *p = g->ns; *p; p++)
+    h = (h ^ (unsigned char)*p) * UINT64_C(1099511628211);
+  h = (h ^ '/') * UINT64_C(1099511628211);
+  for (const char *p = g->job; *p; p++)
+    h = (h ^ (unsigned char)*p) * UINT64_C(1099511628211);
+  snprintf(out, len, GS_GANG_UID_PREFIX "#%016" PRIx64 "/%" PRIu32, h, slot);
+}
+
 /* Holds (or re-holds) a slot's GPUs with its placeholder allocation. */
 static enum gs_err hold(struct gs_ledger *ledger, const struct gang *g, const struct slot *s) {
   struct gs_alloc_part parts[GS_MAX_GPUS];
@@ -163,8 +179,7 @@ static uint32_t plan(struct gang_state *st, struct gs_ledger *ledger,
       taken[best] |= set;
       snprintf(g->slots[r].node, sizeof g->slots[r].node, "%s", n->name);
       g->slots[r].gpus = set;
-      snprintf(g->slots[r].placeholder, sizeof g->slots[r].placeholder,
-               GS_GANG_UID_PREFIX "%s/%s/%" PRIu32, g->ns, g->job, r);
+      placeholder_uid(g, r, g->slots[r].placeholder, sizeof g->slots[r].placeholder);
     }
     placed++;
   }

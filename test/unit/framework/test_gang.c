@@ -132,6 +132,43 @@ static void test_two_replicas_both_bound(void **state) {
   gs_fw_free(fw);
 }
 
+/* A namespace and a job name of 63 characters each: the placeholder UIDs
+ * must still fit the ledger (seen on the real control plane: the job was
+ * refused with "only 0 of 2 replicas fit" on an empty 8-GPU node). */
+static void test_long_namespace_and_job_names(void **state) {
+  struct gs_fw *fw = fw_new(60);
+  char job[64], ns[64];
+  struct gs_pod_request m0, m1, o0, o1;
+  (void)state;
+  memset(job, 'j', 63);
+  job[63] = '\0';
+  memset(ns, 'n', 63);
+  ns[63] = '\0';
+  m0 = member(job, 0, 2, 1);
+  m1 = member(job, 1, 2, 1);
+  snprintf(m0.ns, sizeof m0.ns, "%s", ns);
+  snprintf(m1.ns, sizeof m1.ns, "%s", ns);
+  /* the same job name in another namespace is another gang */
+  job[62] = 'k';
+  o0 = member(job, 0, 2, 1);
+  o1 = member(job, 1, 2, 1);
+  snprintf(o0.ns, sizeof o0.ns, "%s", ns);
+  snprintf(o1.ns, sizeof o1.ns, "%s", ns);
+  snprintf(m0.uid, sizeof m0.uid, "uid-m0");
+  snprintf(m1.uid, sizeof m1.uid, "uid-m1");
+  snprintf(o0.uid, sizeof o0.uid, "uid-o0");
+  snprintf(o1.uid, sizeof o1.uid, "uid-o1");
+  add_topo_node(fw, "topo-a");
+  add_topo_node(fw, "topo-b");
+  assert_non_null(schedule(fw, &m0, 1 * SEC, NULL, 0));
+  assert_non_null(schedule(fw, &o0, 1 * SEC, NULL, 0));
+  assert_int_equal(owners(fw, "topo-a").owned + owners(fw, "topo-b").owned, 4);
+  assert_non_null(schedule(fw, &m1, 2 * SEC, NULL, 0));
+  assert_non_null(schedule(fw, &o1, 2 * SEC, NULL, 0));
+  assert_int_equal(owners(fw, "topo-a").by_members + owners(fw, "topo-b").by_members, 4);
+  gs_fw_free(fw);
+}
+
 static void test_gang_that_cannot_fit_binds_nothing(void **state) {
   struct gs_fw *fw = fw_new(60);
   struct gs_pod_request m0 = member("big", 0, 3, 8);
@@ -208,6 +245,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_two_replicas_both_bound),
       cmocka_unit_test(test_gang_that_cannot_fit_binds_nothing),
+      cmocka_unit_test(test_long_namespace_and_job_names),
       cmocka_unit_test(test_incomplete_gang_times_out),
       cmocka_unit_test(test_four_gpu_member_gets_an_nvlink_quad),
       cmocka_unit_test(test_deleted_member_frees_its_slot),

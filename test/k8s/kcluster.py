@@ -1,0 +1,1003 @@
+"""A real Kubernetes control plane on loopback, for tests and for people.
+
+etcd + kube-apiserver (TLS, static tokens, --authorization-mode=Node,RBAC, an
+audit log of the extender's requests) + kube-controller-manager (Jobs,
+StatefulSets and ReplicaSets create real pods; no node-lifecycle controller,
+there is no kubelet) + kube-scheduler configured from deploy/scheduler/ (only
+the extender URL and the kubeconfig rewritten) + gpushare-extender
+authenticated as the ServiceAccount of deploy/rbac.yaml (a token from the
+TokenRequest API). Nodes are API objects whose status the harness sets.
+
+The binaries come from test/k8s/build.sh (the pinned release built from the
+official Go modules, build/k8s/bin); GS_K8S_BIN names another folder, e.g. the
+v1.25 fallback unpacked from ../shared/k8s (docs/real-cluster.md).
+
+    python3 test/k8s/kcluster.py up [--dir D]     start, print how to use it
+    python3 test/k8s/kcluster.py down [--dir D]   stop every process by PID
+
+Stdlib + PyYAML only. Every process is stopped by PID at the end, also on
+failure (ControlPlane.stop, atexit).
+"""
+import atexit
+import copy
+import json
+import os
+import shutil
+import signal
+import socket
+import ssl
+import subprocess
+import sys
+import threading
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+
+import yaml
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SOURCE = os.environ.get("GS_SOURCE_DIR", os.path.abspath(os.path.join(HERE, "..", "..")))
+BUILD = os.environ.get("GS_BUILD_DIR", os.path.join(SOURCE, "build"))
+EXTENDER_SA = "system:serviceaccount:kube-system:gpushare-extender"
+# Generous: the test command also runs at load 10 on 2 cores.
+START_TIMEOUT = float(os.environ.get("GS_K8S_START_TIMEOUT", "180"))
+
+
+def k8s_bin_dir():
+    d = os.environ.get("GS_K8S_BIN")
+    if d:
+        return d
+    return os.path.join(SOURCE, "build", "k8s", "bin")
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Fatal(AssertionError):
+    """Raised inside a wait_for condition: stop waiting at once (a process died)."""
+
+
+def wait_for(cond, timeout, what, interval=0.05):
+    """Polls cond() until it returns a true value; fails naming what."""
+    deadline = time.time() + timeout
+    last = None
+    while time.time() < deadline:
+        try:
+            v = cond()
+            if v:
+                return v
+        except Fatal:
+            raise
+        except Exception as e:  # noqa: BLE001 - reported on timeout
+            last = e
+        time.sleep(interval)
+    raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}"
+                         + (f" (last error: {last!r})" if last else ""))
+
+
+class KubeError(Exception):
+    def __init__(self, code, body):
+        self.code = code
+        self.body = body
+        try:
+            self.status = json.loads(body)
+        except ValueError:
+            self.status = {"message": body.decode(errors="replace") if isinstance(body, bytes) else body}
+        super().__init__(f"HTTP {code}: {self.status.get('message', body)}")
+
+
+# kind -> (api prefix, resource, namespaced)
+KINDS = {
+    "Pod": ("/api/v1", "pods", True),
+    "Node": ("/api/v1", "nodes", False),
+    "ConfigMap": ("/api/v1", "configmaps", True),
+    "Namespace": ("/api/v1", "namespaces", False),
+    "Service": ("/api/v1", "services", True),
+    "ServiceAccount": ("/api/v1", "serviceaccounts", True),
+    "Event": ("/api/v1", "events", True),
+    "Job": ("/apis/batch/v1", "jobs", True),
+    "StatefulSet": ("/apis/apps/v1", "statefulsets", True),
+    "ReplicaSet": ("/apis/apps/v1", "replicasets", True),
+    "Deployment": ("/apis/apps/v1", "deployments", True),
+    "ClusterRole": ("/apis/rbac.authorization.k8s.io/v1", "clusterroles", False),
+    "ClusterRoleBinding": ("/apis/rbac.authorization.k8s.io/v1", "clusterrolebindings", False),
+    "Role": ("/apis/rbac.authorization.k8s.io/v1", "roles", True),
+    "RoleBinding": ("/apis/rbac.authorization.k8s.io/v1", "rolebindings", True),
+    "PriorityClass": ("/apis/scheduling.k8s.io/v1", "priorityclasses", False),
+    "Lease": ("/apis/coordination.k8s.io/v1", "leases", True),
+    "PodDisruptionBudget": ("/apis/policy/v1", "poddisruptionbudgets", True),
+}
+RESOURCES = {res: (prefix, kind, nsd) for kind, (prefix, res, nsd) in KINDS.items()}
+
+
+class Kube:
+    """A small REST client for kube-apiserver: TLS with our CA, a bearer token."""
+
+    def __init__(self, server, token, ca_file):
+        self.server = server
+        self.token = token
+        self.ctx = ssl.create_default_context(cafile=ca_file)
+
+    def call(self, method, path, body=None, ctype="application/json", timeout=30):
+        data = None if body is None else (body if isinstance(body, bytes) else json.dumps(body).encode())
+        req = urllib.request.Request(self.server + path, data=data, method=method)
+        req.add_header("Authorization", "Bearer " + self.token)
+        req.add_header("Accept", "application/json")
+        if data is not None:
+            req.add_header("Content-Type", ctype)
+        try:
+            with urllib.request.urlopen(req, context=self.ctx, timeout=timeout) as r:
+                raw = r.read()
+        except urllib.error.HTTPError as e:
+            raise KubeError(e.code, e.read()) from None
+        return json.loads(raw) if raw else None
+
+    @staticmethod
+    def path(resource, namespace=None, name=None, sub=None, query=None):
+        prefix, _kind, nsd = RESOURCES[resource]
+        p = prefix
+        if nsd and namespace:
+            p += f"/namespaces/{namespace}"
+        p += f"/{resource}"
+        if name:
+            p += f"/{name}"
+        if sub:
+            p += f"/{sub}"
+        if query:
+            p += "?" + urllib.parse.urlencode(query)
+        return p
+
+    def create(self, obj):
+        kind = obj["kind"]
+        _prefix, res, nsd = KINDS[kind]
+        ns = obj["metadata"].get("namespace", "default") if nsd else None
+        return self.call("POST", self.path(res, ns), obj)
+
+    def get(self, resource, namespace, name):
+        return self.call("GET", self.path(resource, namespace, name))
+
+    def try_get(self, resource, namespace, name):
+        try:
+            return self.get(resource, namespace, name)
+        except KubeError as e:
+            if e.code == 404:
+                return None
+            raise
+
+    def list(self, resource, namespace=None, selector=None):
+        q = {"labelSelector": selector} if selector else None
+        return self.call("GET", self.path(resource, namespace, query=q))["items"]
+
+    def update(self, obj):
+        _prefix, res, nsd = KINDS[obj["kind"]]
+        ns = obj["metadata"].get("namespace") if nsd else None
+        return self.call("PUT", self.path(res, ns, obj["metadata"]["name"]), obj)
+
+    def patch(self, resource, namespace, name, patch, sub=None):
+        return self.call("PATCH", self.path(resource, namespace, name, sub), patch,
+                         ctype="application/merge-patch+json")
+
+    def delete(self, resource, namespace, name, grace=0):
+        q = {"gracePeriodSeconds": str(grace)} if grace is not None else None
+        try:
+            return self.call("DELETE", self.path(resource, namespace, name, query=q))
+        except KubeError as e:
+            if e.code != 404:
+                raise
+            return None
+
+    def apply(self, obj):
+        """Creates obj, or replaces it when it exists (kubectl apply, roughly)."""
+        try:
+            return self.create(obj)
+        except KubeError as e:
+            if e.code != 409:
+                raise
+        _prefix, res, nsd = KINDS[obj["kind"]]
+        ns = obj["metadata"].get("namespace", "default") if nsd else None
+        cur = self.get(res, ns, obj["metadata"]["name"])
+        new = copy.deepcopy(obj)
+        new["metadata"]["resourceVersion"] = cur["metadata"]["resourceVersion"]
+        return self.update(new)
+
+    def apply_file(self, path, namespace=None):
+        with open(path) as f:
+            docs = [d for d in yaml.safe_load_all(f) if d]
+        out = []
+        for d in docs:
+            items = d["items"] if d.get("kind") == "List" else [d]
+            for obj in items:
+                if namespace and KINDS[obj["kind"]][2]:
+                    obj.setdefault("metadata", {}).setdefault("namespace", namespace)
+                out.append(self.apply(obj))
+        return out
+
+    def events(self, namespace, involved=None):
+        evs = self.list("events", namespace)
+        if involved:
+            evs = [e for e in evs if e.get("involvedObject", {}).get("name") == involved]
+        return evs
+
+
+def _run(cmd, **kw):
+    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, **kw)
+
+
+def make_pki(d):
+    """A cluster CA with the apiserver's serving cert, a front-proxy CA and its
+    client, and the ServiceAccount signing key (openssl, EC P-256 / RSA)."""
+    def ca(name, cn):
+        _run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
+              "-nodes", "-keyout", f"{d}/{name}.key", "-out", f"{d}/{name}.crt", "-days", "30",
+              "-subj", f"/CN={cn}"])
+
+    def leaf(name, ca_name, cn, san=None, client=False):
+        _run(["openssl", "req", "-new", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
+              "-nodes", "-keyout", f"{d}/{name}.key", "-out", f"{d}/{name}.csr", "-subj", f"/CN={cn}"])
+        ext = f"{d}/{name}.ext"
+        with open(ext, "w") as f:
+            f.write("basicConstraints=CA:FALSE\nkeyUsage=digitalSignature,keyEncipherment\n")
+            f.write("extendedKeyUsage=" + ("clientAuth" if client else "serverAuth,clientAuth") + "\n")
+            if san:
+                f.write("subjectAltName=" + san + "\n")
+        _run(["openssl", "x509", "-req", "-in", f"{d}/{name}.csr", "-CA", f"{d}/{ca_name}.crt",
+              "-CAkey", f"{d}/{ca_name}.key", "-CAcreateserial", "-out", f"{d}/{name}.crt",
+              "-days", "30", "-extfile", ext])
+
+    ca("ca", "gpushare-test-ca")
+    leaf("apiserver", "ca", "kube-apiserver",
+         san="IP:127.0.0.1,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,"
+             "DNS:kubernetes.default.svc,IP:10.0.0.1")
+    ca("front-proxy-ca", "gpushare-test-front-proxy-ca")
+    leaf("front-proxy-client", "front-proxy-ca", "front-proxy-client", client=True)
+    _run(["openssl", "genrsa", "-out", f"{d}/sa.key", "2048"])
+    _run(["openssl", "rsa", "-in", f"{d}/sa.key", "-pubout", "-out", f"{d}/sa.pub"])
+
+
+def write_kubeconfig(path, server, ca_file, token, name="gpushare-test"):
+    cfg = {
+        "apiVersion": "v1", "kind": "Config", "current-context": name,
+        "clusters": [{"name": name, "cluster": {"server": server, "certificate-authority": ca_file}}],
+        "users": [{"name": name, "user": {"token": token}}],
+        "contexts": [{"name": name, "context": {"cluster": name, "user": name}}],
+    }
+    with open(path, "w") as f:
+        yaml.safe_dump(cfg, f)
+    return path
+
+
+AUDIT_POLICY = f"""apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: ["RequestReceived"]
+rules:
+- level: Metadata
+  users: ["{EXTENDER_SA}"]
+- level: Metadata
+  verbs: ["create"]
+  resources:
+  - group: ""
+    resources: ["pods/binding", "pods/eviction"]
+- level: Metadata
+  verbs: ["delete"]
+  resources:
+  - group: ""
+    resources: ["pods"]
+- level: None
+"""
+
+
+class Proc:
+    """One child process with its log; stopped by PID."""
+
+    def __init__(self, name, cmd, logdir, env=None):
+        self.name = name
+        self.cmd = cmd
+        self.logpath = os.path.join(logdir, name + ".log")
+        self.log = open(self.logpath, "ab")
+        self.proc = subprocess.Popen(cmd, stdout=self.log, stderr=subprocess.STDOUT,
+                                     stdin=subprocess.DEVNULL, env=env, start_new_session=True)
+        self.pid = self.proc.pid
+
+    def alive(self):
+        return self.proc.poll() is None
+
+    def tail(self, n=4000):
+        try:
+            with open(self.logpath, "rb") as f:
+                f.seek(0, 2)
+                f.seek(max(0, f.tell() - n))
+                return f.read().decode(errors="replace")
+        except OSError:
+            return ""
+
+    def stop(self, sig=signal.SIGTERM, timeout=20):
+        if self.proc.poll() is None:
+            try:
+                self.proc.send_signal(sig)
+                self.proc.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+            except ProcessLookupError:
+                pass
+        self.log.close()
+        return self.proc.returncode
+
+
+class ControlPlane:
+    """etcd + kube-apiserver + kube-controller-manager + kube-scheduler.
+
+    ext_url is the gpushare extender's base URL the scheduler calls (the
+    extender itself is started by the caller: Extender below).
+    """
+
+    def __init__(self, workdir, bindir=None, ext_url=None, scheduler_config=None,
+                 scheduler=True, controller_manager=True, scheduler_name=None,
+                 scheduler_binary=None, extra_scheduler_args=()):
+        self.dir = workdir
+        os.makedirs(self.dir, exist_ok=True)
+        self.bindir = bindir or k8s_bin_dir()
+        self.ext_port = free_port()
+        self.ext_url = ext_url or f"http://127.0.0.1:{self.ext_port}"
+        self.scheduler_config = scheduler_config or os.path.join(
+            SOURCE, "deploy", "scheduler", "kube-scheduler-config.yaml")
+        self.want_scheduler = scheduler
+        self.want_cm = controller_manager
+        self.scheduler_binary = scheduler_binary
+        self.extra_scheduler_args = list(extra_scheduler_args)
+        self.procs = {}
+        self.api_port = None
+        self.sched_port = None
+        self.admin = None
+        self.version = None
+        self._stopped = False
+        atexit.register(self.stop)
+
+    # -- binaries -------------------------------------------------------
+    def binary(self, name):
+        p = os.path.join(self.bindir, name)
+        if os.access(p, os.X_OK):
+            return p
+        if name == "etcd":
+            found = shutil.which("etcd")
+            if found:
+                return found
+        raise FileNotFoundError(
+            f"{p}: missing. Build the pinned control plane with test/k8s/build.sh "
+            f"(docs/real-cluster.md), or set GS_K8S_BIN")
+
+    def minor(self):
+        out = subprocess.run([self.binary("kube-apiserver"), "--version"], capture_output=True,
+                             text=True).stdout.strip()  # "Kubernetes v1.37.2"
+        self.version = out.split()[-1] if out else "unknown"
+        try:
+            return int(self.version.lstrip("v").split(".")[1])
+        except (IndexError, ValueError):
+            return 99
+
+    # -- start ----------------------------------------------------------
+    def start(self):
+        d = self.dir
+        pki = os.path.join(d, "pki")
+        os.makedirs(pki, exist_ok=True)
+        make_pki(pki)
+        self.ca = os.path.join(pki, "ca.crt")
+        minor = self.minor()
+        self.tokens = {"admin": "admin-" + os.urandom(12).hex(),
+                       "scheduler": "sched-" + os.urandom(12).hex(),
+                       "cm": "kcm-" + os.urandom(12).hex()}
+        with open(os.path.join(d, "tokens.csv"), "w") as f:
+            f.write(f'{self.tokens["admin"]},admin,admin-uid,"system:masters"\n')
+            f.write(f'{self.tokens["scheduler"]},system:kube-scheduler,kube-scheduler-uid\n')
+            f.write(f'{self.tokens["cm"]},system:kube-controller-manager,kcm-uid\n')
+        with open(os.path.join(d, "audit-policy.yaml"), "w") as f:
+            f.write(AUDIT_POLICY)
+        self.audit_log = os.path.join(d, "audit.log")
+
+        # etcd
+        etcd = self.binary("etcd")
+        ep, pp = free_port(), free_port()
+        cmd = [etcd, "--name", "default", "--data-dir", os.path.join(d, "etcd"),
+               "--listen-client-urls", f"http://127.0.0.1:{ep}",
+               "--advertise-client-urls", f"http://127.0.0.1:{ep}",
+               "--listen-peer-urls", f"http://127.0.0.1:{pp}",
+               "--initial-advertise-peer-urls", f"http://127.0.0.1:{pp}",
+               "--initial-cluster", f"default=http://127.0.0.1:{pp}",
+               "--log-level", "warn"]
+        ev = subprocess.run([etcd, "--version"], capture_output=True, text=True).stdout
+        if "Version: 3.4" not in ev:
+            cmd.append("--unsafe-no-fsync")  # a test cluster: speed over durability
+        self.procs["etcd"] = Proc("etcd", cmd, d)
+        wait_for(lambda: self._http_ok(f"http://127.0.0.1:{ep}/health"), START_TIMEOUT, "etcd health")
+
+        # kube-apiserver
+        self.api_port = free_port()
+        self.server = f"https://127.0.0.1:{self.api_port}"
+        cmd = [self.binary("kube-apiserver"),
+               f"--etcd-servers=http://127.0.0.1:{ep}",
+               "--bind-address=127.0.0.1", "--advertise-address=127.0.0.1",
+               f"--secure-port={self.api_port}",
+               f"--tls-cert-file={pki}/apiserver.crt", f"--tls-private-key-file={pki}/apiserver.key",
+               f"--client-ca-file={self.ca}",
+               f"--service-account-key-file={pki}/sa.pub",
+               f"--service-account-signing-key-file={pki}/sa.key",
+               "--service-account-issuer=https://kubernetes.default.svc",
+               "--api-audiences=https://kubernetes.default.svc",
+               f"--token-auth-file={d}/tokens.csv",
+               "--authorization-mode=Node,RBAC",
+               "--service-cluster-ip-range=10.0.0.0/24",
+               # the kubernetes Service's endpoint may not be a loopback address
+               "--endpoint-reconciler-type=none",
+               f"--requestheader-client-ca-file={pki}/front-proxy-ca.crt",
+               "--requestheader-allowed-names=front-proxy-client",
+               "--requestheader-extra-headers-prefix=X-Remote-Extra-",
+               "--requestheader-group-headers=X-Remote-Group",
+               "--requestheader-username-headers=X-Remote-User",
+               f"--proxy-client-cert-file={pki}/front-proxy-client.crt",
+               f"--proxy-client-key-file={pki}/front-proxy-client.key",
+               f"--audit-policy-file={d}/audit-policy.yaml",
+               f"--audit-log-path={self.audit_log}",
+               "--audit-log-format=json", "--audit-log-mode=blocking"]
+        self.procs["kube-apiserver"] = Proc("kube-apiserver", cmd, d)
+        self.admin = Kube(self.server, self.tokens["admin"], self.ca)
+        wait_for(self._apiserver_ready, START_TIMEOUT, "kube-apiserver /readyz", interval=0.2)
+        self.kubeconfig = write_kubeconfig(os.path.join(d, "admin.kubeconfig"), self.server,
+                                           self.ca, self.tokens["admin"])
+
+        # what gpushare ships: RBAC and the ConfigMap
+        self.admin.apply_file(os.path.join(SOURCE, "deploy", "rbac.yaml"))
+
+        if self.want_cm:
+            self.start_controller_manager(minor)
+            # ServiceAccount admission needs each namespace's "default" SA
+            wait_for(lambda: self.admin.try_get("serviceaccounts", "default", "default"),
+                     START_TIMEOUT, "the default ServiceAccount (kube-controller-manager)", 0.2)
+        if self.want_scheduler:
+            self.start_scheduler(minor)
+        return self
+
+    def start_controller_manager(self, minor):
+        d = self.dir
+        kc = write_kubeconfig(os.path.join(d, "kcm.kubeconfig"), self.server, self.ca, self.tokens["cm"])
+        off = "-nodelifecycle" if minor < 28 else "-node-lifecycle-controller"
+        cmd = [self.binary("kube-controller-manager"), f"--kubeconfig={kc}",
+               f"--authentication-kubeconfig={kc}", f"--authorization-kubeconfig={kc}",
+               f"--controllers=*,{off}", "--leader-elect=false",
+               "--use-service-account-credentials=true",
+               f"--service-account-private-key-file={d}/pki/sa.key",
+               f"--root-ca-file={self.ca}",
+               f"--cluster-signing-cert-file={self.ca}", f"--cluster-signing-key-file={d}/pki/ca.key",
+               "--bind-address=127.0.0.1", f"--secure-port={free_port()}",
+               # act at once on the tests' objects
+               "--concurrent-job-syncs=5", "--concurrent-statefulset-syncs=5"]
+        self.procs["kube-controller-manager"] = Proc("kube-controller-manager", cmd, d)
+
+    def scheduler_config_text(self, minor, url_prefix=None):
+        """deploy/scheduler's configuration with only the extender URL and the
+        kubeconfig rewritten (and v1beta3 for a v1.25 scheduler)."""
+        with open(self.scheduler_config) as f:
+            cfg = yaml.safe_load(f)
+        cfg["clientConnection"]["kubeconfig"] = self.sched_kubeconfig
+        for ext in cfg.get("extenders", []):
+            ext["urlPrefix"] = url_prefix or (self.ext_url + "/gpushare-scheduler")
+        if minor < 26:
+            cfg["apiVersion"] = "kubescheduler.config.k8s.io/v1beta3"
+        return yaml.safe_dump(cfg, sort_keys=False)
+
+    def start_scheduler(self, minor=None, name="kube-scheduler"):
+        d = self.dir
+        minor = minor if minor is not None else self.minor()
+        self.sched_kubeconfig = write_kubeconfig(os.path.join(d, "scheduler.kubeconfig"), self.server,
+                                                 self.ca, self.tokens["scheduler"])
+        path = os.path.join(d, name + "-config.yaml")
+        with open(path, "w") as f:
+            f.write(self.scheduler_config_text(minor))
+        self.sched_port = free_port()
+        cmd = [self.scheduler_binary or self.binary("kube-scheduler"), f"--config={path}",
+               f"--authentication-kubeconfig={self.sched_kubeconfig}",
+               f"--authorization-kubeconfig={self.sched_kubeconfig}",
+               "--bind-address=127.0.0.1", f"--secure-port={self.sched_port}",
+               *self.extra_scheduler_args]
+        self.procs[name] = Proc(name, cmd, d)
+        wait_for(lambda: self._scheduler_leads(), START_TIMEOUT, "kube-scheduler leadership", 0.2)
+
+    def _scheduler_leads(self):
+        p = self.procs["kube-scheduler"]
+        if not p.alive():
+            raise Fatal("kube-scheduler exited:\n" + p.tail())
+        lease = self.admin.try_get("leases", "kube-system", "kube-scheduler")
+        return lease and lease.get("spec", {}).get("holderIdentity")
+
+    def _http_ok(self, url):
+        with urllib.request.urlopen(url, timeout=2) as r:
+            return r.status == 200
+
+    def _apiserver_ready(self):
+        p = self.procs["kube-apiserver"]
+        if not p.alive():
+            raise Fatal("kube-apiserver exited:\n" + p.tail())
+        try:
+            self.admin.call("GET", "/readyz", timeout=5)
+            return True
+        except (KubeError, OSError, ValueError):
+            # /readyz answers text "ok": json.loads fails on success
+            try:
+                req = urllib.request.Request(self.server + "/readyz")
+                req.add_header("Authorization", "Bearer " + self.tokens["admin"])
+                with urllib.request.urlopen(req, context=self.admin.ctx, timeout=5) as r:
+                    return r.status == 200
+            except (urllib.error.URLError, OSError):
+                return False
+
+    # -- helpers for tests ----------------------------------------------
+    def service_account_token(self, ns="kube-system", name="gpushare-extender", seconds=86400):
+        tr = {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest",
+              "spec": {"expirationSeconds": seconds}}
+        res = self.admin.call("POST", f"/api/v1/namespaces/{ns}/serviceaccounts/{name}/token", tr)
+        return res["status"]["token"]
+
+    def extender_kubeconfig(self):
+        path = os.path.join(self.dir, "gpushare-extender.kubeconfig")
+        if not os.path.exists(path):
+            write_kubeconfig(path, self.server, self.ca, self.service_account_token())
+        return path
+
+    def add_node(self, name, labels=None, annotations=None, capacity=None, taints=None):
+        """A Node as an API object, then its status as a kubelet would set it."""
+        md = {"name": name, "labels": dict({"kubernetes.io/hostname": name}, **(labels or {}))}
+        if annotations:
+            md["annotations"] = annotations
+        obj = {"apiVersion": "v1", "kind": "Node", "metadata": md, "spec": {}}
+        if taints:
+            obj["spec"]["taints"] = taints
+        self.admin.apply(obj)
+        self.set_node_status(name, capacity or {})
+        # The TaintNodesByCondition admission plugin taints a new Node
+        # not-ready; the node-lifecycle controller (off: no kubelet) would lift
+        # it once the node reports Ready. Do what it would.
+        self.admin.patch("nodes", None, name, {"spec": {"taints": taints or None}})
+        return self.admin.get("nodes", None, name)
+
+    def set_node_status(self, name, capacity):
+        cap = dict({"cpu": "64", "memory": "512Gi", "pods": "110"}, **capacity)
+        now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        status = {"capacity": cap, "allocatable": dict(cap),
+                  "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady",
+                                  "message": "gpushare test node", "lastHeartbeatTime": now,
+                                  "lastTransitionTime": now}]}
+        self.admin.patch("nodes", None, name, {"status": status}, sub="status")
+
+    def audit(self, user=EXTENDER_SA):
+        """The audit log's entries for user (every entry when user is None)."""
+        out = []
+        try:
+            with open(self.audit_log) as f:
+                for line in f:
+                    try:
+                        e = json.loads(line)
+                    except ValueError:
+                        continue
+                    if user is None or e.get("user", {}).get("username") == user:
+                        out.append(e)
+        except FileNotFoundError:
+            pass
+        return out
+
+    def stop(self):
+        if self._stopped:
+            return
+        self._stopped = True
+        for name in ("kube-scheduler", "kube-controller-manager", "kube-apiserver", "etcd"):
+            for key in [k for k in self.procs if k.startswith(name)]:
+                self.procs[key].stop()
+        for key, p in self.procs.items():
+            if p.alive():
+                p.stop()
+
+    def dump_logs(self, n=3000):
+        return "\n".join(f"--- {k} ---\n{p.tail(n)}" for k, p in self.procs.items())
+
+
+class Extender:
+    """gpushare-extender against the control plane, as its ServiceAccount."""
+
+    def __init__(self, cp, port=None, args=(), name="gpushare-extender", binary=None):
+        self.cp = cp
+        self.port = port or cp.ext_port
+        self.base = f"http://127.0.0.1:{self.port}"
+        binary = binary or os.path.join(BUILD, "src", "gpushare-extender")
+        cmd = [binary, "--kubeconfig", cp.extender_kubeconfig(),
+               "--listen", f"127.0.0.1:{self.port}", *args]
+        self.vglog = None
+        if os.environ.get("GS_VALGRIND"):
+            self.vglog = os.path.join(cp.dir, f"{name}-{self.port}.valgrind")
+            cmd = ["valgrind", "--error-exitcode=99", "--leak-check=full",
+                   "--errors-for-leak-kinds=definite", f"--log-file={self.vglog}", *cmd]
+        self.proc = Proc(f"{name}-{self.port}-{int(time.time() * 1000) % 100000}", cmd, cp.dir)
+        cp.procs[self.proc.name] = self.proc
+
+    def status(self, path):
+        try:
+            with urllib.request.urlopen(self.base + path, timeout=5) as r:
+                return r.status, r.read()
+        except urllib.error.HTTPError as e:
+            return e.code, e.read()
+        except OSError:
+            return 0, b""
+
+    def ready(self):
+        return self.status("/readyz")[0] == 200
+
+    def wait_ready(self, timeout=60):
+        def ok():
+            if not self.proc.alive():
+                raise Fatal("extender exited:\n" + self.proc.tail())
+            return self.ready()
+        wait_for(ok, timeout * (6 if self.vglog else 1), "gpushare-extender /readyz")
+        return self
+
+    def ledger(self, node=None):
+        return json.loads(self.status("/debug/ledger" + (f"?node={node}" if node else ""))[1])
+
+    def metrics(self):
+        return self.status("/metrics")[1].decode()
+
+    def post(self, verb, body):
+        req = urllib.request.Request(f"{self.base}/gpushare-scheduler/{verb}",
+                                     data=json.dumps(body).encode(), method="POST",
+                                     headers={"Content-Type": "application/json"})
+        with urllib.request.urlopen(req, timeout=30) as r:
+            return json.loads(r.read())
+
+    def kill(self, sig=signal.SIGKILL):
+        rc = self.proc.stop(sig, timeout=60 if self.vglog else 20)
+        if self.vglog and sig != signal.SIGKILL:
+            with open(self.vglog) as f:
+                report = f.read()
+            if rc == 99 or "ERROR SUMMARY: 0 errors" not in report:
+                raise AssertionError("valgrind found errors:\n" + report[-6000:])
+        return rc
+
+
+class ServiceProxy:
+    """What a Service does for kube-scheduler: each new TCP connection goes to
+    a backend that is Ready (/readyz 200), checked at connect time."""
+
+    def __init__(self, port, backends):
+        self.port = port
+        self.backends = list(backends)
+        self.sock = socket.socket()
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.sock.bind(("127.0.0.1", port))
+        self.sock.listen(64)
+        self.closed = False
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _pick(self):
+        for b in self.backends:
+            if b.proc.alive() and b.ready():
+                return b
+        return None
+
+    def _accept(self):
+        while not self.closed:
+            try:
+                c, _ = self.sock.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._serve, args=(c,), daemon=True).start()
+
+    def _serve(self, c):
+        b = self._pick()
+        if b is None:
+            c.close()
+            return
+        try:
+            u = socket.create_connection(("127.0.0.1", b.port), timeout=5)
+            u.settimeout(None)
+        except OSError:
+            c.close()
+            return
+
+        def pump(src, dst):
+            try:
+                while True:
+                    data = src.recv(65536)
+                    if not data:
+                        break
+                    dst.sendall(data)
+            except OSError:
+                pass
+            for s in (src, dst):
+                try:
+                    s.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+
+        threading.Thread(target=pump, args=(u, c), daemon=True).start()
+        pump(c, u)
+
+    def close(self):
+        self.closed = True
+        self.sock.close()
+
+
+class RealApiServer:
+    """The FakeApiServer interface (test/apiserver) over a real control plane,
+    so one test body runs against both (issue 11, item 6). Objects the tests
+    build carry no server-set fields; the real apiserver assigns uid,
+    resourceVersion and defaults. requests() reads the audit log."""
+
+    def __init__(self, cp):
+        self.cp = cp
+        self.k = cp.admin
+        self.url = cp.server
+        self._since = 0
+
+    def stop(self):
+        """The control plane outlives a test: nothing to stop."""
+
+    def add(self, obj):
+        obj = copy.deepcopy(obj)
+        md = obj["metadata"]
+        for key in ("uid", "resourceVersion", "creationTimestamp"):
+            md.pop(key, None)
+        status = obj.pop("status", None)
+        if obj["kind"] == "Pod":
+            obj["spec"].setdefault("terminationGracePeriodSeconds", 0)
+        out = self.k.create(obj)
+        res = KINDS[obj["kind"]][1]
+        ns = md.get("namespace", "default") if KINDS[obj["kind"]][2] else None
+        if obj["kind"] == "Node":
+            self.cp.set_node_status(md["name"], (status or {}).get("capacity", {}))
+            out = self.k.get(res, ns, md["name"])
+        elif status and status.get("phase") and status["phase"] != "Pending":
+            out = self.k.patch(res, ns, md["name"], {"status": {"phase": status["phase"]}}, sub="status")
+        return out
+
+    def upsert(self, obj):
+        if self.get(KINDS[obj["kind"]][1], obj["metadata"].get("namespace"), obj["metadata"]["name"]):
+            return self.update(obj)
+        return self.add(obj)
+
+    def update(self, obj):
+        obj = copy.deepcopy(obj)
+        kind = obj["kind"]
+        res, nsd = KINDS[kind][1], KINDS[kind][2]
+        ns = obj["metadata"].get("namespace", "default") if nsd else None
+        cur = self.k.get(res, ns, obj["metadata"]["name"])
+        obj["metadata"]["resourceVersion"] = cur["metadata"]["resourceVersion"]
+        status = obj.get("status")
+        out = self.k.update(obj)
+        if kind == "Node" and status and status.get("capacity") != cur.get("status", {}).get("capacity"):
+            self.cp.set_node_status(obj["metadata"]["name"], {k: v for k, v in status["capacity"].items()})
+            out = self.k.get(res, ns, obj["metadata"]["name"])
+        return out
+
+    def get(self, resource, namespace, name):
+        nsd = RESOURCES[resource][2]
+        return self.k.try_get(resource, (namespace or "default") if nsd else None, name)
+
+    def list(self, resource=None, namespace=None):
+        return self.k.list(resource, namespace)
+
+    def patch(self, resource, namespace, name, patch):
+        nsd = RESOURCES[resource][2]
+        return self.k.patch(resource, (namespace or "default") if nsd else None, name, patch)
+
+    def set_pod_phase(self, namespace, name, phase, **status):
+        st = dict(status)
+        st["phase"] = phase
+        return self.k.patch("pods", namespace, name, {"status": st}, sub="status")
+
+    def delete(self, resource, namespace, name):
+        nsd = RESOURCES[resource][2]
+        return self.k.delete(resource, (namespace or "default") if nsd else None, name, grace=0)
+
+    def requests(self, since=0, method=None, path=None):
+        """The extender's requests and every Binding, from the audit log:
+        dicts with method, path, status (as FakeApiServer.requests)."""
+        verbs = {"create": "POST", "update": "PUT", "patch": "PATCH", "delete": "DELETE",
+                 "get": "GET", "list": "GET", "watch": "GET"}
+        out = []
+        for e in self.cp.audit(user=None)[self._since:]:
+            if e.get("stage") != "ResponseComplete":
+                continue
+            m = verbs.get(e.get("verb"), e.get("verb"))
+            uri = e.get("requestURI", "")
+            if method and m != method:
+                continue
+            if path and not __import__("re").search(path, uri.split("?")[0]):
+                continue
+            out.append({"method": m, "path": uri.split("?")[0], "status": e.get("responseStatus", {}).get("code"),
+                        "user": e.get("user", {}).get("username")})
+        return out[since:]
+
+    def _audit_len(self):
+        return len(self.cp.audit(user=None))
+
+    def reset(self, keep_namespaces=("default", "kube-system")):
+        """Removes what a test made: pods (at once), nodes, the gpushare
+        ConfigMaps, the extender's Lease."""
+        for p in self.k.list("pods"):
+            if p["metadata"]["namespace"] in keep_namespaces:
+                self.k.delete("pods", p["metadata"]["namespace"], p["metadata"]["name"], grace=0)
+        for n in self.k.list("nodes"):
+            self.k.delete("nodes", None, n["metadata"]["name"])
+        for cm in self.k.list("configmaps", "kube-system"):
+            name = cm["metadata"]["name"]
+            if name == "gpushare-config" or name.startswith("unhealthy-gpu-"):
+                self.k.delete("configmaps", "kube-system", name)
+        self.k.delete("leases", "kube-system", "gpushare-extender")
+        wait_for(lambda: not [p for p in self.k.list("pods")
+                              if p["metadata"]["namespace"] in keep_namespaces],
+                 60, "the test's pods to be gone")
+        self._since = self._audit_len()
+
+
+# -- objects as their users write them ---------------------------------
+def gpu_node_capacity(gpus=0, units=0, whole=0):
+    cap = {}
+    if gpus:
+        cap["aliyun.com/gpu-count"] = str(gpus)
+    if units:
+        cap["aliyun.com/gpu-mem"] = str(units)
+    if whole:
+        cap["aliyun.com/gpu"] = str(whole)
+    return cap
+
+
+def gpu_pod(name, ns="default", units=0, whole=0, count=None, labels=None, node_selector=None,
+            priority_class=None, host_network=False, containers=1):
+    res = {}
+    if units:
+        res["aliyun.com/gpu-mem"] = str(units)
+    if whole:
+        res["aliyun.com/gpu"] = str(whole)
+    lab = dict(labels or {})
+    if count is not None:
+        lab["aliyun.com/gpu-count"] = str(count)
+    spec = {"restartPolicy": "Never", "terminationGracePeriodSeconds": 0,
+            "containers": [{"name": f"c{i}", "image": "registry.k8s.io/pause:3.10",
+                            "resources": {"limits": dict(res)}} for i in range(containers)]}
+    if node_selector:
+        spec["nodeSelector"] = node_selector
+    if priority_class:
+        spec["priorityClassName"] = priority_class
+    if host_network:
+        spec["hostNetwork"] = True
+    return {"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": name, "namespace": ns, "labels": lab}, "spec": spec}
+
+
+def truth_from_pods(pods, unit_default=1024):
+    """The ledger recomputed from the apiserver's pods (docs/api.md, bind)."""
+    used = {}
+    for p in pods:
+        ann = p["metadata"].get("annotations") or {}
+        if not p["spec"].get("nodeName") or p.get("status", {}).get("phase") in ("Succeeded", "Failed"):
+            continue
+        alloc = ann.get("scheduler.framework.gpushare.allocation")
+        if not alloc:
+            continue
+        unit = int(ann.get("gpushare.io/unit-mib", unit_default))
+        for _c, gpus in json.loads(alloc).items():
+            for g, units in gpus.items():
+                key = (p["spec"]["nodeName"], int(g))
+                used[key] = used.get(key, 0) + units * unit
+    return used
+
+
+def ledger_used(ledger):
+    return {(n["name"], g["index"]): g["usedMiB"] for n in ledger["nodes"] for g in n["gpus"]
+            if g["usedMiB"]}
+
+
+# -- command line: tools/dev.sh cluster ----------------------------------
+def _demo_nodes(cp, path):
+    with open(path) as f:
+        docs = [d for d in yaml.safe_load_all(f) if d]
+    items = [i for d in docs for i in (d["items"] if d.get("kind") == "List" else [d])]
+    for obj in items:
+        if obj["kind"] == "ConfigMap":
+            obj["metadata"].pop("resourceVersion", None)
+            cp.admin.apply(obj)
+    for obj in items:
+        if obj["kind"] == "Node":
+            md = obj["metadata"]
+            cp.add_node(md["name"], labels=md.get("labels"), annotations=md.get("annotations"),
+                        capacity={k: v for k, v in obj.get("status", {}).get("capacity", {}).items()
+                                  if k.startswith("aliyun.com/")})
+
+
+def cmd_up(args):
+    d = os.path.abspath(args.dir)
+    if os.path.exists(os.path.join(d, "pids")):
+        print(f"cluster: already running in {d} (tools/dev.sh cluster --down stops it)", file=sys.stderr)
+        return 1
+    os.makedirs(d, exist_ok=True)
+    cp = ControlPlane(d, ext_url=f"http://127.0.0.1:{args.port}")
+    cp.ext_port = args.port
+    try:
+        cp.start()
+        _demo_nodes(cp, args.nodes)
+        ext = Extender(cp, port=args.port, args=("--log-level", "info"))
+        ext.wait_ready()
+    except BaseException:
+        print(cp.dump_logs(), file=sys.stderr)
+        cp.stop()
+        raise
+    with open(os.path.join(d, "pids"), "w") as f:
+        for p in cp.procs.values():
+            f.write(f"{p.pid} {p.name}\n")
+    atexit.unregister(cp.stop)
+    cp._stopped = True  # leave them running
+    kubectl = os.path.join(cp.bindir, "kubectl")
+    print(f"""
+gpushare on a real control plane ({cp.version}), all on loopback:
+  kube-apiserver   {cp.server}
+  kube-scheduler   with the extender stanza of deploy/scheduler/
+  gpushare         {ext.base}  (ledger: {ext.base}/debug/ledger)
+  nodes            as deploy/demo/cluster.yaml (unit 128MiB), no kubelet: pods stay Pending once bound
+  logs             {d}/*.log
+
+  export KUBECONFIG={cp.kubeconfig}
+  export PATH={os.path.dirname(kubectl)}:$PATH
+  kubectl apply -f deploy/samples/
+  kubectl get pods -o wide
+  build/tools/inspect/gpushare-inspect --url {ext.base} -d
+
+  tools/dev.sh cluster --down     stops it""")
+    return 0
+
+
+def cmd_down(args):
+    d = os.path.abspath(args.dir)
+    pidfile = os.path.join(d, "pids")
+    if not os.path.exists(pidfile):
+        print(f"cluster: nothing running in {d}")
+        return 0
+    with open(pidfile) as f:
+        entries = [line.split(None, 1) for line in f if line.strip()]
+    for pid, name in reversed(entries):
+        try:
+            os.killpg(int(pid), signal.SIGTERM)
+        except ProcessLookupError:
+            continue
+        deadline = time.time() + 20
+        while time.time() < deadline:
+            try:
+                os.kill(int(pid), 0)
+            except ProcessLookupError:
+                break
+            time.sleep(0.1)
+        else:
+            try:
+                os.killpg(int(pid), signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        print(f"cluster: stopped {name.strip()} (pid {pid})")
+    os.remove(pidfile)
+    return 0
+
+
+def main(argv=None):
+    import argparse
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    up = sub.add_parser("up")
+    up.add_argument("--dir", default=os.path.join(SOURCE, "build", "cluster"))
+    up.add_argument("--port", type=int, default=32766)
+    up.add_argument("--nodes", default=os.path.join(SOURCE, "deploy", "demo", "cluster.yaml"))
+    down = sub.add_parser("down")
+    down.add_argument("--dir", default=os.path.join(SOURCE, "build", "cluster"))
+    args = ap.parse_args(argv)
+    return cmd_up(args) if args.cmd == "up" else cmd_down(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,264 @@
+"""Shared set-up of the real control-plane tests: one control plane per test
+module (started in setUpModule), one extender, a namespace per test, and the
+checks every scenario makes (CONTRACT §4 annotations, ledger == truth, RBAC
+seen in the audit log)."""
+import json
+import os
+import re
+import tempfile
+import time
+import unittest
+
+import yaml
+
+import kcluster
+from kcluster import ControlPlane, Extender, KubeError, wait_for
+
+# Annotation keys a memory pod's Binding carries (docs/api.md, "What bind writes").
+MEM_KEYS = {
+    "scheduler.framework.gpushare.allocation", "scheduler.framework.gpushare.assigned",
+    "scheduler.framework.gpushare.assume-time", "gpushare.alibabacloud.com/device-resource",
+    "ALIYUN_COM_GPU_MEM_IDX", "ALIYUN_COM_GPU_MEM_POD", "ALIYUN_COM_GPU_MEM_DEV",
+    "ALIYUN_COM_GPU_MEM_ASSIGNED", "ALIYUN_COM_GPU_MEM_ASSUME_TIME", "gpushare.io/unit-mib",
+}
+TOPO_KEY = "gputopology.alibabacloud.com/allocation"
+BIND_TIMEOUT = float(os.environ.get("GS_K8S_BIND_TIMEOUT", "120"))
+
+# DGX-1 (V100) NVLink: nvidia-smi topo -m, GPU block (test/data/topologies).
+DGX1_LINKS = [["X", "NV1", "NV1", "NV2", "NV2", "SYS", "SYS", "SYS"],
+              ["NV1", "X", "NV2", "NV1", "SYS", "NV2", "SYS", "SYS"],
+              ["NV1", "NV2", "X", "NV2", "SYS", "SYS", "NV1", "SYS"],
+              ["NV2", "NV1", "NV2", "X", "SYS", "SYS", "SYS", "NV1"],
+              ["NV2", "SYS", "SYS", "SYS", "X", "NV1", "NV1", "NV2"],
+              ["SYS", "NV2", "SYS", "SYS", "NV1", "X", "NV2", "NV1"],
+              ["SYS", "SYS", "NV1", "SYS", "NV1", "NV2", "X", "NV2"],
+              ["SYS", "SYS", "SYS", "NV1", "NV2", "NV1", "NV2", "X"]]
+
+
+class Env:
+    """One control plane and its extender for a test module."""
+    cp = None
+    ext = None
+    tmp = None
+
+    @classmethod
+    def up(cls, unit="1GiB", ext_args=(), start_extender=True, **cp_kw):
+        cls.tmp = tempfile.TemporaryDirectory(prefix="gs-k8s-")
+        cls.cp = ControlPlane(cls.tmp.name, **cp_kw)
+        try:
+            cls.cp.start()
+            cls.set_unit(unit)
+            if start_extender:
+                cls.ext = Extender(cls.cp, args=ext_args).wait_ready()
+        except BaseException:
+            print(cls.cp.dump_logs(), flush=True)
+            cls.down()
+            raise
+
+    @classmethod
+    def set_unit(cls, unit):
+        cls.cp.admin.apply({"apiVersion": "v1", "kind": "ConfigMap",
+                            "metadata": {"name": "gpushare-config", "namespace": "kube-system"},
+                            "data": {"gpuMemoryUnit": unit}})
+
+    @classmethod
+    def down(cls):
+        problems = []
+        if cls.cp:
+            for key, p in list(cls.cp.procs.items()):
+                if key.startswith("gpushare-extender") and p.alive():
+                    p.stop()
+            if os.environ.get("GS_K8S_KEEP_LOGS"):
+                keep = os.environ["GS_K8S_KEEP_LOGS"]
+                os.makedirs(keep, exist_ok=True)
+                for name in os.listdir(cls.cp.dir):
+                    if name.endswith(".log"):
+                        os.replace(os.path.join(cls.cp.dir, name), os.path.join(keep, name))
+            cls.cp.stop()
+        if cls.tmp:
+            cls.tmp.cleanup()
+        cls.cp = cls.ext = cls.tmp = None
+        return problems
+
+
+def rbac_rules():
+    """(namespace or None, apiGroup, resource, verb, resourceName or None) the
+    shipped deploy/rbac.yaml grants the extender."""
+    with open(os.path.join(kcluster.SOURCE, "deploy", "rbac.yaml")) as f:
+        docs = [d for d in yaml.safe_load_all(f) if d]
+    grants = []
+    for d in docs:
+        if d["kind"] not in ("ClusterRole", "Role"):
+            continue
+        ns = d["metadata"].get("namespace") if d["kind"] == "Role" else None
+        for r in d["rules"]:
+            for g in r["apiGroups"]:
+                for res in r["resources"]:
+                    for v in r["verbs"]:
+                        for rn in r.get("resourceNames") or [None]:
+                            grants.append((ns, g, res, v, rn))
+    return grants
+
+
+def audit_problems(cp):
+    """Every request of the extender's ServiceAccount in the audit log: none
+    denied, each one a verb/resource the shipped role grants."""
+    grants = rbac_rules()
+    seen, problems = set(), []
+    for e in cp.audit():
+        # a watch is logged when its response starts (it completes only
+        # when it ends)
+        if e.get("stage") not in ("ResponseStarted", "ResponseComplete"):
+            continue
+        code = e.get("responseStatus", {}).get("code")
+        ref = e.get("objectRef")
+        if code == 403:
+            problems.append(f"denied: {e.get('verb')} {e.get('requestURI')}")
+        if not ref:
+            continue  # non-resource URLs (/version, /api): discovery roles
+        res = ref.get("resource", "") + ("/" + ref["subresource"] if ref.get("subresource") else "")
+        key = (ref.get("namespace"), ref.get("apiGroup", ""), res, e.get("verb"), ref.get("name"))
+        seen.add(key)
+        ok = any((g_ns is None or g_ns == key[0]) and g_grp == key[1] and g_res == key[2]
+                 and g_verb == key[3] and (g_name is None or g_name == key[4])
+                 for g_ns, g_grp, g_res, g_verb, g_name in grants)
+        if not ok:
+            problems.append(f"not granted by deploy/rbac.yaml: {key}")
+    return problems, seen
+
+
+class RealCase(unittest.TestCase):
+    """A test in its own namespace; its nodes and pods are removed after it."""
+
+    def setUp(self):
+        self.cp = Env.cp
+        self.k = Env.cp.admin
+        self.ns = re.sub(r"[^a-z0-9-]", "-", self.id().split(".")[-1].lower().replace("_", "-"))[:50].strip("-")
+        self.k.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": self.ns}})
+        wait_for(lambda: self.k.try_get("serviceaccounts", self.ns, "default"), 60,
+                 f"ServiceAccount {self.ns}/default")
+        self.nodes = []
+
+    def tearDown(self):
+        # nodes first, so the test's controllers cannot get new pods bound
+        for n in self.nodes:
+            self.k.delete("nodes", None, n)
+        self.k.delete("namespaces", None, self.ns, grace=None)
+        for p in self.k.list("pods", self.ns):
+            self.k.delete("pods", self.ns, p["metadata"]["name"], grace=0)
+        if Env.ext and Env.ext.proc.alive():
+            # the ledger forgets the test's nodes before the next test starts
+            wait_for(lambda: not [n for n in Env.ext.ledger()["nodes"] if n["name"] in self.nodes],
+                     60, "the extender to drop the test's nodes")
+
+    # -- building the cluster --------------------------------------------
+    def node(self, name, mode=None, gpus=0, units=0, whole=0, labels=None, annotations=None):
+        lab = dict(labels or {})
+        if mode:
+            lab["ack.node.gpu.schedule"] = mode
+        lab["gpushare-test"] = self.ns
+        self.nodes.append(name)
+        return self.cp.add_node(name, labels=lab, annotations=annotations,
+                                capacity=kcluster.gpu_node_capacity(gpus, units, whole))
+
+    def topo_node(self, name, gpus=8):
+        return self.node(name, "topology", gpus=gpus, whole=gpus,
+                         annotations={"gpushare.io/topology": json.dumps({"links": DGX1_LINKS})})
+
+    def pod(self, name, **kw):
+        kw.setdefault("node_selector", {"gpushare-test": self.ns})
+        return self.k.create(kcluster.gpu_pod(name, ns=self.ns, **kw))
+
+    def create(self, obj):
+        obj["metadata"]["namespace"] = self.ns
+        return self.k.create(obj)
+
+    # -- waiting and reading ----------------------------------------------
+    def pods(self, selector=None):
+        return self.k.list("pods", self.ns, selector)
+
+    def wait_bound(self, count, selector=None, timeout=BIND_TIMEOUT):
+        def done():
+            ps = self.pods(selector)
+            b = [p for p in ps if p["spec"].get("nodeName")]
+            return b if len(b) >= count else None
+        try:
+            return wait_for(done, timeout, f"{count} pods bound in {self.ns}", 0.2)
+        except AssertionError:
+            print(self.explain(), flush=True)
+            raise
+
+    def wait_event(self, pod, pattern, timeout=BIND_TIMEOUT):
+        """The FailedScheduling event of pod whose message matches pattern."""
+        def found():
+            for e in self.k.events(self.ns, pod):
+                if e.get("reason") == "FailedScheduling" and re.search(pattern, e.get("message", "")):
+                    return e
+            return None
+        try:
+            return wait_for(found, timeout, f"FailedScheduling of {pod} matching {pattern!r}", 0.2)
+        except AssertionError:
+            print(self.explain(), flush=True)
+            raise
+
+    def explain(self):
+        out = []
+        for p in self.pods():
+            out.append(f"pod {p['metadata']['name']} node={p['spec'].get('nodeName')}")
+        for e in self.k.list("events", self.ns):
+            out.append(f"event {e['involvedObject'].get('name')} {e.get('reason')}: {e.get('message')}")
+        return "\n".join(out)
+
+    def assert_ledger_is_truth(self, ext=None):
+        ext = ext or Env.ext
+        nodes = {n["metadata"]["name"] for n in self.k.list("nodes")}
+        truth = {k: v for k, v in kcluster.truth_from_pods(self.k.list("pods")).items() if k[0] in nodes}
+        wait_for(lambda: kcluster.ledger_used(ext.ledger()) == truth, 30,
+                 "the ledger to equal the apiserver's pods")
+        for n in ext.ledger()["nodes"]:
+            for g in n["gpus"]:
+                self.assertLessEqual(g["usedMiB"], g["totalMiB"], (n["name"], g["index"]))
+
+    def assert_memory_annotations(self, p, gpus, units_per_gpu, unit_mib, node_units):
+        """CONTRACT §4 for a one-container memory pod, exactly."""
+        ann = p["metadata"].get("annotations") or {}
+        self.assertEqual(set(ann) & (MEM_KEYS | {TOPO_KEY}), MEM_KEYS, ann)
+        self.assertEqual(json.loads(ann["scheduler.framework.gpushare.allocation"]),
+                         {"0": {str(g): units_per_gpu for g in gpus}})
+        self.assertEqual(ann["scheduler.framework.gpushare.assigned"], "false")
+        self.assertRegex(ann["scheduler.framework.gpushare.assume-time"], r"^\d{19}$")
+        self.assertEqual(json.loads(ann["gpushare.alibabacloud.com/device-resource"]),
+                         {str(i): u for i, u in enumerate(node_units)})
+        self.assertEqual(ann["ALIYUN_COM_GPU_MEM_IDX"], ",".join(str(g) for g in sorted(gpus)))
+        self.assertEqual(ann["ALIYUN_COM_GPU_MEM_POD"], str(units_per_gpu * len(gpus)))
+        self.assertEqual(ann["ALIYUN_COM_GPU_MEM_DEV"], str(node_units[sorted(gpus)[0]]))
+        self.assertEqual(ann["ALIYUN_COM_GPU_MEM_ASSIGNED"], "false")
+        self.assertEqual(ann["ALIYUN_COM_GPU_MEM_ASSUME_TIME"], ann["scheduler.framework.gpushare.assume-time"])
+        self.assertEqual(ann["gpushare.io/unit-mib"], str(unit_mib))
+
+
+def alloc_gpus(p):
+    a = json.loads(p["metadata"]["annotations"]["scheduler.framework.gpushare.allocation"])
+    return sorted(int(g) for c in a.values() for g in c)
+
+
+def topo_alloc(p):
+    return json.loads(p["metadata"]["annotations"][TOPO_KEY])
+
+
+def metric(text, name, **labels):
+    """The value of one sample of /metrics text, or None."""
+    for line in text.splitlines():
+        if not line.startswith(name):
+            continue
+        m = re.match(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})?\s+(\S+)", line)
+        if not m or m.group(1) != name:
+            continue
+        got = dict(re.findall(r'(\w+)="([^"]*)"', m.group(2) or ""))
+        if all(got.get(k) == v for k, v in labels.items()):
+            return float(m.group(3))
+    return None
+
+
+__all__ = ["Env", "RealCase", "KubeError", "alloc_gpus", "topo_alloc", "audit_problems", "metric",
+           "MEM_KEYS", "TOPO_KEY", "wait_for", "time"]

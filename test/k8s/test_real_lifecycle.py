@@ -1,0 +1,119 @@
+"""Restart, failover, unit change and outage recovery under the real
+kube-scheduler (issue 11, items 4 and 5). Each test starts its own
+extender(s) on the port kube-scheduler calls."""
+import os
+import signal
+import time
+import unittest
+
+import kcluster
+from kcluster import Extender, ServiceProxy, free_port
+from realcase import Env, RealCase, metric, wait_for
+
+GPU16 = 16  # a 16 GiB GPU in 1GiB units
+
+
+def setUpModule():
+    # kube-scheduler calls cp.ext_port; each test puts an extender (or a
+    # Service-like proxy in front of two) there.
+    Env.up(unit="1GiB", start_extender=False)
+
+
+def tearDownModule():
+    Env.down()
+
+
+class Lifecycle(RealCase):
+    def setUp(self):
+        super().setUp()
+        self.exts = []
+        self.proxy = None
+
+    def tearDown(self):
+        if self.proxy:
+            self.proxy.close()
+        try:
+            super().tearDown()
+        finally:
+            for e in self.exts:
+                if e.proc.alive():
+                    e.kill(signal.SIGTERM)
+
+    def start_ext(self, port=None, args=()):
+        e = Extender(self.cp, port=port, args=args)
+        self.exts.append(e)
+        return e
+
+    def test_kill_9_mid_binds_then_restart_rebuilds_exactly(self):
+        for i in range(4):
+            self.node(f"gpu-k{i}", "share", gpus=2, units=2 * GPU16)
+        ext = self.start_ext().wait_ready()
+        sizes = [1 + i % 3 for i in range(48)]  # 96 GiB of 128
+        for i, u in enumerate(sizes):
+            self.pod(f"w-{i:02d}", units=u, labels={"app": "storm"})
+        # kill -9 while kube-scheduler is binding
+        wait_for(lambda: len([p for p in self.pods() if p["spec"].get("nodeName")]) >= 8, 120,
+                 "the first binds", 0.02)
+        ext.kill(signal.SIGKILL)
+        bound_at_kill = len([p for p in self.pods() if p["spec"].get("nodeName")])
+        self.assertLess(bound_at_kill, 48, "the kill came too late to test anything")
+        again = self.start_ext().wait_ready()
+        # the restarted ledger is the apiserver's truth, then every pod gets bound
+        self.assert_ledger_is_truth(again)
+        self.wait_bound(48, "app=storm", timeout=300)
+        self.assert_ledger_is_truth(again)
+        total = sum(g["usedMiB"] for n in again.ledger()["nodes"] for g in n["gpus"])
+        self.assertEqual(total, sum(sizes) * 1024)
+
+    def test_two_replicas_on_a_real_lease_standby_takes_over(self):
+        self.node("gpu-l0", "share", gpus=1, units=GPU16)
+        a = self.start_ext(port=free_port(), args=("--leader-elect",))
+        b = self.start_ext(port=free_port(), args=("--leader-elect",))
+        self.proxy = ServiceProxy(self.cp.ext_port, [a, b])
+        wait_for(lambda: a.ready() or b.ready(), 60, "a leader")
+        leader, standby = (a, b) if a.ready() else (b, a)
+        self.assertFalse(standby.ready())
+        lease = self.k.get("leases", "kube-system", "gpushare-extender")
+        self.assertTrue(lease["spec"]["holderIdentity"])
+        self.pod("before", units=2)
+        self.wait_bound(1)
+        leader.kill(signal.SIGKILL)
+        self.pod("after", units=3)
+        # lease duration 15 s + retry period, then the new leader relists
+        wait_for(standby.ready, 90, "the standby to take over")
+        self.wait_bound(2)
+        self.assertNotEqual(self.k.get("leases", "kube-system", "gpushare-extender")["spec"]["holderIdentity"],
+                            lease["spec"]["holderIdentity"])
+        self.assert_ledger_is_truth(standby)
+        used = standby.ledger("gpu-l0")["nodes"][0]["gpus"][0]["usedMiB"]
+        self.assertEqual(used, 5 * 1024)
+
+    def test_a_configmap_unit_change_shows_pending_unit(self):
+        ext = self.start_ext().wait_ready()
+        try:
+            Env.set_unit("128MiB")
+            wait_for(lambda: ext.ledger().get("pendingUnit") == "128MiB", 60, "pendingUnit")
+            self.assertEqual(ext.ledger()["unit"], "1GiB")
+        finally:
+            Env.set_unit("1GiB")
+        wait_for(lambda: "pendingUnit" not in ext.ledger(), 60, "pendingUnit cleared")
+
+    def test_pods_created_while_the_extender_is_down_are_scheduled_soon_after(self):
+        self.node("gpu-o0", "share", gpus=2, units=2 * GPU16)
+        for i in range(4):
+            self.pod(f"o-{i}", units=2)
+        # kube-scheduler tries each pod, the extender is unreachable: an error
+        wait_for(lambda: any(e.get("reason") == "FailedScheduling" for e in self.k.list("events", self.ns)),
+                 120, "a failed attempt while the extender is down", 0.2)
+        ext = self.start_ext()
+        t0 = time.time()
+        ext.wait_ready()
+        self.wait_bound(4, timeout=float(os.environ.get("GS_K8S_OUTAGE_LIMIT", "60")))
+        took = time.time() - t0
+        print(f"\noutage recovery: 4 pods bound {took:.1f} s after the extender started", flush=True)
+        self.assert_ledger_is_truth(ext)
+        self.assertIsNotNone(metric(ext.metrics(), "gpushare_requests_total", verb="bind"))
+
+
+if __name__ == "__main__":
+    unittest.main()

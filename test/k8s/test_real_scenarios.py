@@ -1,0 +1,170 @@
+"""The seed scenarios and refusals, created as users create them and
+scheduled by the real kube-scheduler through gpushare-extender (issue 11,
+items 1-3). Unit 128MiB, as in deploy/demo/."""
+import json
+import unittest
+
+from realcase import (MEM_KEYS, TOPO_KEY, Env, RealCase, alloc_gpus, audit_problems, topo_alloc,
+                      wait_for)
+
+UNIT_MIB = 128
+GPU16 = 16 * 1024 // UNIT_MIB  # a 16 GiB GPU in units
+
+
+def setUpModule():
+    Env.up(unit="128MiB")
+
+
+def tearDownModule():
+    Env.down()
+
+
+class SeedScenarios(RealCase):
+    def test_statefulset_16_pods_of_2gib_on_a_share_node(self):
+        self.node("gpu-share-b", "share", gpus=4, units=4 * GPU16)
+        self.create({
+            "apiVersion": "apps/v1", "kind": "StatefulSet",
+            "metadata": {"name": "share-2gib"},
+            "spec": {
+                "replicas": 16, "serviceName": "share-2gib",
+                # No kubelet: a pod never becomes Ready, so OrderedReady
+                # would stop at the first one.
+                "podManagementPolicy": "Parallel",
+                "selector": {"matchLabels": {"app": "share-2gib"}},
+                "template": {
+                    "metadata": {"labels": {"app": "share-2gib"}},
+                    "spec": {"nodeSelector": {"gpushare-test": self.ns},
+                             "containers": [{"name": "main", "image": "registry.k8s.io/pause:3.10",
+                                             "resources": {"limits": {"aliyun.com/gpu-mem": "16"}}}]}}}})
+        bound = self.wait_bound(16, "app=share-2gib")
+        per_gpu = {}
+        for p in bound:
+            self.assertEqual(p["spec"]["nodeName"], "gpu-share-b")
+            gpus = alloc_gpus(p)
+            self.assertEqual(len(gpus), 1)
+            self.assert_memory_annotations(p, gpus, 16, UNIT_MIB, [GPU16] * 4)
+            per_gpu[gpus[0]] = per_gpu.get(gpus[0], 0) + 16
+        # binpack: the fullest GPU first, so two full GPUs and two empty ones
+        self.assertEqual(per_gpu, {0: GPU16, 1: GPU16})
+        self.assert_ledger_is_truth()
+
+    def test_job_8gib_over_two_cards(self):
+        self.node("gpu-share-b", "share", gpus=4, units=4 * GPU16)
+        self.create({
+            "apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "multi-gpu-8gib"},
+            "spec": {"backoffLimit": 0, "template": {
+                "metadata": {"labels": {"app": "multi", "aliyun.com/gpu-count": "2"}},
+                "spec": {"restartPolicy": "Never", "nodeSelector": {"gpushare-test": self.ns},
+                         "containers": [{"name": "main", "image": "registry.k8s.io/pause:3.10",
+                                         "resources": {"limits": {"aliyun.com/gpu-mem": str(8 * 1024 // UNIT_MIB)}}}]}}}})
+        (p,) = self.wait_bound(1, "app=multi")
+        self.assertEqual(alloc_gpus(p), [0, 1])
+        self.assert_memory_annotations(p, [0, 1], 4 * 1024 // UNIT_MIB, UNIT_MIB, [GPU16] * 4)
+        self.assert_ledger_is_truth()
+
+    def test_topology_job_of_two_replicas_lands_on_an_nvlink_pair(self):
+        self.topo_node("gpu-topo-a")
+        self.create({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "pytorch-dist"},
+                     "spec": {"clusterIP": "None", "selector": {"job-name": "pytorch-dist"},
+                              "ports": [{"name": "rdzv", "port": 29500}]}})
+        self.create({
+            "apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "pytorch-dist"},
+            "spec": {"completions": 2, "parallelism": 2, "completionMode": "Indexed", "backoffLimit": 0,
+                     "template": {
+                         "metadata": {"labels": {"gpu-topology": "pytorch-dist", "gpu-topology-replica": "2"}},
+                         "spec": {"restartPolicy": "Never", "hostNetwork": True, "subdomain": "pytorch-dist",
+                                  "nodeSelector": {"gpushare-test": self.ns},
+                                  "containers": [{"name": "trainer", "image": "registry.k8s.io/pause:3.10",
+                                                  "resources": {"limits": {"aliyun.com/gpu": "1"}}}]}}}})
+        bound = self.wait_bound(2, "gpu-topology=pytorch-dist")
+        gpus = []
+        for p in bound:
+            self.assertEqual(p["spec"]["nodeName"], "gpu-topo-a")
+            ann = p["metadata"]["annotations"]
+            self.assertFalse(set(ann) & MEM_KEYS, ann)
+            a = topo_alloc(p)
+            self.assertEqual(set(a), {"allocatedGPUs", "visibleGPUs", "assumeTime", "assigned"})
+            self.assertEqual(a["assigned"], False)
+            self.assertIsInstance(a["assumeTime"], int)
+            self.assertEqual(len(a["allocatedGPUs"]["0"]), 1)
+            self.assertEqual(a["visibleGPUs"], a["allocatedGPUs"]["0"])
+            gpus.append(int(a["allocatedGPUs"]["0"][0]))
+        gpus.sort()
+        # the two GPUs are joined by NVLink (NV1 or NV2 in the DGX-1 table)
+        from realcase import DGX1_LINKS
+        self.assertTrue(DGX1_LINKS[gpus[0]][gpus[1]].startswith("NV"), gpus)
+        # the ledger shows each GPU owned by its member
+        led = Env.ext.ledger("gpu-topo-a")
+        owners = {g["index"]: (g.get("owner") or {}).get("name") for g in led["nodes"][0]["gpus"]}
+        self.assertEqual(sorted(i for i, o in owners.items() if o), gpus)
+        wait_for(lambda: not Env.ext.ledger().get("gangs"), 30, "the completed gang to leave the ledger")
+
+    def test_cgpu_node_refuses_the_17th_pod(self):
+        self.node("gpu-cgpu-a", "cgpu", gpus=1, units=GPU16)
+        for i in range(17):
+            self.pod(f"small-{i:02d}", units=1, labels={"app": "cgpu"})
+        bound = self.wait_bound(16, "app=cgpu")
+        self.assertEqual(len(bound), 16)
+        pending = [p for p in self.pods("app=cgpu") if not p["spec"].get("nodeName")]
+        self.assertEqual(len(pending), 1)
+        # kube-scheduler binds asynchronously: a pod that passed filter
+        # before the 16th bind is refused at bind ("GPU pod limit reached")
+        # and tried again; the one left is refused by filter.
+        self.wait_event(pending[0]["metadata"]["name"], r"^0/1 nodes are available: 1 GPU pod limit reached \(cgpu\)")
+        for p in bound:
+            self.assert_memory_annotations(p, [0], 1, UNIT_MIB, [GPU16])
+        self.assert_ledger_is_truth()
+
+    def test_mps_node_shares_memory(self):
+        self.node("gpu-mps-a", "mps", gpus=2, units=2 * 2 * GPU16, labels={"ack.node.gpu.placement": "spread"})
+        self.pod("mps-a", units=40)
+        self.pod("mps-b", units=40)
+        bound = self.wait_bound(2)
+        # spread inside the node: one pod on each GPU
+        self.assertEqual(sorted(alloc_gpus(p)[0] for p in bound), [0, 1])
+        for p in bound:
+            self.assert_memory_annotations(p, alloc_gpus(p), 40, UNIT_MIB, [2 * GPU16] * 2)
+        self.assert_ledger_is_truth()
+
+    def test_default_node_is_never_used(self):
+        self.node("gpu-default-a", "default", gpus=1, units=GPU16)
+        self.pod("never", units=1)
+        ev = self.wait_event("never", r"not a GPU-sharing node")
+        self.assertIn("0/1 nodes are available", ev["message"])
+        self.assertFalse(self.k.get("pods", self.ns, "never")["spec"].get("nodeName"))
+        for n in Env.ext.ledger()["nodes"]:
+            if n["name"] == "gpu-default-a":
+                self.assertEqual(n["mode"], "default")
+                self.assertEqual([g["usedMiB"] for g in n["gpus"]], [0])
+
+
+class Refusals(RealCase):
+    def test_a_pod_that_fits_on_no_single_gpu_stays_pending_with_the_reason(self):
+        self.node("gpu-share-x", "share", gpus=2, units=2 * GPU16)
+        self.pod("too-big", units=GPU16 + 8)
+        ev = self.wait_event("too-big", r"insufficient GPU memory on any single GPU")
+        self.assertIn("0/1 nodes are available", ev["message"])
+        self.assertEqual(Env.ext.ledger("gpu-share-x")["nodes"][0]["gpus"][0]["usedMiB"], 0)
+
+    def test_an_uneven_split_stays_pending_with_the_reason(self):
+        self.node("gpu-share-y", "share", gpus=2, units=2 * GPU16)
+        self.pod("uneven", units=9, count=2)
+        ev = self.wait_event("uneven", r"9 is not divisible by aliyun.com/gpu-count 2")
+        self.assertIn("0/1 nodes are available", ev["message"])
+
+
+class ZzLeastPrivilege(RealCase):
+    """Runs last in the module (unittest sorts classes by name)."""
+
+    def test_the_extender_was_never_denied_and_used_only_what_the_role_grants(self):
+        problems, seen = audit_problems(self.cp)
+        self.assertEqual(problems, [])
+        # the suite exercised the extender's real calls
+        verbs = {(k[2], k[3]) for k in seen}
+        for want in [("pods", "list"), ("pods", "watch"), ("nodes", "list"), ("nodes", "watch"),
+                     ("pods/binding", "create"), ("configmaps", "get")]:
+            self.assertIn(want, verbs, sorted(verbs))
+
+
+if __name__ == "__main__":
+    unittest.main()
