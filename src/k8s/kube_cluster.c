@@ -83,17 +83,6 @@ static void pool_put(struct gs__kube *k, struct gs__kube_handle *h) {
   gs__kube_handle_release(h);
 }
 
-/* ---- ops: pod_get -------------------------------------------------------- */
-
-static json_t *kube_pod_get(void *self, const char *ns, const char *name) {
-  struct gs__kube *k = self;
-  char key[GS_NS_MAX + GS_NAME_MAX + 4];
-  int n = snprintf(key, sizeof key, "%s/%s", ns ? ns : "", name ? name : "");
-  if (n < 0 || (size_t)n >= sizeof key)
-    return NULL;
-  return gs__informer_get(&k->inf[GS__INF_PODS], key);
-}
-
 /* ---- ops: bind ------------------------------------------------------------ */
 
 /* kube-scheduler uses the error as a format string: no '%'. */
@@ -151,31 +140,70 @@ static char *binding_body(const char *ns, const char *name, const char *uid, con
   return text;
 }
 
-/* 409 on a Binding: already bound to node with this uid → idempotent success. */
-static bool already_bound(struct gs__kube *k, struct gs__kube_handle *h, const char *ns,
-                          const char *name, const char *uid, const char *node, long timeout_ms) {
+/* The pod as the apiserver has it now (GET; new reference), or NULL. */
+static json_t *fetch_pod(struct gs__kube *k, struct gs__kube_handle *h, const char *ns,
+                         const char *name, long timeout_ms) {
   struct gs__kbuf path = {.max = 4096};
   struct gs__kube_resp resp = {0};
   struct gs__kube_req req = {.method = "GET", .timeout_ms = timeout_ms};
   json_t *pod = NULL;
-  bool ok = false;
   if (pod_path(&path, ns, name, NULL) != GS_EOK)
     goto out;
   req.path = path.p;
   if (gs__kube_do(&k->conn, h, &req, &resp) != GS_EOK || resp.code != 200)
     goto out;
   pod = json_loadb(resp.body.p, resp.body.len, 0, NULL);
-  if (json_is_object(pod)) {
+  if (!json_is_object(pod)) {
+    json_decref(pod);
+    pod = NULL;
+  }
+out:
+  gs__kube_resp_release(&resp);
+  gs__kbuf_release(&path);
+  return pod;
+}
+
+/* 409 on a Binding: already bound to node with this uid → idempotent success. */
+static bool already_bound(struct gs__kube *k, struct gs__kube_handle *h, const char *ns,
+                          const char *name, const char *uid, const char *node, long timeout_ms) {
+  json_t *pod = fetch_pod(k, h, ns, name, timeout_ms);
+  bool ok = false;
+  if (pod != NULL) {
     const json_t *nn = json_object_get(json_object_get(pod, "spec"), "nodeName");
     const char *puid = meta_str(pod, "uid");
     ok = json_is_string(nn) && strcmp(json_string_value(nn), node) == 0 &&
          (uid == NULL || uid[0] == '\0' || (puid != NULL && strcmp(puid, uid) == 0));
   }
-out:
   json_decref(pod);
-  gs__kube_resp_release(&resp);
-  gs__kbuf_release(&path);
   return ok;
+}
+
+/* ---- ops: pod_get -------------------------------------------------------- */
+
+/* The informer's copy when it is whole; else the apiserver's. The cache
+ * misses a pod created a moment before its bind (the watch event is still
+ * on its way: kube-scheduler saw it first) and keeps a bound pod compact,
+ * without its containers (kube_entry.h), which a repeated bind must read
+ * again (docs/k8s.md, "bind"). */
+static json_t *kube_pod_get(void *self, const char *ns, const char *name) {
+  struct gs__kube *k = self;
+  struct gs__kube_handle h;
+  char key[GS_NS_MAX + GS_NAME_MAX + 4];
+  json_t *obj, *live;
+  int n = snprintf(key, sizeof key, "%s/%s", ns ? ns : "", name ? name : "");
+  if (n < 0 || (size_t)n >= sizeof key || name == NULL || name[0] == '\0')
+    return NULL;
+  obj = gs__informer_get(&k->inf[GS__INF_PODS], key);
+  if (obj != NULL && json_object_get(json_object_get(obj, "spec"), "containers") != NULL)
+    return obj;
+  if (!pool_take(k, &h))
+    return obj;
+  live = fetch_pod(k, &h, ns && ns[0] ? ns : "default", name, GS_KUBE_POD_GET_MS);
+  pool_put(k, &h);
+  if (live == NULL)
+    return obj;
+  json_decref(obj);
+  return live;
 }
 
 static enum gs_err kube_bind(void *self, const char *ns, const char *name, const char *uid,

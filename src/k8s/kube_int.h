@@ -22,6 +22,7 @@
 #define GS_KUBE_RV_MAX 128                      /* resourceVersion text */
 #define GS_KUBE_PAGE_LIMIT 500                  /* list page size (client-go) */
 #define GS_KUBE_BIND_BUDGET_MS 3500             /* bind's total time (< 5 s extender timeout) */
+#define GS_KUBE_POD_GET_MS 2000 /* bind reading a pod the cache lacks or keeps compact */
 #define GS_KUBE_EVENT_QUEUE 128                 /* pending events; more are dropped */
 #define GS_KUBE_MSG_MAX 1024                    /* event message */
 

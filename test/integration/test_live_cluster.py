@@ -200,6 +200,21 @@ class LiveCluster(unittest.TestCase):
         self.assertFalse(srv.get("pods", "default", "p2")["spec"].get("nodeName"))
         self.assertEqual(used_by_gpu(ext.ledger()), {("gpu-a", 0): 2048})
 
+    def test_bind_repeated_after_a_restart_is_idempotent(self):
+        # A restarted extender keeps a bound pod compact in its cache, without
+        # its containers: a repeated bind (kube-scheduler retries when a reply
+        # is lost) reads the pod again and answers success, writing nothing.
+        srv = self.start_server([node("gpu-r", "share", gpus=2, units=32), pod("rp", units=3, count=1)])
+        ext = self.start_ext()
+        live = srv.get("pods", "default", "rp")
+        self.assertEqual(ext.bind(live, "gpu-r"), {"Error": ""})
+        ext.kill(signal.SIGTERM)
+        again = self.start_ext(name="restarted")
+        binds = len([r for r in srv.requests(method="POST") if r["path"].endswith("/binding")])
+        self.assertEqual(again.bind(live, "gpu-r"), {"Error": ""})
+        self.assertEqual(len([r for r in srv.requests(method="POST") if r["path"].endswith("/binding")]), binds)
+        self.assertEqual(used_by_gpu(again.ledger())[("gpu-r", 0)], 3072)
+
     def test_multi_card_annotation_shape(self):
         srv = self.start_server([node("gpu-b", "share", gpus=4, units=64),
                                  pod("m", units=8, count=2)])
@@ -326,6 +341,21 @@ class LiveCluster(unittest.TestCase):
         srv.up()
         ext.wait_ready(timeout=40)
         self.assertEqual([n["name"] for n in ext.ledger()["nodes"]], ["n"])
+
+    def test_bind_of_a_pod_the_watch_has_not_delivered_reads_it(self):
+        # kube-scheduler can bind a pod before the extender's watch delivers
+        # it: bind reads the pod from the apiserver instead of answering
+        # "not found". The pods watch is held back to make that certain.
+        srv = self.start_server([node("gpu-w", "share", gpus=1, units=16)])
+        ext = self.start_ext()
+        srv.inject_fault(method="GET", path=r"^/api/v1/pods$", action="delay", delay=5.0, count=None,
+                         query=r"watch=")
+        srv.drop_watches(mode="end", resource="pods")
+        p = srv.add(pod("fresh", units=2))
+        self.assertEqual(ext.bind(p, "gpu-w"), {"Error": ""})
+        self.assertEqual(srv.get("pods", "default", "fresh")["spec"]["nodeName"], "gpu-w")
+        self.assertEqual(used_by_gpu(ext.ledger())[("gpu-w", 0)], 2048)
+        srv.clear_faults()
 
     def test_leader_election_failover(self):
         srv = self.start_server([node("n", "share", gpus=1, units=16), pod("lp", units=1)])

@@ -146,6 +146,9 @@ class RealCase(unittest.TestCase):
         self.k.delete("namespaces", None, self.ns, grace=None)
         for p in self.k.list("pods", self.ns):
             self.k.delete("pods", self.ns, p["metadata"]["name"], grace=0)
+        # Job pods carry a finalizer: they stay Terminating (and hold their
+        # GPUs, as on a real node) until the Job controller lets them go.
+        wait_for(lambda: not self.k.list("pods", self.ns), 120, f"the pods of {self.ns} to be gone", 0.2)
         if Env.ext and Env.ext.proc.alive():
             # the ledger forgets the test's nodes before the next test starts
             wait_for(lambda: not [n for n in Env.ext.ledger()["nodes"] if n["name"] in self.nodes],

@@ -37,6 +37,10 @@ class LiveClusterOnRealApiserver(live.LiveCluster):
     def test_apiserver_down_at_start_then_ready_when_back(self):
         pass
 
+    @unittest.skip("fault injection (a watch held back): test apiserver only")
+    def test_bind_of_a_pod_the_watch_has_not_delivered_reads_it(self):
+        pass
+
 
 if __name__ == "__main__":
     unittest.main()

@@ -3,6 +3,7 @@ kube-scheduler (issue 11, items 4 and 5). Each test starts its own
 extender(s) on the port kube-scheduler calls."""
 import os
 import signal
+import threading
 import time
 import unittest
 
@@ -49,12 +50,14 @@ class Lifecycle(RealCase):
             self.node(f"gpu-k{i}", "share", gpus=2, units=2 * GPU16)
         ext = self.start_ext().wait_ready()
         sizes = [1 + i % 3 for i in range(48)]  # 96 GiB of 128
-        for i, u in enumerate(sizes):
-            self.pod(f"w-{i:02d}", units=u, labels={"app": "storm"})
-        # kill -9 while kube-scheduler is binding
+        creator = threading.Thread(target=lambda: [self.pod(f"w-{i:02d}", units=u, labels={"app": "storm"})
+                                                   for i, u in enumerate(sizes)])
+        creator.start()
+        # kill -9 while kube-scheduler is binding and pods keep coming
         wait_for(lambda: len([p for p in self.pods() if p["spec"].get("nodeName")]) >= 8, 120,
                  "the first binds", 0.02)
         ext.kill(signal.SIGKILL)
+        creator.join()
         bound_at_kill = len([p for p in self.pods() if p["spec"].get("nodeName")])
         self.assertLess(bound_at_kill, 48, "the kill came too late to test anything")
         again = self.start_ext().wait_ready()
