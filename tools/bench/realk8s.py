@@ -1,0 +1,141 @@
+#!/usr/bin/env python3
+"""End-to-end scheduling throughput on the real control plane (issue 11).
+
+For each node count: a fresh control plane (test/k8s/kcluster.py) with N share
+nodes x 8 GPUs x 16 GiB as API objects and P pending pods of 4 GiB created
+*before* kube-scheduler starts; then kube-scheduler starts and the clock runs
+until every pod is bound. Two modes, same everything else:
+
+  plain     kube-scheduler alone: deploy/scheduler's configuration without its
+            extenders stanza (aliyun.com/gpu-mem a plain extended resource)
+  extender  deploy/scheduler's configuration as shipped, gpushare-extender wired in
+
+Prints pods/s per mode, the ratio, kube-scheduler's own mean scheduling
+attempt latency (scheduler_scheduling_attempt_duration_seconds) and the
+extender's mean time per filter+prioritize (gpushare_request_duration_seconds),
+so the extender's share of an attempt. Figures go to docs/benchmarks.md.
+
+  python3 tools/bench/realk8s.py [--nodes 500,5000] [--pods 1000] [--modes plain,extender]
+"""
+import argparse
+import concurrent.futures
+import json
+import os
+import re
+import sys
+import tempfile
+import time
+import urllib.request
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "test", "k8s"))
+import kcluster  # noqa: E402
+import yaml  # noqa: E402
+
+
+def metric_sum(text, name, **labels):
+    total = 0.0
+    for line in text.splitlines():
+        m = re.match(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})?\s+(\S+)", line)
+        if not m or m.group(1) != name:
+            continue
+        got = dict(re.findall(r'(\w+)="([^"]*)"', m.group(2) or ""))
+        if all(got.get(k) == v for k, v in labels.items()):
+            total += float(m.group(3))
+    return total
+
+
+def scheduler_metrics(cp):
+    req = urllib.request.Request(f"https://127.0.0.1:{cp.sched_port}/metrics")
+    req.add_header("Authorization", "Bearer " + cp.tokens["admin"])
+    import ssl
+    ctx = ssl.create_default_context()
+    ctx.check_hostname = False
+    ctx.verify_mode = ssl.CERT_NONE  # kube-scheduler's self-signed serving cert
+    with urllib.request.urlopen(req, context=ctx, timeout=30) as r:
+        return r.read().decode()
+
+
+def run(mode, nodes, pods, workdir):
+    cfg = os.path.join(kcluster.SOURCE, "deploy", "scheduler", "kube-scheduler-config.yaml")
+    if mode == "plain":
+        with open(cfg) as f:
+            c = yaml.safe_load(f)
+        c.pop("extenders", None)
+        cfg = os.path.join(workdir, "plain-scheduler.yaml")
+        with open(cfg, "w") as f:
+            yaml.safe_dump(c, f)
+    cp = kcluster.ControlPlane(workdir, scheduler=False, scheduler_config=cfg)
+    cp.start()
+    try:
+        k = cp.admin
+        k.apply({"apiVersion": "v1", "kind": "ConfigMap",
+                 "metadata": {"name": "gpushare-config", "namespace": "kube-system"},
+                 "data": {"gpuMemoryUnit": "1GiB"}})
+        t = time.time()
+        with concurrent.futures.ThreadPoolExecutor(8) as ex:
+            list(ex.map(lambda i: cp.add_node(f"gpu-{i:05d}", labels={"ack.node.gpu.schedule": "share"},
+                                              capacity=kcluster.gpu_node_capacity(8, 8 * 16)),
+                        range(nodes)))
+            list(ex.map(lambda i: k.create(kcluster.gpu_pod(f"p-{i:05d}", units=4)), range(pods)))
+        setup_s = time.time() - t
+        ext = None
+        if mode == "extender":
+            ext = kcluster.Extender(cp, args=("--log-level", "warn")).wait_ready(timeout=300)
+        t0 = time.time()
+        cp.start_scheduler()
+
+        def bound():
+            items = k.call("GET", "/api/v1/namespaces/default/pods?fieldSelector=spec.nodeName%3D")["items"]
+            return not items
+        kcluster.wait_for(bound, 3600, "every pod bound", 0.2)
+        took = time.time() - t0
+        sm = scheduler_metrics(cp)
+        att_n = metric_sum(sm, "scheduler_scheduling_attempt_duration_seconds_count")
+        att_s = metric_sum(sm, "scheduler_scheduling_attempt_duration_seconds_sum")
+        out = {"mode": mode, "nodes": nodes, "pods": pods, "seconds": round(took, 2),
+               "pods_per_s": round(pods / took, 1), "setup_s": round(setup_s, 1),
+               "attempts": int(att_n), "attempt_mean_ms": round(1000 * att_s / att_n, 3) if att_n else None}
+        if ext:
+            em = ext.metrics()
+            fp_s = sum(metric_sum(em, "gpushare_request_duration_seconds_sum", verb=v) for v in ("filter", "prioritize"))
+            fp_n = metric_sum(em, "gpushare_request_duration_seconds_count", verb="filter")
+            out["extender_filter_prioritize_mean_ms"] = round(1000 * fp_s / fp_n, 3) if fp_n else None
+            out["extender_bind_mean_ms"] = round(
+                1000 * metric_sum(em, "gpushare_request_duration_seconds_sum", verb="bind")
+                / max(1, metric_sum(em, "gpushare_request_duration_seconds_count", verb="bind")), 3)
+        return out
+    finally:
+        cp.stop()
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--nodes", default="500,5000")
+    ap.add_argument("--pods", type=int, default=1000)
+    ap.add_argument("--modes", default="plain,extender")
+    ap.add_argument("--json", action="store_true")
+    a = ap.parse_args()
+    results = []
+    for n in [int(x) for x in a.nodes.split(",")]:
+        row = {}
+        for mode in a.modes.split(","):
+            with tempfile.TemporaryDirectory(prefix="gs-bench-k8s-") as d:
+                r = run(mode, n, a.pods, d)
+            results.append(r)
+            row[mode] = r
+            print(json.dumps(r) if a.json else
+                  f"{n:6d} nodes {mode:9s} {r['pods']} pods in {r['seconds']:7.2f} s = {r['pods_per_s']:7.1f} pods/s"
+                  f"  attempt mean {r['attempt_mean_ms']} ms"
+                  + (f"  extender filter+prioritize {r['extender_filter_prioritize_mean_ms']} ms,"
+                     f" bind {r['extender_bind_mean_ms']} ms" if mode == "extender" else ""), flush=True)
+        if "plain" in row and "extender" in row:
+            e, p = row["extender"], row["plain"]
+            print(f"{n:6d} nodes ratio extender/plain = {e['pods_per_s'] / p['pods_per_s']:.2f};"
+                  f" extender share of an attempt = "
+                  f"{e['extender_filter_prioritize_mean_ms'] / e['attempt_mean_ms']:.0%}", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
