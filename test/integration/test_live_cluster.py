@@ -108,6 +108,20 @@ class Ext:
                 raise AssertionError("valgrind found errors:\n" + report[-6000:])
 
 
+def wait_until(cond, timeout, what, interval=0.05):
+    """Polls cond() until true; a generous deadline, never a fixed sleep
+    (the test command also runs at load 10 on 2 cores, and under valgrind)."""
+    if os.environ.get("GS_VALGRIND"):
+        timeout *= 6
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        v = cond()
+        if v:
+            return v
+        time.sleep(interval)
+    raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
+
+
 def used_by_gpu(ledger):
     return {(n["name"], g["index"]): g["usedMiB"] for n in ledger["nodes"] for g in n["gpus"]}
 
@@ -193,7 +207,6 @@ class LiveCluster(unittest.TestCase):
         self.assertEqual(used_by_gpu(ext.ledger()), {("gpu-a", 0): 2048})
         # a wrong UID is refused and writes nothing
         srv.add(pod("p2", units=16))
-        time.sleep(0.3)
         bad = dict(srv.get("pods", "default", "p2"))
         bad["metadata"] = dict(bad["metadata"], uid="not-the-uid")
         self.assertNotEqual(ext.bind(bad, "gpu-a")["Error"], "")
@@ -284,7 +297,8 @@ class LiveCluster(unittest.TestCase):
 
         t = threading.Thread(target=storm)
         t.start()
-        time.sleep(0.5)
+        wait_until(lambda: sum(1 for p in srv.list("pods") if p["spec"].get("nodeName")) >= 5, 60,
+                   "the first binds")
         ext.kill(signal.SIGKILL)
         stop.set()
         t.join(timeout=20)
@@ -334,9 +348,9 @@ class LiveCluster(unittest.TestCase):
         srv = self.start_server([node("n", "share", gpus=1, units=16)])
         srv.down()
         ext = self.start_ext(wait=False)
-        time.sleep(1.5)
+        # alive and answering /healthz while the apiserver is down, not ready
+        wait_until(lambda: ext.status("/healthz")[0] == 200, 30, "/healthz")
         self.assertIsNone(ext.proc.poll())
-        self.assertEqual(ext.status("/healthz")[0], 200)
         self.assertEqual(ext.status("/readyz")[0], 503)
         srv.up()
         ext.wait_ready(timeout=40)
@@ -361,10 +375,14 @@ class LiveCluster(unittest.TestCase):
         srv = self.start_server([node("n", "share", gpus=1, units=16), pod("lp", units=1)])
         a = self.start_ext("--leader-elect", wait=False, name="a")
         b = self.start_ext("--leader-elect", wait=False, name="b")
-        deadline = time.time() + 20
-        while time.time() < deadline and not (a.ready() or b.ready()):
-            time.sleep(0.1)
-        time.sleep(1.0)
+        wait_until(lambda: a.ready() or b.ready(), 30, "a leader")
+        # both have tried the Lease: it names its holder, the other answers
+        # /healthz but is not ready
+        wait_until(lambda: a.status("/healthz")[0] == 200 and b.status("/healthz")[0] == 200, 30,
+                   "both replicas up")
+        holder = wait_until(lambda: (srv.get("leases", "kube-system", "gpushare-extender") or {})
+                            .get("spec", {}).get("holderIdentity"), 30, "the Lease's holder")
+        self.assertTrue(holder)
         ready = [e for e in (a, b) if e.ready()]
         self.assertEqual(len(ready), 1)
         leader, standby = (a, b) if ready[0] is a else (b, a)

@@ -240,6 +240,21 @@ class RealCase(unittest.TestCase):
         self.assertEqual(ann["gpushare.io/unit-mib"], str(unit_mib))
 
 
+class ZzLeastPrivilege(RealCase):
+    """Imported by every module of the tier; runs last in it (unittest sorts
+    classes by name): the extender's requests over the whole module, from the
+    apiserver's audit log, against the shipped deploy/rbac.yaml."""
+
+    def test_the_extender_was_never_denied_and_used_only_what_the_role_grants(self):
+        problems, seen = audit_problems(self.cp)
+        self.assertEqual(problems, [])
+        # the module exercised the extender's real calls
+        verbs = {(k[2], k[3]) for k in seen}
+        for want in [("pods", "list"), ("pods", "watch"), ("nodes", "list"), ("nodes", "watch"),
+                     ("pods/binding", "create"), ("configmaps", "get")]:
+            self.assertIn(want, verbs, sorted(verbs))
+
+
 def alloc_gpus(p):
     a = json.loads(p["metadata"]["annotations"]["scheduler.framework.gpushare.allocation"])
     return sorted(int(g) for c in a.values() for g in c)

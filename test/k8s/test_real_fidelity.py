@@ -8,7 +8,7 @@ import sys
 import unittest
 
 import kcluster
-from realcase import Env
+from realcase import Env, ZzLeastPrivilege  # noqa: F401
 
 sys.path.insert(0, os.path.join(kcluster.SOURCE, "test", "integration"))
 import test_live_cluster as live  # noqa: E402

@@ -9,7 +9,7 @@ import unittest
 
 import kcluster
 from kcluster import Extender, ServiceProxy, free_port
-from realcase import Env, RealCase, metric, wait_for
+from realcase import Env, RealCase, ZzLeastPrivilege, metric, wait_for  # noqa: F401
 
 GPU16 = 16  # a 16 GiB GPU in 1GiB units
 
