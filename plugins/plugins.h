@@ -4,7 +4,7 @@
 
 #include <gpushare/plugin.h>
 
-/* GPU memory sharing and whole-GPU placement on one node (CONTRACT §3, §4). */
+/* GPU memory sharing and whole-GPU placement on one node (docs/contract.md §3, §4). */
 extern const struct gs_plugin_ops gs_plugin_gpumem;
 
 /* The default plugin list; *ret_n gets its length. Static storage. */

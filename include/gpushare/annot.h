@@ -1,4 +1,4 @@
-/* gpushare — the annotations a Binding carries (CONTRACT §4), formatted
+/* gpushare — the annotations a Binding carries (docs/contract.md §4), formatted
  * without a JSON library: the shapes are fixed maps of integers, so plugins
  * (which include only the public headers) can produce them. src/api reads
  * them back with jansson. */

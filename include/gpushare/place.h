@@ -5,7 +5,7 @@
 
 #include <gpushare/ledger.h>
 
-/* Cluster-wide knobs (ConfigMap keys of CONTRACT §6). */
+/* Cluster-wide knobs (ConfigMap keys of docs/contract.md §6). */
 struct gs_policy {
   uint32_t unit_mib;        /* active unit (1024 or 128) */
   uint32_t cgpu_max_pods;   /* cgpuMaxPodsPerGPU, default 16; 0 = no cap */

@@ -1,4 +1,4 @@
-/* Bind annotations (CONTRACT §4), read back from a pod when the ledger is
+/* Bind annotations (docs/contract.md §4), read back from a pod when the ledger is
  * rebuilt. They are written by the core (gpushare/annot.h).
  *
  * Reading order: the V2 key scheduler.framework.gpushare.allocation, else

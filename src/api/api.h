@@ -15,7 +15,7 @@
 
 #include <jansson.h>
 
-/* Resource, label and annotation names (CONTRACT §3, §4). */
+/* Resource, label and annotation names (docs/contract.md §3, §4). */
 #define GS_RES_GPU_MEM "aliyun.com/gpu-mem"
 #define GS_RES_GPU_COUNT "aliyun.com/gpu-count"
 #define GS_RES_GPU "aliyun.com/gpu"
@@ -102,7 +102,7 @@ void gs_api_args_release(struct gs_api_args *args);
 
 /* ExtenderFilterResult builder. Error texts (filter and bind) have '%'
  * replaced by U+FF05 '％': kube-scheduler passes Error to fmt.Errorf as a
- * format in some versions (KUBE-PROTOCOL §A.8). */
+ * format in some versions (docs/kube-protocol.md §A.8). */
 struct gs_api_filter_result;
 struct gs_api_filter_result *gs_api_filter_result_new(bool by_names);
 void gs_api_filter_result_free(struct gs_api_filter_result *r);
@@ -137,7 +137,7 @@ char *gs_api_bind_result_dump(const char *error);
 /* {"Error":"..."}: the body of an HTTP 400/404/405/413. */
 char *gs_api_error_dump(const char *error);
 
-/* ---- annotations (CONTRACT §4) ----------------------------------------- */
+/* ---- annotations (docs/contract.md §4) ----------------------------------------- */
 
 /* The bind annotations are formatted by the core (gpushare/annot.h), so
  * plugins can write them; this layer only reads them back. */
@@ -162,14 +162,14 @@ struct gs_api_alloc {
 enum gs_err gs_api_alloc_from_pod(const json_t *pod, uint32_t default_unit_mib,
                                   struct gs_api_alloc *ret, struct gs_diag *diag) GS_WUR;
 
-/* ---- topology annotation (CONTRACT §7) ---------------------------------- */
+/* ---- topology annotation (docs/contract.md §7) ---------------------------------- */
 
 /* {"links":[["X","NV1",...],...]} ↔ struct gs_topo. */
 enum gs_err gs_api_topo_decode(const char *json_text, struct gs_topo *ret,
                                struct gs_diag *diag) GS_WUR;
 char *gs_api_topo_encode(const struct gs_topo *topo);
 
-/* ---- ledger views (CONTRACT §5) ----------------------------------------- */
+/* ---- ledger views (docs/contract.md §5) ----------------------------------------- */
 
 /* Extra state shown beside the ledger. */
 struct gs_api_ledger_view {

@@ -1,4 +1,4 @@
-/* Extender v1 wire types (KUBE-PROTOCOL §A.3): ExtenderArgs,
+/* Extender v1 wire types (docs/kube-protocol.md §A.3): ExtenderArgs,
  * ExtenderFilterResult, HostPriorityList, ExtenderBindingArgs/Result.
  *
  * Request bodies are parsed with JSON_REJECT_DUPLICATES. Go's decoder
@@ -374,7 +374,7 @@ void gs_api_args_release(struct gs_api_args *args) {
 /* ---- results ------------------------------------------------------------ */
 
 /* kube-scheduler has turned Error into an error with fmt.Errorf(Error) in
- * some versions and errors.New in others (KUBE-PROTOCOL §A.8), so no escape
+ * some versions and errors.New in others (docs/kube-protocol.md §A.8), so no escape
  * reads right in both. '%' in an Error text (only ever echoed user input)
  * becomes U+FF05 FULLWIDTH PERCENT SIGN: it reads the same and is never a
  * verb. */
@@ -533,7 +533,7 @@ enum gs_err gs_api_filter_result_pass(struct gs_api_filter_result *r, const char
   }
   if (!json_is_object(node_obj))
     return GS_EINVAL;
-  /* Returned unmodified (KUBE-PROTOCOL §A.3): a new reference to the
+  /* Returned unmodified (docs/kube-protocol.md §A.3): a new reference to the
    * caller's object, which jansson never changes while dumping. */
   return json_array_append_new(r->pass, json_incref((json_t *)node_obj)) == 0 ? GS_EOK
                                                                              : GS_ENOMEM;

@@ -1,4 +1,4 @@
-/* Ledger views (CONTRACT §5): the /debug/ledger object and the
+/* Ledger views (docs/contract.md §5): the /debug/ledger object and the
  * Aliyun-compatible inspect object.
  *
  * Both read the ledger through its public views only. Ordering is fixed so

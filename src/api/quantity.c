@@ -1,4 +1,4 @@
-/* Kubernetes resource quantities that must be whole numbers (KUBE-PROTOCOL
+/* Kubernetes resource quantities that must be whole numbers (docs/kube-protocol.md
  * §C.12): extended resources, node capacity.
  *
  * Grammar (apimachinery resource.Quantity):

@@ -1,4 +1,4 @@
-/* The node topology annotation (CONTRACT §7):
+/* The node topology annotation (docs/contract.md §7):
  * {"links":[["X","NV1",...],...]} ↔ struct gs_topo.
  *
  * Cells are the legend of `nvidia-smi topo -m`: X (a GPU to itself, the

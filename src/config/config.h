@@ -1,5 +1,5 @@
 /* gpushare — configuration: YAML documents (libyaml), extender flags and
- * config file, ConfigMap keys (CONTRACT §1, §6), kubeconfig (KUBE-PROTOCOL
+ * config file, ConfigMap keys (docs/contract.md §1, §6), kubeconfig (docs/kube-protocol.md
  * §D.2). Errors carry file:line:col or the key and the accepted values. */
 #ifndef GPUSHARE_CONFIG_H
 #define GPUSHARE_CONFIG_H
@@ -46,13 +46,13 @@ struct gs_config {
   char tls_cert_file[GS_PATH_MAX];
   char tls_key_file[GS_PATH_MAX];
   enum gs_log_level log_level;      /* info */
-  struct gs_policy policy;          /* CONTRACT §6 keys (defaults applied) */
+  struct gs_policy policy;          /* docs/contract.md §6 keys (defaults applied) */
 };
 
 enum gs_config_action { GS_CONFIG_RUN = 0, GS_CONFIG_HELP, GS_CONFIG_VERSION };
 
 void gs_config_defaults(struct gs_config *cfg);
-/* Parses argv (flags of CONTRACT §1; "--flag value" and "--flag=value").
+/* Parses argv (flags of docs/contract.md §1; "--flag value" and "--flag=value").
  * --config FILE is read first and flags override it; the file holds the
  * same names without dashes (listen, kubeconfig, configmap, gpu-memory-unit,
  * demo, leader-elect, lease, tls-cert-file, tls-key-file, log-level) and

@@ -1,4 +1,4 @@
-/* gpushare-extender flags (CONTRACT §1) and the --config file.
+/* gpushare-extender flags (docs/contract.md §1) and the --config file.
  *
  * Precedence: defaults < --config file < flags, whatever the order on the
  * command line (argv is read twice: once for syntax, --config, --help and

@@ -1,4 +1,4 @@
-/* kubeconfig (clientcmd v1, KUBE-PROTOCOL §D.2) resolved to its
+/* kubeconfig (clientcmd v1, docs/kube-protocol.md §D.2) resolved to its
  * current-context.
  *
  * The file is read with GS__YAML_PLAIN_TEXT: names such as `user: y` stay

@@ -1,4 +1,4 @@
-/* CONTRACT §6 keys (ConfigMap data or --config file) → struct gs_policy. */
+/* docs/contract.md §6 keys (ConfigMap data or --config file) → struct gs_policy. */
 #include "config_int.h"
 
 #include <stdio.h>

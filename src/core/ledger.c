@@ -337,7 +337,7 @@ static void node_free(struct gs_ledger *ledger, struct node_rec *node) {
   gs_free(node);
 }
 
-/* GPU count and per-GPU capacity in MiB from a spec (CONTRACT §3). */
+/* GPU count and per-GPU capacity in MiB from a spec (docs/contract.md §3). */
 static enum gs_err spec_gpus(const struct gs_ledger *ledger, const struct gs_node_spec *spec,
                              uint32_t *ret_n, uint64_t ret_total_mib[GS_MAX_GPUS]) {
   uint64_t totals[GS_MAX_GPUS] = {0};

@@ -1,7 +1,7 @@
 /* gpushare — the live cluster backend: a kube-apiserver client (libcurl +
  * jansson) behind struct gs_cluster_ops (cluster.h).
  *
- * What it does (KUBE-PROTOCOL §C, §D):
+ * What it does (docs/kube-protocol.md §C, §D):
  *  - connects in-cluster (service account) or through a kubeconfig;
  *  - informers (list + watch, one thread each) for nodes, pods of all
  *    namespaces, the gpushare ConfigMap and kube-system/unhealthy-gpu-*

@@ -1,4 +1,4 @@
-/* The apiserver connection (KUBE-PROTOCOL §D): in-cluster or kubeconfig,
+/* The apiserver connection (docs/kube-protocol.md §D): in-cluster or kubeconfig,
  * TLS, bearer tokens re-read from their file, and one HTTP request over a
  * thread-owned libcurl handle. Retry policy lives with the callers (bind
  * has a time budget, informers retry forever). */

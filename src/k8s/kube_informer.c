@@ -1,5 +1,5 @@
 /* Informers: list (paged) + watch, modelled on client-go's Reflector
- * (KUBE-PROTOCOL §C.3, §C.4). Each keeps a cache keyed by namespace/name,
+ * (docs/kube-protocol.md §C.3, §C.4). Each keeps a cache keyed by namespace/name,
  * so a relist reports objects gone since (or replaced under the same name,
  * by uid) as deletions. Events reach the sink under k->sink_mu, in order. */
 #include "arena.h"

@@ -135,7 +135,7 @@ void gs__backoff_init(struct gs__backoff *b, uint32_t initial_ms, uint32_t max_m
 uint32_t gs__backoff_next(struct gs__backoff *b, int64_t now_ms);
 void gs__backoff_reset(struct gs__backoff *b);
 
-/* ---- lease decision (KUBE-PROTOCOL §C.10, client-go LeaseLock) --------- */
+/* ---- lease decision (docs/kube-protocol.md §C.10, client-go LeaseLock) --------- */
 
 #define GS_KUBE_IDENTITY_MAX 255
 struct gs__lease_spec {
@@ -251,7 +251,7 @@ enum gs__inf_kind {
 
 struct gs__kube;
 
-/* One list+watch loop (KUBE-PROTOCOL §C.3, §C.4) on its own thread. */
+/* One list+watch loop (docs/kube-protocol.md §C.3, §C.4) on its own thread. */
 struct gs__informer {
   struct gs__kube *k;
   enum gs__inf_kind kind;

@@ -1,5 +1,5 @@
 /* Leader election with a coordination.k8s.io/v1 Lease, as client-go's
- * LeaderElector + LeaseLock (KUBE-PROTOCOL §C.10). Informers run whatever
+ * LeaderElector + LeaseLock (docs/kube-protocol.md §C.10). Informers run whatever
  * the leadership; on taking the lease every informer relists (a consistent
  * read) and only then is the sink told leader(true), so a new leader serves
  * from fresh state. Losing the renew deadline → leader(false), then this

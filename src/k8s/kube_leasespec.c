@@ -1,5 +1,5 @@
 /* The Lease record and the pure acquire/renew decision of client-go's
- * LeaderElector (KUBE-PROTOCOL §C.10). Expiry is judged by the local time a
+ * LeaderElector (docs/kube-protocol.md §C.10). Expiry is judged by the local time a
  * change of the record was *observed*, never by renewTime, so clock skew
  * between candidates does not matter. */
 #include "kube_int.h"

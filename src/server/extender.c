@@ -1,5 +1,5 @@
 /* The extender: cluster events into the framework (the sink), and the HTTP
- * routes of CONTRACT §2 over it. */
+ * routes of docs/contract.md §2 over it. */
 #include "server.h"
 
 #include "api.h"
@@ -563,7 +563,7 @@ struct view_call {
   json_t *out;
 };
 
-/* CONTRACT §5 "gangs": {"job":"ns/job","replicas":R,"placed":P,
+/* docs/contract.md §5 "gangs": {"job":"ns/job","replicas":R,"placed":P,
  * "nodes":{"node":[gpu,...]}} for every plan still holding slots. */
 static json_t *gangs_json(struct gs_server *s) {
   static __thread struct gs_gang_slot_info slots[GS_GANG_REPLICAS_MAX];

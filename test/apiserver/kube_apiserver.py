@@ -51,7 +51,7 @@ import uuid
 __all__ = ["FakeApiServer", "ApiError", "main"]
 
 # ---------------------------------------------------------------------------
-# Constants taken from the real apiserver (see reference/KUBE-PROTOCOL.md)
+# Constants taken from the real apiserver (see reference/docs/kube-protocol.md)
 # ---------------------------------------------------------------------------
 
 OPTIMISTIC_LOCK_ERROR_MSG = ("the object has been modified; please apply your changes "

@@ -633,7 +633,7 @@ class ServiceTest(unittest.TestCase):
 
 class SchedulerConfigTest(unittest.TestCase):
     # kubescheduler.config.k8s.io/v1 keys (strict decoding: anything else is
-    # a start-up error of kube-scheduler). KUBE-PROTOCOL §B for the extender;
+    # a start-up error of kube-scheduler). docs/kube-protocol.md §B for the extender;
     # k8s.io/kube-scheduler/config/v1 and component-base for the rest.
     TOP = {"apiVersion", "kind", "parallelism", "leaderElection", "clientConnection",
            "enableProfiling", "enableContentionProfiling", "percentageOfNodesToScore",

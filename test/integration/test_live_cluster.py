@@ -127,7 +127,7 @@ def used_by_gpu(ledger):
 
 
 def expected_from_pods(server, unit_default=1024):
-    """The ledger recomputed from the apiserver's pods (CONTRACT §4)."""
+    """The ledger recomputed from the apiserver's pods (docs/contract.md §4)."""
     used = {}
     for p in server.list("pods"):
         ann = p["metadata"].get("annotations") or {}

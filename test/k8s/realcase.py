@@ -1,6 +1,6 @@
 """Shared set-up of the real control-plane tests: one control plane per test
 module (started in setUpModule), one extender, a namespace per test, and the
-checks every scenario makes (CONTRACT §4 annotations, ledger == truth, RBAC
+checks every scenario makes (docs/contract.md §4 annotations, ledger == truth, RBAC
 seen in the audit log)."""
 import json
 import os
@@ -223,7 +223,7 @@ class RealCase(unittest.TestCase):
                 self.assertLessEqual(g["usedMiB"], g["totalMiB"], (n["name"], g["index"]))
 
     def assert_memory_annotations(self, p, gpus, units_per_gpu, unit_mib, node_units):
-        """CONTRACT §4 for a one-container memory pod, exactly."""
+        """docs/contract.md §4 for a one-container memory pod, exactly."""
         ann = p["metadata"].get("annotations") or {}
         self.assertEqual(set(ann) & (MEM_KEYS | {TOPO_KEY}), MEM_KEYS, ann)
         self.assertEqual(json.loads(ann["scheduler.framework.gpushare.allocation"]),

@@ -1,7 +1,7 @@
 /* gpushare-bench memory: resident set size of the real extender holding N
  * nodes × 8 GPUs and P bound pods, and its time to ready.
  *
- * A demo file with P pods carrying the bind annotations (CONTRACT §4) is
+ * A demo file with P pods carrying the bind annotations (docs/contract.md §4) is
  * generated, so start-up goes through the real restore path (annotations →
  * ledger), as after a restart against a live cluster. RSS is read from
  * /proc/PID/status once /readyz answers 200 (and again a moment later);

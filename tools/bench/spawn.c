@@ -74,7 +74,7 @@ static void write_node(struct writer *w, const struct bench_node *n, const struc
 }
 
 /* A bound pod as the apiserver would return it after our bind: the
- * CONTRACT §4 annotations, nodeName, Running. */
+ * docs/contract.md §4 annotations, nodeName, Running. */
 static void write_bound(struct writer *w, const struct bench_node *n, const char *name,
                         const char *uid, enum gs_alloc_kind kind, uint32_t gpu, uint32_t units) {
   item_sep(w);

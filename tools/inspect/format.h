@@ -1,4 +1,4 @@
-/* gpushare-inspect — renders the extender's /debug/ledger JSON (CONTRACT §5)
+/* gpushare-inspect — renders the extender's /debug/ledger JSON (docs/contract.md §5)
  * as text. No I/O here: main.c fetches, this file only formats, so the
  * output is tested byte for byte against golden files.
  *

@@ -1,5 +1,5 @@
 /* gpushare-topo: reads `nvidia-smi topo -m` text on stdin and prints the
- * value of the node annotation gpushare.io/topology (CONTRACT §7):
+ * value of the node annotation gpushare.io/topology (docs/contract.md §7):
  *   {"links":[["X","NV1",...],...]}
  * Exit status: 0 ok, 1 I/O error, 2 usage error or text it cannot read.
  * The JSON is written by hand: its shape is fixed and every cell is one of

@@ -1,4 +1,4 @@
-/* Bind annotations (CONTRACT §4): exact values, and reading them back. */
+/* Bind annotations (docs/contract.md §4): exact values, and reading them back. */
 #include "api_test.h"
 
 #define NS_TIME INT64_C(1700000000123456789)
@@ -47,7 +47,7 @@ static void expect(const struct gs_annotations *a, const char *key, const char *
     fail_msg("annotation %s = '%s', want '%s'", key, got, want);
 }
 
-/* CONTRACT §4 example: 8 units over GPUs 0 and 1 for container 0. */
+/* docs/contract.md §4 example: 8 units over GPUs 0 and 1 for container 0. */
 static void test_mem_contract_example(void **state) {
   static const struct gs_alloc_part parts[] = {{0, 1, 4}, {0, 0, 4}}; /* unsorted on purpose */
   struct gs_node node = make_node(2, 16384);

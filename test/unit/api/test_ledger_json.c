@@ -1,4 +1,4 @@
-/* Ledger views (CONTRACT §5), byte-exact over a real ledger. */
+/* Ledger views (docs/contract.md §5), byte-exact over a real ledger. */
 #include "api_test.h"
 
 #include "api_internal.h" /* gs__api_dump: the encoders' own byte form */

@@ -1,4 +1,4 @@
-/* Quantities that must be whole numbers (KUBE-PROTOCOL §C.12). */
+/* Quantities that must be whole numbers (docs/kube-protocol.md §C.12). */
 #include "api_test.h"
 
 static enum gs_err qstr(const char *text, uint64_t *v) {

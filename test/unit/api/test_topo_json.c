@@ -1,4 +1,4 @@
-/* The topology annotation {"links":[[...]]} (CONTRACT §7). */
+/* The topology annotation {"links":[[...]]} (docs/contract.md §7). */
 #include "api_test.h"
 
 static struct gs_topo topo, topo2;

@@ -1,4 +1,4 @@
-/* gs_config_from_args: every flag of CONTRACT §1, both forms, each error
+/* gs_config_from_args: every flag of docs/contract.md §1, both forms, each error
  * text, the --config file and its precedence, and the --help text. */
 #include <stdarg.h>
 #include <stddef.h>

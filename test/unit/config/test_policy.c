@@ -1,4 +1,4 @@
-/* gs_config_apply_data: ConfigMap keys of CONTRACT §6. */
+/* gs_config_apply_data: ConfigMap keys of docs/contract.md §6. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>

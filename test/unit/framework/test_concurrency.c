@@ -1,4 +1,4 @@
-/* The framework from many threads at once (CONTRACT §2: binds arrive
+/* The framework from many threads at once (docs/contract.md §2: binds arrive
  * concurrently with filters for other pods). Written for ThreadSanitizer
  * (tools/dev.sh test runs framework_* under TSan): filter, prioritize,
  * bind prepare/commit/abort, pods leaving, node updates, expiry and reads
