@@ -15,19 +15,10 @@
 #include "api.h"
 
 /* The vendored copy under test/data (reference/kube-fixtures: verbatim, see
- * its README) first, so a fresh clone has it; else GS_SHARED_DIR, which is
- * <source>/../shared: right for /work/main, but a worktree under /work/wt/
- * needs one more "..". */
+ * its README): a fresh clone has it, no path outside the checkout is read. */
 static inline FILE *open_shared(const char *rel, char *path, size_t cap) {
-  static const char *const roots[] = {GS_TEST_DATA, GS_SHARED_DIR, GS_SOURCE_DIR "/../../shared"};
-  for (size_t i = 0; i < sizeof roots / sizeof roots[0]; i++) {
-    FILE *f;
-    snprintf(path, cap, "%s/%s", roots[i], rel);
-    f = fopen(path, "rb");
-    if (f != NULL)
-      return f;
-  }
-  return NULL;
+  snprintf(path, cap, "%s/%s", GS_TEST_DATA, rel);
+  return fopen(path, "rb");
 }
 
 /* Reads a whole file (malloc'd, NUL-terminated); fails the test if absent. */

@@ -15,25 +15,14 @@
 
 #define DATA GS_TEST_DATA "/config/"
 
-/* Path of a shared/reference/kube-fixtures file. shared/ sits beside the
- * checkout (GS_SHARED_DIR); $GS_SHARED_DIR overrides it, e.g. for a git
- * worktree elsewhere. Without it the test is skipped, loudly, except in CI
- * ($CI set), where shared/ must be there. */
+/* Path of a real object of reference/kube-fixtures, vendored verbatim under
+ * test/data/reference/kube-fixtures (see its README): a fresh clone has it. */
 static const char *fixture(const char *name) {
   static char path[1024];
-  const char *dir = getenv("GS_SHARED_DIR");
   struct stat st;
-  /* the vendored copy (test/data/reference/kube-fixtures) first */
   snprintf(path, sizeof path, "%s/reference/kube-fixtures/%s", GS_TEST_DATA, name);
-  if (dir == NULL && stat(path, &st) == 0)
-    return path;
-  snprintf(path, sizeof path, "%s/reference/kube-fixtures/%s", dir ? dir : GS_SHARED_DIR, name);
-  if (stat(path, &st) != 0) {
-    if (getenv("CI") != NULL)
-      fail_msg("fixture %s not found", path);
-    print_message("fixture %s not found (set GS_SHARED_DIR): skipped\n", path);
-    skip();
-  }
+  if (stat(path, &st) != 0)
+    fail_msg("fixture %s not found", path);
   return path;
 }
 
