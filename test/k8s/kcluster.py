@@ -955,6 +955,15 @@ gpushare on a real control plane ({cp.version}), all on loopback:
     return 0
 
 
+def pid_alive(pid):
+    """True while pid runs (a zombie waiting for its reaper does not count)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return False
+
+
 def cmd_down(args):
     d = os.path.abspath(args.dir)
     pidfile = os.path.join(d, "pids")
@@ -970,9 +979,7 @@ def cmd_down(args):
             continue
         deadline = time.time() + 20
         while time.time() < deadline:
-            try:
-                os.kill(int(pid), 0)
-            except ProcessLookupError:
+            if not pid_alive(int(pid)):
                 break
             time.sleep(0.1)
         else:
