@@ -305,10 +305,12 @@ static enum gs_err kube_bind(void *self, const char *ns, const char *name, const
   pool_put(k, &h);
   gs__kbuf_release(&path);
   free(body);
+  /* The server logs the bind once, with its allocation or its error; here
+   * only the apiserver's side, at debug. */
   if (ret == GS_EOK)
-    gs__kube_log(GS_LOG_INFO, "bound", "pod=%s/%s node=%s", ns, name, node);
+    gs__kube_log(GS_LOG_DEBUG, "binding posted", "pod=%s/%s node=%s", ns, name, node);
   else
-    gs__kube_log(GS_LOG_WARN, "bind failed", "pod=%s/%s node=%s error=\"%s\"", ns, name, node,
+    gs__kube_log(GS_LOG_DEBUG, "binding failed", "pod=%s/%s node=%s error=\"%s\"", ns, name, node,
                  err ? err : "");
   return ret;
 }

@@ -201,6 +201,12 @@ class LiveCluster(unittest.TestCase):
         # one Binding carried everything: exactly one POST, to pods/p1/binding
         posts = [r for r in srv.requests(method="POST") if "/binding" in r["path"]]
         self.assertEqual(len(posts), 1)
+        # and one log line for it, with the allocation
+        ext.log.flush()
+        with open(ext.logpath) as f:
+            bound_lines = [line for line in f if 'msg="bound"' in line or "msg=bound " in line]
+        self.assertEqual(len(bound_lines), 1, bound_lines)
+        self.assertIn('allocation={"0":{"0":16}}', bound_lines[0])
         self.assertEqual(used_by_gpu(ext.ledger()), {("gpu-a", 0): 2048})
         # bind again: idempotent, no second charge
         self.assertEqual(ext.bind(srv.get("pods", "default", "p1"), "gpu-a"), {"Error": ""})
