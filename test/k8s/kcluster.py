@@ -454,7 +454,8 @@ class ControlPlane:
         if self.want_cm:
             self.start_controller_manager(minor)
             # ServiceAccount admission needs each namespace's "default" SA
-            wait_for(lambda: self.admin.try_get("serviceaccounts", "default", "default"),
+            wait_for(lambda: self._alive("kube-controller-manager")
+                     and self.admin.try_get("serviceaccounts", "default", "default"),
                      START_TIMEOUT, "the default ServiceAccount (kube-controller-manager)", 0.2)
         if self.want_scheduler:
             self.start_scheduler(minor)
@@ -471,9 +472,7 @@ class ControlPlane:
                f"--service-account-private-key-file={d}/pki/sa.key",
                f"--root-ca-file={self.ca}",
                f"--cluster-signing-cert-file={self.ca}", f"--cluster-signing-key-file={d}/pki/ca.key",
-               "--bind-address=127.0.0.1", f"--secure-port={free_port()}",
-               # act at once on the tests' objects
-               "--concurrent-job-syncs=5", "--concurrent-statefulset-syncs=5"]
+               "--bind-address=127.0.0.1", f"--secure-port={free_port()}"]
         self.procs["kube-controller-manager"] = Proc("kube-controller-manager", cmd, d)
 
     def scheduler_config_text(self, minor, url_prefix=None):
@@ -504,6 +503,12 @@ class ControlPlane:
                *self.extra_scheduler_args]
         self.procs[name] = Proc(name, cmd, d)
         wait_for(lambda: self._scheduler_leads(), START_TIMEOUT, "kube-scheduler leadership", 0.2)
+
+    def _alive(self, name):
+        p = self.procs[name]
+        if not p.alive():
+            raise Fatal(f"{name} exited:\n" + p.tail())
+        return True
 
     def _scheduler_leads(self):
         p = self.procs["kube-scheduler"]

@@ -240,10 +240,11 @@ class RealCase(unittest.TestCase):
         self.assertEqual(ann["gpushare.io/unit-mib"], str(unit_mib))
 
 
-class ZzLeastPrivilege(RealCase):
-    """Imported by every module of the tier; runs last in it (unittest sorts
-    classes by name): the extender's requests over the whole module, from the
-    apiserver's audit log, against the shipped deploy/rbac.yaml."""
+class LeastPrivilege:
+    """Mixed into a RealCase named ZzLeastPrivilege in every module of the
+    tier, so it runs last there (unittest sorts classes by name) and inside
+    that module's control plane: the extender's requests over the whole
+    module, from the apiserver's audit log, against deploy/rbac.yaml."""
 
     def test_the_extender_was_never_denied_and_used_only_what_the_role_grants(self):
         problems, seen = audit_problems(self.cp)
@@ -279,4 +280,4 @@ def metric(text, name, **labels):
 
 
 __all__ = ["Env", "RealCase", "KubeError", "alloc_gpus", "topo_alloc", "audit_problems", "metric",
-           "MEM_KEYS", "TOPO_KEY", "wait_for", "time"]
+           "MEM_KEYS", "TOPO_KEY", "wait_for", "time", "LeastPrivilege"]

@@ -9,7 +9,7 @@ import unittest
 
 import kcluster
 from kcluster import Extender, ServiceProxy, free_port
-from realcase import Env, RealCase, ZzLeastPrivilege, metric, wait_for  # noqa: F401
+from realcase import Env, LeastPrivilege, RealCase, metric, wait_for
 
 GPU16 = 16  # a 16 GiB GPU in 1GiB units
 
@@ -116,6 +116,10 @@ class Lifecycle(RealCase):
         print(f"\noutage recovery: 4 pods bound {took:.1f} s after the extender started", flush=True)
         self.assert_ledger_is_truth(ext)
         self.assertIsNotNone(metric(ext.metrics(), "gpushare_requests_total", verb="bind"))
+
+
+class ZzLeastPrivilege(LeastPrivilege, RealCase):
+    """The module's RBAC check, last (realcase.LeastPrivilege)."""
 
 
 if __name__ == "__main__":

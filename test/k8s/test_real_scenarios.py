@@ -4,7 +4,7 @@ items 1-3). Unit 128MiB, as in deploy/demo/."""
 import json
 import unittest
 
-from realcase import (MEM_KEYS, Env, RealCase, ZzLeastPrivilege, alloc_gpus,  # noqa: F401
+from realcase import (MEM_KEYS, Env, LeastPrivilege, RealCase, alloc_gpus,
                       topo_alloc, wait_for)
 
 UNIT_MIB = 128
@@ -151,6 +151,10 @@ class Refusals(RealCase):
         self.pod("uneven", units=9, count=2)
         ev = self.wait_event("uneven", r"9 is not divisible by aliyun.com/gpu-count 2")
         self.assertIn("0/1 nodes are available", ev["message"])
+
+
+class ZzLeastPrivilege(LeastPrivilege, RealCase):
+    """The module's RBAC check, last (realcase.LeastPrivilege)."""
 
 
 if __name__ == "__main__":

@@ -530,9 +530,10 @@ static void test_configmap_data(void **state) {
   assert_null(data);
 }
 
-/* Bound pods and nodes are cached compactly: pod_get of a bound pod gives
- * back its identity, node and phase; a pending pod comes back whole (bind
- * decodes it); a relist after missed changes still reports them. */
+/* Bound pods and nodes are cached compactly: pod_get of a bound pod reads
+ * it whole from the apiserver, and gives back the cached identity, node and
+ * phase only when that read fails; a pending pod comes back whole from the
+ * cache (bind decodes it); a relist after missed changes still reports them. */
 static void test_compact_cache(void **state) {
   struct env *e = *state;
   struct gs_kube_opts o = h_opts(e->kubeconfig);
@@ -557,7 +558,10 @@ static void test_compact_cache(void **state) {
       e->cluster.ops->bind(e->cluster.self, "default", "p1", uid, "gpu-a", &a, err, sizeof err),
       GS_EOK);
   gs_annotations_clear(&a);
-  /* Bound: the watch brings it; the cache keeps the compact form. */
+  /* Bound: the watch brings it; the cache keeps the compact form, which
+   * pod_get gives back only while the apiserver cannot be read (else it
+   * reads the whole pod: a repeated bind decodes its containers). */
+  h_admin_fault(&e->fake, "GET", "^/api/v1/namespaces/default/pods/p1$", 500, -1, -1);
   for (int i = 0; i < 100; i++) {
     const json_t *node;
     got = e->cluster.ops->pod_get(e->cluster.self, "default", "p1");
@@ -576,6 +580,12 @@ static void test_compact_cache(void **state) {
   assert_string_equal(json_string_value(json_object_get(json_object_get(got, "spec"), "nodeName")),
                       "gpu-a");
   assert_null(json_object_get(json_object_get(got, "spec"), "containers"));
+  json_decref(got);
+  h_admin_clear_faults(&e->fake);
+  got = e->cluster.ops->pod_get(e->cluster.self, "default", "p1");
+  assert_non_null(got);
+  assert_non_null(json_object_get(json_object_get(got, "spec"), "containers"));
+  assert_string_equal(h_meta(got, "uid"), uid);
   json_decref(got);
   /* Missed changes (a dropped watch and a compaction): the relist reports
    * the deleted bound pod with its uid. */
