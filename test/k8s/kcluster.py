@@ -20,6 +20,7 @@ failure (ControlPlane.stop, atexit).
 """
 import atexit
 import copy
+import ctypes
 import json
 import os
 import shutil
@@ -290,6 +291,19 @@ rules:
 """
 
 
+# Children die with the harness (prctl PR_SET_PDEATHSIG): a test runner that
+# kills a timed-out test leaves no control plane behind. `kcluster.py up`
+# turns it off: its processes outlive it until `down`.
+DIE_WITH_PARENT = True
+
+
+_LIBC = ctypes.CDLL(None, use_errno=True)  # loaded now: the child runs no import
+
+
+def _die_with_parent():
+    _LIBC.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+
+
 class Proc:
     """One child process with its log; stopped by PID."""
 
@@ -299,7 +313,8 @@ class Proc:
         self.logpath = os.path.join(logdir, name + ".log")
         self.log = open(self.logpath, "ab")
         self.proc = subprocess.Popen(cmd, stdout=self.log, stderr=subprocess.STDOUT,
-                                     stdin=subprocess.DEVNULL, env=env, start_new_session=True)
+                                     stdin=subprocess.DEVNULL, env=env, start_new_session=True,
+                                     preexec_fn=_die_with_parent if DIE_WITH_PARENT else None)
         self.pid = self.proc.pid
 
     def alive(self):
@@ -920,6 +935,8 @@ def _demo_nodes(cp, path):
 
 
 def cmd_up(args):
+    global DIE_WITH_PARENT
+    DIE_WITH_PARENT = False
     d = os.path.abspath(args.dir)
     if os.path.exists(os.path.join(d, "pids")):
         print(f"cluster: already running in {d} (tools/dev.sh cluster --down stops it)", file=sys.stderr)
