@@ -15,6 +15,29 @@ EXTENDER = os.path.join(BUILD, "src", "gpushare-extender")
 INSPECT = os.path.join(BUILD, "tools", "inspect", "gpushare-inspect")
 
 
+# DGX-1 (V100) NVLink: the GPU block of nvidia-smi topo -m
+# (test/data/topologies/dgx1_v100_topo-m.txt), as gpushare-topo prints it.
+DGX1_LINKS = [["X", "NV1", "NV1", "NV2", "NV2", "SYS", "SYS", "SYS"],
+              ["NV1", "X", "NV2", "NV1", "SYS", "NV2", "SYS", "SYS"],
+              ["NV1", "NV2", "X", "NV2", "SYS", "SYS", "NV1", "SYS"],
+              ["NV2", "NV1", "NV2", "X", "SYS", "SYS", "SYS", "NV1"],
+              ["NV2", "SYS", "SYS", "SYS", "X", "NV1", "NV1", "NV2"],
+              ["SYS", "NV2", "SYS", "SYS", "NV1", "X", "NV2", "NV1"],
+              ["SYS", "SYS", "NV1", "SYS", "NV1", "NV2", "X", "NV2"],
+              ["SYS", "SYS", "SYS", "NV1", "NV2", "NV1", "NV2", "X"]]
+
+
+def http_status(base, path, timeout=5):
+    """(status, body) of GET base+path; (0, b"") when nothing answers."""
+    try:
+        with urllib.request.urlopen(base + path, timeout=timeout) as r:
+            return r.status, r.read()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read()
+    except OSError:
+        return 0, b""
+
+
 def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

@@ -6,7 +6,7 @@ import socket
 import subprocess
 import unittest
 
-from gsutil import EXTENDER, Extender, configmap, node, pod
+from gsutil import DGX1_LINKS, EXTENDER, Extender, configmap, node, pod
 
 
 def bound_pod(name, node_name, allocation, unit_mib=1024, ns="default"):
@@ -371,14 +371,7 @@ class Routes(unittest.TestCase):
         self.assertEqual(self.ext.get("/gpushare-scheduler/inspect/ghost")[0], 404)
 
 
-DGX1 = [["X", "NV1", "NV1", "NV2", "NV2", "SYS", "SYS", "SYS"],
-        ["NV1", "X", "NV2", "NV1", "SYS", "NV2", "SYS", "SYS"],
-        ["NV1", "NV2", "X", "NV2", "SYS", "SYS", "NV1", "SYS"],
-        ["NV2", "NV1", "NV2", "X", "SYS", "SYS", "SYS", "NV1"],
-        ["NV2", "SYS", "SYS", "SYS", "X", "NV1", "NV1", "NV2"],
-        ["SYS", "NV2", "SYS", "SYS", "NV1", "X", "NV2", "NV1"],
-        ["SYS", "SYS", "NV1", "SYS", "NV1", "NV2", "X", "NV2"],
-        ["SYS", "SYS", "SYS", "NV1", "NV2", "NV1", "NV2", "X"]]
+DGX1 = DGX1_LINKS
 
 
 class Gangs(unittest.TestCase):

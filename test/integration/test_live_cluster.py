@@ -14,7 +14,7 @@ import unittest
 import urllib.error
 import urllib.request
 
-from gsutil import EXTENDER, SOURCE, configmap, free_port, node, pod
+from gsutil import EXTENDER, SOURCE, configmap, free_port, http_status, node, pod
 
 sys.path.insert(0, os.path.join(SOURCE, "test", "apiserver"))
 from kube_apiserver import FakeApiServer  # noqa: E402
@@ -60,13 +60,7 @@ class Ext:
         self.proc = subprocess.Popen(cmd, stdout=self.log, stderr=subprocess.STDOUT)
 
     def status(self, path):
-        try:
-            with urllib.request.urlopen(self.base + path, timeout=5) as r:
-                return r.status, r.read()
-        except urllib.error.HTTPError as e:
-            return e.code, e.read()
-        except OSError:
-            return 0, b""
+        return http_status(self.base, path)
 
     def ready(self):
         return self.status("/readyz")[0] == 200

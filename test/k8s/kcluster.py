@@ -40,6 +40,8 @@ import yaml
 HERE = os.path.dirname(os.path.abspath(__file__))
 SOURCE = os.environ.get("GS_SOURCE_DIR", os.path.abspath(os.path.join(HERE, "..", "..")))
 BUILD = os.environ.get("GS_BUILD_DIR", os.path.join(SOURCE, "build"))
+sys.path.insert(0, os.path.join(SOURCE, "test", "integration"))
+import gsutil  # noqa: E402  (the integration tests' helpers: pods, nodes, HTTP)
 EXTENDER_SA = "system:serviceaccount:kube-system:gpushare-extender"
 # Generous: the test command also runs at load 10 on 2 cores.
 START_TIMEOUT = float(os.environ.get("GS_K8S_START_TIMEOUT", "180"))
@@ -641,13 +643,7 @@ class Extender:
         cp.procs[self.proc.name] = self.proc
 
     def status(self, path):
-        try:
-            with urllib.request.urlopen(self.base + path, timeout=5) as r:
-                return r.status, r.read()
-        except urllib.error.HTTPError as e:
-            return e.code, e.read()
-        except OSError:
-            return 0, b""
+        return gsutil.http_status(self.base, path)
 
     def ready(self):
         return self.status("/readyz")[0] == 200
@@ -873,25 +869,26 @@ def gpu_node_capacity(gpus=0, units=0, whole=0):
 
 def gpu_pod(name, ns="default", units=0, whole=0, count=None, labels=None, node_selector=None,
             priority_class=None, host_network=False, containers=1):
-    res = {}
-    if units:
-        res["aliyun.com/gpu-mem"] = str(units)
-    if whole:
-        res["aliyun.com/gpu"] = str(whole)
-    lab = dict(labels or {})
-    if count is not None:
-        lab["aliyun.com/gpu-count"] = str(count)
-    spec = {"restartPolicy": "Never", "terminationGracePeriodSeconds": 0,
-            "containers": [{"name": f"c{i}", "image": "registry.k8s.io/pause:3.10",
-                            "resources": {"limits": dict(res)}} for i in range(containers)]}
+    """gsutil.pod as a user would create it: no uid or status (the apiserver
+    sets them), restartPolicy Never, no grace period (no kubelet to wait for)."""
+    p = gsutil.pod(name, units=units, count=count, ns=ns, whole=whole, labels=labels)
+    for key in ("uid",):
+        p["metadata"].pop(key, None)
+    p["metadata"].setdefault("labels", {})
+    p.pop("status", None)
+    spec = p["spec"]
+    c = spec["containers"][0]
+    c["image"] = "registry.k8s.io/pause:3.10"
+    c["resources"].pop("requests", None)
+    spec["containers"] = [dict(c, name=f"c{i}") for i in range(containers)]
+    spec.update({"restartPolicy": "Never", "terminationGracePeriodSeconds": 0})
     if node_selector:
         spec["nodeSelector"] = node_selector
     if priority_class:
         spec["priorityClassName"] = priority_class
     if host_network:
         spec["hostNetwork"] = True
-    return {"apiVersion": "v1", "kind": "Pod",
-            "metadata": {"name": name, "namespace": ns, "labels": lab}, "spec": spec}
+    return p
 
 
 def truth_from_pods(pods, unit_default=1024):

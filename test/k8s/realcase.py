@@ -24,15 +24,7 @@ MEM_KEYS = {
 TOPO_KEY = "gputopology.alibabacloud.com/allocation"
 BIND_TIMEOUT = float(os.environ.get("GS_K8S_BIND_TIMEOUT", "120"))
 
-# DGX-1 (V100) NVLink: nvidia-smi topo -m, GPU block (test/data/topologies).
-DGX1_LINKS = [["X", "NV1", "NV1", "NV2", "NV2", "SYS", "SYS", "SYS"],
-              ["NV1", "X", "NV2", "NV1", "SYS", "NV2", "SYS", "SYS"],
-              ["NV1", "NV2", "X", "NV2", "SYS", "SYS", "NV1", "SYS"],
-              ["NV2", "NV1", "NV2", "X", "SYS", "SYS", "SYS", "NV1"],
-              ["NV2", "SYS", "SYS", "SYS", "X", "NV1", "NV1", "NV2"],
-              ["SYS", "NV2", "SYS", "SYS", "NV1", "X", "NV2", "NV1"],
-              ["SYS", "SYS", "NV1", "SYS", "NV1", "NV2", "X", "NV2"],
-              ["SYS", "SYS", "SYS", "NV1", "NV2", "NV1", "NV2", "X"]]
+DGX1_LINKS = kcluster.gsutil.DGX1_LINKS
 
 
 class Env:
