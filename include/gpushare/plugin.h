@@ -42,6 +42,22 @@ enum gs_code gs_status_set(struct gs_status *st, enum gs_code code, const char *
 #endif
     ;
 
+/* The verdict for one node of a filter or prioritize call. code and
+ * reason overlay a struct gs_status (the same members, in the same order)
+ * so that the framework hands the plugins the result's own status: a
+ * refused node's reason is written once, not copied per node
+ * (docs/benchmarks.md, core). */
+struct gs_node_result {
+  int64_t score; /* prioritize: 0..10 */
+  union {
+    struct {
+      enum gs_code code; /* SUCCESS, UNSCHEDULABLE or UNRESOLVABLE */
+      char reason[GS_REASON_MAX];
+    };
+    struct gs_status status; /* the framework's view of the two */
+  };
+};
+
 /* Annotations written by bind: key → value (value heap-owned). */
 struct gs_annotations {
   size_t n;

@@ -125,7 +125,7 @@ static void prefetch_gpus(const struct gs_node *node) {
  * pre_filter skipped the pod are consulted too: a plugin decides per hook.
  * For prioritize, a plugin's filter_score hook does both in one pass. */
 static void run_node(struct gs_fw *fw, const struct gs_cycle *c, const struct gs_node *node,
-                     bool score, struct gs_fw_result *r) {
+                     bool score, struct gs_node_result *r) {
   struct gs_status *st = &r->status; /* plugins write the result's own */
   int64_t total = 0, early[GS_FW_MAX_PLUGINS];
   bool early_scored[GS_FW_MAX_PLUGINS];
@@ -183,7 +183,7 @@ static void run_node(struct gs_fw *fw, const struct gs_cycle *c, const struct gs
 
 static enum gs_err run_verb(struct gs_fw *fw, const struct gs_pod_request *pod,
                             const char *const *nodes, size_t n, int64_t now_ns, bool score,
-                            struct gs_fw_result *ret) {
+                            struct gs_node_result *ret) {
   struct gs_cycle c;
   struct gs_place_pod place;
   struct gs_status st = {GS_CODE_SUCCESS, ""};
@@ -196,7 +196,7 @@ static enum gs_err run_verb(struct gs_fw *fw, const struct gs_pod_request *pod,
 
   if (pre == GS_CODE_SKIP) {
     for (size_t i = 0; i < n; i++)
-      ret[i] = (struct gs_fw_result){.score = 0, .code = GS_CODE_SUCCESS, .reason = ""};
+      ret[i] = (struct gs_node_result){.score = 0, .code = GS_CODE_SUCCESS, .reason = ""};
     return GS_EOK;
   }
   if (pre == GS_CODE_ERROR)
@@ -238,13 +238,13 @@ static enum gs_err run_verb(struct gs_fw *fw, const struct gs_pod_request *pod,
 
 enum gs_err gs_fw_filter(struct gs_fw *fw, const struct gs_pod_request *pod,
                          const char *const *nodes, size_t n, int64_t now_ns,
-                         struct gs_fw_result *ret) {
+                         struct gs_node_result *ret) {
   return run_verb(fw, pod, nodes, n, now_ns, false, ret);
 }
 
 enum gs_err gs_fw_prioritize(struct gs_fw *fw, const struct gs_pod_request *pod,
                              const char *const *nodes, size_t n, int64_t now_ns,
-                             struct gs_fw_result *ret) {
+                             struct gs_node_result *ret) {
   return run_verb(fw, pod, nodes, n, now_ns, true, ret);
 }
 

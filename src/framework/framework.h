@@ -16,21 +16,6 @@
 
 struct gs_fw;
 
-/* The verdict for one node. code and reason overlay a struct gs_status
- * (the same members, in the same order) so that the framework hands the
- * plugins the result's own status: a refused node's reason is written
- * once, not copied per node (docs/benchmarks.md, core). */
-struct gs_fw_result {
-  int64_t score; /* prioritize: 0..10 */
-  union {
-    struct {
-      enum gs_code code; /* SUCCESS, UNSCHEDULABLE or UNRESOLVABLE */
-      char reason[GS_REASON_MAX];
-    };
-    struct gs_status status; /* the framework's view of the two */
-  };
-};
-
 /* Creates a framework with an empty ledger in policy->unit_mib, running
  * plugins in the given order (array borrowed; it must outlive the
  * framework). Returns NULL on allocation failure or a plugin's create
@@ -47,11 +32,11 @@ const struct gs_policy *gs_fw_policy(const struct gs_fw *fw);
  * does not manage passes everywhere. */
 enum gs_err gs_fw_filter(struct gs_fw *fw, const struct gs_pod_request *pod,
                          const char *const *nodes, size_t n, int64_t now_ns,
-                         struct gs_fw_result *ret) GS_WUR;
+                         struct gs_node_result *ret) GS_WUR;
 /* Prioritize: like filter, scores in ret[i].score (0 where not feasible). */
 enum gs_err gs_fw_prioritize(struct gs_fw *fw, const struct gs_pod_request *pod,
                              const char *const *nodes, size_t n, int64_t now_ns,
-                             struct gs_fw_result *ret) GS_WUR;
+                             struct gs_node_result *ret) GS_WUR;
 
 /* Bind, step 1: under the lock, reserve room for pod on node (or reuse the
  * pod's existing allocation when the UID already has one on that node:

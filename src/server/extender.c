@@ -3,12 +3,11 @@
 #include "server.h"
 
 #include "api.h"
-#include "framework.h"
 #include "http.h"
 #include "log.h"
 #include "metrics.h"
-#include "plugins.h"
-#include "gang/gang.h"
+
+#include <gpushare/sched.h>
 
 #include <inttypes.h>
 #include <pthread.h>
@@ -26,16 +25,14 @@
 struct gs_server {
   struct gs_config cfg;
   struct gs_cluster cluster;
-  struct gs_fw *fw;          /* set once by gs_server_start, before configured */
-  atomic_bool configured;    /* fw exists: the routes may use it */
+  struct gs_sched *sched;    /* set once by gs_server_start, before configured */
+  atomic_bool configured;    /* sched exists: the routes may use it */
   struct gs_metrics *metrics;
   struct gs_http_server *http;
   atomic_bool synced;
   atomic_bool leader;
   atomic_uint pending_unit;
-  pthread_mutex_t mu; /* guards orphans, unhealthy and stats */
-  json_t *orphans;    /* node → uid → pod to restore later (node unknown, or OOM) */
-  json_t *unhealthy;  /* node → mask of unhealthy GPUs */
+  pthread_mutex_t mu; /* guards stats */
   struct gs_cluster_stats stats; /* backend counters at the last scrape (under mu) */
 };
 
@@ -80,29 +77,24 @@ static uint64_t parse_gpu_list(const char *text) {
 /* Restores the allocation a pod carries. *ret_retry tells whether to keep
  * the pod and try again later: its node is not known yet, or memory ran out
  * (dropping it could over-commit its GPUs). */
-static void restore_once(struct gs_server *s, const json_t *pod, bool *ret_retry) {
+/* ---- the cluster's objects, decoded and handed to the service -------- */
+
+static void sink_pod_bound(struct gs_server *s, const json_t *pod) {
   struct gs_api_alloc a;
   struct gs_alloc alloc;
   struct gs_diag diag = {"", ""};
   const char *uid = gs_api_pod_uid(pod), *node = gs_api_pod_node(pod);
   enum gs_err err;
 
-  *ret_retry = false;
   if (uid == NULL || uid[0] == '\0' || node == NULL || node[0] == '\0')
     return;
-  err = gs_api_alloc_from_pod(pod, gs_fw_policy(s->fw)->unit_mib, &a, &diag);
+  err = gs_api_alloc_from_pod(pod, gs_sched_policy(s->sched)->unit_mib, &a, &diag);
   if (err == GS_ENOTFOUND)
     return;
-  if (err == GS_ENOMEM) {
-    gs_log(GS_LVL_ERROR, "out of memory reading an allocation; will retry", "pod=%s/%s",
-           gs_api_pod_ns(pod), gs_api_pod_name(pod));
-    *ret_retry = true;
-    return;
-  }
   if (err != GS_EOK) {
     gs_log(GS_LVL_WARN, "ignoring malformed allocation annotation",
            "pod=%s/%s where=\"%s\" error=\"%s\"", gs_api_pod_ns(pod), gs_api_pod_name(pod),
-           diag.where, diag.text);
+           diag.where, err == GS_ENOMEM ? "out of memory" : diag.text);
     return;
   }
   alloc = (struct gs_alloc){
@@ -117,78 +109,15 @@ static void restore_once(struct gs_server *s, const json_t *pod, bool *ret_retry
       .nparts = a.nparts,
       .parts = a.parts,
   };
-  err = gs_fw_pod_restore(s->fw, &alloc);
-  if (err == GS_ENOTFOUND || err == GS_ENOMEM) {
-    *ret_retry = true;
-    return;
-  }
-  if (err != GS_EOK)
+  err = gs_sched_pod_bound(s->sched, &alloc);
+  if (err == GS_EOK)
+    gs_log(GS_LVL_DEBUG, "allocation restored", "pod=%s/%s node=%s", alloc.ns, alloc.name, node);
+  else if (err == GS_EAGAIN)
+    gs_log(GS_LVL_DEBUG, "allocation kept until its node comes", "pod=%s/%s node=%s", alloc.ns,
+           alloc.name, node);
+  else
     gs_log(GS_LVL_WARN, "cannot restore allocation", "pod=%s/%s node=%s error=\"%s\"",
            alloc.ns, alloc.name, node, gs_strerror(err));
-  else
-    gs_log(GS_LVL_DEBUG, "allocation restored", "pod=%s/%s node=%s", alloc.ns, alloc.name, node);
-}
-
-static void restore_pod(struct gs_server *s, const json_t *pod) {
-  bool retry;
-  restore_once(s, pod, &retry);
-  if (retry) {
-    const char *node = gs_api_pod_node(pod);
-    json_t *set;
-    pthread_mutex_lock(&s->mu);
-    set = json_object_get(s->orphans, node);
-    if (set == NULL) {
-      set = json_object();
-      json_object_set_new(s->orphans, node, set);
-    }
-    json_object_set_new(set, gs_api_pod_uid(pod), json_deep_copy(pod));
-    pthread_mutex_unlock(&s->mu);
-  }
-}
-
-/* Retries the pods kept for later on one node (NULL: every node). Runs
- * under s->mu (lock order: s->mu, then the framework's lock), so a delete
- * either removes the pod before the retry sees it or frees what the retry
- * restored. */
-static void retry_set(struct gs_server *s, const char *node, json_t *set) {
-  const char *uid;
-  json_t *pod;
-  void *tmp;
-  json_object_foreach_safe(set, tmp, uid, pod) {
-    bool retry;
-    restore_once(s, pod, &retry);
-    if (!retry)
-      json_object_del(set, uid);
-  }
-  if (json_object_size(set) == 0)
-    json_object_del(s->orphans, node);
-}
-
-static void retry_orphans(struct gs_server *s, const char *only_node) {
-  const char *node;
-  json_t *set;
-  void *tmp;
-  pthread_mutex_lock(&s->mu);
-  if (only_node != NULL) {
-    if ((set = json_object_get(s->orphans, only_node)) != NULL)
-      retry_set(s, only_node, set);
-  } else {
-    json_object_foreach_safe(s->orphans, tmp, node, set) retry_set(s, node, set);
-  }
-  pthread_mutex_unlock(&s->mu);
-}
-
-/* Forgets a pod kept for later (it was deleted or finished). */
-static void forget_orphan(struct gs_server *s, const json_t *pod) {
-  const char *node = gs_api_pod_node(pod), *uid = gs_api_pod_uid(pod);
-  json_t *set;
-  if (node == NULL || uid == NULL)
-    return;
-  pthread_mutex_lock(&s->mu);
-  set = json_object_get(s->orphans, node);
-  if (set != NULL && json_object_del(set, uid) == 0 && json_object_size(set) == 0)
-    json_object_del(s->orphans, node);
-  pthread_mutex_unlock(&s->mu);
 }
 
 static void sink_node_upsert(void *ctx, const json_t *node) {
@@ -197,7 +126,6 @@ static void sink_node_upsert(void *ctx, const json_t *node) {
   static __thread struct gs_topo topo; /* 8 KiB: keep it off the stack */
   struct gs_diag diag = {"", ""};
   enum gs_err err;
-  json_t *mask;
 
   err = gs_api_node_decode(node, &spec, &topo, &diag);
   if (err != GS_EOK) {
@@ -205,23 +133,14 @@ static void sink_node_upsert(void *ctx, const json_t *node) {
            meta_str(node, "name") ? meta_str(node, "name") : "?", diag.where, diag.text);
     return;
   }
-  err = gs_fw_node_upsert(s->fw, &spec);
-  if (err != GS_EOK) {
+  err = gs_sched_node_upsert(s->sched, &spec);
+  if (err != GS_EOK)
     gs_log(GS_LVL_WARN, "cannot add node", "node=%s error=\"%s\"", spec.name, gs_strerror(err));
-    return;
-  }
-  pthread_mutex_lock(&s->mu);
-  mask = json_object_get(s->unhealthy, spec.name);
-  if (mask != NULL && gs_fw_node_set_unhealthy(s->fw, spec.name,
-                                               (uint64_t)json_integer_value(mask)) != GS_EOK)
-    gs_log(GS_LVL_WARN, "cannot mark GPUs unhealthy", "node=%s", spec.name);
-  pthread_mutex_unlock(&s->mu);
-  retry_orphans(s, spec.name); /* pods whose allocation arrived before their node */
 }
 
 static void sink_node_delete(void *ctx, const char *name) {
   struct gs_server *s = ctx;
-  if (gs_fw_node_remove(s->fw, name) == GS_EOK)
+  if (gs_sched_node_remove(s->sched, name) == GS_EOK)
     gs_log(GS_LVL_INFO, "node removed", "node=%s", name);
 }
 
@@ -233,20 +152,15 @@ static void sink_pod_upsert(void *ctx, const json_t *pod) {
   if (gs_api_pod_is_terminal(pod)) {
     /* Succeeded or Failed: its containers are gone, so are its GPUs. A pod
      * that is only terminating keeps them until it stops. */
-    forget_orphan(s, pod);
-    gs_fw_pod_gone(s->fw, uid);
+    gs_sched_pod_gone(s->sched, uid);
     return;
   }
-  restore_pod(s, pod);
+  sink_pod_bound(s, pod);
 }
 
 static void sink_pod_delete(void *ctx, const json_t *pod) {
   struct gs_server *s = ctx;
-  const char *uid = gs_api_pod_uid(pod);
-  if (uid == NULL)
-    return;
-  forget_orphan(s, pod); /* first, then free (see retry_orphans) */
-  gs_fw_pod_gone(s->fw, uid);
+  gs_sched_pod_gone(s->sched, gs_api_pod_uid(pod));
 }
 
 static bool is_config_cm(const struct gs_server *s, const json_t *cm) {
@@ -264,13 +178,12 @@ static const char *unhealthy_node(const json_t *cm) {
 }
 
 static void set_unhealthy(struct gs_server *s, const char *node, uint64_t mask) {
-  enum gs_err err;
-  pthread_mutex_lock(&s->mu);
-  json_object_set_new(s->unhealthy, node, json_integer((json_int_t)mask));
-  pthread_mutex_unlock(&s->mu);
-  err = gs_fw_node_set_unhealthy(s->fw, node, mask);
+  enum gs_err err = gs_sched_set_unhealthy(s->sched, node, mask);
   if (err == GS_EOK)
     gs_log(GS_LVL_INFO, "unhealthy GPUs updated", "node=%s mask=0x%" PRIx64, node, mask);
+  else
+    gs_log(GS_LVL_WARN, "cannot record unhealthy GPUs", "node=%s error=\"%s\"", node,
+           gs_strerror(err));
 }
 
 static void sink_configmap_upsert(void *ctx, const json_t *cm) {
@@ -284,7 +197,7 @@ static void sink_configmap_upsert(void *ctx, const json_t *cm) {
     unsigned pending = 0;
     if (text != NULL && gs_unit_parse(text, &unit) != GS_EOK)
       gs_log(GS_LVL_WARN, "invalid gpuMemoryUnit in ConfigMap", "value=\"%s\"", text);
-    else if (s->cfg.unit_override_mib == 0 && unit != 0 && unit != gs_fw_policy(s->fw)->unit_mib)
+    else if (s->cfg.unit_override_mib == 0 && unit != 0 && unit != gs_sched_policy(s->sched)->unit_mib)
       pending = unit;
     if (atomic_exchange(&s->pending_unit, pending) != pending && pending != 0)
       gs_log(GS_LVL_WARN, "gpuMemoryUnit changed; it applies at restart", "pendingUnit=%s",
@@ -361,7 +274,7 @@ static void route_filter(struct gs_server *s, const struct gs_http_request *req,
   double t0 = mono_s();
   struct gs_api_args args;
   struct gs_pod_request *pod = malloc(sizeof *pod);
-  struct gs_fw_result *res = NULL;
+  struct gs_node_result *res = NULL;
   struct gs_api_filter_result *out = NULL;
   char err[512];
   const char *result = "error";
@@ -380,11 +293,11 @@ static void route_filter(struct gs_server *s, const struct gs_http_request *req,
     respond(resp, 200, "application/json", gs_api_filter_error_dump(err));
     goto done;
   }
-  /* gs_fw_filter writes every entry; zeroing 272 bytes a node was waste. */
+  /* gs_sched_filter writes every entry; zeroing 272 bytes a node was waste. */
   res = malloc((args.nnodes ? args.nnodes : 1) * sizeof *res);
   out = gs_api_filter_result_new(args.by_names);
   if (res == NULL || out == NULL ||
-      gs_fw_filter(s->fw, pod, args.names, args.nnodes, now_ns(), res) != GS_EOK) {
+      gs_sched_filter(s->sched, pod, args.names, args.nnodes, now_ns(), res) != GS_EOK) {
     respond(resp, 200, "application/json", gs_api_filter_error_dump("internal error"));
     goto release;
   }
@@ -423,7 +336,7 @@ static void route_prioritize(struct gs_server *s, const struct gs_http_request *
   double t0 = mono_s();
   struct gs_api_args args;
   struct gs_pod_request *pod = malloc(sizeof *pod);
-  struct gs_fw_result *res = NULL;
+  struct gs_node_result *res = NULL;
   int64_t *scores = NULL;
   char err[512];
   const char *result = "error";
@@ -444,7 +357,7 @@ static void route_prioritize(struct gs_server *s, const struct gs_http_request *
   res = malloc((args.nnodes ? args.nnodes : 1) * sizeof *res); /* all written */
   scores = calloc(args.nnodes ? args.nnodes : 1, sizeof *scores);
   if (res == NULL || scores == NULL ||
-      gs_fw_prioritize(s->fw, pod, args.names, args.nnodes, now_ns(), res) != GS_EOK) {
+      gs_sched_prioritize(s->sched, pod, args.names, args.nnodes, now_ns(), res) != GS_EOK) {
     respond_error(resp, 500, "internal error");
     goto release;
   }
@@ -462,21 +375,28 @@ done:
   count(s, "prioritize", result, t0);
 }
 
+/* The cluster's side of a bind: the backend's Binding. */
+static enum gs_err cluster_bind(void *ctx, const struct gs_pod_request *pod, const char *node,
+                                const struct gs_annotations *annots, char *err, size_t errlen) {
+  struct gs_server *s = ctx;
+  return s->cluster.ops->bind(s->cluster.self, pod->ns, pod->name, pod->uid, node, annots, err,
+                              errlen);
+}
+
+/* decode → one service call → encode. */
 static void route_bind(struct gs_server *s, const struct gs_http_request *req,
                        struct gs_http_response *resp) {
   double t0 = mono_s();
   struct gs_api_bind_args args;
   struct gs_pod_request *pod = malloc(sizeof *pod);
-  struct gs_annotations annots = {0};
-  struct gs_status st = {GS_CODE_SUCCESS, ""};
+  struct gs_sched_bind_result *r = malloc(sizeof *r);
+  struct gs_binder binder = {cluster_bind, s};
   struct gs_diag diag = {"", ""};
   json_t *obj = NULL;
-  const char *uid, *bound_node, *result = "error";
-  char err[1024] = ""; /* fits every message below with names at their caps */
-  bool fresh = false;
-  enum gs_err e;
+  const char *uid, *result = "error";
+  char err[GS_SCHED_ERR_MAX] = "";
 
-  if (pod == NULL) {
+  if (pod == NULL || r == NULL) {
     snprintf(err, sizeof err, "out of memory");
     goto answer;
   }
@@ -504,52 +424,28 @@ static void route_bind(struct gs_server *s, const struct gs_http_request *req,
     diag_text(&diag, "invalid Pod", err, sizeof err);
     goto answer;
   }
-  bound_node = gs_api_pod_node(obj);
-  if (bound_node != NULL && bound_node[0] != '\0' && strcmp(bound_node, args.node) != 0) {
-    snprintf(err, sizeof err, "pod %s/%s is already assigned to node %s", args.pod_ns,
-             args.pod_name, bound_node);
+  if (gs_sched_bind(s->sched, pod, gs_api_pod_node(obj), args.node, now_ns(), &binder, r) !=
+      GS_EOK) {
+    snprintf(err, sizeof err, "%s", r->err);
+    if (r->no_fit)
+      result = "nofit";
+    if (r->cluster_failed)
+      s->cluster.ops->event(s->cluster.self, obj, "FailedBinding", err);
     goto answer;
   }
-  e = gs_fw_bind_prepare(s->fw, pod, args.node, now_ns(), &annots, &fresh, &st);
-  if (e != GS_EOK) {
-    result = "nofit";
-    snprintf(err, sizeof err, "cannot bind pod %s/%s: %s", args.pod_ns, args.pod_name,
-             st.reason[0] ? st.reason : gs_strerror(e));
-    goto answer;
-  }
-  if (bound_node != NULL && bound_node[0] != '\0' && !fresh) {
-    result = "ok"; /* already bound with this allocation: idempotent */
-    goto answer;
-  }
-  if (bound_node != NULL && bound_node[0] != '\0') {
-    gs_fw_bind_abort(s->fw, pod, args.node);
-    snprintf(err, sizeof err, "pod %s/%s is already bound without a GPU allocation",
-             args.pod_ns, args.pod_name);
-    goto answer;
-  }
-  e = s->cluster.ops->bind(s->cluster.self, pod->ns, pod->name, pod->uid, args.node, &annots,
-                           err, sizeof err);
-  if (e != GS_EOK) {
-    char msg[sizeof err + GS_NAME_MAX + 32];
-    if (fresh)
-      gs_fw_bind_abort(s->fw, pod, args.node);
-    snprintf(msg, sizeof msg, "binding to %s failed: %s", args.node, err);
-    snprintf(err, sizeof err, "%.1000s", msg);
-    s->cluster.ops->event(s->cluster.self, obj, "FailedBinding", err);
-    goto answer;
-  }
-  gs_fw_bind_commit(s->fw, pod->uid);
   result = "ok";
-  gs_log(GS_LVL_INFO, "bound", "pod=%s/%s node=%s allocation=%s", pod->ns, pod->name,
-         args.node, gs_annotations_get(&annots, GS_ANN_ALLOCATION)
-                        ? gs_annotations_get(&annots, GS_ANN_ALLOCATION)
-                        : gs_annotations_get(&annots, GS_ANN_TOPO_ALLOCATION));
+  if (r->bound)
+    gs_log(GS_LVL_INFO, "bound", "pod=%s/%s node=%s allocation=%s", pod->ns, pod->name,
+           args.node, gs_annotations_get(&r->annots, GS_ANN_ALLOCATION)
+                          ? gs_annotations_get(&r->annots, GS_ANN_ALLOCATION)
+                          : gs_annotations_get(&r->annots, GS_ANN_TOPO_ALLOCATION));
+  gs_annotations_clear(&r->annots);
 answer:
   if (err[0] != '\0' && strcmp(result, "ok") != 0)
     gs_log(GS_LVL_WARN, "bind failed", "error=\"%s\"", err);
   respond(resp, 200, "application/json", gs_api_bind_result_dump(strcmp(result, "ok") == 0 ? "" : err));
-  gs_annotations_clear(&annots);
   json_decref(obj);
+  free(r);
   free(pod);
   count(s, "bind", result, t0);
 }
@@ -561,55 +457,51 @@ struct view_call {
   bool inspect;
   enum gs_err err;
   json_t *out;
+  json_t *gangs; /* the ledger view's "gangs" (not for inspect) */
 };
 
 /* docs/contract.md §5 "gangs": {"job":"ns/job","replicas":R,"placed":P,
  * "nodes":{"node":[gpu,...]}} for every plan still holding slots. */
-static json_t *gangs_json(struct gs_server *s) {
-  static __thread struct gs_gang_slot_info slots[GS_GANG_REPLICAS_MAX];
-  const void *state = gs_fw_plugin_state(s->fw, "gang");
-  json_t *arr = json_array();
-  struct gs_gang_info g;
-  for (size_t i = 0; arr != NULL && gs_gang_at(state, i, &g, slots, GS_GANG_REPLICAS_MAX); i++) {
-    char job[GS_NS_MAX + GS_NAME_MAX + 2];
-    json_t *nodes = json_object();
-    json_int_t placed = 0;
-    for (uint32_t r = 0; r < g.nslots; r++) {
-      json_t *list = json_object_get(nodes, g.slots[r].node);
-      if (list == NULL) {
-        list = json_array();
-        json_object_set_new(nodes, g.slots[r].node, list);
-      }
-      for (uint32_t b = 0; b < GS_MAX_GPUS; b++)
-        if (g.slots[r].gpus & (UINT64_C(1) << b))
-          json_array_append_new(list, json_integer(b));
-      placed += g.slots[r].placed;
-    }
-    snprintf(job, sizeof job, "%s/%s", g.ns, g.job);
-    json_array_append_new(arr, json_pack("{s:s,s:I,s:I,s:o}", "job", job, "replicas",
-                                         (json_int_t)g.replicas, "placed", placed, "nodes",
-                                         nodes));
+static void gang_json(const struct gs_sched_gang_view *g, void *arg) {
+  struct view_call *v = arg;
+  char job[GS_NS_MAX + GS_NAME_MAX + 2];
+  json_t *nodes = json_object();
+  if (v->gangs == NULL || nodes == NULL) {
+    json_decref(nodes);
+    return;
   }
-  return arr;
+  for (uint32_t r = 0; r < g->nslots; r++) {
+    json_t *list = json_object_get(nodes, g->slot_nodes[r]);
+    if (list == NULL) {
+      list = json_array();
+      json_object_set_new(nodes, g->slot_nodes[r], list);
+    }
+    for (uint32_t b = 0; b < GS_MAX_GPUS; b++)
+      if (g->slot_gpus[r] & (UINT64_C(1) << b))
+        json_array_append_new(list, json_integer(b));
+  }
+  snprintf(job, sizeof job, "%s/%s", g->ns, g->job);
+  json_array_append_new(v->gangs, json_pack("{s:s,s:I,s:I,s:o}", "job", job, "replicas",
+                                            (json_int_t)g->replicas, "placed",
+                                            (json_int_t)g->placed, "nodes", nodes));
 }
 
 static void view_fn(const struct gs_ledger *ledger, void *arg) {
   struct view_call *v = arg;
-  struct gs_api_ledger_view view = {atomic_load(&v->s->pending_unit), NULL};
+  struct gs_api_ledger_view view = {atomic_load(&v->s->pending_unit), v->gangs};
   if (v->inspect) {
     v->err = gs_api_inspect_json(ledger, v->node, &v->out);
     return;
   }
-  view.gangs = gangs_json(v->s);
   v->err = gs_api_ledger_json(ledger, v->node, &view, &v->out);
-  json_decref(view.gangs);
 }
 
 static void respond_view(struct gs_server *s, const char *node, bool inspect,
                          struct gs_http_response *resp) {
-  struct view_call v = {s, node, inspect, GS_EOK, NULL};
+  struct view_call v = {s, node, inspect, GS_EOK, NULL, inspect ? NULL : json_array()};
   char msg[GS_NAME_MAX + 64];
-  gs_fw_read(s->fw, view_fn, &v);
+  gs_sched_read(s->sched, view_fn, inspect ? NULL : gang_json, &v);
+  json_decref(v.gangs);
   if (v.err == GS_ENOTFOUND) {
     snprintf(msg, sizeof msg, "node %s is unknown to gpushare", node);
     json_t *body = json_pack("{s:s}", "error", msg);
@@ -659,8 +551,6 @@ static void metrics_fn(const struct gs_ledger *ledger, void *arg) {
   struct metrics_call *m = arg;
   struct gs_metrics *mx = m->s->metrics;
   const char *none[] = {NULL};
-  gs_metrics_gauge_set(mx, "gpushare_gangs_waiting", "Gang plans holding slots not yet bound.",
-                       none, (double)gs_gang_count(gs_fw_plugin_state(m->s->fw, "gang")));
   gs_metrics_gauge_set(mx, "gpushare_pods", "Pods holding GPU allocations (incl. assumed).", none,
                        (double)gs_ledger_alloc_count(ledger));
   gs_metrics_gauge_reset(mx, "gpushare_gpu_memory_used_mib");
@@ -685,7 +575,10 @@ static void metrics_fn(const struct gs_ledger *ledger, void *arg) {
 static void route_metrics(struct gs_server *s, struct gs_http_response *resp) {
   struct metrics_call m = {s};
   const char *none[] = {NULL};
-  gs_fw_read(s->fw, metrics_fn, &m);
+  gs_metrics_gauge_set(s->metrics, "gpushare_gangs_waiting",
+                       "Gang plans holding slots not yet bound.", none,
+                       (double)gs_sched_gangs_waiting(s->sched));
+  gs_sched_read(s->sched, metrics_fn, NULL, &m);
   gs_metrics_gauge_set(s->metrics, "gpushare_leader", "1 when this replica serves the verbs.",
                        none, atomic_load(&s->leader) ? 1 : 0);
   gs_metrics_gauge_set(s->metrics, "gpushare_cache_synced", "1 once the first sync is done.",
@@ -817,10 +710,8 @@ struct gs_server *gs_server_new(const struct gs_config *cfg, struct gs_cluster c
   atomic_init(&s->leader, false);
   atomic_init(&s->pending_unit, 0);
   atomic_init(&s->configured, false);
-  s->orphans = json_object();
-  s->unhealthy = json_object();
   s->metrics = gs_metrics_new();
-  if (s->metrics == NULL || s->orphans == NULL || s->unhealthy == NULL) {
+  if (s->metrics == NULL) {
     gs_diag_set(diag, "", "out of memory");
     gs_server_free(s);
     return NULL;
@@ -855,13 +746,11 @@ enum gs_err gs_server_start(struct gs_server *s, const struct gs_policy *policy,
       .synced = sink_synced,
       .leader = sink_leader,
   };
-  size_t nplugins;
-  const struct gs_plugin_ops *const *plugins = gs_plugins_default(&nplugins);
   enum gs_err err;
 
   s->cfg.policy = *policy;
-  s->fw = gs_fw_new(policy, plugins, nplugins);
-  if (s->fw == NULL) {
+  s->sched = gs_sched_new(policy);
+  if (s->sched == NULL) {
     gs_diag_set(diag, "", "out of memory");
     return GS_ENOMEM;
   }
@@ -885,11 +774,11 @@ void gs_server_run(struct gs_server *s, volatile sig_atomic_t *stop) {
     nanosleep(&ts, NULL);
     if (!atomic_load(&s->configured))
       continue;
-    gs_fw_tick(s->fw, now_ns());
+    gs_sched_tick(s->sched, now_ns());
     if (++ticks % 10 == 0) /* every ~2 s: pods waiting for their node or for memory */
-      retry_orphans(s, NULL);
+      (void)gs_sched_retry_kept(s->sched);
     if (ticks % 50 == 0) { /* every ~10 s */
-      size_t n = gs_fw_expire_assumed(s->fw, now_ns(), ASSUME_MAX_AGE_NS);
+      size_t n = gs_sched_expire_assumed(s->sched, now_ns(), ASSUME_MAX_AGE_NS);
       if (n > 0)
         gs_log(GS_LVL_WARN, "released reservations whose bind never confirmed", "count=%zu", n);
     }
@@ -906,10 +795,8 @@ void gs_server_free(struct gs_server *s) {
     s->cluster.ops->stop(s->cluster.self);
     s->cluster.ops->destroy(s->cluster.self);
   }
-  gs_fw_free(s->fw);
+  gs_sched_free(s->sched);
   gs_metrics_free(s->metrics);
-  json_decref(s->orphans);
-  json_decref(s->unhealthy);
   pthread_mutex_destroy(&s->mu);
   free(s);
 }

@@ -112,7 +112,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   struct gs_pod_request req;
   struct gs_node_spec spec;
   struct gs_diag diag = {{0}, {0}};
-  struct gs_fw_result *res = NULL;
+  struct gs_node_result *res = NULL;
   struct gs_api_filter_result *fr;
   int64_t *scores = NULL;
   struct gs_fw *fw;

@@ -2,10 +2,38 @@
 #ifndef GPUSHARE_TESTUTIL_H
 #define GPUSHARE_TESTUTIL_H
 
+#include <gpushare/ledger.h>
 #include <gpushare/topo.h>
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+
+/* A memory-sharing node spec: gpus GPUs sharing units (of the active unit). */
+static inline struct gs_node_spec gs_test_node(const char *name, enum gs_mode mode, uint32_t gpus,
+                                               uint64_t units) {
+  struct gs_node_spec spec;
+  memset(&spec, 0, sizeof spec);
+  snprintf(spec.name, sizeof spec.name, "%s", name);
+  spec.mode = mode;
+  spec.gpu_count = gpus;
+  spec.gpu_mem_units = units;
+  return spec;
+}
+
+/* A one-container memory pod default/<name>, UID uid-<name>, over count GPUs. */
+static inline struct gs_pod_request gs_test_mem_pod(const char *name, uint64_t units,
+                                                    uint32_t count) {
+  struct gs_pod_request p;
+  memset(&p, 0, sizeof p);
+  snprintf(p.ns, sizeof p.ns, "default");
+  snprintf(p.name, sizeof p.name, "%s", name);
+  snprintf(p.uid, sizeof p.uid, "uid-%s", name);
+  p.ncontainers = 1;
+  p.mem_units[0] = units;
+  p.gpu_count = count;
+  return p;
+}
 
 /* Parses a topology file of test/data/topologies (vendored copies of
  * ../shared/data/topologies, so a fresh clone has them) into *ret; 0 on

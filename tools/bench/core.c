@@ -136,7 +136,7 @@ int bench_core_run(size_t n, uint32_t gpus, size_t iters, const char *topo_path,
   size_t allocs = 0;
   int64_t t0 = bench_now_ns();
   struct gs_fw *fw = build(n, gpus, topo_path, &names, &allocs);
-  struct gs_fw_result *res = calloc(n, sizeof *res);
+  struct gs_node_result *res = calloc(n, sizeof *res);
   struct bench_samples all = {0}, filt = {0}, prio = {0}, cpu = {0};
   struct bench_samples per[NKINDS];
   size_t feasible[NKINDS] = {0};

@@ -330,7 +330,7 @@ static int replay(const struct trace *t, const struct policy_def *pol, const str
   struct gs_fw *fw;
   const char **names = calloc(t->nnodes, sizeof *names);
   const char **feasible = calloc(t->nnodes, sizeof *feasible);
-  struct gs_fw_result *res = calloc(t->nnodes, sizeof *res);
+  struct gs_node_result *res = calloc(t->nnodes, sizeof *res);
   struct gs_pod_request *pod = malloc(sizeof *pod);
   uint64_t rng = o->seed;
   int64_t t0;

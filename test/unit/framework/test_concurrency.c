@@ -68,7 +68,7 @@ static void *binder(void *arg) {
   unsigned id = atomic_fetch_add(&next_id, 1);
   for (unsigned r = 0; r < ROUNDS; r++) {
     struct gs_pod_request p = pod_of(id, r);
-    struct gs_fw_result res[NODES];
+    struct gs_node_result res[NODES];
     int best = -1;
     CHECK(gs_fw_filter(fw, &p, node_names, NODES, 1000, res) == GS_EOK);
     CHECK(gs_fw_prioritize(fw, &p, node_names, NODES, 1000, res) == GS_EOK);

@@ -74,7 +74,7 @@ static enum gs_err bind(struct gs_fw *fw, const struct gs_pod_request *pod, cons
 static void test_unit_128mib_fills_one_gpu(void **state) {
   struct gs_fw *fw = fw_new(GS_UNIT_128MIB);
   const char *nodes[] = {"gpu-a"};
-  struct gs_fw_result r;
+  struct gs_node_result r;
   struct gs_status st;
   char name[32];
   (void)state;
@@ -113,7 +113,7 @@ static void test_unit_128mib_fills_one_gpu(void **state) {
 static void test_multi_card_split_and_refusal(void **state) {
   struct gs_fw *fw = fw_new(GS_UNIT_GIB);
   const char *nodes[] = {"gpu-b", "gpu-c"};
-  struct gs_fw_result r[2];
+  struct gs_node_result r[2];
   struct gs_status st;
   struct gs_annotations a = {0};
   struct gs_pod_request p = mem_pod("m", 8, 2), bad = mem_pod("bad", 9, 2);
@@ -144,7 +144,7 @@ static void test_multi_card_split_and_refusal(void **state) {
 static void test_reasons_never_name_nodes(void **state) {
   struct gs_fw *fw = fw_new(GS_UNIT_GIB);
   const char *nodes[] = {"plain-node", "cpu-node", "ghost-node"};
-  struct gs_fw_result r[3];
+  struct gs_node_result r[3];
   struct gs_pod_request p = mem_pod("x", 1, 1);
   (void)state;
 
@@ -218,7 +218,7 @@ static void test_unmanaged_pod_passes(void **state) {
   struct gs_fw *fw = fw_new(GS_UNIT_GIB);
   struct gs_pod_request p = mem_pod("cpu-only", 0, 1);
   const char *nodes[] = {"anything"};
-  struct gs_fw_result r;
+  struct gs_node_result r;
   (void)state;
   assert_int_equal(gs_fw_filter(fw, &p, nodes, 1, 0, &r), GS_EOK);
   assert_int_equal(r.code, GS_CODE_SUCCESS);
@@ -278,7 +278,7 @@ static const struct gs_plugin_ops fs_plugin = {
 static void test_filter_score_hook(void **state) {
   static const struct gs_plugin_ops *const list[] = {&fs_plugin};
   const char *names[] = {"a", "b", "c", "zz"};
-  struct gs_fw_result res[4];
+  struct gs_node_result res[4];
   struct gs_pod_request pod = mem_pod("p", 1, 1);
   struct gs_policy policy;
   struct gs_fw *fw;
@@ -327,7 +327,7 @@ static void pick_fn(const struct gs_ledger *l, void *arg) {
 static void test_prioritize_matches_placement(void **state) {
   struct gs_fw *fw = fw_new(GS_UNIT_GIB);
   const char *names[] = {"n0", "n1", "n2", "n3"};
-  struct gs_fw_result res[4];
+  struct gs_node_result res[4];
   struct gs_annotations ann = {0};
   struct gs_status st;
   bool fresh;
@@ -360,7 +360,7 @@ static void test_frag_policy(void **state) {
   size_t n;
   const struct gs_plugin_ops *const *plugins = gs_plugins_default(&n);
   const char *names[] = {"empty", "used"};
-  struct gs_fw_result res[2];
+  struct gs_node_result res[2];
   struct gs_annotations ann = {0};
   struct gs_status st;
   struct gs_fw *fw;
@@ -456,7 +456,7 @@ static const struct gs_plugin_ops probe_plugin = {
 static void test_prepared_pod_in_cycle(void **state) {
   static const struct gs_plugin_ops *const list[] = {&probe_plugin};
   const char *names[] = {"a", "b"};
-  struct gs_fw_result res[2];
+  struct gs_node_result res[2];
   struct gs_pod_request pod = mem_pod("p", 2, 1), bad = mem_pod("bad", 3, 2);
   struct gs_annotations ann = {0};
   struct gs_status st;
@@ -603,7 +603,7 @@ static const struct gs_plugin_ops scribble_plugin = {
 static void test_result_is_plugin_status(void **state) {
   static const struct gs_plugin_ops *const list[] = {&fs_plugin, &scribble_plugin};
   const char *names[] = {"pass", "long", "other"};
-  struct gs_fw_result res[3];
+  struct gs_node_result res[3];
   struct gs_pod_request pod = mem_pod("p", 1, 1);
   struct gs_policy policy;
   struct gs_fw *fw;

@@ -89,7 +89,7 @@ static struct owners owners(struct gs_fw *fw, const char *node) {
 static const char *schedule(struct gs_fw *fw, const struct gs_pod_request *p, int64_t now,
                             char *reason, size_t len) {
   static const char *nodes[] = {"topo-a", "topo-b"};
-  struct gs_fw_result r[2];
+  struct gs_node_result r[2];
   struct gs_annotations a = {0};
   struct gs_status st;
   bool fresh;

@@ -1,0 +1,137 @@
+/* gpushare — the scheduler service: one object that owns the framework
+ * (plugins over the ledger, and its lock), the reconciliation of the
+ * cluster's nodes and pods, the pods kept for later (allocation seen before
+ * its node), the unhealthy GPUs, and the bind orchestration (reserve →
+ * annotations → the cluster's Binding → commit or undo) as one call.
+ *
+ * It speaks core types only: node specs, pod requests, allocations, node
+ * names, results with reasons, annotations. Front ends (the HTTP extender
+ * in src/server, the scheduling-framework plugin) decode their own wire
+ * formats into these and call it; it knows no HTTP, JSON or Kubernetes.
+ *
+ * Threads: every function is safe to call from any thread, concurrently,
+ * unless it says otherwise. Filter and prioritize run in parallel with each
+ * other; binds and cluster events serialise on the ledger's lock only for
+ * their ledger work (a bind's cluster call runs outside it).
+ *
+ * Ownership: parameters are borrowed for the call; nothing is kept unless
+ * said (gs_sched_pod_bound copies what it keeps).
+ */
+#ifndef GPUSHARE_SCHED_H
+#define GPUSHARE_SCHED_H
+
+#include <gpushare/ledger.h>
+#include <gpushare/place.h>
+#include <gpushare/plugin.h>
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct gs_sched;
+
+/* Creates a service with an empty ledger in policy->unit_mib and the
+ * default plugins (gang, then gpumem). policy is copied. NULL on allocation
+ * failure. Owned by the caller: gs_sched_free. */
+struct gs_sched *gs_sched_new(const struct gs_policy *policy);
+/* Frees everything. Accepts NULL. Not concurrently with other calls. */
+void gs_sched_free(struct gs_sched *s);
+/* The policy in force (fixed at creation; borrowed for the service's life). */
+const struct gs_policy *gs_sched_policy(const struct gs_sched *s);
+
+/* ---- the cluster, as the front end's watch sees it -------------------- */
+
+/* A node was added or changed: the ledger takes its GPUs, unhealthy GPUs
+ * recorded for it apply, and pods kept for it are restored. */
+enum gs_err gs_sched_node_upsert(struct gs_sched *s, const struct gs_node_spec *spec) GS_WUR;
+/* A node left. Its allocations stay recorded until their pods go. GS_ENOTFOUND
+ * when the node was unknown. */
+enum gs_err gs_sched_node_remove(struct gs_sched *s, const char *name) GS_WUR;
+/* The node's unhealthy GPUs (bit i: GPU index i; 0: all healthy). Kept for a
+ * node not known yet and applied when it comes. */
+enum gs_err gs_sched_set_unhealthy(struct gs_sched *s, const char *node, uint64_t mask) GS_WUR;
+/* A non-terminal pod seen bound with an allocation (read from its
+ * annotations). GS_EOK: in the ledger (or already there). GS_EAGAIN: its
+ * node is not known yet, or memory ran out: a copy is kept and restored when
+ * the node comes (or by gs_sched_retry_kept). Any other error: refused
+ * (e.g. more memory than the GPU has), nothing kept. */
+enum gs_err gs_sched_pod_bound(struct gs_sched *s, const struct gs_alloc *alloc) GS_WUR;
+/* A pod left (deleted, Succeeded or Failed): its allocation is freed and any
+ * copy kept for later forgotten. */
+void gs_sched_pod_gone(struct gs_sched *s, const char *uid);
+/* Pods kept for later: how many, and a retry of all of them (returns how
+ * many are still kept). */
+size_t gs_sched_kept_count(struct gs_sched *s);
+size_t gs_sched_retry_kept(struct gs_sched *s);
+
+/* ---- time --------------------------------------------------------------- */
+
+/* Lets time-driven plugins act (gang timeouts). now_ns: unix ns. */
+void gs_sched_tick(struct gs_sched *s, int64_t now_ns);
+/* Releases reservations whose bind was never confirmed within max_age_ns;
+ * returns how many. */
+size_t gs_sched_expire_assumed(struct gs_sched *s, int64_t now_ns, int64_t max_age_ns);
+
+/* ---- the verbs ------------------------------------------------------------ */
+
+/* Filter: ret[i] for each of the n nodes (ret has room for n). A node the
+ * ledger does not know: UNSCHEDULABLE "node unknown to gpushare". A pod that
+ * asks for no GPU resource gpushare manages passes everywhere. */
+enum gs_err gs_sched_filter(struct gs_sched *s, const struct gs_pod_request *pod,
+                            const char *const *nodes, size_t n, int64_t now_ns,
+                            struct gs_node_result *ret) GS_WUR;
+/* Prioritize: like filter, with ret[i].score in 0..10 (0 where infeasible). */
+enum gs_err gs_sched_prioritize(struct gs_sched *s, const struct gs_pod_request *pod,
+                                const char *const *nodes, size_t n, int64_t now_ns,
+                                struct gs_node_result *ret) GS_WUR;
+
+/* The cluster's side of a bind: write the Binding of pod to node carrying
+ * annots, in one step. GS_EOK or an error with err (errlen bytes) saying why. */
+struct gs_binder {
+  enum gs_err (*bind)(void *ctx, const struct gs_pod_request *pod, const char *node,
+                      const struct gs_annotations *annots, char *err, size_t errlen);
+  void *ctx;
+};
+
+#define GS_SCHED_ERR_MAX 1024
+
+/* What a bind did. */
+struct gs_sched_bind_result {
+  bool bound;          /* this call wrote the Binding */
+  bool already;        /* the pod was already bound there with its allocation: success, nothing written */
+  bool cluster_failed; /* the ledger had room but the cluster's Binding failed (and was undone) */
+  bool no_fit;         /* refused by the ledger or the plugins: no room, pod invalid for gpushare */
+  char err[GS_SCHED_ERR_MAX]; /* why, when the call failed ("" on success) */
+  struct gs_annotations annots; /* what the Binding carried (bound only); gs_annotations_clear */
+};
+
+/* Binds pod to node as one call: reserves its GPUs (or finds the
+ * reservation it already has there: never re-picks devices), produces the
+ * annotations, has binder write the Binding, then commits; on any failure
+ * the reservation is undone and the ledger is as before. bound_node: the
+ * node the pod is already bound to (NULL or "" when pending) — bound there
+ * with an allocation is success (idempotent); bound elsewhere or without an
+ * allocation is an error. GS_EOK on success; else an error with ret->err.
+ * ret is written in every case; clear ret->annots after use. */
+enum gs_err gs_sched_bind(struct gs_sched *s, const struct gs_pod_request *pod,
+                          const char *bound_node, const char *node, int64_t now_ns,
+                          const struct gs_binder *binder, struct gs_sched_bind_result *ret) GS_WUR;
+
+/* ---- views ------------------------------------------------------------------ */
+
+/* A gang plan still holding slots (docs/contract.md §5 "gangs"). */
+struct gs_sched_gang_view {
+  const char *ns, *job;
+  uint32_t replicas, placed, nslots;
+  const char *const *slot_nodes; /* nslots entries */
+  const uint64_t *slot_gpus;     /* GPU masks, nslots entries */
+};
+
+/* Runs fn with the ledger read-locked; nothing read may escape fn. gangs
+ * (may be NULL) gets each gang plan inside the same lock, before fn. */
+void gs_sched_read(struct gs_sched *s, void (*fn)(const struct gs_ledger *ledger, void *arg),
+                   void (*gang)(const struct gs_sched_gang_view *g, void *arg), void *arg);
+/* Gang plans holding slots (read-locked). */
+size_t gs_sched_gangs_waiting(struct gs_sched *s);
+
+#endif

@@ -1,0 +1,360 @@
+/* gpushare — the scheduler service (include/gpushare/sched.h): the
+ * framework, the pods kept for later, the unhealthy GPUs and the bind
+ * orchestration behind one object. No I/O, no logging: results and reasons
+ * go back to the front end, which logs. */
+#include <gpushare/sched.h>
+
+#include "alloc.h"
+#include "framework.h"
+#include "gang/gang.h"
+#include "plugins.h"
+#include "strmap.h"
+
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* A pod whose allocation could not enter the ledger yet (its node unknown,
+ * or memory ran out): a deep copy, restored when its node comes. */
+struct kept {
+  char ns[GS_NS_MAX + 1], name[GS_NAME_MAX + 1], uid[GS_UID_MAX + 1], node[GS_NAME_MAX + 1];
+  struct gs_alloc alloc; /* strings point into this record */
+  struct gs_alloc_part *parts;
+};
+
+struct unhealthy {
+  char node[GS_NAME_MAX + 1];
+  uint64_t mask;
+};
+
+struct gs_sched {
+  struct gs_fw *fw;
+  pthread_mutex_t mu;         /* kept and unhealthy; lock order: mu, then the framework's */
+  struct gs_strmap *kept;     /* uid → struct kept */
+  struct gs_strmap *unhealthy; /* node → struct unhealthy */
+};
+
+struct gs_sched *gs_sched_new(const struct gs_policy *policy) {
+  struct gs_sched *s = gs_calloc(1, sizeof *s);
+  size_t n;
+  const struct gs_plugin_ops *const *plugins = gs_plugins_default(&n);
+  if (s == NULL)
+    return NULL;
+  pthread_mutex_init(&s->mu, NULL);
+  s->kept = gs_strmap_new();
+  s->unhealthy = gs_strmap_new();
+  s->fw = gs_fw_new(policy, plugins, n);
+  if (s->kept == NULL || s->unhealthy == NULL || s->fw == NULL) {
+    gs_sched_free(s);
+    return NULL;
+  }
+  return s;
+}
+
+static void kept_free(struct kept *k) {
+  if (k == NULL)
+    return;
+  gs_free(k->parts);
+  gs_free(k);
+}
+
+void gs_sched_free(struct gs_sched *s) {
+  size_t cur = 0;
+  const char *key;
+  void *val;
+  if (s == NULL)
+    return;
+  while (s->kept != NULL && gs_strmap_next(s->kept, &cur, &key, &val))
+    kept_free(val);
+  cur = 0;
+  while (s->unhealthy != NULL && gs_strmap_next(s->unhealthy, &cur, &key, &val))
+    gs_free(val);
+  gs_strmap_free(s->kept);
+  gs_strmap_free(s->unhealthy);
+  gs_fw_free(s->fw);
+  pthread_mutex_destroy(&s->mu);
+  gs_free(s);
+}
+
+const struct gs_policy *gs_sched_policy(const struct gs_sched *s) { return gs_fw_policy(s->fw); }
+
+/* ---- pods kept for later ------------------------------------------------ */
+
+static struct kept *kept_dup(const struct gs_alloc *a) {
+  struct kept *k = gs_calloc(1, sizeof *k);
+  if (k == NULL)
+    return NULL;
+  k->parts = gs_calloc(a->nparts ? a->nparts : 1, sizeof *k->parts);
+  if (k->parts == NULL) {
+    gs_free(k);
+    return NULL;
+  }
+  memcpy(k->parts, a->parts, a->nparts * sizeof *k->parts);
+  snprintf(k->ns, sizeof k->ns, "%s", a->ns ? a->ns : "");
+  snprintf(k->name, sizeof k->name, "%s", a->name ? a->name : "");
+  snprintf(k->uid, sizeof k->uid, "%s", a->uid);
+  snprintf(k->node, sizeof k->node, "%s", a->node);
+  k->alloc = *a;
+  k->alloc.ns = k->ns;
+  k->alloc.name = k->name;
+  k->alloc.uid = k->uid;
+  k->alloc.node = k->node;
+  k->alloc.parts = k->parts;
+  return k;
+}
+
+/* Under s->mu. Keeps (or replaces) the copy of a; GS_ENOMEM when it cannot. */
+static enum gs_err keep(struct gs_sched *s, const struct gs_alloc *a) {
+  struct kept *k = kept_dup(a), *old;
+  enum gs_err e;
+  if (k == NULL)
+    return GS_ENOMEM;
+  old = gs_strmap_del(s->kept, a->uid);
+  kept_free(old);
+  e = gs_strmap_put(s->kept, k->uid, k);
+  if (e != GS_EOK)
+    kept_free(k);
+  return e;
+}
+
+/* Under s->mu: one restore try. GS_EAGAIN: try again later. */
+static enum gs_err restore_once(struct gs_sched *s, const struct gs_alloc *a) {
+  enum gs_err e = gs_fw_pod_restore(s->fw, a);
+  if (e == GS_ENOTFOUND || e == GS_ENOMEM)
+    return GS_EAGAIN;
+  return e;
+}
+
+enum gs_err gs_sched_pod_bound(struct gs_sched *s, const struct gs_alloc *alloc) {
+  enum gs_err e;
+  if (alloc == NULL || alloc->uid == NULL || alloc->uid[0] == '\0' || alloc->node == NULL ||
+      alloc->node[0] == '\0' || (alloc->nparts > 0 && alloc->parts == NULL))
+    return GS_EINVAL;
+  pthread_mutex_lock(&s->mu);
+  e = restore_once(s, alloc);
+  if (e == GS_EAGAIN && keep(s, alloc) != GS_EOK)
+    e = GS_ENOMEM;
+  else if (e != GS_EAGAIN)
+    kept_free(gs_strmap_del(s->kept, alloc->uid)); /* restored: no copy needed */
+  pthread_mutex_unlock(&s->mu);
+  return e;
+}
+
+/* Under s->mu: retries the kept pods of node (NULL: every node). A delete
+ * takes s->mu too, so it either removes the copy before the retry sees it
+ * or frees what the retry restored. */
+static void retry_kept(struct gs_sched *s, const char *node) {
+  size_t cur = 0;
+  const char *key;
+  void *val;
+  while (gs_strmap_next(s->kept, &cur, &key, &val)) {
+    struct kept *k = val;
+    if (node != NULL && strcmp(k->node, node) != 0)
+      continue;
+    if (restore_once(s, &k->alloc) == GS_EAGAIN)
+      continue;
+    gs_strmap_del(s->kept, k->uid); /* invalidates the cursor: start again */
+    kept_free(k);
+    cur = 0;
+  }
+}
+
+size_t gs_sched_retry_kept(struct gs_sched *s) {
+  size_t n;
+  pthread_mutex_lock(&s->mu);
+  retry_kept(s, NULL);
+  n = gs_strmap_count(s->kept);
+  pthread_mutex_unlock(&s->mu);
+  return n;
+}
+
+size_t gs_sched_kept_count(struct gs_sched *s) {
+  size_t n;
+  pthread_mutex_lock(&s->mu);
+  n = gs_strmap_count(s->kept);
+  pthread_mutex_unlock(&s->mu);
+  return n;
+}
+
+void gs_sched_pod_gone(struct gs_sched *s, const char *uid) {
+  if (uid == NULL || uid[0] == '\0')
+    return;
+  pthread_mutex_lock(&s->mu);
+  kept_free(gs_strmap_del(s->kept, uid)); /* first, then free (see retry_kept) */
+  pthread_mutex_unlock(&s->mu);
+  gs_fw_pod_gone(s->fw, uid);
+}
+
+/* ---- nodes -------------------------------------------------------------- */
+
+enum gs_err gs_sched_node_upsert(struct gs_sched *s, const struct gs_node_spec *spec) {
+  enum gs_err e = gs_fw_node_upsert(s->fw, spec);
+  struct unhealthy *u;
+  if (e != GS_EOK)
+    return e;
+  pthread_mutex_lock(&s->mu);
+  u = gs_strmap_get(s->unhealthy, spec->name);
+  if (u != NULL)
+    e = gs_fw_node_set_unhealthy(s->fw, spec->name, u->mask);
+  retry_kept(s, spec->name); /* pods whose allocation arrived before their node */
+  pthread_mutex_unlock(&s->mu);
+  return e;
+}
+
+enum gs_err gs_sched_node_remove(struct gs_sched *s, const char *name) {
+  return gs_fw_node_remove(s->fw, name);
+}
+
+enum gs_err gs_sched_set_unhealthy(struct gs_sched *s, const char *node, uint64_t mask) {
+  struct unhealthy *u;
+  enum gs_err e = GS_EOK;
+  if (node == NULL || strlen(node) > GS_NAME_MAX)
+    return GS_EINVAL;
+  pthread_mutex_lock(&s->mu);
+  u = gs_strmap_get(s->unhealthy, node);
+  if (u == NULL && mask != 0) {
+    u = gs_calloc(1, sizeof *u);
+    if (u == NULL) {
+      e = GS_ENOMEM;
+    } else {
+      snprintf(u->node, sizeof u->node, "%s", node);
+      e = gs_strmap_put(s->unhealthy, u->node, u);
+      if (e != GS_EOK) {
+        gs_free(u);
+        u = NULL;
+      }
+    }
+  }
+  if (u != NULL && mask == 0) {
+    gs_strmap_del(s->unhealthy, node);
+    gs_free(u);
+  } else if (u != NULL) {
+    u->mask = mask;
+  }
+  pthread_mutex_unlock(&s->mu);
+  if (e != GS_EOK)
+    return e;
+  e = gs_fw_node_set_unhealthy(s->fw, node, mask);
+  return e == GS_ENOTFOUND ? GS_EOK : e; /* applied when the node comes */
+}
+
+/* ---- time --------------------------------------------------------------- */
+
+void gs_sched_tick(struct gs_sched *s, int64_t now_ns) { gs_fw_tick(s->fw, now_ns); }
+
+size_t gs_sched_expire_assumed(struct gs_sched *s, int64_t now_ns, int64_t max_age_ns) {
+  return gs_fw_expire_assumed(s->fw, now_ns, max_age_ns);
+}
+
+/* ---- verbs ---------------------------------------------------------------- */
+
+enum gs_err gs_sched_filter(struct gs_sched *s, const struct gs_pod_request *pod,
+                            const char *const *nodes, size_t n, int64_t now_ns,
+                            struct gs_node_result *ret) {
+  return gs_fw_filter(s->fw, pod, nodes, n, now_ns, ret);
+}
+
+enum gs_err gs_sched_prioritize(struct gs_sched *s, const struct gs_pod_request *pod,
+                                const char *const *nodes, size_t n, int64_t now_ns,
+                                struct gs_node_result *ret) {
+  return gs_fw_prioritize(s->fw, pod, nodes, n, now_ns, ret);
+}
+
+enum gs_err gs_sched_bind(struct gs_sched *s, const struct gs_pod_request *pod,
+                          const char *bound_node, const char *node, int64_t now_ns,
+                          const struct gs_binder *binder, struct gs_sched_bind_result *ret) {
+  struct gs_status st = {GS_CODE_SUCCESS, ""};
+  char cerr[GS_SCHED_ERR_MAX] = "";
+  bool fresh = false, bound = bound_node != NULL && bound_node[0] != '\0';
+  enum gs_err e;
+
+  memset(ret, 0, sizeof *ret);
+  if (bound && strcmp(bound_node, node) != 0) {
+    snprintf(ret->err, sizeof ret->err, "pod %s/%s is already assigned to node %s", pod->ns,
+             pod->name, bound_node);
+    return GS_ECONFLICT;
+  }
+  e = gs_fw_bind_prepare(s->fw, pod, node, now_ns, &ret->annots, &fresh, &st);
+  if (e != GS_EOK) {
+    ret->no_fit = true;
+    snprintf(ret->err, sizeof ret->err, "cannot bind pod %s/%s: %s", pod->ns, pod->name,
+             st.reason[0] ? st.reason : gs_strerror(e));
+    return e;
+  }
+  if (bound && !fresh) {
+    ret->already = true; /* bound there with this allocation: idempotent */
+    gs_annotations_clear(&ret->annots);
+    return GS_EOK;
+  }
+  if (bound) {
+    gs_fw_bind_abort(s->fw, pod, node);
+    gs_annotations_clear(&ret->annots);
+    snprintf(ret->err, sizeof ret->err, "pod %s/%s is already bound without a GPU allocation",
+             pod->ns, pod->name);
+    return GS_ECONFLICT;
+  }
+  e = binder->bind(binder->ctx, pod, node, &ret->annots, cerr, sizeof cerr);
+  if (e != GS_EOK) {
+    if (fresh)
+      gs_fw_bind_abort(s->fw, pod, node);
+    gs_annotations_clear(&ret->annots);
+    ret->cluster_failed = true;
+    snprintf(ret->err, sizeof ret->err, "binding to %.*s failed: %.*s", GS_NAME_MAX, node,
+             (int)(sizeof ret->err - GS_NAME_MAX - 32), cerr[0] ? cerr : gs_strerror(e));
+    return e;
+  }
+  gs_fw_bind_commit(s->fw, pod->uid);
+  ret->bound = true;
+  return GS_EOK;
+}
+
+/* ---- views ---------------------------------------------------------------- */
+
+struct read_call {
+  struct gs_sched *s;
+  void (*fn)(const struct gs_ledger *ledger, void *arg);
+  void (*gang)(const struct gs_sched_gang_view *g, void *arg);
+  void *arg;
+};
+
+static void read_fn(const struct gs_ledger *ledger, void *arg) {
+  struct read_call *r = arg;
+  if (r->gang != NULL) {
+    static __thread struct gs_gang_slot_info slots[GS_GANG_REPLICAS_MAX];
+    static __thread const char *nodes[GS_GANG_REPLICAS_MAX];
+    static __thread uint64_t gpus[GS_GANG_REPLICAS_MAX];
+    const void *state = gs_fw_plugin_state(r->s->fw, "gang");
+    struct gs_gang_info g;
+    for (size_t i = 0; state != NULL && gs_gang_at(state, i, &g, slots, GS_GANG_REPLICAS_MAX); i++) {
+      struct gs_sched_gang_view v = {g.ns, g.job, g.replicas, 0, g.nslots, nodes, gpus};
+      for (uint32_t k = 0; k < g.nslots; k++) {
+        nodes[k] = g.slots[k].node;
+        gpus[k] = g.slots[k].gpus;
+        v.placed += g.slots[k].placed;
+      }
+      r->gang(&v, r->arg);
+    }
+  }
+  r->fn(ledger, r->arg);
+}
+
+void gs_sched_read(struct gs_sched *s, void (*fn)(const struct gs_ledger *ledger, void *arg),
+                   void (*gang)(const struct gs_sched_gang_view *g, void *arg), void *arg) {
+  struct read_call r = {s, fn, gang, arg};
+  gs_fw_read(s->fw, read_fn, &r);
+}
+
+static void count_fn(const struct gs_ledger *ledger, void *arg) {
+  struct read_call *r = arg;
+  (void)ledger;
+  *(size_t *)r->arg = gs_gang_count(gs_fw_plugin_state(r->s->fw, "gang"));
+}
+
+size_t gs_sched_gangs_waiting(struct gs_sched *s) {
+  size_t n = 0;
+  struct read_call r = {s, NULL, NULL, &n};
+  gs_fw_read(s->fw, count_fn, &r);
+  return n;
+}
