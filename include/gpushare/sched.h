@@ -23,6 +23,7 @@
 #include <gpushare/ledger.h>
 #include <gpushare/place.h>
 #include <gpushare/plugin.h>
+#include <gpushare/version.h>
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -3,6 +3,7 @@
  * orchestration behind one object. No I/O, no logging: results and reasons
  * go back to the front end, which logs. */
 #include <gpushare/sched.h>
+#include <gpushare/version.h>
 
 #include "alloc.h"
 #include "framework.h"
@@ -358,3 +359,5 @@ size_t gs_sched_gangs_waiting(struct gs_sched *s) {
   gs_fw_read(s->fw, count_fn, &r);
   return n;
 }
+
+const char *gs_version(void) { return GS_VERSION_STRING; }
