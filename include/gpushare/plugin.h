@@ -87,6 +87,18 @@ struct gs_cycle {
   const struct gs_place_pod *place;
 };
 
+/* A plan a plugin holds in the ledger for pods not all bound yet (a gang's
+ * slots), as debug views show it (docs/contract.md §5 "gangs"). Strings and
+ * arrays are borrowed from the plugin: valid only inside the emit call. */
+struct gs_plan_view {
+  const char *ns, *job;
+  uint32_t replicas;             /* members the plan is for */
+  uint32_t placed;               /* slots whose member holds its GPUs */
+  uint32_t nslots;
+  const char *const *slot_nodes; /* nslots entries */
+  const uint64_t *slot_gpus;     /* nslots GPU masks */
+};
+
 struct gs_plugin_ops {
   const char *name;
   uint32_t api_version; /* GS_PLUGIN_API_VERSION */
@@ -118,6 +130,10 @@ struct gs_plugin_ops {
    * filter and score; filter still serves the filter verb. */
   enum gs_code (*filter_score)(void *self, const struct gs_cycle *c, const struct gs_node *node,
                                struct gs_status *st, int64_t *ret_score, bool *ret_scored);
+  /* Optional, for debug views and metrics: emit each plan the plugin holds
+   * (called with the lock held shared). Appended. */
+  void (*describe)(void *self, void (*emit)(void *ctx, const struct gs_plan_view *plan),
+                   void *ctx);
 };
 
 #endif

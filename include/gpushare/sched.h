@@ -120,19 +120,12 @@ enum gs_err gs_sched_bind(struct gs_sched *s, const struct gs_pod_request *pod,
 
 /* ---- views ------------------------------------------------------------------ */
 
-/* A gang plan still holding slots (docs/contract.md §5 "gangs"). */
-struct gs_sched_gang_view {
-  const char *ns, *job;
-  uint32_t replicas, placed, nslots;
-  const char *const *slot_nodes; /* nslots entries */
-  const uint64_t *slot_gpus;     /* GPU masks, nslots entries */
-};
-
-/* Runs fn with the ledger read-locked; nothing read may escape fn. gangs
- * (may be NULL) gets each gang plan inside the same lock, before fn. */
+/* Runs fn with the ledger read-locked; nothing read may escape fn. plan
+ * (may be NULL) gets each plan the plugins hold (gang slots not all bound:
+ * struct gs_plan_view, plugin.h) inside the same lock, before fn. */
 void gs_sched_read(struct gs_sched *s, void (*fn)(const struct gs_ledger *ledger, void *arg),
-                   void (*gang)(const struct gs_sched_gang_view *g, void *arg), void *arg);
-/* Gang plans holding slots (read-locked). */
-size_t gs_sched_gangs_waiting(struct gs_sched *s);
+                   void (*plan)(void *arg, const struct gs_plan_view *p), void *arg);
+/* Plans holding slots not all bound yet (read-locked). */
+size_t gs_sched_plans_waiting(struct gs_sched *s);
 
 #endif

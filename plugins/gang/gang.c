@@ -401,26 +401,25 @@ static void tick(void *self, struct gs_ledger *ledger, int64_t now) {
   }
 }
 
-size_t gs_gang_count(const void *state) {
-  const struct gang_state *st = state;
-  return st != NULL ? st->n : 0;
-}
-
-bool gs_gang_at(const void *state, size_t i, struct gs_gang_info *ret,
-                struct gs_gang_slot_info *slots, uint32_t cap) {
-  const struct gang_state *st = state;
-  const struct gang *g;
-  if (st == NULL || i >= st->n || st->gangs[i]->replicas > cap)
-    return false;
-  g = st->gangs[i];
-  for (uint32_t r = 0; r < g->replicas; r++) {
-    slots[r].node = g->slots[r].node;
-    slots[r].gpus = g->slots[r].gpus;
-    slots[r].member = g->slots[r].member[0] ? g->slots[r].member : NULL;
-    slots[r].placed = g->slots[r].placed;
+/* The plans still holding slots, for /debug/ledger and the metrics. */
+static void describe(void *self, void (*emit)(void *ctx, const struct gs_plan_view *plan),
+                     void *ctx) {
+  static __thread const char *nodes[GS_GANG_REPLICAS_MAX];
+  static __thread uint64_t gpus[GS_GANG_REPLICAS_MAX];
+  const struct gang_state *st = self;
+  for (size_t i = 0; st != NULL && i < st->n; i++) {
+    const struct gang *g = st->gangs[i];
+    struct gs_plan_view v = {g->ns, g->job, g->replicas, 0, 0, nodes, gpus};
+    if (g->replicas > GS_GANG_REPLICAS_MAX)
+      continue; /* refused at planning: cannot be held */
+    for (uint32_t r = 0; r < g->replicas; r++) {
+      nodes[r] = g->slots[r].node;
+      gpus[r] = g->slots[r].gpus;
+      v.placed += g->slots[r].placed;
+    }
+    v.nslots = g->replicas;
+    emit(ctx, &v);
   }
-  *ret = (struct gs_gang_info){g->ns, g->job, g->replicas, g->replicas, slots};
-  return true;
 }
 
 const struct gs_plugin_ops gs_plugin_gang = {
@@ -435,4 +434,5 @@ const struct gs_plugin_ops gs_plugin_gang = {
     .unreserve = unreserve,
     .tick = tick,
     .pod_gone = pod_gone,
+    .describe = describe,
 };

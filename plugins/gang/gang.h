@@ -20,28 +20,9 @@ extern const struct gs_plugin_ops gs_plugin_gang;
 
 #define GS_GANG_UID_PREFIX "gang/"
 
-/* A read-only description of one gang, for the debug view. */
-struct gs_gang_slot_info {
-  const char *node;
-  uint64_t gpus;      /* mask of the slot's GPUs */
-  const char *member; /* UID of the member assigned to it, or NULL */
-  bool placed;        /* the member holds the GPUs (reserved or bound) */
-};
-struct gs_gang_info {
-  const char *ns, *job;
-  uint32_t replicas;
-  uint32_t nslots;
-  const struct gs_gang_slot_info *slots;
-};
-
 #define GS_GANG_REPLICAS_MAX 1024
 
-/* Number of gangs listed. */
-size_t gs_gang_count(const void *state);
-/* Describes the i-th gang into *ret, its slots into slots[cap] (cap ≥ its
- * replicas, at most GS_GANG_REPLICAS_MAX). Strings are borrowed from the
- * state: valid while the caller holds the framework's lock. */
-bool gs_gang_at(const void *state, size_t i, struct gs_gang_info *ret,
-                struct gs_gang_slot_info *slots, uint32_t cap);
+/* The plans are described through the plugin's describe hook
+ * (struct gs_plan_view, plugin.h): no caller names this plugin. */
 
 #endif

@@ -461,7 +461,14 @@ void gs_fw_read(struct gs_fw *fw, void (*fn)(const struct gs_ledger *ledger, voi
   pthread_rwlock_unlock(&fw->lock);
 }
 
-void *gs_fw_plugin_state(struct gs_fw *fw, const char *name) {
+void gs_fw_describe(struct gs_fw *fw, void (*emit)(void *ctx, const struct gs_plan_view *plan),
+                    void *ctx) {
+  for (size_t i = 0; i < fw->nplugins; i++)
+    if (fw->plugins[i]->describe != NULL)
+      fw->plugins[i]->describe(fw->state[i], emit, ctx);
+}
+
+void *gs_fw_plugin_state_for_test(struct gs_fw *fw, const char *name) {
   for (size_t i = 0; i < fw->nplugins; i++)
     if (strcmp(fw->plugins[i]->name, name) == 0)
       return fw->state[i];

@@ -70,8 +70,13 @@ void gs_fw_tick(struct gs_fw *fw, int64_t now_ns);
 /* Runs fn with the lock held shared; the ledger must not escape fn. */
 void gs_fw_read(struct gs_fw *fw, void (*fn)(const struct gs_ledger *ledger, void *arg),
                 void *arg);
-/* The plugin state of the named plugin (for debug views), or NULL. The
- * pointer is only valid inside gs_fw_read's fn. */
-void *gs_fw_plugin_state(struct gs_fw *fw, const char *name);
+/* Every plugin's plans (describe hooks). Only inside gs_fw_read's fn (the
+ * lock is held shared there). */
+void gs_fw_describe(struct gs_fw *fw, void (*emit)(void *ctx, const struct gs_plan_view *plan),
+                    void *ctx);
+/* The plugin state of the named plugin, or NULL: for a plugin's own unit
+ * tests only (product code describes plans through gs_fw_describe). Valid
+ * while nothing else runs on fw. */
+void *gs_fw_plugin_state_for_test(struct gs_fw *fw, const char *name);
 
 #endif

@@ -7,7 +7,6 @@
 
 #include "alloc.h"
 #include "framework.h"
-#include "gang/gang.h"
 #include "plugins.h"
 #include "strmap.h"
 
@@ -316,47 +315,32 @@ enum gs_err gs_sched_bind(struct gs_sched *s, const struct gs_pod_request *pod,
 struct read_call {
   struct gs_sched *s;
   void (*fn)(const struct gs_ledger *ledger, void *arg);
-  void (*gang)(const struct gs_sched_gang_view *g, void *arg);
+  void (*plan)(void *arg, const struct gs_plan_view *p);
   void *arg;
 };
 
 static void read_fn(const struct gs_ledger *ledger, void *arg) {
   struct read_call *r = arg;
-  if (r->gang != NULL) {
-    static __thread struct gs_gang_slot_info slots[GS_GANG_REPLICAS_MAX];
-    static __thread const char *nodes[GS_GANG_REPLICAS_MAX];
-    static __thread uint64_t gpus[GS_GANG_REPLICAS_MAX];
-    const void *state = gs_fw_plugin_state(r->s->fw, "gang");
-    struct gs_gang_info g;
-    for (size_t i = 0; state != NULL && gs_gang_at(state, i, &g, slots, GS_GANG_REPLICAS_MAX); i++) {
-      struct gs_sched_gang_view v = {g.ns, g.job, g.replicas, 0, g.nslots, nodes, gpus};
-      for (uint32_t k = 0; k < g.nslots; k++) {
-        nodes[k] = g.slots[k].node;
-        gpus[k] = g.slots[k].gpus;
-        v.placed += g.slots[k].placed;
-      }
-      r->gang(&v, r->arg);
-    }
-  }
-  r->fn(ledger, r->arg);
+  if (r->plan != NULL)
+    gs_fw_describe(r->s->fw, r->plan, r->arg);
+  if (r->fn != NULL)
+    r->fn(ledger, r->arg);
 }
 
 void gs_sched_read(struct gs_sched *s, void (*fn)(const struct gs_ledger *ledger, void *arg),
-                   void (*gang)(const struct gs_sched_gang_view *g, void *arg), void *arg) {
-  struct read_call r = {s, fn, gang, arg};
+                   void (*plan)(void *arg, const struct gs_plan_view *p), void *arg) {
+  struct read_call r = {s, fn, plan, arg};
   gs_fw_read(s->fw, read_fn, &r);
 }
 
-static void count_fn(const struct gs_ledger *ledger, void *arg) {
-  struct read_call *r = arg;
-  (void)ledger;
-  *(size_t *)r->arg = gs_gang_count(gs_fw_plugin_state(r->s->fw, "gang"));
+static void count_plan(void *arg, const struct gs_plan_view *p) {
+  (void)p;
+  (*(size_t *)arg)++;
 }
 
-size_t gs_sched_gangs_waiting(struct gs_sched *s) {
+size_t gs_sched_plans_waiting(struct gs_sched *s) {
   size_t n = 0;
-  struct read_call r = {s, NULL, NULL, &n};
-  gs_fw_read(s->fw, count_fn, &r);
+  gs_sched_read(s, NULL, count_plan, &n);
   return n;
 }
 

@@ -462,7 +462,7 @@ struct view_call {
 
 /* docs/contract.md §5 "gangs": {"job":"ns/job","replicas":R,"placed":P,
  * "nodes":{"node":[gpu,...]}} for every plan still holding slots. */
-static void gang_json(const struct gs_sched_gang_view *g, void *arg) {
+static void gang_json(void *arg, const struct gs_plan_view *g) {
   struct view_call *v = arg;
   char job[GS_NS_MAX + GS_NAME_MAX + 2];
   json_t *nodes = json_object();
@@ -577,7 +577,7 @@ static void route_metrics(struct gs_server *s, struct gs_http_response *resp) {
   const char *none[] = {NULL};
   gs_metrics_gauge_set(s->metrics, "gpushare_gangs_waiting",
                        "Gang plans holding slots not yet bound.", none,
-                       (double)gs_sched_gangs_waiting(s->sched));
+                       (double)gs_sched_plans_waiting(s->sched));
   gs_sched_read(s->sched, metrics_fn, NULL, &m);
   gs_metrics_gauge_set(s->metrics, "gpushare_leader", "1 when this replica serves the verbs.",
                        none, atomic_load(&s->leader) ? 1 : 0);

@@ -570,7 +570,7 @@ static void test_gpumem_prepared_same(void **state) {
                        GS_EOK);
       gs_annotations_clear(&ann);
     }
-    call = (struct gpumem_call){gs_fw_policy(fw), gs_fw_plugin_state(fw, "gpumem"), names, 5};
+    call = (struct gpumem_call){gs_fw_policy(fw), gs_fw_plugin_state_for_test(fw, "gpumem"), names, 5};
     gs_fw_read(fw, gpumem_same_fn, &call);
     gs_fw_free(fw);
   }
