@@ -36,19 +36,6 @@ static int apply_configmap(struct gs_config *cfg, const json_t *data) {
   return 0;
 }
 
-static enum gs_log_lvl log_level(enum gs_log_level l) {
-  switch (l) {
-  case GS_LOG_ERROR:
-    return GS_LVL_ERROR;
-  case GS_LOG_WARN:
-    return GS_LVL_WARN;
-  case GS_LOG_DEBUG:
-    return GS_LVL_DEBUG;
-  case GS_LOG_INFO:
-    break;
-  }
-  return GS_LVL_INFO;
-}
 
 int main(int argc, char **argv) {
   static struct gs_config cfg; /* large: keep it off the stack */
@@ -75,8 +62,7 @@ int main(int argc, char **argv) {
     printf("gpushare-extender %s\n", GS_VERSION);
     return 0;
   }
-  gs_log_set_level(log_level(cfg.log_level));
-  gs_kube_set_log_level(cfg.log_level);
+  gs_log_set_level(cfg.log_level);
   memset(&sa, 0, sizeof sa);
   sa.sa_handler = on_signal;
   sigaction(SIGINT, &sa, NULL);

@@ -4,6 +4,8 @@
 #ifndef GPUSHARE_CONFIG_H
 #define GPUSHARE_CONFIG_H
 
+#include "log.h" /* enum gs_log_lvl: the one level enum */
+
 #include <gpushare/place.h>
 #include <gpushare/types.h>
 
@@ -28,9 +30,8 @@ enum gs_err gs_yaml_parse(const char *text, size_t len, const char *name, json_t
  * GS_ETOOBIG. The typing rules are in yaml.c and docs/configuration.md. */
 enum gs_err gs_yaml_load_file(const char *path, json_t **ret, struct gs_diag *diag) GS_WUR;
 
-enum gs_log_level { GS_LOG_ERROR = 0, GS_LOG_WARN, GS_LOG_INFO, GS_LOG_DEBUG };
 /* "error", "warn", "info", "debug" (as --log-level takes them). */
-const char *gs_config_log_level_name(enum gs_log_level level);
+const char *gs_config_log_level_name(enum gs_log_lvl level);
 
 /* Everything gpushare-extender is told at start-up. */
 struct gs_config {
@@ -45,7 +46,7 @@ struct gs_config {
   char lease_name[GS_NAME_MAX + 1]; /* "gpushare-extender" */
   char tls_cert_file[GS_PATH_MAX];
   char tls_key_file[GS_PATH_MAX];
-  enum gs_log_level log_level;      /* info */
+  enum gs_log_lvl log_level;      /* info */
   struct gs_policy policy;          /* docs/contract.md §6 keys (defaults applied) */
 };
 

@@ -71,10 +71,10 @@ static const struct opt *opt_find(const char *name, size_t len) {
 }
 
 static const char *const level_names[] = {
-    [GS_LOG_ERROR] = "error", [GS_LOG_WARN] = "warn", [GS_LOG_INFO] = "info",
-    [GS_LOG_DEBUG] = "debug"};
+    [GS_LVL_ERROR] = "error", [GS_LVL_WARN] = "warn", [GS_LVL_INFO] = "info",
+    [GS_LVL_DEBUG] = "debug"};
 
-const char *gs_config_log_level_name(enum gs_log_level level) {
+const char *gs_config_log_level_name(enum gs_log_lvl level) {
   if ((unsigned)level >= sizeof level_names / sizeof level_names[0])
     return "info";
   return level_names[level];
@@ -87,7 +87,7 @@ void gs_config_defaults(struct gs_config *cfg) {
   snprintf(cfg->configmap_name, sizeof cfg->configmap_name, "gpushare-config");
   snprintf(cfg->lease_ns, sizeof cfg->lease_ns, "kube-system");
   snprintf(cfg->lease_name, sizeof cfg->lease_name, "gpushare-extender");
-  cfg->log_level = GS_LOG_INFO;
+  cfg->log_level = GS_LVL_INFO;
   gs__config_policy_defaults(&cfg->policy);
 }
 
@@ -338,7 +338,7 @@ static enum gs_err set_opt(struct gs_config *cfg, const struct opt *o, const cha
   case O_LOG_LEVEL:
     for (size_t i = 0; i < sizeof level_names / sizeof level_names[0]; i++) {
       if (strcmp(value, level_names[i]) == 0) {
-        cfg->log_level = (enum gs_log_level)i;
+        cfg->log_level = (enum gs_log_lvl)i;
         return GS_EOK;
       }
     }

@@ -51,10 +51,6 @@ struct gs_kube_opts {
 enum gs_err gs_cluster_kube_new(const struct gs_kube_opts *opts, struct gs_cluster *ret,
                                 struct gs_diag *diag) GS_WUR;
 
-/* Log threshold of the k8s layer (stderr, one key=value line per event).
- * Default GS_LOG_INFO. Thread-safe. */
-void gs_kube_set_log_level(enum gs_log_level level);
-
 /* Reads ConfigMap ns/name once (before start), retrying with backoff while
  * the apiserver is unreachable or failing, until *stop. *ret: a new
  * reference to its data object, or NULL when the ConfigMap does not exist

@@ -297,7 +297,7 @@ static enum gs_err kube_bind(void *self, const char *ns, const char *name, const
     delay *= 2;
     if (gs__kube_now_ms() + wait_ms + 50 >= deadline)
       break;
-    gs__kube_log(GS_LOG_DEBUG, "bind retry", "pod=%s/%s node=%s wait_ms=%ld", ns, name, node,
+    gs__kube_log(GS_LVL_DEBUG, "bind retry", "pod=%s/%s node=%s wait_ms=%ld", ns, name, node,
                  wait_ms);
     if (!gs__kube_sleep(k, wait_ms))
       break;
@@ -308,9 +308,9 @@ static enum gs_err kube_bind(void *self, const char *ns, const char *name, const
   /* The server logs the bind once, with its allocation or its error; here
    * only the apiserver's side, at debug. */
   if (ret == GS_EOK)
-    gs__kube_log(GS_LOG_DEBUG, "binding posted", "pod=%s/%s node=%s", ns, name, node);
+    gs__kube_log(GS_LVL_DEBUG, "binding posted", "pod=%s/%s node=%s", ns, name, node);
   else
-    gs__kube_log(GS_LOG_DEBUG, "binding failed", "pod=%s/%s node=%s error=\"%s\"", ns, name, node,
+    gs__kube_log(GS_LVL_DEBUG, "binding failed", "pod=%s/%s node=%s error=\"%s\"", ns, name, node,
                  err ? err : "");
   return ret;
 }
@@ -368,7 +368,7 @@ static void kube_event(void *self, const json_t *pod, const char *reason, const 
   }
   pthread_mutex_unlock(&k->mu);
   if (text != NULL) {
-    gs__kube_log(GS_LOG_WARN, "event dropped", "pod=%s/%s reason=%s", ns, name,
+    gs__kube_log(GS_LVL_WARN, "event dropped", "pod=%s/%s reason=%s", ns, name,
                  reason ? reason : "");
     free(text);
   }
@@ -403,7 +403,7 @@ static void *event_main(void *arg) {
       if (e != GS_EOK || (resp.code != 201 && resp.code != 200)) {
         struct gs__kube_status st;
         gs__kube_status_decode(resp.body.p, resp.body.len, resp.code, &st);
-        gs__kube_log(GS_LOG_WARN, "event not posted", "ns=%s err=%s error=\"%s\"", ev.ns,
+        gs__kube_log(GS_LVL_WARN, "event not posted", "ns=%s err=%s error=\"%s\"", ev.ns,
                      gs_strerror(e), e == GS_EOK ? st.message : resp.error);
       }
     }
@@ -430,7 +430,7 @@ static enum gs_err kube_start(void *self, const struct gs_cluster_sink *sink) {
   k->started = true;
   k->sink = *sink;
   pthread_mutex_unlock(&k->mu);
-  gs__kube_log(GS_LOG_INFO, "apiserver client starting", "server=%s leader_elect=%s",
+  gs__kube_log(GS_LVL_INFO, "apiserver client starting", "server=%s leader_elect=%s",
                k->conn.base, k->leader_elect ? "true" : "false");
   if (!k->leader_elect) {
     if (k->sink.leader)
@@ -485,7 +485,7 @@ static void kube_stop(void *self) {
     pthread_join(k->event_th, NULL);
     k->event_started = false;
   }
-  gs__kube_log(GS_LOG_INFO, "apiserver client stopped", NULL);
+  gs__kube_log(GS_LVL_INFO, "apiserver client stopped", NULL);
 }
 
 static void kube_free(struct gs__kube *k) {

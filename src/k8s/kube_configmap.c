@@ -47,7 +47,7 @@ enum gs_err gs_kube_configmap_data(struct gs_cluster *cluster, const char *ns, c
           data = json_deep_copy(d);
         json_decref(cm);
       }
-      gs__kube_log(GS_LOG_INFO, resp.code == 200 ? "configuration read" : "no ConfigMap: defaults",
+      gs__kube_log(GS_LVL_INFO, resp.code == 200 ? "configuration read" : "no ConfigMap: defaults",
                    "configmap=%s/%s", ns, name);
       gs__kube_resp_release(&resp);
       *ret = data;
@@ -56,10 +56,10 @@ enum gs_err gs_kube_configmap_data(struct gs_cluster *cluster, const char *ns, c
     }
     if (e == GS_EOK) {
       gs__kube_status_decode(resp.body.p, resp.body.len, resp.code, &st);
-      gs__kube_log(GS_LOG_WARN, "cannot read the ConfigMap; retrying",
+      gs__kube_log(GS_LVL_WARN, "cannot read the ConfigMap; retrying",
                    "configmap=%s/%s code=%ld message=\"%s\"", ns, name, resp.code, st.message);
     } else {
-      gs__kube_log(GS_LOG_WARN, "apiserver unreachable; retrying", "configmap=%s/%s error=\"%s\"",
+      gs__kube_log(GS_LVL_WARN, "apiserver unreachable; retrying", "configmap=%s/%s error=\"%s\"",
                    ns, name, resp.error[0] ? resp.error : gs_strerror(e));
     }
     gs__kube_resp_release(&resp);

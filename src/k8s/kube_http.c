@@ -101,7 +101,7 @@ static char *token_get(struct gs__kube_conn *c, bool force) {
       c->token_cached = fresh;
       c->token_read_ms = gs__kube_now_ms();
     } else {
-      gs__kube_log(GS_LOG_WARN, "cannot read token file", "path=%s err=%s", c->token_file,
+      gs__kube_log(GS_LVL_WARN, "cannot read token file", "path=%s err=%s", c->token_file,
                    gs_strerror(e));
     }
   }
@@ -177,7 +177,7 @@ enum gs_err gs__kube_conn_incluster(struct gs__kube_conn *c, const char *sa_dir,
       return e;
   } else {
     /* As client-go: log and fall back to the system roots. */
-    gs__kube_log(GS_LOG_WARN, "no service-account CA, using system roots", "path=%s", path);
+    gs__kube_log(GS_LVL_WARN, "no service-account CA, using system roots", "path=%s", path);
   }
   return GS_EOK;
 }
@@ -560,7 +560,7 @@ enum gs_err gs__kube_do(struct gs__kube_conn *c, struct gs__kube_handle *h,
   enum gs_err e = attempt(c, h, req, ret, false);
   /* An expired projected token: re-read the file and retry once (§D.1). */
   if (e == GS_EOK && ret->code == 401 && c->token_file != NULL) {
-    gs__kube_log(GS_LOG_INFO, "401 from apiserver, re-reading token", "path=%s",
+    gs__kube_log(GS_LVL_INFO, "401 from apiserver, re-reading token", "path=%s",
                  c->token_file);
     e = attempt(c, h, req, ret, true);
   }

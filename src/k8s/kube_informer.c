@@ -229,7 +229,7 @@ static void log_status(const struct gs__informer *inf, const char *what,
                        const struct gs__kube_resp *resp) {
   struct gs__kube_status st;
   gs__kube_status_decode(resp->body.p, resp->body.len, resp->code, &st);
-  gs__kube_log(GS_LOG_WARN, what, "resource=%s path=%s code=%ld reason=%s error=\"%s\"",
+  gs__kube_log(GS_LVL_WARN, what, "resource=%s path=%s code=%ld reason=%s error=\"%s\"",
                inf->resource, inf->path, st.code, st.reason[0] ? st.reason : "-", st.message);
 }
 
@@ -464,7 +464,7 @@ static void apply_list(struct gs__informer *inf, json_t *fresh, const char *rv) 
     k->sink.synced(k->sink.ctx);
   pthread_mutex_unlock(&k->sink_mu);
   json_decref(old);
-  gs__kube_log(GS_LOG_INFO, "listed", "resource=%s path=%s items=%zu rv=%s", inf->resource,
+  gs__kube_log(GS_LVL_INFO, "listed", "resource=%s path=%s items=%zu rv=%s", inf->resource,
                inf->path, json_object_size(fresh), rv);
 }
 
@@ -532,7 +532,7 @@ static enum outcome do_list(struct gs__informer *inf) {
     }
     if (e == GS_EOK && cur->resp.code == 410) {
       /* Continue token expired: start over (§C.3). */
-      gs__kube_log(GS_LOG_INFO, "list continue expired, restarting", "resource=%s",
+      gs__kube_log(GS_LVL_INFO, "list continue expired, restarting", "resource=%s",
                    inf->resource);
       json_object_clear(fresh);
       free(cont);
@@ -542,7 +542,7 @@ static enum outcome do_list(struct gs__informer *inf) {
     if (e != GS_EOK || cur->resp.code != 200) {
       long ra = cur->resp.retry_after_s;
       if (e != GS_EOK)
-        gs__kube_log(GS_LOG_WARN, "list failed", "resource=%s path=%s err=%s error=\"%s\"",
+        gs__kube_log(GS_LVL_WARN, "list failed", "resource=%s path=%s err=%s error=\"%s\"",
                      inf->resource, inf->path, gs_strerror(e), cur->resp.error);
       else
         log_status(inf, "list failed", &cur->resp);
@@ -569,7 +569,7 @@ static enum outcome do_list(struct gs__informer *inf) {
       }
     }
     if (e != GS_EOK) {
-      gs__kube_log(GS_LOG_WARN, "list reply unreadable", "resource=%s err=%s", inf->resource,
+      gs__kube_log(GS_LVL_WARN, "list reply unreadable", "resource=%s err=%s", inf->resource,
                    gs_strerror(e));
       break; /* RETRY */
     }
@@ -658,7 +658,7 @@ static bool on_line(void *ctx, const char *line, size_t len) {
   json_t *ev = json_loadb(line, len, 0, &jerr), *obj;
   const char *type;
   if (ev == NULL || !json_is_string(json_object_get(ev, "type"))) {
-    gs__kube_log(GS_LOG_WARN, "bad watch event", "resource=%s error=\"%s\"", inf->resource,
+    gs__kube_log(GS_LVL_WARN, "bad watch event", "resource=%s error=\"%s\"", inf->resource,
                  ev ? "no type" : jerr.text);
     json_decref(ev);
     inf->w_error = true;
@@ -670,11 +670,11 @@ static bool on_line(void *ctx, const char *line, size_t len) {
     struct gs__kube_status st;
     gs__kube_status_from_json(obj, 0, &st);
     if (gs__kube_status_is_expired(&st)) {
-      gs__kube_log(GS_LOG_INFO, "watch expired, relisting", "resource=%s error=\"%s\"",
+      gs__kube_log(GS_LVL_INFO, "watch expired, relisting", "resource=%s error=\"%s\"",
                    inf->resource, st.message);
       inf->w_relist = true;
     } else {
-      gs__kube_log(GS_LOG_WARN, "watch error event", "resource=%s code=%ld error=\"%s\"",
+      gs__kube_log(GS_LVL_WARN, "watch error event", "resource=%s code=%ld error=\"%s\"",
                    inf->resource, st.code, st.message);
       inf->w_error = true;
     }
@@ -697,7 +697,7 @@ static bool on_stream(void *ctx, const char *data, size_t n) {
   struct gs__informer *inf = ctx;
   enum gs_err e = gs__ndjson_feed(&inf->nd, data, n, on_line, inf);
   if (e == GS_ETOOBIG || e == GS_ENOMEM) {
-    gs__kube_log(GS_LOG_WARN, "watch event too large", "resource=%s err=%s", inf->resource,
+    gs__kube_log(GS_LVL_WARN, "watch event too large", "resource=%s err=%s", inf->resource,
                  gs_strerror(e));
     inf->w_error = true;
   }
@@ -736,7 +736,7 @@ static enum outcome do_watch(struct gs__informer *inf) {
   inf->w_relist = inf->w_error = false;
   inf->w_events = 0;
   gs__ndjson_reset(&inf->nd);
-  gs__kube_log(GS_LOG_DEBUG, "watch", "resource=%s rv=%s timeout=%u", inf->resource, rv,
+  gs__kube_log(GS_LVL_DEBUG, "watch", "resource=%s rv=%s timeout=%u", inf->resource, rv,
                timeout_s);
   e = gs__kube_do(&k->conn, &inf->h, &req, &resp);
   gs__kbuf_release(&path);
@@ -747,22 +747,22 @@ static enum outcome do_watch(struct gs__informer *inf) {
   } else if (inf->w_error) {
     out = RETRY;
   } else if (e == GS_EOK && resp.code == 410) {
-    gs__kube_log(GS_LOG_INFO, "watch expired, relisting", "resource=%s", inf->resource);
+    gs__kube_log(GS_LVL_INFO, "watch expired, relisting", "resource=%s", inf->resource);
     out = RELIST;
   } else if (e == GS_EOK && resp.code != 200) {
     log_status(inf, "watch failed", &resp);
     out = RETRY;
   } else if (e != GS_EOK && inf->w_events == 0) {
-    gs__kube_log(GS_LOG_WARN, "watch failed", "resource=%s err=%s error=\"%s\"", inf->resource,
+    gs__kube_log(GS_LVL_WARN, "watch failed", "resource=%s err=%s error=\"%s\"", inf->resource,
                  gs_strerror(e), resp.error);
     out = RETRY;
   } else if (inf->w_events == 0 && gs__kube_now_ms() - started < 1000) {
     /* client-go: a watch closed within a second without events is trouble. */
-    gs__kube_log(GS_LOG_DEBUG, "watch closed at once", "resource=%s", inf->resource);
+    gs__kube_log(GS_LVL_DEBUG, "watch closed at once", "resource=%s", inf->resource);
     out = RETRY;
   } else {
     if (gs__ndjson_pending(&inf->nd) > 0)
-      gs__kube_log(GS_LOG_DEBUG, "watch ended inside an event", "resource=%s", inf->resource);
+      gs__kube_log(GS_LVL_DEBUG, "watch ended inside an event", "resource=%s", inf->resource);
     out = OK_;
   }
   if (out == RETRY || out == RELIST)

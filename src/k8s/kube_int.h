@@ -30,7 +30,7 @@
 
 /* One line on stderr: ts=... level=... msg="msg" <fields>. fields is a
  * printf format for the key=value part (may be NULL). */
-void gs__kube_log(enum gs_log_level level, const char *msg, const char *fmt, ...)
+void gs__kube_log(enum gs_log_lvl level, const char *msg, const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 3, 4)))
 #endif

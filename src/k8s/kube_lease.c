@@ -89,11 +89,11 @@ static long send_lease(struct lease_state *ls, const char *method, const struct 
     } else if (code != 409) {
       struct gs__kube_status st;
       gs__kube_status_decode(resp.body.p, resp.body.len, resp.code, &st);
-      gs__kube_log(GS_LOG_WARN, "lease update failed", "lease=%s/%s method=%s code=%ld error=\"%s\"",
+      gs__kube_log(GS_LVL_WARN, "lease update failed", "lease=%s/%s method=%s code=%ld error=\"%s\"",
                    k->lease_ns, k->lease_name, method, code, st.message);
     }
   } else if (e != GS_EAGAIN) {
-    gs__kube_log(GS_LOG_WARN, "lease update failed", "lease=%s/%s method=%s err=%s error=\"%s\"",
+    gs__kube_log(GS_LVL_WARN, "lease update failed", "lease=%s/%s method=%s err=%s error=\"%s\"",
                  k->lease_ns, k->lease_name, method, gs_strerror(e), resp.error);
   }
   gs__kube_resp_release(&resp);
@@ -121,11 +121,11 @@ static long get_lease(struct lease_state *ls) {
     } else if (code != 404) {
       struct gs__kube_status st;
       gs__kube_status_decode(resp.body.p, resp.body.len, resp.code, &st);
-      gs__kube_log(GS_LOG_WARN, "lease read failed", "lease=%s/%s code=%ld error=\"%s\"",
+      gs__kube_log(GS_LVL_WARN, "lease read failed", "lease=%s/%s code=%ld error=\"%s\"",
                    k->lease_ns, k->lease_name, code, st.message);
     }
   } else if (e != GS_EAGAIN) {
-    gs__kube_log(GS_LOG_WARN, "lease read failed", "lease=%s/%s err=%s error=\"%s\"", k->lease_ns,
+    gs__kube_log(GS_LVL_WARN, "lease read failed", "lease=%s/%s err=%s error=\"%s\"", k->lease_ns,
                  k->lease_name, gs_strerror(e), resp.error);
   }
   gs__kube_resp_release(&resp);
@@ -215,7 +215,7 @@ static void release(struct lease_state *ls) {
     snprintf(rel.acquire, sizeof rel.acquire, "%s", now_s);
     snprintf(rel.renew, sizeof rel.renew, "%s", now_s);
     if (send_lease(ls, "PUT", &rel) == 200) {
-      gs__kube_log(GS_LOG_INFO, "lease released", "lease=%s/%s identity=%s", k->lease_ns,
+      gs__kube_log(GS_LVL_INFO, "lease released", "lease=%s/%s identity=%s", k->lease_ns,
                    k->lease_name, k->identity);
       return;
     }
@@ -232,7 +232,7 @@ static void announce(struct gs__kube *k, bool leader) {
 static void step_down(struct gs__kube *k, struct lease_state *ls, bool *announced,
                       const char *why) {
   ls->leader = false;
-  gs__kube_log(GS_LOG_WARN, "leadership lost", "lease=%s/%s identity=%s why=\"%s\"", k->lease_ns,
+  gs__kube_log(GS_LVL_WARN, "leadership lost", "lease=%s/%s identity=%s why=\"%s\"", k->lease_ns,
                k->lease_name, k->identity, why);
   if (*announced) {
     *announced = false;
@@ -274,10 +274,10 @@ void *gs__lease_main(void *arg) {
   k->lease_h.abort = lease_abort;
   k->lease_h.abort_ctx = k;
   if (build_paths(&ls) != GS_EOK) {
-    gs__kube_log(GS_LOG_ERROR, "leader election disabled: out of memory", NULL);
+    gs__kube_log(GS_LVL_ERROR, "leader election disabled: out of memory", NULL);
     goto out;
   }
-  gs__kube_log(GS_LOG_INFO, "leader election started", "lease=%s/%s identity=%s", k->lease_ns,
+  gs__kube_log(GS_LVL_INFO, "leader election started", "lease=%s/%s identity=%s", k->lease_ns,
                k->lease_name, k->identity);
   while (!gs__kube_stopping(k)) {
     int64_t now, next, round_start = gs__kube_now_ms();
@@ -291,7 +291,7 @@ void *gs__lease_main(void *arg) {
       if (!ls.leader) {
         ls.leader = true;
         ls.gen = atomic_fetch_add(&k->resync_gen, 1) + 1;
-        gs__kube_log(GS_LOG_INFO, "became leader, resyncing", "lease=%s/%s identity=%s",
+        gs__kube_log(GS_LVL_INFO, "became leader, resyncing", "lease=%s/%s identity=%s",
                      k->lease_ns, k->lease_name, k->identity);
         gs__kube_request_resync(k, ls.gen);
       }
@@ -312,7 +312,7 @@ void *gs__lease_main(void *arg) {
         step_down(k, &ls, &announced, "renew deadline passed");
       if (ls.leader && !announced && gs__kube_resynced(k, ls.gen)) {
         announced = true;
-        gs__kube_log(GS_LOG_INFO, "leading", "lease=%s/%s identity=%s", k->lease_ns,
+        gs__kube_log(GS_LVL_INFO, "leading", "lease=%s/%s identity=%s", k->lease_ns,
                      k->lease_name, k->identity);
         announce(k, true);
       }

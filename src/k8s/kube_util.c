@@ -13,43 +13,19 @@
 
 /* ---- logging ---------------------------------------------------------- */
 
-static atomic_int log_level = GS_LOG_INFO;
-
-void gs_kube_set_log_level(enum gs_log_level level) {
-  atomic_store(&log_level, (int)level);
-}
-
-static const char *level_name(enum gs_log_level level) {
-  switch (level) {
-  case GS_LOG_ERROR:
-    return "error";
-  case GS_LOG_WARN:
-    return "warn";
-  case GS_LOG_INFO:
-    return "info";
-  case GS_LOG_DEBUG:
-    return "debug";
-  }
-  return "info";
-}
-
-void gs__kube_log(enum gs_log_level level, const char *msg, const char *fmt, ...) {
+/* The project's one logger (util/log.c): the same timestamps, levels and
+ * threshold as the rest of the extender. */
+void gs__kube_log(enum gs_log_lvl level, const char *msg, const char *fmt, ...) {
   char fields[1024] = "";
-  char ts[32];
-  struct timespec now;
   va_list ap;
-  if ((int)level > atomic_load(&log_level))
+  if (!gs_log_enabled(level))
     return;
-  clock_gettime(CLOCK_REALTIME, &now);
-  gs__kube_rfc3339(&now, ts);
   if (fmt != NULL) {
     va_start(ap, fmt);
     vsnprintf(fields, sizeof fields, fmt, ap);
     va_end(ap);
   }
-  /* One fprintf: stdio locks the stream, so lines never interleave. */
-  fprintf(stderr, "ts=%s level=%s msg=\"%s\"%s%s\n", ts, level_name(level), msg,
-          fields[0] ? " " : "", fields);
+  gs_log(level, msg, "%s", fields);
 }
 
 /* ---- time and randomness ---------------------------------------------- */

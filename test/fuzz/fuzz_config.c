@@ -25,7 +25,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     FUZZ_CHECK(cfg.policy.unit_mib == GS_UNIT_GIB || cfg.policy.unit_mib == GS_UNIT_128MIB);
     FUZZ_CHECK(cfg.unit_override_mib == 0 || cfg.unit_override_mib == GS_UNIT_GIB ||
                cfg.unit_override_mib == GS_UNIT_128MIB);
-    FUZZ_CHECK(cfg.log_level <= GS_LOG_DEBUG);
+    FUZZ_CHECK(cfg.log_level <= GS_LVL_DEBUG);
     FUZZ_CHECK((cfg.tls_cert_file[0] == '\0') == (cfg.tls_key_file[0] == '\0'));
   }
   return 0;

@@ -60,7 +60,19 @@ def scheduler_metrics(cp):
         return r.read().decode()
 
 
-def run(mode, nodes, pods, workdir):
+def fetch_profile(cp, seconds, path):
+    """kube-scheduler's own CPU profile (/debug/pprof/profile) while it works."""
+    import ssl
+    req = urllib.request.Request(f"https://127.0.0.1:{cp.sched_port}/debug/pprof/profile?seconds={seconds}")
+    req.add_header("Authorization", "Bearer " + cp.tokens["admin"])
+    ctx = ssl.create_default_context()
+    ctx.check_hostname = False
+    ctx.verify_mode = ssl.CERT_NONE
+    with urllib.request.urlopen(req, context=ctx, timeout=seconds + 60) as r, open(path, "wb") as f:
+        f.write(r.read())
+
+
+def run(mode, nodes, pods, workdir, pprof=None):
     cfg = os.path.join(kcluster.SOURCE, "deploy", "scheduler", "kube-scheduler-config.yaml")
     if mode.startswith("plain"):
         with open(cfg) as f:
@@ -91,12 +103,19 @@ def run(mode, nodes, pods, workdir):
             ext = kcluster.Extender(cp, args=("--log-level", "warn")).wait_ready(timeout=300)
         t0 = time.time()
         cp.start_scheduler()
+        prof = None
+        if pprof:
+            import threading
+            prof = threading.Thread(target=fetch_profile, args=(cp, 5, f"{pprof}-{mode}-{nodes}.pprof"))
+            prof.start()
 
         def bound():
             items = k.call("GET", "/api/v1/namespaces/default/pods?fieldSelector=spec.nodeName%3D")["items"]
             return not items
         kcluster.wait_for(bound, 3600, "every pod bound", 0.2)
         took = time.time() - t0
+        if prof:
+            prof.join()
         sm = scheduler_metrics(cp)
         att_n = metric_sum(sm, "scheduler_scheduling_attempt_duration_seconds_count")
         att_s = metric_sum(sm, "scheduler_scheduling_attempt_duration_seconds_sum")
@@ -122,13 +141,15 @@ def main():
     ap.add_argument("--pods", type=int, default=1000)
     ap.add_argument("--modes", default="plain,plain-unthrottled,extender")
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--pprof", metavar="PREFIX",
+                    help="save kube-scheduler's CPU profile of the first 5 s to PREFIX-MODE-NODES.pprof")
     a = ap.parse_args()
     results = []
     for n in [int(x) for x in a.nodes.split(",")]:
         row = {}
         for mode in a.modes.split(","):
             with tempfile.TemporaryDirectory(prefix="gs-bench-k8s-") as d:
-                r = run(mode, n, a.pods, d)
+                r = run(mode, n, a.pods, d, a.pprof)
             results.append(r)
             row[mode] = r
             print(json.dumps(r) if a.json else

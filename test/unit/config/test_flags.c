@@ -89,7 +89,7 @@ static void test_defaults(void **state) {
   assert_string_equal(cfg.lease_name, "gpushare-extender");
   assert_string_equal(cfg.tls_cert_file, "");
   assert_string_equal(cfg.tls_key_file, "");
-  assert_int_equal(cfg.log_level, GS_LOG_INFO);
+  assert_int_equal(cfg.log_level, GS_LVL_INFO);
   assert_int_equal(cfg.policy.unit_mib, 1024);
   assert_int_equal(cfg.policy.cgpu_max_pods, 16);
   assert_int_equal(cfg.policy.node_policy, GS_PLACE_BINPACK);
@@ -103,7 +103,7 @@ static void test_defaults(void **state) {
   struct gs_config d;
   gs_config_defaults(&d);
   assert_string_equal(d.listen, "0.0.0.0:32766");
-  assert_int_equal(d.log_level, GS_LOG_INFO);
+  assert_int_equal(d.log_level, GS_LVL_INFO);
 }
 
 static void test_every_flag_both_forms(void **state) {
@@ -131,7 +131,7 @@ static void test_every_flag_both_forms(void **state) {
   assert_string_equal(cfg.lease_name, "my-lease");
   assert_string_equal(cfg.tls_cert_file, cert);
   assert_string_equal(cfg.tls_key_file, key);
-  assert_int_equal(cfg.log_level, GS_LOG_DEBUG);
+  assert_int_equal(cfg.log_level, GS_LVL_DEBUG);
 
   ok(ARGV("--listen=[::1]:0", kc_eq, "--configmap=a/b.c", "--gpu-memory-unit=1Gi", demo_eq,
           "--leader-elect=true", "--lease=x/y", cert_eq, key_eq, "--log-level=error"));
@@ -146,7 +146,7 @@ static void test_every_flag_both_forms(void **state) {
   assert_string_equal(cfg.lease_ns, "x");
   assert_string_equal(cfg.lease_name, "y");
   assert_string_equal(cfg.tls_cert_file, cert);
-  assert_string_equal(cfg.log_level == GS_LOG_ERROR ? "error" : "?", "error");
+  assert_string_equal(cfg.log_level == GS_LVL_ERROR ? "error" : "?", "error");
 
   ok(ARGV("--gpu-memory-unit", "128Mi"));
   assert_int_equal(cfg.unit_override_mib, 128);
@@ -165,7 +165,7 @@ static void test_log_levels(void **state) {
   for (int i = 0; i < 4; i++) {
     ok(ARGV("--log-level", names[i]));
     assert_int_equal(cfg.log_level, i);
-    assert_string_equal(gs_config_log_level_name((enum gs_log_level)i), names[i]);
+    assert_string_equal(gs_config_log_level_name((enum gs_log_lvl)i), names[i]);
   }
   bad(ARGV("--log-level", "verbose"), GS_EINVAL,
       "invalid --log-level \"verbose\": accepted values are error, warn, info, debug");
@@ -354,7 +354,7 @@ static void test_config_file(void **state) {
   assert_string_equal(cfg.configmap_name, "cm");
   assert_true(cfg.leader_elect);
   assert_string_equal(cfg.lease_name, "lease");
-  assert_int_equal(cfg.log_level, GS_LOG_WARN);
+  assert_int_equal(cfg.log_level, GS_LVL_WARN);
   /* gpuMemoryUnit is the ConfigMap key: it sets the policy, not an override. */
   assert_int_equal(cfg.policy.unit_mib, 128);
   assert_int_equal(cfg.unit_override_mib, 0);
@@ -369,7 +369,7 @@ static void test_config_file(void **state) {
   ok(ARGV("--listen", "0.0.0.0:1", "--log-level=debug", cfg_eq, "--leader-elect=false",
           "--gpu-memory-unit", "1GiB", "--demo="));
   assert_string_equal(cfg.listen, "0.0.0.0:1");
-  assert_int_equal(cfg.log_level, GS_LOG_DEBUG);
+  assert_int_equal(cfg.log_level, GS_LVL_DEBUG);
   assert_false(cfg.leader_elect);
   assert_int_equal(cfg.unit_override_mib, 1024);
   assert_int_equal(cfg.policy.unit_mib, 1024);
@@ -411,7 +411,7 @@ static void test_config_file(void **state) {
   assert_false(cfg.policy.frag_aware);
   file = tmp_write("conf.json", "{\"log-level\": \"error\", \"nodePolicy\": \"spread\"}");
   ok(ARGV("--config", file));
-  assert_int_equal(cfg.log_level, GS_LOG_ERROR);
+  assert_int_equal(cfg.log_level, GS_LVL_ERROR);
   assert_int_equal(cfg.policy.node_policy, GS_PLACE_SPREAD);
 }
 

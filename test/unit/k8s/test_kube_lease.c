@@ -206,7 +206,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_one_leader_then_failover, setup, teardown),
       cmocka_unit_test_setup_teardown(test_expired_holder, setup, teardown),
   };
-  gs_kube_set_log_level(getenv("GS_TEST_VERBOSE") ? GS_LOG_DEBUG : GS_LOG_ERROR);
+  gs_log_set_level(getenv("GS_TEST_VERBOSE") ? GS_LVL_DEBUG : GS_LVL_ERROR);
   h_use_arena_hooks();
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
