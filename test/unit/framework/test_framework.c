@@ -10,6 +10,8 @@
 
 #include <gpushare/annot.h>
 
+#include "../testutil.h"
+
 #include <stdio.h>
 #include <string.h>
 
@@ -24,25 +26,8 @@ static struct gs_fw *fw_new(uint32_t unit) {
 
 static void add_node(struct gs_fw *fw, const char *name, enum gs_mode mode, uint32_t gpus,
                      uint64_t units) {
-  struct gs_node_spec spec;
-  memset(&spec, 0, sizeof spec);
-  snprintf(spec.name, sizeof spec.name, "%s", name);
-  spec.mode = mode;
-  spec.gpu_count = gpus;
-  spec.gpu_mem_units = units;
+  struct gs_node_spec spec = gs_test_node(name, mode, gpus, units);
   assert_int_equal(gs_fw_node_upsert(fw, &spec), GS_EOK);
-}
-
-static struct gs_pod_request mem_pod(const char *name, uint64_t units, uint32_t count) {
-  struct gs_pod_request p;
-  memset(&p, 0, sizeof p);
-  snprintf(p.ns, sizeof p.ns, "default");
-  snprintf(p.name, sizeof p.name, "%s", name);
-  snprintf(p.uid, sizeof p.uid, "uid-%s", name);
-  p.ncontainers = 1;
-  p.mem_units[0] = units;
-  p.gpu_count = count;
-  return p;
 }
 
 struct used_call {
@@ -84,7 +69,7 @@ static void test_unit_128mib_fills_one_gpu(void **state) {
     struct gs_annotations a = {0};
     struct gs_pod_request p;
     snprintf(name, sizeof name, "p%d", i);
-    p = mem_pod(name, 16, 1);
+    p = gs_test_mem_pod(name, 16, 1);
     assert_int_equal(gs_fw_filter(fw, &p, nodes, 1, 0, &r), GS_EOK);
     assert_int_equal(r.code, GS_CODE_SUCCESS);
     assert_int_equal(bind(fw, &p, "gpu-a", &a, &st), GS_EOK);
@@ -98,7 +83,7 @@ static void test_unit_128mib_fills_one_gpu(void **state) {
     gs_annotations_clear(&a);
   }
   {
-    struct gs_pod_request p = mem_pod("p8", 16, 1);
+    struct gs_pod_request p = gs_test_mem_pod("p8", 16, 1);
     struct gs_annotations a = {0};
     assert_int_equal(gs_fw_filter(fw, &p, nodes, 1, 0, &r), GS_EOK);
     assert_int_equal(r.code, GS_CODE_UNSCHEDULABLE);
@@ -116,7 +101,7 @@ static void test_multi_card_split_and_refusal(void **state) {
   struct gs_node_result r[2];
   struct gs_status st;
   struct gs_annotations a = {0};
-  struct gs_pod_request p = mem_pod("m", 8, 2), bad = mem_pod("bad", 9, 2);
+  struct gs_pod_request p = gs_test_mem_pod("m", 8, 2), bad = gs_test_mem_pod("bad", 9, 2);
   (void)state;
 
   add_node(fw, "gpu-b", GS_MODE_SHARE, 4, 64);
@@ -145,7 +130,7 @@ static void test_reasons_never_name_nodes(void **state) {
   struct gs_fw *fw = fw_new(GS_UNIT_GIB);
   const char *nodes[] = {"plain-node", "cpu-node", "ghost-node"};
   struct gs_node_result r[3];
-  struct gs_pod_request p = mem_pod("x", 1, 1);
+  struct gs_pod_request p = gs_test_mem_pod("x", 1, 1);
   (void)state;
 
   add_node(fw, "plain-node", GS_MODE_NONE, 2, 32);
@@ -163,7 +148,7 @@ static void test_reasons_never_name_nodes(void **state) {
 
 static void test_bind_is_idempotent_and_abort_frees(void **state) {
   struct gs_fw *fw = fw_new(GS_UNIT_GIB);
-  struct gs_pod_request p = mem_pod("idem", 6, 1), q = mem_pod("other", 12, 1);
+  struct gs_pod_request p = gs_test_mem_pod("idem", 6, 1), q = gs_test_mem_pod("other", 12, 1);
   struct gs_annotations a1 = {0}, a2 = {0};
   struct gs_status st;
   bool fresh = true;
@@ -199,7 +184,7 @@ static void test_bind_is_idempotent_and_abort_frees(void **state) {
 
 static void test_expire_assumed(void **state) {
   struct gs_fw *fw = fw_new(GS_UNIT_GIB);
-  struct gs_pod_request p = mem_pod("stale", 4, 1);
+  struct gs_pod_request p = gs_test_mem_pod("stale", 4, 1);
   struct gs_annotations a = {0};
   struct gs_status st;
   bool fresh;
@@ -216,7 +201,7 @@ static void test_expire_assumed(void **state) {
 
 static void test_unmanaged_pod_passes(void **state) {
   struct gs_fw *fw = fw_new(GS_UNIT_GIB);
-  struct gs_pod_request p = mem_pod("cpu-only", 0, 1);
+  struct gs_pod_request p = gs_test_mem_pod("cpu-only", 0, 1);
   const char *nodes[] = {"anything"};
   struct gs_node_result r;
   (void)state;
@@ -279,7 +264,7 @@ static void test_filter_score_hook(void **state) {
   static const struct gs_plugin_ops *const list[] = {&fs_plugin};
   const char *names[] = {"a", "b", "c", "zz"};
   struct gs_node_result res[4];
-  struct gs_pod_request pod = mem_pod("p", 1, 1);
+  struct gs_pod_request pod = gs_test_mem_pod("p", 1, 1);
   struct gs_policy policy;
   struct gs_fw *fw;
   (void)state;
@@ -338,11 +323,11 @@ static void test_prioritize_matches_placement(void **state) {
     char pname[16];
     struct gs_pod_request p;
     snprintf(pname, sizeof pname, "fill%d", i);
-    p = mem_pod(pname, (uint64_t)(3 + 2 * i), 1);
+    p = gs_test_mem_pod(pname, (uint64_t)(3 + 2 * i), 1);
     assert_int_equal(gs_fw_bind_prepare(fw, &p, names[i % 4], 1, &ann, &fresh, &st), GS_EOK);
     gs_annotations_clear(&ann);
   }
-  prio_pod = mem_pod("new", 4, 1);
+  prio_pod = gs_test_mem_pod("new", 4, 1);
   assert_int_equal(gs_fw_prioritize(fw, &prio_pod, names, 4, 1, res), GS_EOK);
   for (int i = 0; i < 4; i++) {
     struct pick_call c = {names[i], 0, GS_FIT_NO};
@@ -374,7 +359,7 @@ static void test_frag_policy(void **state) {
   add_node(fw, "empty", GS_MODE_SHARE, 8, 256);
   add_node(fw, "used", GS_MODE_SHARE, 8, 256);
   {
-    struct gs_pod_request full = mem_pod("full", 32, 1);
+    struct gs_pod_request full = gs_test_mem_pod("full", 32, 1);
     assert_int_equal(gs_fw_bind_prepare(fw, &full, "used", 1, &ann, &fresh, &st), GS_EOK);
     gs_annotations_clear(&ann);
     gs_fw_bind_commit(fw, full.uid);
@@ -384,11 +369,11 @@ static void test_frag_policy(void **state) {
     char pname[16];
     struct gs_pod_request p;
     snprintf(pname, sizeof pname, "%s%d", i % 5 == 0 ? "job" : "small", i);
-    p = i % 5 == 0 ? mem_pod(pname, 256, 8) : mem_pod(pname, 8, 1);
+    p = i % 5 == 0 ? gs_test_mem_pod(pname, 256, 8) : gs_test_mem_pod(pname, 8, 1);
     assert_int_equal(gs_fw_filter(fw, &p, names, 2, 1, res), GS_EOK);
   }
   {
-    struct gs_pod_request p = mem_pod("newsmall", 8, 1);
+    struct gs_pod_request p = gs_test_mem_pod("newsmall", 8, 1);
     assert_int_equal(gs_fw_prioritize(fw, &p, names, 2, 1, res), GS_EOK);
     assert_int_equal(res[0].code, GS_CODE_SUCCESS);
     assert_int_equal(res[1].code, GS_CODE_SUCCESS);
@@ -457,7 +442,7 @@ static void test_prepared_pod_in_cycle(void **state) {
   static const struct gs_plugin_ops *const list[] = {&probe_plugin};
   const char *names[] = {"a", "b"};
   struct gs_node_result res[2];
-  struct gs_pod_request pod = mem_pod("p", 2, 1), bad = mem_pod("bad", 3, 2);
+  struct gs_pod_request pod = gs_test_mem_pod("p", 2, 1), bad = gs_test_mem_pod("bad", 3, 2);
   struct gs_annotations ann = {0};
   struct gs_status st;
   struct gs_policy policy;
@@ -504,13 +489,13 @@ struct gpumem_call {
 static void gpumem_same_fn(const struct gs_ledger *l, void *arg) {
   struct gpumem_call *call = arg;
   struct gs_pod_request pods[6];
-  pods[0] = mem_pod("p0", 2, 1);
-  pods[1] = mem_pod("p1", 12, 1);
-  pods[2] = mem_pod("p2", 8, 2);
-  pods[3] = mem_pod("p3", 3, 2); /* invalid: 3 over 2 GPUs */
-  pods[4] = mem_pod("p4", 0, 1);
+  pods[0] = gs_test_mem_pod("p0", 2, 1);
+  pods[1] = gs_test_mem_pod("p1", 12, 1);
+  pods[2] = gs_test_mem_pod("p2", 8, 2);
+  pods[3] = gs_test_mem_pod("p3", 3, 2); /* invalid: 3 over 2 GPUs */
+  pods[4] = gs_test_mem_pod("p4", 0, 1);
   pods[4].whole_gpus[0] = 1;
-  pods[5] = mem_pod("p5", 0, 1); /* asks for nothing */
+  pods[5] = gs_test_mem_pod("p5", 0, 1); /* asks for nothing */
   for (int i = 0; i < 6; i++) {
     struct gs_cycle with = {&pods[i], call->policy, (struct gs_ledger *)l, 1, NULL};
     struct gs_cycle without = with;
@@ -565,7 +550,7 @@ static void test_gpumem_prepared_same(void **state) {
       char pname[16];
       struct gs_pod_request p;
       snprintf(pname, sizeof pname, "fill%d", i);
-      p = mem_pod(pname, (uint64_t)(5 + 4 * i), 1);
+      p = gs_test_mem_pod(pname, (uint64_t)(5 + 4 * i), 1);
       assert_int_equal(gs_fw_bind_prepare(fw, &p, i == 2 ? "c0" : "s0", 1, &ann, &fresh, &st),
                        GS_EOK);
       gs_annotations_clear(&ann);
@@ -604,7 +589,7 @@ static void test_result_is_plugin_status(void **state) {
   static const struct gs_plugin_ops *const list[] = {&fs_plugin, &scribble_plugin};
   const char *names[] = {"pass", "long", "other"};
   struct gs_node_result res[3];
-  struct gs_pod_request pod = mem_pod("p", 1, 1);
+  struct gs_pod_request pod = gs_test_mem_pod("p", 1, 1);
   struct gs_policy policy;
   struct gs_fw *fw;
   (void)state;
