@@ -3,6 +3,7 @@
  * under the read lock (they only read it). */
 #include "gang.h"
 
+#include <gpushare/alloc.h>
 #include <gpushare/place.h>
 #include <gpushare/topo.h>
 
@@ -59,8 +60,8 @@ static struct slot *slot_of(struct gang *g, const char *uid) {
 static void gang_free(struct gang *g) {
   if (g == NULL)
     return;
-  free(g->slots);
-  free(g);
+  gs_free(g->slots);
+  gs_free(g);
 }
 
 /* GPUs of node that a new whole-GPU slot may take. */
@@ -135,14 +136,14 @@ static void drop(struct gs_ledger *ledger, struct gang_state *st, size_t idx) {
 static uint32_t plan(struct gang_state *st, struct gs_ledger *ledger,
                      const struct gs_pod_request *pod, int64_t now, struct gang **ret) {
   size_t nn = gs_ledger_node_count(ledger);
-  uint64_t *taken = calloc(nn ? nn : 1, sizeof *taken);
-  struct gang *g = calloc(1, sizeof *g);
+  uint64_t *taken = gs_calloc(nn ? nn : 1, sizeof *taken);
+  struct gang *g = gs_calloc(1, sizeof *g);
   uint64_t k = gs_pod_request_whole_effective(pod);
   uint32_t placed = 0;
 
   if (taken == NULL || g == NULL)
     goto fail;
-  g->slots = calloc(pod->gang_replicas, sizeof *g->slots);
+  g->slots = gs_calloc(pod->gang_replicas, sizeof *g->slots);
   if (g->slots == NULL)
     goto fail;
   snprintf(g->ns, sizeof g->ns, "%s", pod->ns);
@@ -195,19 +196,19 @@ static uint32_t plan(struct gang_state *st, struct gs_ledger *ledger,
       goto fail;
     }
   }
-  free(taken);
+  gs_free(taken);
   st->gangs[st->n++] = g;
   *ret = g;
   return placed;
 
 fail:
-  free(taken);
+  gs_free(taken);
   gang_free(g);
   return placed;
 }
 
 static void *create(const struct gs_policy *policy) {
-  struct gang_state *st = calloc(1, sizeof *st);
+  struct gang_state *st = gs_calloc(1, sizeof *st);
   if (st != NULL)
     st->timeout_s = policy->gang_timeout_s ? policy->gang_timeout_s : 60;
   return st;
@@ -219,7 +220,7 @@ static void destroy(void *self) {
     return;
   for (size_t i = 0; i < st->n; i++)
     gang_free(st->gangs[i]);
-  free(st);
+  gs_free(st);
 }
 
 static enum gs_code pre_filter(void *self, const struct gs_cycle *c, struct gs_status *status) {

@@ -5,6 +5,7 @@
 #include "plugins.h"
 
 #include <gpushare/annot.h>
+#include <gpushare/alloc.h>
 #include <gpushare/place.h>
 
 #include <stdlib.h>
@@ -24,14 +25,14 @@ struct gpumem {
 };
 
 static void *create(const struct gs_policy *policy) {
-  struct gpumem *g = calloc(1, sizeof *g);
+  struct gpumem *g = gs_calloc(1, sizeof *g);
   (void)policy;
   if (g != NULL)
     gs_frag_dist_init(&g->dist);
   return g;
 }
 
-static void destroy(void *self) { free(self); }
+static void destroy(void *self) { gs_free(self); }
 
 static void learn(struct gpumem *g, const struct gs_cycle *c) {
   const struct gs_pod_request *pod = c->pod;

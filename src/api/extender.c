@@ -304,7 +304,7 @@ static enum gs_err args_fast(const char *body, size_t len, struct gs_api_args *r
   a.nnodes = n;
   if (n > 0) {
     /* One block: n names, n node pointers (NULL), then the name bytes. */
-    a.names = malloc(2 * n * sizeof(void *) + bytes);
+    a.names = gs_malloc(2 * n * sizeof(void *) + bytes);
     if (a.names == NULL) {
       json_decref(a.root);
       return GS_ENOMEM;
@@ -447,7 +447,7 @@ static const char *arena_copy(struct gs_api_filter_result *r, const char *s) {
   struct arena_block *b = r->arena;
   if (b == NULL || b->cap - b->used < len) {
     size_t cap = len > 65536 ? len : 65536;
-    b = malloc(sizeof *b + cap);
+    b = gs_malloc(sizeof *b + cap);
     if (b == NULL)
       return NULL;
     b->next = r->arena;
@@ -470,7 +470,7 @@ static char *error_copy(const char *error) {
   len = strlen(error);
   for (i = 0; i < len; i++)
     extra += error[i] == '%' ? 2 : 0;
-  copy = malloc(len + extra + 1);
+  copy = gs_malloc(len + extra + 1);
   if (copy == NULL)
     return NULL;
   for (i = 0, j = 0; i < len; i++) {
@@ -493,7 +493,7 @@ struct gs_api_filter_result *gs_api_filter_result_new(bool by_names) {
   r->pass = by_names ? NULL : json_array();
   r->failed.index = gs_strmap_new();
   r->unresolvable.index = gs_strmap_new();
-  r->error = strdup("");
+  r->error = gs_strdup("");
   if ((!by_names && r->pass == NULL) || r->failed.index == NULL ||
       r->unresolvable.index == NULL || r->error == NULL) {
     gs_api_filter_result_free(r);
@@ -507,17 +507,17 @@ void gs_api_filter_result_free(struct gs_api_filter_result *r) {
     return;
   json_decref(r->pass);
   gs__jw_release(&r->names);
-  free(r->failed.v);
+  gs_free(r->failed.v);
   gs_strmap_free(r->failed.index);
-  free(r->unresolvable.v);
+  gs_free(r->unresolvable.v);
   gs_strmap_free(r->unresolvable.index);
-  free(r->error);
+  gs_free(r->error);
   while (r->arena != NULL) {
     struct arena_block *next = r->arena->next;
-    free(r->arena);
+    gs_free(r->arena);
     r->arena = next;
   }
-  free(r);
+  gs_free(r);
 }
 
 enum gs_err gs_api_filter_result_pass(struct gs_api_filter_result *r, const char *name,
@@ -557,7 +557,7 @@ enum gs_err gs_api_filter_result_fail(struct gs_api_filter_result *r, const char
   }
   if (m->n == m->cap) {
     size_t cap = m->cap ? m->cap * 2 : 64;
-    struct fail_entry *v = realloc(m->v, cap * sizeof *v);
+    struct fail_entry *v = gs_realloc(m->v, cap * sizeof *v);
     if (v == NULL)
       return GS_ENOMEM;
     m->v = v;
@@ -579,7 +579,7 @@ enum gs_err gs_api_filter_result_error(struct gs_api_filter_result *r, const cha
   copy = error_copy(error);
   if (copy == NULL)
     return GS_ENOMEM;
-  free(r->error);
+  gs_free(r->error);
   r->error = copy;
   return GS_EOK;
 }
@@ -619,7 +619,7 @@ char *gs_api_filter_result_dump(const struct gs_api_filter_result *r) {
     JW_LIT(&w, "{\"Nodes\":");
     gs__jw_raw(&w, text, strlen(text));
     JW_LIT(&w, ",\"NodeNames\":null");
-    free(text);
+    gs_free(text);
   }
   JW_LIT(&w, ",\"FailedNodes\":");
   write_fail_map(&w, &r->failed);

@@ -262,7 +262,7 @@ static bool jw_room(struct gs__jw *w, size_t n) {
     }
     cap *= 2;
   }
-  p = realloc(w->p, cap);
+  p = gs_realloc(w->p, cap);
   if (p == NULL) {
     w->oom = true;
     return false;
@@ -381,15 +381,15 @@ void gs__jw_int(struct gs__jw *w, int64_t v) {
 char *gs__jw_take(struct gs__jw *w) {
   char *out = w->oom ? NULL : w->p;
   if (out == NULL && !w->oom)
-    out = strdup("");
+    out = gs_strdup("");
   if (w->oom)
-    free(w->p);
+    gs_free(w->p);
   memset(w, 0, sizeof *w);
   return out;
 }
 
 void gs__jw_release(struct gs__jw *w) {
-  free(w->p);
+  gs_free(w->p);
   memset(w, 0, sizeof *w);
 }
 

@@ -8,6 +8,8 @@
  */
 #include "framework.h"
 
+#include <gpushare/alloc.h>
+
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,7 +29,7 @@ struct gs_fw *gs_fw_new(const struct gs_policy *policy, const struct gs_plugin_o
   struct gs_fw *fw;
   if (nplugins > GS_FW_MAX_PLUGINS)
     return NULL;
-  fw = calloc(1, sizeof *fw);
+  fw = gs_calloc(1, sizeof *fw);
   if (fw == NULL)
     return NULL;
   fw->policy = *policy;
@@ -57,7 +59,7 @@ free_plugins:
 free_ledger:
   gs_ledger_free(fw->ledger);
 free_fw:
-  free(fw);
+  gs_free(fw);
   return NULL;
 }
 
@@ -69,7 +71,7 @@ void gs_fw_free(struct gs_fw *fw) {
       fw->plugins[i]->destroy(fw->state[i]);
   pthread_rwlock_destroy(&fw->lock);
   gs_ledger_free(fw->ledger);
-  free(fw);
+  gs_free(fw);
 }
 
 const struct gs_policy *gs_fw_policy(const struct gs_fw *fw) { return &fw->policy; }

@@ -4,8 +4,9 @@
  * Compiled in always. Unarmed, each wrapper costs one relaxed atomic load
  * and a branch before calling libc. Memory from these wrappers is plain
  * malloc memory: gs_free() is free(), and a caller told to free() a result
- * may do so. Code that allocates in src/util, src/core and src/api calls
- * these wrappers so that every failure path there can be driven by a test.
+ * may do so. Code that allocates in src/util, src/core, plugins/,
+ * src/framework, src/sched and src/api calls these wrappers so that every
+ * failure path there can be driven by a test.
  *
  * The hook is process-wide. Arm it only from a single-threaded test (the
  * counter is atomic, but which thread's allocation is "the Nth" is not
@@ -14,14 +15,10 @@
 #ifndef GPUSHARE_UTIL_ALLOC_H
 #define GPUSHARE_UTIL_ALLOC_H
 
+#include <gpushare/alloc.h> /* the wrappers themselves: public, plugins use them */
+
 #include <stdbool.h>
 #include <stddef.h>
-
-void *gs_malloc(size_t size);
-void *gs_calloc(size_t n, size_t size);
-void *gs_realloc(void *p, size_t size);
-char *gs_strdup(const char *s);
-void gs_free(void *p);
 
 /* Allocations through the wrappers that returned NULL on the calling
  * thread so far (the hook's or real ones). For libraries whose errors hide

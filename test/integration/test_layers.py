@@ -28,7 +28,7 @@ ALLOWED = {
 # public headers (include/gpushare/) a layer may include: util only the
 # error codes; nothing below the service its header
 PUBLIC_LIMITS = {
-    "util": {"err.h"},
+    "util": {"err.h", "alloc.h"},
 }
 SERVICE_USERS = {"sched", "server", "main"}
 
