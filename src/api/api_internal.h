@@ -8,6 +8,7 @@
 #define GPUSHARE_API_INTERNAL_H
 
 #include "api.h"
+#include "buf.h"
 
 #include <stdarg.h>
 
@@ -61,22 +62,14 @@ json_t *gs__api_text(const char *text);
 /* A growable output buffer for answers written without building jansson
  * values (filter and prioritize answers name every node of a request; a
  * value per node was most of a request's cost: docs/benchmarks.md). The
- * bytes equal json_dumps(JSON_COMPACT) of the same values. Allocation
- * failure sets oom; take then returns NULL. */
-struct gs__jw {
-  char *p;
-  size_t len, cap;
-  bool oom;
-};
-void gs__jw_raw(struct gs__jw *w, const char *s, size_t n);
+ * bytes equal json_dumps(JSON_COMPACT) of the same values. The writer
+ * appends to util's struct gs_buf (buf.h): a failed append sticks, and
+ * gs_buf_take then returns NULL. */
+void gs__jw_raw(struct gs_buf *w, const char *s, size_t n);
 /* s as a JSON string with its quotes, escaped as jansson escapes, invalid
  * UTF-8 bytes replaced by '?' as gs__api_text replaces them. */
-void gs__jw_str(struct gs__jw *w, const char *s);
-void gs__jw_int(struct gs__jw *w, int64_t v);
-/* The NUL-terminated text (caller frees), or NULL after a failure. The
- * writer is left empty either way. */
-char *gs__jw_take(struct gs__jw *w);
-void gs__jw_release(struct gs__jw *w);
+void gs__jw_str(struct gs_buf *w, const char *s);
+void gs__jw_int(struct gs_buf *w, int64_t v);
 
 /* Parses the device-resource annotation {"<gpuIndex>":<units>,...}
  * (units: JSON integers or quantity strings) into per_gpu (indices not

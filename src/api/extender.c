@@ -432,7 +432,7 @@ struct arena_block {
 struct gs_api_filter_result {
   bool by_names;
   json_t *pass;           /* Nodes form: array of node objects */
-  struct gs__jw names;    /* NodeNames form: "a","b",... */
+  struct gs_buf names;    /* NodeNames form: "a","b",... */
   size_t npass;
   struct fail_map failed; /* FailedNodes */
   struct fail_map unresolvable;
@@ -506,7 +506,7 @@ void gs_api_filter_result_free(struct gs_api_filter_result *r) {
   if (r == NULL)
     return;
   json_decref(r->pass);
-  gs__jw_release(&r->names);
+  gs_buf_release(&r->names);
   gs_free(r->failed.v);
   gs_strmap_free(r->failed.index);
   gs_free(r->unresolvable.v);
@@ -529,7 +529,7 @@ enum gs_err gs_api_filter_result_pass(struct gs_api_filter_result *r, const char
       gs__jw_raw(&r->names, ",", 1);
     gs__jw_str(&r->names, name);
     r->npass++;
-    return r->names.oom ? GS_ENOMEM : GS_EOK;
+    return r->names.failed != GS_EOK ? GS_ENOMEM : GS_EOK;
   }
   if (!json_is_object(node_obj))
     return GS_EINVAL;
@@ -584,7 +584,7 @@ enum gs_err gs_api_filter_result_error(struct gs_api_filter_result *r, const cha
   return GS_EOK;
 }
 
-static void write_fail_map(struct gs__jw *w, const struct fail_map *m) {
+static void write_fail_map(struct gs_buf *w, const struct fail_map *m) {
   gs__jw_raw(w, "{", 1);
   for (size_t i = 0; i < m->n; i++) {
     if (i > 0)
@@ -597,7 +597,7 @@ static void write_fail_map(struct gs__jw *w, const struct fail_map *m) {
 }
 
 char *gs_api_filter_result_dump(const struct gs_api_filter_result *r) {
-  struct gs__jw w = {0};
+  struct gs_buf w = {0};
   if (r == NULL)
     return NULL;
   if (r->by_names) {
@@ -613,7 +613,7 @@ char *gs_api_filter_result_dump(const struct gs_api_filter_result *r) {
       text = gs__api_dump(list);
     json_decref(list);
     if (text == NULL) {
-      gs__jw_release(&w);
+      gs_buf_release(&w);
       return NULL;
     }
     JW_LIT(&w, "{\"Nodes\":");
@@ -628,7 +628,7 @@ char *gs_api_filter_result_dump(const struct gs_api_filter_result *r) {
   JW_LIT(&w, ",\"Error\":");
   gs__jw_str(&w, r->error);
   JW_LIT(&w, "}");
-  return gs__jw_take(&w);
+  return gs_buf_take(&w);
 }
 
 char *gs_api_filter_error_dump(const char *error) {
@@ -652,11 +652,11 @@ char *gs_api_filter_error_dump(const char *error) {
 }
 
 char *gs_api_priorities_dump(const char *const *hosts, const int64_t *scores, size_t n) {
-  struct gs__jw w = {0};
+  struct gs_buf w = {0};
   JW_LIT(&w, "[");
   for (size_t i = 0; i < n; i++) {
     if (hosts[i] == NULL) {
-      gs__jw_release(&w);
+      gs_buf_release(&w);
       return NULL;
     }
     if (i > 0)
@@ -668,7 +668,7 @@ char *gs_api_priorities_dump(const char *const *hosts, const int64_t *scores, si
     JW_LIT(&w, "}");
   }
   JW_LIT(&w, "]");
-  return gs__jw_take(&w);
+  return gs_buf_take(&w);
 }
 
 /* ---- bind --------------------------------------------------------------- */

@@ -181,52 +181,21 @@ json_t *gs__api_text(const char *text) {
   return out;
 }
 
-/* A growable buffer whose first failed append sticks. */
-struct dump_buf {
-  char *p;
-  size_t len, cap;
-  bool failed;
-};
-
 static int dump_cb(const char *chunk, size_t n, void *data) {
-  struct dump_buf *b = data;
-  if (b->failed)
-    return -1;
-  if (n >= b->cap - b->len) {
-    size_t cap = b->cap ? b->cap : 256;
-    char *p;
-    while (n >= cap - b->len) {
-      if (cap > SIZE_MAX / 2) {
-        b->failed = true;
-        return -1;
-      }
-      cap *= 2;
-    }
-    p = gs_realloc(b->p, cap);
-    if (p == NULL) {
-      b->failed = true;
-      return -1;
-    }
-    b->p = p;
-    b->cap = cap;
-  }
-  memcpy(b->p + b->len, chunk, n);
-  b->len += n;
-  return 0;
+  return gs_buf_add(data, chunk, n) == GS_EOK ? 0 : -1;
 }
 
 char *gs__api_dump(const json_t *value) {
-  struct dump_buf b = {NULL, 0, 0, false};
+  struct gs_buf b = {0};
   /* json_dumps would return a document missing an object key if memory ran
-   * out while writing the key (jansson ignores that failure); the sticky
-   * flag catches it. */
+   * out while writing the key (jansson ignores that failure); the buffer's
+   * sticky failure catches it. */
   if (json_dump_callback(value, dump_cb, &b, JSON_COMPACT | JSON_PRESERVE_ORDER) != 0 ||
-      b.failed || b.p == NULL) {
-    gs_free(b.p);
+      b.failed != GS_EOK || b.p == NULL) {
+    gs_buf_release(&b);
     return NULL;
   }
-  b.p[b.len] = '\0';
-  return b.p;
+  return gs_buf_take(&b);
 }
 
 json_t *gs__api_loadb(const char *text, size_t len, size_t flags, json_error_t *jerr,
@@ -246,33 +215,15 @@ json_t *gs__api_loadb(const char *text, size_t len, size_t flags, json_error_t *
 
 /* ---- the answer writer ------------------------------------------------------ */
 
-/* Makes room for n more bytes and the NUL; false once out of memory. */
-static bool jw_room(struct gs__jw *w, size_t n) {
-  size_t cap;
-  char *p;
-  if (w->oom)
+/* Room for n more bytes; the first call makes room for a typical answer
+ * at once (a filter answer names every node). */
+static bool jw_room(struct gs_buf *w, size_t n) {
+  if (w->p == NULL && n < 4095 && !gs_buf_room(w, 4095))
     return false;
-  if (w->p != NULL && n + 1 <= w->cap - w->len)
-    return true;
-  cap = w->cap ? w->cap : 4096;
-  while (cap - w->len < n + 1) {
-    if (cap > SIZE_MAX / 2) {
-      w->oom = true;
-      return false;
-    }
-    cap *= 2;
-  }
-  p = gs_realloc(w->p, cap);
-  if (p == NULL) {
-    w->oom = true;
-    return false;
-  }
-  w->p = p;
-  w->cap = cap;
-  return true;
+  return gs_buf_room(w, n);
 }
 
-void gs__jw_raw(struct gs__jw *w, const char *s, size_t n) {
+void gs__jw_raw(struct gs_buf *w, const char *s, size_t n) {
   if (!jw_room(w, n))
     return;
   memcpy(w->p + w->len, s, n);
@@ -325,7 +276,7 @@ static size_t jw_escape(const unsigned char *s, char esc[7], size_t *ret_used) {
   }
 }
 
-void gs__jw_str(struct gs__jw *w, const char *text) {
+void gs__jw_str(struct gs_buf *w, const char *text) {
   const unsigned char *s = (const unsigned char *)(text != NULL ? text : "");
   const unsigned char *run = s;
   size_t n = 0;
@@ -365,7 +316,7 @@ void gs__jw_str(struct gs__jw *w, const char *text) {
   gs__jw_raw(w, "\"", 1);
 }
 
-void gs__jw_int(struct gs__jw *w, int64_t v) {
+void gs__jw_int(struct gs_buf *w, int64_t v) {
   char buf[24];
   size_t i = sizeof buf;
   uint64_t u = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
@@ -378,18 +329,4 @@ void gs__jw_int(struct gs__jw *w, int64_t v) {
   gs__jw_raw(w, buf + i, sizeof buf - i);
 }
 
-char *gs__jw_take(struct gs__jw *w) {
-  char *out = w->oom ? NULL : w->p;
-  if (out == NULL && !w->oom)
-    out = gs_strdup("");
-  if (w->oom)
-    gs_free(w->p);
-  memset(w, 0, sizeof *w);
-  return out;
-}
-
-void gs__jw_release(struct gs__jw *w) {
-  gs_free(w->p);
-  memset(w, 0, sizeof *w);
-}
 

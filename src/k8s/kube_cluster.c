@@ -108,14 +108,14 @@ static const char *meta_str(const json_t *obj, const char *key) {
   return json_is_string(v) ? json_string_value(v) : NULL;
 }
 
-static enum gs_err pod_path(struct gs__kbuf *b, const char *ns, const char *name,
+static enum gs_err pod_path(struct gs_buf *b, const char *ns, const char *name,
                             const char *sub) {
   enum gs_err e;
-  if ((e = gs__kbuf_str(b, "/api/v1/namespaces/")) != GS_EOK ||
-      (e = gs__kube_escape(b, ns)) != GS_EOK || (e = gs__kbuf_str(b, "/pods/")) != GS_EOK ||
+  if ((e = gs_buf_str(b, "/api/v1/namespaces/")) != GS_EOK ||
+      (e = gs__kube_escape(b, ns)) != GS_EOK || (e = gs_buf_str(b, "/pods/")) != GS_EOK ||
       (e = gs__kube_escape(b, name)) != GS_EOK)
     return e;
-  return sub ? gs__kbuf_str(b, sub) : GS_EOK;
+  return sub ? gs_buf_str(b, sub) : GS_EOK;
 }
 
 static char *binding_body(const char *ns, const char *name, const char *uid, const char *node,
@@ -143,7 +143,7 @@ static char *binding_body(const char *ns, const char *name, const char *uid, con
 /* The pod as the apiserver has it now (GET; new reference), or NULL. */
 static json_t *fetch_pod(struct gs__kube *k, struct gs__kube_handle *h, const char *ns,
                          const char *name, long timeout_ms) {
-  struct gs__kbuf path = {.max = 4096};
+  struct gs_buf path = {.max = 4096};
   struct gs__kube_resp resp = {0};
   struct gs__kube_req req = {.method = "GET", .timeout_ms = timeout_ms};
   json_t *pod = NULL;
@@ -159,7 +159,7 @@ static json_t *fetch_pod(struct gs__kube *k, struct gs__kube_handle *h, const ch
   }
 out:
   gs__kube_resp_release(&resp);
-  gs__kbuf_release(&path);
+  gs_buf_release(&path);
   return pod;
 }
 
@@ -210,7 +210,7 @@ static enum gs_err kube_bind(void *self, const char *ns, const char *name, const
                              const char *node, const struct gs_annotations *annots, char *err,
                              size_t errlen) {
   struct gs__kube *k = self;
-  struct gs__kbuf path = {.max = 4096};
+  struct gs_buf path = {.max = 4096};
   struct gs__kube_handle h;
   char *body = NULL;
   int64_t deadline = gs__kube_now_ms() + GS_KUBE_BIND_BUDGET_MS;
@@ -227,12 +227,12 @@ static enum gs_err kube_bind(void *self, const char *ns, const char *name, const
   }
   if (pod_path(&path, ns, name, "/binding") != GS_EOK ||
       (body = binding_body(ns, name, uid, node, annots)) == NULL) {
-    gs__kbuf_release(&path);
+    gs_buf_release(&path);
     set_err(err, errlen, "bind %s/%s: out of memory", ns, name);
     return GS_ENOMEM;
   }
   if (!pool_take(k, &h)) {
-    gs__kbuf_release(&path);
+    gs_buf_release(&path);
     free(body);
     set_err(err, errlen, "bind %s/%s: out of memory", ns, name);
     return GS_ENOMEM;
@@ -303,7 +303,7 @@ static enum gs_err kube_bind(void *self, const char *ns, const char *name, const
       break;
   }
   pool_put(k, &h);
-  gs__kbuf_release(&path);
+  gs_buf_release(&path);
   free(body);
   /* The server logs the bind once, with its allocation or its error; here
    * only the apiserver's side, at debug. */
@@ -380,7 +380,7 @@ static void *event_main(void *arg) {
   k->event_h.abort_ctx = k;
   for (;;) {
     struct gs__kube_event ev;
-    struct gs__kbuf path = {.max = 4096};
+    struct gs_buf path = {.max = 4096};
     struct gs__kube_resp resp = {0};
     struct gs__kube_req req = {.method = "POST", .timeout_ms = 5000};
     enum gs_err e;
@@ -395,8 +395,8 @@ static void *event_main(void *arg) {
     k->ev_head = (k->ev_head + 1) % GS_KUBE_EVENT_QUEUE;
     k->ev_len--;
     pthread_mutex_unlock(&k->mu);
-    if (gs__kbuf_str(&path, "/api/v1/namespaces/") == GS_EOK &&
-        gs__kube_escape(&path, ev.ns) == GS_EOK && gs__kbuf_str(&path, "/events") == GS_EOK) {
+    if (gs_buf_str(&path, "/api/v1/namespaces/") == GS_EOK &&
+        gs__kube_escape(&path, ev.ns) == GS_EOK && gs_buf_str(&path, "/events") == GS_EOK) {
       req.path = path.p;
       req.body = ev.body;
       e = gs__kube_do(&k->conn, &k->event_h, &req, &resp);
@@ -408,7 +408,7 @@ static void *event_main(void *arg) {
       }
     }
     gs__kube_resp_release(&resp);
-    gs__kbuf_release(&path);
+    gs_buf_release(&path);
     free(ev.body);
   }
   return NULL;

@@ -18,17 +18,17 @@ enum gs_err gs_kube_configmap_data(struct gs_cluster *cluster, const char *ns, c
                                    volatile sig_atomic_t *stop, json_t **ret) {
   struct gs__kube *k = cluster->self;
   struct gs__kube_handle h;
-  struct gs__kbuf path = {.max = 64 * 1024}; /* a zero cap refused every byte */
+  struct gs_buf path = {.max = 64 * 1024}; /* a zero cap refused every byte */
   struct gs__backoff bo;
   enum gs_err err;
 
-  if (gs__kbuf_str(&path, "/api/v1/namespaces/") != GS_EOK || gs__kube_escape(&path, ns) != GS_EOK ||
-      gs__kbuf_str(&path, "/configmaps/") != GS_EOK || gs__kube_escape(&path, name) != GS_EOK) {
-    gs__kbuf_release(&path);
+  if (gs_buf_str(&path, "/api/v1/namespaces/") != GS_EOK || gs__kube_escape(&path, ns) != GS_EOK ||
+      gs_buf_str(&path, "/configmaps/") != GS_EOK || gs__kube_escape(&path, name) != GS_EOK) {
+    gs_buf_release(&path);
     return GS_ENOMEM;
   }
   if ((err = gs__kube_handle_init(&h, false)) != GS_EOK) {
-    gs__kbuf_release(&path);
+    gs_buf_release(&path);
     return err;
   }
   gs__backoff_init(&bo, k->bo_initial_ms ? k->bo_initial_ms : 800,
@@ -74,6 +74,6 @@ enum gs_err gs_kube_configmap_data(struct gs_cluster *cluster, const char *ns, c
     }
   }
   gs__kube_handle_release(&h);
-  gs__kbuf_release(&path);
+  gs_buf_release(&path);
   return err;
 }

@@ -32,22 +32,22 @@ static enum gs_err global_init(void) {
  * files are symlinks swapped atomically). */
 static enum gs_err read_file(const char *path, size_t max, char **ret, size_t *ret_len) {
   FILE *f = fopen(path, "rb");
-  struct gs__kbuf b = {.max = max};
+  struct gs_buf b = {.max = max};
   char chunk[4096];
   size_t n;
   enum gs_err e = GS_EOK;
   if (f == NULL)
     return GS_EIO;
   while ((n = fread(chunk, 1, sizeof chunk, f)) > 0)
-    if ((e = gs__kbuf_add(&b, chunk, n)) != GS_EOK)
+    if ((e = gs_buf_add(&b, chunk, n)) != GS_EOK)
       break;
   if (e == GS_EOK && ferror(f))
     e = GS_EIO;
   fclose(f);
   if (e == GS_EOK && b.p == NULL)
-    e = gs__kbuf_add(&b, "", 0);
+    e = gs_buf_add(&b, "", 0);
   if (e != GS_EOK) {
-    gs__kbuf_release(&b);
+    gs_buf_release(&b);
     return e;
   }
   *ret = b.p;
@@ -359,7 +359,7 @@ static size_t on_write(char *data, size_t size, size_t nmemb, void *userp) {
     }
     return n;
   }
-  if (gs__kbuf_add(&x->resp->body, data, n) != GS_EOK) {
+  if (gs_buf_add(&x->resp->body, data, n) != GS_EOK) {
     x->too_big = true;
     return 0;
   }
@@ -428,20 +428,20 @@ static enum gs_err attempt(struct gs__kube_conn *c, struct gs__kube_handle *h,
                            bool force_token) {
   struct xfer x = {.h = h, .req = req, .resp = resp};
   struct curl_slist *hdr = NULL, *l;
-  struct gs__kbuf url = {.max = 64 * 1024};
+  struct gs_buf url = {.max = 64 * 1024};
   char *token = token_get(c, force_token), *auth = NULL;
   CURL *e = h->easy;
   enum gs_err err = GS_EOK;
   CURLcode cc;
 
-  gs__kbuf_clear(&resp->body); /* a list reuses one buffer for its pages */
+  gs_buf_clear(&resp->body); /* a list reuses one buffer for its pages */
   resp->body.max = req->body_max ? req->body_max : GS_KUBE_BODY_MAX;
   resp->code = 0;
   resp->retry_after_s = -1;
   resp->aborted = false;
   resp->error[0] = '\0';
 
-  if (gs__kbuf_str(&url, c->base) != GS_EOK || gs__kbuf_str(&url, req->path) != GS_EOK) {
+  if (gs_buf_str(&url, c->base) != GS_EOK || gs_buf_str(&url, req->path) != GS_EOK) {
     err = GS_ETOOBIG;
     goto out;
   }
@@ -551,7 +551,7 @@ out:
     memset(token, 0, strlen(token));
     free(token);
   }
-  gs__kbuf_release(&url);
+  gs_buf_release(&url);
   return err;
 }
 
@@ -575,5 +575,5 @@ enum gs_err gs__kube_do(struct gs__kube_conn *c, struct gs__kube_handle *h,
 void gs__kube_resp_release(struct gs__kube_resp *r) {
   if (r == NULL)
     return;
-  gs__kbuf_release(&r->body);
+  gs_buf_release(&r->body);
 }

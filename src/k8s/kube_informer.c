@@ -140,7 +140,7 @@ static void deliver_delete(struct gs__informer *inf, const json_t *obj) {
 
 enum gs_err gs__informer_init(struct gs__informer *inf, struct gs__kube *k,
                               enum gs__inf_kind kind) {
-  struct gs__kbuf b = {.max = 4096};
+  struct gs_buf b = {.max = 4096};
   enum gs_err e = GS_EOK;
   memset(inf, 0, sizeof *inf);
   inf->k = k;
@@ -155,21 +155,21 @@ enum gs_err gs__informer_init(struct gs__informer *inf, struct gs__kube *k,
   case GS__INF_NODES:
     inf->resource = "nodes";
     inf->item_kind = "Node";
-    e = gs__kbuf_str(&b, "/api/v1/nodes");
+    e = gs_buf_str(&b, "/api/v1/nodes");
     break;
   case GS__INF_PODS:
     inf->resource = "pods";
     inf->item_kind = "Pod";
-    e = gs__kbuf_str(&b, "/api/v1/pods");
+    e = gs_buf_str(&b, "/api/v1/pods");
     break;
   case GS__INF_CM_GPUSHARE:
   case GS__INF_CM_UNHEALTHY:
     inf->resource = "configmaps";
     inf->item_kind = "ConfigMap";
-    if ((e = gs__kbuf_str(&b, "/api/v1/namespaces/")) != GS_EOK ||
+    if ((e = gs_buf_str(&b, "/api/v1/namespaces/")) != GS_EOK ||
         (e = gs__kube_escape(&b, kind == GS__INF_CM_GPUSHARE ? k->cm_ns : "kube-system")) !=
             GS_EOK ||
-        (e = gs__kbuf_str(&b, "/configmaps")) != GS_EOK)
+        (e = gs_buf_str(&b, "/configmaps")) != GS_EOK)
       break;
     if (kind == GS__INF_CM_GPUSHARE) {
       size_t n = strlen(k->cm_name) + sizeof "metadata.name=";
@@ -188,7 +188,7 @@ enum gs_err gs__informer_init(struct gs__informer *inf, struct gs__kube *k,
   if (e == GS_EOK)
     inf->path = b.p;
   else
-    gs__kbuf_release(&b);
+    gs_buf_release(&b);
   return e;
 }
 
@@ -261,23 +261,23 @@ struct page_req {
 
 static void fetch_page(struct page_req *r) {
   struct gs__informer *inf = r->inf;
-  struct gs__kbuf path = {.max = 64 * 1024};
+  struct gs_buf path = {.max = 64 * 1024};
   struct gs__kube_req req = {.method = "GET", .body_max = GS_KUBE_LIST_MAX,
                              .timeout_ms = r->timeout_ms};
   char limit[16];
   snprintf(limit, sizeof limit, "%d", GS_KUBE_PAGE_LIMIT);
-  r->bad_path = gs__kbuf_str(&path, inf->path) != GS_EOK ||
+  r->bad_path = gs_buf_str(&path, inf->path) != GS_EOK ||
                 gs__kube_query(&path, "limit", limit) != GS_EOK ||
                 (inf->field_selector && gs__kube_query(&path, "fieldSelector", inf->field_selector)) ||
                 (r->cont && gs__kube_query(&path, "continue", r->cont));
   if (r->bad_path) {
-    gs__kbuf_release(&path);
+    gs_buf_release(&path);
     r->e = GS_ETOOBIG;
     return;
   }
   req.path = path.p;
   r->e = gs__kube_do(&inf->k->conn, &inf->h, &req, &r->resp);
-  gs__kbuf_release(&path);
+  gs_buf_release(&path);
 }
 
 /* Parsing allocates a block per value; from the arena that is a pointer
@@ -708,7 +708,7 @@ static bool on_stream(void *ctx, const char *data, size_t n) {
 
 static enum outcome do_watch(struct gs__informer *inf) {
   struct gs__kube *k = inf->k;
-  struct gs__kbuf path = {.max = 64 * 1024};
+  struct gs_buf path = {.max = 64 * 1024};
   struct gs__kube_resp resp = {0};
   struct gs__kube_req req = {.method = "GET", .stream = on_stream, .stream_ctx = inf};
   char rv[GS_KUBE_RV_MAX + 1], tmo[16];
@@ -722,12 +722,12 @@ static enum outcome do_watch(struct gs__informer *inf) {
   snprintf(rv, sizeof rv, "%s", inf->rv);
   pthread_mutex_unlock(&inf->mu);
   snprintf(tmo, sizeof tmo, "%u", timeout_s);
-  if (gs__kbuf_str(&path, inf->path) != GS_EOK || gs__kube_query(&path, "watch", "1") ||
+  if (gs_buf_str(&path, inf->path) != GS_EOK || gs__kube_query(&path, "watch", "1") ||
       gs__kube_query(&path, "resourceVersion", rv) ||
       gs__kube_query(&path, "allowWatchBookmarks", "true") ||
       gs__kube_query(&path, "timeoutSeconds", tmo) ||
       (inf->field_selector && gs__kube_query(&path, "fieldSelector", inf->field_selector))) {
-    gs__kbuf_release(&path);
+    gs_buf_release(&path);
     return RETRY;
   }
   req.path = path.p;
@@ -739,7 +739,7 @@ static enum outcome do_watch(struct gs__informer *inf) {
   gs__kube_log(GS_LVL_DEBUG, "watch", "resource=%s rv=%s timeout=%u", inf->resource, rv,
                timeout_s);
   e = gs__kube_do(&k->conn, &inf->h, &req, &resp);
-  gs__kbuf_release(&path);
+  gs_buf_release(&path);
   if (gs__kube_stopping(k)) {
     out = STOPPED;
   } else if (inf->w_relist || atomic_load(&inf->relist_req) != inf->cur_gen) {

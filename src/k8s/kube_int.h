@@ -6,6 +6,7 @@
 #define GPUSHARE_KUBE_INT_H
 
 #include "k8s.h"
+#include "buf.h"
 
 #include <curl/curl.h>
 #include <jansson.h>
@@ -50,18 +51,7 @@ void gs__kube_microtime(const struct timespec *ts, char out[32]);
 /* RFC 3339 seconds ("2025-03-04T05:06:07Z"). */
 void gs__kube_rfc3339(const struct timespec *ts, char out[32]);
 
-/* ---- growable bounded buffer ------------------------------------------- */
-
-struct gs__kbuf {
-  char *p; /* NUL-terminated when non-NULL */
-  size_t len, cap, max;
-};
-/* Appends n bytes; GS_ETOOBIG past max, GS_ENOMEM. */
-enum gs_err gs__kbuf_add(struct gs__kbuf *b, const char *data, size_t n) GS_WUR;
-enum gs_err gs__kbuf_str(struct gs__kbuf *b, const char *s) GS_WUR;
-void gs__kbuf_release(struct gs__kbuf *b);
-/* Empties b, keeping its memory for the next fill. */
-void gs__kbuf_clear(struct gs__kbuf *b);
+/* ---- growable bounded buffer: util's struct gs_buf (buf.h) ----------- */
 
 /* metadata.continue of a list reply (malloc'd), read without parsing its
  * items, so the next page can be asked for while this one is parsed. The
@@ -73,9 +63,9 @@ char *gs__kube_list_peek_continue(const char *body, size_t len);
 /* ---- URLs -------------------------------------------------------------- */
 
 /* Percent-encodes s (RFC 3986 unreserved characters pass) onto b. */
-enum gs_err gs__kube_escape(struct gs__kbuf *b, const char *s) GS_WUR;
+enum gs_err gs__kube_escape(struct gs_buf *b, const char *s) GS_WUR;
 /* Appends "?key=value" or "&key=value" (value escaped) to b. */
-enum gs_err gs__kube_query(struct gs__kbuf *b, const char *key, const char *value) GS_WUR;
+enum gs_err gs__kube_query(struct gs_buf *b, const char *key, const char *value) GS_WUR;
 /* "https://host:port", IPv6 hosts bracketed. GS_EINVAL when empty. */
 enum gs_err gs__kube_incluster_url(const char *host, const char *port, char *out,
                                    size_t cap) GS_WUR;
@@ -87,7 +77,7 @@ enum gs_err gs__kube_incluster_url(const char *host, const char *port, char *out
  * passed to fn; fn returns false to stop. */
 typedef bool (*gs__ndjson_fn)(void *ctx, const char *line, size_t len);
 struct gs__ndjson {
-  struct gs__kbuf pending; /* the unfinished line; its max is the line cap */
+  struct gs_buf pending; /* the unfinished line; its max is the line cap */
 };
 void gs__ndjson_init(struct gs__ndjson *s, size_t line_max);
 /* GS_EOK; GS_EAGAIN when fn asked to stop (the rest of data is dropped);
@@ -223,7 +213,7 @@ struct gs__kube_req {
 };
 struct gs__kube_resp {
   long code;         /* HTTP status, 0 when no reply */
-  struct gs__kbuf body;
+  struct gs_buf body;
   long retry_after_s; /* -1 none */
   CURLcode cc;
   bool aborted;       /* stopped by abort() or the stream sink */

@@ -246,20 +246,20 @@ static bool lease_abort(void *ctx) {
 
 static enum gs_err build_paths(struct lease_state *ls) {
   struct gs__kube *k = ls->k;
-  struct gs__kbuf b = {.max = 4096};
+  struct gs_buf b = {.max = 4096};
   enum gs_err e;
-  if ((e = gs__kbuf_str(&b, "/apis/coordination.k8s.io/v1/namespaces/")) != GS_EOK ||
+  if ((e = gs_buf_str(&b, "/apis/coordination.k8s.io/v1/namespaces/")) != GS_EOK ||
       (e = gs__kube_escape(&b, k->lease_ns)) != GS_EOK ||
-      (e = gs__kbuf_str(&b, "/leases")) != GS_EOK) {
-    gs__kbuf_release(&b);
+      (e = gs_buf_str(&b, "/leases")) != GS_EOK) {
+    gs_buf_release(&b);
     return e;
   }
   if ((ls->coll_path = strdup(b.p)) == NULL) {
-    gs__kbuf_release(&b);
+    gs_buf_release(&b);
     return GS_ENOMEM;
   }
-  if ((e = gs__kbuf_str(&b, "/")) != GS_EOK || (e = gs__kube_escape(&b, k->lease_name)) != GS_EOK) {
-    gs__kbuf_release(&b);
+  if ((e = gs_buf_str(&b, "/")) != GS_EOK || (e = gs__kube_escape(&b, k->lease_name)) != GS_EOK) {
+    gs_buf_release(&b);
     return e;
   }
   ls->path = b.p;

@@ -102,31 +102,6 @@ void gs__kube_rfc3339(const struct timespec *ts, char out[32]) {
 
 /* ---- buffers ----------------------------------------------------------- */
 
-enum gs_err gs__kbuf_add(struct gs__kbuf *b, const char *data, size_t n) {
-  if (n > b->max || b->len > b->max - n)
-    return GS_ETOOBIG;
-  if (b->p == NULL || b->len + n + 1 > b->cap) {
-    size_t cap = b->cap ? b->cap : 256;
-    char *p;
-    while (cap < b->len + n + 1)
-      cap *= 2;
-    p = realloc(b->p, cap);
-    if (p == NULL)
-      return GS_ENOMEM;
-    b->p = p;
-    b->cap = cap;
-  }
-  if (n)
-    memcpy(b->p + b->len, data, n);
-  b->len += n;
-  b->p[b->len] = '\0';
-  return GS_EOK;
-}
-
-enum gs_err gs__kbuf_str(struct gs__kbuf *b, const char *s) {
-  return gs__kbuf_add(b, s, strlen(s));
-}
-
 static size_t skip_ws(const char *p, size_t n, size_t i) {
   while (i < n && (p[i] == ' ' || p[i] == '\t' || p[i] == '\n' || p[i] == '\r'))
     i++;
@@ -191,30 +166,18 @@ char *gs__kube_list_peek_continue(const char *p, size_t n) {
   return NULL;
 }
 
-void gs__kbuf_clear(struct gs__kbuf *b) {
-  b->len = 0;
-  if (b->p != NULL)
-    b->p[0] = '\0';
-}
-
-void gs__kbuf_release(struct gs__kbuf *b) {
-  free(b->p);
-  b->p = NULL;
-  b->len = b->cap = 0;
-}
-
 /* ---- URLs -------------------------------------------------------------- */
 
-enum gs_err gs__kube_escape(struct gs__kbuf *b, const char *s) {
+enum gs_err gs__kube_escape(struct gs_buf *b, const char *s) {
   static const char hex[] = "0123456789ABCDEF";
   for (; *s; s++) {
     unsigned char ch = (unsigned char)*s;
     enum gs_err e;
     if (isalnum(ch) || ch == '-' || ch == '.' || ch == '_' || ch == '~') {
-      e = gs__kbuf_add(b, (const char *)&ch, 1);
+      e = gs_buf_add(b, (const char *)&ch, 1);
     } else {
       char enc[3] = {'%', hex[ch >> 4], hex[ch & 15]};
-      e = gs__kbuf_add(b, enc, 3);
+      e = gs_buf_add(b, enc, 3);
     }
     if (e != GS_EOK)
       return e;
@@ -222,11 +185,11 @@ enum gs_err gs__kube_escape(struct gs__kbuf *b, const char *s) {
   return GS_EOK;
 }
 
-enum gs_err gs__kube_query(struct gs__kbuf *b, const char *key, const char *value) {
+enum gs_err gs__kube_query(struct gs_buf *b, const char *key, const char *value) {
   enum gs_err e;
   const char *sep = (b->p != NULL && memchr(b->p, '?', b->len) != NULL) ? "&" : "?";
-  if ((e = gs__kbuf_str(b, sep)) != GS_EOK || (e = gs__kube_escape(b, key)) != GS_EOK ||
-      (e = gs__kbuf_str(b, "=")) != GS_EOK)
+  if ((e = gs_buf_str(b, sep)) != GS_EOK || (e = gs__kube_escape(b, key)) != GS_EOK ||
+      (e = gs_buf_str(b, "=")) != GS_EOK)
     return e;
   return gs__kube_escape(b, value);
 }
@@ -266,7 +229,7 @@ enum gs_err gs__ndjson_feed(struct gs__ndjson *s, const char *data, size_t n, gs
     enum gs_err e;
     if (nl == NULL) {
       /* No line end: keep the bytes for the next call. */
-      if ((e = gs__kbuf_add(&s->pending, data, n)) != GS_EOK)
+      if ((e = gs_buf_add(&s->pending, data, n)) != GS_EOK)
         return e;
       return GS_EOK;
     }
@@ -279,11 +242,10 @@ enum gs_err gs__ndjson_feed(struct gs__ndjson *s, const char *data, size_t n, gs
         return GS_EAGAIN;
     } else {
       bool go;
-      if ((e = gs__kbuf_add(&s->pending, data, take)) != GS_EOK)
+      if ((e = gs_buf_add(&s->pending, data, take)) != GS_EOK)
         return e;
       go = emit_line(s->pending.p, s->pending.len, fn, ctx);
-      s->pending.len = 0;
-      s->pending.p[0] = '\0';
+      gs_buf_clear(&s->pending);
       if (!go)
         return GS_EAGAIN;
     }
@@ -297,14 +259,10 @@ size_t gs__ndjson_pending(const struct gs__ndjson *s) {
   return s->pending.len;
 }
 
-void gs__ndjson_reset(struct gs__ndjson *s) {
-  s->pending.len = 0;
-  if (s->pending.p != NULL)
-    s->pending.p[0] = '\0';
-}
+void gs__ndjson_reset(struct gs__ndjson *s) { gs_buf_clear(&s->pending); }
 
 void gs__ndjson_release(struct gs__ndjson *s) {
-  gs__kbuf_release(&s->pending);
+  gs_buf_release(&s->pending);
 }
 
 /* ---- Status ------------------------------------------------------------ */

@@ -7,6 +7,8 @@
  */
 #include "metrics.h"
 
+#include "buf.h"
+
 #include <inttypes.h>
 #include <math.h>
 #include <pthread.h>
@@ -456,62 +458,9 @@ void gs_metrics_free(struct gs_metrics *m) {
 
 /* ---------------------------------------------------------------- rendering */
 
-struct buf {
-  char *p;
-  size_t len, cap;
-  bool oom;
-};
-
-static void buf_reserve(struct buf *b, size_t more) {
-  size_t ncap;
-  char *np;
-
-  if (b->oom || b->len + more + 1 <= b->cap)
-    return;
-  ncap = b->cap != 0 ? b->cap : 4096;
-  while (ncap < b->len + more + 1)
-    ncap *= 2;
-  np = realloc(b->p, ncap);
-  if (np == NULL) {
-    b->oom = true;
-    return;
-  }
-  b->p = np;
-  b->cap = ncap;
-}
-
-static void buf_put(struct buf *b, const char *s) {
-  size_t n = strlen(s);
-
-  buf_reserve(b, n);
-  if (b->oom)
-    return;
-  memcpy(b->p + b->len, s, n + 1);
-  b->len += n;
-}
-
-#if defined(__GNUC__)
-__attribute__((format(printf, 2, 3)))
-#endif
-static void buf_printf(struct buf *b, const char *fmt, ...) {
-  va_list ap;
-  int n;
-
-  va_start(ap, fmt);
-  n = vsnprintf(NULL, 0, fmt, ap);
-  va_end(ap);
-  if (n < 0) {
-    b->oom = true;
-    return;
-  }
-  buf_reserve(b, (size_t)n);
-  if (b->oom)
-    return;
-  va_start(ap, fmt);
-  vsnprintf(b->p + b->len, (size_t)n + 1, fmt, ap);
-  va_end(ap);
-  b->len += (size_t)n;
-}
+/* Text goes into util's struct gs_buf: a failed append sticks, checked
+ * once at the end. */
+static void buf_put(struct gs_buf *b, const char *s) { gs_buf_str(b, s); }
 
 /* Shortest of %.15g / %.17g that reads back exactly; Prometheus spellings
  * for the non-finite values. */
@@ -528,14 +477,14 @@ static void fmt_value(double v, char out[40]) {
 }
 
 /* HELP text escapes only backslash and newline. */
-static void put_help(struct buf *b, const char *help) {
+static void put_help(struct gs_buf *b, const char *help) {
   for (const char *p = help; *p != '\0'; p++) {
     char one[2] = {*p, '\0'};
     buf_put(b, *p == '\\' ? "\\\\" : *p == '\n' ? "\\n" : one);
   }
 }
 
-static void put_sample(struct buf *b, const char *name, const char *suffix,
+static void put_sample(struct gs_buf *b, const char *name, const char *suffix,
                        const char *labels, const char *le, const char *value) {
   buf_put(b, name);
   buf_put(b, suffix);
@@ -543,7 +492,7 @@ static void put_sample(struct buf *b, const char *name, const char *suffix,
     buf_put(b, "{");
     buf_put(b, labels);
     if (le != NULL)
-      buf_printf(b, "%sle=\"%s\"", labels[0] != '\0' ? "," : "", le);
+      gs_buf_printf(b, "%sle=\"%s\"", labels[0] != '\0' ? "," : "", le);
     buf_put(b, "}");
   }
   buf_put(b, " ");
@@ -551,13 +500,13 @@ static void put_sample(struct buf *b, const char *name, const char *suffix,
   buf_put(b, "\n");
 }
 
-static void render_family(struct buf *b, const struct family *f) {
+static void render_family(struct gs_buf *b, const struct family *f) {
   static const char *const type_name[] = {"counter", "gauge", "histogram"};
   char v[40], le[40];
 
-  buf_printf(b, "# HELP %s ", f->name);
+  gs_buf_printf(b, "# HELP %s ", f->name);
   put_help(b, f->help);
-  buf_printf(b, "\n# TYPE %s %s\n", f->name, type_name[f->type]);
+  gs_buf_printf(b, "\n# TYPE %s %s\n", f->name, type_name[f->type]);
   for (size_t i = 0; i < f->n_series; i++) {
     const struct series *s = f->series[i];
     uint64_t cum = 0;
@@ -593,25 +542,19 @@ char *gs_metrics_render(const struct gs_metrics *m) {
   /* The registry is logically const; only its lock changes state. */
   struct gs_metrics *mm = (struct gs_metrics *)m;
   const struct family *sorted[GS_METRICS_FAMILIES_MAX];
-  struct buf b = {NULL, 0, 0, false};
+  struct gs_buf b = {0};
   size_t n;
 
   if (m == NULL)
     return NULL;
-  buf_reserve(&b, 0);
-  if (b.oom)
+  if (!gs_buf_room(&b, 0))
     return NULL;
-  b.p[0] = '\0';
   pthread_mutex_lock(&mm->lock);
   n = mm->n_fams;
   memcpy(sorted, mm->fams, n * sizeof sorted[0]);
   qsort(sorted, n, sizeof sorted[0], cmp_family);
-  for (size_t i = 0; i < n && !b.oom; i++)
+  for (size_t i = 0; i < n && b.failed == GS_EOK; i++)
     render_family(&b, sorted[i]);
   pthread_mutex_unlock(&mm->lock);
-  if (b.oom) {
-    free(b.p);
-    return NULL;
-  }
-  return b.p;
+  return gs_buf_take(&b);
 }

@@ -296,8 +296,8 @@ static inline void h_fake_stop(struct h_fake *f) {
 /* ---- REST against the fake ------------------------------------------------------ */
 
 static inline size_t h_collect(char *d, size_t s, size_t n, void *u) {
-  struct gs__kbuf *b = u;
-  return gs__kbuf_add(b, d, s * n) == GS_EOK ? s * n : 0;
+  struct gs_buf *b = u;
+  return gs_buf_add(b, d, s * n) == GS_EOK ? s * n : 0;
 }
 
 /* method url body → parsed reply (new ref, may be NULL); *ret_code the status. */
@@ -305,7 +305,7 @@ static inline json_t *h_http(const struct h_fake *f, const char *method, const c
                       const json_t *body, long *ret_code) {
   CURL *c = curl_easy_init();
   struct curl_slist *hdr = NULL;
-  struct gs__kbuf b = {.max = 64u << 20};
+  struct gs_buf b = {.max = 64u << 20};
   char auth[256], *text = NULL;
   json_t *reply = NULL;
   long code = 0;
@@ -331,7 +331,7 @@ static inline json_t *h_http(const struct h_fake *f, const char *method, const c
     curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &code);
   if (b.p != NULL)
     reply = json_loadb(b.p, b.len, 0, NULL);
-  gs__kbuf_release(&b);
+  gs_buf_release(&b);
   free(text);
   curl_slist_free_all(hdr);
   curl_easy_cleanup(c);

@@ -166,24 +166,24 @@ static void test_status_other(void **state) {
 /* ---- URLs ------------------------------------------------------------------ */
 
 static void test_url_building(void **state) {
-  struct gs__kbuf b = {.max = 1024};
+  struct gs_buf b = {.max = 1024};
   char url[128];
   (void)state;
-  assert_int_equal(gs__kbuf_str(&b, "/api/v1/namespaces/kube-system/configmaps"), GS_EOK);
+  assert_int_equal(gs_buf_str(&b, "/api/v1/namespaces/kube-system/configmaps"), GS_EOK);
   assert_int_equal(gs__kube_query(&b, "limit", "500"), GS_EOK);
   assert_int_equal(gs__kube_query(&b, "fieldSelector", "metadata.name=gpushare-config"), GS_EOK);
   assert_int_equal(gs__kube_query(&b, "continue", "eyJ2IjoibWV0YS/+=="), GS_EOK);
   assert_string_equal(b.p, "/api/v1/namespaces/kube-system/configmaps?limit=500"
                            "&fieldSelector=metadata.name%3Dgpushare-config"
                            "&continue=eyJ2IjoibWV0YS%2F%2B%3D%3D");
-  gs__kbuf_release(&b);
+  gs_buf_release(&b);
   b.max = 1024;
   assert_int_equal(gs__kube_escape(&b, "a b/c~d_e.f-g%"), GS_EOK);
   assert_string_equal(b.p, "a%20b%2Fc~d_e.f-g%25");
-  gs__kbuf_release(&b);
+  gs_buf_release(&b);
   b.max = 4;
   assert_int_equal(gs__kube_escape(&b, "/////"), GS_ETOOBIG);
-  gs__kbuf_release(&b);
+  gs_buf_release(&b);
 
   assert_int_equal(gs__kube_incluster_url("10.96.0.1", "443", url, sizeof url), GS_EOK);
   assert_string_equal(url, "https://10.96.0.1:443");
