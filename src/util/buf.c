@@ -9,7 +9,7 @@
 
 #define FIRST_CAP 256
 
-bool gs_buf_room(struct gs_buf *b, size_t n) {
+bool gs__buf_grow(struct gs_buf *b, size_t n) {
   size_t cap;
   char *p;
   if (b->failed != GS_EOK)
@@ -38,16 +38,6 @@ bool gs_buf_room(struct gs_buf *b, size_t n) {
   b->p = p;
   b->cap = cap;
   return true;
-}
-
-enum gs_err gs_buf_add(struct gs_buf *b, const char *data, size_t n) {
-  if (!gs_buf_room(b, n))
-    return b->failed;
-  if (n)
-    memcpy(b->p + b->len, data, n);
-  b->len += n;
-  b->p[b->len] = '\0';
-  return GS_EOK;
 }
 
 enum gs_err gs_buf_str(struct gs_buf *b, const char *s) { return gs_buf_add(b, s, strlen(s)); }

@@ -11,6 +11,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <string.h>
 
 struct gs_buf {
   char *p;            /* NUL-terminated when non-NULL; owned */
@@ -19,12 +20,30 @@ struct gs_buf {
   enum gs_err failed; /* GS_EOK, or the first failure (GS_ENOMEM, GS_ETOOBIG) */
 };
 
+/* The slow path of gs_buf_room: grows, or records the failure. */
+bool gs__buf_grow(struct gs_buf *b, size_t n);
+
 /* Room for n more bytes and the NUL; false (and failed set) when the bound
- * or memory says no, or after an earlier failure. */
-bool gs_buf_room(struct gs_buf *b, size_t n);
+ * or memory says no, or after an earlier failure. Inline: the answer
+ * writer asks for every piece of a filter answer (docs/benchmarks.md). */
+static inline bool gs_buf_room(struct gs_buf *b, size_t n) {
+  if (b->failed == GS_EOK && b->p != NULL && n < b->cap - b->len &&
+      (b->max == 0 || (n <= b->max && b->len <= b->max - n)))
+    return true;
+  return gs__buf_grow(b, n);
+}
+
 /* Appends n bytes; the failure (sticky) otherwise. Not warn_unused_result:
  * a writer of many pieces may check b->failed once at the end instead. */
-enum gs_err gs_buf_add(struct gs_buf *b, const char *data, size_t n);
+static inline enum gs_err gs_buf_add(struct gs_buf *b, const char *data, size_t n) {
+  if (!gs_buf_room(b, n))
+    return b->failed;
+  if (n)
+    memcpy(b->p + b->len, data, n);
+  b->len += n;
+  b->p[b->len] = '\0';
+  return GS_EOK;
+}
 enum gs_err gs_buf_str(struct gs_buf *b, const char *s);
 enum gs_err gs_buf_printf(struct gs_buf *b, const char *fmt, ...)
 #if defined(__GNUC__)
