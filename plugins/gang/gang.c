@@ -37,10 +37,6 @@ struct gang_state {
   struct gang *gangs[GANG_MAX];
 };
 
-static bool is_member(const struct gs_pod_request *pod) {
-  return pod->gang_job[0] != '\0' && gs_pod_request_is_whole(pod);
-}
-
 static struct gang *find(struct gang_state *st, const char *ns, const char *job) {
   for (size_t i = 0; i < st->n; i++)
     if (strcmp(st->gangs[i]->ns, ns) == 0 && strcmp(st->gangs[i]->job, job) == 0)
@@ -229,7 +225,7 @@ static enum gs_code pre_filter(void *self, const struct gs_cycle *c, struct gs_s
   struct gang *g;
   struct slot *s;
 
-  if (!is_member(pod))
+  if (!gs_pod_request_is_gang_member(pod))
     return GS_CODE_SKIP;
   if (pod->gang_replicas == 0 || pod->gang_replicas > GS_GANG_REPLICAS_MAX)
     return gs_status_set(status, GS_CODE_UNRESOLVABLE,
@@ -270,7 +266,7 @@ static enum gs_code filter(void *self, const struct gs_cycle *c, const struct gs
                            struct gs_status *status) {
   struct gang_state *st = self;
   struct slot *s;
-  if (!is_member(c->pod))
+  if (!gs_pod_request_is_gang_member(c->pod))
     return GS_CODE_SKIP;
   s = slot_of(find(st, c->pod->ns, c->pod->gang_job), c->pod->uid);
   if (s == NULL)
@@ -286,7 +282,7 @@ static enum gs_code score(void *self, const struct gs_cycle *c, const struct gs_
                           int64_t *ret_score) {
   struct gang_state *st = self;
   struct slot *s;
-  if (!is_member(c->pod))
+  if (!gs_pod_request_is_gang_member(c->pod))
     return GS_CODE_SKIP;
   s = slot_of(find(st, c->pod->ns, c->pod->gang_job), c->pod->uid);
   *ret_score = s != NULL && strcmp(s->node, node->name) == 0 ? 10 : 0;
@@ -303,7 +299,7 @@ static enum gs_code reserve(void *self, struct gs_cycle *c, const struct gs_node
   struct gs_alloc a;
   enum gs_err err;
 
-  if (!is_member(c->pod))
+  if (!gs_pod_request_is_gang_member(c->pod))
     return GS_CODE_SKIP;
   g = find(st, c->pod->ns, c->pod->gang_job);
   s = slot_of(g, c->pod->uid);
@@ -351,7 +347,7 @@ static void unreserve(void *self, struct gs_cycle *c, const char *node) {
   struct gang *g;
   struct slot *s;
   (void)node;
-  if (!is_member(c->pod))
+  if (!gs_pod_request_is_gang_member(c->pod))
     return;
   g = find(st, c->pod->ns, c->pod->gang_job);
   s = slot_of(g, c->pod->uid);

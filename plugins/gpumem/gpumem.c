@@ -53,51 +53,37 @@ static void learn(struct gpumem *g, const struct gs_cycle *c) {
 
 /* The GPUs and score for the pod on node, as the policy wants them. The
  * framework's prepared pod (c->place) spares checking the pod per node. */
-static enum gs_fit pick(const struct gpumem *g, const struct gs_cycle *c,
+static enum gs_code pick(const struct gpumem *g, const struct gs_cycle *c,
                         const struct gs_node *node, struct gs_choice *ret,
                         char reason[GS_REASON_MAX]) {
   struct gs_place_pod own;
   const struct gs_place_pod *pod = c->place;
-  enum gs_fit fit;
+  enum gs_code fit;
   if (pod == NULL) {
     fit = gs_place_prepare(c->pod, c->policy, &own, reason);
-    if (fit != GS_FIT_OK)
+    if (fit != GS_CODE_SUCCESS)
       return fit;
     pod = &own;
   }
   if (g == NULL || c->policy->node_policy != GS_PLACE_FRAG || !pod->mem)
     return gs_place_pick_prepared(node, pod, NULL, NULL, ret, reason);
   fit = gs_place_pick_prepared(node, pod, gs_place_choose_frag, (void *)&g->dist, ret, reason);
-  if (fit == GS_FIT_OK)
+  if (fit == GS_CODE_SUCCESS)
     ret->score = gs_place_frag_score(node, c->policy, &g->dist, ret);
   return fit;
 }
 
-/* Gang members (whole GPUs with gpu-topology labels) belong to the gang
- * plugin, which steers them to their planned slots. */
-static bool is_gang_member(const struct gs_pod_request *pod) {
-  return pod->gang_job[0] != '\0' && gs_pod_request_is_whole(pod);
-}
-
-/* The framework's code for a placement verdict; st->code is set on refusals
+/* A placement verdict as the hook returns it; st->code is set on refusals
  * (the reason was written by the core). */
-static enum gs_code fit_code(enum gs_fit fit, struct gs_status *st) {
-  switch (fit) {
-  case GS_FIT_OK:
-    return GS_CODE_SUCCESS;
-  case GS_FIT_SKIP:
-    return GS_CODE_SKIP;
-  case GS_FIT_NO:
-    return st->code = GS_CODE_UNSCHEDULABLE;
-  case GS_FIT_NEVER:
-    break;
-  }
-  return st->code = GS_CODE_UNRESOLVABLE;
+static enum gs_code fit_code(enum gs_code fit, struct gs_status *st) {
+  if (fit == GS_CODE_UNSCHEDULABLE || fit == GS_CODE_UNRESOLVABLE)
+    st->code = fit;
+  return fit;
 }
 
 static enum gs_code pre_filter(void *self, const struct gs_cycle *c, struct gs_status *st) {
   enum gs_code code;
-  if (is_gang_member(c->pod))
+  if (gs_pod_request_is_gang_member(c->pod))
     return GS_CODE_SKIP;
   code = fit_code(gs_place_check_pod(c->pod, c->policy, st->reason), st);
   if (code == GS_CODE_SUCCESS)
@@ -114,7 +100,7 @@ static enum gs_code pick_node(const struct gpumem *g, const struct gs_cycle *c,
   struct gs_choice choice;
   enum gs_code code;
   *ret_scored = false;
-  if (is_gang_member(c->pod))
+  if (gs_pod_request_is_gang_member(c->pod))
     return GS_CODE_SKIP;
   /* pick checks the pod first (or the framework did, once for the
    * request): SKIP means it asks for nothing gpushare manages. */
@@ -143,7 +129,8 @@ static enum gs_code score(void *self, const struct gs_cycle *c, const struct gs_
   struct gs_choice choice;
   char reason[GS_REASON_MAX];
   /* Not ours, invalid or not fitting: no opinion (filter says why). */
-  if (is_gang_member(c->pod) || pick(self, c, node, &choice, reason) != GS_FIT_OK)
+  if (gs_pod_request_is_gang_member(c->pod) ||
+      pick(self, c, node, &choice, reason) != GS_CODE_SUCCESS)
     return GS_CODE_SKIP;
   *ret_score = choice.score;
   return GS_CODE_SUCCESS;
@@ -157,7 +144,7 @@ static enum gs_code reserve(void *self, struct gs_cycle *c, const struct gs_node
   enum gs_code code;
   enum gs_err err;
 
-  if (is_gang_member(c->pod) || gs_ledger_alloc_get(c->ledger, c->pod->uid) != NULL)
+  if (gs_pod_request_is_gang_member(c->pod) || gs_ledger_alloc_get(c->ledger, c->pod->uid) != NULL)
     return GS_CODE_SKIP; /* the gang plugin reserves its members' slots */
   /* pick checks the pod first (SKIP: nothing gpushare manages). */
   code = fit_code(pick(self, c, node, &choice, st->reason), st);

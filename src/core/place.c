@@ -40,7 +40,7 @@ static void copy_reason(char reason[GS_REASON_MAX], const char *text) {
   reason[n] = '\0';
 }
 
-static enum gs_fit clear_reason(enum gs_fit fit, char reason[GS_REASON_MAX]) {
+static enum gs_code clear_reason(enum gs_code fit, char reason[GS_REASON_MAX]) {
   if (reason != NULL)
     reason[0] = '\0';
   return fit;
@@ -49,7 +49,7 @@ static enum gs_fit clear_reason(enum gs_fit fit, char reason[GS_REASON_MAX]) {
 #if defined(__GNUC__)
 __attribute__((format(printf, 3, 4)))
 #endif
-static enum gs_fit verdict(enum gs_fit fit, char reason[GS_REASON_MAX], const char *fmt, ...) {
+static enum gs_code verdict(enum gs_code fit, char reason[GS_REASON_MAX], const char *fmt, ...) {
   va_list ap;
   if (reason == NULL)
     return fit;
@@ -73,7 +73,7 @@ static enum gs_fit verdict(enum gs_fit fit, char reason[GS_REASON_MAX], const ch
 #define FIXED(fit, reason, text)                                                              \
   fixed_verdict((fit), (reason), (text),                                                      \
                 sizeof(char[sizeof(text) <= GS_REASON_MAX ? sizeof(text) : -1]))
-static enum gs_fit fixed_verdict(enum gs_fit fit, char reason[GS_REASON_MAX], const char *text,
+static enum gs_code fixed_verdict(enum gs_code fit, char reason[GS_REASON_MAX], const char *text,
                                  size_t size) {
   if (reason != NULL)
     memcpy(reason, text, size);
@@ -122,13 +122,13 @@ struct pod_info {
 
 static uint64_t sat_add(uint64_t a, uint64_t b) { return a > UINT64_MAX - b ? UINT64_MAX : a + b; }
 
-static enum gs_fit check(const struct gs_pod_request *req, const struct gs_policy *policy,
+static enum gs_code check(const struct gs_pod_request *req, const struct gs_policy *policy,
                          char reason[GS_REASON_MAX], struct pod_info *info) {
   uint64_t sum = 0, wsum = 0;
   uint32_t m, nmem = 0;
   assert(policy->unit_mib == GS_UNIT_GIB || policy->unit_mib == GS_UNIT_128MIB);
   if (req->ncontainers > GS_MAX_CONTAINERS)
-    return verdict(GS_FIT_NEVER, reason, "pod has more than %u containers",
+    return verdict(GS_CODE_UNRESOLVABLE, reason, "pod has more than %u containers",
                    (unsigned)GS_MAX_CONTAINERS);
   for (uint32_t c = 0; c < req->ncontainers; c++) {
     sum = sat_add(sum, req->mem_units[c]);
@@ -140,55 +140,55 @@ static enum gs_fit check(const struct gs_pod_request *req, const struct gs_polic
   info->mem = info->mem_eff > 0;
   info->whole = info->whole_eff > 0;
   if (!info->mem && !info->whole)
-    return clear_reason(GS_FIT_SKIP, reason);
+    return clear_reason(GS_CODE_SKIP, reason);
   if (info->mem && info->whole)
-    return verdict(GS_FIT_NEVER, reason,
+    return verdict(GS_CODE_UNRESOLVABLE, reason,
                    "pod requests both aliyun.com/gpu-mem and aliyun.com/gpu; "
                    "a pod gets either shared GPU memory or whole GPUs");
   if (info->whole) {
     if (info->whole_eff > GS_MAX_GPUS)
-      return verdict(GS_FIT_NEVER, reason, "aliyun.com/gpu %llu exceeds %u GPUs per node",
+      return verdict(GS_CODE_UNRESOLVABLE, reason, "aliyun.com/gpu %llu exceeds %u GPUs per node",
                      (unsigned long long)info->whole_eff, (unsigned)GS_MAX_GPUS);
-    return clear_reason(GS_FIT_OK, reason);
+    return clear_reason(GS_CODE_SUCCESS, reason);
   }
   m = req->gpu_count;
   if (m < 1 || m > GS_MAX_GPUS)
-    return verdict(GS_FIT_NEVER, reason, "aliyun.com/gpu-count %u is out of range 1..%u",
+    return verdict(GS_CODE_UNRESOLVABLE, reason, "aliyun.com/gpu-count %u is out of range 1..%u",
                    (unsigned)m, (unsigned)GS_MAX_GPUS);
   if (m > 1) {
     for (uint32_t c = 0; c < req->ncontainers; c++) {
       if (req->mem_units[c] % m != 0)
-        return verdict(GS_FIT_NEVER, reason,
+        return verdict(GS_CODE_UNRESOLVABLE, reason,
                        "aliyun.com/gpu-mem %llu is not divisible by aliyun.com/gpu-count %u",
                        (unsigned long long)req->mem_units[c], (unsigned)m);
     }
     if (req->init_mem_units % m != 0)
-      return verdict(GS_FIT_NEVER, reason,
+      return verdict(GS_CODE_UNRESOLVABLE, reason,
                      "aliyun.com/gpu-mem %llu (init container) is not divisible by "
                      "aliyun.com/gpu-count %u",
                      (unsigned long long)req->init_mem_units, (unsigned)m);
   }
   if (info->mem_eff / m > GS__PART_MIB_MAX / policy->unit_mib)
-    return verdict(GS_FIT_NEVER, reason, "aliyun.com/gpu-mem %llu is too large",
+    return verdict(GS_CODE_UNRESOLVABLE, reason, "aliyun.com/gpu-mem %llu is too large",
                    (unsigned long long)info->mem_eff);
   /* Init-only request: the excess goes to container 0 (one part set). */
   if ((nmem > 0 ? nmem : 1) * m > GS_MAX_PARTS)
-    return verdict(GS_FIT_NEVER, reason,
+    return verdict(GS_CODE_UNRESOLVABLE, reason,
                    "pod needs more than %u (container, GPU) shares", (unsigned)GS_MAX_PARTS);
-  return clear_reason(GS_FIT_OK, reason);
+  return clear_reason(GS_CODE_SUCCESS, reason);
 }
 
-enum gs_fit gs_place_check_pod(const struct gs_pod_request *req, const struct gs_policy *policy,
+enum gs_code gs_place_check_pod(const struct gs_pod_request *req, const struct gs_policy *policy,
                                char reason[GS_REASON_MAX]) {
   struct pod_info info;
   return check(req, policy, reason, &info);
 }
 
-enum gs_fit gs_place_prepare(const struct gs_pod_request *req, const struct gs_policy *policy,
+enum gs_code gs_place_prepare(const struct gs_pod_request *req, const struct gs_policy *policy,
                              struct gs_place_pod *ret_pod, char reason[GS_REASON_MAX]) {
   struct pod_info info;
-  enum gs_fit fit = check(req, policy, reason, &info);
-  if (fit != GS_FIT_OK)
+  enum gs_code fit = check(req, policy, reason, &info);
+  if (fit != GS_CODE_SUCCESS)
     return fit;
   ret_pod->req = req;
   ret_pod->policy = policy;
@@ -196,7 +196,7 @@ enum gs_fit gs_place_prepare(const struct gs_pod_request *req, const struct gs_p
   /* check() bounds both: 1..GS_MAX_GPUS GPUs, parts far below 2^64. */
   ret_pod->k = info.mem ? req->gpu_count : (uint32_t)info.whole_eff;
   ret_pod->mib_per_gpu = info.mem ? info.mem_eff / req->gpu_count * policy->unit_mib : 0;
-  return GS_FIT_OK;
+  return GS_CODE_SUCCESS;
 }
 
 /* ---- choosing GPUs ------------------------------------------------------------ */
@@ -253,7 +253,7 @@ static void keep_smallest(uint64_t *best, uint32_t k, uint64_t key) {
   }
 }
 
-enum gs_fit gs_place_choose_default(void *ctx, const struct gs_node *node,
+enum gs_code gs_place_choose_default(void *ctx, const struct gs_node *node,
                                     const struct gs_pod_request *req,
                                     const struct gs_policy *policy, uint64_t candidates,
                                     uint32_t k, uint64_t mib_per_gpu,
@@ -266,7 +266,7 @@ enum gs_fit gs_place_choose_default(void *ctx, const struct gs_node *node,
     if (candidates >> g & 1)
       order[n++] = g;
   if (n < k)
-    return verdict(GS_FIT_NO, reason, "fewer than %u usable GPUs", (unsigned)k);
+    return verdict(GS_CODE_UNSCHEDULABLE, reason, "fewer than %u usable GPUs", (unsigned)k);
   /* Several GPUs (or a whole GPU) on a node with a known interconnect: the
    * set that is best connected while keeping good sets free for later
    * (docs/topology.md). A single memory share keeps binpack/spread. */
@@ -282,7 +282,7 @@ enum gs_fit gs_place_choose_default(void *ctx, const struct gs_node *node,
         if (set >> g & 1)
           ret_gpus[i++] = g;
       if (i == k)
-        return GS_FIT_OK;
+        return GS_CODE_SUCCESS;
     }
   }
   /* Whole GPUs: lowest indices (order is already ascending). */
@@ -297,7 +297,7 @@ enum gs_fit gs_place_choose_default(void *ctx, const struct gs_node *node,
   }
   for (uint32_t i = 0; i < k; i++)
     ret_gpus[i] = order[i];
-  return GS_FIT_OK;
+  return GS_CODE_SUCCESS;
 }
 
 /* ---- one node ------------------------------------------------------------------ */
@@ -371,7 +371,7 @@ static bool has_bits(uint64_t x, uint32_t m) {
  * ret_best (room for m keys), also the m smallest mem_keys among them,
  * ascending: the default choice of GPUs without an interconnect to weigh,
  * found in the same pass. */
-static enum gs_fit mem_candidates(const struct gs_node *node, const struct gs_policy *policy,
+static enum gs_code mem_candidates(const struct gs_node *node, const struct gs_policy *policy,
                                   uint32_t m, uint64_t need_mib, uint64_t *ret_candidates,
                                   uint64_t *ret_best, char reason[GS_REASON_MAX]) {
   struct mem_scan sc;
@@ -390,23 +390,23 @@ static enum gs_fit mem_candidates(const struct gs_node *node, const struct gs_po
   total = sc.total;
   healthy = sc.healthy;
   if (total == 0)
-    return FIXED(GS_FIT_NO, reason, REASON_NOT_SHARING);
+    return FIXED(GS_CODE_UNSCHEDULABLE, reason, REASON_NOT_SHARING);
   if (healthy == 0)
-    return FIXED(GS_FIT_NO, reason, REASON_NO_HEALTHY);
+    return FIXED(GS_CODE_UNSCHEDULABLE, reason, REASON_NO_HEALTHY);
   if (has_bits(candidates, m)) {
     *ret_candidates = candidates;
-    return GS_FIT_OK;
+    return GS_CODE_SUCCESS;
   }
   /* Memory would do; only the pod cap stands in the way. */
   if (has_bits(roomy, m))
-    return FIXED(GS_FIT_NO, reason, REASON_CGPU_CAP);
+    return FIXED(GS_CODE_UNSCHEDULABLE, reason, REASON_CGPU_CAP);
   if (m == 1)
-    return FIXED(GS_FIT_NO, reason, REASON_NO_SINGLE);
-  return verdict(GS_FIT_NO, reason, "fewer than %u GPUs with %llu MiB free", (unsigned)m,
+    return FIXED(GS_CODE_UNSCHEDULABLE, reason, REASON_NO_SINGLE);
+  return verdict(GS_CODE_UNSCHEDULABLE, reason, "fewer than %u GPUs with %llu MiB free", (unsigned)m,
                  (unsigned long long)need_mib);
 }
 
-static enum gs_fit whole_candidates(const struct gs_node *node, uint32_t k,
+static enum gs_code whole_candidates(const struct gs_node *node, uint32_t k,
                                     uint64_t *ret_candidates, char reason[GS_REASON_MAX]) {
   uint64_t candidates = 0;
   uint32_t healthy = 0;
@@ -419,14 +419,14 @@ static enum gs_fit whole_candidates(const struct gs_node *node, uint32_t k,
       candidates |= UINT64_C(1) << g;
   }
   if (healthy == 0)
-    return FIXED(GS_FIT_NO, reason, REASON_NO_HEALTHY);
+    return FIXED(GS_CODE_UNSCHEDULABLE, reason, REASON_NO_HEALTHY);
   if (!has_bits(candidates, k))
-    return verdict(GS_FIT_NO, reason, "fewer than %u free whole GPUs", (unsigned)k);
+    return verdict(GS_CODE_UNSCHEDULABLE, reason, "fewer than %u free whole GPUs", (unsigned)k);
   *ret_candidates = candidates;
-  return GS_FIT_OK;
+  return GS_CODE_SUCCESS;
 }
 
-enum gs_fit gs_place_pick_prepared(const struct gs_node *node, const struct gs_place_pod *pod,
+enum gs_code gs_place_pick_prepared(const struct gs_node *node, const struct gs_place_pod *pod,
                                    gs_place_choose_fn choose, void *choose_ctx,
                                    struct gs_choice *ret_choice, char reason[GS_REASON_MAX]) {
   struct gs_choice choice; /* gpus[] past ngpus stays unset: 300 bytes a node */
@@ -435,18 +435,18 @@ enum gs_fit gs_place_pick_prepared(const struct gs_node *node, const struct gs_p
   uint64_t candidates = 0, seen = 0, total = 0, used = 0, best[GS_MAX_GPUS];
   uint32_t k = pod->k;
   bool mem = pod->mem, fast;
-  enum gs_fit fit;
+  enum gs_code fit;
   choice.ngpus = 0;
   choice.mib_per_gpu = pod->mib_per_gpu;
   choice.score = 0;
   if (node->mode == GS_MODE_NONE)
-    return FIXED(GS_FIT_NO, reason, REASON_NOT_SHARING);
+    return FIXED(GS_CODE_UNSCHEDULABLE, reason, REASON_NOT_SHARING);
   if (mem && node->mode == GS_MODE_TOPOLOGY)
-    return FIXED(GS_FIT_NO, reason, REASON_TOPOLOGY_ONLY);
+    return FIXED(GS_CODE_UNSCHEDULABLE, reason, REASON_TOPOLOGY_ONLY);
   if (!mem && gs_mode_is_memory(node->mode))
-    return FIXED(GS_FIT_NO, reason, REASON_NO_WHOLE);
+    return FIXED(GS_CODE_UNSCHEDULABLE, reason, REASON_NO_WHOLE);
   if (node->ngpus == 0)
-    return FIXED(GS_FIT_NO, reason, REASON_NOT_SHARING);
+    return FIXED(GS_CODE_UNSCHEDULABLE, reason, REASON_NOT_SHARING);
   if (mem) {
     /* The default chooser without an interconnect to weigh (one GPU, or a
      * node without a topology): its choice is the k best keys, found while
@@ -459,7 +459,7 @@ enum gs_fit gs_place_pick_prepared(const struct gs_node *node, const struct gs_p
     fast = false;
     fit = whole_candidates(node, k, &candidates, reason);
   }
-  if (fit != GS_FIT_OK)
+  if (fit != GS_CODE_SUCCESS)
     return fit;
   if (fast) {
     for (uint32_t i = 0; i < k; i++)
@@ -472,13 +472,13 @@ enum gs_fit gs_place_pick_prepared(const struct gs_node *node, const struct gs_p
   fit = (choose ? choose : gs_place_choose_default)(choose_ctx, node, pod->req, policy,
                                                     candidates, k, choice.mib_per_gpu, picked,
                                                     reason);
-  if (fit != GS_FIT_OK)
-    return fit == GS_FIT_NEVER ? GS_FIT_NEVER : GS_FIT_NO;
+  if (fit != GS_CODE_SUCCESS)
+    return fit == GS_CODE_UNRESOLVABLE ? GS_CODE_UNRESOLVABLE : GS_CODE_UNSCHEDULABLE;
   /* A chooser is plugin code: check its answer rather than trust it. */
   for (uint32_t i = 0; i < k; i++) {
     uint32_t g = picked[i];
     if (g >= node->ngpus || !(candidates >> g & 1) || (seen >> g & 1))
-      return FIXED(GS_FIT_NO, reason, "GPU chooser returned an invalid set");
+      return FIXED(GS_CODE_UNSCHEDULABLE, reason, "GPU chooser returned an invalid set");
     seen |= UINT64_C(1) << g;
   }
   for (uint32_t g = 0; g < node->ngpus; g++)
@@ -516,21 +516,21 @@ score:
     ret_choice->gpus[i] = choice.gpus[i];
   ret_choice->mib_per_gpu = choice.mib_per_gpu;
   ret_choice->score = choice.score;
-  return clear_reason(GS_FIT_OK, reason);
+  return clear_reason(GS_CODE_SUCCESS, reason);
 }
 
-enum gs_fit gs_place_pick_with(const struct gs_node *node, const struct gs_pod_request *req,
+enum gs_code gs_place_pick_with(const struct gs_node *node, const struct gs_pod_request *req,
                                const struct gs_policy *policy, gs_place_choose_fn choose,
                                void *choose_ctx, struct gs_choice *ret_choice,
                                char reason[GS_REASON_MAX]) {
   struct gs_place_pod pod;
-  enum gs_fit fit = gs_place_prepare(req, policy, &pod, reason);
-  if (fit != GS_FIT_OK)
+  enum gs_code fit = gs_place_prepare(req, policy, &pod, reason);
+  if (fit != GS_CODE_SUCCESS)
     return fit;
   return gs_place_pick_prepared(node, &pod, choose, choose_ctx, ret_choice, reason);
 }
 
-enum gs_fit gs_place_pick(const struct gs_node *node, const struct gs_pod_request *req,
+enum gs_code gs_place_pick(const struct gs_node *node, const struct gs_pod_request *req,
                           const struct gs_policy *policy, struct gs_choice *ret_choice,
                           char reason[GS_REASON_MAX]) {
   return gs_place_pick_with(node, req, policy, NULL, NULL, ret_choice, reason);
@@ -675,7 +675,7 @@ struct frag_class_state {
   uint64_t unusable; /* free memory of the GPUs that cannot */
 };
 
-enum gs_fit gs_place_choose_frag(void *ctx, const struct gs_node *node,
+enum gs_code gs_place_choose_frag(void *ctx, const struct gs_node *node,
                                  const struct gs_pod_request *req,
                                  const struct gs_policy *policy, uint64_t candidates, uint32_t k,
                                  uint64_t mib_per_gpu, uint32_t ret_gpus[GS_MAX_GPUS],
@@ -736,9 +736,9 @@ enum gs_fit gs_place_choose_frag(void *ctx, const struct gs_node *node,
     }
   }
   if (best == GS_MAX_GPUS)
-    return verdict(GS_FIT_NO, reason, "fewer than %u usable GPUs", (unsigned)k);
+    return verdict(GS_CODE_UNSCHEDULABLE, reason, "fewer than %u usable GPUs", (unsigned)k);
   ret_gpus[0] = best;
-  return GS_FIT_OK;
+  return GS_CODE_SUCCESS;
 }
 
 /* ---- parts --------------------------------------------------------------------- */

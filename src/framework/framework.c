@@ -214,7 +214,7 @@ static enum gs_err run_verb(struct gs_fw *fw, const struct gs_pod_request *pod,
   }
   /* The pod is checked once here rather than by a plugin for every node
    * (docs/benchmarks.md, core). */
-  if (gs_place_prepare(pod, &fw->policy, &place, NULL) == GS_FIT_OK)
+  if (gs_place_prepare(pod, &fw->policy, &place, NULL) == GS_CODE_SUCCESS)
     c.place = &place;
   pthread_rwlock_rdlock(&fw->lock);
   /* Names are resolved a batch at a time, then each node's GPUs are

@@ -78,13 +78,13 @@ static struct gs_pod_request whole_pod(const char *uid, uint64_t gpus) {
 }
 
 /* Filter, then reserve what filter chose, as the framework does. */
-static enum gs_fit place(const char *node_name, const struct gs_pod_request *req,
+static enum gs_code place(const char *node_name, const struct gs_pod_request *req,
                          struct gs_choice *ret_choice, char reason[GS_REASON_MAX]) {
   struct gs_choice choice;
   struct gs_alloc_part parts[GS_MAX_PARTS];
   struct gs_alloc a;
-  enum gs_fit fit = gs_place_pick(node(node_name), req, &fx.policy, &choice, reason);
-  if (fit != GS_FIT_OK)
+  enum gs_code fit = gs_place_pick(node(node_name), req, &fx.policy, &choice, reason);
+  if (fit != GS_CODE_SUCCESS)
     return fit;
   a = (struct gs_alloc){.ns = req->ns, .name = req->name, .uid = req->uid, .node = node_name,
                         .kind = gs_pod_request_is_whole(req) ? GS_ALLOC_WHOLE : GS_ALLOC_MEM,
@@ -140,14 +140,14 @@ static void test_share_128mib_fill(void **state) {
   for (int i = 0; i < 8; i++) {
     snprintf(uid, sizeof uid, "p%d", i);
     req = mem_pod(uid, 16, 1);
-    assert_int_equal(place("gpu-a", &req, &c, reason), GS_FIT_OK);
+    assert_int_equal(place("gpu-a", &req, &c, reason), GS_CODE_SUCCESS);
     assert_int_equal(c.ngpus, 1);
     assert_int_equal(c.gpus[0], 0);
     assert_int_equal(c.mib_per_gpu, 2048);
     assert_int_equal(node("gpu-a")->gpus[0].used_mib, 2048u * (i + 1));
   }
   req = mem_pod("p8", 16, 1);
-  assert_int_equal(gs_place_pick(node("gpu-a"), &req, &fx.policy, &c, reason), GS_FIT_NO);
+  assert_int_equal(gs_place_pick(node("gpu-a"), &req, &fx.policy, &c, reason), GS_CODE_UNSCHEDULABLE);
   assert_string_equal(reason, "insufficient GPU memory on any single GPU");
   assert_int_equal(gs_ledger_reserve(fx.ledger, &a, 16), GS_ENOFIT);
   assert_int_equal(node("gpu-a")->gpus[0].used_mib, 16384);
@@ -163,9 +163,9 @@ static void test_multi_card(void **state) {
   const struct gs_alloc *a;
   (void)state;
   add_node("gpu-a", GS_MODE_SHARE, GS_PLACE_BINPACK, 4, 16);
-  assert_int_equal(gs_place_check_pod(&req, &fx.policy, reason), GS_FIT_OK);
+  assert_int_equal(gs_place_check_pod(&req, &fx.policy, reason), GS_CODE_SUCCESS);
   assert_string_equal(reason, "");
-  assert_int_equal(place("gpu-a", &req, &c, reason), GS_FIT_OK);
+  assert_int_equal(place("gpu-a", &req, &c, reason), GS_CODE_SUCCESS);
   assert_int_equal(c.ngpus, 2);
   assert_int_equal(c.gpus[0], 0);
   assert_int_equal(c.gpus[1], 1);
@@ -184,20 +184,20 @@ static void test_multi_card(void **state) {
   assert_int_equal(node("gpu-a")->gpus[2].used_mib, 0);
 
   req = mem_pod("q", 9, 2);
-  assert_int_equal(gs_place_check_pod(&req, &fx.policy, reason), GS_FIT_NEVER);
+  assert_int_equal(gs_place_check_pod(&req, &fx.policy, reason), GS_CODE_UNRESOLVABLE);
   assert_string_equal(reason, "aliyun.com/gpu-mem 9 is not divisible by aliyun.com/gpu-count 2");
-  assert_int_equal(gs_place_pick(node("gpu-a"), &req, &fx.policy, &c, reason), GS_FIT_NEVER);
+  assert_int_equal(gs_place_pick(node("gpu-a"), &req, &fx.policy, &c, reason), GS_CODE_UNRESOLVABLE);
   assert_non_null(strstr(reason, "9"));
   assert_non_null(strstr(reason, "2"));
   /* A second container that does not divide is just as invalid. */
   req = mem_pod("q", 8, 2);
   req.ncontainers = 2;
   req.mem_units[1] = 3;
-  assert_int_equal(gs_place_check_pod(&req, &fx.policy, reason), GS_FIT_NEVER);
+  assert_int_equal(gs_place_check_pod(&req, &fx.policy, reason), GS_CODE_UNRESOLVABLE);
   assert_string_equal(reason, "aliyun.com/gpu-mem 3 is not divisible by aliyun.com/gpu-count 2");
   req.mem_units[1] = 0;
   req.init_mem_units = 5;
-  assert_int_equal(gs_place_check_pod(&req, &fx.policy, reason), GS_FIT_NEVER);
+  assert_int_equal(gs_place_check_pod(&req, &fx.policy, reason), GS_CODE_UNRESOLVABLE);
   assert_non_null(strstr(reason, "5"));
 }
 
@@ -212,10 +212,10 @@ static void test_binpack_spread(void **state) {
   add_node("spr", GS_MODE_SHARE, GS_PLACE_SPREAD, 4, 16);
   load("bin", used, 4);
   load("spr", used, 4);
-  assert_int_equal(gs_place_pick(node("bin"), &req, &fx.policy, &c, reason), GS_FIT_OK);
+  assert_int_equal(gs_place_pick(node("bin"), &req, &fx.policy, &c, reason), GS_CODE_SUCCESS);
   assert_int_equal(c.ngpus, 1);
   assert_int_equal(c.gpus[0], 1);
-  assert_int_equal(gs_place_pick(node("spr"), &req, &fx.policy, &c, reason), GS_FIT_OK);
+  assert_int_equal(gs_place_pick(node("spr"), &req, &fx.policy, &c, reason), GS_CODE_SUCCESS);
   assert_int_equal(c.gpus[0], 3);
   /* Ties go to the lowest index, either way. */
   add_node("tie", GS_MODE_SHARE, GS_PLACE_BINPACK, 4, 16);
@@ -225,17 +225,17 @@ static void test_binpack_spread(void **state) {
     load("tie", tie, 4);
     load("tie-s", tie, 4);
   }
-  assert_int_equal(gs_place_pick(node("tie"), &req, &fx.policy, &c, reason), GS_FIT_OK);
+  assert_int_equal(gs_place_pick(node("tie"), &req, &fx.policy, &c, reason), GS_CODE_SUCCESS);
   assert_int_equal(c.gpus[0], 0);
-  assert_int_equal(gs_place_pick(node("tie-s"), &req, &fx.policy, &c, reason), GS_FIT_OK);
+  assert_int_equal(gs_place_pick(node("tie-s"), &req, &fx.policy, &c, reason), GS_CODE_SUCCESS);
   assert_int_equal(c.gpus[0], 1);
   /* M > 1: binpack takes the M fullest that fit, spread the M emptiest. */
   req = mem_pod("m", 8, 2);
-  assert_int_equal(gs_place_pick(node("bin"), &req, &fx.policy, &c, reason), GS_FIT_OK);
+  assert_int_equal(gs_place_pick(node("bin"), &req, &fx.policy, &c, reason), GS_CODE_SUCCESS);
   assert_int_equal(c.ngpus, 2);
   assert_int_equal(c.gpus[0], 1);
   assert_int_equal(c.gpus[1], 2);
-  assert_int_equal(gs_place_pick(node("spr"), &req, &fx.policy, &c, reason), GS_FIT_OK);
+  assert_int_equal(gs_place_pick(node("spr"), &req, &fx.policy, &c, reason), GS_CODE_SUCCESS);
   assert_int_equal(c.gpus[0], 0);
   assert_int_equal(c.gpus[1], 3);
 }
@@ -252,8 +252,8 @@ static void test_multi_card_reason(void **state) {
   add_node("node-b", GS_MODE_SHARE, GS_PLACE_SPREAD, 3, 16);
   load("node-a", a_used, 2);
   load("node-b", b_used, 3);
-  assert_int_equal(gs_place_pick(node("node-a"), &req, &fx.policy, &c, ra), GS_FIT_NO);
-  assert_int_equal(gs_place_pick(node("node-b"), &req, &fx.policy, &c, rb), GS_FIT_NO);
+  assert_int_equal(gs_place_pick(node("node-a"), &req, &fx.policy, &c, ra), GS_CODE_UNSCHEDULABLE);
+  assert_int_equal(gs_place_pick(node("node-b"), &req, &fx.policy, &c, rb), GS_CODE_UNSCHEDULABLE);
   assert_string_equal(ra, "fewer than 2 GPUs with 4096 MiB free");
   assert_string_equal(ra, rb);
   assert_null(strstr(ra, "node-"));
@@ -271,19 +271,19 @@ static void test_cgpu_cap(void **state) {
   for (int i = 0; i < 16; i++) {
     snprintf(uid, sizeof uid, "c%d", i);
     req = mem_pod(uid, 1, 1);
-    assert_int_equal(place("cgpu", &req, NULL, reason), GS_FIT_OK);
+    assert_int_equal(place("cgpu", &req, NULL, reason), GS_CODE_SUCCESS);
     snprintf(uid, sizeof uid, "s%d", i);
     req = mem_pod(uid, 1, 1);
-    assert_int_equal(place("share", &req, NULL, reason), GS_FIT_OK);
+    assert_int_equal(place("share", &req, NULL, reason), GS_CODE_SUCCESS);
   }
   req = mem_pod("c16", 1, 1);
-  assert_int_equal(gs_place_pick(node("cgpu"), &req, &fx.policy, &c, reason), GS_FIT_NO);
+  assert_int_equal(gs_place_pick(node("cgpu"), &req, &fx.policy, &c, reason), GS_CODE_UNSCHEDULABLE);
   assert_string_equal(reason, "GPU pod limit reached (cgpu)");
   req = mem_pod("s16", 1, 1);
-  assert_int_equal(place("share", &req, NULL, reason), GS_FIT_OK);
+  assert_int_equal(place("share", &req, NULL, reason), GS_CODE_SUCCESS);
   /* When memory is what is short, say so even under the cap. */
   req = mem_pod("big", 127, 1);
-  assert_int_equal(gs_place_pick(node("cgpu"), &req, &fx.policy, &c, reason), GS_FIT_NO);
+  assert_int_equal(gs_place_pick(node("cgpu"), &req, &fx.policy, &c, reason), GS_CODE_UNSCHEDULABLE);
   assert_string_equal(reason, "insufficient GPU memory on any single GPU");
 }
 
@@ -299,20 +299,20 @@ static void test_not_sharing(void **state) {
   add_node("topo-empty", GS_MODE_TOPOLOGY, GS_PLACE_BINPACK, 0, 0);
   add_node("topo", GS_MODE_TOPOLOGY, GS_PLACE_BINPACK, 4, 0);
   add_node("share", GS_MODE_SHARE, GS_PLACE_BINPACK, 4, 16);
-  assert_int_equal(gs_place_pick(node("plain"), &req, &fx.policy, &c, reason), GS_FIT_NO);
+  assert_int_equal(gs_place_pick(node("plain"), &req, &fx.policy, &c, reason), GS_CODE_UNSCHEDULABLE);
   assert_string_equal(reason, "node is not a GPU-sharing node");
-  assert_int_equal(gs_place_pick(node("zero-cap"), &req, &fx.policy, &c, reason), GS_FIT_NO);
+  assert_int_equal(gs_place_pick(node("zero-cap"), &req, &fx.policy, &c, reason), GS_CODE_UNSCHEDULABLE);
   assert_string_equal(reason, "node is not a GPU-sharing node");
-  assert_int_equal(gs_place_pick(node("zero-gpus"), &req, &fx.policy, &c, reason), GS_FIT_NO);
+  assert_int_equal(gs_place_pick(node("zero-gpus"), &req, &fx.policy, &c, reason), GS_CODE_UNSCHEDULABLE);
   assert_string_equal(reason, "node is not a GPU-sharing node");
   assert_int_equal(gs_place_pick(node("topo-empty"), &whole, &fx.policy, &c, reason),
-                   GS_FIT_NO);
+                   GS_CODE_UNSCHEDULABLE);
   assert_string_equal(reason, "node is not a GPU-sharing node");
-  assert_int_equal(gs_place_pick(node("plain"), &whole, &fx.policy, &c, reason), GS_FIT_NO);
+  assert_int_equal(gs_place_pick(node("plain"), &whole, &fx.policy, &c, reason), GS_CODE_UNSCHEDULABLE);
   assert_string_equal(reason, "node is not a GPU-sharing node");
-  assert_int_equal(gs_place_pick(node("topo"), &req, &fx.policy, &c, reason), GS_FIT_NO);
+  assert_int_equal(gs_place_pick(node("topo"), &req, &fx.policy, &c, reason), GS_CODE_UNSCHEDULABLE);
   assert_string_equal(reason, "node serves whole GPUs only (topology mode)");
-  assert_int_equal(gs_place_pick(node("share"), &whole, &fx.policy, &c, reason), GS_FIT_NO);
+  assert_int_equal(gs_place_pick(node("share"), &whole, &fx.policy, &c, reason), GS_CODE_UNSCHEDULABLE);
   assert_string_equal(reason, "node does not serve whole GPUs");
 }
 
@@ -324,25 +324,25 @@ static void test_unhealthy(void **state) {
   (void)state;
   add_node("gpu-a", GS_MODE_SHARE, GS_PLACE_BINPACK, 3, 16);
   load("gpu-a", used, 3);
-  assert_int_equal(gs_place_pick(node("gpu-a"), &req, &fx.policy, &c, reason), GS_FIT_OK);
+  assert_int_equal(gs_place_pick(node("gpu-a"), &req, &fx.policy, &c, reason), GS_CODE_SUCCESS);
   assert_int_equal(c.gpus[0], 0); /* the fullest... */
   assert_int_equal(gs_ledger_node_set_unhealthy(fx.ledger, "gpu-a", 0x1), GS_EOK);
-  assert_int_equal(gs_place_pick(node("gpu-a"), &req, &fx.policy, &c, reason), GS_FIT_OK);
+  assert_int_equal(gs_place_pick(node("gpu-a"), &req, &fx.policy, &c, reason), GS_CODE_SUCCESS);
   assert_int_equal(c.gpus[0], 1); /* ...until it is unhealthy */
   req.gpu_count = 2;
   assert_int_equal(gs_ledger_node_set_unhealthy(fx.ledger, "gpu-a", 0x2), GS_EOK);
-  assert_int_equal(gs_place_pick(node("gpu-a"), &req, &fx.policy, &c, reason), GS_FIT_OK);
+  assert_int_equal(gs_place_pick(node("gpu-a"), &req, &fx.policy, &c, reason), GS_CODE_SUCCESS);
   assert_int_equal(c.gpus[0], 0);
   assert_int_equal(c.gpus[1], 2);
   assert_int_equal(gs_ledger_node_set_unhealthy(fx.ledger, "gpu-a", 0x7), GS_EOK);
-  assert_int_equal(gs_place_pick(node("gpu-a"), &req, &fx.policy, &c, reason), GS_FIT_NO);
+  assert_int_equal(gs_place_pick(node("gpu-a"), &req, &fx.policy, &c, reason), GS_CODE_UNSCHEDULABLE);
   assert_string_equal(reason, "no healthy GPU");
   /* Never chosen, whatever the policy. */
   assert_int_equal(gs_ledger_node_set_unhealthy(fx.ledger, "gpu-a", 0x6), GS_EOK);
   req.gpu_count = 1;
   for (int frag = 0; frag < 2; frag++) {
     fx.policy.frag_aware = frag;
-    assert_int_equal(gs_place_pick(node("gpu-a"), &req, &fx.policy, &c, reason), GS_FIT_OK);
+    assert_int_equal(gs_place_pick(node("gpu-a"), &req, &fx.policy, &c, reason), GS_CODE_SUCCESS);
     assert_int_equal(c.gpus[0], 0);
   }
 }
@@ -353,29 +353,29 @@ static void test_check_pod(void **state) {
   struct gs_pod_request req = mem_pod("p", 0, 1);
   (void)state;
   add_node("gpu-a", GS_MODE_SHARE, GS_PLACE_BINPACK, 1, 16);
-  assert_int_equal(gs_place_check_pod(&req, &fx.policy, reason), GS_FIT_SKIP);
-  assert_int_equal(gs_place_pick(node("gpu-a"), &req, &fx.policy, &c, reason), GS_FIT_SKIP);
+  assert_int_equal(gs_place_check_pod(&req, &fx.policy, reason), GS_CODE_SKIP);
+  assert_int_equal(gs_place_pick(node("gpu-a"), &req, &fx.policy, &c, reason), GS_CODE_SKIP);
   req.mem_units[0] = 2;
   req.whole_gpus[0] = 1;
-  assert_int_equal(gs_place_check_pod(&req, &fx.policy, reason), GS_FIT_NEVER);
+  assert_int_equal(gs_place_check_pod(&req, &fx.policy, reason), GS_CODE_UNRESOLVABLE);
   assert_non_null(strstr(reason, "both aliyun.com/gpu-mem and aliyun.com/gpu"));
   req = mem_pod("p", 2, 0);
-  assert_int_equal(gs_place_check_pod(&req, &fx.policy, reason), GS_FIT_NEVER);
+  assert_int_equal(gs_place_check_pod(&req, &fx.policy, reason), GS_CODE_UNRESOLVABLE);
   assert_string_equal(reason, "aliyun.com/gpu-count 0 is out of range 1..64");
   req.gpu_count = GS_MAX_GPUS + 1;
-  assert_int_equal(gs_place_check_pod(&req, &fx.policy, reason), GS_FIT_NEVER);
+  assert_int_equal(gs_place_check_pod(&req, &fx.policy, reason), GS_CODE_UNRESOLVABLE);
   req = whole_pod("w", GS_MAX_GPUS + 1);
-  assert_int_equal(gs_place_check_pod(&req, &fx.policy, reason), GS_FIT_NEVER);
+  assert_int_equal(gs_place_check_pod(&req, &fx.policy, reason), GS_CODE_UNRESOLVABLE);
   req = mem_pod("p", UINT64_C(1) << 62, 1);
-  assert_int_equal(gs_place_check_pod(&req, &fx.policy, reason), GS_FIT_NEVER);
+  assert_int_equal(gs_place_check_pod(&req, &fx.policy, reason), GS_CODE_UNRESOLVABLE);
   /* 64 containers on 8 GPUs would need 512 parts. */
   req = mem_pod("p", 8, 8);
   req.ncontainers = GS_MAX_CONTAINERS;
   for (int i = 0; i < GS_MAX_CONTAINERS; i++)
     req.mem_units[i] = 8;
-  assert_int_equal(gs_place_check_pod(&req, &fx.policy, reason), GS_FIT_NEVER);
+  assert_int_equal(gs_place_check_pod(&req, &fx.policy, reason), GS_CODE_UNRESOLVABLE);
   req.ncontainers = GS_MAX_CONTAINERS + 1;
-  assert_int_equal(gs_place_check_pod(&req, &fx.policy, reason), GS_FIT_NEVER);
+  assert_int_equal(gs_place_check_pod(&req, &fx.policy, reason), GS_CODE_UNRESOLVABLE);
 }
 
 /* Whole GPUs on a topology node: lowest free indices, owned whole. */
@@ -388,7 +388,7 @@ static void test_whole(void **state) {
   add_node("topo", GS_MODE_TOPOLOGY, GS_PLACE_BINPACK, 4, 0);
   a.ncontainers = 2;
   a.whole_gpus[1] = 1; /* two containers, one GPU each */
-  assert_int_equal(place("topo", &a, &c, reason), GS_FIT_OK);
+  assert_int_equal(place("topo", &a, &c, reason), GS_CODE_SUCCESS);
   assert_int_equal(c.ngpus, 2);
   assert_int_equal(c.gpus[0], 0);
   assert_int_equal(c.gpus[1], 1);
@@ -401,13 +401,13 @@ static void test_whole(void **state) {
   assert_int_equal(parts[1].gpu, 1);
   assert_int_equal(parts[1].units, 0);
   assert_ptr_equal(node("topo")->gpus[1].owner, gs_ledger_alloc_get(fx.ledger, "a"));
-  assert_int_equal(place("topo", &b, &c, reason), GS_FIT_OK);
+  assert_int_equal(place("topo", &b, &c, reason), GS_CODE_SUCCESS);
   assert_int_equal(c.gpus[0], 2);
   assert_int_equal(c.gpus[1], 3);
-  assert_int_equal(gs_place_pick(node("topo"), &d, &fx.policy, &c, reason), GS_FIT_NO);
+  assert_int_equal(gs_place_pick(node("topo"), &d, &fx.policy, &c, reason), GS_CODE_UNSCHEDULABLE);
   assert_string_equal(reason, "fewer than 2 free whole GPUs");
   assert_int_equal(gs_ledger_release(fx.ledger, "a"), GS_EOK);
-  assert_int_equal(place("topo", &d, &c, reason), GS_FIT_OK);
+  assert_int_equal(place("topo", &d, &c, reason), GS_CODE_SUCCESS);
   assert_int_equal(c.gpus[0], 0);
   assert_int_equal(c.gpus[1], 1);
 }
@@ -421,7 +421,7 @@ static void test_whole_skips_shared_gpu(void **state) {
   (void)state;
   add_node("topo", GS_MODE_TOPOLOGY, GS_PLACE_BINPACK, 3, 16);
   load("topo", used, 3);
-  assert_int_equal(gs_place_pick(node("topo"), &w, &fx.policy, &c, reason), GS_FIT_OK);
+  assert_int_equal(gs_place_pick(node("topo"), &w, &fx.policy, &c, reason), GS_CODE_SUCCESS);
   assert_int_equal(c.gpus[0], 1);
   assert_int_equal(c.gpus[1], 2);
 }
@@ -435,22 +435,22 @@ static void test_score(void **state) {
   add_node("gpu-a", GS_MODE_SHARE, GS_PLACE_BINPACK, 1, 16);
   load("gpu-a", used, 1);
   /* (8 + 4) / 16 = 0.75 → round(7.5) = 8; spread 10 − 8 = 2. */
-  assert_int_equal(gs_place_pick(node("gpu-a"), &req, &fx.policy, &c, reason), GS_FIT_OK);
+  assert_int_equal(gs_place_pick(node("gpu-a"), &req, &fx.policy, &c, reason), GS_CODE_SUCCESS);
   assert_int_equal(c.score, 8);
   fx.policy.node_policy = GS_PLACE_SPREAD;
-  assert_int_equal(gs_place_pick(node("gpu-a"), &req, &fx.policy, &c, reason), GS_FIT_OK);
+  assert_int_equal(gs_place_pick(node("gpu-a"), &req, &fx.policy, &c, reason), GS_CODE_SUCCESS);
   assert_int_equal(c.score, 2);
   /* Over two GPUs: (8 + 2 + 0 + 2) / 32 = 0.375 → 4 (binpack). */
   add_node("gpu-b", GS_MODE_SHARE, GS_PLACE_SPREAD, 2, 16);
   load("gpu-b", used, 1);
   fx.policy.node_policy = GS_PLACE_BINPACK;
   req.gpu_count = 2;
-  assert_int_equal(gs_place_pick(node("gpu-b"), &req, &fx.policy, &c, reason), GS_FIT_OK);
+  assert_int_equal(gs_place_pick(node("gpu-b"), &req, &fx.policy, &c, reason), GS_CODE_SUCCESS);
   assert_int_equal(c.score, 4);
   /* Exactly full: 10. */
   req = mem_pod("f", 16, 1);
   add_node("gpu-c", GS_MODE_SHARE, GS_PLACE_BINPACK, 1, 16);
-  assert_int_equal(gs_place_pick(node("gpu-c"), &req, &fx.policy, &c, reason), GS_FIT_OK);
+  assert_int_equal(gs_place_pick(node("gpu-c"), &req, &fx.policy, &c, reason), GS_CODE_SUCCESS);
   assert_int_equal(c.score, 10);
 }
 
@@ -467,7 +467,7 @@ static void test_parts_init_and_containers(void **state) {
   req.mem_units[1] = 2; /* container 0 asks nothing */
   req.mem_units[2] = 4;
   req.init_mem_units = 10; /* excess 4 */
-  assert_int_equal(gs_place_pick(node("gpu-a"), &req, &fx.policy, &c, reason), GS_FIT_OK);
+  assert_int_equal(gs_place_pick(node("gpu-a"), &req, &fx.policy, &c, reason), GS_CODE_SUCCESS);
   assert_int_equal(c.mib_per_gpu, 5 * 1024);
   assert_int_equal(gs_place_parts(&req, &c, parts, 16), 4);
   assert_int_equal(parts[0].container, 1);
@@ -480,7 +480,7 @@ static void test_parts_init_and_containers(void **state) {
   /* Init only: container 0 carries it. */
   req = mem_pod("q", 0, 1);
   req.init_mem_units = 6;
-  assert_int_equal(gs_place_pick(node("gpu-a"), &req, &fx.policy, &c, reason), GS_FIT_OK);
+  assert_int_equal(gs_place_pick(node("gpu-a"), &req, &fx.policy, &c, reason), GS_CODE_SUCCESS);
   assert_int_equal(gs_place_parts(&req, &c, parts, 16), 1);
   assert_int_equal(parts[0].container, 0);
   assert_int_equal(parts[0].units, 6);
@@ -490,7 +490,7 @@ static void test_parts_init_and_containers(void **state) {
   req.ncontainers = 2;
   req.whole_gpus[1] = 1;
   req.init_whole_gpus = 3;
-  assert_int_equal(gs_place_pick(node("topo"), &req, &fx.policy, &c, reason), GS_FIT_OK);
+  assert_int_equal(gs_place_pick(node("topo"), &req, &fx.policy, &c, reason), GS_CODE_SUCCESS);
   assert_int_equal(c.ngpus, 3);
   assert_int_equal(gs_place_parts(&req, &c, parts, 16), 3);
   for (int i = 0; i < 3; i++) {
@@ -512,18 +512,18 @@ static void test_frag_aware(void **state) {
   add_node("spr", GS_MODE_SHARE, GS_PLACE_SPREAD, 2, 16);
   load("bin", used, 3);
   load("spr", used2, 2);
-  assert_int_equal(gs_place_pick(node("bin"), &req, &fx.policy, &c, reason), GS_FIT_OK);
+  assert_int_equal(gs_place_pick(node("bin"), &req, &fx.policy, &c, reason), GS_CODE_SUCCESS);
   assert_int_equal(c.gpus[0], 2); /* plain binpack leaves 2 stranded */
-  assert_int_equal(gs_place_pick(node("spr"), &req, &fx.policy, &c, reason), GS_FIT_OK);
+  assert_int_equal(gs_place_pick(node("spr"), &req, &fx.policy, &c, reason), GS_CODE_SUCCESS);
   assert_int_equal(c.gpus[0], 0);
   fx.policy.frag_aware = true;
-  assert_int_equal(gs_place_pick(node("bin"), &req, &fx.policy, &c, reason), GS_FIT_OK);
+  assert_int_equal(gs_place_pick(node("bin"), &req, &fx.policy, &c, reason), GS_CODE_SUCCESS);
   assert_int_equal(c.gpus[0], 1); /* leaves 4: room for another */
-  assert_int_equal(gs_place_pick(node("spr"), &req, &fx.policy, &c, reason), GS_FIT_OK);
+  assert_int_equal(gs_place_pick(node("spr"), &req, &fx.policy, &c, reason), GS_CODE_SUCCESS);
   assert_int_equal(c.gpus[0], 1); /* exact fit */
 }
 
-static enum gs_fit choose_last(void *ctx, const struct gs_node *n,
+static enum gs_code choose_last(void *ctx, const struct gs_node *n,
                                const struct gs_pod_request *req, const struct gs_policy *policy,
                                uint64_t candidates, uint32_t k, uint64_t mib_per_gpu,
                                uint32_t ret_gpus[GS_MAX_GPUS], char reason[GS_REASON_MAX]) {
@@ -534,17 +534,17 @@ static enum gs_fit choose_last(void *ctx, const struct gs_node *n,
   (void)mib_per_gpu;
   if (*mode == 1) {
     snprintf(reason, GS_REASON_MAX, "no NVLink pair free");
-    return GS_FIT_NO;
+    return GS_CODE_UNSCHEDULABLE;
   }
   if (*mode == 2) {
     for (uint32_t i = 0; i < k; i++)
       ret_gpus[i] = 0; /* duplicates: invalid */
-    return GS_FIT_OK;
+    return GS_CODE_SUCCESS;
   }
   for (uint32_t g = n->ngpus; g-- > 0 && got < k;)
     if (candidates >> g & 1)
       ret_gpus[got++] = g; /* descending: the caller sorts */
-  return GS_FIT_OK;
+  return GS_CODE_SUCCESS;
 }
 
 static void test_chooser_seam(void **state) {
@@ -556,19 +556,19 @@ static void test_chooser_seam(void **state) {
   add_node("topo", GS_MODE_TOPOLOGY, GS_PLACE_BINPACK, 4, 0);
   assert_int_equal(gs_place_pick_with(node("topo"), &req, &fx.policy, choose_last, &mode, &c,
                                       reason),
-                   GS_FIT_OK);
+                   GS_CODE_SUCCESS);
   assert_int_equal(c.ngpus, 2);
   assert_int_equal(c.gpus[0], 2);
   assert_int_equal(c.gpus[1], 3);
   mode = 1;
   assert_int_equal(gs_place_pick_with(node("topo"), &req, &fx.policy, choose_last, &mode, &c,
                                       reason),
-                   GS_FIT_NO);
+                   GS_CODE_UNSCHEDULABLE);
   assert_string_equal(reason, "no NVLink pair free");
   mode = 2;
   assert_int_equal(gs_place_pick_with(node("topo"), &req, &fx.policy, choose_last, &mode, &c,
                                       reason),
-                   GS_FIT_NO);
+                   GS_CODE_UNSCHEDULABLE);
   assert_string_equal(reason, "GPU chooser returned an invalid set");
 }
 
@@ -594,7 +594,7 @@ static void test_pick_then_reserve(void **state) {
     snprintf(uid, sizeof uid, "p%d", i);
     req = mem_pod(uid, 0, counts[(rng >> 8) % 5]);
     req.mem_units[0] = req.gpu_count * (1 + (rng >> 20) % 24);
-    if (place(n, &req, NULL, reason) == GS_FIT_OK)
+    if (place(n, &req, NULL, reason) == GS_CODE_SUCCESS)
       placed++;
     if ((rng >> 4) % 3 == 0 && i > 10) {
       snprintf(uid, sizeof uid, "p%d", i - 10);
@@ -706,7 +706,7 @@ static void test_one_gpu_shortcut(void **state) {
         struct gs_pod_request r = mem_pod("p", units * k, k);
         struct gs_choice a, b;
         char ra[GS_REASON_MAX], rb[GS_REASON_MAX];
-        enum gs_fit fa, fb;
+        enum gs_code fa, fb;
         fx.policy.frag_aware = frag % 2;
         fx.policy.node_policy = round % 4 < 2 ? GS_PLACE_BINPACK : GS_PLACE_SPREAD;
         /* cgpu nodes: no cap, a cap of 1 (GPUs holding a pod are out), 16. */
@@ -715,7 +715,7 @@ static void test_one_gpu_shortcut(void **state) {
         fb = gs_place_pick_with(n, &r, &fx.policy, gs_place_choose_default, NULL, &b, rb);
         assert_int_equal(fa, fb);
         assert_string_equal(ra, rb);
-        if (fa != GS_FIT_OK)
+        if (fa != GS_CODE_SUCCESS)
           continue;
         assert_int_equal(a.ngpus, k);
         assert_int_equal(b.ngpus, k);
@@ -773,7 +773,7 @@ static void test_prepared_pod(void **state) {
     struct gs_pod_request r = mem_pod("p", 0, 1);
     struct gs_place_pod pod;
     char ra[GS_REASON_MAX], rb[GS_REASON_MAX];
-    enum gs_fit fa, fb;
+    enum gs_code fa, fb;
     rng = rng * 1103515245u + 12345u;
     r.ncontainers = 1 + (rng >> 8) % 3;
     for (uint32_t c = 0; c < r.ncontainers; c++) {
@@ -793,7 +793,7 @@ static void test_prepared_pod(void **state) {
     fb = gs_place_prepare(&r, &fx.policy, &pod, rb);
     assert_int_equal(fa, fb);
     assert_string_equal(ra, rb);
-    if (fb != GS_FIT_OK) {
+    if (fb != GS_CODE_SUCCESS) {
       assert_int_equal(pod.k, 0xa5a5a5a5u); /* written on success only */
       continue;
     }
@@ -906,11 +906,11 @@ static void test_frag_choose_and_score(void **state) {
   for (int i = 0; i < 10; i++)
     gs_frag_dist_add(&d, 1, 6 * GIB);
   gs_frag_dist_add(&d, 1, 4 * GIB);
-  assert_int_equal(gs_place_pick(node("f"), &req, &fx.policy, &c, reason), GS_FIT_OK);
+  assert_int_equal(gs_place_pick(node("f"), &req, &fx.policy, &c, reason), GS_CODE_SUCCESS);
   assert_int_equal(c.gpus[0], 0); /* binpack: 10 → 4, strands a 6-GiB slot */
   assert_int_equal(
       gs_place_pick_with(node("f"), &req, &fx.policy, gs_place_choose_frag, &d, &c, reason),
-      GS_FIT_OK);
+      GS_CODE_SUCCESS);
   assert_int_equal(c.gpus[0], 1); /* 12 → 6: another 6 GiB still fits */
   assert_int_equal(gs_place_frag_score(node("f"), &fx.policy, &d, &c), 5); /* no change */
   c.gpus[0] = 0;
@@ -919,7 +919,7 @@ static void test_frag_choose_and_score(void **state) {
   req = mem_pod("p2", 4, 2);
   assert_int_equal(
       gs_place_pick_with(node("f"), &req, &fx.policy, gs_place_choose_frag, &d, &c, reason),
-      GS_FIT_OK);
+      GS_CODE_SUCCESS);
   assert_int_equal(c.ngpus, 2);
   /* Score ends: all of it out of stranded space → 10; as much stranded as
    * placed → 0. One 16 GiB GPU with 6 free, 16-GiB requests only. */
@@ -958,17 +958,32 @@ static void test_frag_keeps_empty_nodes(void **state) {
   gs_frag_dist_add(&d, 8, 32 * GIB);
   assert_int_equal(gs_place_pick_with(node("empty"), &req, &fx.policy, gs_place_choose_frag, &d,
                                       &c, reason),
-                   GS_FIT_OK);
+                   GS_CODE_SUCCESS);
   on_empty = gs_place_frag_score(node("empty"), &fx.policy, &d, &c);
   assert_int_equal(gs_place_pick_with(node("used"), &req, &fx.policy, gs_place_choose_frag, &d,
                                       &c, reason),
-                   GS_FIT_OK);
+                   GS_CODE_SUCCESS);
   on_used = gs_place_frag_score(node("used"), &fx.policy, &d, &c);
   assert_true(on_used > on_empty);
 }
 
+/* The one gang-membership predicate: gang labels and whole GPUs; a memory
+ * pod with gang labels is not a member (gpumem places it). */
+static void test_gang_membership(void **state) {
+  struct gs_pod_request m = whole_pod("m", 2), mem = mem_pod("x", 4, 1), plain = whole_pod("p", 1);
+  (void)state;
+  snprintf(m.gang_job, sizeof m.gang_job, "job");
+  m.gang_replicas = 2;
+  snprintf(mem.gang_job, sizeof mem.gang_job, "job");
+  mem.gang_replicas = 2;
+  assert_true(gs_pod_request_is_gang_member(&m));
+  assert_false(gs_pod_request_is_gang_member(&mem));
+  assert_false(gs_pod_request_is_gang_member(&plain));
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_gang_membership),
       cmocka_unit_test_setup_teardown(test_policy_defaults, setup, teardown),
       cmocka_unit_test_setup_teardown(test_share_128mib_fill, setup, teardown),
       cmocka_unit_test_setup_teardown(test_multi_card, setup, teardown),

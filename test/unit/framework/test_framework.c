@@ -297,7 +297,7 @@ static struct gs_pod_request prio_pod;
 struct pick_call {
   const char *node;
   int64_t score;
-  enum gs_fit fit;
+  enum gs_code fit;
 };
 static void pick_fn(const struct gs_ledger *l, void *arg) {
   struct pick_call *c = arg;
@@ -306,7 +306,7 @@ static void pick_fn(const struct gs_ledger *l, void *arg) {
   char reason[GS_REASON_MAX];
   gs_policy_init(&policy);
   c->fit = gs_place_pick(gs_ledger_node_get(l, c->node), &prio_pod, &policy, &choice, reason);
-  c->score = c->fit == GS_FIT_OK ? choice.score : 0;
+  c->score = c->fit == GS_CODE_SUCCESS ? choice.score : 0;
 }
 
 static void test_prioritize_matches_placement(void **state) {
@@ -330,9 +330,9 @@ static void test_prioritize_matches_placement(void **state) {
   prio_pod = gs_test_mem_pod("new", 4, 1);
   assert_int_equal(gs_fw_prioritize(fw, &prio_pod, names, 4, 1, res), GS_EOK);
   for (int i = 0; i < 4; i++) {
-    struct pick_call c = {names[i], 0, GS_FIT_NO};
+    struct pick_call c = {names[i], 0, GS_CODE_UNSCHEDULABLE};
     gs_fw_read(fw, pick_fn, &c);
-    assert_int_equal(res[i].code, c.fit == GS_FIT_OK ? GS_CODE_SUCCESS : GS_CODE_UNSCHEDULABLE);
+    assert_int_equal(res[i].code, c.fit == GS_CODE_SUCCESS ? GS_CODE_SUCCESS : GS_CODE_UNSCHEDULABLE);
     assert_int_equal(res[i].score, c.score);
   }
   gs_fw_free(fw);
@@ -500,7 +500,7 @@ static void gpumem_same_fn(const struct gs_ledger *l, void *arg) {
     struct gs_cycle with = {&pods[i], call->policy, (struct gs_ledger *)l, 1, NULL};
     struct gs_cycle without = with;
     struct gs_place_pod place;
-    if (gs_place_prepare(&pods[i], call->policy, &place, NULL) == GS_FIT_OK)
+    if (gs_place_prepare(&pods[i], call->policy, &place, NULL) == GS_CODE_SUCCESS)
       with.place = &place;
     for (size_t j = 0; j < call->n; j++) {
       const struct gs_node *node = gs_ledger_node_get(l, call->names[j]);
