@@ -12,6 +12,7 @@
  * "--leader-elect false" is an error rather than a silent true.
  */
 #include "config_int.h"
+#include <gpushare/alloc.h>
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -514,7 +515,7 @@ enum gs_err gs_config_from_args(int argc, char **argv, struct gs_config *ret,
       config_file = value[0] ? value : NULL;
   }
 
-  cfg = malloc(sizeof *cfg); /* ~24 KiB: keep it off small thread stacks */
+  cfg = gs_malloc(sizeof *cfg); /* ~24 KiB: keep it off small thread stacks */
   if (cfg == NULL) {
     gs_diag_set(diag, "", "out of memory");
     return GS_ENOMEM;
@@ -551,7 +552,7 @@ done:
   *ret_action = action;
   err = GS_EOK;
 free_cfg:
-  free(cfg);
+  gs_free(cfg);
   return err;
 }
 

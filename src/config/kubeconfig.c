@@ -11,6 +11,7 @@
  * that the extender never talks to the apiserver as anonymous by mistake.
  */
 #include "config_int.h"
+#include <gpushare/alloc.h>
 
 #include "base64.h"
 
@@ -99,13 +100,13 @@ static enum gs_err get_data(const struct ctx *c, const json_t *obj, const char *
     return err;
   len = strlen(v);
   cap = gs_base64_decoded_max(len);
-  buf = malloc(cap + 1);
+  buf = gs_malloc(cap + 1);
   if (buf == NULL) {
     gs_diag_set(c->diag, c->path, "out of memory");
     return GS_ENOMEM;
   }
   if (gs_base64_decode(v, len, buf, cap, &n) != GS_EOK) {
-    free(buf);
+    gs_free(buf);
     gs_diag_set(c->diag, c->path, "%s of %s in kubeconfig %s is not valid base64", key, what,
                 c->path);
     return GS_EPARSE;
@@ -299,7 +300,7 @@ enum gs_err gs_kubeconfig_load(const char *path, struct gs_kubeconfig *ret,
       gs__config_diag_prefix(diag, "invalid kubeconfig");
     return err;
   }
-  kc = calloc(1, sizeof *kc); /* ~30 KiB */
+  kc = gs_calloc(1, sizeof *kc); /* ~30 KiB */
   if (kc == NULL) {
     gs_diag_set(diag, path, "out of memory");
     err = GS_ENOMEM;
@@ -312,7 +313,7 @@ enum gs_err gs_kubeconfig_load(const char *path, struct gs_kubeconfig *ret,
   }
   *ret = *kc;
 free_kc:
-  free(kc);
+  gs_free(kc);
 free_doc:
   json_decref(doc);
   return err;
@@ -321,9 +322,9 @@ free_doc:
 void gs_kubeconfig_release(struct gs_kubeconfig *kc) {
   if (kc == NULL)
     return;
-  free(kc->ca_data);
-  free(kc->cert_data);
-  free(kc->key_data);
+  gs_free(kc->ca_data);
+  gs_free(kc->cert_data);
+  gs_free(kc->key_data);
   kc->ca_data = kc->cert_data = kc->key_data = NULL;
   kc->ca_data_len = kc->cert_data_len = kc->key_data_len = 0;
 }

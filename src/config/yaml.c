@@ -38,6 +38,7 @@
  * before anything is copied), and GS_YAML_DEPTH_MAX levels of nesting.
  */
 #include "config_int.h"
+#include <gpushare/alloc.h>
 
 #include <errno.h>
 #include <stdio.h>
@@ -356,7 +357,7 @@ static bool anchor_add(struct builder *b, char *name, json_t *value, size_t coun
     goto nomem;
   if (b->nanchors == b->anchors_cap) {
     size_t cap = b->anchors_cap ? b->anchors_cap * 2 : 16;
-    struct anchor *a = realloc(b->anchors, cap * sizeof *a);
+    struct anchor *a = gs_realloc(b->anchors, cap * sizeof *a);
     if (a == NULL)
       goto nomem;
     b->anchors = a;
@@ -368,7 +369,7 @@ static bool anchor_add(struct builder *b, char *name, json_t *value, size_t coun
       (struct anchor){.name = name, .value = json_incref(value), .count = count, .height = height};
   return true;
 nomem:
-  free(name);
+  gs_free(name);
   FAIL_MARK(b, GS_ENOMEM, mark, "out of memory");
   return false;
 }
@@ -430,7 +431,7 @@ static bool take_key(struct builder *b, struct frame *f, const yaml_event_t *ev)
   if (!count_nodes(b, 1, ev->start_mark))
     return false;
   f->count++;
-  f->key = malloc(n + 1);
+  f->key = gs_malloc(n + 1);
   if (f->key == NULL) {
     FAIL_MARK(b, GS_ENOMEM, ev->start_mark, "out of memory");
     return false;
@@ -442,12 +443,12 @@ static bool take_key(struct builder *b, struct frame *f, const yaml_event_t *ev)
                     ev->data.scalar.tag == NULL && strcmp(s, "<<") == 0;
   if (ev->data.scalar.anchor != NULL) {
     json_t *k = json_stringn(s, n);
-    char *name = strdup((const char *)ev->data.scalar.anchor);
+    char *name = gs_strdup((const char *)ev->data.scalar.anchor);
     bool ok = k != NULL && name != NULL;
     if (ok)
       ok = anchor_add(b, name, k, 1, 0, ev->start_mark);
     else {
-      free(name);
+      gs_free(name);
       FAIL_MARK(b, GS_ENOMEM, ev->start_mark, "out of memory");
     }
     json_decref(k);
@@ -489,18 +490,18 @@ static bool attach(struct builder *b, json_t *v, size_t count, size_t height, ya
       json_array_foreach(v, i, e) ok = ok && json_is_object(e);
     }
     if (!ok) {
-      free(key);
+      gs_free(key);
       json_decref(v);
       FAIL_MARK(b, GS_EPARSE, mark, "a merge key \"<<\" needs a mapping or a list of mappings");
       return false;
     }
     if (f->merges == NULL && (f->merges = json_array()) == NULL) {
-      free(key);
+      gs_free(key);
       json_decref(v);
       FAIL_MARK(b, GS_ENOMEM, mark, "out of memory");
       return false;
     }
-    free(key);
+    gs_free(key);
     if (json_is_array(v)) {
       int rc = json_array_extend(f->merges, v);
       json_decref(v);
@@ -517,7 +518,7 @@ static bool attach(struct builder *b, json_t *v, size_t count, size_t height, ya
     return true;
   }
   int rc = json_object_setn_new(f->node, key, key_len, v);
-  free(key);
+  gs_free(key);
   if (rc != 0) {
     FAIL_MARK(b, GS_ENOMEM, mark, "out of memory");
     return false;
@@ -535,7 +536,7 @@ static bool on_scalar(struct builder *b, const yaml_event_t *ev) {
   if (v == NULL)
     return false;
   if (ev->data.scalar.anchor != NULL) {
-    char *name = strdup((const char *)ev->data.scalar.anchor);
+    char *name = gs_strdup((const char *)ev->data.scalar.anchor);
     if (name == NULL) {
       json_decref(v);
       FAIL_MARK(b, GS_ENOMEM, ev->start_mark, "out of memory");
@@ -566,7 +567,7 @@ static bool on_start(struct builder *b, const yaml_event_t *ev, bool mapping) {
     return false;
   if (b->depth == b->stack_cap) {
     size_t cap = b->stack_cap ? b->stack_cap * 2 : 32;
-    struct frame *s = realloc(b->stack, cap * sizeof *s);
+    struct frame *s = gs_realloc(b->stack, cap * sizeof *s);
     if (s == NULL) {
       FAIL_MARK(b, GS_ENOMEM, ev->start_mark, "out of memory");
       return false;
@@ -576,10 +577,10 @@ static bool on_start(struct builder *b, const yaml_event_t *ev, bool mapping) {
   }
   struct frame nf = {.node = mapping ? json_object() : json_array(), .count = 1};
   if (anchor != NULL)
-    nf.anchor = strdup((const char *)anchor);
+    nf.anchor = gs_strdup((const char *)anchor);
   if (nf.node == NULL || (anchor != NULL && nf.anchor == NULL)) {
     json_decref(nf.node);
-    free(nf.anchor);
+    gs_free(nf.anchor);
     FAIL_MARK(b, GS_ENOMEM, ev->start_mark, "out of memory");
     return false;
   }
@@ -591,7 +592,7 @@ static bool on_end(struct builder *b, const yaml_event_t *ev) {
   struct frame f = b->stack[--b->depth];
   bool ok = true;
   /* libyaml never ends a mapping between key and value (it emits a null). */
-  free(f.key);
+  gs_free(f.key);
   if (f.merges != NULL) {
     /* Own keys win; among merged mappings the earlier wins (YAML merge). */
     size_t i;
@@ -609,7 +610,7 @@ static bool on_end(struct builder *b, const yaml_event_t *ev) {
     ok = anchor_add(b, f.anchor, f.node, f.count, f.height, ev->start_mark);
     f.anchor = NULL;
   }
-  free(f.anchor);
+  gs_free(f.anchor);
   if (!ok) {
     json_decref(f.node);
     return false;
@@ -637,7 +638,7 @@ static bool on_alias(struct builder *b, const yaml_event_t *ev) {
       return false;
     f->count++;
     f->key_len = json_string_length(a->value);
-    f->key = malloc(f->key_len + 1);
+    f->key = gs_malloc(f->key_len + 1);
     if (f->key == NULL) {
       FAIL_MARK(b, GS_ENOMEM, ev->start_mark, "out of memory");
       return false;
@@ -673,15 +674,15 @@ static void builder_release(struct builder *b) {
   for (size_t i = 0; i < b->depth; i++) {
     json_decref(b->stack[i].node);
     json_decref(b->stack[i].merges);
-    free(b->stack[i].anchor);
-    free(b->stack[i].key);
+    gs_free(b->stack[i].anchor);
+    gs_free(b->stack[i].key);
   }
-  free(b->stack);
+  gs_free(b->stack);
   for (size_t i = 0; i < b->nanchors; i++) {
-    free(b->anchors[i].name);
+    gs_free(b->anchors[i].name);
     json_decref(b->anchors[i].value);
   }
-  free(b->anchors);
+  gs_free(b->anchors);
   json_decref(b->anchor_index);
   json_decref(b->root);
 }
@@ -766,7 +767,7 @@ enum gs_err gs__yaml_load_file(const char *path, unsigned flags, json_t **ret,
             : 65536;
   if (cap > (size_t)GS_CONFIG_FILE_MAX + 1)
     cap = (size_t)GS_CONFIG_FILE_MAX + 1;
-  buf = malloc(cap);
+  buf = gs_malloc(cap);
   if (buf == NULL) {
     err = GS_ENOMEM;
     gs_diag_set(diag, path, "out of memory reading %s", path);
@@ -792,7 +793,7 @@ enum gs_err gs__yaml_load_file(const char *path, unsigned flags, json_t **ret,
     }
     size_t ncap = cap * 2 > (size_t)GS_CONFIG_FILE_MAX + 1 ? (size_t)GS_CONFIG_FILE_MAX + 1
                                                            : cap * 2;
-    char *nbuf = realloc(buf, ncap);
+    char *nbuf = gs_realloc(buf, ncap);
     if (nbuf == NULL) {
       err = GS_ENOMEM;
       gs_diag_set(diag, path, "out of memory reading %s", path);
@@ -803,7 +804,7 @@ enum gs_err gs__yaml_load_file(const char *path, unsigned flags, json_t **ret,
   }
   err = gs__yaml_parse(buf, len, path, flags, ret, diag);
 free_buf:
-  free(buf);
+  gs_free(buf);
 close_file:
   fclose(fp);
   return err;

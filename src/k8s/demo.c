@@ -8,6 +8,7 @@
  * costs ≈ 850 MiB as JSON objects; after start the extender holds about
  * what the live backend holds (docs/benchmarks.md, memory). */
 #include "demo.h"
+#include <gpushare/alloc.h>
 #include "kube_entry.h"
 
 #include "config.h"
@@ -103,7 +104,7 @@ static void demo_destroy(void *self) {
   json_decref(d->pod_index);
   json_decref(d->configmaps);
   pthread_mutex_destroy(&d->mu);
-  free(d);
+  gs_free(d);
 }
 
 /* A bound pod's compact entry (new reference), or NULL: not bound, or not
@@ -308,7 +309,7 @@ enum gs_err gs_cluster_demo_new(const char *path, struct gs_cluster *ret, struct
   err = gs_yaml_load_file(path, &doc, diag);
   if (err != GS_EOK)
     return err;
-  d = calloc(1, sizeof *d);
+  d = gs_calloc(1, sizeof *d);
   if (d == NULL) {
     json_decref(doc);
     return GS_ENOMEM;

@@ -2,6 +2,7 @@
  * informer cache, bind (one Binding POST within a time budget) and queued
  * best-effort Warning events. */
 #include "kube_int.h"
+#include <gpushare/alloc.h>
 
 #include <errno.h>
 #include <stdarg.h>
@@ -233,7 +234,7 @@ static enum gs_err kube_bind(void *self, const char *ns, const char *name, const
   }
   if (!pool_take(k, &h)) {
     gs_buf_release(&path);
-    free(body);
+    gs_free(body);
     set_err(err, errlen, "bind %s/%s: out of memory", ns, name);
     return GS_ENOMEM;
   }
@@ -304,7 +305,7 @@ static enum gs_err kube_bind(void *self, const char *ns, const char *name, const
   }
   pool_put(k, &h);
   gs_buf_release(&path);
-  free(body);
+  gs_free(body);
   /* The server logs the bind once, with its allocation or its error; here
    * only the apiserver's side, at debug. */
   if (ret == GS_EOK)
@@ -370,7 +371,7 @@ static void kube_event(void *self, const json_t *pod, const char *reason, const 
   if (text != NULL) {
     gs__kube_log(GS_LVL_WARN, "event dropped", "pod=%s/%s reason=%s", ns, name,
                  reason ? reason : "");
-    free(text);
+    gs_free(text);
   }
 }
 
@@ -409,7 +410,7 @@ static void *event_main(void *arg) {
     }
     gs__kube_resp_release(&resp);
     gs_buf_release(&path);
-    free(ev.body);
+    gs_free(ev.body);
   }
   return NULL;
 }
@@ -498,18 +499,18 @@ static void kube_free(struct gs__kube *k) {
   for (unsigned i = 0; i < k->npool; i++)
     gs__kube_handle_release(&k->pool[i]);
   for (unsigned i = 0; i < k->ev_len; i++)
-    free(k->events[(k->ev_head + i) % GS_KUBE_EVENT_QUEUE].body);
+    gs_free(k->events[(k->ev_head + i) % GS_KUBE_EVENT_QUEUE].body);
   gs__kube_conn_release(&k->conn);
-  free(k->cm_ns);
-  free(k->cm_name);
-  free(k->lease_ns);
-  free(k->lease_name);
-  free(k->identity);
+  gs_free(k->cm_ns);
+  gs_free(k->cm_name);
+  gs_free(k->lease_ns);
+  gs_free(k->lease_name);
+  gs_free(k->identity);
   pthread_mutex_destroy(&k->sink_mu);
   pthread_mutex_destroy(&k->mu);
   pthread_mutex_destroy(&k->pool_mu);
   pthread_cond_destroy(&k->cond);
-  free(k);
+  gs_free(k);
 }
 
 static void kube_destroy(void *self) {
@@ -541,7 +542,7 @@ static const struct gs_cluster_ops kube_ops = {
 /* ---- construction -------------------------------------------------------- */
 
 static char *dup_or(const char *s, const char *def) {
-  return strdup(s != NULL && s[0] != '\0' ? s : def);
+  return gs_strdup(s != NULL && s[0] != '\0' ? s : def);
 }
 
 static bool dns_ok(const char *s, size_t max) {
@@ -561,7 +562,7 @@ static enum gs_err make_identity(const char *given, char **ret) {
   if (given != NULL && given[0] != '\0') {
     if (strlen(given) > GS_KUBE_IDENTITY_MAX)
       return GS_EINVAL;
-    *ret = strdup(given);
+    *ret = gs_strdup(given);
     return *ret ? GS_EOK : GS_ENOMEM;
   }
   if (gethostname(host, sizeof host - 1) != 0 || host[0] == '\0')
@@ -569,7 +570,7 @@ static enum gs_err make_identity(const char *given, char **ret) {
   host[sizeof host - 1] = '\0';
   gs__kube_uuid(uuid);
   snprintf(buf, sizeof buf, "%.200s_%s", host, uuid);
-  *ret = strdup(buf);
+  *ret = gs_strdup(buf);
   return *ret ? GS_EOK : GS_ENOMEM;
 }
 
@@ -582,7 +583,7 @@ enum gs_err gs_cluster_kube_new(const struct gs_kube_opts *opts, struct gs_clust
     gs_diag_set(diag, "kube", "missing options");
     return GS_EINVAL;
   }
-  if ((k = calloc(1, sizeof *k)) == NULL)
+  if ((k = gs_calloc(1, sizeof *k)) == NULL)
     return GS_ENOMEM;
   pthread_mutex_init(&k->sink_mu, NULL);
   pthread_mutex_init(&k->mu, NULL);

@@ -1,5 +1,6 @@
 /* Compact cache entries, see kube_entry.h. */
 #include "kube_entry.h"
+#include <gpushare/alloc.h>
 
 #include <stdlib.h>
 #include <string.h>
@@ -44,7 +45,7 @@ json_t *gs__entry_compact(const json_t *obj, int nfields) {
       return NULL;
     n += ids.len[i] + 1;
   }
-  text = malloc(n);
+  text = gs_malloc(n);
   if (text == NULL)
     return NULL;
   for (int i = 0; i < nfields; i++) {
@@ -54,7 +55,7 @@ json_t *gs__entry_compact(const json_t *obj, int nfields) {
     text[at++] = i + 1 < nfields ? GS__ENTRY_SEP : '\0';
   }
   out = json_stringn(text, n - 1);
-  free(text);
+  gs_free(text);
   return out;
 }
 

@@ -3,6 +3,7 @@
  * thread-owned libcurl handle. Retry policy lives with the callers (bind
  * has a time budget, informers retry forever). */
 #include "kube_int.h"
+#include <gpushare/alloc.h>
 
 #include <errno.h>
 #include <stdio.h>
@@ -73,12 +74,12 @@ static enum gs_err read_token(const char *path, char **ret) {
   if (e != GS_EOK)
     return e;
   t = trim(raw);
-  copy = strdup(t);
-  free(raw);
+  copy = gs_strdup(t);
+  gs_free(raw);
   if (copy == NULL)
     return GS_ENOMEM;
   if (copy[0] == '\0') {
-    free(copy);
+    gs_free(copy);
     return GS_EPARSE;
   }
   *ret = copy;
@@ -89,7 +90,7 @@ static enum gs_err read_token(const char *path, char **ret) {
 static char *token_get(struct gs__kube_conn *c, bool force) {
   char *out = NULL;
   if (c->token_static != NULL)
-    return strdup(c->token_static);
+    return gs_strdup(c->token_static);
   if (c->token_file == NULL)
     return NULL;
   pthread_mutex_lock(&c->token_mu);
@@ -97,7 +98,7 @@ static char *token_get(struct gs__kube_conn *c, bool force) {
     char *fresh = NULL;
     enum gs_err e = read_token(c->token_file, &fresh);
     if (e == GS_EOK) {
-      free(c->token_cached);
+      gs_free(c->token_cached);
       c->token_cached = fresh;
       c->token_read_ms = gs__kube_now_ms();
     } else {
@@ -106,7 +107,7 @@ static char *token_get(struct gs__kube_conn *c, bool force) {
     }
   }
   if (c->token_cached != NULL)
-    out = strdup(c->token_cached);
+    out = gs_strdup(c->token_cached);
   pthread_mutex_unlock(&c->token_mu);
   return out;
 }
@@ -126,14 +127,14 @@ static void conn_common(struct gs__kube_conn *c) {
 static enum gs_err dup_to(char **dst, const char *src) {
   if (src == NULL || src[0] == '\0')
     return GS_EOK;
-  *dst = strdup(src);
+  *dst = gs_strdup(src);
   return *dst ? GS_EOK : GS_ENOMEM;
 }
 
 static enum gs_err blob_to(char **dst, size_t *dst_len, const char *src, size_t len) {
   if (src == NULL || len == 0)
     return GS_EOK;
-  *dst = malloc(len);
+  *dst = gs_malloc(len);
   if (*dst == NULL)
     return GS_ENOMEM;
   memcpy(*dst, src, len);
@@ -161,14 +162,14 @@ enum gs_err gs__kube_conn_incluster(struct gs__kube_conn *c, const char *sa_dir,
                 "KUBERNETES_SERVICE_PORT must be defined");
     return GS_EINVAL;
   }
-  if ((c->base = strdup(url)) == NULL)
+  if ((c->base = gs_strdup(url)) == NULL)
     return GS_ENOMEM;
   snprintf(path, sizeof path, "%s/token", sa_dir);
   if ((e = read_token(path, &tok)) != GS_EOK) {
     gs_diag_set(diag, path, "cannot read the service-account token: %s", gs_strerror(e));
     return e == GS_EPARSE ? GS_EINVAL : GS_EIO;
   }
-  free(tok);
+  gs_free(tok);
   if ((e = dup_to(&c->token_file, path)) != GS_EOK)
     return e;
   snprintf(path, sizeof path, "%s/ca.crt", sa_dir);
@@ -221,7 +222,7 @@ static enum gs_err set_server(struct gs__kube_conn *c, const char *server, const
     e = GS_EINVAL;
     goto out;
   }
-  if ((c->base = strdup(full)) == NULL) {
+  if ((c->base = gs_strdup(full)) == NULL) {
     e = GS_ENOMEM;
     goto out;
   }
@@ -246,11 +247,11 @@ enum gs_err gs__kube_conn_kubeconfig(struct gs__kube_conn *c, const char *path,
     return e;
   }
   conn_common(c);
-  kc = calloc(1, sizeof *kc); /* ~30 KiB: not on a thread's stack */
+  kc = gs_calloc(1, sizeof *kc); /* ~30 KiB: not on a thread's stack */
   if (kc == NULL)
     return GS_ENOMEM;
   if ((e = gs_kubeconfig_load(path, kc, diag)) != GS_EOK) {
-    free(kc);
+    gs_free(kc);
     return e;
   }
   if (kc->server[0] == '\0') {
@@ -278,29 +279,29 @@ enum gs_err gs__kube_conn_kubeconfig(struct gs__kube_conn *c, const char *path,
       e = e == GS_EPARSE ? GS_EINVAL : GS_EIO;
       goto out;
     }
-    free(tok);
+    gs_free(tok);
     e = dup_to(&c->token_file, kc->token_file);
   }
 out:
   gs_kubeconfig_release(kc);
-  free(kc);
+  gs_free(kc);
   return e;
 }
 
 void gs__kube_conn_release(struct gs__kube_conn *c) {
   if (c == NULL)
     return;
-  free(c->base);
+  gs_free(c->base);
   curl_slist_free_all(c->connect_to);
-  free(c->ca_file);
-  free(c->ca_blob);
-  free(c->cert_file);
-  free(c->key_file);
-  free(c->cert_blob);
-  free(c->key_blob);
-  free(c->token_static);
-  free(c->token_file);
-  free(c->token_cached);
+  gs_free(c->ca_file);
+  gs_free(c->ca_blob);
+  gs_free(c->cert_file);
+  gs_free(c->key_file);
+  gs_free(c->cert_blob);
+  gs_free(c->key_blob);
+  gs_free(c->token_static);
+  gs_free(c->token_file);
+  gs_free(c->token_cached);
   if (c->token_mu_init)
     pthread_mutex_destroy(&c->token_mu);
   memset(c, 0, sizeof *c);
@@ -452,7 +453,7 @@ static enum gs_err attempt(struct gs__kube_conn *c, struct gs__kube_handle *h,
     l = curl_slist_append(hdr = l, "Content-Type: application/json");
   if (l != NULL && token != NULL) {
     size_t n = strlen(token) + 32;
-    if ((auth = malloc(n)) == NULL) {
+    if ((auth = gs_malloc(n)) == NULL) {
       err = GS_ENOMEM;
       goto out;
     }
@@ -546,10 +547,10 @@ static enum gs_err attempt(struct gs__kube_conn *c, struct gs__kube_handle *h,
   curl_easy_setopt(e, CURLOPT_XFERINFODATA, NULL);
 out:
   curl_slist_free_all(hdr);
-  free(auth);
+  gs_free(auth);
   if (token != NULL) {
     memset(token, 0, strlen(token));
-    free(token);
+    gs_free(token);
   }
   gs_buf_release(&url);
   return err;

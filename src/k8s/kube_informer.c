@@ -3,6 +3,7 @@
  * so a relist reports objects gone since (or replaced under the same name,
  * by uid) as deletions. Events reach the sink under k->sink_mu, in order. */
 #include "arena.h"
+#include <gpushare/alloc.h>
 #include "kube_entry.h"
 #include "kube_int.h"
 
@@ -173,7 +174,7 @@ enum gs_err gs__informer_init(struct gs__informer *inf, struct gs__kube *k,
       break;
     if (kind == GS__INF_CM_GPUSHARE) {
       size_t n = strlen(k->cm_name) + sizeof "metadata.name=";
-      if ((inf->field_selector = malloc(n)) == NULL) {
+      if ((inf->field_selector = gs_malloc(n)) == NULL) {
         e = GS_ENOMEM;
         break;
       }
@@ -198,8 +199,8 @@ void gs__informer_release(struct gs__informer *inf) {
   gs__kube_handle_release(&inf->h);
   gs__ndjson_release(&inf->nd);
   json_decref(inf->cache);
-  free(inf->path);
-  free(inf->field_selector);
+  gs_free(inf->path);
+  gs_free(inf->field_selector);
   pthread_mutex_destroy(&inf->mu);
   memset(inf, 0, sizeof *inf);
 }
@@ -310,7 +311,7 @@ static void *fetch_main(void *arg) {
 
 /* Asks for the page of token in slot r, in a thread (token is r's). */
 static void fetch_ahead(struct page_req *r, char *token) {
-  free(r->token);
+  gs_free(r->token);
   r->token = token;
   r->cont = token;
   r->fetching = pthread_create(&r->fetch_thread, NULL, fetch_main, r) == 0;
@@ -422,7 +423,7 @@ static enum gs_err take_page(struct gs__informer *inf, struct page_req *r, json_
   v = meta_str(doc, "resourceVersion");
   snprintf(rv, GS_KUBE_RV_MAX + 1, "%s", v ? v : "");
   v = meta_str(doc, "continue");
-  if (v != NULL && v[0] != '\0' && (*cont = strdup(v)) == NULL)
+  if (v != NULL && v[0] != '\0' && (*cont = gs_strdup(v)) == NULL)
     err = GS_ENOMEM;
 out:
   gs_arena_leave();
@@ -526,7 +527,7 @@ static enum outcome do_list(struct gs__informer *inf) {
       }
       inf->cur_gen = atomic_load(&inf->relist_req);
       json_object_clear(fresh);
-      free(cont);
+      gs_free(cont);
       cont = NULL;
       continue;
     }
@@ -535,7 +536,7 @@ static enum outcome do_list(struct gs__informer *inf) {
       gs__kube_log(GS_LVL_INFO, "list continue expired, restarting", "resource=%s",
                    inf->resource);
       json_object_clear(fresh);
-      free(cont);
+      gs_free(cont);
       cont = NULL;
       continue;
     }
@@ -558,7 +559,7 @@ static enum outcome do_list(struct gs__informer *inf) {
     started = ahead->fetching;
     if (started)
       ahead->working = pthread_create(&ahead->work_thread, NULL, work_main, ahead) == 0;
-    free(cont);
+    gs_free(cont);
     e = take_page(inf, cur, fresh, rv, &cont);
     if (started) {
       if (e == GS_EOK && cont != NULL && strcmp(cont, ahead->token) == 0) {
@@ -593,7 +594,7 @@ static enum outcome do_list(struct gs__informer *inf) {
     if (slot[i].arena != NULL)
       held += gs_arena_held(slot[i].arena);
     gs_arena_free(slot[i].arena);
-    free(slot[i].token);
+    gs_free(slot[i].token);
   }
 #if defined(__GLIBC__)
   /* The pages' arenas (megabytes each) are freed, but glibc keeps freed
@@ -606,7 +607,7 @@ static enum outcome do_list(struct gs__informer *inf) {
     apply_list(inf, fresh, rv); /* takes fresh */
     return OK_;
   }
-  free(cont);
+  gs_free(cont);
   json_decref(fresh);
   return out;
 }

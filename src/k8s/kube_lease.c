@@ -5,6 +5,7 @@
  * from fresh state. Losing the renew deadline → leader(false), then this
  * process keeps trying to acquire again as a standby. */
 #include "kube_int.h"
+#include <gpushare/alloc.h>
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -75,7 +76,7 @@ static long send_lease(struct lease_state *ls, const char *method, const struct 
   req.path = strcmp(method, "POST") == 0 ? ls->coll_path : ls->path;
   req.body = text;
   e = gs__kube_do(&k->conn, &k->lease_h, &req, &resp);
-  free(text);
+  gs_free(text);
   if (e == GS_EOK) {
     code = resp.code;
     if (code == 200 || code == 201) {
@@ -254,7 +255,7 @@ static enum gs_err build_paths(struct lease_state *ls) {
     gs_buf_release(&b);
     return e;
   }
-  if ((ls->coll_path = strdup(b.p)) == NULL) {
+  if ((ls->coll_path = gs_strdup(b.p)) == NULL) {
     gs_buf_release(&b);
     return GS_ENOMEM;
   }
@@ -334,7 +335,7 @@ void *gs__lease_main(void *arg) {
     announce(k, false);
 out:
   json_decref(ls.obj);
-  free(ls.path);
-  free(ls.coll_path);
+  gs_free(ls.path);
+  gs_free(ls.coll_path);
   return NULL;
 }

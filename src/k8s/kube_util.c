@@ -1,6 +1,7 @@
 /* Pure helpers of the k8s layer: logging, time, buffers, URL escaping,
  * NDJSON splitting, Status decoding, Retry-After, backoff. No network. */
 #include "kube_int.h"
+#include <gpushare/alloc.h>
 
 #include <ctype.h>
 #include <errno.h>
@@ -153,7 +154,7 @@ char *gs__kube_list_peek_continue(const char *p, size_t n) {
     if (meta) {
       const json_t *c = json_object_get(value, "continue");
       if (json_is_string(c) && json_string_length(c) > 0)
-        out = strdup(json_string_value(c));
+        out = gs_strdup(json_string_value(c));
       json_decref(value);
       return out;
     }

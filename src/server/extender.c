@@ -1,6 +1,7 @@
 /* The extender: cluster events into the framework (the sink), and the HTTP
  * routes of docs/contract.md §2 over it. */
 #include "server.h"
+#include <gpushare/alloc.h>
 
 #include "api.h"
 #include "http.h"
@@ -273,7 +274,7 @@ static void route_filter(struct gs_server *s, const struct gs_http_request *req,
                          struct gs_http_response *resp) {
   double t0 = mono_s();
   struct gs_api_args args;
-  struct gs_pod_request *pod = malloc(sizeof *pod);
+  struct gs_pod_request *pod = gs_malloc(sizeof *pod);
   struct gs_node_result *res = NULL;
   struct gs_api_filter_result *out = NULL;
   char err[512];
@@ -294,7 +295,7 @@ static void route_filter(struct gs_server *s, const struct gs_http_request *req,
     goto done;
   }
   /* gs_sched_filter writes every entry; zeroing 272 bytes a node was waste. */
-  res = malloc((args.nnodes ? args.nnodes : 1) * sizeof *res);
+  res = gs_malloc((args.nnodes ? args.nnodes : 1) * sizeof *res);
   out = gs_api_filter_result_new(args.by_names);
   if (res == NULL || out == NULL ||
       gs_sched_filter(s->sched, pod, args.names, args.nnodes, now_ns(), res) != GS_EOK) {
@@ -326,8 +327,8 @@ release:
   gs_api_args_release(&args);
 done:
   gs_api_filter_result_free(out);
-  free(res);
-  free(pod);
+  gs_free(res);
+  gs_free(pod);
   count(s, "filter", result, t0);
 }
 
@@ -335,7 +336,7 @@ static void route_prioritize(struct gs_server *s, const struct gs_http_request *
                              struct gs_http_response *resp) {
   double t0 = mono_s();
   struct gs_api_args args;
-  struct gs_pod_request *pod = malloc(sizeof *pod);
+  struct gs_pod_request *pod = gs_malloc(sizeof *pod);
   struct gs_node_result *res = NULL;
   int64_t *scores = NULL;
   char err[512];
@@ -354,8 +355,8 @@ static void route_prioritize(struct gs_server *s, const struct gs_http_request *
     respond_error(resp, 400, err);
     goto done;
   }
-  res = malloc((args.nnodes ? args.nnodes : 1) * sizeof *res); /* all written */
-  scores = calloc(args.nnodes ? args.nnodes : 1, sizeof *scores);
+  res = gs_malloc((args.nnodes ? args.nnodes : 1) * sizeof *res); /* all written */
+  scores = gs_calloc(args.nnodes ? args.nnodes : 1, sizeof *scores);
   if (res == NULL || scores == NULL ||
       gs_sched_prioritize(s->sched, pod, args.names, args.nnodes, now_ns(), res) != GS_EOK) {
     respond_error(resp, 500, "internal error");
@@ -369,9 +370,9 @@ static void route_prioritize(struct gs_server *s, const struct gs_http_request *
 release:
   gs_api_args_release(&args);
 done:
-  free(scores);
-  free(res);
-  free(pod);
+  gs_free(scores);
+  gs_free(res);
+  gs_free(pod);
   count(s, "prioritize", result, t0);
 }
 
@@ -388,8 +389,8 @@ static void route_bind(struct gs_server *s, const struct gs_http_request *req,
                        struct gs_http_response *resp) {
   double t0 = mono_s();
   struct gs_api_bind_args args;
-  struct gs_pod_request *pod = malloc(sizeof *pod);
-  struct gs_sched_bind_result *r = malloc(sizeof *r);
+  struct gs_pod_request *pod = gs_malloc(sizeof *pod);
+  struct gs_sched_bind_result *r = gs_malloc(sizeof *r);
   struct gs_binder binder = {cluster_bind, s};
   struct gs_diag diag = {"", ""};
   json_t *obj = NULL;
@@ -445,8 +446,8 @@ answer:
     gs_log(GS_LVL_WARN, "bind failed", "error=\"%s\"", err);
   respond(resp, 200, "application/json", gs_api_bind_result_dump(strcmp(result, "ok") == 0 ? "" : err));
   json_decref(obj);
-  free(r);
-  free(pod);
+  gs_free(r);
+  gs_free(pod);
   count(s, "bind", result, t0);
 }
 
@@ -655,17 +656,17 @@ static void handle(void *ctx, const struct gs_http_request *req, struct gs_http_
     }
     switch (i) {
     case 0:
-      respond(resp, 200, "text/plain; charset=utf-8", strdup("ok\n"));
+      respond(resp, 200, "text/plain; charset=utf-8", gs_strdup("ok\n"));
       return;
     case 1:
       if (configured && atomic_load(&s->synced) && atomic_load(&s->leader))
-        respond(resp, 200, "text/plain; charset=utf-8", strdup("ok\n"));
+        respond(resp, 200, "text/plain; charset=utf-8", gs_strdup("ok\n"));
       else
         respond(resp, 503, "text/plain; charset=utf-8",
-                strdup(atomic_load(&s->synced) ? "not leader\n" : "cache not synced\n"));
+                gs_strdup(atomic_load(&s->synced) ? "not leader\n" : "cache not synced\n"));
       return;
     case 2:
-      respond(resp, 200, "text/plain; charset=utf-8", strdup("gpushare-extender " GS_VERSION "\n"));
+      respond(resp, 200, "text/plain; charset=utf-8", gs_strdup("gpushare-extender " GS_VERSION "\n"));
       return;
     case 3:
       if (!configured)
@@ -696,7 +697,7 @@ static void handle(void *ctx, const struct gs_http_request *req, struct gs_http_
 
 struct gs_server *gs_server_new(const struct gs_config *cfg, struct gs_cluster cluster,
                                 struct gs_diag *diag) {
-  struct gs_server *s = calloc(1, sizeof *s);
+  struct gs_server *s = gs_calloc(1, sizeof *s);
 
   if (s == NULL) {
     gs_diag_set(diag, "", "out of memory");
@@ -798,5 +799,5 @@ void gs_server_free(struct gs_server *s) {
   gs_sched_free(s->sched);
   gs_metrics_free(s->metrics);
   pthread_mutex_destroy(&s->mu);
-  free(s);
+  gs_free(s);
 }

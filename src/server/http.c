@@ -22,6 +22,7 @@
  * lingering close of Apache and nginx, without blocking an MHD worker.
  */
 #include "http.h"
+#include <gpushare/alloc.h>
 
 #include <microhttpd.h>
 
@@ -146,12 +147,12 @@ static enum MHD_Result queue(struct MHD_Connection *c, int status, const char *c
   if (status < 200 || status > 599)
     status = 500; /* 1xx are not final answers; >599 does not exist */
   if (body == NULL || body_len == 0) {
-    free(body);
+    gs_free(body);
     r = MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
   } else {
     r = MHD_create_response_from_buffer(body_len, body, MHD_RESPMEM_MUST_FREE);
     if (r == NULL)
-      free(body);
+      gs_free(body);
   }
   if (r == NULL)
     return MHD_NO; /* out of memory: MHD closes the connection */
@@ -165,7 +166,7 @@ static enum MHD_Result queue(struct MHD_Connection *c, int status, const char *c
 }
 
 static enum MHD_Result queue_too_big(const struct gs_http_server *s, struct MHD_Connection *c) {
-  char *body = malloc(96);
+  char *body = gs_malloc(96);
 
   if (body == NULL)
     return MHD_NO;
@@ -249,7 +250,7 @@ static void linger_wake(struct lingering *l) {
 }
 
 static struct lingering *linger_start(void) {
-  struct lingering *l = calloc(1, sizeof *l);
+  struct lingering *l = gs_calloc(1, sizeof *l);
 
   if (l == NULL)
     return NULL;
@@ -271,7 +272,7 @@ close_pipe:
   close(l->wake[0]);
   close(l->wake[1]);
 free_linger:
-  free(l);
+  gs_free(l);
   return NULL;
 }
 
@@ -287,7 +288,7 @@ static void linger_stop(struct lingering *l) {
   pthread_mutex_destroy(&l->lock);
   close(l->wake[0]);
   close(l->wake[1]);
-  free(l);
+  gs_free(l);
 }
 
 /* Keeps a duplicate of the connection's socket open after MHD closes it. */
@@ -323,7 +324,7 @@ static void linger_add(struct lingering *l, struct MHD_Connection *c) {
 /* ----------------------------------------------------------------- requests */
 
 static struct req *req_new(void) {
-  struct req *r = calloc(1, sizeof *r);
+  struct req *r = gs_calloc(1, sizeof *r);
 
   if (r != NULL)
     r->expect = SIZE_MAX;
@@ -333,9 +334,9 @@ static struct req *req_new(void) {
 static void req_free(struct req *r) {
   if (r == NULL)
     return;
-  free(r->query);
-  free(r->buf);
-  free(r);
+  gs_free(r->query);
+  gs_free(r->buf);
+  gs_free(r);
 }
 
 /* URI log callback: sees the raw request-target before MHD splits and
@@ -347,7 +348,7 @@ static void *on_uri(void *cls, const char *uri, struct MHD_Connection *c) {
   (void)cls;
   (void)c;
   if (r != NULL && q != NULL && q[1] != '\0') {
-    r->query = strdup(q + 1);
+    r->query = gs_strdup(q + 1);
     if (r->query == NULL) {
       req_free(r);
       return NULL; /* the access handler retries the allocation and fails */
@@ -406,7 +407,7 @@ static enum MHD_Result on_body(struct gs_http_server *s, struct req *r, const ch
                                size_t n) {
   if (!r->too_big && n > s->body_max - r->len) {
     r->too_big = true;
-    free(r->buf);
+    gs_free(r->buf);
     r->buf = NULL;
     r->len = r->cap = 0;
   }
@@ -426,7 +427,7 @@ static enum MHD_Result on_body(struct gs_http_server *s, struct req *r, const ch
       ncap = limit;
     if (ncap < need)
       ncap = need;
-    nbuf = realloc(r->buf, ncap);
+    nbuf = gs_realloc(r->buf, ncap);
     if (nbuf == NULL)
       return MHD_NO;
     r->buf = nbuf;
@@ -475,7 +476,7 @@ static enum MHD_Result dispatch(struct gs_http_server *s, struct MHD_Connection 
   req.remote = remote;
   s->fn(s->ctx, &req, &resp);
   /* The body is no longer needed: release it before the response is sent. */
-  free(r->buf);
+  gs_free(r->buf);
   r->buf = NULL;
   r->len = r->cap = 0;
   return queue(c, resp.status, resp.content_type, resp.body, resp.body_len, false);
@@ -609,7 +610,7 @@ static char *read_pem(const char *path, const char *what, struct gs_diag *diag) 
     gs_diag_set(diag, path, "cannot read TLS %s file %s: %s", what, path, strerror(errno));
     return NULL;
   }
-  buf = malloc(GS_HTTP_PEM_MAX + 1);
+  buf = gs_malloc(GS_HTTP_PEM_MAX + 1);
   if (buf == NULL) {
     gs_diag_set(diag, path, "cannot read TLS %s file %s: out of memory", what, path);
     goto close_file;
@@ -633,7 +634,7 @@ static char *read_pem(const char *path, const char *what, struct gs_diag *diag) 
   return buf;
 
 free_buf:
-  free(buf);
+  gs_free(buf);
 close_file:
   fclose(f);
   return NULL;
@@ -645,7 +646,7 @@ static void free_secret(char *p) {
   /* volatile so that the wipe of the private key is not optimized away */
   for (volatile char *v = p; *v != '\0'; v++)
     *v = '\0';
-  free(p);
+  gs_free(p);
 }
 
 struct gs_http_server *gs_http_start(const struct gs_http_opts *opts, gs_http_handler_fn fn,
@@ -672,7 +673,7 @@ struct gs_http_server *gs_http_start(const struct gs_http_opts *opts, gs_http_ha
                              "cannot serve HTTPS");
     return NULL;
   }
-  s = calloc(1, sizeof *s);
+  s = gs_calloc(1, sizeof *s);
   if (s == NULL) {
     gs_diag_set(diag, "listen", "out of memory");
     return NULL;
@@ -740,7 +741,7 @@ struct gs_http_server *gs_http_start(const struct gs_http_opts *opts, gs_http_ha
     goto stop_linger;
   }
   /* GnuTLS copied the credentials while the daemon started. */
-  free(cert);
+  gs_free(cert);
   free_secret(key);
   info = MHD_get_daemon_info(s->daemon, MHD_DAEMON_INFO_BIND_PORT);
   s->port = info != NULL ? info->port : 0;
@@ -749,10 +750,10 @@ struct gs_http_server *gs_http_start(const struct gs_http_opts *opts, gs_http_ha
 stop_linger:
   linger_stop(s->linger);
 free_pems:
-  free(cert);
+  gs_free(cert);
   free_secret(key);
 free_server:
-  free(s);
+  gs_free(s);
   return NULL;
 }
 
@@ -766,5 +767,5 @@ void gs_http_stop(struct gs_http_server *s) {
   if (s->daemon != NULL)
     MHD_stop_daemon(s->daemon);
   linger_stop(s->linger); /* after MHD: its last closes may still linger */
-  free(s);
+  gs_free(s);
 }

@@ -6,6 +6,7 @@
  * for the per-GPU gauges of a large cluster.
  */
 #include "metrics.h"
+#include <gpushare/alloc.h>
 
 #include "buf.h"
 
@@ -139,8 +140,8 @@ static enum gs_err build_key(const char *const *labels, enum gs_metric_type type
 
 static void family_clear_series(struct family *f) {
   for (size_t i = 0; i < f->n_series; i++) {
-    free(f->series[i]->labels);
-    free(f->series[i]);
+    gs_free(f->series[i]->labels);
+    gs_free(f->series[i]);
   }
   f->n_series = 0;
   if (f->index != NULL)
@@ -151,14 +152,14 @@ static void family_free(struct family *f) {
   if (f == NULL)
     return;
   family_clear_series(f);
-  free(f->series);
-  free(f->index);
+  gs_free(f->series);
+  gs_free(f->index);
   for (size_t i = 0; i < f->n_labels; i++)
-    free(f->label_names[i]);
-  free(f->bounds);
-  free(f->name);
-  free(f->help);
-  free(f);
+    gs_free(f->label_names[i]);
+  gs_free(f->bounds);
+  gs_free(f->name);
+  gs_free(f->help);
+  gs_free(f);
 }
 
 static struct family *family_find(const struct gs_metrics *m, const char *name) {
@@ -183,12 +184,12 @@ static enum gs_err family_get(struct gs_metrics *m, enum gs_metric_type type,
   }
   if (m->n_fams == GS_METRICS_FAMILIES_MAX)
     return GS_ETOOBIG;
-  f = calloc(1, sizeof *f);
+  f = gs_calloc(1, sizeof *f);
   if (f == NULL)
     return GS_ENOMEM;
   f->type = type;
-  f->name = strdup(name);
-  f->help = strdup(help != NULL ? help : "");
+  f->name = gs_strdup(name);
+  f->help = gs_strdup(help != NULL ? help : "");
   if (f->name == NULL || f->help == NULL)
     goto free_family;
   if (type == GS_METRIC_HISTOGRAM) {
@@ -196,7 +197,7 @@ static enum gs_err family_get(struct gs_metrics *m, enum gs_metric_type type,
       bounds = default_bounds;
       n_bounds = sizeof default_bounds / sizeof default_bounds[0];
     }
-    f->bounds = malloc(n_bounds * sizeof *f->bounds);
+    f->bounds = gs_malloc(n_bounds * sizeof *f->bounds);
     if (f->bounds == NULL)
       goto free_family;
     memcpy(f->bounds, bounds, n_bounds * sizeof *f->bounds);
@@ -222,10 +223,10 @@ static enum gs_err family_check_labels(struct family *f, const struct key *k) {
     return GS_EOK;
   }
   for (size_t i = 0; i < k->n_names; i++) {
-    f->label_names[i] = strdup(k->names[i]);
+    f->label_names[i] = gs_strdup(k->names[i]);
     if (f->label_names[i] == NULL) {
       while (i > 0)
-        free(f->label_names[--i]);
+        gs_free(f->label_names[--i]);
       return GS_ENOMEM;
     }
   }
@@ -260,7 +261,7 @@ static enum gs_err index_grow(struct family *f) {
 
   if ((f->n_series + 1) * 2 <= f->index_cap)
     return GS_EOK;
-  f->index = calloc(ncap, sizeof *f->index);
+  f->index = gs_calloc(ncap, sizeof *f->index);
   if (f->index == NULL) {
     f->index = old;
     return GS_ENOMEM;
@@ -268,7 +269,7 @@ static enum gs_err index_grow(struct family *f) {
   f->index_cap = ncap;
   for (size_t i = 0; i < f->n_series; i++)
     *index_slot(f, f->series[i]->labels) = i + 1;
-  free(old);
+  gs_free(old);
   return GS_EOK;
 }
 
@@ -294,19 +295,19 @@ static enum gs_err series_get(struct family *f, const struct key *k, struct seri
     return err;
   if (f->n_series == f->cap_series) {
     size_t ncap = f->cap_series != 0 ? f->cap_series * 2 : 8;
-    struct series **ns = realloc(f->series, ncap * sizeof *ns);
+    struct series **ns = gs_realloc(f->series, ncap * sizeof *ns);
     if (ns == NULL)
       return GS_ENOMEM;
     f->series = ns;
     f->cap_series = ncap;
   }
   nb = f->type == GS_METRIC_HISTOGRAM ? f->n_bounds + 1 : 0;
-  s = calloc(1, sizeof *s + nb * sizeof s->buckets[0]);
+  s = gs_calloc(1, sizeof *s + nb * sizeof s->buckets[0]);
   if (s == NULL)
     return GS_ENOMEM;
-  s->labels = strdup(k->text);
+  s->labels = gs_strdup(k->text);
   if (s->labels == NULL) {
-    free(s);
+    gs_free(s);
     return GS_ENOMEM;
   }
   f->series[f->n_series++] = s;
@@ -436,12 +437,12 @@ enum gs_err gs_metrics_histogram_define(struct gs_metrics *m, const char *name,
 /* ----------------------------------------------------------------- registry */
 
 struct gs_metrics *gs_metrics_new(void) {
-  struct gs_metrics *m = calloc(1, sizeof *m);
+  struct gs_metrics *m = gs_calloc(1, sizeof *m);
 
   if (m == NULL)
     return NULL;
   if (pthread_mutex_init(&m->lock, NULL) != 0) {
-    free(m);
+    gs_free(m);
     return NULL;
   }
   return m;
@@ -453,7 +454,7 @@ void gs_metrics_free(struct gs_metrics *m) {
   for (size_t i = 0; i < m->n_fams; i++)
     family_free(m->fams[i]);
   pthread_mutex_destroy(&m->lock);
-  free(m);
+  gs_free(m);
 }
 
 /* ---------------------------------------------------------------- rendering */

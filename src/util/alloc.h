@@ -4,9 +4,9 @@
  * Compiled in always. Unarmed, each wrapper costs one relaxed atomic load
  * and a branch before calling libc. Memory from these wrappers is plain
  * malloc memory: gs_free() is free(), and a caller told to free() a result
- * may do so. Code that allocates in src/util, src/core, plugins/,
- * src/framework, src/sched and src/api calls these wrappers so that every
- * failure path there can be driven by a test.
+ * may do so. Every layer's product code allocates through these wrappers
+ * (plugins included, through <gpushare/alloc.h>), so that every failure
+ * path can be driven by a test.
  *
  * The hook is process-wide. Arm it only from a single-threaded test (the
  * counter is atomic, but which thread's allocation is "the Nth" is not
