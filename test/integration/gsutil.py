@@ -38,6 +38,25 @@ def http_status(base, path, timeout=5):
         return 0, b""
 
 
+def truth_from_pods(pods, unit_default=1024):
+    """The ledger recomputed from the apiserver's pods (docs/contract.md §4):
+    (node, gpu) → MiB of every bound, non-terminal pod's allocation."""
+    used = {}
+    for p in pods:
+        ann = p["metadata"].get("annotations") or {}
+        if not p["spec"].get("nodeName") or p.get("status", {}).get("phase") in ("Succeeded", "Failed"):
+            continue
+        alloc = ann.get("scheduler.framework.gpushare.allocation")
+        if not alloc:
+            continue
+        unit = int(ann.get("gpushare.io/unit-mib", unit_default))
+        for _c, gpus in json.loads(alloc).items():
+            for g, units in gpus.items():
+                key = (p["spec"]["nodeName"], int(g))
+                used[key] = used.get(key, 0) + units * unit
+    return used
+
+
 def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

@@ -14,7 +14,7 @@ import unittest
 import urllib.error
 import urllib.request
 
-from gsutil import EXTENDER, SOURCE, configmap, free_port, http_status, node, pod
+from gsutil import EXTENDER, SOURCE, configmap, free_port, http_status, node, pod, truth_from_pods
 
 sys.path.insert(0, os.path.join(SOURCE, "test", "apiserver"))
 from kube_apiserver import FakeApiServer  # noqa: E402
@@ -122,20 +122,7 @@ def used_by_gpu(ledger):
 
 def expected_from_pods(server, unit_default=1024):
     """The ledger recomputed from the apiserver's pods (docs/contract.md §4)."""
-    used = {}
-    for p in server.list("pods"):
-        ann = p["metadata"].get("annotations") or {}
-        if not p["spec"].get("nodeName") or p.get("status", {}).get("phase") in ("Succeeded", "Failed"):
-            continue
-        alloc = ann.get("scheduler.framework.gpushare.allocation")
-        if not alloc:
-            continue
-        unit = int(ann.get("gpushare.io/unit-mib", unit_default))
-        for _c, gpus in json.loads(alloc).items():
-            for g, units in gpus.items():
-                key = (p["spec"]["nodeName"], int(g))
-                used[key] = used.get(key, 0) + units * unit
-    return used
+    return truth_from_pods(server.list("pods"), unit_default)
 
 
 class LiveCluster(unittest.TestCase):

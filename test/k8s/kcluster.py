@@ -891,22 +891,7 @@ def gpu_pod(name, ns="default", units=0, whole=0, count=None, labels=None, node_
     return p
 
 
-def truth_from_pods(pods, unit_default=1024):
-    """The ledger recomputed from the apiserver's pods (docs/api.md, bind)."""
-    used = {}
-    for p in pods:
-        ann = p["metadata"].get("annotations") or {}
-        if not p["spec"].get("nodeName") or p.get("status", {}).get("phase") in ("Succeeded", "Failed"):
-            continue
-        alloc = ann.get("scheduler.framework.gpushare.allocation")
-        if not alloc:
-            continue
-        unit = int(ann.get("gpushare.io/unit-mib", unit_default))
-        for _c, gpus in json.loads(alloc).items():
-            for g, units in gpus.items():
-                key = (p["spec"]["nodeName"], int(g))
-                used[key] = used.get(key, 0) + units * unit
-    return used
+truth_from_pods = gsutil.truth_from_pods
 
 
 def ledger_used(ledger):
