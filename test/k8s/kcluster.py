@@ -609,6 +609,12 @@ class ControlPlane:
             pass
         return out
 
+    def audit_bindings(self, pod_name):
+        """The Bindings of pod_name the apiserver answered (audit log)."""
+        return [e for e in self.audit(user=None) if e.get("stage") == "ResponseComplete"
+                and (e.get("objectRef") or {}).get("subresource") == "binding"
+                and (e.get("objectRef") or {}).get("name") == pod_name]
+
     def stop(self):
         if self._stopped:
             return

@@ -61,6 +61,20 @@ class SeedScenarios(RealCase):
         self.assertEqual(alloc_gpus(p), [0, 1])
         self.assert_memory_annotations(p, [0, 1], 4 * 1024 // UNIT_MIB, UNIT_MIB, [GPU16] * 4)
         self.assert_ledger_is_truth()
+        # kube-scheduler repeats a Binding whose answer it lost: the same bind
+        # again, once the extender's cache holds the pod bound (compact), is
+        # success, writes nothing and re-picks nothing
+        wait_for(lambda: any(pp["uid"] == p["metadata"]["uid"]
+                             for n in Env.ext.ledger("gpu-share-b")["nodes"] for g in n["gpus"]
+                             for pp in g["pods"]), 30, "the bound pod in the ledger")
+        binds = len(self.cp.audit_bindings(p["metadata"]["name"]))
+        again = Env.ext.post("bind", {"PodName": p["metadata"]["name"], "PodNamespace": self.ns,
+                                      "PodUID": p["metadata"]["uid"], "Node": "gpu-share-b"})
+        self.assertEqual(again, {"Error": ""})
+        self.assertEqual(len(self.cp.audit_bindings(p["metadata"]["name"])), binds)
+        self.assertEqual(self.k.get("pods", self.ns, p["metadata"]["name"])["metadata"]["annotations"],
+                         p["metadata"]["annotations"])
+        self.assert_ledger_is_truth()
 
     def test_topology_job_of_two_replicas_lands_on_an_nvlink_pair(self):
         self.topo_node("gpu-topo-a")
