@@ -24,6 +24,13 @@ struct kept {
   struct gs_alloc_part *parts;
 };
 
+/* The kept pods of one node: a node's arrival retries only its own pods
+ * (at start-up every pod may arrive before every node). */
+struct node_kept {
+  char node[GS_NAME_MAX + 1];
+  struct gs_strmap *uids; /* uid → struct kept */
+};
+
 struct unhealthy {
   char node[GS_NAME_MAX + 1];
   uint64_t mask;
@@ -31,8 +38,9 @@ struct unhealthy {
 
 struct gs_sched {
   struct gs_fw *fw;
-  pthread_mutex_t mu;         /* kept and unhealthy; lock order: mu, then the framework's */
-  struct gs_strmap *kept;     /* uid → struct kept */
+  pthread_mutex_t mu;          /* kept, by_node, unhealthy; lock order: mu, then the framework's */
+  struct gs_strmap *kept;      /* uid → struct kept */
+  struct gs_strmap *by_node;   /* node → struct node_kept (the same records, by node) */
   struct gs_strmap *unhealthy; /* node → struct unhealthy */
 };
 
@@ -44,9 +52,10 @@ struct gs_sched *gs_sched_new(const struct gs_policy *policy) {
     return NULL;
   pthread_mutex_init(&s->mu, NULL);
   s->kept = gs_strmap_new();
+  s->by_node = gs_strmap_new();
   s->unhealthy = gs_strmap_new();
   s->fw = gs_fw_new(policy, plugins, n);
-  if (s->kept == NULL || s->unhealthy == NULL || s->fw == NULL) {
+  if (s->kept == NULL || s->by_node == NULL || s->unhealthy == NULL || s->fw == NULL) {
     gs_sched_free(s);
     return NULL;
   }
@@ -69,9 +78,15 @@ void gs_sched_free(struct gs_sched *s) {
   while (s->kept != NULL && gs_strmap_next(s->kept, &cur, &key, &val))
     kept_free(val);
   cur = 0;
+  while (s->by_node != NULL && gs_strmap_next(s->by_node, &cur, &key, &val)) {
+    gs_strmap_free(((struct node_kept *)val)->uids);
+    gs_free(val);
+  }
+  cur = 0;
   while (s->unhealthy != NULL && gs_strmap_next(s->unhealthy, &cur, &key, &val))
     gs_free(val);
   gs_strmap_free(s->kept);
+  gs_strmap_free(s->by_node);
   gs_strmap_free(s->unhealthy);
   gs_fw_free(s->fw);
   pthread_mutex_destroy(&s->mu);
@@ -105,17 +120,56 @@ static struct kept *kept_dup(const struct gs_alloc *a) {
   return k;
 }
 
-/* Under s->mu. Keeps (or replaces) the copy of a; GS_ENOMEM when it cannot. */
+/* Under s->mu. Forgets the kept copy of uid, if any. */
+static void forget(struct gs_sched *s, const char *uid) {
+  struct kept *k = gs_strmap_del(s->kept, uid);
+  struct node_kept *nk;
+  if (k == NULL)
+    return;
+  nk = gs_strmap_get(s->by_node, k->node);
+  if (nk != NULL && gs_strmap_del(nk->uids, uid) != NULL && gs_strmap_count(nk->uids) == 0) {
+    gs_strmap_del(s->by_node, nk->node);
+    gs_strmap_free(nk->uids);
+    gs_free(nk);
+  }
+  kept_free(k);
+}
+
+/* Under s->mu. Keeps (or replaces) the copy of a; GS_ENOMEM when it cannot
+ * (nothing kept then). */
 static enum gs_err keep(struct gs_sched *s, const struct gs_alloc *a) {
-  struct kept *k = kept_dup(a), *old;
+  struct kept *k = kept_dup(a);
+  struct node_kept *nk;
   enum gs_err e;
   if (k == NULL)
     return GS_ENOMEM;
-  old = gs_strmap_del(s->kept, a->uid);
-  kept_free(old);
-  e = gs_strmap_put(s->kept, k->uid, k);
-  if (e != GS_EOK)
+  forget(s, a->uid);
+  nk = gs_strmap_get(s->by_node, k->node);
+  if (nk == NULL) {
+    nk = gs_calloc(1, sizeof *nk);
+    if (nk == NULL || (nk->uids = gs_strmap_new()) == NULL) {
+      gs_free(nk);
+      kept_free(k);
+      return GS_ENOMEM;
+    }
+    snprintf(nk->node, sizeof nk->node, "%s", k->node);
+    if ((e = gs_strmap_put(s->by_node, nk->node, nk)) != GS_EOK) {
+      gs_strmap_free(nk->uids);
+      gs_free(nk);
+      kept_free(k);
+      return e;
+    }
+  }
+  if ((e = gs_strmap_put(nk->uids, k->uid, k)) != GS_EOK ||
+      (e = gs_strmap_put(s->kept, k->uid, k)) != GS_EOK) {
+    gs_strmap_del(nk->uids, k->uid);
+    if (gs_strmap_count(nk->uids) == 0) {
+      gs_strmap_del(s->by_node, nk->node);
+      gs_strmap_free(nk->uids);
+      gs_free(nk);
+    }
     kept_free(k);
+  }
   return e;
 }
 
@@ -137,34 +191,49 @@ enum gs_err gs_sched_pod_bound(struct gs_sched *s, const struct gs_alloc *alloc)
   if (e == GS_EAGAIN && keep(s, alloc) != GS_EOK)
     e = GS_ENOMEM;
   else if (e != GS_EAGAIN)
-    kept_free(gs_strmap_del(s->kept, alloc->uid)); /* restored: no copy needed */
+    forget(s, alloc->uid); /* restored (or refused): no copy needed */
   pthread_mutex_unlock(&s->mu);
   return e;
 }
 
-/* Under s->mu: retries the kept pods of node (NULL: every node). A delete
- * takes s->mu too, so it either removes the copy before the retry sees it
- * or frees what the retry restored. */
-static void retry_kept(struct gs_sched *s, const char *node) {
+/* Under s->mu: retries the kept pods of one node. A delete takes s->mu
+ * too, so it either removes the copy before the retry sees it or frees what
+ * the retry restored. */
+static void retry_node(struct gs_sched *s, const char *node) {
+  struct node_kept *nk = gs_strmap_get(s->by_node, node);
   size_t cur = 0;
   const char *key;
   void *val;
-  while (gs_strmap_next(s->kept, &cur, &key, &val)) {
+  while (nk != NULL && gs_strmap_next(nk->uids, &cur, &key, &val)) {
     struct kept *k = val;
-    if (node != NULL && strcmp(k->node, node) != 0)
-      continue;
     if (restore_once(s, &k->alloc) == GS_EAGAIN)
       continue;
-    gs_strmap_del(s->kept, k->uid); /* invalidates the cursor: start again */
-    kept_free(k);
+    forget(s, key); /* may free nk: look it up again, from the start */
+    nk = gs_strmap_get(s->by_node, node);
     cur = 0;
   }
+}
+
+/* Under s->mu: every node with kept pods (the names copied first: a retry
+ * may drop a node's entry). */
+static void retry_all(struct gs_sched *s) {
+  size_t n = gs_strmap_count(s->by_node), i = 0, cur = 0;
+  char (*names)[GS_NAME_MAX + 1] = n ? gs_calloc(n, sizeof *names) : NULL;
+  const char *key;
+  void *val;
+  if (names == NULL)
+    return; /* nothing kept, or no memory: the next tick tries again */
+  while (i < n && gs_strmap_next(s->by_node, &cur, &key, &val))
+    snprintf(names[i++], sizeof names[0], "%s", key);
+  while (i-- > 0)
+    retry_node(s, names[i]);
+  gs_free(names);
 }
 
 size_t gs_sched_retry_kept(struct gs_sched *s) {
   size_t n;
   pthread_mutex_lock(&s->mu);
-  retry_kept(s, NULL);
+  retry_all(s);
   n = gs_strmap_count(s->kept);
   pthread_mutex_unlock(&s->mu);
   return n;
@@ -182,7 +251,7 @@ void gs_sched_pod_gone(struct gs_sched *s, const char *uid) {
   if (uid == NULL || uid[0] == '\0')
     return;
   pthread_mutex_lock(&s->mu);
-  kept_free(gs_strmap_del(s->kept, uid)); /* first, then free (see retry_kept) */
+  forget(s, uid); /* first, then free (see retry_node) */
   pthread_mutex_unlock(&s->mu);
   gs_fw_pod_gone(s->fw, uid);
 }
@@ -198,7 +267,7 @@ enum gs_err gs_sched_node_upsert(struct gs_sched *s, const struct gs_node_spec *
   u = gs_strmap_get(s->unhealthy, spec->name);
   if (u != NULL)
     e = gs_fw_node_set_unhealthy(s->fw, spec->name, u->mask);
-  retry_kept(s, spec->name); /* pods whose allocation arrived before their node */
+  retry_node(s, spec->name); /* pods whose allocation arrived before their node */
   pthread_mutex_unlock(&s->mu);
   return e;
 }

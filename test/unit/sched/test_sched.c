@@ -96,6 +96,40 @@ static void test_a_kept_pod_that_goes_is_never_restored(void **state) {
   gs_sched_free(s);
 }
 
+/* Pods seen before their nodes are kept per node: a node's arrival restores
+ * its own pods only (start-up: every pod may come before every node). */
+static void test_kept_pods_are_restored_node_by_node(void **state) {
+  struct gs_sched *s = sched_new();
+  static const char *const nodes[] = {"n-a", "n-b", "n-c"};
+  struct gs_alloc_part parts[] = {{0, 0, 1}};
+  char uids[12][16];
+  (void)state;
+  for (int i = 0; i < 12; i++) {
+    struct gs_alloc a = {"default", uids[i], uids[i], nodes[i % 3], GS_ALLOC_MEM, GS_ALLOC_BOUND,
+                         1024, NOW, 1, parts};
+    snprintf(uids[i], sizeof uids[i], "u%d", i);
+    assert_int_equal(gs_sched_pod_bound(s, &a), GS_EAGAIN);
+  }
+  assert_int_equal(gs_sched_kept_count(s), 12);
+  {
+    struct gs_node_spec b = gs_test_node("n-b", GS_MODE_SHARE, 1, 16);
+    assert_int_equal(gs_sched_node_upsert(s, &b), GS_EOK);
+  }
+  assert_int_equal(gs_sched_kept_count(s), 8);
+  assert_int_equal(used_mib(s, "n-b", 0), 4 * 1024);
+  gs_sched_pod_gone(s, "u0"); /* one of n-a's */
+  assert_int_equal(gs_sched_kept_count(s), 7);
+  for (int i = 0; i < 3; i += 2) {
+    struct gs_node_spec n = gs_test_node(nodes[i], GS_MODE_SHARE, 1, 16);
+    assert_int_equal(gs_sched_node_upsert(s, &n), GS_EOK);
+  }
+  assert_int_equal(gs_sched_kept_count(s), 0);
+  assert_int_equal(gs_sched_retry_kept(s), 0);
+  assert_int_equal(used_mib(s, "n-a", 0), 3 * 1024);
+  assert_int_equal(used_mib(s, "n-c", 0), 4 * 1024);
+  gs_sched_free(s);
+}
+
 static void test_unhealthy_gpus_recorded_before_the_node_apply_when_it_comes(void **state) {
   struct gs_sched *s = sched_new();
   struct gs_node_spec n = gs_test_node("sick", GS_MODE_SHARE, 2, 32);
@@ -199,6 +233,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_pod_seen_before_its_node_is_kept_then_restored),
       cmocka_unit_test(test_a_kept_pod_that_goes_is_never_restored),
+      cmocka_unit_test(test_kept_pods_are_restored_node_by_node),
       cmocka_unit_test(test_unhealthy_gpus_recorded_before_the_node_apply_when_it_comes),
       cmocka_unit_test(test_bind_is_one_call_and_idempotent),
       cmocka_unit_test(test_a_failed_cluster_bind_is_undone),
