@@ -21,6 +21,7 @@
 #define GS_MAX_CONTAINERS 64  /* app containers per pod */
 #define GS_REASON_MAX 256     /* filter reason text */
 #define GS_MAX_PARTS 256      /* (container, GPU) shares per allocation */
+#define GS_LABEL_TEXT_MAX 31  /* a label value quoted back in a reason */
 
 /* Allocation unit, in MiB. Only these two exist. */
 #define GS_UNIT_GIB 1024u
@@ -107,7 +108,10 @@ struct gs_pod_request {
   uint64_t init_mem_units;                    /* max over init containers */
   uint64_t whole_gpus[GS_MAX_CONTAINERS];     /* limits aliyun.com/gpu */
   uint64_t init_whole_gpus;                   /* max over init containers */
-  uint32_t gpu_count;                         /* label aliyun.com/gpu-count, 1 if absent */
+  uint32_t gpu_count;                         /* label aliyun.com/gpu-count, 1 if absent;
+                                                 0 when the label is 0 or not a number */
+  char gpu_count_text[GS_LABEL_TEXT_MAX + 1]; /* the label when it is not a decimal
+                                                 number (truncated), else "" */
   char gang_job[GS_NAME_MAX + 1];             /* label gpu-topology, "" if none */
   uint32_t gang_replicas;                     /* label gpu-topology-replica */
 };

@@ -7,6 +7,7 @@
  */
 #include "api_internal.h"
 
+#include <stdio.h>
 #include <string.h>
 
 #define GANG_REPLICAS_MAX 10000u /* gpu-topology-replica cap */
@@ -164,13 +165,14 @@ static enum gs_err labels_decode(const json_t *meta, struct gs_pod_request *req,
 
   req->gpu_count = 1;
   if (count != NULL) {
-    if (!gs__api_parse_decimal(count, GS_MAX_GPUS, &v) || v == 0) {
-      gs_diag_set(diag, "Pod.metadata.labels[\"" GS_LABEL_POD_GPU_COUNT "\"]",
-                  "GPU count \"%s\" must be a decimal number from 1 to %d", count,
-                  GS_MAX_GPUS);
-      return GS_EPARSE;
+    /* A bad value refuses this pod, not the request: the core says why on
+     * every node (docs/operations.md, "aliyun.com/gpu-count"). */
+    if (gs__api_parse_decimal(count, UINT32_MAX, &v)) {
+      req->gpu_count = (uint32_t)v;
+    } else {
+      req->gpu_count = 0;
+      snprintf(req->gpu_count_text, sizeof req->gpu_count_text, "%s", count);
     }
-    req->gpu_count = (uint32_t)v;
   }
 
   /* The replica label only means something beside a job label; on its own

@@ -152,6 +152,10 @@ static enum gs_code check(const struct gs_pod_request *req, const struct gs_poli
     return clear_reason(GS_CODE_SUCCESS, reason);
   }
   m = req->gpu_count;
+  if (m == 0 && req->gpu_count_text[0] != '\0')
+    return verdict(GS_CODE_UNRESOLVABLE, reason,
+                   "aliyun.com/gpu-count \"%s\" is not a number from 1 to %u",
+                   req->gpu_count_text, (unsigned)GS_MAX_GPUS);
   if (m < 1 || m > GS_MAX_GPUS)
     return verdict(GS_CODE_UNRESOLVABLE, reason, "aliyun.com/gpu-count %u is out of range 1..%u",
                    (unsigned)m, (unsigned)GS_MAX_GPUS);

@@ -25,7 +25,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (err == GS_EOK) {
     FUZZ_CHECK(req.name[0] != '\0' && req.ns[0] != '\0');
     FUZZ_CHECK(req.ncontainers <= GS_MAX_CONTAINERS);
-    FUZZ_CHECK(req.gpu_count >= 1 && req.gpu_count <= GS_MAX_GPUS);
+    FUZZ_CHECK(req.gpu_count_text[0] == '\0' || req.gpu_count == 0);
     FUZZ_CHECK(req.gang_job[0] == '\0' ? req.gang_replicas == 0 : req.gang_replicas >= 1);
     (void)gs_pod_request_mem_effective(&req);
     (void)gs_pod_request_whole_effective(&req);

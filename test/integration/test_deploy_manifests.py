@@ -1156,7 +1156,7 @@ class DocsTest(unittest.TestCase):
             for m in re.finditer(r"\b(?:verdict|gs_status_set)\(\s*[^,]+,\s*[^,]+,\s*"
                                  rf"((?:{lit}|\s+|PRI\w+)+)", text):
                 joined = "".join(
-                    p[1:-1] if p.startswith('"') else "d"
+                    p[1:-1].replace('\\"', '"') if p.startswith('"') else "d"
                     for p in re.findall(rf"{lit}|PRI\w+", m.group(1)))
                 texts.append(joined)
             texts += re.findall(r'snprintf\(r->reason, sizeof r->reason, "([^"%]+)"\)', text)

@@ -166,6 +166,29 @@ class Refusals(RealCase):
         ev = self.wait_event("uneven", r"9 is not divisible by aliyun.com/gpu-count 2")
         self.assertIn("0/1 nodes are available", ev["message"])
 
+    def test_a_bad_gpu_count_label_refuses_only_that_pod(self):
+        """Issue 13 item 8: 0, 65 and two refuse the pod on every node as
+        unresolvable with the documented reason; the filter call does not
+        fail, and a good pod beside them is placed. (-1 is not a valid label
+        value: the real apiserver refuses the pod; the unit tests send it.)"""
+        self.node("gpu-share-z", "share", gpus=2, units=2 * GPU16)
+        bad = {"zero": "0", "big": "65", "word": "two"}
+        for name, value in bad.items():
+            self.pod(f"count-{name}", units=4, labels={"aliyun.com/gpu-count": value})
+        self.pod("good", units=4)
+        self.wait_bound(1)
+        for name, value in bad.items():
+            want = (rf"aliyun.com/gpu-count {value} is out of range 1..64" if value in ("0", "65")
+                    else rf'aliyun.com/gpu-count "{value}" is not a number from 1 to 64')
+            ev = self.wait_event(f"count-{name}", want)
+            self.assertIn("0/1 nodes are available", ev["message"])
+            # unresolvable: kube-scheduler tries no preemption for it
+            self.assertIn("preemption: 0/1 nodes are available: 1 Preemption is not helpful",
+                          ev["message"])
+        self.assertEqual([p["metadata"]["name"] for p in self.pods() if p["spec"].get("nodeName")],
+                         ["good"])
+        self.assert_ledger_is_truth()
+
 
 class ZzLeastPrivilege(LeastPrivilege, RealCase):
     """The module's RBAC check, last (realcase.LeastPrivilege)."""
