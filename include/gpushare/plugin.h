@@ -18,7 +18,7 @@
 #include <gpushare/place.h>
 #include <gpushare/status.h> /* enum gs_code, struct gs_status, struct gs_node_result */
 
-#define GS_PLUGIN_API_VERSION 1u
+#define GS_PLUGIN_API_VERSION 2u /* 2: tick reports notices; pod_seen */
 
 /* A plan a plugin holds in the ledger for pods not all bound yet (a gang's
  * slots), as debug views show it (docs/contract.md §5 "gangs"). Strings and
@@ -30,6 +30,24 @@ struct gs_plan_view {
   uint32_t nslots;
   const char *const *slot_nodes; /* nslots entries */
   const uint64_t *slot_gpus;     /* nslots GPU masks */
+};
+
+/* What a plugin reports from tick for the front end to pass on (a Warning
+ * Event on each pod, a log line, a counter). Strings are borrowed: valid
+ * only inside the call. */
+enum gs_notice_kind {
+  GS_NOTICE_GANG_TIMEOUT = 1, /* a gang's plan was not all bound in time */
+};
+struct gs_notice {
+  enum gs_notice_kind kind;
+  const char *ns, *job;       /* the gang */
+  const char *pod, *pod_uid;  /* the pod to tell; NULL for the gang's own notice,
+                                 which comes first, once per event */
+  const char *message;        /* for people: the Event's message */
+};
+struct gs_notify {
+  void (*notice)(void *ctx, const struct gs_notice *n); /* NULL: notices dropped */
+  void *ctx;
 };
 
 struct gs_plugin_ops {
@@ -51,8 +69,11 @@ struct gs_plugin_ops {
   /* Adds the pod's annotations for the Binding; alloc is the reservation. */
   enum gs_code (*bind)(void *self, const struct gs_cycle *c, const struct gs_alloc *alloc,
                        struct gs_annotations *ret, struct gs_status *st);
-  /* Time passes (gang timeouts). Called periodically under the lock. */
-  void (*tick)(void *self, struct gs_ledger *ledger, int64_t now_ns);
+  /* Time passes (gang timeouts). Called periodically under the lock;
+   * notify (never NULL; its notice may be) gets what the front end should
+   * tell people. */
+  void (*tick)(void *self, struct gs_ledger *ledger, int64_t now_ns,
+               const struct gs_notify *notify);
   /* A pod left the cluster (deleted or terminal). */
   void (*pod_gone)(void *self, struct gs_ledger *ledger, const char *uid);
   /* Optional, for prioritize: filter and score of one node in one pass,
@@ -67,6 +88,13 @@ struct gs_plugin_ops {
    * (called with the lock held shared). Appended. */
   void (*describe)(void *self, void (*emit)(void *ctx, const struct gs_plan_view *plan),
                    void *ctx);
+  /* A pod exists in the cluster, as the front end's watch sees it: pending
+   * (alloc NULL) or bound with its allocation (already in the ledger, or
+   * kept for a node not known yet). Called under the write lock for every
+   * add or change the front end reports; gangs count their members present
+   * with it and rebuild a running job after a restart. */
+  void (*pod_seen)(void *self, struct gs_ledger *ledger, const struct gs_pod_request *pod,
+                   const struct gs_alloc *alloc);
 };
 
 #endif

@@ -57,6 +57,14 @@ enum gs_err gs_sched_set_unhealthy(struct gs_sched *s, const char *node, uint64_
  * the node comes (or by gs_sched_retry_kept). Any other error: refused
  * (e.g. more memory than the GPU has), nothing kept. */
 enum gs_err gs_sched_pod_bound(struct gs_sched *s, const struct gs_alloc *alloc) GS_WUR;
+/* A pod exists, as the watch sees it: pending (alloc NULL) or bound with
+ * its allocation (after gs_sched_pod_bound). Front ends call it for pods of
+ * distributed jobs (labels gpu-topology and gpu-topology-replica) on every
+ * add or change: a job's members are counted as present from it, and a
+ * running job's slots are rebuilt from it after a restart (docs/gangs.md).
+ * Harmless for other pods. */
+void gs_sched_pod_seen(struct gs_sched *s, const struct gs_pod_request *pod,
+                       const struct gs_alloc *alloc);
 /* A pod left (deleted, Succeeded or Failed): its allocation is freed and any
  * copy kept for later forgotten. */
 void gs_sched_pod_gone(struct gs_sched *s, const char *uid);
@@ -67,8 +75,16 @@ size_t gs_sched_retry_kept(struct gs_sched *s);
 
 /* ---- time --------------------------------------------------------------- */
 
+/* Where the service's notices go (a gang timed out: struct gs_notice,
+ * plugin.h): the front end posts Events and logs. Set once, before ticks
+ * start; notify is copied (NULL: notices dropped). The callback runs on the
+ * ticking thread with the ledger locked: it must be quick and must not call
+ * the service. */
+void gs_sched_set_notify(struct gs_sched *s, const struct gs_notify *notify);
 /* Lets time-driven plugins act (gang timeouts). now_ns: unix ns. */
 void gs_sched_tick(struct gs_sched *s, int64_t now_ns);
+/* Gangs timed out since the service was made (each gang once per timeout). */
+uint64_t gs_sched_gang_timeouts(struct gs_sched *s);
 /* Releases reservations whose bind was never confirmed within max_age_ns;
  * returns how many. */
 size_t gs_sched_expire_assumed(struct gs_sched *s, int64_t now_ns, int64_t max_age_ns);

@@ -1,6 +1,7 @@
-/* gang: see gang.h. All hooks run under the framework's lock; pre_filter
- * and reserve under the write lock (they change the plan), filter and score
- * under the read lock (they only read it). */
+/* gang: see gang.h and docs/gangs.md. All hooks run under the framework's
+ * lock: pre_filter, reserve, unreserve, tick, pod_gone and pod_seen under
+ * the write lock (they change the gangs); filter, score and describe under
+ * the read lock (they only read them). */
 #include "gang.h"
 
 #include <gpushare/alloc.h>
@@ -12,53 +13,97 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define GANG_MAX 4096 /* live plans; more is refused, not a crash */
+#define GANG_MAX 16384      /* jobs known at once; more are refused, not a crash */
+#define MEMBERS_EXTRA 8     /* members beyond R kept (disagreeing pods) */
+
+enum slot_state {
+  SLOT_EMPTY = 0, /* nothing held: not planned yet, or its member left */
+  SLOT_HELD,      /* the placeholder holds the GPUs; member may be assigned */
+  SLOT_PLACED,    /* the member holds them, its bind not confirmed yet */
+  SLOT_BOUND,     /* the member is bound there */
+};
 
 struct slot {
+  enum slot_state state;
   char node[GS_NAME_MAX + 1];
   uint64_t gpus;
-  char member[GS_UID_MAX + 1]; /* "" = unassigned */
-  bool placed;                 /* member holds the GPUs; else the placeholder does */
-  char placeholder[GS_NS_MAX + GS_NAME_MAX + 32];
+  char member[GS_UID_MAX + 1]; /* "" = not assigned */
+  char placeholder[GS_UID_MAX + 1];
+};
+
+/* A pod of the job that exists (pending or bound), in the order seen. */
+struct member {
+  char uid[GS_UID_MAX + 1];
+  char name[GS_NAME_MAX + 1];
+  uint64_t k;        /* whole GPUs it asks */
+  uint32_t replicas; /* its gpu-topology-replica */
 };
 
 struct gang {
   char ns[GS_NS_MAX + 1];
   char job[GS_NAME_MAX + 1];
-  uint32_t replicas;
-  uint64_t k; /* whole GPUs per member */
-  int64_t created_ns;
+  uint32_t replicas; /* the job's shape: R members of k whole GPUs, from */
+  uint64_t k;        /* the first member seen */
+  int64_t plan_ns;   /* when the held slots were planned; 0: none held */
   struct slot *slots; /* replicas entries */
+  struct member *members;
+  uint32_t nmembers, cap;
 };
 
 struct gang_state {
   uint32_t timeout_s;
-  size_t n;
-  struct gang *gangs[GANG_MAX];
+  size_t n, cap;
+  struct gang **gangs;
 };
 
-static struct gang *find(struct gang_state *st, const char *ns, const char *job) {
+/* ---- lookups ------------------------------------------------------------- */
+
+static struct gang *find(const struct gang_state *st, const char *ns, const char *job,
+                         size_t *ret_idx) {
   for (size_t i = 0; i < st->n; i++)
-    if (strcmp(st->gangs[i]->ns, ns) == 0 && strcmp(st->gangs[i]->job, job) == 0)
+    if (strcmp(st->gangs[i]->job, job) == 0 && strcmp(st->gangs[i]->ns, ns) == 0) {
+      if (ret_idx != NULL)
+        *ret_idx = i;
       return st->gangs[i];
+    }
   return NULL;
 }
 
-static struct slot *slot_of(struct gang *g, const char *uid) {
+static struct slot *slot_of(const struct gang *g, const char *uid) {
   if (g == NULL || uid[0] == '\0')
     return NULL;
   for (uint32_t i = 0; i < g->replicas; i++)
-    if (strcmp(g->slots[i].member, uid) == 0)
+    if (g->slots[i].state != SLOT_EMPTY && strcmp(g->slots[i].member, uid) == 0)
       return &g->slots[i];
   return NULL;
 }
 
-static void gang_free(struct gang *g) {
-  if (g == NULL)
-    return;
-  gs_free(g->slots);
-  gs_free(g);
+static struct member *member_of(const struct gang *g, const char *uid) {
+  for (uint32_t i = 0; g != NULL && i < g->nmembers; i++)
+    if (strcmp(g->members[i].uid, uid) == 0)
+      return &g->members[i];
+  return NULL;
 }
+
+static bool agrees(const struct gang *g, uint64_t k, uint32_t replicas) {
+  return k == g->k && replicas == g->replicas;
+}
+
+static uint32_t present(const struct gang *g) {
+  uint32_t n = 0;
+  for (uint32_t i = 0; i < g->nmembers; i++)
+    n += agrees(g, g->members[i].k, g->members[i].replicas);
+  return n;
+}
+
+static uint32_t count_slots(const struct gang *g, enum slot_state state) {
+  uint32_t n = 0;
+  for (uint32_t i = 0; i < g->replicas; i++)
+    n += g->slots[i].state == state;
+  return n;
+}
+
+/* ---- the ledger side ------------------------------------------------------ */
 
 /* GPUs of node that a new whole-GPU slot may take. */
 static uint64_t free_gpus(const struct gs_node *n) {
@@ -97,111 +142,227 @@ static enum gs_err hold(struct gs_ledger *ledger, const struct gang *g, const st
   struct gs_alloc_part parts[GS_MAX_GPUS];
   struct gs_alloc a;
   uint32_t n = 0;
-  char name[GS_NAME_MAX + 16];
   for (uint32_t i = 0; i < GS_MAX_GPUS; i++)
     if (s->gpus & (UINT64_C(1) << i))
       parts[n++] = (struct gs_alloc_part){0, i, 0};
-  snprintf(name, sizeof name, "%s", g->job);
   a = (struct gs_alloc){
       .ns = g->ns,
-      .name = name,
+      .name = g->job,
       .uid = s->placeholder,
       .node = s->node,
       .kind = GS_ALLOC_WHOLE,
       .state = GS_ALLOC_BOUND, /* a plan reservation: never expired as a stale bind */
       .unit_mib = gs_ledger_unit_mib(ledger),
-      .assume_time_ns = g->created_ns,
+      .assume_time_ns = g->plan_ns,
       .nparts = n,
       .parts = parts,
   };
   return gs_ledger_reserve(ledger, &a, UINT32_MAX);
 }
 
-static void drop(struct gs_ledger *ledger, struct gang_state *st, size_t idx) {
-  struct gang *g = st->gangs[idx];
-  for (uint32_t i = 0; i < g->replicas; i++)
-    if (!g->slots[i].placed && gs_ledger_release(ledger, g->slots[i].placeholder) != GS_EOK) {
-      /* the node went away with its allocations */
-    }
-  gang_free(g);
-  st->gangs[idx] = st->gangs[--st->n];
+/* A held slot goes back to empty; its GPUs are free again. */
+static void unhold(struct gs_ledger *ledger, struct slot *s) {
+  if (gs_ledger_release(ledger, s->placeholder) != GS_EOK) {
+    /* the node went away with its allocations */
+  }
+  s->state = SLOT_EMPTY;
+  s->member[0] = '\0';
 }
 
-/* Plans all replicas. Returns how many slots fit; on a full plan the
- * slots are held in the ledger and *ret is the new gang. */
-static uint32_t plan(struct gang_state *st, struct gs_ledger *ledger,
-                     const struct gs_pod_request *pod, int64_t now, struct gang **ret) {
+static void release_held(struct gs_ledger *ledger, struct gang *g) {
+  for (uint32_t i = 0; i < g->replicas; i++)
+    if (g->slots[i].state == SLOT_HELD)
+      unhold(ledger, &g->slots[i]);
+  if (count_slots(g, SLOT_PLACED) == 0)
+    g->plan_ns = 0;
+}
+
+/* Plans every empty slot and holds it. Each goes to a topology node with
+ * room for k: one the job already uses when there is one, else the one with
+ * the fewest free GPUs (binpack: large free nodes stay whole); inside the
+ * node the GPU set with the best interconnect that keeps good sets free
+ * (gs_topo_choose). Returns how many slots are filled (held before or now);
+ * nothing is held unless every slot is. */
+static uint32_t plan(struct gs_ledger *ledger, struct gang *g, int64_t now) {
   size_t nn = gs_ledger_node_count(ledger);
   uint64_t *taken = gs_calloc(nn ? nn : 1, sizeof *taken);
-  struct gang *g = gs_calloc(1, sizeof *g);
-  uint64_t k = gs_pod_request_whole_effective(pod);
-  uint32_t placed = 0;
+  uint32_t filled = g->replicas - count_slots(g, SLOT_EMPTY), planned = 0;
+  uint32_t *which = gs_calloc(g->replicas, sizeof *which);
 
-  if (taken == NULL || g == NULL)
-    goto fail;
-  g->slots = gs_calloc(pod->gang_replicas, sizeof *g->slots);
-  if (g->slots == NULL)
-    goto fail;
-  snprintf(g->ns, sizeof g->ns, "%s", pod->ns);
-  snprintf(g->job, sizeof g->job, "%s", pod->gang_job);
-  g->replicas = pod->gang_replicas;
-  g->k = k;
-  g->created_ns = now;
-
-  /* Greedy binpack over nodes: each slot goes to the topology node with the
-   * fewest free GPUs that still holds k, so a job stays on few nodes and
-   * large free nodes stay whole; inside the node the GPU set with the best
-   * interconnect that keeps good sets free (gs_topo_choose). */
+  if (taken == NULL || which == NULL)
+    goto done;
   for (uint32_t r = 0; r < g->replicas; r++) {
+    struct slot *s = &g->slots[r];
     size_t best = nn;
     uint32_t best_free = UINT32_MAX;
+    bool best_own = false;
     uint64_t set = 0;
+    if (s->state != SLOT_EMPTY)
+      continue;
     for (size_t i = 0; i < nn; i++) {
       const struct gs_node *n = gs_ledger_node_at(ledger, i);
       uint32_t f;
+      bool own = false;
       if (n->mode != GS_MODE_TOPOLOGY)
         continue;
       f = popcount(free_gpus(n) & ~taken[i]);
-      if (f >= k && f < best_free) {
+      if (f < g->k)
+        continue;
+      for (uint32_t j = 0; j < g->replicas && !own; j++)
+        own = g->slots[j].state != SLOT_EMPTY && strcmp(g->slots[j].node, n->name) == 0;
+      own = own || taken[i] != 0;
+      if ((own && !best_own) || (own == best_own && f < best_free)) {
         best = i;
         best_free = f;
+        best_own = own;
       }
     }
     if (best == nn)
       break;
     {
       const struct gs_node *n = gs_ledger_node_at(ledger, best);
-      if (gs_topo_choose(n->topo, free_gpus(n) & ~taken[best], (uint32_t)k, &set) != GS_EOK)
+      if (gs_topo_choose(n->topo, free_gpus(n) & ~taken[best], (uint32_t)g->k, &set) != GS_EOK)
         break;
       taken[best] |= set;
-      snprintf(g->slots[r].node, sizeof g->slots[r].node, "%s", n->name);
-      g->slots[r].gpus = set;
-      placeholder_uid(g, r, g->slots[r].placeholder, sizeof g->slots[r].placeholder);
-    }
-    placed++;
-  }
-  if (placed < g->replicas)
-    goto fail;
-  for (uint32_t r = 0; r < g->replicas; r++) {
-    if (hold(ledger, g, &g->slots[r]) != GS_EOK) {
-      while (r-- > 0)
-        if (gs_ledger_release(ledger, g->slots[r].placeholder) != GS_EOK) {
-          /* just reserved above: cannot be missing */
-        }
-      placed = 0;
-      goto fail;
+      snprintf(s->node, sizeof s->node, "%s", n->name);
+      s->gpus = set;
+      placeholder_uid(g, r, s->placeholder, sizeof s->placeholder);
+      which[planned++] = r;
     }
   }
+  if (planned == 0)
+    goto done; /* nothing was empty: no new plan */
+  if (filled + planned < g->replicas) {
+    filled += planned;
+    planned = 0; /* not all: nothing is held */
+    goto done;
+  }
+  g->plan_ns = now;
+  for (uint32_t i = 0; i < planned; i++) {
+    struct slot *s = &g->slots[which[i]];
+    if (hold(ledger, g, s) != GS_EOK) {
+      while (i-- > 0)
+        unhold(ledger, &g->slots[which[i]]);
+      filled = 0;
+      goto done;
+    }
+    s->state = SLOT_HELD;
+    s->member[0] = '\0';
+  }
+  filled = g->replicas;
+done:
   gs_free(taken);
-  st->gangs[st->n++] = g;
-  *ret = g;
-  return placed;
-
-fail:
-  gs_free(taken);
-  gang_free(g);
-  return placed;
+  gs_free(which);
+  return filled;
 }
+
+/* ---- gangs ------------------------------------------------------------------ */
+
+static void gang_free(struct gang *g) {
+  if (g == NULL)
+    return;
+  gs_free(g->slots);
+  gs_free(g->members);
+  gs_free(g);
+}
+
+static struct gang *gang_new(struct gang_state *st, const struct gs_pod_request *pod) {
+  struct gang *g;
+  if (st->n >= GANG_MAX)
+    return NULL;
+  if (st->n == st->cap) {
+    size_t cap = st->cap ? st->cap * 2 : 16;
+    struct gang **p;
+    p = gs_realloc(st->gangs, cap * sizeof *p);
+    if (p == NULL)
+      return NULL;
+    st->gangs = p;
+    st->cap = cap;
+  }
+  g = gs_calloc(1, sizeof *g);
+  if (g == NULL)
+    return NULL;
+  g->replicas = pod->gang_replicas;
+  g->k = gs_pod_request_whole_effective(pod);
+  g->cap = pod->gang_replicas + MEMBERS_EXTRA;
+  g->slots = gs_calloc(g->replicas, sizeof *g->slots);
+  g->members = gs_calloc(g->cap, sizeof *g->members);
+  if (g->slots == NULL || g->members == NULL) {
+    gang_free(g);
+    return NULL;
+  }
+  snprintf(g->ns, sizeof g->ns, "%s", pod->ns);
+  snprintf(g->job, sizeof g->job, "%s", pod->gang_job);
+  st->gangs[st->n++] = g;
+  return g;
+}
+
+static void gang_drop(struct gs_ledger *ledger, struct gang_state *st, size_t idx) {
+  struct gang *g = st->gangs[idx];
+  release_held(ledger, g);
+  gang_free(g);
+  st->gangs[idx] = st->gangs[--st->n];
+}
+
+/* Records pod as a member. false: no room (more pods than the job has
+ * replicas, or too many disagreeing ones). */
+static bool member_add(struct gang *g, const struct gs_pod_request *pod) {
+  uint64_t k = gs_pod_request_whole_effective(pod);
+  struct member *m;
+  if (member_of(g, pod->uid) != NULL)
+    return true;
+  if (g->nmembers == g->cap || (agrees(g, k, pod->gang_replicas) && present(g) >= g->replicas))
+    return false;
+  m = &g->members[g->nmembers++];
+  snprintf(m->uid, sizeof m->uid, "%s", pod->uid);
+  snprintf(m->name, sizeof m->name, "%s", pod->name);
+  m->k = k;
+  m->replicas = pod->gang_replicas;
+  return true;
+}
+
+/* When no member holds a slot and none agrees with the shape any more
+ * (the pods that set it left), the first member left sets it anew. */
+static bool reshape(struct gang *g) {
+  struct slot *slots;
+  if (g->nmembers == 0 || present(g) > 0 || count_slots(g, SLOT_EMPTY) != g->replicas)
+    return true;
+  slots = gs_calloc(g->members[0].replicas, sizeof *slots);
+  if (slots == NULL)
+    return false;
+  gs_free(g->slots);
+  g->slots = slots;
+  g->replicas = g->members[0].replicas;
+  g->k = g->members[0].k;
+  g->plan_ns = 0;
+  return true;
+}
+
+/* The reason a job whose members disagree is refused, or false. */
+static bool disagreement(const struct gang *g, struct gs_status *st) {
+  const struct member *ref = NULL, *odd = NULL;
+  for (uint32_t i = 0; i < g->nmembers; i++) {
+    const struct member *m = &g->members[i];
+    if (agrees(g, m->k, m->replicas)) {
+      if (ref == NULL)
+        ref = m;
+    } else if (odd == NULL) {
+      odd = m;
+    }
+  }
+  if (odd == NULL)
+    return false;
+  if (ref == NULL)
+    ref = &g->members[0] == odd && g->nmembers > 1 ? &g->members[1] : &g->members[0];
+  gs_status_set(st, GS_CODE_UNRESOLVABLE,
+                "gang %s/%s: members disagree: pod %s asks %" PRIu64 " GPUs x %" PRIu32
+                " replicas, pod %s asks %" PRIu64 " GPUs x %" PRIu32 " replicas",
+                g->ns, g->job, ref->name, ref->k, ref->replicas, odd->name, odd->k,
+                odd->replicas);
+  return true;
+}
+
+/* ---- hooks ---------------------------------------------------------------------- */
 
 static void *create(const struct gs_policy *policy) {
   struct gang_state *st = gs_calloc(1, sizeof *st);
@@ -216,6 +377,7 @@ static void destroy(void *self) {
     return;
   for (size_t i = 0; i < st->n; i++)
     gang_free(st->gangs[i]);
+  gs_free(st->gangs);
   gs_free(st);
 }
 
@@ -223,7 +385,8 @@ static enum gs_code pre_filter(void *self, const struct gs_cycle *c, struct gs_s
   struct gang_state *st = self;
   const struct gs_pod_request *pod = c->pod;
   struct gang *g;
-  struct slot *s;
+  struct slot *s = NULL;
+  uint32_t have;
 
   if (!gs_pod_request_is_gang_member(pod))
     return GS_CODE_SKIP;
@@ -231,35 +394,44 @@ static enum gs_code pre_filter(void *self, const struct gs_cycle *c, struct gs_s
     return gs_status_set(status, GS_CODE_UNRESOLVABLE,
                          "gang %s/%s: label gpu-topology-replica must be 1..%d", pod->ns,
                          pod->gang_job, GS_GANG_REPLICAS_MAX);
-  g = find(st, pod->ns, pod->gang_job);
-  if (g != NULL && slot_of(g, pod->uid) != NULL)
+  g = find(st, pod->ns, pod->gang_job, NULL);
+  if (g == NULL && (g = gang_new(st, pod)) == NULL)
+    return gs_status_set(status, GS_CODE_UNSCHEDULABLE, "too many gangs waiting");
+  if (!member_add(g, pod))
+    return gs_status_set(status, GS_CODE_UNSCHEDULABLE,
+                         "gang %s/%s: all %" PRIu32 " replica slots are taken", g->ns, g->job,
+                         g->replicas);
+  if (disagreement(g, status)) {
+    release_held(c->ledger, g); /* nothing stays held for a job that cannot run */
+    return GS_CODE_UNRESOLVABLE;
+  }
+  if (slot_of(g, pod->uid) != NULL)
     return GS_CODE_SUCCESS;
-  if (g == NULL) {
-    uint32_t fit;
-    if (st->n >= GANG_MAX)
-      return gs_status_set(status, GS_CODE_UNSCHEDULABLE, "too many gangs waiting");
-    fit = plan(st, c->ledger, pod, c->now_ns, &g);
-    if (g == NULL)
+  have = present(g);
+  if (have < g->replicas)
+    return gs_status_set(status, GS_CODE_UNRESOLVABLE,
+                         "gang %s/%s: %" PRIu32 " of %" PRIu32 " members present", g->ns,
+                         g->job, have, g->replicas);
+  for (uint32_t i = 0; i < g->replicas && s == NULL; i++)
+    if (g->slots[i].state == SLOT_HELD && g->slots[i].member[0] == '\0')
+      s = &g->slots[i];
+  if (s == NULL) {
+    uint32_t fit = plan(c->ledger, g, c->now_ns);
+    if (fit < g->replicas)
       return gs_status_set(status, GS_CODE_UNSCHEDULABLE,
                            "gang %s/%s: only %" PRIu32 " of %" PRIu32
                            " replicas fit (%" PRIu64 " whole GPUs each)",
-                           pod->ns, pod->gang_job, fit, pod->gang_replicas,
-                           gs_pod_request_whole_effective(pod));
+                           g->ns, g->job, fit, g->replicas, g->k);
+    for (uint32_t i = 0; i < g->replicas && s == NULL; i++)
+      if (g->slots[i].state == SLOT_HELD && g->slots[i].member[0] == '\0')
+        s = &g->slots[i];
   }
-  if (gs_pod_request_whole_effective(pod) != g->k)
-    return gs_status_set(status, GS_CODE_UNRESOLVABLE,
-                         "gang %s/%s: members must request the same number of GPUs", g->ns,
-                         g->job);
-  for (uint32_t i = 0; i < g->replicas; i++) {
-    s = &g->slots[i];
-    if (s->member[0] == '\0') {
-      snprintf(s->member, sizeof s->member, "%s", pod->uid);
-      return GS_CODE_SUCCESS;
-    }
-  }
-  return gs_status_set(status, GS_CODE_UNSCHEDULABLE,
-                       "gang %s/%s: all %" PRIu32 " replica slots are taken", g->ns, g->job,
-                       g->replicas);
+  if (s == NULL)
+    return gs_status_set(status, GS_CODE_UNSCHEDULABLE,
+                         "gang %s/%s: all %" PRIu32 " replica slots are taken", g->ns, g->job,
+                         g->replicas);
+  snprintf(s->member, sizeof s->member, "%s", pod->uid);
+  return GS_CODE_SUCCESS;
 }
 
 static enum gs_code filter(void *self, const struct gs_cycle *c, const struct gs_node *node,
@@ -268,7 +440,7 @@ static enum gs_code filter(void *self, const struct gs_cycle *c, const struct gs
   struct slot *s;
   if (!gs_pod_request_is_gang_member(c->pod))
     return GS_CODE_SKIP;
-  s = slot_of(find(st, c->pod->ns, c->pod->gang_job), c->pod->uid);
+  s = slot_of(find(st, c->pod->ns, c->pod->gang_job, NULL), c->pod->uid);
   if (s == NULL)
     return gs_status_set(status, GS_CODE_UNSCHEDULABLE, "gang member has no replica slot");
   if (strcmp(s->node, node->name) != 0)
@@ -284,7 +456,7 @@ static enum gs_code score(void *self, const struct gs_cycle *c, const struct gs_
   struct slot *s;
   if (!gs_pod_request_is_gang_member(c->pod))
     return GS_CODE_SKIP;
-  s = slot_of(find(st, c->pod->ns, c->pod->gang_job), c->pod->uid);
+  s = slot_of(find(st, c->pod->ns, c->pod->gang_job, NULL), c->pod->uid);
   *ret_score = s != NULL && strcmp(s->node, node->name) == 0 ? 10 : 0;
   return GS_CODE_SUCCESS;
 }
@@ -301,7 +473,7 @@ static enum gs_code reserve(void *self, struct gs_cycle *c, const struct gs_node
 
   if (!gs_pod_request_is_gang_member(c->pod))
     return GS_CODE_SKIP;
-  g = find(st, c->pod->ns, c->pod->gang_job);
+  g = find(st, c->pod->ns, c->pod->gang_job, NULL);
   s = slot_of(g, c->pod->uid);
   if (s == NULL)
     return gs_status_set(status, GS_CODE_UNSCHEDULABLE,
@@ -309,7 +481,7 @@ static enum gs_code reserve(void *self, struct gs_cycle *c, const struct gs_node
   if (strcmp(s->node, node->name) != 0)
     return gs_status_set(status, GS_CODE_UNSCHEDULABLE,
                          "gang %s/%s: this replica's slot is on another node", g->ns, g->job);
-  if (s->placed)
+  if (s->state != SLOT_HELD)
     return GS_CODE_SUCCESS;
   for (uint32_t i = 0; i < GS_MAX_GPUS; i++)
     if (s->gpus & (UINT64_C(1) << i))
@@ -338,7 +510,7 @@ static enum gs_code reserve(void *self, struct gs_cycle *c, const struct gs_node
     return gs_status_set(status, GS_CODE_ERROR, "cannot reserve the gang slot: %s",
                          gs_strerror(err));
   }
-  s->placed = true;
+  s->state = SLOT_PLACED;
   return GS_CODE_SUCCESS;
 }
 
@@ -349,56 +521,139 @@ static void unreserve(void *self, struct gs_cycle *c, const char *node) {
   (void)node;
   if (!gs_pod_request_is_gang_member(c->pod))
     return;
-  g = find(st, c->pod->ns, c->pod->gang_job);
+  g = find(st, c->pod->ns, c->pod->gang_job, NULL);
   s = slot_of(g, c->pod->uid);
-  if (s == NULL || !s->placed)
+  if (s == NULL || s->state != SLOT_PLACED)
     return;
   if (gs_ledger_release(c->ledger, c->pod->uid) == GS_EOK && hold(c->ledger, g, s) == GS_EOK)
-    s->placed = false;
+    s->state = SLOT_HELD;
 }
 
 static void pod_gone(void *self, struct gs_ledger *ledger, const char *uid) {
   struct gang_state *st = self;
   for (size_t i = 0; i < st->n; i++) {
     struct gang *g = st->gangs[i];
+    struct member *m = member_of(g, uid);
     struct slot *s = slot_of(g, uid);
-    if (s == NULL)
+    if (m == NULL && s == NULL)
       continue;
-    /* The member's own allocation is already released by the framework.
-     * An unbound slot goes back to the plan for a replacement member. */
-    s->member[0] = '\0';
-    if (s->placed) {
-      s->placed = false;
-      if (hold(ledger, g, s) != GS_EOK) {
-        /* someone else took the GPUs meanwhile; the slot is lost */
-      }
+    if (s != NULL && s->state == SLOT_HELD) {
+      s->member[0] = '\0'; /* the slot waits for another member */
+    } else if (s != NULL) {
+      /* Its own allocation is already released by the framework. While the
+       * plan is being bound the slot is held again for a replacement; in a
+       * running job it is freed, and a replacement is planned anew. */
+      s->state = SLOT_EMPTY;
+      s->member[0] = '\0';
+      if (g->plan_ns != 0 && hold(ledger, g, s) == GS_EOK)
+        s->state = SLOT_HELD;
     }
+    if (m != NULL) {
+      size_t at = (size_t)(m - g->members);
+      memmove(m, m + 1, (g->nmembers - at - 1) * sizeof *m);
+      g->nmembers--;
+    }
+    if (g->nmembers == 0)
+      release_held(ledger, g);
+    if (g->nmembers == 0 || !reshape(g))
+      gang_drop(ledger, st, i);
     return;
   }
 }
 
-static void tick(void *self, struct gs_ledger *ledger, int64_t now) {
+static void pod_seen(void *self, struct gs_ledger *ledger, const struct gs_pod_request *pod,
+                     const struct gs_alloc *alloc) {
   struct gang_state *st = self;
-  size_t i = 0;
-  while (i < st->n) {
-    struct gang *g = st->gangs[i];
-    uint32_t bound = 0;
-    for (uint32_t r = 0; r < g->replicas; r++) {
-      const struct gs_alloc *a =
-          g->slots[r].placed ? gs_ledger_alloc_get(ledger, g->slots[r].member) : NULL;
-      if (a != NULL && a->state == GS_ALLOC_BOUND)
-        bound++;
+  struct gang *g;
+  struct slot *s;
+  if (!gs_pod_request_is_gang_member(pod) || pod->uid[0] == '\0' || pod->gang_replicas == 0 ||
+      pod->gang_replicas > GS_GANG_REPLICAS_MAX)
+    return;
+  g = find(st, pod->ns, pod->gang_job, NULL);
+  if (g == NULL && (g = gang_new(st, pod)) == NULL)
+    return; /* counted at its filter instead */
+  if (!member_add(g, pod) || alloc == NULL || alloc->state != GS_ALLOC_BOUND)
+    return;
+  s = slot_of(g, pod->uid);
+  if (s != NULL) {
+    s->state = SLOT_BOUND; /* our own bind, confirmed by the watch */
+    return;
+  }
+  /* A member bound before we knew the gang (a restart): it takes a slot. */
+  for (uint32_t i = 0; i < g->replicas && s == NULL; i++)
+    if (g->slots[i].state == SLOT_EMPTY)
+      s = &g->slots[i];
+  for (uint32_t i = 0; i < g->replicas && s == NULL; i++)
+    if (g->slots[i].state == SLOT_HELD && g->slots[i].member[0] == '\0') {
+      s = &g->slots[i];
+      unhold(ledger, s);
     }
-    if (bound == g->replicas ||
-        now - g->created_ns > (int64_t)st->timeout_s * 1000000000) {
-      drop(ledger, st, i); /* complete, or timed out: unbound slots released */
+  if (s == NULL)
+    return; /* more bound members than replicas: not ours to fix */
+  s->state = SLOT_BOUND;
+  snprintf(s->node, sizeof s->node, "%s", alloc->node);
+  snprintf(s->member, sizeof s->member, "%s", pod->uid);
+  s->gpus = 0;
+  for (uint32_t i = 0; i < alloc->nparts; i++)
+    if (alloc->parts[i].gpu < GS_MAX_GPUS)
+      s->gpus |= UINT64_C(1) << alloc->parts[i].gpu;
+  placeholder_uid(g, (uint32_t)(s - g->slots), s->placeholder, sizeof s->placeholder);
+}
+
+/* A plan not all bound in time: the held slots go, and the gang and each
+ * member not bound are reported. */
+static void time_out(struct gs_ledger *ledger, struct gang *g, uint32_t timeout_s,
+                     const struct gs_notify *notify) {
+  char msg[GS_NS_MAX + GS_NAME_MAX + 256];
+  uint32_t bound = count_slots(g, SLOT_BOUND);
+  struct gs_notice n = {GS_NOTICE_GANG_TIMEOUT, g->ns, g->job, NULL, NULL, msg};
+  release_held(ledger, g);
+  g->plan_ns = 0;
+  snprintf(msg, sizeof msg,
+           "gang %s/%s: %" PRIu32 " of %" PRIu32 " members bound within gangTimeoutSeconds (%" PRIu32
+           " s); the GPUs reserved for the others were released and are planned again when all "
+           "members can be placed",
+           g->ns, g->job, bound, g->replicas, timeout_s);
+  if (notify->notice == NULL)
+    return;
+  notify->notice(notify->ctx, &n);
+  for (uint32_t i = 0; i < g->nmembers; i++) {
+    const struct slot *s = slot_of(g, g->members[i].uid);
+    if (s != NULL && s->state == SLOT_BOUND)
       continue;
-    }
-    i++;
+    n.pod = g->members[i].name;
+    n.pod_uid = g->members[i].uid;
+    notify->notice(notify->ctx, &n);
   }
 }
 
-/* The plans still holding slots, for /debug/ledger and the metrics. */
+static void tick(void *self, struct gs_ledger *ledger, int64_t now,
+                 const struct gs_notify *notify) {
+  struct gang_state *st = self;
+  for (size_t i = 0; i < st->n; i++) {
+    struct gang *g = st->gangs[i];
+    for (uint32_t r = 0; r < g->replicas; r++) {
+      struct slot *s = &g->slots[r];
+      const struct gs_alloc *a;
+      if (s->state != SLOT_PLACED)
+        continue;
+      a = gs_ledger_alloc_get(ledger, s->member);
+      if (a != NULL && a->state == GS_ALLOC_BOUND)
+        s->state = SLOT_BOUND;
+      else if (a == NULL && hold(ledger, g, s) == GS_EOK)
+        s->state = SLOT_HELD; /* its reservation expired: held for it again */
+    }
+    if (g->plan_ns == 0)
+      continue;
+    if (count_slots(g, SLOT_HELD) + count_slots(g, SLOT_PLACED) == 0)
+      g->plan_ns = 0; /* complete */
+    else if (now - g->plan_ns > (int64_t)st->timeout_s * 1000000000)
+      time_out(ledger, g, st->timeout_s, notify);
+  }
+}
+
+/* The plans still holding slots not bound, for /debug/ledger and the
+ * metrics; running jobs (every slot bound or empty) are not plans. */
 static void describe(void *self, void (*emit)(void *ctx, const struct gs_plan_view *plan),
                      void *ctx) {
   static __thread const char *nodes[GS_GANG_REPLICAS_MAX];
@@ -407,14 +662,16 @@ static void describe(void *self, void (*emit)(void *ctx, const struct gs_plan_vi
   for (size_t i = 0; st != NULL && i < st->n; i++) {
     const struct gang *g = st->gangs[i];
     struct gs_plan_view v = {g->ns, g->job, g->replicas, 0, 0, nodes, gpus};
-    if (g->replicas > GS_GANG_REPLICAS_MAX)
-      continue; /* refused at planning: cannot be held */
+    if (g->plan_ns == 0 || g->replicas > GS_GANG_REPLICAS_MAX)
+      continue;
     for (uint32_t r = 0; r < g->replicas; r++) {
-      nodes[r] = g->slots[r].node;
-      gpus[r] = g->slots[r].gpus;
-      v.placed += g->slots[r].placed;
+      const struct slot *s = &g->slots[r];
+      if (s->state == SLOT_EMPTY)
+        continue;
+      nodes[v.nslots] = s->node;
+      gpus[v.nslots++] = s->gpus;
+      v.placed += s->state == SLOT_PLACED || s->state == SLOT_BOUND;
     }
-    v.nslots = g->replicas;
     emit(ctx, &v);
   }
 }
@@ -432,4 +689,5 @@ const struct gs_plugin_ops gs_plugin_gang = {
     .tick = tick,
     .pod_gone = pod_gone,
     .describe = describe,
+    .pod_seen = pod_seen,
 };

@@ -448,11 +448,26 @@ size_t gs_fw_expire_assumed(struct gs_fw *fw, int64_t now_ns, int64_t max_age_ns
   return expired;
 }
 
-void gs_fw_tick(struct gs_fw *fw, int64_t now_ns) {
+void gs_fw_tick(struct gs_fw *fw, int64_t now_ns, const struct gs_notify *notify) {
+  static const struct gs_notify none = {NULL, NULL};
   pthread_rwlock_wrlock(&fw->lock);
   for (size_t i = 0; i < fw->nplugins; i++)
     if (fw->plugins[i]->tick != NULL)
-      fw->plugins[i]->tick(fw->state[i], fw->ledger, now_ns);
+      fw->plugins[i]->tick(fw->state[i], fw->ledger, now_ns, notify ? notify : &none);
+  pthread_rwlock_unlock(&fw->lock);
+}
+
+void gs_fw_pod_seen(struct gs_fw *fw, const struct gs_pod_request *pod,
+                    const struct gs_alloc *alloc) {
+  bool any = false;
+  for (size_t i = 0; i < fw->nplugins; i++)
+    any = any || fw->plugins[i]->pod_seen != NULL;
+  if (!any)
+    return;
+  pthread_rwlock_wrlock(&fw->lock);
+  for (size_t i = 0; i < fw->nplugins; i++)
+    if (fw->plugins[i]->pod_seen != NULL)
+      fw->plugins[i]->pod_seen(fw->state[i], fw->ledger, pod, alloc);
   pthread_rwlock_unlock(&fw->lock);
 }
 

@@ -59,13 +59,19 @@ enum gs_err gs_fw_node_set_unhealthy(struct gs_fw *fw, const char *name, uint64_
 /* A pod seen with an allocation (from its annotations): recorded as BOUND
  * when bound, kept if already known. GS_ENOTFOUND: unknown node. */
 enum gs_err gs_fw_pod_restore(struct gs_fw *fw, const struct gs_alloc *alloc) GS_WUR;
+/* A pod exists, pending (alloc NULL) or bound with alloc: the plugins'
+ * pod_seen hooks (gangs count their members). */
+void gs_fw_pod_seen(struct gs_fw *fw, const struct gs_pod_request *pod,
+                    const struct gs_alloc *alloc);
 /* A pod left (deleted, Succeeded, Failed): frees its allocation. */
 void gs_fw_pod_gone(struct gs_fw *fw, const char *uid);
 /* Releases ASSUMED allocations older than max_age_ns whose UID is not
  * confirmed; returns how many. */
 size_t gs_fw_expire_assumed(struct gs_fw *fw, int64_t now_ns, int64_t max_age_ns);
-/* Lets time-driven plugins (gang timeouts) act. */
-void gs_fw_tick(struct gs_fw *fw, int64_t now_ns);
+/* Lets time-driven plugins (gang timeouts) act; what they report goes to
+ * notify (NULL: dropped). notify's callback runs under the write lock: it
+ * must not call back into fw. */
+void gs_fw_tick(struct gs_fw *fw, int64_t now_ns, const struct gs_notify *notify);
 
 /* Runs fn with the lock held shared; the ledger must not escape fn. */
 void gs_fw_read(struct gs_fw *fw, void (*fn)(const struct gs_ledger *ledger, void *arg),

@@ -12,6 +12,7 @@
 
 #include <inttypes.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,6 +43,8 @@ struct gs_sched {
   struct gs_strmap *kept;      /* uid → struct kept */
   struct gs_strmap *by_node;   /* node → struct node_kept (the same records, by node) */
   struct gs_strmap *unhealthy; /* node → struct unhealthy */
+  struct gs_notify notify;     /* the front end's; set before ticks start */
+  _Atomic uint64_t gang_timeouts;
 };
 
 struct gs_sched *gs_sched_new(const struct gs_policy *policy) {
@@ -311,7 +314,32 @@ enum gs_err gs_sched_set_unhealthy(struct gs_sched *s, const char *node, uint64_
 
 /* ---- time --------------------------------------------------------------- */
 
-void gs_sched_tick(struct gs_sched *s, int64_t now_ns) { gs_fw_tick(s->fw, now_ns); }
+/* Counts what the service reports about itself, then passes it on. */
+static void on_notice(void *ctx, const struct gs_notice *n) {
+  struct gs_sched *s = ctx;
+  if (n->kind == GS_NOTICE_GANG_TIMEOUT && n->pod == NULL)
+    atomic_fetch_add(&s->gang_timeouts, 1);
+  if (s->notify.notice != NULL)
+    s->notify.notice(s->notify.ctx, n);
+}
+
+void gs_sched_set_notify(struct gs_sched *s, const struct gs_notify *notify) {
+  s->notify = notify != NULL ? *notify : (struct gs_notify){NULL, NULL};
+}
+
+void gs_sched_tick(struct gs_sched *s, int64_t now_ns) {
+  struct gs_notify n = {on_notice, s};
+  gs_fw_tick(s->fw, now_ns, &n);
+}
+
+uint64_t gs_sched_gang_timeouts(struct gs_sched *s) { return atomic_load(&s->gang_timeouts); }
+
+void gs_sched_pod_seen(struct gs_sched *s, const struct gs_pod_request *pod,
+                       const struct gs_alloc *alloc) {
+  if (pod == NULL || pod->uid[0] == '\0')
+    return;
+  gs_fw_pod_seen(s->fw, pod, alloc);
+}
 
 size_t gs_sched_expire_assumed(struct gs_sched *s, int64_t now_ns, int64_t max_age_ns) {
   return gs_fw_expire_assumed(s->fw, now_ns, max_age_ns);

@@ -35,6 +35,7 @@ struct gs_server {
   atomic_uint pending_unit;
   pthread_mutex_t mu; /* guards stats */
   struct gs_cluster_stats stats; /* backend counters at the last scrape (under mu) */
+  uint64_t gang_timeouts;        /* the service's count at the last scrape (under mu) */
 };
 
 static int64_t now_ns(void) {
@@ -145,6 +146,40 @@ static void sink_node_delete(void *ctx, const char *name) {
     gs_log(GS_LVL_INFO, "node removed", "node=%s", name);
 }
 
+/* A pod of a distributed job, pending or bound: the service counts the
+ * job's members present and rebuilds a running job's slots from it
+ * (docs/gangs.md). Only pods with the job label are decoded. */
+static void sink_gang_member(struct gs_server *s, const json_t *pod) {
+  struct gs_pod_request req;
+  const json_t *labels = json_object_get(json_object_get(pod, "metadata"), "labels");
+  struct gs_diag diag = {"", ""};
+  struct gs_api_alloc a;
+  struct gs_alloc alloc;
+  const char *node = gs_api_pod_node(pod);
+
+  if (json_object_get(labels, GS_LABEL_GANG_JOB) == NULL ||
+      gs_api_pod_decode(pod, &req, &diag) != GS_EOK)
+    return;
+  if (node == NULL || node[0] == '\0' ||
+      gs_api_alloc_from_pod(pod, gs_sched_policy(s->sched)->unit_mib, &a, &diag) != GS_EOK) {
+    gs_sched_pod_seen(s->sched, &req, NULL);
+    return;
+  }
+  alloc = (struct gs_alloc){
+      .ns = req.ns,
+      .name = req.name,
+      .uid = req.uid,
+      .node = node,
+      .kind = a.kind,
+      .state = GS_ALLOC_BOUND,
+      .unit_mib = a.unit_mib,
+      .assume_time_ns = a.assume_time_ns,
+      .nparts = a.nparts,
+      .parts = a.parts,
+  };
+  gs_sched_pod_seen(s->sched, &req, &alloc);
+}
+
 static void sink_pod_upsert(void *ctx, const json_t *pod) {
   struct gs_server *s = ctx;
   const char *uid = gs_api_pod_uid(pod);
@@ -157,6 +192,27 @@ static void sink_pod_upsert(void *ctx, const json_t *pod) {
     return;
   }
   sink_pod_bound(s, pod);
+  sink_gang_member(s, pod);
+}
+
+/* What the service reports from its tick (a gang timed out): a log line
+ * for the gang, a Warning Event on each member not bound. Runs with the
+ * ledger locked: the event is only queued here. */
+static void on_notice(void *ctx, const struct gs_notice *n) {
+  struct gs_server *s = ctx;
+  json_t *obj;
+  if (n->kind != GS_NOTICE_GANG_TIMEOUT)
+    return;
+  if (n->pod == NULL) {
+    gs_log(GS_LVL_WARN, "gang timed out", "job=%s/%s message=\"%s\"", n->ns, n->job,
+           n->message);
+    return;
+  }
+  obj = json_pack("{s:{s:s, s:s, s:s}}", "metadata", "namespace", n->ns, "name", n->pod, "uid",
+                  n->pod_uid);
+  if (obj != NULL && s->cluster.ops->event != NULL)
+    s->cluster.ops->event(s->cluster.self, obj, "GangTimeout", n->message);
+  json_decref(obj);
 }
 
 static void sink_pod_delete(void *ctx, const json_t *pod) {
@@ -600,6 +656,15 @@ static void route_metrics(struct gs_server *s, struct gs_http_response *resp) {
     s->stats = cs;
     pthread_mutex_unlock(&s->mu);
   }
+  {
+    uint64_t t = gs_sched_gang_timeouts(s->sched);
+    pthread_mutex_lock(&s->mu);
+    gs_metrics_counter_add(s->metrics, "gpushare_gang_timeouts_total",
+                           "Gang plans not all bound within gangTimeoutSeconds.", none,
+                           (double)(t - s->gang_timeouts));
+    s->gang_timeouts = t;
+    pthread_mutex_unlock(&s->mu);
+  }
   gs_metrics_gauge_set(s->metrics, "gpushare_pending_unit_mib",
                        "gpuMemoryUnit waiting for a restart (0: none).", none,
                        (double)atomic_load(&s->pending_unit));
@@ -754,6 +819,10 @@ enum gs_err gs_server_start(struct gs_server *s, const struct gs_policy *policy,
   if (s->sched == NULL) {
     gs_diag_set(diag, "", "out of memory");
     return GS_ENOMEM;
+  }
+  {
+    struct gs_notify notify = {on_notice, s};
+    gs_sched_set_notify(s->sched, &notify);
   }
   atomic_store(&s->configured, true);
   gs_log(GS_LVL_INFO, "configured", "unit=%s nodePolicy=%s cgpuMaxPodsPerGPU=%u gangTimeoutSeconds=%u",

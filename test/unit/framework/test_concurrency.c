@@ -133,7 +133,7 @@ static void *housekeeper(void *arg) {
     CHECK(gs_fw_node_set_unhealthy(fw, node_names[(i + 1) % NODES], i % 4 == 0 ? 1u : 0u) ==
           GS_EOK);
     (void)gs_fw_expire_assumed(fw, 1000, INT64_C(1) << 40); /* nothing is that old */
-    gs_fw_tick(fw, 1000);
+    gs_fw_tick(fw, 1000, NULL);
     gs_fw_read(fw, check_fn, &c);
     CHECK(c.overcommitted == 0);
     CHECK(c.mismatched == 0);

@@ -84,8 +84,7 @@ static struct owners owners(struct gs_fw *fw, const char *node) {
   return o;
 }
 
-/* kube-scheduler's cycle for one pod: filter over all nodes, then bind to
- * the one that passed. Returns the node or NULL. */
+
 static void count_plan(void *arg, const struct gs_plan_view *p) {
   (void)p;
   (*(size_t *)arg)++;
@@ -103,8 +102,11 @@ static size_t plans(struct gs_fw *fw) {
   return n;
 }
 
-static const char *schedule(struct gs_fw *fw, const struct gs_pod_request *p, int64_t now,
-                            char *reason, size_t len) {
+/* kube-scheduler's cycle for one pod: filter over all nodes, then bind to
+ * the one that passed. Returns the node or NULL (then *code and reason say
+ * why: the last node's). */
+static const char *schedule_code(struct gs_fw *fw, const struct gs_pod_request *p, int64_t now,
+                                 char *reason, size_t len, enum gs_code *code) {
   static const char *nodes[] = {"topo-a", "topo-b"};
   struct gs_node_result r[2];
   struct gs_annotations a = {0};
@@ -116,8 +118,11 @@ static const char *schedule(struct gs_fw *fw, const struct gs_pod_request *p, in
     if (r[i].code == GS_CODE_SUCCESS) {
       assert_null(chosen); /* a member passes only on its slot's node */
       chosen = nodes[i];
-    } else if (reason != NULL) {
-      snprintf(reason, len, "%s", r[i].reason);
+    } else {
+      if (reason != NULL)
+        snprintf(reason, len, "%s", r[i].reason);
+      if (code != NULL)
+        *code = r[i].code;
     }
   }
   if (chosen == NULL)
@@ -129,22 +134,85 @@ static const char *schedule(struct gs_fw *fw, const struct gs_pod_request *p, in
   return chosen;
 }
 
-static void test_two_replicas_both_bound(void **state) {
+static const char *schedule(struct gs_fw *fw, const struct gs_pod_request *p, int64_t now,
+                            char *reason, size_t len) {
+  return schedule_code(fw, p, now, reason, len, NULL);
+}
+
+/* The watch reports a pending member (docs/gangs.md: members present). */
+static void seen(struct gs_fw *fw, const struct gs_pod_request *p) { gs_fw_pod_seen(fw, p, NULL); }
+
+/* Notices from tick, collected. */
+struct notices {
+  int gang, pods;
+  char last_pod[64], message[512];
+};
+static void on_notice(void *ctx, const struct gs_notice *n) {
+  struct notices *ns = ctx;
+  assert_int_equal(n->kind, GS_NOTICE_GANG_TIMEOUT);
+  if (n->pod == NULL) {
+    ns->gang++;
+    snprintf(ns->message, sizeof ns->message, "%s", n->message);
+  } else {
+    ns->pods++;
+    snprintf(ns->last_pod, sizeof ns->last_pod, "%s", n->pod);
+  }
+}
+
+static uint32_t held(struct gs_fw *fw) {
+  return owners(fw, "topo-a").owned + owners(fw, "topo-b").owned;
+}
+static uint32_t by_members(struct gs_fw *fw) {
+  return owners(fw, "topo-a").by_members + owners(fw, "topo-b").by_members;
+}
+
+/* Issue 13 item 1: a member alone is refused, with how many of R are
+ * present, and holds nothing; when the last member appears the plan holds
+ * every slot and the members bind. */
+static void test_no_member_binds_before_all_exist(void **state) {
   struct gs_fw *fw = fw_new(60);
-  struct gs_pod_request m0 = member("pytorch", 0, 2, 1), m1 = member("pytorch", 1, 2, 1);
-  const char *n0, *n1;
+  struct gs_pod_request m0 = member("pytorch", 0, 3, 1), m1 = member("pytorch", 1, 3, 1),
+                        m2 = member("pytorch", 2, 3, 1);
+  char reason[GS_REASON_MAX] = "";
+  enum gs_code code = GS_CODE_SUCCESS;
   (void)state;
   add_topo_node(fw, "topo-a");
   add_topo_node(fw, "topo-b");
-  n0 = schedule(fw, &m0, 1 * SEC, NULL, 0);
-  assert_non_null(n0);
+  assert_null(schedule_code(fw, &m0, 1 * SEC, reason, sizeof reason, &code));
+  assert_string_equal(reason, "gang default/pytorch: 1 of 3 members present");
+  assert_int_equal(code, GS_CODE_UNRESOLVABLE);
+  assert_int_equal(held(fw), 0);
+  assert_int_equal(plans(fw), 0);
+  seen(fw, &m1); /* the watch saw the second one */
+  assert_null(schedule_code(fw, &m0, 2 * SEC, reason, sizeof reason, &code));
+  assert_string_equal(reason, "gang default/pytorch: 2 of 3 members present");
+  assert_int_equal(held(fw), 0);
+  /* The third: all present, the plan holds all three slots at once. */
+  assert_non_null(schedule(fw, &m2, 3 * SEC, NULL, 0));
+  assert_int_equal(held(fw), 3);
+  assert_int_equal(by_members(fw), 1);
+  assert_int_equal(plans(fw), 1);
+  assert_non_null(schedule(fw, &m0, 4 * SEC, NULL, 0));
+  assert_non_null(schedule(fw, &m1, 4 * SEC, NULL, 0));
+  assert_int_equal(by_members(fw), 3);
+  gs_fw_tick(fw, 5 * SEC, NULL);
+  assert_int_equal(plans(fw), 0); /* complete: no longer a plan */
+  gs_fw_free(fw);
+}
+
+static void test_two_replicas_both_bound(void **state) {
+  struct gs_fw *fw = fw_new(60);
+  struct gs_pod_request m0 = member("pytorch", 0, 2, 1), m1 = member("pytorch", 1, 2, 1);
+  (void)state;
+  add_topo_node(fw, "topo-a");
+  add_topo_node(fw, "topo-b");
+  seen(fw, &m1);
+  assert_non_null(schedule(fw, &m0, 1 * SEC, NULL, 0));
   /* After the first member, the plan holds both slots. */
-  assert_int_equal(owners(fw, "topo-a").owned + owners(fw, "topo-b").owned, 2);
-  n1 = schedule(fw, &m1, 2 * SEC, NULL, 0);
-  assert_non_null(n1);
-  assert_int_equal(owners(fw, "topo-a").by_members + owners(fw, "topo-b").by_members, 2);
-  /* Complete gangs are no longer listed. */
-  gs_fw_tick(fw, 3 * SEC);
+  assert_int_equal(held(fw), 2);
+  assert_non_null(schedule(fw, &m1, 2 * SEC, NULL, 0));
+  assert_int_equal(by_members(fw), 2);
+  gs_fw_tick(fw, 3 * SEC, NULL);
   assert_int_equal(plans(fw), 0);
   gs_fw_free(fw);
 }
@@ -155,68 +223,83 @@ static void test_two_replicas_both_bound(void **state) {
 static void test_long_namespace_and_job_names(void **state) {
   struct gs_fw *fw = fw_new(60);
   char job[64], ns[64];
-  struct gs_pod_request m0, m1, o0, o1;
+  struct gs_pod_request m[4];
   (void)state;
   memset(job, 'j', 63);
   job[63] = '\0';
   memset(ns, 'n', 63);
   ns[63] = '\0';
-  m0 = member(job, 0, 2, 1);
-  m1 = member(job, 1, 2, 1);
-  snprintf(m0.ns, sizeof m0.ns, "%s", ns);
-  snprintf(m1.ns, sizeof m1.ns, "%s", ns);
-  /* the same job name in another namespace is another gang */
-  job[62] = 'k';
-  o0 = member(job, 0, 2, 1);
-  o1 = member(job, 1, 2, 1);
-  snprintf(o0.ns, sizeof o0.ns, "%s", ns);
-  snprintf(o1.ns, sizeof o1.ns, "%s", ns);
-  snprintf(m0.uid, sizeof m0.uid, "uid-m0");
-  snprintf(m1.uid, sizeof m1.uid, "uid-m1");
-  snprintf(o0.uid, sizeof o0.uid, "uid-o0");
-  snprintf(o1.uid, sizeof o1.uid, "uid-o1");
+  for (int i = 0; i < 4; i++) {
+    if (i == 2)
+      job[62] = 'k'; /* the same job name in another namespace is another gang */
+    m[i] = member(job, i % 2, 2, 1);
+    snprintf(m[i].ns, sizeof m[i].ns, "%s", ns);
+    snprintf(m[i].uid, sizeof m[i].uid, "uid-m%d", i);
+    seen(fw, &m[i]);
+  }
   add_topo_node(fw, "topo-a");
   add_topo_node(fw, "topo-b");
-  assert_non_null(schedule(fw, &m0, 1 * SEC, NULL, 0));
-  assert_non_null(schedule(fw, &o0, 1 * SEC, NULL, 0));
-  assert_int_equal(owners(fw, "topo-a").owned + owners(fw, "topo-b").owned, 4);
-  assert_non_null(schedule(fw, &m1, 2 * SEC, NULL, 0));
-  assert_non_null(schedule(fw, &o1, 2 * SEC, NULL, 0));
-  assert_int_equal(owners(fw, "topo-a").by_members + owners(fw, "topo-b").by_members, 4);
+  assert_non_null(schedule(fw, &m[0], 1 * SEC, NULL, 0));
+  assert_non_null(schedule(fw, &m[2], 1 * SEC, NULL, 0));
+  assert_int_equal(held(fw), 4);
+  assert_non_null(schedule(fw, &m[1], 2 * SEC, NULL, 0));
+  assert_non_null(schedule(fw, &m[3], 2 * SEC, NULL, 0));
+  assert_int_equal(by_members(fw), 4);
   gs_fw_free(fw);
 }
 
 static void test_gang_that_cannot_fit_binds_nothing(void **state) {
   struct gs_fw *fw = fw_new(60);
-  struct gs_pod_request m0 = member("big", 0, 3, 8);
+  struct gs_pod_request m0 = member("big", 0, 3, 8), m1 = member("big", 1, 3, 8),
+                        m2 = member("big", 2, 3, 8);
   char reason[GS_REASON_MAX] = "";
   (void)state;
   add_topo_node(fw, "topo-a");
   add_topo_node(fw, "topo-b");
+  seen(fw, &m1);
+  seen(fw, &m2);
   assert_null(schedule(fw, &m0, 1 * SEC, reason, sizeof reason));
-  assert_non_null(strstr(reason, "default/big"));
-  assert_non_null(strstr(reason, "2 of 3"));
-  assert_null(strstr(reason, "topo-"));
-  assert_int_equal(owners(fw, "topo-a").owned + owners(fw, "topo-b").owned, 0);
+  assert_string_equal(reason, "gang default/big: only 2 of 3 replicas fit (8 whole GPUs each)");
+  assert_int_equal(held(fw), 0);
   assert_int_equal(plans(fw), 0);
   gs_fw_free(fw);
 }
 
+/* Issue 13 item 4: the slots of members not bound are released, with a
+ * notice for the gang and one for each such member. */
 static void test_incomplete_gang_times_out(void **state) {
   struct gs_fw *fw = fw_new(60);
-  struct gs_pod_request m0 = member("slow", 0, 2, 4);
+  struct gs_pod_request m0 = member("slow", 0, 2, 4), m1 = member("slow", 1, 2, 4);
+  struct notices got = {0};
+  struct gs_notify notify = {on_notice, &got};
+  struct gs_node_result r[2];
+  static const char *nodes[] = {"topo-a", "topo-b"};
   (void)state;
   add_topo_node(fw, "topo-a");
   add_topo_node(fw, "topo-b");
+  seen(fw, &m1);
   assert_non_null(schedule(fw, &m0, 1 * SEC, NULL, 0));
-  assert_int_equal(owners(fw, "topo-a").owned + owners(fw, "topo-b").owned, 8);
-  gs_fw_tick(fw, 30 * SEC);
-  assert_int_equal(owners(fw, "topo-a").owned + owners(fw, "topo-b").owned, 8);
-  gs_fw_tick(fw, 62 * SEC);
+  /* m1 passes filter (its slot is assigned) but never binds */
+  assert_int_equal(gs_fw_filter(fw, &m1, nodes, 2, 2 * SEC, r), GS_EOK);
+  assert_int_equal(held(fw), 8);
+  gs_fw_tick(fw, 30 * SEC, &notify);
+  assert_int_equal(held(fw), 8);
+  assert_int_equal(got.gang, 0);
+  gs_fw_tick(fw, 62 * SEC, &notify);
   /* The second slot is released; the bound member keeps its 4 GPUs. */
-  assert_int_equal(owners(fw, "topo-a").owned + owners(fw, "topo-b").owned, 4);
-  assert_int_equal(owners(fw, "topo-a").by_members + owners(fw, "topo-b").by_members, 4);
+  assert_int_equal(held(fw), 4);
+  assert_int_equal(by_members(fw), 4);
   assert_int_equal(plans(fw), 0);
+  assert_int_equal(got.gang, 1);
+  assert_int_equal(got.pods, 1);
+  assert_string_equal(got.last_pod, "slow-1");
+  assert_non_null(strstr(got.message, "gang default/slow: 1 of 2 members bound within "
+                                      "gangTimeoutSeconds (60 s)"));
+  gs_fw_tick(fw, 200 * SEC, &notify);
+  assert_int_equal(got.gang, 1); /* once */
+  /* m1 comes back: all present, its slot is planned again and binds */
+  assert_non_null(schedule(fw, &m1, 201 * SEC, NULL, 0));
+  assert_int_equal(by_members(fw), 8);
   gs_fw_free(fw);
 }
 
@@ -240,6 +323,8 @@ static void test_four_gpu_member_gets_an_nvlink_quad(void **state) {
   gs_fw_free(fw);
 }
 
+/* A member deleted while the plan is being bound: its slot is held again
+ * for the replacement. */
 static void test_deleted_member_frees_its_slot(void **state) {
   struct gs_fw *fw = fw_new(60);
   struct gs_pod_request m0 = member("del", 0, 2, 2), m1 = member("del", 1, 2, 2),
@@ -247,25 +332,128 @@ static void test_deleted_member_frees_its_slot(void **state) {
   (void)state;
   add_topo_node(fw, "topo-a");
   add_topo_node(fw, "topo-b");
+  seen(fw, &m1);
   assert_non_null(schedule(fw, &m0, 1 * SEC, NULL, 0));
   gs_fw_pod_gone(fw, m0.uid);
-  /* The slot goes back to the plan: the GPUs stay held for a replacement. */
-  assert_int_equal(owners(fw, "topo-a").owned + owners(fw, "topo-b").owned, 4);
-  assert_int_equal(owners(fw, "topo-a").by_members + owners(fw, "topo-b").by_members, 0);
+  assert_int_equal(held(fw), 4);
+  assert_int_equal(by_members(fw), 0);
   assert_non_null(schedule(fw, &m2, 2 * SEC, NULL, 0));
   assert_non_null(schedule(fw, &m1, 3 * SEC, NULL, 0));
-  assert_int_equal(owners(fw, "topo-a").by_members + owners(fw, "topo-b").by_members, 4);
+  assert_int_equal(by_members(fw), 4);
+  gs_fw_free(fw);
+}
+
+/* Issue 13 item 2: 2 x 4 GPUs bound on an 8-GPU node; a member deleted and
+ * recreated is planned into the 4 free GPUs. */
+static void test_replacement_of_a_running_member(void **state) {
+  struct gs_fw *fw = fw_new(60);
+  struct gs_pod_request m0 = member("run", 0, 2, 4), m1 = member("run", 1, 2, 4),
+                        m2 = member("run", 2, 2, 4);
+  const char *n0, *n1, *n2;
+  (void)state;
+  add_topo_node(fw, "topo-a");
+  add_topo_node(fw, "topo-b");
+  seen(fw, &m1);
+  n0 = schedule(fw, &m0, 1 * SEC, NULL, 0);
+  n1 = schedule(fw, &m1, 1 * SEC, NULL, 0);
+  assert_non_null(n0);
+  assert_non_null(n1);
+  assert_string_equal(n0, n1); /* one node: the job stays together */
+  gs_fw_tick(fw, 2 * SEC, NULL);
+  assert_int_equal(plans(fw), 0);
+  gs_fw_pod_gone(fw, m1.uid);
+  assert_int_equal(by_members(fw), 4);
+  assert_int_equal(held(fw), 4); /* nothing held for a running job's lost member */
+  n2 = schedule(fw, &m2, 100 * SEC, NULL, 0);
+  assert_non_null(n2);
+  assert_string_equal(n2, n0); /* the job's node first */
+  assert_int_equal(by_members(fw), 8);
+  gs_fw_free(fw);
+}
+
+/* Issue 13 item 2 after a restart: the bound member is reported by the
+ * watch with its allocation; the replacement is planned beside it. */
+static void test_replacement_after_a_restart(void **state) {
+  struct gs_fw *fw = fw_new(60);
+  struct gs_pod_request m1 = member("re", 1, 2, 4), m2 = member("re", 2, 2, 4);
+  struct gs_alloc_part parts[4];
+  struct gs_alloc a = {.ns = "default", .name = "re-1", .uid = "uid-re-1", .node = "topo-b",
+                       .kind = GS_ALLOC_WHOLE, .state = GS_ALLOC_BOUND, .unit_mib = 1024,
+                       .nparts = 4, .parts = parts};
+  (void)state;
+  for (uint32_t i = 0; i < 4; i++)
+    parts[i] = (struct gs_alloc_part){0, 4 + i, 0};
+  add_topo_node(fw, "topo-a");
+  add_topo_node(fw, "topo-b");
+  assert_int_equal(gs_fw_pod_restore(fw, &a), GS_EOK);
+  gs_fw_pod_seen(fw, &m1, &a);
+  assert_string_equal(schedule(fw, &m2, 1 * SEC, NULL, 0), "topo-b");
+  assert_int_equal(owners(fw, "topo-b").by_members, 8);
+  gs_fw_free(fw);
+}
+
+/* Issue 13 item 3: members that disagree refuse the job before any binds,
+ * as unresolvable, naming both; nothing is held. */
+static void test_disagreeing_members_refuse_the_job(void **state) {
+  struct gs_fw *fw = fw_new(60);
+  struct gs_pod_request m0 = member("mix", 0, 2, 2), m1 = member("mix", 1, 2, 4),
+                        m2 = member("mix", 2, 2, 2);
+  char reason[GS_REASON_MAX] = "";
+  enum gs_code code = GS_CODE_SUCCESS;
+  const char *want = "gang default/mix: members disagree: pod mix-0 asks 2 GPUs x 2 replicas, "
+                     "pod mix-1 asks 4 GPUs x 2 replicas";
+  (void)state;
+  add_topo_node(fw, "topo-a");
+  add_topo_node(fw, "topo-b");
+  assert_null(schedule(fw, &m0, 1 * SEC, reason, sizeof reason));
+  assert_string_equal(reason, "gang default/mix: 1 of 2 members present");
+  assert_null(schedule_code(fw, &m1, 2 * SEC, reason, sizeof reason, &code));
+  assert_string_equal(reason, want);
+  assert_int_equal(code, GS_CODE_UNRESOLVABLE);
+  assert_null(schedule_code(fw, &m0, 3 * SEC, reason, sizeof reason, &code));
+  assert_string_equal(reason, want);
+  assert_int_equal(held(fw), 0);
+  /* the odd one is deleted and a right one comes: the job runs */
+  gs_fw_pod_gone(fw, m1.uid);
+  assert_non_null(schedule(fw, &m2, 4 * SEC, NULL, 0));
+  assert_non_null(schedule(fw, &m0, 4 * SEC, NULL, 0));
+  assert_int_equal(by_members(fw), 4);
+  gs_fw_free(fw);
+}
+
+/* A replica count that differs is a disagreement too; more pods than
+ * replicas: the extra one is refused. */
+static void test_replica_disagreement_and_surplus(void **state) {
+  struct gs_fw *fw = fw_new(60);
+  struct gs_pod_request a0 = member("rep", 0, 2, 1), a1 = member("rep", 1, 3, 1);
+  struct gs_pod_request b0 = member("sur", 0, 1, 1), b1 = member("sur", 1, 1, 1);
+  char reason[GS_REASON_MAX] = "";
+  (void)state;
+  add_topo_node(fw, "topo-a");
+  add_topo_node(fw, "topo-b");
+  seen(fw, &a0);
+  assert_null(schedule(fw, &a1, 1 * SEC, reason, sizeof reason));
+  assert_string_equal(reason, "gang default/rep: members disagree: pod rep-0 asks 1 GPUs x 2 "
+                              "replicas, pod rep-1 asks 1 GPUs x 3 replicas");
+  assert_non_null(schedule(fw, &b0, 1 * SEC, NULL, 0));
+  assert_null(schedule(fw, &b1, 2 * SEC, reason, sizeof reason));
+  assert_string_equal(reason, "gang default/sur: all 1 replica slots are taken");
   gs_fw_free(fw);
 }
 
 int main(void) {
   const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_no_member_binds_before_all_exist),
       cmocka_unit_test(test_two_replicas_both_bound),
       cmocka_unit_test(test_gang_that_cannot_fit_binds_nothing),
       cmocka_unit_test(test_long_namespace_and_job_names),
       cmocka_unit_test(test_incomplete_gang_times_out),
       cmocka_unit_test(test_four_gpu_member_gets_an_nvlink_quad),
       cmocka_unit_test(test_deleted_member_frees_its_slot),
+      cmocka_unit_test(test_replacement_of_a_running_member),
+      cmocka_unit_test(test_replacement_after_a_restart),
+      cmocka_unit_test(test_disagreeing_members_refuse_the_job),
+      cmocka_unit_test(test_replica_disagreement_and_surplus),
   };
   return cmocka_run_group_tests(tests, load_dgx1, NULL);
 }

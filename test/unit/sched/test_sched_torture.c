@@ -103,8 +103,10 @@ static enum gs_err op_bind(struct gs_sched *s) {
 static enum gs_err op_gang(struct gs_sched *s) {
   const char *nodes[] = {"topo-a", "topo-b"};
   struct gs_node_result r[2];
-  struct gs_pod_request m = member(0);
-  enum gs_err e = gs_sched_filter(s, &m, nodes, 2, NOW, r);
+  struct gs_pod_request m = member(0), other = member(1);
+  enum gs_err e;
+  gs_sched_pod_seen(s, &other, NULL); /* the watch saw the second member */
+  e = gs_sched_filter(s, &m, nodes, 2, NOW, r);
   if (e != GS_EOK)
     return e;
   /* the plan holds both slots, or it failed as a whole */
