@@ -69,10 +69,14 @@ struct gs_alloc {
   const char *ns, *name, *uid, *node;
   enum gs_alloc_kind kind;
   enum gs_alloc_state state;
-  uint32_t unit_mib;      /* unit the part amounts are counted in */
+  uint32_t unit_mib;      /* unit the part amounts are counted in; 0 in
+                             gs_ledger_restore only: not recorded on the pod */
   int64_t assume_time_ns; /* unix ns of the reservation */
   uint32_t nparts;
   const struct gs_alloc_part *parts;
+  /* With unit_mib 0: the GPU's capacity in the pod's unit as the pod says
+   * (ALIYUN_COM_GPU_MEM_DEV), 0 when it does not. Appended. */
+  uint64_t dev_units;
 };
 
 /* Creates an empty ledger whose new allocations use unit_mib (1024 or 128).
@@ -118,7 +122,12 @@ size_t gs_ledger_node_orphans(const struct gs_ledger *ledger, const char *name);
 enum gs_err gs_ledger_reserve(struct gs_ledger *ledger, const struct gs_alloc *alloc,
                               uint32_t cgpu_max_pods) GS_WUR;
 /* Like reserve but never refuses for lack of room: used to rebuild the
- * ledger from the apiserver, where the truth is whatever pods carry. */
+ * ledger from the apiserver, where the truth is whatever pods carry.
+ * A memory allocation whose unit was not recorded (unit_mib 0: a pod bound
+ * by another scheduler) gets the unit in which dev_units is the capacity of
+ * its first GPU here (dev_units x 1024 or x 128 MiB = that GPU's MiB); when
+ * that does not settle it, 1 GiB, the larger reading, so a GPU is never
+ * over-committed by a guess (docs/compatibility.md). */
 enum gs_err gs_ledger_restore(struct gs_ledger *ledger, const struct gs_alloc *alloc) GS_WUR;
 /* Frees a pod's allocation. GS_ENOTFOUND if the UID has none. */
 enum gs_err gs_ledger_release(struct gs_ledger *ledger, const char *uid) GS_WUR;

@@ -329,7 +329,7 @@ enum gs_err gs_api_alloc_from_pod(const json_t *pod, uint32_t default_unit_mib,
                                   struct gs_api_alloc *ret, struct gs_diag *diag) {
   struct gs_api_alloc *a;
   const json_t *anns;
-  const char *v2, *idx, *topo, *unit;
+  const char *v2, *idx, *topo, *unit, *dev;
   enum gs_err err;
 
   if (!json_is_object(pod)) {
@@ -350,6 +350,8 @@ enum gs_err gs_api_alloc_from_pod(const json_t *pod, uint32_t default_unit_mib,
                      diag);
   if (err == GS_EOK)
     err = ann_string(anns, GS_ANN_UNIT_MIB, ANN_PATH(GS_ANN_UNIT_MIB), &unit, diag);
+  if (err == GS_EOK)
+    err = ann_string(anns, GS_ANN_LEGACY_DEV, ANN_PATH(GS_ANN_LEGACY_DEV), &dev, diag);
   if (err != GS_EOK)
     return err;
   if (v2 == NULL && idx == NULL && topo == NULL)
@@ -359,6 +361,9 @@ enum gs_err gs_api_alloc_from_pod(const json_t *pod, uint32_t default_unit_mib,
   if (a == NULL)
     return GS_ENOMEM;
   a->unit_mib = default_unit_mib;
+  a->unit_recorded = unit != NULL;
+  if (dev == NULL || !gs__api_parse_decimal(dev, GS_API_QUANTITY_MAX, &a->dev_units))
+    a->dev_units = 0; /* unknown: the larger reading applies */
   if (unit != NULL) {
     if (strcmp(unit, "1024") == 0) {
       a->unit_mib = GS_UNIT_GIB;

@@ -145,7 +145,9 @@ char *gs_api_error_dump(const char *error);
 /* An allocation read back from a pod's annotations. */
 struct gs_api_alloc {
   enum gs_alloc_kind kind;
-  uint32_t unit_mib;
+  uint32_t unit_mib;      /* gpushare.io/unit-mib, else default_unit_mib */
+  bool unit_recorded;     /* gpushare.io/unit-mib was there */
+  uint64_t dev_units;     /* ALIYUN_COM_GPU_MEM_DEV when a decimal number, else 0 */
   int64_t assume_time_ns;
   bool assigned;
   uint32_t nparts;
@@ -158,7 +160,8 @@ struct gs_api_alloc {
  * sorted by (container, GPU). Legacy keys are per pod: ALIYUN_COM_GPU_MEM_POD
  * units go to container 0, split evenly over the ALIYUN_COM_GPU_MEM_IDX GPUs
  * with the remainder on the lowest GPU. assigned = the assigned key is
- * "true" (topology: "assigned":true). */
+ * "true" (topology: "assigned":true). Without gpushare.io/unit-mib the
+ * service infers a memory pod's unit from dev_units (gs_ledger_restore). */
 enum gs_err gs_api_alloc_from_pod(const json_t *pod, uint32_t default_unit_mib,
                                   struct gs_api_alloc *ret, struct gs_diag *diag) GS_WUR;
 

@@ -693,9 +693,37 @@ enum gs_err gs_ledger_reserve(struct gs_ledger *ledger, const struct gs_alloc *a
   return alloc_insert(ledger, node, alloc);
 }
 
+/* The unit of a memory allocation that does not record one: the unit in
+ * which the pod's own figure for its GPU's capacity (dev_units) is this
+ * node's capacity of that GPU; else the larger reading (1 GiB). */
+static uint32_t infer_unit(const struct node_rec *node, const struct gs_alloc *a) {
+  const struct gs_gpu *gpus = node->view.gpus;
+  uint32_t g = a->nparts > 0 && a->parts != NULL ? a->parts[0].gpu : UINT32_MAX;
+  uint64_t total;
+  if (a->kind != GS_ALLOC_MEM || a->dev_units == 0 || g >= node->view.ngpus)
+    return GS_UNIT_GIB;
+  total = gpus[g].total_mib;
+  if (a->dev_units <= UINT64_MAX / GS_UNIT_GIB && a->dev_units * GS_UNIT_GIB == total)
+    return GS_UNIT_GIB;
+  if (a->dev_units <= UINT64_MAX / GS_UNIT_128MIB && a->dev_units * GS_UNIT_128MIB == total)
+    return GS_UNIT_128MIB;
+  return GS_UNIT_GIB;
+}
+
 enum gs_err gs_ledger_restore(struct gs_ledger *ledger, const struct gs_alloc *alloc) {
   struct node_rec *node;
-  enum gs_err err = alloc_check_shape(alloc);
+  struct gs_alloc resolved;
+  enum gs_err err;
+
+  if (alloc != NULL && alloc->unit_mib == 0) {
+    node = alloc->node != NULL ? node_find(ledger, alloc->node) : NULL;
+    if (node == NULL)
+      return alloc->node == NULL ? GS_EINVAL : GS_ENOTFOUND;
+    resolved = *alloc;
+    resolved.unit_mib = infer_unit(node, alloc);
+    alloc = &resolved;
+  }
+  err = alloc_check_shape(alloc);
   if (err != GS_EOK)
     return err;
   if (gs_strmap_get(ledger->allocs, alloc->uid) != NULL)

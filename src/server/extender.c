@@ -1,291 +1,17 @@
-/* The extender: cluster events into the framework (the sink), and the HTTP
- * routes of docs/contract.md §2 over it. */
-#include "server.h"
+/* The extender's HTTP routes (docs/contract.md §2) over the scheduler
+ * service, and the server's lifecycle. The cluster sink is in sink.c. */
+#include "server_int.h"
 #include <gpushare/alloc.h>
 
-#include "api.h"
 #include "http.h"
-#include "log.h"
-#include "metrics.h"
-
-#include <gpushare/sched.h>
 
 #include <inttypes.h>
-#include <pthread.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
-#define UNHEALTHY_PREFIX "unhealthy-gpu-"
-#define UNHEALTHY_NS "kube-system"
 #define ASSUME_MAX_AGE_NS (INT64_C(300) * 1000000000) /* bind never confirmed */
-
-struct gs_server {
-  struct gs_config cfg;
-  struct gs_cluster cluster;
-  struct gs_sched *sched;    /* set once by gs_server_start, before configured */
-  atomic_bool configured;    /* sched exists: the routes may use it */
-  struct gs_metrics *metrics;
-  struct gs_http_server *http;
-  atomic_bool synced;
-  atomic_bool leader;
-  atomic_uint pending_unit;
-  pthread_mutex_t mu; /* guards stats */
-  struct gs_cluster_stats stats; /* backend counters at the last scrape (under mu) */
-  uint64_t gang_timeouts;        /* the service's count at the last scrape (under mu) */
-};
-
-static int64_t now_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_REALTIME, &ts);
-  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
-static double mono_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-static const char *meta_str(const json_t *obj, const char *key) {
-  return json_string_value(json_object_get(json_object_get(obj, "metadata"), key));
-}
-
-static void diag_text(const struct gs_diag *diag, const char *what, char *out, size_t len) {
-  if (diag->where[0] != '\0')
-    snprintf(out, len, "%s: %s: %s", what, diag->where, diag->text);
-  else
-    snprintf(out, len, "%s: %s", what, diag->text[0] ? diag->text : "malformed input");
-}
-
-/* ---- the sink: cluster events ------------------------------------------ */
-
-/* Parses "0,2" into a mask; junk entries are skipped. */
-static uint64_t parse_gpu_list(const char *text) {
-  uint64_t mask = 0;
-  while (text != NULL && *text) {
-    char *end;
-    unsigned long v = strtoul(text, &end, 10);
-    if (end != text && v < GS_MAX_GPUS)
-      mask |= UINT64_C(1) << v;
-    text = end == text ? text + 1 : end;
-  }
-  return mask;
-}
-
-/* Restores the allocation a pod carries. *ret_retry tells whether to keep
- * the pod and try again later: its node is not known yet, or memory ran out
- * (dropping it could over-commit its GPUs). */
-/* ---- the cluster's objects, decoded and handed to the service -------- */
-
-static void sink_pod_bound(struct gs_server *s, const json_t *pod) {
-  struct gs_api_alloc a;
-  struct gs_alloc alloc;
-  struct gs_diag diag = {"", ""};
-  const char *uid = gs_api_pod_uid(pod), *node = gs_api_pod_node(pod);
-  enum gs_err err;
-
-  if (uid == NULL || uid[0] == '\0' || node == NULL || node[0] == '\0')
-    return;
-  err = gs_api_alloc_from_pod(pod, gs_sched_policy(s->sched)->unit_mib, &a, &diag);
-  if (err == GS_ENOTFOUND)
-    return;
-  if (err != GS_EOK) {
-    gs_log(GS_LVL_WARN, "ignoring malformed allocation annotation",
-           "pod=%s/%s where=\"%s\" error=\"%s\"", gs_api_pod_ns(pod), gs_api_pod_name(pod),
-           diag.where, err == GS_ENOMEM ? "out of memory" : diag.text);
-    return;
-  }
-  alloc = (struct gs_alloc){
-      .ns = gs_api_pod_ns(pod),
-      .name = gs_api_pod_name(pod),
-      .uid = uid,
-      .node = node,
-      .kind = a.kind,
-      .state = GS_ALLOC_BOUND,
-      .unit_mib = a.unit_mib,
-      .assume_time_ns = a.assume_time_ns,
-      .nparts = a.nparts,
-      .parts = a.parts,
-  };
-  err = gs_sched_pod_bound(s->sched, &alloc);
-  if (err == GS_EOK)
-    gs_log(GS_LVL_DEBUG, "allocation restored", "pod=%s/%s node=%s", alloc.ns, alloc.name, node);
-  else if (err == GS_EAGAIN)
-    gs_log(GS_LVL_DEBUG, "allocation kept until its node comes", "pod=%s/%s node=%s", alloc.ns,
-           alloc.name, node);
-  else
-    gs_log(GS_LVL_WARN, "cannot restore allocation", "pod=%s/%s node=%s error=\"%s\"",
-           alloc.ns, alloc.name, node, gs_strerror(err));
-}
-
-static void sink_node_upsert(void *ctx, const json_t *node) {
-  struct gs_server *s = ctx;
-  struct gs_node_spec spec;
-  static __thread struct gs_topo topo; /* 8 KiB: keep it off the stack */
-  struct gs_diag diag = {"", ""};
-  enum gs_err err;
-
-  err = gs_api_node_decode(node, &spec, &topo, &diag);
-  if (err != GS_EOK) {
-    gs_log(GS_LVL_WARN, "ignoring node", "node=%s where=\"%s\" error=\"%s\"",
-           meta_str(node, "name") ? meta_str(node, "name") : "?", diag.where, diag.text);
-    return;
-  }
-  err = gs_sched_node_upsert(s->sched, &spec);
-  if (err != GS_EOK)
-    gs_log(GS_LVL_WARN, "cannot add node", "node=%s error=\"%s\"", spec.name, gs_strerror(err));
-}
-
-static void sink_node_delete(void *ctx, const char *name) {
-  struct gs_server *s = ctx;
-  if (gs_sched_node_remove(s->sched, name) == GS_EOK)
-    gs_log(GS_LVL_INFO, "node removed", "node=%s", name);
-}
-
-/* A pod of a distributed job, pending or bound: the service counts the
- * job's members present and rebuilds a running job's slots from it
- * (docs/gangs.md). Only pods with the job label are decoded. */
-static void sink_gang_member(struct gs_server *s, const json_t *pod) {
-  struct gs_pod_request req;
-  const json_t *labels = json_object_get(json_object_get(pod, "metadata"), "labels");
-  struct gs_diag diag = {"", ""};
-  struct gs_api_alloc a;
-  struct gs_alloc alloc;
-  const char *node = gs_api_pod_node(pod);
-
-  if (json_object_get(labels, GS_LABEL_GANG_JOB) == NULL ||
-      gs_api_pod_decode(pod, &req, &diag) != GS_EOK)
-    return;
-  if (node == NULL || node[0] == '\0' ||
-      gs_api_alloc_from_pod(pod, gs_sched_policy(s->sched)->unit_mib, &a, &diag) != GS_EOK) {
-    gs_sched_pod_seen(s->sched, &req, NULL);
-    return;
-  }
-  alloc = (struct gs_alloc){
-      .ns = req.ns,
-      .name = req.name,
-      .uid = req.uid,
-      .node = node,
-      .kind = a.kind,
-      .state = GS_ALLOC_BOUND,
-      .unit_mib = a.unit_mib,
-      .assume_time_ns = a.assume_time_ns,
-      .nparts = a.nparts,
-      .parts = a.parts,
-  };
-  gs_sched_pod_seen(s->sched, &req, &alloc);
-}
-
-static void sink_pod_upsert(void *ctx, const json_t *pod) {
-  struct gs_server *s = ctx;
-  const char *uid = gs_api_pod_uid(pod);
-  if (uid == NULL || uid[0] == '\0')
-    return;
-  if (gs_api_pod_is_terminal(pod)) {
-    /* Succeeded or Failed: its containers are gone, so are its GPUs. A pod
-     * that is only terminating keeps them until it stops. */
-    gs_sched_pod_gone(s->sched, uid);
-    return;
-  }
-  sink_pod_bound(s, pod);
-  sink_gang_member(s, pod);
-}
-
-/* What the service reports from its tick (a gang timed out): a log line
- * for the gang, a Warning Event on each member not bound. Runs with the
- * ledger locked: the event is only queued here. */
-static void on_notice(void *ctx, const struct gs_notice *n) {
-  struct gs_server *s = ctx;
-  json_t *obj;
-  if (n->kind != GS_NOTICE_GANG_TIMEOUT)
-    return;
-  if (n->pod == NULL) {
-    gs_log(GS_LVL_WARN, "gang timed out", "job=%s/%s message=\"%s\"", n->ns, n->job,
-           n->message);
-    return;
-  }
-  obj = json_pack("{s:{s:s, s:s, s:s}}", "metadata", "namespace", n->ns, "name", n->pod, "uid",
-                  n->pod_uid);
-  if (obj != NULL && s->cluster.ops->event != NULL)
-    s->cluster.ops->event(s->cluster.self, obj, "GangTimeout", n->message);
-  json_decref(obj);
-}
-
-static void sink_pod_delete(void *ctx, const json_t *pod) {
-  struct gs_server *s = ctx;
-  gs_sched_pod_gone(s->sched, gs_api_pod_uid(pod));
-}
-
-static bool is_config_cm(const struct gs_server *s, const json_t *cm) {
-  const char *ns = meta_str(cm, "namespace"), *name = meta_str(cm, "name");
-  return ns && name && strcmp(ns, s->cfg.configmap_ns) == 0 &&
-         strcmp(name, s->cfg.configmap_name) == 0;
-}
-
-static const char *unhealthy_node(const json_t *cm) {
-  const char *ns = meta_str(cm, "namespace"), *name = meta_str(cm, "name");
-  if (ns == NULL || name == NULL || strcmp(ns, UNHEALTHY_NS) != 0 ||
-      strncmp(name, UNHEALTHY_PREFIX, strlen(UNHEALTHY_PREFIX)) != 0)
-    return NULL;
-  return name + strlen(UNHEALTHY_PREFIX);
-}
-
-static void set_unhealthy(struct gs_server *s, const char *node, uint64_t mask) {
-  enum gs_err err = gs_sched_set_unhealthy(s->sched, node, mask);
-  if (err == GS_EOK)
-    gs_log(GS_LVL_INFO, "unhealthy GPUs updated", "node=%s mask=0x%" PRIx64, node, mask);
-  else
-    gs_log(GS_LVL_WARN, "cannot record unhealthy GPUs", "node=%s error=\"%s\"", node,
-           gs_strerror(err));
-}
-
-static void sink_configmap_upsert(void *ctx, const json_t *cm) {
-  struct gs_server *s = ctx;
-  const json_t *data = json_object_get(cm, "data");
-  const char *node;
-
-  if (is_config_cm(s, cm)) {
-    uint32_t unit = 0;
-    const char *text = json_string_value(json_object_get(data, "gpuMemoryUnit"));
-    unsigned pending = 0;
-    if (text != NULL && gs_unit_parse(text, &unit) != GS_EOK)
-      gs_log(GS_LVL_WARN, "invalid gpuMemoryUnit in ConfigMap", "value=\"%s\"", text);
-    else if (s->cfg.unit_override_mib == 0 && unit != 0 && unit != gs_sched_policy(s->sched)->unit_mib)
-      pending = unit;
-    if (atomic_exchange(&s->pending_unit, pending) != pending && pending != 0)
-      gs_log(GS_LVL_WARN, "gpuMemoryUnit changed; it applies at restart", "pendingUnit=%s",
-             gs_unit_name(pending));
-    return;
-  }
-  node = unhealthy_node(cm);
-  if (node != NULL)
-    set_unhealthy(s, node, parse_gpu_list(json_string_value(json_object_get(data, "gpus"))));
-}
-
-static void sink_configmap_delete(void *ctx, const json_t *cm) {
-  struct gs_server *s = ctx;
-  const char *node = unhealthy_node(cm);
-  if (node != NULL)
-    set_unhealthy(s, node, 0);
-  else if (is_config_cm(s, cm))
-    atomic_store(&s->pending_unit, 0);
-}
-
-static void sink_synced(void *ctx) {
-  struct gs_server *s = ctx;
-  if (!atomic_exchange(&s->synced, true))
-    gs_log(GS_LVL_INFO, "cache synced", "nodes=%s", "ready");
-}
-
-static void sink_leader(void *ctx, bool is_leader) {
-  struct gs_server *s = ctx;
-  if (atomic_exchange(&s->leader, is_leader) != is_leader)
-    gs_log(GS_LVL_INFO, is_leader ? "became leader" : "lost leadership", "%s", "");
-}
 
 /* ---- routes ------------------------------------------------------------ */
 
@@ -304,7 +30,7 @@ static void count(struct gs_server *s, const char *verb, const char *result, dou
   const char *vl[] = {"verb", verb, NULL};
   const char *rl[] = {"verb", verb, "result", result, NULL};
   gs_metrics_observe(s->metrics, "gpushare_request_duration_seconds",
-                     "Latency of extender verbs.", vl, mono_s() - t0);
+                     "Latency of extender verbs.", vl, gs__mono_s() - t0);
   gs_metrics_counter_add(s->metrics, "gpushare_requests_total",
                          "Extender requests by verb and result.", rl, 1);
 }
@@ -315,11 +41,11 @@ static bool decode_args(const struct gs_http_request *req, struct gs_api_args *a
                         struct gs_pod_request *pod, char *err, size_t errlen) {
   struct gs_diag diag = {"", ""};
   if (gs_api_args_decode(req->body, req->body_len, args, &diag) != GS_EOK) {
-    diag_text(&diag, "invalid ExtenderArgs", err, errlen);
+    gs__diag_text(&diag, "invalid ExtenderArgs", err, errlen);
     return false;
   }
   if (gs_api_pod_decode(args->pod, pod, &diag) != GS_EOK) {
-    diag_text(&diag, "invalid Pod", err, errlen);
+    gs__diag_text(&diag, "invalid Pod", err, errlen);
     gs_api_args_release(args);
     return false;
   }
@@ -328,7 +54,7 @@ static bool decode_args(const struct gs_http_request *req, struct gs_api_args *a
 
 static void route_filter(struct gs_server *s, const struct gs_http_request *req,
                          struct gs_http_response *resp) {
-  double t0 = mono_s();
+  double t0 = gs__mono_s();
   struct gs_api_args args;
   struct gs_pod_request *pod = gs_malloc(sizeof *pod);
   struct gs_node_result *res = NULL;
@@ -354,7 +80,7 @@ static void route_filter(struct gs_server *s, const struct gs_http_request *req,
   res = gs_malloc((args.nnodes ? args.nnodes : 1) * sizeof *res);
   out = gs_api_filter_result_new(args.by_names);
   if (res == NULL || out == NULL ||
-      gs_sched_filter(s->sched, pod, args.names, args.nnodes, now_ns(), res) != GS_EOK) {
+      gs_sched_filter(s->sched, pod, args.names, args.nnodes, gs__now_ns(), res) != GS_EOK) {
     respond(resp, 200, "application/json", gs_api_filter_error_dump("internal error"));
     goto release;
   }
@@ -390,7 +116,7 @@ done:
 
 static void route_prioritize(struct gs_server *s, const struct gs_http_request *req,
                              struct gs_http_response *resp) {
-  double t0 = mono_s();
+  double t0 = gs__mono_s();
   struct gs_api_args args;
   struct gs_pod_request *pod = gs_malloc(sizeof *pod);
   struct gs_node_result *res = NULL;
@@ -414,7 +140,7 @@ static void route_prioritize(struct gs_server *s, const struct gs_http_request *
   res = gs_malloc((args.nnodes ? args.nnodes : 1) * sizeof *res); /* all written */
   scores = gs_calloc(args.nnodes ? args.nnodes : 1, sizeof *scores);
   if (res == NULL || scores == NULL ||
-      gs_sched_prioritize(s->sched, pod, args.names, args.nnodes, now_ns(), res) != GS_EOK) {
+      gs_sched_prioritize(s->sched, pod, args.names, args.nnodes, gs__now_ns(), res) != GS_EOK) {
     respond_error(resp, 500, "internal error");
     goto release;
   }
@@ -443,7 +169,7 @@ static enum gs_err cluster_bind(void *ctx, const struct gs_pod_request *pod, con
 /* decode → one service call → encode. */
 static void route_bind(struct gs_server *s, const struct gs_http_request *req,
                        struct gs_http_response *resp) {
-  double t0 = mono_s();
+  double t0 = gs__mono_s();
   struct gs_api_bind_args args;
   struct gs_pod_request *pod = gs_malloc(sizeof *pod);
   struct gs_sched_bind_result *r = gs_malloc(sizeof *r);
@@ -463,7 +189,7 @@ static void route_bind(struct gs_server *s, const struct gs_http_request *req,
   }
   if (gs_api_bind_args_decode(req->body, req->body_len, &args, &diag) != GS_EOK) {
     result = "invalid";
-    diag_text(&diag, "invalid ExtenderBindingArgs", err, sizeof err);
+    gs__diag_text(&diag, "invalid ExtenderBindingArgs", err, sizeof err);
     goto answer;
   }
   obj = s->cluster.ops->pod_get(s->cluster.self, args.pod_ns, args.pod_name);
@@ -478,10 +204,10 @@ static void route_bind(struct gs_server *s, const struct gs_http_request *req,
     goto answer;
   }
   if (gs_api_pod_decode(obj, pod, &diag) != GS_EOK) {
-    diag_text(&diag, "invalid Pod", err, sizeof err);
+    gs__diag_text(&diag, "invalid Pod", err, sizeof err);
     goto answer;
   }
-  if (gs_sched_bind(s->sched, pod, gs_api_pod_node(obj), args.node, now_ns(), &binder, r) !=
+  if (gs_sched_bind(s->sched, pod, gs_api_pod_node(obj), args.node, gs__now_ns(), &binder, r) !=
       GS_EOK) {
     snprintf(err, sizeof err, "%s", r->err);
     if (r->no_fit)
@@ -801,17 +527,7 @@ enum gs_err gs_server_listen(struct gs_server *s, struct gs_diag *diag) {
 
 enum gs_err gs_server_start(struct gs_server *s, const struct gs_policy *policy,
                             struct gs_diag *diag) {
-  struct gs_cluster_sink sink = {
-      .ctx = s,
-      .node_upsert = sink_node_upsert,
-      .node_delete = sink_node_delete,
-      .pod_upsert = sink_pod_upsert,
-      .pod_delete = sink_pod_delete,
-      .configmap_upsert = sink_configmap_upsert,
-      .configmap_delete = sink_configmap_delete,
-      .synced = sink_synced,
-      .leader = sink_leader,
-  };
+  struct gs_cluster_sink sink = gs__server_sink(s);
   enum gs_err err;
 
   s->cfg.policy = *policy;
@@ -821,7 +537,7 @@ enum gs_err gs_server_start(struct gs_server *s, const struct gs_policy *policy,
     return GS_ENOMEM;
   }
   {
-    struct gs_notify notify = {on_notice, s};
+    struct gs_notify notify = {gs__server_on_notice, s};
     gs_sched_set_notify(s->sched, &notify);
   }
   atomic_store(&s->configured, true);
@@ -844,11 +560,11 @@ void gs_server_run(struct gs_server *s, volatile sig_atomic_t *stop) {
     nanosleep(&ts, NULL);
     if (!atomic_load(&s->configured))
       continue;
-    gs_sched_tick(s->sched, now_ns());
+    gs_sched_tick(s->sched, gs__now_ns());
     if (++ticks % 10 == 0) /* every ~2 s: pods waiting for their node or for memory */
       (void)gs_sched_retry_kept(s->sched);
     if (ticks % 50 == 0) { /* every ~10 s */
-      size_t n = gs_sched_expire_assumed(s->sched, now_ns(), ASSUME_MAX_AGE_NS);
+      size_t n = gs_sched_expire_assumed(s->sched, gs__now_ns(), ASSUME_MAX_AGE_NS);
       if (n > 0)
         gs_log(GS_LVL_WARN, "released reservations whose bind never confirmed", "count=%zu", n);
     }

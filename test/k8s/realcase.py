@@ -34,12 +34,12 @@ class Env:
     tmp = None
 
     @classmethod
-    def up(cls, unit="1GiB", ext_args=(), start_extender=True, **cp_kw):
+    def up(cls, unit="1GiB", ext_args=(), start_extender=True, config=None, **cp_kw):
         cls.tmp = tempfile.TemporaryDirectory(prefix="gs-k8s-")
         cls.cp = ControlPlane(cls.tmp.name, **cp_kw)
         try:
             cls.cp.start()
-            cls.set_unit(unit)
+            cls.set_unit(unit, config)
             if start_extender:
                 cls.ext = Extender(cls.cp, args=ext_args).wait_ready()
         except BaseException:
@@ -48,10 +48,11 @@ class Env:
             raise
 
     @classmethod
-    def set_unit(cls, unit):
+    def set_unit(cls, unit, config=None):
+        """The ConfigMap: gpuMemoryUnit and any other keys (config)."""
         cls.cp.admin.apply({"apiVersion": "v1", "kind": "ConfigMap",
                             "metadata": {"name": "gpushare-config", "namespace": "kube-system"},
-                            "data": {"gpuMemoryUnit": unit}})
+                            "data": {"gpuMemoryUnit": unit, **(config or {})}})
 
     @classmethod
     def down(cls):

@@ -4,6 +4,7 @@ items 1-3). Unit 128MiB, as in deploy/demo/."""
 import json
 import unittest
 
+import kcluster
 from realcase import (MEM_KEYS, Env, LeastPrivilege, RealCase, alloc_gpus,
                       topo_alloc, wait_for)
 
@@ -150,6 +151,47 @@ class SeedScenarios(RealCase):
             if n["name"] == "gpu-default-a":
                 self.assertEqual(n["mode"], "default")
                 self.assertEqual([g["usedMiB"] for g in n["gpus"]], [0])
+
+    def test_a_legacy_pod_keeps_its_unit_after_a_unit_change(self):
+        """Issue 13 item 7: a pod bound by Aliyun's extender under 1 GiB units
+        carries only the legacy keys (POD=8, DEV=16, no gpushare.io/unit-mib).
+        This module runs in 128 MiB units over 16 GiB GPUs: the pod is 8 GiB
+        (DEV=16 is the GPU in GiB), so a 12.5 GiB pod goes to the other GPU,
+        not beside it."""
+        self.node("gpu-legacy", "share", gpus=2, units=2 * GPU16)
+        old = kcluster.gpu_pod("aliyun-bound", ns=self.ns, units=8)
+        old["spec"]["nodeName"] = "gpu-legacy"
+        old["metadata"]["annotations"] = {
+            "ALIYUN_COM_GPU_MEM_IDX": "0", "ALIYUN_COM_GPU_MEM_POD": "8",
+            "ALIYUN_COM_GPU_MEM_DEV": "16", "ALIYUN_COM_GPU_MEM_ASSIGNED": "true",
+            "ALIYUN_COM_GPU_MEM_ASSUME_TIME": "1700000000000000000"}
+        self.k.create(old)
+        wait_for(lambda: Env.ext.ledger("gpu-legacy")["nodes"][0]["gpus"][0]["usedMiB"] == 8 * 1024,
+                 30, "the legacy pod read as 8 GiB")
+        self.pod("big", units=100)  # 12.5 GiB
+        (p,) = [p for p in self.wait_bound(2) if p["metadata"]["name"] == "big"]
+        self.assertEqual(alloc_gpus(p), [1])
+        used = [g["usedMiB"] for g in Env.ext.ledger("gpu-legacy")["nodes"][0]["gpus"]]
+        self.assertEqual(used, [8 * 1024, 100 * UNIT_MIB])
+
+    def test_a_bind_right_after_the_pod_was_created_never_answers_not_found(self):
+        """Issue 13 item 6: a bind that races the extender's informer (the pod
+        created a moment before) reads the pod from the apiserver. Pods of
+        another schedulerName, so only these direct binds touch them; each is
+        bound the instant its create returns."""
+        self.node("gpu-share-race", "share", gpus=4, units=4 * GPU16)
+        for i in range(20):
+            spec = kcluster.gpu_pod(f"race-{i:02d}", ns=self.ns, units=8)
+            spec["spec"]["schedulerName"] = "nobody"
+            p = self.k.create(spec)
+            got = Env.ext.post("bind", {"PodName": p["metadata"]["name"], "PodNamespace": self.ns,
+                                        "PodUID": p["metadata"]["uid"], "Node": "gpu-share-race"})
+            self.assertEqual(got, {"Error": ""}, p["metadata"]["name"])
+        bound = self.wait_bound(20)
+        for p in bound:
+            self.assertEqual(p["spec"]["nodeName"], "gpu-share-race")
+            self.assertEqual(len(alloc_gpus(p)), 1)
+        self.assert_ledger_is_truth()
 
 
 class Refusals(RealCase):

@@ -250,6 +250,7 @@ static void test_roundtrip_legacy(void **state) {
   assert_int_equal(got.assume_time_ns, NS_TIME);
   assert_false(got.assigned);
   assert_same_parts(parts, 2);
+  assert_true(got.unit_recorded);
 
   /* Aliyun's device plugin: only IDX/POD/ASSIGNED/ASSUME_TIME, any order;
    * an odd total leaves the remainder on the first GPU */
@@ -260,11 +261,19 @@ static void test_roundtrip_legacy(void **state) {
   json_object_set_new(anns, GS_ANN_LEGACY_ASSIGNED, json_string("true"));
   assert_int_equal(gs_api_alloc_from_pod(pod, GS_UNIT_128MIB, &got, &diag), GS_EOK);
   assert_int_equal(got.unit_mib, GS_UNIT_128MIB);
+  assert_false(got.unit_recorded); /* the service infers it (issue 13 item 7) */
+  assert_int_equal(got.dev_units, 16); /* ALIYUN_COM_GPU_MEM_DEV as written above */
   assert_true(got.assigned);
   {
     static const struct gs_alloc_part want[] = {{0, 1, 5}, {0, 3, 4}};
     assert_same_parts(want, 2);
   }
+  json_object_set_new(anns, GS_ANN_LEGACY_DEV, json_string("sixteen"));
+  assert_int_equal(gs_api_alloc_from_pod(pod, GS_UNIT_128MIB, &got, &diag), GS_EOK);
+  assert_int_equal(got.dev_units, 0); /* unreadable: unknown, the larger reading applies */
+  json_object_del(anns, GS_ANN_LEGACY_DEV);
+  assert_int_equal(gs_api_alloc_from_pod(pod, GS_UNIT_128MIB, &got, &diag), GS_EOK);
+  assert_int_equal(got.dev_units, 0);
   /* the single-GPU form */
   json_object_set_new(anns, GS_ANN_LEGACY_IDX, json_string("0"));
   json_object_del(anns, GS_ANN_LEGACY_ASSUME_TIME);

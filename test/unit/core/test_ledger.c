@@ -230,6 +230,45 @@ static void test_unit_mixing(void **state) {
   gs_ledger_free(l);
 }
 
+/* Issue 13 item 7: a pod bound by another scheduler records no unit. Its
+ * ALIYUN_COM_GPU_MEM_DEV (the GPU's capacity in its unit) against the GPU's
+ * MiB here says which; when it cannot, the larger reading (1 GiB). A
+ * 128 MiB ledger over 16 GiB GPUs: POD=8 with DEV=16 is 8 GiB, not 1 GiB. */
+static void test_unrecorded_unit_is_inferred(void **state) {
+  struct gs_ledger *l = gs_ledger_new(GS_UNIT_128MIB);
+  struct gs_alloc_part p0 = {0, 0, 8}, p1 = {0, 1, 64}, p2 = {0, 2, 8}, p3 = {0, 3, 8};
+  struct gs_alloc a;
+  (void)state;
+  add_node(l, "gpu-a", GS_MODE_SHARE, 4, 128); /* 4 x 16 GiB in 128 MiB units */
+  a = mem_alloc("gib", "gpu-a", 0, &p0, 1);
+  a.state = GS_ALLOC_BOUND;
+  a.dev_units = 16; /* 16 x 1 GiB = this GPU */
+  assert_int_equal(gs_ledger_restore(l, &a), GS_EOK);
+  assert_int_equal(gpu_of(l, "gpu-a", 0)->used_mib, 8 * 1024);
+  assert_int_equal(gs_ledger_alloc_get(l, "gib")->unit_mib, GS_UNIT_GIB);
+  /* the 12.5 GiB pod of the issue no longer fits beside it */
+  assert_int_equal(reserve_one(l, "big", "gpu-a", GS_UNIT_128MIB, 0, 100), GS_ENOFIT);
+  a = mem_alloc("mib", "gpu-a", 0, &p1, 1);
+  a.dev_units = 128; /* 128 x 128 MiB = this GPU */
+  assert_int_equal(gs_ledger_restore(l, &a), GS_EOK);
+  assert_int_equal(gpu_of(l, "gpu-a", 1)->used_mib, 64 * 128);
+  a = mem_alloc("nodev", "gpu-a", 0, &p2, 1);
+  assert_int_equal(gs_ledger_restore(l, &a), GS_EOK); /* no DEV: the larger reading */
+  assert_int_equal(gpu_of(l, "gpu-a", 2)->used_mib, 8 * 1024);
+  a = mem_alloc("odd", "gpu-a", 0, &p3, 1);
+  a.dev_units = 15; /* matches neither: the larger reading */
+  assert_int_equal(gs_ledger_restore(l, &a), GS_EOK);
+  assert_int_equal(gpu_of(l, "gpu-a", 3)->used_mib, 8 * 1024);
+  /* the node unknown: nothing to infer against yet */
+  a = mem_alloc("later", "gpu-b", 0, &p0, 1);
+  a.dev_units = 16;
+  assert_int_equal(gs_ledger_restore(l, &a), GS_ENOTFOUND);
+  /* a reservation must say its unit */
+  a = mem_alloc("new", "gpu-a", 0, &p0, 1);
+  assert_int_equal(gs_ledger_reserve(l, &a, 16), GS_EINVAL);
+  gs_ledger_free(l);
+}
+
 /* The GPU count shrinks and grows back: allocations are never lost. */
 static void test_node_rebuild(void **state) {
   struct gs_ledger *l = gs_ledger_new(GS_UNIT_GIB);
@@ -673,6 +712,7 @@ int main(void) {
       cmocka_unit_test(test_parts_summed_per_gpu),
       cmocka_unit_test(test_restore_over_capacity),
       cmocka_unit_test(test_unit_mixing),
+      cmocka_unit_test(test_unrecorded_unit_is_inferred),
       cmocka_unit_test(test_node_rebuild),
       cmocka_unit_test(test_capacity_rules),
       cmocka_unit_test(test_unhealthy),
