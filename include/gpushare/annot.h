@@ -26,20 +26,6 @@ const char *gs_annotations_get(const struct gs_annotations *a, const char *key);
 /* Frees the values; leaves an empty set. */
 void gs_annotations_clear(struct gs_annotations *a);
 
-/* One pod's pass through the extension points. */
-struct gs_cycle {
-  const struct gs_pod_request *pod;
-  const struct gs_policy *policy;
-  struct gs_ledger *ledger; /* read-only in pre_filter, filter and score */
-  int64_t now_ns;           /* unix ns; the clock is the caller's */
-  /* In filter, score and filter_score: the pod checked once for the whole
-   * request (gs_place_prepare with pod and policy), so per-node hooks need
-   * not check it again; NULL when the pod failed that check or in other
-   * hooks. Appended: the fields above keep their places. */
-  const struct gs_place_pod *place;
-};
-
-
 #define GS_ANN_DEVICE_RESOURCE "gpushare.alibabacloud.com/device-resource"
 #define GS_ANN_ALLOCATION "scheduler.framework.gpushare.allocation"
 #define GS_ANN_ASSIGNED "scheduler.framework.gpushare.assigned"

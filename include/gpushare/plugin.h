@@ -18,7 +18,33 @@
 #include <gpushare/place.h>
 #include <gpushare/status.h> /* enum gs_code, struct gs_status, struct gs_node_result */
 
-#define GS_PLUGIN_API_VERSION 2u /* 2: tick reports notices; pod_seen */
+#define GS_PLUGIN_API_VERSION 3u /* 2: tick reports notices, pod_seen; 3: cycle state */
+
+/* Bytes of per-cycle state each plugin gets (struct gs_cycle.state). */
+#define GS_CYCLE_STATE_MAX 512
+
+/* One pod's pass through the extension points: one filter or prioritize
+ * call (pre_filter, then filter/score per node), or one bind (pre_filter,
+ * reserve, bind). */
+struct gs_cycle {
+  const struct gs_pod_request *pod;
+  const struct gs_policy *policy;
+  struct gs_ledger *ledger; /* read-only in pre_filter, filter and score */
+  int64_t now_ns;           /* unix ns; the clock is the caller's */
+  /* In filter, score and filter_score: the pod checked once for the whole
+   * request (gs_place_prepare with pod and policy), so per-node hooks need
+   * not check it again; NULL when the pod failed that check or in other
+   * hooks. */
+  const struct gs_place_pod *place;
+  /* The calling plugin's per-cycle state, like the scheduling framework's
+   * CycleState: GS_CYCLE_STATE_MAX bytes, zeroed when the cycle starts,
+   * private to the plugin, gone when the cycle ends. The framework points it
+   * at the right plugin's bytes before each hook. What pre_filter computes
+   * for the per-node hooks goes here as plain data: the framework's lock is
+   * released between pre_filter and filter, so pointers into the plugin's
+   * long-lived state may not survive to filter. */
+  void *state;
+};
 
 /* A plan a plugin holds in the ledger for pods not all bound yet (a gang's
  * slots), as debug views show it (docs/contract.md §5 "gangs"). Strings and

@@ -134,6 +134,15 @@ enum gs_err gs_sched_bind(struct gs_sched *s, const struct gs_pod_request *pod,
                           const char *bound_node, const char *node, int64_t now_ns,
                           const struct gs_binder *binder, struct gs_sched_bind_result *ret) GS_WUR;
 
+/* Permit, for a front end that can hold a pod between its reservation and
+ * its Binding (the scheduling framework's Permit; the extender cannot and
+ * never calls it, docs/gangs.md). pod must hold a reservation on node.
+ * GS_CODE_SUCCESS: bind it now. GS_CODE_WAIT: hold it and ask again when
+ * another pod was reserved (a gang member waits for its job: st says how
+ * many are reserved). Anything else: reject it. */
+enum gs_code gs_sched_permit(struct gs_sched *s, const struct gs_pod_request *pod,
+                             const char *node, int64_t now_ns, struct gs_status *st);
+
 /* ---- views ------------------------------------------------------------------ */
 
 /* Runs fn with the ledger read-locked; nothing read may escape fn. plan

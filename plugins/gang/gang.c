@@ -50,6 +50,14 @@ struct gang {
   uint32_t nmembers, cap;
 };
 
+/* What pre_filter leaves the per-node hooks of its cycle
+ * (struct gs_cycle.state): the node of the member's slot, as plain data. */
+struct gang_cycle {
+  bool member;                /* a gang member with a slot */
+  char node[GS_NAME_MAX + 1]; /* its slot's node */
+};
+_Static_assert(sizeof(struct gang_cycle) <= GS_CYCLE_STATE_MAX, "gang cycle state too large");
+
 struct gang_state {
   uint32_t timeout_s;
   size_t n, cap;
@@ -381,6 +389,14 @@ static void destroy(void *self) {
   gs_free(st);
 }
 
+/* The member's slot for the rest of its cycle. */
+static enum gs_code remember(const struct gs_cycle *c, const struct slot *s) {
+  struct gang_cycle *gc = c->state;
+  gc->member = true;
+  snprintf(gc->node, sizeof gc->node, "%s", s->node);
+  return GS_CODE_SUCCESS;
+}
+
 static enum gs_code pre_filter(void *self, const struct gs_cycle *c, struct gs_status *status) {
   struct gang_state *st = self;
   const struct gs_pod_request *pod = c->pod;
@@ -405,8 +421,8 @@ static enum gs_code pre_filter(void *self, const struct gs_cycle *c, struct gs_s
     release_held(c->ledger, g); /* nothing stays held for a job that cannot run */
     return GS_CODE_UNRESOLVABLE;
   }
-  if (slot_of(g, pod->uid) != NULL)
-    return GS_CODE_SUCCESS;
+  if ((s = slot_of(g, pod->uid)) != NULL)
+    return remember(c, s);
   have = present(g);
   if (have < g->replicas)
     return gs_status_set(status, GS_CODE_UNRESOLVABLE,
@@ -431,19 +447,20 @@ static enum gs_code pre_filter(void *self, const struct gs_cycle *c, struct gs_s
                          "gang %s/%s: all %" PRIu32 " replica slots are taken", g->ns, g->job,
                          g->replicas);
   snprintf(s->member, sizeof s->member, "%s", pod->uid);
-  return GS_CODE_SUCCESS;
+  return remember(c, s);
 }
 
+/* Filter and score read the slot pre_filter found (cycle state): no lookup
+ * per node. A member whose pre_filter failed never reaches them. */
 static enum gs_code filter(void *self, const struct gs_cycle *c, const struct gs_node *node,
                            struct gs_status *status) {
-  struct gang_state *st = self;
-  struct slot *s;
+  const struct gang_cycle *gc = c->state;
+  (void)self;
   if (!gs_pod_request_is_gang_member(c->pod))
     return GS_CODE_SKIP;
-  s = slot_of(find(st, c->pod->ns, c->pod->gang_job, NULL), c->pod->uid);
-  if (s == NULL)
+  if (!gc->member)
     return gs_status_set(status, GS_CODE_UNSCHEDULABLE, "gang member has no replica slot");
-  if (strcmp(s->node, node->name) != 0)
+  if (strcmp(gc->node, node->name) != 0)
     return gs_status_set(status, GS_CODE_UNSCHEDULABLE,
                          "gang %s/%s: this replica's slot is on another node", c->pod->ns,
                          c->pod->gang_job);
@@ -452,12 +469,11 @@ static enum gs_code filter(void *self, const struct gs_cycle *c, const struct gs
 
 static enum gs_code score(void *self, const struct gs_cycle *c, const struct gs_node *node,
                           int64_t *ret_score) {
-  struct gang_state *st = self;
-  struct slot *s;
+  const struct gang_cycle *gc = c->state;
+  (void)self;
   if (!gs_pod_request_is_gang_member(c->pod))
     return GS_CODE_SKIP;
-  s = slot_of(find(st, c->pod->ns, c->pod->gang_job, NULL), c->pod->uid);
-  *ret_score = s != NULL && strcmp(s->node, node->name) == 0 ? 10 : 0;
+  *ret_score = gc->member && strcmp(gc->node, node->name) == 0 ? 10 : 0;
   return GS_CODE_SUCCESS;
 }
 
@@ -527,6 +543,29 @@ static void unreserve(void *self, struct gs_cycle *c, const char *node) {
     return;
   if (gs_ledger_release(c->ledger, c->pod->uid) == GS_EOK && hold(c->ledger, g, s) == GS_EOK)
     s->state = SLOT_HELD;
+}
+
+/* Permit, for front ends that can hold a reserved member (the in-process
+ * plugin): it may bind once every slot of its job is reserved by its
+ * member or bound; until then it waits. */
+static enum gs_code permit(void *self, struct gs_cycle *c, const char *node,
+                           struct gs_status *status) {
+  struct gang_state *st = self;
+  struct gang *g;
+  uint32_t ready;
+  (void)node;
+  if (!gs_pod_request_is_gang_member(c->pod))
+    return GS_CODE_SKIP;
+  g = find(st, c->pod->ns, c->pod->gang_job, NULL);
+  if (slot_of(g, c->pod->uid) == NULL)
+    return gs_status_set(status, GS_CODE_UNSCHEDULABLE,
+                         "gang member has no replica slot (plan expired?)");
+  ready = count_slots(g, SLOT_PLACED) + count_slots(g, SLOT_BOUND);
+  if (ready < g->replicas)
+    return gs_status_set(status, GS_CODE_WAIT,
+                         "gang %s/%s: %" PRIu32 " of %" PRIu32 " members reserved", g->ns,
+                         g->job, ready, g->replicas);
+  return GS_CODE_SUCCESS;
 }
 
 static void pod_gone(void *self, struct gs_ledger *ledger, const char *uid) {
@@ -686,6 +725,7 @@ const struct gs_plugin_ops gs_plugin_gang = {
     .score = score,
     .reserve = reserve,
     .unreserve = unreserve,
+    .permit = permit,
     .tick = tick,
     .pod_gone = pod_gone,
     .describe = describe,

@@ -11,6 +11,7 @@
 #include <gpushare/alloc.h>
 
 #include <pthread.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -76,19 +77,32 @@ void gs_fw_free(struct gs_fw *fw) {
 
 const struct gs_policy *gs_fw_policy(const struct gs_fw *fw) { return &fw->policy; }
 
-static void cycle_init(struct gs_fw *fw, struct gs_cycle *c, const struct gs_pod_request *pod,
+/* A cycle and every plugin's state for it (struct gs_cycle.state). */
+struct cycle {
+  struct gs_cycle c;
+  _Alignas(max_align_t) unsigned char state[GS_FW_MAX_PLUGINS][GS_CYCLE_STATE_MAX];
+};
+
+static void cycle_init(struct gs_fw *fw, struct cycle *cy, const struct gs_pod_request *pod,
                        int64_t now_ns) {
-  c->pod = pod;
-  c->policy = &fw->policy;
-  c->ledger = fw->ledger;
-  c->now_ns = now_ns;
-  c->place = NULL;
+  cy->c.pod = pod;
+  cy->c.policy = &fw->policy;
+  cy->c.ledger = fw->ledger;
+  cy->c.now_ns = now_ns;
+  cy->c.place = NULL;
+  cy->c.state = NULL;
+  memset(cy->state, 0, fw->nplugins * sizeof cy->state[0]);
+}
+
+/* The cycle as plugin i sees it: its own state. */
+static inline struct gs_cycle *at(struct cycle *cy, size_t i) {
+  cy->c.state = cy->state[i];
+  return &cy->c;
 }
 
 /* Runs pre_filter of every plugin. Returns SUCCESS, SKIP (no plugin cares:
  * every node passes), or the first failing code with st filled. */
-static enum gs_code run_pre_filter(struct gs_fw *fw, const struct gs_cycle *c,
-                                   struct gs_status *st) {
+static enum gs_code run_pre_filter(struct gs_fw *fw, struct cycle *cy, struct gs_status *st) {
   bool any = false;
   for (size_t i = 0; i < fw->nplugins; i++) {
     enum gs_code code;
@@ -96,7 +110,7 @@ static enum gs_code run_pre_filter(struct gs_fw *fw, const struct gs_cycle *c,
       continue;
     st->code = GS_CODE_SUCCESS;
     st->reason[0] = '\0';
-    code = fw->plugins[i]->pre_filter(fw->state[i], c, st);
+    code = fw->plugins[i]->pre_filter(fw->state[i], at(cy, i), st);
     if (code == GS_CODE_SKIP)
       continue;
     if (code != GS_CODE_SUCCESS) {
@@ -126,7 +140,7 @@ static void prefetch_gpus(const struct gs_node *node) {
 /* Filter and score of one node under the read lock. Plugins whose
  * pre_filter skipped the pod are consulted too: a plugin decides per hook.
  * For prioritize, a plugin's filter_score hook does both in one pass. */
-static void run_node(struct gs_fw *fw, const struct gs_cycle *c, const struct gs_node *node,
+static void run_node(struct gs_fw *fw, struct cycle *cy, const struct gs_node *node,
                      bool score, struct gs_node_result *r) {
   struct gs_status *st = &r->status; /* plugins write the result's own */
   int64_t total = 0, early[GS_FW_MAX_PLUGINS];
@@ -146,9 +160,9 @@ static void run_node(struct gs_fw *fw, const struct gs_cycle *c, const struct gs
     st->reason[0] = '\0';
     early_scored[i] = false;
     if (score && p->filter_score != NULL)
-      code = p->filter_score(fw->state[i], c, node, st, &early[i], &early_scored[i]);
+      code = p->filter_score(fw->state[i], at(cy, i), node, st, &early[i], &early_scored[i]);
     else if (p->filter != NULL)
-      code = p->filter(fw->state[i], c, node, st);
+      code = p->filter(fw->state[i], at(cy, i), node, st);
     else
       continue;
     if (code == GS_CODE_SUCCESS || code == GS_CODE_SKIP)
@@ -173,7 +187,7 @@ static void run_node(struct gs_fw *fw, const struct gs_cycle *c, const struct gs
     }
     if (fw->plugins[i]->score == NULL)
       continue;
-    if (fw->plugins[i]->score(fw->state[i], c, node, &s) != GS_CODE_SUCCESS)
+    if (fw->plugins[i]->score(fw->state[i], at(cy, i), node, &s) != GS_CODE_SUCCESS)
       continue;
     total += s;
     scored++;
@@ -186,14 +200,14 @@ static void run_node(struct gs_fw *fw, const struct gs_cycle *c, const struct gs
 static enum gs_err run_verb(struct gs_fw *fw, const struct gs_pod_request *pod,
                             const char *const *nodes, size_t n, int64_t now_ns, bool score,
                             struct gs_node_result *ret) {
-  struct gs_cycle c;
+  struct cycle cy;
   struct gs_place_pod place;
   struct gs_status st = {GS_CODE_SUCCESS, ""};
   enum gs_code pre;
 
   pthread_rwlock_wrlock(&fw->lock);
-  cycle_init(fw, &c, pod, now_ns);
-  pre = run_pre_filter(fw, &c, &st);
+  cycle_init(fw, &cy, pod, now_ns);
+  pre = run_pre_filter(fw, &cy, &st);
   pthread_rwlock_unlock(&fw->lock);
 
   if (pre == GS_CODE_SKIP) {
@@ -215,7 +229,7 @@ static enum gs_err run_verb(struct gs_fw *fw, const struct gs_pod_request *pod,
   /* The pod is checked once here rather than by a plugin for every node
    * (docs/benchmarks.md, core). */
   if (gs_place_prepare(pod, &fw->policy, &place, NULL) == GS_CODE_SUCCESS)
-    c.place = &place;
+    cy.c.place = &place;
   pthread_rwlock_rdlock(&fw->lock);
   /* Names are resolved a batch at a time, then each node's GPUs are
    * prefetched a few nodes ahead: over thousands of nodes the lookups and
@@ -225,13 +239,13 @@ static enum gs_err run_verb(struct gs_fw *fw, const struct gs_pod_request *pod,
   for (size_t base = 0; base < n; base += RESOLVE_BATCH) {
     const struct gs_node *batch[RESOLVE_BATCH];
     size_t m = n - base < RESOLVE_BATCH ? n - base : RESOLVE_BATCH;
-    gs_ledger_nodes_get(c.ledger, nodes + base, m, batch);
+    gs_ledger_nodes_get(cy.c.ledger, nodes + base, m, batch);
     for (size_t j = 0; j < m && j < PREFETCH_AHEAD; j++)
       prefetch_gpus(batch[j]);
     for (size_t j = 0; j < m; j++) {
       if (j + PREFETCH_AHEAD < m)
         prefetch_gpus(batch[j + PREFETCH_AHEAD]);
-      run_node(fw, &c, batch[j], score, &ret[base + j]);
+      run_node(fw, &cy, batch[j], score, &ret[base + j]);
     }
   }
   pthread_rwlock_unlock(&fw->lock);
@@ -251,47 +265,36 @@ enum gs_err gs_fw_prioritize(struct gs_fw *fw, const struct gs_pod_request *pod,
 }
 
 /* Runs unreserve of plugins [0, upto) in reverse order. */
-static void run_unreserve(struct gs_fw *fw, struct gs_cycle *c, const char *node, size_t upto) {
+static void run_unreserve(struct gs_fw *fw, struct cycle *cy, const char *node, size_t upto) {
   while (upto-- > 0)
     if (fw->plugins[upto]->unreserve != NULL)
-      fw->plugins[upto]->unreserve(fw->state[upto], c, node);
+      fw->plugins[upto]->unreserve(fw->state[upto], at(cy, upto), node);
 }
 
-/* Reserve + permit of every plugin; on failure everything is undone. */
-static enum gs_code run_reserve(struct gs_fw *fw, struct gs_cycle *c, const struct gs_node *node,
+/* Reserve of every plugin; on failure everything is undone. Permit is not
+ * part of it: a front end that can hold a pod asks gs_fw_permit. */
+static enum gs_code run_reserve(struct gs_fw *fw, struct cycle *cy, const struct gs_node *node,
                                 struct gs_status *st) {
-  size_t i;
-  for (i = 0; i < fw->nplugins; i++) {
+  for (size_t i = 0; i < fw->nplugins; i++) {
     enum gs_code code;
     if (fw->plugins[i]->reserve == NULL)
       continue;
-    code = fw->plugins[i]->reserve(fw->state[i], c, node, st);
+    code = fw->plugins[i]->reserve(fw->state[i], at(cy, i), node, st);
     if (code != GS_CODE_SUCCESS && code != GS_CODE_SKIP) {
-      run_unreserve(fw, c, node->name, i);
-      return code;
-    }
-  }
-  for (size_t j = 0; j < fw->nplugins; j++) {
-    enum gs_code code;
-    if (fw->plugins[j]->permit == NULL)
-      continue;
-    code = fw->plugins[j]->permit(fw->state[j], c, node->name, st);
-    if (code != GS_CODE_SUCCESS && code != GS_CODE_SKIP) {
-      run_unreserve(fw, c, node->name, fw->nplugins);
+      run_unreserve(fw, cy, node->name, i);
       return code;
     }
   }
   return GS_CODE_SUCCESS;
 }
 
-static enum gs_code run_bind(struct gs_fw *fw, const struct gs_cycle *c,
-                             const struct gs_alloc *alloc, struct gs_annotations *ret,
-                             struct gs_status *st) {
+static enum gs_code run_bind(struct gs_fw *fw, struct cycle *cy, const struct gs_alloc *alloc,
+                             struct gs_annotations *ret, struct gs_status *st) {
   for (size_t i = 0; i < fw->nplugins; i++) {
     enum gs_code code;
     if (fw->plugins[i]->bind == NULL)
       continue;
-    code = fw->plugins[i]->bind(fw->state[i], c, alloc, ret, st);
+    code = fw->plugins[i]->bind(fw->state[i], at(cy, i), alloc, ret, st);
     if (code != GS_CODE_SUCCESS && code != GS_CODE_SKIP)
       return code;
   }
@@ -301,7 +304,7 @@ static enum gs_code run_bind(struct gs_fw *fw, const struct gs_cycle *c,
 enum gs_err gs_fw_bind_prepare(struct gs_fw *fw, const struct gs_pod_request *pod,
                                const char *node, int64_t now_ns, struct gs_annotations *ret,
                                bool *ret_fresh, struct gs_status *st) {
-  struct gs_cycle c;
+  struct cycle cy;
   const struct gs_node *n;
   const struct gs_alloc *alloc;
   enum gs_code code;
@@ -309,7 +312,7 @@ enum gs_err gs_fw_bind_prepare(struct gs_fw *fw, const struct gs_pod_request *po
   bool fresh = false;
 
   pthread_rwlock_wrlock(&fw->lock);
-  cycle_init(fw, &c, pod, now_ns);
+  cycle_init(fw, &cy, pod, now_ns);
   n = gs_ledger_node_get(fw->ledger, node);
   if (n == NULL) {
     gs_status_set(st, GS_CODE_UNSCHEDULABLE, "node unknown to gpushare");
@@ -324,7 +327,7 @@ enum gs_err gs_fw_bind_prepare(struct gs_fw *fw, const struct gs_pod_request *po
   }
   if (alloc == NULL) {
     struct gs_status pre = {GS_CODE_SUCCESS, ""};
-    code = run_pre_filter(fw, &c, &pre);
+    code = run_pre_filter(fw, &cy, &pre);
     if (code == GS_CODE_SKIP) {
       gs_status_set(st, GS_CODE_ERROR, "pod requests no GPU resource managed by gpushare");
       err = GS_EINVAL;
@@ -335,7 +338,7 @@ enum gs_err gs_fw_bind_prepare(struct gs_fw *fw, const struct gs_pod_request *po
       err = GS_ENOFIT;
       goto unlock;
     }
-    code = run_reserve(fw, &c, n, st);
+    code = run_reserve(fw, &cy, n, st);
     if (code != GS_CODE_SUCCESS) {
       err = GS_ENOFIT;
       goto unlock;
@@ -348,11 +351,11 @@ enum gs_err gs_fw_bind_prepare(struct gs_fw *fw, const struct gs_pod_request *po
       goto unlock;
     }
   }
-  code = run_bind(fw, &c, alloc, ret, st);
+  code = run_bind(fw, &cy, alloc, ret, st);
   if (code != GS_CODE_SUCCESS) {
     gs_annotations_clear(ret);
     if (fresh)
-      run_unreserve(fw, &c, node, fw->nplugins);
+      run_unreserve(fw, &cy, node, fw->nplugins);
     fresh = false;
     err = GS_EINVAL;
     goto unlock;
@@ -372,11 +375,31 @@ void gs_fw_bind_commit(struct gs_fw *fw, const char *uid) {
 }
 
 void gs_fw_bind_abort(struct gs_fw *fw, const struct gs_pod_request *pod, const char *node) {
-  struct gs_cycle c;
+  struct cycle cy;
   pthread_rwlock_wrlock(&fw->lock);
-  cycle_init(fw, &c, pod, 0);
-  run_unreserve(fw, &c, node, fw->nplugins);
+  cycle_init(fw, &cy, pod, 0); /* a later cycle: the plugins' state starts empty */
+  run_unreserve(fw, &cy, node, fw->nplugins);
   pthread_rwlock_unlock(&fw->lock);
+}
+
+enum gs_code gs_fw_permit(struct gs_fw *fw, const struct gs_pod_request *pod, const char *node,
+                          int64_t now_ns, struct gs_status *st) {
+  struct cycle cy;
+  enum gs_code code = GS_CODE_SUCCESS;
+  st->code = GS_CODE_SUCCESS;
+  st->reason[0] = '\0';
+  pthread_rwlock_wrlock(&fw->lock);
+  cycle_init(fw, &cy, pod, now_ns);
+  for (size_t i = 0; i < fw->nplugins && code == GS_CODE_SUCCESS; i++) {
+    if (fw->plugins[i]->permit == NULL)
+      continue;
+    code = fw->plugins[i]->permit(fw->state[i], at(&cy, i), node, st);
+    if (code == GS_CODE_SKIP)
+      code = GS_CODE_SUCCESS;
+  }
+  pthread_rwlock_unlock(&fw->lock);
+  st->code = code;
+  return code;
 }
 
 enum gs_err gs_fw_node_upsert(struct gs_fw *fw, const struct gs_node_spec *spec) {

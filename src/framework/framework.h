@@ -40,13 +40,20 @@ enum gs_err gs_fw_prioritize(struct gs_fw *fw, const struct gs_pod_request *pod,
 
 /* Bind, step 1: under the lock, reserve room for pod on node (or reuse the
  * pod's existing allocation when the UID already has one on that node:
- * idempotent, never re-picks devices), run permit, and produce the
+ * idempotent, never re-picks devices), and produce the
  * annotations the Binding must carry. On failure st says why and the ledger
  * is unchanged. *ret_fresh tells whether this call made the reservation (so
  * a failed apiserver bind must undo it). */
 enum gs_err gs_fw_bind_prepare(struct gs_fw *fw, const struct gs_pod_request *pod,
                                const char *node, int64_t now_ns, struct gs_annotations *ret,
                                bool *ret_fresh, struct gs_status *st) GS_WUR;
+/* Permit (the scheduling framework's): may the pod, reserved on node, be
+ * bound now? SUCCESS: yes; WAIT: hold it and ask again (a gang not all
+ * reserved yet); anything else: reject it (unreserve). st says why. For
+ * front ends that can hold a pod between reserve and bind; the extender's
+ * bind cannot (docs/gangs.md). */
+enum gs_code gs_fw_permit(struct gs_fw *fw, const struct gs_pod_request *pod, const char *node,
+                          int64_t now_ns, struct gs_status *st);
 /* Bind, step 2: the apiserver accepted the Binding. */
 void gs_fw_bind_commit(struct gs_fw *fw, const char *uid);
 /* Bind, step 2 on failure: undo a fresh reservation. */

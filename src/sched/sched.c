@@ -407,6 +407,11 @@ enum gs_err gs_sched_bind(struct gs_sched *s, const struct gs_pod_request *pod,
   return GS_EOK;
 }
 
+enum gs_code gs_sched_permit(struct gs_sched *s, const struct gs_pod_request *pod,
+                             const char *node, int64_t now_ns, struct gs_status *st) {
+  return gs_fw_permit(s->fw, pod, node, now_ns, st);
+}
+
 /* ---- views ---------------------------------------------------------------- */
 
 struct read_call {

@@ -292,6 +292,86 @@ static void test_filter_score_hook(void **state) {
   gs_fw_free(fw);
 }
 
+/* Per-cycle state: each plugin gets its own bytes, zeroed when a cycle
+ * starts, kept from pre_filter to the per-node hooks and to reserve and
+ * bind of the same cycle. Two copies of one plugin ("cs1", "cs2") stamp
+ * their own marks and must never see the other's. */
+static int cs_seen_dirty, cs_seen_foreign, cs_filter_ok, cs_reserve_ok;
+static enum gs_code cs_pre(void *self, const struct gs_cycle *c, struct gs_status *st) {
+  unsigned char *b = c->state;
+  (void)st;
+  for (size_t i = 0; i < GS_CYCLE_STATE_MAX; i++)
+    cs_seen_dirty += b[i] != 0;
+  memset(b, (int)(uintptr_t)self, GS_CYCLE_STATE_MAX); /* self: 1 or 2 */
+  return GS_CODE_SUCCESS;
+}
+static enum gs_code cs_filter(void *self, const struct gs_cycle *c, const struct gs_node *node,
+                              struct gs_status *st) {
+  const unsigned char *b = c->state;
+  (void)node;
+  (void)st;
+  cs_seen_foreign += b[0] != (unsigned char)(uintptr_t)self ||
+                     b[GS_CYCLE_STATE_MAX - 1] != (unsigned char)(uintptr_t)self;
+  cs_filter_ok++;
+  return GS_CODE_SUCCESS;
+}
+static enum gs_code cs_reserve(void *self, struct gs_cycle *c, const struct gs_node *node,
+                               struct gs_status *st) {
+  (void)node;
+  (void)st;
+  cs_seen_foreign += ((unsigned char *)c->state)[7] != (unsigned char)(uintptr_t)self;
+  cs_reserve_ok++;
+  return GS_CODE_SKIP;
+}
+static void *cs_create1(const struct gs_policy *p) {
+  (void)p;
+  return (void *)(uintptr_t)1;
+}
+static void *cs_create2(const struct gs_policy *p) {
+  (void)p;
+  return (void *)(uintptr_t)2;
+}
+static const struct gs_plugin_ops cs1_plugin = {
+    .name = "cs1", .api_version = GS_PLUGIN_API_VERSION, .create = cs_create1,
+    .pre_filter = cs_pre, .filter = cs_filter, .reserve = cs_reserve};
+static const struct gs_plugin_ops cs2_plugin = {
+    .name = "cs2", .api_version = GS_PLUGIN_API_VERSION, .create = cs_create2,
+    .pre_filter = cs_pre, .filter = cs_filter, .reserve = cs_reserve};
+
+static void test_cycle_state(void **state) {
+  const struct gs_plugin_ops *list[3];
+  size_t n;
+  const struct gs_plugin_ops *const *defaults = gs_plugins_default(&n);
+  const char *names[] = {"a", "b"};
+  struct gs_node_result res[2];
+  struct gs_pod_request pod = gs_test_mem_pod("p", 1, 1);
+  struct gs_annotations ann = {0};
+  struct gs_policy policy;
+  struct gs_status st;
+  struct gs_fw *fw;
+  bool fresh;
+  (void)state;
+  list[0] = &cs1_plugin;
+  list[1] = &cs2_plugin;
+  list[2] = defaults[n - 1]; /* gpumem reserves and binds */
+  gs_policy_init(&policy);
+  fw = gs_fw_new(&policy, list, 3);
+  assert_non_null(fw);
+  add_node(fw, "a", GS_MODE_SHARE, 1, 16);
+  add_node(fw, "b", GS_MODE_SHARE, 1, 16);
+  for (int round = 0; round < 3; round++) {
+    assert_int_equal(gs_fw_filter(fw, &pod, names, 2, 1, res), GS_EOK);
+    assert_int_equal(gs_fw_prioritize(fw, &pod, names, 2, 1, res), GS_EOK);
+  }
+  assert_int_equal(gs_fw_bind_prepare(fw, &pod, "a", 1, &ann, &fresh, &st), GS_EOK);
+  gs_annotations_clear(&ann);
+  assert_int_equal(cs_seen_dirty, 0);   /* every cycle starts zeroed */
+  assert_int_equal(cs_seen_foreign, 0); /* and each plugin sees only its own */
+  assert_int_equal(cs_filter_ok, 2 * 2 * 6);
+  assert_int_equal(cs_reserve_ok, 2);
+  gs_fw_free(fw);
+}
+
 /* gpumem's one-pass prioritize gives each node the score placement gives. */
 static struct gs_pod_request prio_pod;
 struct pick_call {
@@ -497,7 +577,7 @@ static void gpumem_same_fn(const struct gs_ledger *l, void *arg) {
   pods[4].whole_gpus[0] = 1;
   pods[5] = gs_test_mem_pod("p5", 0, 1); /* asks for nothing */
   for (int i = 0; i < 6; i++) {
-    struct gs_cycle with = {&pods[i], call->policy, (struct gs_ledger *)l, 1, NULL};
+    struct gs_cycle with = {&pods[i], call->policy, (struct gs_ledger *)l, 1, NULL, NULL};
     struct gs_cycle without = with;
     struct gs_place_pod place;
     if (gs_place_prepare(&pods[i], call->policy, &place, NULL) == GS_CODE_SUCCESS)
@@ -625,6 +705,7 @@ int main(void) {
       cmocka_unit_test(test_expire_assumed),
       cmocka_unit_test(test_unmanaged_pod_passes),
       cmocka_unit_test(test_filter_score_hook),
+      cmocka_unit_test(test_cycle_state),
       cmocka_unit_test(test_prioritize_matches_placement),
       cmocka_unit_test(test_frag_policy),
       cmocka_unit_test(test_prepared_pod_in_cycle),

@@ -441,6 +441,41 @@ static void test_replica_disagreement_and_surplus(void **state) {
   gs_fw_free(fw);
 }
 
+/* Permit (for the in-process front end): a reserved member waits until
+ * every member of its job is reserved, then all may bind. */
+static void test_permit_waits_for_the_whole_job(void **state) {
+  struct gs_fw *fw = fw_new(60);
+  struct gs_pod_request m0 = member("perm", 0, 2, 2), m1 = member("perm", 1, 2, 2),
+                        loner = member("alone", 0, 1, 1);
+  struct gs_annotations a = {0};
+  struct gs_node_result r[2];
+  static const char *nodes[] = {"topo-a", "topo-b"};
+  const char *n0 = NULL, *n1 = NULL;
+  struct gs_status st;
+  bool fresh;
+  (void)state;
+  add_topo_node(fw, "topo-a");
+  add_topo_node(fw, "topo-b");
+  seen(fw, &m1);
+  assert_int_equal(gs_fw_filter(fw, &m0, nodes, 2, SEC, r), GS_EOK);
+  n0 = r[0].code == GS_CODE_SUCCESS ? nodes[0] : nodes[1];
+  assert_int_equal(gs_fw_bind_prepare(fw, &m0, n0, SEC, &a, &fresh, &st), GS_EOK);
+  gs_annotations_clear(&a);
+  assert_int_equal(gs_fw_permit(fw, &m0, n0, SEC, &st), GS_CODE_WAIT);
+  assert_string_equal(st.reason, "gang default/perm: 1 of 2 members reserved");
+  assert_int_equal(gs_fw_filter(fw, &m1, nodes, 2, SEC, r), GS_EOK);
+  n1 = r[0].code == GS_CODE_SUCCESS ? nodes[0] : nodes[1];
+  assert_int_equal(gs_fw_bind_prepare(fw, &m1, n1, SEC, &a, &fresh, &st), GS_EOK);
+  gs_annotations_clear(&a);
+  assert_int_equal(gs_fw_permit(fw, &m1, n1, SEC, &st), GS_CODE_SUCCESS);
+  assert_int_equal(gs_fw_permit(fw, &m0, n0, SEC, &st), GS_CODE_SUCCESS);
+  /* not a member with a slot: refused; not a gang member at all: allowed */
+  assert_int_equal(gs_fw_permit(fw, &loner, "topo-a", SEC, &st), GS_CODE_UNSCHEDULABLE);
+  loner.gang_job[0] = '\0';
+  assert_int_equal(gs_fw_permit(fw, &loner, "topo-a", SEC, &st), GS_CODE_SUCCESS);
+  gs_fw_free(fw);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_no_member_binds_before_all_exist),
@@ -454,6 +489,7 @@ int main(void) {
       cmocka_unit_test(test_replacement_after_a_restart),
       cmocka_unit_test(test_disagreeing_members_refuse_the_job),
       cmocka_unit_test(test_replica_disagreement_and_surplus),
+      cmocka_unit_test(test_permit_waits_for_the_whole_job),
   };
   return cmocka_run_group_tests(tests, load_dgx1, NULL);
 }
