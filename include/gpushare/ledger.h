@@ -77,6 +77,7 @@ struct gs_alloc {
   /* With unit_mib 0: the GPU's capacity in the pod's unit as the pod says
    * (ALIYUN_COM_GPU_MEM_DEV), 0 when it does not. Appended. */
   uint64_t dev_units;
+  int32_t priority; /* the pod's spec.priority: preemption takes only lower ones */
 };
 
 /* Creates an empty ledger whose new allocations use unit_mib (1024 or 128).

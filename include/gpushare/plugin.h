@@ -18,7 +18,7 @@
 #include <gpushare/place.h>
 #include <gpushare/status.h> /* enum gs_code, struct gs_status, struct gs_node_result */
 
-#define GS_PLUGIN_API_VERSION 3u /* 2: tick reports notices, pod_seen; 3: cycle state */
+#define GS_PLUGIN_API_VERSION 4u /* 2: notices, pod_seen; 3: cycle state; 4: may_evict */
 
 /* Bytes of per-cycle state each plugin gets (struct gs_cycle.state). */
 #define GS_CYCLE_STATE_MAX 512
@@ -121,6 +121,10 @@ struct gs_plugin_ops {
    * with it and rebuild a running job after a restart. */
   void (*pod_seen)(void *self, struct gs_ledger *ledger, const struct gs_pod_request *pod,
                    const struct gs_alloc *alloc);
+  /* Preemption (a what-if, read lock): may the pod holding alloc be
+   * evicted to make room? false protects it (a gang's placeholders and
+   * running members: docs/preemption.md). NULL: yes. */
+  bool (*may_evict)(void *self, const struct gs_ledger *ledger, const struct gs_alloc *alloc);
 };
 
 #endif

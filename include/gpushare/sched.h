@@ -143,6 +143,37 @@ enum gs_err gs_sched_bind(struct gs_sched *s, const struct gs_pod_request *pod,
 enum gs_code gs_sched_permit(struct gs_sched *s, const struct gs_pod_request *pod,
                              const char *node, int64_t now_ns, struct gs_status *st);
 
+/* ---- preemption -------------------------------------------------------------- */
+
+/* A node offered for preemption, with the victims kube-scheduler proposed
+ * there (UIDs; borrowed). */
+struct gs_preempt_offer {
+  const char *node;
+  const char *const *victims;
+  size_t nvictims;
+};
+/* The service's answer for one offer. */
+struct gs_preempt_answer {
+  bool keep;                    /* the node stays a candidate, with victims */
+  char reason[GS_REASON_MAX];   /* why it was dropped */
+  size_t nvictims;
+  char (*victims)[GS_UID_MAX + 1]; /* heap; gs_sched_preempt_free */
+};
+
+/* GPU-aware preemption, a what-if (docs/preemption.md): for each offered
+ * node, the cheapest set of pods of lower priority than pod whose eviction
+ * lets it fit on one GPU, on M GPUs, or on its whole GPUs; kube-scheduler's
+ * own victims first, the node's other lower-priority pods only when those
+ * cannot make room; kube-scheduler's victims that hold no GPU on the node
+ * are kept. A node where no such set exists, or where nothing needs to go,
+ * is dropped (keep false, reason). Gang members are never victims. Nothing
+ * in the ledger changes. ret has room for n answers; free them with
+ * gs_sched_preempt_free. GS_EOK, or GS_ENOMEM (every answer dropped). */
+enum gs_err gs_sched_preempt(struct gs_sched *s, const struct gs_pod_request *pod,
+                             const struct gs_preempt_offer *offers, size_t n,
+                             struct gs_preempt_answer *ret) GS_WUR;
+void gs_sched_preempt_free(struct gs_preempt_answer *answers, size_t n);
+
 /* ---- views ------------------------------------------------------------------ */
 
 /* Runs fn with the ledger read-locked; nothing read may escape fn. plan

@@ -114,6 +114,7 @@ struct gs_pod_request {
                                                  number (truncated), else "" */
   char gang_job[GS_NAME_MAX + 1];             /* label gpu-topology, "" if none */
   uint32_t gang_replicas;                     /* label gpu-topology-replica */
+  int32_t priority;                           /* spec.priority, 0 when absent */
 };
 
 /* Sum of app containers' gpu-mem units. */

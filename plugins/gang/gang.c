@@ -511,6 +511,7 @@ static enum gs_code reserve(void *self, struct gs_cycle *c, const struct gs_node
       .state = GS_ALLOC_ASSUMED,
       .unit_mib = c->policy->unit_mib,
       .assume_time_ns = c->now_ns,
+      .priority = c->pod->priority,
   };
   a.nparts = gs_place_parts(c->pod, &choice, parts, GS_MAX_PARTS);
   a.parts = parts;
@@ -691,6 +692,20 @@ static void tick(void *self, struct gs_ledger *ledger, int64_t now,
   }
 }
 
+/* Gang members are never victims: evicting one member would leave its
+ * job broken while the others keep their GPUs (all or nothing applies to
+ * eviction too). Placeholders are not pods at all. */
+static bool may_evict(void *self, const struct gs_ledger *ledger, const struct gs_alloc *alloc) {
+  const struct gang_state *st = self;
+  (void)ledger;
+  if (strncmp(alloc->uid, GS_GANG_UID_PREFIX, strlen(GS_GANG_UID_PREFIX)) == 0)
+    return false;
+  for (size_t i = 0; i < st->n; i++)
+    if (member_of(st->gangs[i], alloc->uid) != NULL || slot_of(st->gangs[i], alloc->uid) != NULL)
+      return false;
+  return true;
+}
+
 /* The plans still holding slots not bound, for /debug/ledger and the
  * metrics; running jobs (every slot bound or empty) are not plans. */
 static void describe(void *self, void (*emit)(void *ctx, const struct gs_plan_view *plan),
@@ -730,4 +745,5 @@ const struct gs_plugin_ops gs_plugin_gang = {
     .pod_gone = pod_gone,
     .describe = describe,
     .pod_seen = pod_seen,
+    .may_evict = may_evict,
 };

@@ -159,6 +159,7 @@ static enum gs_code reserve(void *self, struct gs_cycle *c, const struct gs_node
       .state = GS_ALLOC_ASSUMED,
       .unit_mib = c->policy->unit_mib,
       .assume_time_ns = c->now_ns,
+      .priority = c->pod->priority,
   };
   alloc.nparts = gs_place_parts(c->pod, &choice, parts, GS_MAX_PARTS);
   alloc.parts = parts;

@@ -78,6 +78,7 @@ const char *gs_api_pod_name(const json_t *pod);
 const char *gs_api_pod_uid(const json_t *pod);
 const char *gs_api_pod_node(const json_t *pod);  /* spec.nodeName */
 const char *gs_api_pod_phase(const json_t *pod); /* status.phase */
+int32_t gs_api_pod_priority(const json_t *pod);  /* spec.priority, 0 when absent */
 /* True for status.phase Succeeded or Failed. */
 bool gs_api_pod_is_terminal(const json_t *pod);
 
@@ -136,6 +137,33 @@ enum gs_err gs_api_bind_args_decode(const char *body, size_t len, struct gs_api_
 char *gs_api_bind_result_dump(const char *error);
 /* {"Error":"..."}: the body of an HTTP 400/404/405/413. */
 char *gs_api_error_dump(const char *error);
+
+/* ExtenderPreemptionArgs: the preemptor and, per node kube-scheduler
+ * offers, its proposed victims' UIDs (full Pods in NodeNameToVictims when
+ * nodeCacheCapable is false, MetaPods in NodeNameToMetaVictims when true;
+ * both null: no node). */
+struct gs_api_preempt_node {
+  const char *node;     /* borrowed from root */
+  size_t nvictims;
+  const char **uids;    /* nvictims UIDs (borrowed from root) */
+  int64_t pdb_violations;
+};
+struct gs_api_preempt_args {
+  json_t *root;
+  const json_t *pod;
+  bool meta; /* the MetaVictims form */
+  size_t nnodes;
+  struct gs_api_preempt_node *nodes;
+  const char **store; /* every UID; nodes point into it */
+};
+enum gs_err gs_api_preempt_args_decode(const char *body, size_t len,
+                                       struct gs_api_preempt_args *ret,
+                                       struct gs_diag *diag) GS_WUR;
+void gs_api_preempt_args_release(struct gs_api_preempt_args *args);
+/* ExtenderPreemptionResult, always the Meta form:
+ * {"NodeNameToMetaVictims":{"<node>":{"Pods":[{"UID":".."}],"NumPDBViolations":n}}}.
+ * Malloc'd string, NULL when out of memory. */
+char *gs_api_preempt_result_dump(const struct gs_api_preempt_node *nodes, size_t n);
 
 /* ---- annotations (docs/contract.md §4) ----------------------------------------- */
 

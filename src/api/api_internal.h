@@ -81,6 +81,13 @@ enum gs_err gs__api_device_resource_decode(const char *text, uint64_t per_gpu[GS
  * runs out (never a truncated document: jansson's own json_dumps ignores a
  * failure while writing an object key and returns the JSON without it). */
 char *gs__api_dump(const json_t *value);
+/* Parses a request body (≤ GS_API_BODY_MAX) into an object; what names it
+ * in diag. */
+enum gs_err gs__api_body_load(const char *body, size_t len, const char *what, json_t **ret,
+                              struct gs_diag *diag);
+/* metadata.name of an object at path: a non-empty string ≤ GS_NAME_MAX. */
+enum gs_err gs__api_object_name(const json_t *obj, const char *path, const char *what,
+                                const char **ret, struct gs_diag *diag);
 
 /* json_loadb that tells running out of memory (GS_ENOMEM: not the input's
  * fault, callers must not call it malformed) from bad input (GS_EPARSE,

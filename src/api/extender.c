@@ -21,9 +21,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Parses a request body into an object. */
-static enum gs_err body_load(const char *body, size_t len, const char *what, json_t **ret,
-                             struct gs_diag *diag) {
+enum gs_err gs__api_body_load(const char *body, size_t len, const char *what, json_t **ret,
+                              struct gs_diag *diag) {
   json_error_t jerr;
   json_t *root;
   enum gs_err err;
@@ -55,8 +54,7 @@ static enum gs_err body_load(const char *body, size_t len, const char *what, jso
   return GS_EOK;
 }
 
-/* metadata.name of an object at path: a non-empty string ≤ GS_NAME_MAX. */
-static enum gs_err object_name(const json_t *obj, const char *path, const char *what,
+enum gs_err gs__api_object_name(const json_t *obj, const char *path, const char *what,
                                const char **ret, struct gs_diag *diag) {
   char mpath[GS__API_PATH_MAX], where[GS__API_PATH_MAX];
   const json_t *meta;
@@ -150,7 +148,7 @@ static enum gs_err args_nodes(const json_t *root, struct gs_api_args *a, struct 
     } else {
       v = json_array_get(items, i);
       gs__api_path(where, "Nodes.items[%zu]", i);
-      err = object_name(v, where, "node", &a->names[i], diag);
+      err = gs__api_object_name(v, where, "node", &a->names[i], diag);
       if (err != GS_EOK)
         return err;
       a->nodes[i] = v;
@@ -295,7 +293,7 @@ static enum gs_err args_fast(const char *body, size_t len, struct gs_api_args *r
 
   memset(&a, 0, sizeof a);
   a.root = json_loadb(pod_at, (size_t)(pod_end - pod_at), JSON_REJECT_DUPLICATES, NULL);
-  if (a.root == NULL || object_name(a.root, "Pod", "pod", &name, &scratch) != GS_EOK) {
+  if (a.root == NULL || gs__api_object_name(a.root, "Pod", "pod", &name, &scratch) != GS_EOK) {
     json_decref(a.root);
     return GS_EAGAIN;
   }
@@ -342,7 +340,7 @@ enum gs_err gs_api_args_decode(const char *body, size_t len, struct gs_api_args 
       return err;
   }
   memset(&a, 0, sizeof a);
-  err = body_load(body, len, "ExtenderArgs", &a.root, diag);
+  err = gs__api_body_load(body, len, "ExtenderArgs", &a.root, diag);
   if (err != GS_EOK)
     return err;
   a.pod = gs__api_get(a.root, "Pod");
@@ -351,7 +349,7 @@ enum gs_err gs_api_args_decode(const char *body, size_t len, struct gs_api_args 
     err = GS_EPARSE;
     goto out_args;
   }
-  err = object_name(a.pod, "Pod", "pod", &name, diag);
+  err = gs__api_object_name(a.pod, "Pod", "pod", &name, diag);
   if (err == GS_EOK)
     err = args_nodes(a.root, &a, diag);
   if (err != GS_EOK)
@@ -693,7 +691,7 @@ enum gs_err gs_api_bind_args_decode(const char *body, size_t len, struct gs_api_
   json_t *root;
   enum gs_err err;
 
-  err = body_load(body, len, "ExtenderBindingArgs", &root, diag);
+  err = gs__api_body_load(body, len, "ExtenderBindingArgs", &root, diag);
   if (err != GS_EOK)
     return err;
   memset(&a, 0, sizeof a);

@@ -253,6 +253,7 @@ enum gs_err gs_api_pod_decode(const json_t *pod, struct gs_pod_request *ret,
     err = init_containers_decode(spec, &req, diag);
   if (err != GS_EOK)
     return err;
+  req.priority = gs_api_pod_priority(pod);
   *ret = req;
   return GS_EOK;
 }
@@ -279,6 +280,14 @@ const char *gs_api_pod_uid(const json_t *pod) {
 const char *gs_api_pod_node(const json_t *pod) {
   const char *node = member_string(pod, "spec", "nodeName");
   return node != NULL && node[0] != '\0' ? node : NULL; /* "" = not bound */
+}
+
+int32_t gs_api_pod_priority(const json_t *pod) {
+  /* The admission plugin sets spec.priority from priorityClassName; an
+   * absent or out-of-range value counts as 0, the default class. */
+  const json_t *v = gs__api_get(gs__api_get(pod, "spec"), "priority");
+  json_int_t p = json_is_integer(v) ? json_integer_value(v) : 0;
+  return p < INT32_MIN || p > INT32_MAX ? 0 : (int32_t)p;
 }
 
 const char *gs_api_pod_phase(const json_t *pod) {

@@ -9,6 +9,7 @@
 #include "framework.h"
 
 #include <gpushare/alloc.h>
+#include <gpushare/preempt.h>
 
 #include <pthread.h>
 #include <stddef.h>
@@ -363,6 +364,83 @@ enum gs_err gs_fw_bind_prepare(struct gs_fw *fw, const struct gs_pod_request *po
   *ret_fresh = fresh;
 unlock:
   pthread_rwlock_unlock(&fw->lock);
+  return err;
+}
+
+static bool may_evict(const struct gs_fw *fw, const struct gs_alloc *a) {
+  for (size_t i = 0; i < fw->nplugins; i++)
+    if (fw->plugins[i]->may_evict != NULL &&
+        !fw->plugins[i]->may_evict(fw->state[i], fw->ledger, a))
+      return false;
+  return true;
+}
+
+enum gs_err gs_fw_preempt(struct gs_fw *fw, const struct gs_pod_request *pod, const char *node,
+                          const char *const *proposed, size_t nproposed,
+                          char (**ret_uids)[GS_UID_MAX + 1], size_t *ret_n,
+                          struct gs_status *st) {
+  char(*uids)[GS_UID_MAX + 1] = NULL;
+  struct gs_preempt_candidate *cands = NULL;
+  uint32_t *idx = NULL;
+  struct gs_place_pod place;
+  const struct gs_node *n;
+  size_t count, nc = 0, nv = 0;
+  enum gs_err err = GS_EOK;
+
+  *ret_n = 0;
+  *ret_uids = NULL;
+  st->code = gs_place_prepare(pod, &fw->policy, &place, st->reason);
+  if (st->code != GS_CODE_SUCCESS) {
+    if (st->code == GS_CODE_SKIP)
+      gs_status_set(st, GS_CODE_UNRESOLVABLE, "pod requests no GPU resource managed by gpushare");
+    return GS_EOK;
+  }
+  pthread_rwlock_rdlock(&fw->lock);
+  n = gs_ledger_node_get(fw->ledger, node);
+  if (n == NULL) {
+    err = GS_ENOTFOUND;
+    goto unlock;
+  }
+  count = gs_ledger_node_alloc_count(fw->ledger, node);
+  cands = gs_calloc(count ? count : 1, sizeof *cands);
+  idx = gs_calloc(count ? count : 1, sizeof *idx);
+  if (cands == NULL || idx == NULL) {
+    err = GS_ENOMEM;
+    goto unlock;
+  }
+  for (size_t i = 0; i < count; i++) {
+    const struct gs_alloc *a = gs_ledger_node_alloc_at(fw->ledger, node, i);
+    bool named = false;
+    if (a->priority >= pod->priority || strcmp(a->uid, pod->uid) == 0 || !may_evict(fw, a))
+      continue;
+    for (size_t j = 0; j < nproposed && !named; j++)
+      named = strcmp(proposed[j], a->uid) == 0;
+    cands[nc++] = (struct gs_preempt_candidate){a, named};
+  }
+  st->code = gs_preempt_pick(n, &place, fw->policy.cgpu_max_pods, cands, nc, idx, &nv, st->reason);
+  if (st->code == GS_CODE_SUCCESS) {
+    uids = gs_calloc(nv + nproposed ? nv + nproposed : 1, sizeof *uids);
+    if (uids == NULL) {
+      err = GS_ENOMEM;
+      goto unlock;
+    }
+    for (size_t i = 0; i < nv; i++)
+      snprintf(uids[(*ret_n)++], GS_UID_MAX + 1, "%s", cands[idx[i]].alloc->uid);
+    /* kube-scheduler's victims that hold no GPU here stay: it chose them
+     * for its own resources (CPU, memory, ports). */
+    for (size_t j = 0; j < nproposed; j++) {
+      const struct gs_alloc *a = gs_ledger_alloc_get(fw->ledger, proposed[j]);
+      if (a == NULL || strcmp(a->node, node) != 0)
+        snprintf(uids[(*ret_n)++], GS_UID_MAX + 1, "%s", proposed[j]);
+    }
+    *ret_uids = uids;
+  } else if (st->code == GS_CODE_ERROR) {
+    err = GS_ENOMEM;
+  }
+unlock:
+  pthread_rwlock_unlock(&fw->lock);
+  gs_free(cands);
+  gs_free(idx);
   return err;
 }
 

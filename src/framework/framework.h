@@ -54,6 +54,18 @@ enum gs_err gs_fw_bind_prepare(struct gs_fw *fw, const struct gs_pod_request *po
  * bind cannot (docs/gangs.md). */
 enum gs_code gs_fw_permit(struct gs_fw *fw, const struct gs_pod_request *pod, const char *node,
                           int64_t now_ns, struct gs_status *st);
+/* Preemption on one node, a what-if under the read lock: the cheapest set
+ * of pods of lower priority than pod (that no plugin protects) whose
+ * eviction lets it fit (gs_preempt_pick), kube-scheduler's proposed UIDs
+ * first. On SUCCESS *ret_uids (heap, gs_free; NULL otherwise) holds
+ * *ret_n victims: those chosen for GPUs, then kube-scheduler's that hold no
+ * GPU on node (it chose them for its own resources). UNSCHEDULABLE or
+ * UNRESOLVABLE in st: no such set. GS_ENOTFOUND: node unknown. Nothing is
+ * changed. */
+enum gs_err gs_fw_preempt(struct gs_fw *fw, const struct gs_pod_request *pod, const char *node,
+                          const char *const *proposed, size_t nproposed,
+                          char (**ret_uids)[GS_UID_MAX + 1], size_t *ret_n,
+                          struct gs_status *st) GS_WUR;
 /* Bind, step 2: the apiserver accepted the Binding. */
 void gs_fw_bind_commit(struct gs_fw *fw, const char *uid);
 /* Bind, step 2 on failure: undo a fresh reservation. */

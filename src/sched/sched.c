@@ -412,6 +412,48 @@ enum gs_code gs_sched_permit(struct gs_sched *s, const struct gs_pod_request *po
   return gs_fw_permit(s->fw, pod, node, now_ns, st);
 }
 
+/* ---- preemption ------------------------------------------------------------ */
+
+enum gs_err gs_sched_preempt(struct gs_sched *s, const struct gs_pod_request *pod,
+                             const struct gs_preempt_offer *offers, size_t n,
+                             struct gs_preempt_answer *ret) {
+  enum gs_err worst = GS_EOK;
+  for (size_t i = 0; i < n; i++) {
+    struct gs_preempt_answer *a = &ret[i];
+    struct gs_status st = {GS_CODE_SUCCESS, ""};
+    enum gs_err e;
+    memset(a, 0, sizeof *a);
+    e = gs_fw_preempt(s->fw, pod, offers[i].node, offers[i].victims, offers[i].nvictims,
+                      &a->victims, &a->nvictims, &st);
+    if (e == GS_ENOTFOUND) {
+      snprintf(a->reason, sizeof a->reason, "node unknown to gpushare");
+    } else if (e != GS_EOK) {
+      snprintf(a->reason, sizeof a->reason, "%s", gs_strerror(e));
+      worst = e == GS_ENOMEM ? e : worst;
+    } else if (st.code != GS_CODE_SUCCESS) {
+      snprintf(a->reason, sizeof a->reason, "%s", st.reason);
+    } else if (a->nvictims == 0) {
+      snprintf(a->reason, sizeof a->reason, "the pod fits here without evicting anything");
+    } else {
+      a->keep = true;
+    }
+    if (!a->keep) {
+      gs_free(a->victims);
+      a->victims = NULL;
+      a->nvictims = 0;
+    }
+  }
+  return worst;
+}
+
+void gs_sched_preempt_free(struct gs_preempt_answer *answers, size_t n) {
+  for (size_t i = 0; answers != NULL && i < n; i++) {
+    gs_free(answers[i].victims);
+    answers[i].victims = NULL;
+    answers[i].nvictims = 0;
+  }
+}
+
 /* ---- views ---------------------------------------------------------------- */
 
 struct read_call {

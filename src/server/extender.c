@@ -233,6 +233,102 @@ answer:
   count(s, "bind", result, t0);
 }
 
+/* decode → one service call → encode. A malformed body is an HTTP 400
+ * with {"Error":...}: ExtenderPreemptionResult has no Error field, and
+ * kube-scheduler fails the preemption on any status but 200 (docs/api.md). */
+static void route_preempt(struct gs_server *s, const struct gs_http_request *req,
+                          struct gs_http_response *resp) {
+  double t0 = gs__mono_s();
+  struct gs_api_preempt_args args = {0};
+  struct gs_pod_request *pod = gs_malloc(sizeof *pod);
+  struct gs_preempt_offer *offers = NULL;
+  struct gs_preempt_answer *answers = NULL;
+  struct gs_api_preempt_node *kept = NULL;
+  const char **uids = NULL;
+  struct gs_diag diag = {"", ""};
+  const char *result = "error";
+  char err[GS_SCHED_ERR_MAX] = "";
+  size_t nkept = 0, nuids = 0, total = 0;
+  int status = 500;
+
+  if (pod == NULL) {
+    snprintf(err, sizeof err, "out of memory");
+    goto answer;
+  }
+  if (!atomic_load(&s->leader)) {
+    status = 503;
+    snprintf(err, sizeof err, "not leader");
+    goto answer;
+  }
+  if (gs_api_preempt_args_decode(req->body, req->body_len, &args, &diag) != GS_EOK) {
+    status = 400;
+    result = "invalid";
+    gs__diag_text(&diag, "invalid ExtenderPreemptionArgs", err, sizeof err);
+    goto answer;
+  }
+  if (gs_api_pod_decode(args.pod, pod, &diag) != GS_EOK) {
+    status = 400;
+    result = "invalid";
+    gs__diag_text(&diag, "invalid Pod", err, sizeof err);
+    goto answer;
+  }
+  offers = gs_calloc(args.nnodes ? args.nnodes : 1, sizeof *offers);
+  answers = gs_calloc(args.nnodes ? args.nnodes : 1, sizeof *answers);
+  kept = gs_calloc(args.nnodes ? args.nnodes : 1, sizeof *kept);
+  if (offers == NULL || answers == NULL || kept == NULL) {
+    snprintf(err, sizeof err, "out of memory");
+    goto answer;
+  }
+  for (size_t i = 0; i < args.nnodes; i++)
+    offers[i] = (struct gs_preempt_offer){args.nodes[i].node, args.nodes[i].uids,
+                                          args.nodes[i].nvictims};
+  if (gs_sched_preempt(s->sched, pod, offers, args.nnodes, answers) == GS_ENOMEM) {
+    snprintf(err, sizeof err, "out of memory");
+    goto answer;
+  }
+  for (size_t i = 0; i < args.nnodes; i++)
+    total += answers[i].nvictims;
+  uids = gs_calloc(total ? total : 1, sizeof *uids);
+  if (uids == NULL) {
+    snprintf(err, sizeof err, "out of memory");
+    goto answer;
+  }
+  for (size_t i = 0; i < args.nnodes; i++) {
+    if (!answers[i].keep) {
+      gs_log(GS_LVL_DEBUG, "preempt: node dropped", "pod=%s/%s node=%s reason=\"%s\"", pod->ns,
+             pod->name, args.nodes[i].node, answers[i].reason);
+      continue;
+    }
+    kept[nkept] = (struct gs_api_preempt_node){args.nodes[i].node, answers[i].nvictims,
+                                               uids + nuids, args.nodes[i].pdb_violations};
+    for (size_t j = 0; j < answers[i].nvictims; j++)
+      uids[nuids++] = answers[i].victims[j];
+    nkept++;
+  }
+  result = nkept > 0 ? "ok" : "nofit";
+  gs_log(GS_LVL_INFO, "preempt", "pod=%s/%s offered=%zu kept=%zu victims=%zu", pod->ns,
+         pod->name, args.nnodes, nkept, nuids);
+answer:
+  if (strcmp(result, "ok") == 0 || strcmp(result, "nofit") == 0) {
+    char *body = gs_api_preempt_result_dump(kept, nkept);
+    if (body != NULL)
+      respond(resp, 200, "application/json", body);
+    else
+      respond_error(resp, 500, "out of memory");
+  } else {
+    gs_log(GS_LVL_WARN, "preempt failed", "error=\"%s\"", err);
+    respond_error(resp, status, err);
+  }
+  gs_sched_preempt_free(answers, answers != NULL ? args.nnodes : 0);
+  gs_free(answers);
+  gs_free(offers);
+  gs_free(kept);
+  gs_free(uids);
+  gs_api_preempt_args_release(&args);
+  gs_free(pod);
+  count(s, "preempt", result, t0);
+}
+
 /* Ledger views run under the framework's read lock. */
 struct view_call {
   struct gs_server *s;
@@ -405,7 +501,7 @@ static void handle(void *ctx, const struct gs_http_request *req, struct gs_http_
   bool post = strcmp(req->method, "POST") == 0;
   bool get = strcmp(req->method, "GET") == 0 || strcmp(req->method, "HEAD") == 0;
   static const char *const post_routes[] = {PREFIX "/filter", PREFIX "/prioritize",
-                                            PREFIX "/bind"};
+                                            PREFIX "/bind", PREFIX "/preempt"};
   static const char *const get_routes[] = {"/healthz", "/readyz", "/version", "/metrics",
                                            "/debug/ledger", PREFIX "/inspect"};
   char node[GS_NAME_MAX + 1];
@@ -419,7 +515,7 @@ static void handle(void *ctx, const struct gs_http_request *req, struct gs_http_
       return;
     }
     if (!configured) { /* still reading the configuration from the apiserver */
-      if (i == 1)
+      if (i == 1 || i == 3)
         respond_error(resp, 503, "not ready");
       else
         respond(resp, 200, "application/json",
@@ -430,8 +526,10 @@ static void handle(void *ctx, const struct gs_http_request *req, struct gs_http_
       route_filter(s, req, resp);
     else if (i == 1)
       route_prioritize(s, req, resp);
-    else
+    else if (i == 2)
       route_bind(s, req, resp);
+    else
+      route_preempt(s, req, resp);
     return;
   }
   for (size_t i = 0; i < sizeof get_routes / sizeof get_routes[0]; i++) {

@@ -62,6 +62,7 @@ static void sink_pod_bound(struct gs_server *s, const json_t *pod) {
       .nparts = a.nparts,
       .parts = a.parts,
       .dev_units = a.dev_units,
+      .priority = gs_api_pod_priority(pod),
   };
   err = gs_sched_pod_bound(s->sched, &alloc);
   if (err == GS_EOK)
@@ -131,6 +132,7 @@ static void sink_gang_member(struct gs_server *s, const json_t *pod) {
       .nparts = a.nparts,
       .parts = a.parts,
       .dev_units = a.dev_units,
+      .priority = gs_api_pod_priority(pod),
   };
   gs_sched_pod_seen(s->sched, &req, &alloc);
 }

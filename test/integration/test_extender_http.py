@@ -424,6 +424,99 @@ class Gangs(unittest.TestCase):
             ext.close()
 
 
+class Preempt(unittest.TestCase):
+    """The preempt verb (issue 14): victims chosen per GPU, a what-if."""
+
+    @classmethod
+    def setUpClass(cls):
+        items = [node("n", "share", gpus=2, units=32), node("m", "share", gpus=1, units=16)]
+        for name, gpu, gib in [("a6", 0, 6), ("a6b", 0, 6), ("a4", 0, 4),
+                               ("b6", 1, 6), ("b6b", 1, 6), ("b4", 1, 4)]:
+            p = bound_pod(name, "n", {"0": {str(gpu): gib}})
+            p["spec"]["priority"] = 0
+            items.append(p)
+        hi = bound_pod("m-hi", "m", {"0": {"0": 16}})
+        hi["spec"]["priority"] = 5000  # protects node m
+        items.append(hi)
+        cls.ext = Extender(items)
+        cls.before = cls.ext.ledger()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.ext.close()
+
+    def tearDown(self):
+        self.assertEqual(self.ext.ledger(), self.before)  # a what-if: nothing changes
+
+    def preemptor(self, gib=10, priority=1000, count=None):
+        p = pod("hi", units=gib, count=count)
+        p["spec"]["priority"] = priority
+        return p
+
+    def test_victims_are_the_cheapest_set_on_one_gpu(self):
+        # kube-scheduler proposed a spread set (4 GiB on GPU 0, 6 on GPU 1)
+        # that frees no GPU: the answer is two pods of one GPU, 10 GiB
+        body = {"Pod": self.preemptor(), "NodeNameToVictims": None,
+                "NodeNameToMetaVictims": {"n": {"Pods": [{"UID": "uid-default-a4"},
+                                                         {"UID": "uid-default-b6"}],
+                                                "NumPDBViolations": 0}}}
+        st, res, _ = self.ext.post("preempt", body)
+        self.assertEqual(st, 200)
+        self.assertEqual(list(res), ["NodeNameToMetaVictims"])
+        got = sorted(p["UID"] for p in res["NodeNameToMetaVictims"]["n"]["Pods"])
+        self.assertIn(got, [["uid-default-a4", "uid-default-a6"], ["uid-default-a4", "uid-default-a6b"],
+                            ["uid-default-b4", "uid-default-b6"], ["uid-default-b4", "uid-default-b6b"]])
+        self.assertEqual(res["NodeNameToMetaVictims"]["n"]["NumPDBViolations"], 0)
+
+    def test_full_pod_form_and_a_proposal_that_works_is_kept(self):
+        victims = [bound_pod(n, "n", {"0": {"1": 6}}) for n in ("b6", "b6b")]
+        body = {"Pod": self.preemptor(), "NodeNameToMetaVictims": None,
+                "NodeNameToVictims": {"n": {"Pods": victims, "NumPDBViolations": 1}}}
+        st, res, _ = self.ext.post("preempt", body)
+        self.assertEqual(st, 200)
+        self.assertEqual(res, {"NodeNameToMetaVictims": {"n": {
+            "Pods": [{"UID": "uid-default-b6"}, {"UID": "uid-default-b6b"}], "NumPDBViolations": 1}}})
+
+    def test_nodes_without_a_set_are_dropped(self):
+        # m: its only pod has a higher priority; zz: unknown; n at equal priority: nothing
+        body = {"Pod": self.preemptor(priority=1000), "NodeNameToVictims": None,
+                "NodeNameToMetaVictims": {"m": {"Pods": [{"UID": "uid-default-m-hi"}]},
+                                          "zz": {"Pods": [{"UID": "x"}]}}}
+        st, res, _ = self.ext.post("preempt", body)
+        self.assertEqual((st, res), (200, {"NodeNameToMetaVictims": {}}))
+        body["Pod"] = self.preemptor(priority=0)
+        body["NodeNameToMetaVictims"] = {"n": {"Pods": [{"UID": "uid-default-a4"}]}}
+        self.assertEqual(self.ext.post("preempt", body)[1], {"NodeNameToMetaVictims": {}})
+        body["NodeNameToMetaVictims"] = None
+        self.assertEqual(self.ext.post("preempt", body)[1], {"NodeNameToMetaVictims": {}})
+
+    def test_multi_card_preemptor_frees_two_gpus(self):
+        body = {"Pod": self.preemptor(gib=20, count=2), "NodeNameToVictims": None,
+                "NodeNameToMetaVictims": {"n": {"Pods": [{"UID": "uid-default-a6"}]}}}
+        st, res, _ = self.ext.post("preempt", body)
+        self.assertEqual(st, 200)
+        got = sorted(p["UID"] for p in res["NodeNameToMetaVictims"]["n"]["Pods"])
+        # 10 GiB on each GPU: 6 + 4 on both
+        self.assertEqual(len(got), 4)
+        self.assertEqual(sum(1 for u in got if u.startswith("uid-default-a")), 2)
+
+    def test_bad_bodies_are_400_and_change_nothing(self):
+        generic = [b for b in BadInput.bodies if b"NodeNames\":\"n" not in b and
+                   b != b'{"Pod":{"metadata":{"name":"x"}}}']
+        for body in generic + [
+                b'{"Pod":{"metadata":{"name":"x"}},"NodeNameToMetaVictims":{"n":{"Pods":[{"UID":5}]}}}',
+                b'{"Pod":{"metadata":{"name":"x"}},"NodeNameToMetaVictims":{"n":{"Pods":"x"}}}',
+                b'{"Pod":{"metadata":{"name":"x"}},"NodeNameToMetaVictims":{"n":[]}}',
+                b'{"Pod":{"metadata":{"name":"x"}},"NodeNameToMetaVictims":{},"NodeNameToVictims":{}}',
+                b'{"Pod":{"metadata":{"name":"x"}},"NodeNameToVictims":{"n":{"Pods":[{}]}}}',
+                b'{"Pod":{"metadata":{"name":"x"}},"NodeNameToMetaVictims":{"n":{"Pods":[],'
+                b'"NumPDBViolations":-1}}}']:
+            st, raw = self.ext.request("POST", "/gpushare-scheduler/preempt", body)
+            self.assertEqual(st, 400, body)
+            self.assertNotEqual(json.loads(raw)["Error"], "", body)
+        self.assertEqual(self.ext.request("GET", "/gpushare-scheduler/preempt", b"")[0], 405)
+
+
 class Unhealthy(unittest.TestCase):
     def test_gpus_listed_unhealthy_are_never_chosen(self):
         cm = {"apiVersion": "v1", "kind": "ConfigMap",

@@ -64,7 +64,7 @@ static void test_pod_seen_before_its_node_is_kept_then_restored(void **state) {
   struct gs_node_spec n = gs_test_node("late", GS_MODE_SHARE, 2, 32);
   struct gs_alloc_part parts[] = {{0, 1, 3}};
   struct gs_alloc a = {"default", "early", "uid-early", "late", GS_ALLOC_MEM, GS_ALLOC_BOUND,
-                       1024, NOW, 1, parts, 0};
+                       1024, NOW, 1, parts, 0, 0};
   (void)state;
   assert_int_equal(gs_sched_pod_bound(s, &a), GS_EAGAIN);
   assert_int_equal(gs_sched_kept_count(s), 1);
@@ -86,7 +86,7 @@ static void test_a_kept_pod_that_goes_is_never_restored(void **state) {
   struct gs_node_spec n = gs_test_node("late", GS_MODE_SHARE, 1, 16);
   struct gs_alloc_part parts[] = {{0, 0, 4}};
   struct gs_alloc a = {"default", "gone", "uid-gone", "late", GS_ALLOC_MEM, GS_ALLOC_BOUND,
-                       1024, NOW, 1, parts, 0};
+                       1024, NOW, 1, parts, 0, 0};
   (void)state;
   assert_int_equal(gs_sched_pod_bound(s, &a), GS_EAGAIN);
   gs_sched_pod_gone(s, "uid-gone");
@@ -106,7 +106,7 @@ static void test_kept_pods_are_restored_node_by_node(void **state) {
   (void)state;
   for (int i = 0; i < 12; i++) {
     struct gs_alloc a = {"default", uids[i], uids[i], nodes[i % 3], GS_ALLOC_MEM, GS_ALLOC_BOUND,
-                         1024, NOW, 1, parts, 0};
+                         1024, NOW, 1, parts, 0, 0};
     snprintf(uids[i], sizeof uids[i], "u%d", i);
     assert_int_equal(gs_sched_pod_bound(s, &a), GS_EAGAIN);
   }

@@ -121,7 +121,7 @@ static enum gs_err op_node(struct gs_sched *s) {
 static enum gs_err op_restore(struct gs_sched *s) {
   struct gs_alloc_part parts[] = {{0, 1, 3}, {0, 2, 3}};
   struct gs_alloc a = {"default", "seen", "uid-seen", "share-b", GS_ALLOC_MEM, GS_ALLOC_BOUND,
-                       1024, NOW, 2, parts, 0};
+                       1024, NOW, 2, parts, 0, 0};
   return gs_sched_pod_bound(s, &a);
 }
 
