@@ -233,6 +233,21 @@ answer:
   count(s, "bind", result, t0);
 }
 
+/* One line per kept node: kube-scheduler's proposal and gpushare's answer
+ * (UIDs), so an operator can see what changed. */
+static void log_victims(const struct gs_pod_request *pod, const struct gs_api_preempt_node *offer,
+                        const struct gs_api_preempt_node *answer) {
+  char proposed[1024] = "", chosen[1024] = "";
+  for (size_t j = 0; j < offer->nvictims; j++)
+    snprintf(proposed + strlen(proposed), sizeof proposed - strlen(proposed), "%s%s",
+             j ? "," : "", offer->uids[j]);
+  for (size_t j = 0; j < answer->nvictims; j++)
+    snprintf(chosen + strlen(chosen), sizeof chosen - strlen(chosen), "%s%s", j ? "," : "",
+             answer->uids[j]);
+  gs_log(GS_LVL_INFO, "preempt: victims", "pod=%s/%s node=%s proposed=%s victims=%s", pod->ns,
+         pod->name, answer->node, proposed, chosen);
+}
+
 /* decode → one service call → encode. A malformed body is an HTTP 400
  * with {"Error":...}: ExtenderPreemptionResult has no Error field, and
  * kube-scheduler fails the preemption on any status but 200 (docs/api.md). */
@@ -303,6 +318,7 @@ static void route_preempt(struct gs_server *s, const struct gs_http_request *req
                                                uids + nuids, args.nodes[i].pdb_violations};
     for (size_t j = 0; j < answers[i].nvictims; j++)
       uids[nuids++] = answers[i].victims[j];
+    log_victims(pod, &args.nodes[i], &kept[nkept]);
     nkept++;
   }
   result = nkept > 0 ? "ok" : "nofit";

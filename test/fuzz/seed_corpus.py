@@ -66,6 +66,21 @@ def main():
         '[{"resources":{"limits":{"aliyun.com/gpu":"2"}}}]}},"NodeNames":["a","b"]}')
     copy("bind", os.path.join(api, "bind-args.json"))
 
+    # preempt: both victim forms over the target's fixed cluster (fuzz_preempt.c)
+    hi = ('{"metadata":{"name":"hi","uid":"u-hi"},"spec":{"priority":50,"containers":'
+          '[{"resources":{"limits":{"aliyun.com/gpu-mem":"%s"}}}]}}')
+    put("preempt", "meta", '{"Pod":%s,"NodeNameToVictims":null,"NodeNameToMetaVictims":'
+        '{"n":{"Pods":[{"UID":"a6"},{"UID":"b8"}],"NumPDBViolations":0},'
+        '"c":{"Pods":[{"UID":"c2"},{"UID":"cpu-pod"}]},"zz":{"Pods":[]}}}' % (hi % "10"))
+    put("preempt", "full", '{"Pod":%s,"NodeNameToMetaVictims":null,"NodeNameToVictims":'
+        '{"n":{"Pods":[{"metadata":{"name":"a6","uid":"a6"}}],"NumPDBViolations":2}}}' % (hi % "12"))
+    put("preempt", "whole", '{"Pod":{"metadata":{"name":"w","uid":"u-w"},"spec":{"priority":'
+        '150,"containers":[{"resources":{"limits":{"aliyun.com/gpu":"3"}}}]}},'
+        '"NodeNameToMetaVictims":{"t":{"Pods":[{"UID":"w0"}]}}}')
+    put("preempt", "multi", '{"Pod":{"metadata":{"name":"m","uid":"u-m","labels":'
+        '{"aliyun.com/gpu-count":"2"}},"spec":{"priority":1000,"containers":[{"resources":'
+        '{"limits":{"aliyun.com/gpu-mem":"20"}}}]}},"NodeNameToMetaVictims":{"n":{"Pods":[]}}}')
+
     # pod, node: test/data/api and the v1.34.0 serialization fixtures.
     for f in sorted(os.listdir(api)):
         if f.startswith("pod-"):

@@ -685,7 +685,7 @@ class SchedulerConfigTest(unittest.TestCase):
             for key in ("filterVerb", "prioritizeVerb", "bindVerb", "preemptVerb"):
                 if ext.get(key):
                     self.assertIn(f"{prefix}/{ext[key]}", post, f"{name}: {key}")
-            self.assertFalse(ext.get("preemptVerb"), "no preempt route")
+            self.assertEqual(ext.get("preemptVerb"), "preempt", "GPU-aware preemption (issue 14)")
             if ext.get("prioritizeVerb"):
                 self.assertIsInstance(ext["weight"], int)
                 self.assertGreater(ext["weight"], 0)
