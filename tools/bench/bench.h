@@ -138,6 +138,7 @@ uint64_t bench_rand(uint64_t *state);
 int bench_core(int argc, char **argv);
 int bench_http(int argc, char **argv);
 int bench_memory(int argc, char **argv);
+int bench_preempt(int argc, char **argv);
 int bench_pack(int argc, char **argv);
 int bench_scale(int argc, char **argv);
 

@@ -5,6 +5,7 @@
  *   gpushare-bench memory  resident set size and time to ready
  *   gpushare-bench pack    trace replay: packing per policy
  *   gpushare-bench scale   each figure from 100 to 5,000 nodes
+ *   gpushare-bench preempt the preempt decision over N offered nodes
  */
 #include "bench.h"
 
@@ -20,6 +21,7 @@ static const char usage_text[] =
     "  pack    [--trace DIR] [--pods FILE.csv] [--policy binpack,spread,frag] [--unit 1GiB]\n"
     "          [--gpu-mem MODEL=GiB,...] [--ref-gib N] [--ties random|name] [--seed N]\n"
     "  scale   [--nodes 100,500,1000,2000,5000] [--seconds 3] [--extender PATH]\n"
+    "  preempt [--nodes 1000] [--victims 10] [--iters 20]\n"
     "\n"
     "Figures go to stdout as aligned text tables (--json: one JSON object per table).\n"
     "Budgets and recorded figures: docs/benchmarks.md.\n";
@@ -29,7 +31,7 @@ int main(int argc, char **argv) {
     const char *name;
     int (*fn)(int, char **);
   } cmds[] = {{"core", bench_core},     {"http", bench_http}, {"memory", bench_memory},
-              {"pack", bench_pack},     {"scale", bench_scale}};
+              {"pack", bench_pack},     {"scale", bench_scale}, {"preempt", bench_preempt}};
   int n = 0;
   /* --json may stand anywhere; strip it before the subcommand parses. */
   for (int i = 0; i < argc; i++) {
