@@ -72,6 +72,12 @@ enum gs_err gs_api_pod_decode(const json_t *pod, struct gs_pod_request *ret,
 enum gs_err gs_api_node_decode(const json_t *node, struct gs_node_spec *ret,
                                struct gs_topo *topo_buf, struct gs_diag *diag) GS_WUR;
 
+/* A jansson value as compact JSON in insertion order: the one way a
+ * document built with jansson is written (util's writer, jw.h, writes the
+ * same bytes). Malloc'd; NULL when memory runs out — never a document with
+ * a key left out, as jansson's json_dumps returns then. */
+char *gs_api_dump(const json_t *value);
+
 /* Pod metadata helpers (borrowed strings, NULL when absent). */
 const char *gs_api_pod_ns(const json_t *pod);   /* "default" when absent */
 const char *gs_api_pod_name(const json_t *pod);

@@ -59,17 +59,11 @@ bool gs__api_parse_int64(const char *s, int64_t *ret);
  * texts may have been cut in the middle of a character). New reference. */
 json_t *gs__api_text(const char *text);
 
-/* A growable output buffer for answers written without building jansson
- * values (filter and prioritize answers name every node of a request; a
- * value per node was most of a request's cost: docs/benchmarks.md). The
- * bytes equal json_dumps(JSON_COMPACT) of the same values. The writer
- * appends to util's struct gs_buf (buf.h): a failed append sticks, and
- * gs_buf_take then returns NULL. */
-void gs__jw_raw(struct gs_buf *w, const char *s, size_t n);
-/* s as a JSON string with its quotes, escaped as jansson escapes, invalid
- * UTF-8 bytes replaced by '?' as gs__api_text replaces them. */
-void gs__jw_str(struct gs_buf *w, const char *s);
-void gs__jw_int(struct gs_buf *w, int64_t v);
+/* Answers are written without building jansson values (filter and
+ * prioritize answers name every node of a request; a value per node was
+ * most of a request's cost: docs/benchmarks.md) with util's one JSON writer
+ * (jw.h), whose bytes equal json_dumps(JSON_COMPACT) of the same values. */
+#include "jw.h"
 
 /* Parses the device-resource annotation {"<gpuIndex>":<units>,...}
  * (units: JSON integers or quantity strings) into per_gpu (indices not

@@ -406,7 +406,7 @@ static json_t *error_text(const char *error) {
 }
 
 /* A string literal, without counting its bytes by hand. */
-#define JW_LIT(w, lit) gs__jw_raw((w), (lit), sizeof(lit) - 1)
+#define JW_LIT(w, lit) gs_jw_raw((w), (lit), sizeof(lit) - 1)
 
 /* The builder writes NodeNames and the failure maps straight into text
  * buffers: one jansson value per node was most of a filter's cost over
@@ -524,8 +524,8 @@ enum gs_err gs_api_filter_result_pass(struct gs_api_filter_result *r, const char
     return GS_EINVAL;
   if (r->by_names) {
     if (r->npass > 0)
-      gs__jw_raw(&r->names, ",", 1);
-    gs__jw_str(&r->names, name);
+      gs_jw_raw(&r->names, ",", 1);
+    gs_jw_str(&r->names, name);
     r->npass++;
     return r->names.failed != GS_EOK ? GS_ENOMEM : GS_EOK;
   }
@@ -583,15 +583,15 @@ enum gs_err gs_api_filter_result_error(struct gs_api_filter_result *r, const cha
 }
 
 static void write_fail_map(struct gs_buf *w, const struct fail_map *m) {
-  gs__jw_raw(w, "{", 1);
+  gs_jw_raw(w, "{", 1);
   for (size_t i = 0; i < m->n; i++) {
     if (i > 0)
-      gs__jw_raw(w, ",", 1);
-    gs__jw_str(w, m->v[i].name);
-    gs__jw_raw(w, ":", 1);
-    gs__jw_str(w, m->v[i].reason);
+      gs_jw_raw(w, ",", 1);
+    gs_jw_str(w, m->v[i].name);
+    gs_jw_raw(w, ":", 1);
+    gs_jw_str(w, m->v[i].reason);
   }
-  gs__jw_raw(w, "}", 1);
+  gs_jw_raw(w, "}", 1);
 }
 
 char *gs_api_filter_result_dump(const struct gs_api_filter_result *r) {
@@ -601,7 +601,7 @@ char *gs_api_filter_result_dump(const struct gs_api_filter_result *r) {
   if (r->by_names) {
     JW_LIT(&w, "{\"Nodes\":null,\"NodeNames\":[");
     if (r->names.len > 0)
-      gs__jw_raw(&w, r->names.p, r->names.len);
+      gs_jw_raw(&w, r->names.p, r->names.len);
     JW_LIT(&w, "]");
   } else {
     json_t *list = json_object();
@@ -615,7 +615,7 @@ char *gs_api_filter_result_dump(const struct gs_api_filter_result *r) {
       return NULL;
     }
     JW_LIT(&w, "{\"Nodes\":");
-    gs__jw_raw(&w, text, strlen(text));
+    gs_jw_raw(&w, text, strlen(text));
     JW_LIT(&w, ",\"NodeNames\":null");
     gs_free(text);
   }
@@ -624,7 +624,7 @@ char *gs_api_filter_result_dump(const struct gs_api_filter_result *r) {
   JW_LIT(&w, ",\"FailedAndUnresolvableNodes\":");
   write_fail_map(&w, &r->unresolvable);
   JW_LIT(&w, ",\"Error\":");
-  gs__jw_str(&w, r->error);
+  gs_jw_str(&w, r->error);
   JW_LIT(&w, "}");
   return gs_buf_take(&w);
 }
@@ -660,9 +660,9 @@ char *gs_api_priorities_dump(const char *const *hosts, const int64_t *scores, si
     if (i > 0)
       JW_LIT(&w, ",");
     JW_LIT(&w, "{\"Host\":");
-    gs__jw_str(&w, hosts[i]);
+    gs_jw_str(&w, hosts[i]);
     JW_LIT(&w, ",\"Score\":");
-    gs__jw_int(&w, scores[i]);
+    gs_jw_int(&w, scores[i]);
     JW_LIT(&w, "}");
   }
   JW_LIT(&w, "]");

@@ -1,39 +1,15 @@
-/* Binding annotations, formatted by hand (fixed integer maps, no escaping
- * needed: every key and value is a decimal number or a fixed word). */
+/* Binding annotations (docs/contract.md §4), written with util's one JSON
+ * writer (jw.h) into a bounded buffer: every key and value is a decimal
+ * number or a fixed word. */
 #include <gpushare/annot.h>
 
+#include "jw.h"
+
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
-/* A bounded append buffer; overflow sticks and is reported at the end. */
-struct sbuf {
-  char data[8192];
-  size_t len;
-  bool overflow;
-};
-
-static void sb_printf(struct sbuf *b, const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 2, 3)))
-#endif
-    ;
-
-static void sb_printf(struct sbuf *b, const char *fmt, ...) {
-  va_list ap;
-  int n;
-  if (b->overflow)
-    return;
-  va_start(ap, fmt);
-  n = vsnprintf(b->data + b->len, sizeof b->data - b->len, fmt, ap);
-  va_end(ap);
-  if (n < 0 || (size_t)n >= sizeof b->data - b->len) {
-    b->overflow = true;
-    return;
-  }
-  b->len += (size_t)n;
-}
+#define ANNOT_VALUE_MAX 8192 /* one annotation value; 256 parts need ~5 KiB */
 
 /* Distinct GPUs of alloc as a mask. */
 static uint64_t gpu_mask(const struct gs_alloc *a) {
@@ -85,10 +61,14 @@ static enum gs_err validate(const struct gs_alloc *a, enum gs_alloc_kind kind) {
   return GS_EOK;
 }
 
-static enum gs_err put(struct gs_annotations *ret, const char *key, struct sbuf *b) {
-  if (b->overflow)
-    return GS_ETOOBIG;
-  return gs_annotations_set(ret, key, b->data);
+/* Sets key to what b holds and empties b for the next value. */
+static enum gs_err put(struct gs_annotations *ret, const char *key, struct gs_buf *b) {
+  enum gs_err err = b->failed != GS_EOK ? b->failed
+                    : b->p == NULL      ? gs_annotations_set(ret, key, "")
+                                        : gs_annotations_set(ret, key, b->p);
+  gs_buf_release(b);
+  *b = (struct gs_buf){.max = ANNOT_VALUE_MAX};
+  return err;
 }
 
 /* Copies every key of stage onto ret when all of them fit, so a full set
@@ -109,8 +89,7 @@ static enum gs_err merge(struct gs_annotations *ret, struct gs_annotations *stag
 
 static enum gs_err mem_values(const struct gs_alloc *alloc, const struct gs_node *node,
                               struct gs_annotations *ret) {
-  static struct sbuf zero;
-  struct sbuf b;
+  struct gs_buf b = {.max = ANNOT_VALUE_MAX};
   uint32_t conts[GS_MAX_PARTS], ncont, unit;
   uint64_t mask, total = 0;
   char num[32];
@@ -134,11 +113,13 @@ static enum gs_err mem_values(const struct gs_alloc *alloc, const struct gs_node
   ncont = containers(alloc, conts, GS_MAX_PARTS);
 
   /* V2 allocation: containers ascending, GPUs ascending within each. */
-  b = zero;
-  sb_printf(&b, "{");
+  gs_jw_lit(&b, "{");
   for (uint32_t ci = 0; ci < ncont; ci++) {
     bool first = true;
-    sb_printf(&b, "%s\"%" PRIu32 "\":{", ci ? "," : "", conts[ci]);
+    if (ci)
+      gs_jw_lit(&b, ",");
+    gs_jw_key_uint(&b, conts[ci]);
+    gs_jw_lit(&b, "{");
     for (uint32_t g = 0; g < GS_MAX_GPUS; g++) {
       uint64_t units = 0;
       bool found = false;
@@ -150,12 +131,15 @@ static enum gs_err mem_values(const struct gs_alloc *alloc, const struct gs_node
       }
       if (!found)
         continue;
-      sb_printf(&b, "%s\"%" PRIu32 "\":%" PRIu64, first ? "" : ",", g, units);
+      if (!first)
+        gs_jw_lit(&b, ",");
+      gs_jw_key_uint(&b, g);
+      gs_jw_uint(&b, units);
       first = false;
     }
-    sb_printf(&b, "}");
+    gs_jw_lit(&b, "}");
   }
-  sb_printf(&b, "}");
+  gs_jw_lit(&b, "}");
   if ((err = put(ret, GS_ANN_ALLOCATION, &b)) != GS_EOK)
     return err;
   if ((err = gs_annotations_set(ret, GS_ANN_ASSIGNED, "false")) != GS_EOK)
@@ -165,20 +149,24 @@ static enum gs_err mem_values(const struct gs_alloc *alloc, const struct gs_node
     return err;
 
   /* Device capacities of every GPU of the node, in the allocation's unit. */
-  b = zero;
-  sb_printf(&b, "{");
-  for (uint32_t g = 0; g < node->ngpus; g++)
-    sb_printf(&b, "%s\"%" PRIu32 "\":%" PRIu64, g ? "," : "", node->gpus[g].index,
-              node->gpus[g].total_mib / unit);
-  sb_printf(&b, "}");
+  gs_jw_lit(&b, "{");
+  for (uint32_t g = 0; g < node->ngpus; g++) {
+    if (g)
+      gs_jw_lit(&b, ",");
+    gs_jw_key_uint(&b, node->gpus[g].index);
+    gs_jw_uint(&b, node->gpus[g].total_mib / unit);
+  }
+  gs_jw_lit(&b, "}");
   if ((err = put(ret, GS_ANN_DEVICE_RESOURCE, &b)) != GS_EOK)
     return err;
 
-  /* Legacy keys of Aliyun's open-source device plugin. */
-  b = zero;
+  /* Legacy keys of Aliyun's open-source device plugin (plain text, not JSON). */
   for (uint32_t g = 0; g < GS_MAX_GPUS; g++)
-    if (mask & (UINT64_C(1) << g))
-      sb_printf(&b, "%s%" PRIu32, b.len ? "," : "", g);
+    if (mask & (UINT64_C(1) << g)) {
+      if (b.len)
+        gs_jw_lit(&b, ",");
+      gs_jw_uint(&b, g);
+    }
   if ((err = put(ret, GS_ANN_LEGACY_IDX, &b)) != GS_EOK)
     return err;
   for (uint32_t i = 0; i < alloc->nparts; i++)
@@ -210,41 +198,52 @@ enum gs_err gs_annot_mem(const struct gs_alloc *alloc, const struct gs_node *nod
 }
 
 static enum gs_err whole_values(const struct gs_alloc *alloc, struct gs_annotations *ret) {
-  static struct sbuf zero;
-  struct sbuf b = zero;
+  struct gs_buf b = {.max = ANNOT_VALUE_MAX};
   uint32_t conts[GS_MAX_PARTS], ncont;
   uint64_t mask;
   bool first = true;
+  enum gs_err err;
 
   if (ret == NULL || validate(alloc, GS_ALLOC_WHOLE) != GS_EOK)
     return GS_EINVAL;
   ncont = containers(alloc, conts, GS_MAX_PARTS);
   mask = gpu_mask(alloc);
 
-  sb_printf(&b, "{\"allocatedGPUs\":{");
+  gs_jw_lit(&b, "{\"allocatedGPUs\":{");
   for (uint32_t ci = 0; ci < ncont; ci++) {
     bool f = true;
-    sb_printf(&b, "%s\"%" PRIu32 "\":[", ci ? "," : "", conts[ci]);
+    if (ci)
+      gs_jw_lit(&b, ",");
+    gs_jw_key_uint(&b, conts[ci]);
+    gs_jw_lit(&b, "[");
     for (uint32_t g = 0; g < GS_MAX_GPUS; g++) {
       for (uint32_t i = 0; i < alloc->nparts; i++) {
         if (alloc->parts[i].container == conts[ci] && alloc->parts[i].gpu == g) {
-          sb_printf(&b, "%s\"%" PRIu32 "\"", f ? "" : ",", g);
+          gs_jw_lit(&b, f ? "\"" : ",\"");
+          gs_jw_uint(&b, g);
+          gs_jw_lit(&b, "\"");
           f = false;
           break;
         }
       }
     }
-    sb_printf(&b, "]");
+    gs_jw_lit(&b, "]");
   }
-  sb_printf(&b, "},\"visibleGPUs\":[");
+  gs_jw_lit(&b, "},\"visibleGPUs\":[");
   for (uint32_t g = 0; g < GS_MAX_GPUS; g++) {
     if (!(mask & (UINT64_C(1) << g)))
       continue;
-    sb_printf(&b, "%s\"%" PRIu32 "\"", first ? "" : ",", g);
+    gs_jw_lit(&b, first ? "\"" : ",\"");
+    gs_jw_uint(&b, g);
+    gs_jw_lit(&b, "\"");
     first = false;
   }
-  sb_printf(&b, "],\"assumeTime\":%" PRId64 ",\"assigned\":false}", alloc->assume_time_ns);
-  return put(ret, GS_ANN_TOPO_ALLOCATION, &b);
+  gs_jw_lit(&b, "],\"assumeTime\":");
+  gs_jw_int(&b, alloc->assume_time_ns);
+  gs_jw_lit(&b, ",\"assigned\":false}");
+  err = put(ret, GS_ANN_TOPO_ALLOCATION, &b);
+  gs_buf_release(&b);
+  return err;
 }
 
 enum gs_err gs_annot_whole(const struct gs_alloc *alloc, struct gs_annotations *ret) {

@@ -2,6 +2,7 @@
  * informer cache, bind (one Binding POST within a time budget) and queued
  * best-effort Warning events. */
 #include "kube_int.h"
+#include "jw.h"
 #include <gpushare/alloc.h>
 
 #include <errno.h>
@@ -119,26 +120,32 @@ static enum gs_err pod_path(struct gs_buf *b, const char *ns, const char *name,
   return sub ? gs_buf_str(b, sub) : GS_EOK;
 }
 
+/* The Binding, written with the one JSON writer: complete or NULL (a
+ * jansson tree would drop an annotation whose string failed to allocate,
+ * and the pod would be bound without its GPUs). */
 static char *binding_body(const char *ns, const char *name, const char *uid, const char *node,
                           const struct gs_annotations *annots) {
-  json_t *ann = json_object(), *meta, *body;
-  char *text;
-  if (ann == NULL)
-    return NULL;
-  for (size_t i = 0; annots != NULL && i < annots->n; i++)
-    json_object_set_new(ann, annots->kv[i].key, json_string(annots->kv[i].value));
-  meta = json_pack("{s:s, s:s, s:o}", "name", name, "namespace", ns, "annotations", ann);
-  if (meta == NULL)
-    return NULL;
-  if (uid != NULL && uid[0] != '\0')
-    json_object_set_new(meta, "uid", json_string(uid));
-  body = json_pack("{s:s, s:s, s:o, s:{s:s, s:s, s:s}}", "apiVersion", "v1", "kind", "Binding",
-                   "metadata", meta, "target", "apiVersion", "v1", "kind", "Node", "name", node);
-  if (body == NULL)
-    return NULL;
-  text = json_dumps(body, JSON_COMPACT);
-  json_decref(body);
-  return text;
+  struct gs_buf b = {0};
+  gs_jw_lit(&b, "{\"apiVersion\":\"v1\",\"kind\":\"Binding\",\"metadata\":{\"name\":");
+  gs_jw_str(&b, name);
+  gs_jw_lit(&b, ",\"namespace\":");
+  gs_jw_str(&b, ns);
+  if (uid != NULL && uid[0] != '\0') {
+    gs_jw_lit(&b, ",\"uid\":");
+    gs_jw_str(&b, uid);
+  }
+  gs_jw_lit(&b, ",\"annotations\":{");
+  for (size_t i = 0; annots != NULL && i < annots->n; i++) {
+    if (i)
+      gs_jw_lit(&b, ",");
+    gs_jw_str(&b, annots->kv[i].key);
+    gs_jw_lit(&b, ":");
+    gs_jw_str(&b, annots->kv[i].value);
+  }
+  gs_jw_lit(&b, "}},\"target\":{\"apiVersion\":\"v1\",\"kind\":\"Node\",\"name\":");
+  gs_jw_str(&b, node);
+  gs_jw_lit(&b, "}}");
+  return gs_buf_take(&b);
 }
 
 /* The pod as the apiserver has it now (GET; new reference), or NULL. */
@@ -354,7 +361,7 @@ static void kube_event(void *self, const json_t *pod, const char *reason, const 
                    "gpushare-extender");
   if (body == NULL)
     return;
-  text = json_dumps(body, JSON_COMPACT);
+  text = gs_api_dump(body);
   json_decref(body);
   if (text == NULL)
     return;

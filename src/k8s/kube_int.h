@@ -6,6 +6,7 @@
 #define GPUSHARE_KUBE_INT_H
 
 #include "k8s.h"
+#include "api.h" /* gs_api_dump: the one way a jansson document is written */
 #include "buf.h"
 
 #include <curl/curl.h>

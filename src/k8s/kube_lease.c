@@ -69,7 +69,7 @@ static long send_lease(struct lease_state *ls, const char *method, const struct 
   if (body == NULL)
     return 0;
   json_object_set_new(body, "spec", gs__lease_spec_to_json(spec));
-  text = json_dumps(body, JSON_COMPACT);
+  text = gs_api_dump(body);
   json_decref(body);
   if (text == NULL)
     return 0;

@@ -400,7 +400,7 @@ static void respond_view(struct gs_server *s, const char *node, bool inspect,
   if (v.err == GS_ENOTFOUND) {
     snprintf(msg, sizeof msg, "node %s is unknown to gpushare", node);
     json_t *body = json_pack("{s:s}", "error", msg);
-    respond(resp, 404, "application/json", body ? json_dumps(body, JSON_COMPACT) : NULL);
+    respond(resp, 404, "application/json", body ? gs_api_dump(body) : NULL);
     json_decref(body);
     return;
   }
@@ -408,7 +408,7 @@ static void respond_view(struct gs_server *s, const char *node, bool inspect,
     respond_error(resp, 500, gs_strerror(v.err));
     return;
   }
-  respond(resp, 200, "application/json", json_dumps(v.out, JSON_COMPACT | JSON_PRESERVE_ORDER));
+  respond(resp, 200, "application/json", gs_api_dump(v.out));
   json_decref(v.out);
 }
 
@@ -511,7 +511,8 @@ static void route_metrics(struct gs_server *s, struct gs_http_response *resp) {
 
 #define PREFIX "/gpushare-scheduler"
 
-static void handle(void *ctx, const struct gs_http_request *req, struct gs_http_response *resp) {
+void gs__server_handle(void *ctx, const struct gs_http_request *req,
+                       struct gs_http_response *resp) {
   struct gs_server *s = ctx;
   const char *path = req->path;
   bool post = strcmp(req->method, "POST") == 0;
@@ -631,7 +632,7 @@ enum gs_err gs_server_listen(struct gs_server *s, struct gs_diag *diag) {
   opts.tls_cert_file = s->cfg.tls_cert_file[0] ? s->cfg.tls_cert_file : NULL;
   opts.tls_key_file = s->cfg.tls_key_file[0] ? s->cfg.tls_key_file : NULL;
   opts.body_max = GS_API_BODY_MAX;
-  s->http = gs_http_start(&opts, handle, s, diag);
+  s->http = gs_http_start(&opts, gs__server_handle, s, diag);
   if (s->http == NULL)
     return GS_EIO;
   gs_log(GS_LVL_INFO, "listening", "addr=%s port=%u tls=%s", s->cfg.listen,

@@ -4,6 +4,7 @@
 #define GPUSHARE_SERVER_INT_H
 
 #include "server.h"
+#include "http.h"
 
 #include "api.h"
 #include "log.h"
@@ -58,6 +59,10 @@ static inline void gs__diag_text(const struct gs_diag *diag, const char *what, c
 /* The cluster sink (sink.c): the cluster's objects decoded and handed to
  * the service. */
 struct gs_cluster_sink gs__server_sink(struct gs_server *s);
+/* The route table (extender.c): what the HTTP adapter calls for every
+ * request; tests call it directly (the server torture test). */
+void gs__server_handle(void *ctx, const struct gs_http_request *req,
+                       struct gs_http_response *resp);
 /* Where the service's notices go (sink.c): log lines and Warning Events. */
 void gs__server_on_notice(void *ctx, const struct gs_notice *n);
 
