@@ -134,6 +134,19 @@ enum gs_err gs_sched_bind(struct gs_sched *s, const struct gs_pod_request *pod,
                           const char *bound_node, const char *node, int64_t now_ns,
                           const struct gs_binder *binder, struct gs_sched_bind_result *ret) GS_WUR;
 
+/* The bind's steps apart, for a front end whose scheduler calls them at
+ * different times (the scheduling framework: Reserve, Permit, Bind,
+ * Unreserve). gs_sched_reserve reserves pod's GPUs on node (or finds the
+ * reservation it already has there) and writes the annotations its Binding
+ * must carry to ret_annots (clear them after use); on failure st says why
+ * and nothing changed. gs_sched_unreserve undoes a reservation the cluster
+ * never confirmed; gs_sched_confirm records the Binding as done. */
+enum gs_err gs_sched_reserve(struct gs_sched *s, const struct gs_pod_request *pod,
+                             const char *node, int64_t now_ns, struct gs_annotations *ret_annots,
+                             struct gs_status *st) GS_WUR;
+void gs_sched_unreserve(struct gs_sched *s, const struct gs_pod_request *pod, const char *node);
+void gs_sched_confirm(struct gs_sched *s, const char *uid);
+
 /* Permit, for a front end that can hold a pod between its reservation and
  * its Binding (the scheduling framework's Permit; the extender cannot and
  * never calls it, docs/gangs.md). pod must hold a reservation on node.

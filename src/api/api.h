@@ -217,6 +217,9 @@ struct gs_api_ledger_view {
  * (GS_ENOTFOUND if unknown). New reference. */
 enum gs_err gs_api_ledger_json(const struct gs_ledger *ledger, const char *node,
                                const struct gs_api_ledger_view *view, json_t **ret) GS_WUR;
+/* Appends a gang plan to the "gangs" array of the ledger view:
+ * {"job":"ns/job","replicas":R,"placed":P,"nodes":{"<node>":[gpu,...]}}. */
+void gs_api_plan_append(json_t *gangs, const struct gs_plan_view *plan);
 /* The Aliyun-compatible inspect object (amounts in the active unit, each
  * GPU's and each pod's MiB divided by the unit and rounded down; a node's
  * figures are the sums of its GPUs'). Nodes with mode NONE are left out;

@@ -407,6 +407,19 @@ enum gs_err gs_sched_bind(struct gs_sched *s, const struct gs_pod_request *pod,
   return GS_EOK;
 }
 
+enum gs_err gs_sched_reserve(struct gs_sched *s, const struct gs_pod_request *pod,
+                             const char *node, int64_t now_ns, struct gs_annotations *ret_annots,
+                             struct gs_status *st) {
+  bool fresh = false;
+  return gs_fw_bind_prepare(s->fw, pod, node, now_ns, ret_annots, &fresh, st);
+}
+
+void gs_sched_unreserve(struct gs_sched *s, const struct gs_pod_request *pod, const char *node) {
+  gs_fw_bind_abort(s->fw, pod, node);
+}
+
+void gs_sched_confirm(struct gs_sched *s, const char *uid) { gs_fw_bind_commit(s->fw, uid); }
+
 enum gs_code gs_sched_permit(struct gs_sched *s, const struct gs_pod_request *pod,
                              const char *node, int64_t now_ns, struct gs_status *st) {
   return gs_fw_permit(s->fw, pod, node, now_ns, st);

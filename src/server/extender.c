@@ -359,26 +359,7 @@ struct view_call {
  * "nodes":{"node":[gpu,...]}} for every plan still holding slots. */
 static void gang_json(void *arg, const struct gs_plan_view *g) {
   struct view_call *v = arg;
-  char job[GS_NS_MAX + GS_NAME_MAX + 2];
-  json_t *nodes = json_object();
-  if (v->gangs == NULL || nodes == NULL) {
-    json_decref(nodes);
-    return;
-  }
-  for (uint32_t r = 0; r < g->nslots; r++) {
-    json_t *list = json_object_get(nodes, g->slot_nodes[r]);
-    if (list == NULL) {
-      list = json_array();
-      json_object_set_new(nodes, g->slot_nodes[r], list);
-    }
-    for (uint32_t b = 0; b < GS_MAX_GPUS; b++)
-      if (g->slot_gpus[r] & (UINT64_C(1) << b))
-        json_array_append_new(list, json_integer(b));
-  }
-  snprintf(job, sizeof job, "%s/%s", g->ns, g->job);
-  json_array_append_new(v->gangs, json_pack("{s:s,s:I,s:I,s:o}", "job", job, "replicas",
-                                            (json_int_t)g->replicas, "placed",
-                                            (json_int_t)g->placed, "nodes", nodes));
+  gs_api_plan_append(v->gangs, g);
 }
 
 static void view_fn(const struct gs_ledger *ledger, void *arg) {

@@ -2,6 +2,7 @@
  * handed to the scheduler service; and the service's notices, logged and
  * posted as Events. */
 #include "server_int.h"
+#include "feed.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -25,131 +26,19 @@ static uint64_t parse_gpu_list(const char *text) {
   return mask;
 }
 
-/* Restores the allocation a pod carries. *ret_retry tells whether to keep
- * the pod and try again later: its node is not known yet, or memory ran out
- * (dropping it could over-commit its GPUs). */
-/* ---- the cluster's objects, decoded and handed to the service -------- */
-
-static void sink_pod_bound(struct gs_server *s, const json_t *pod) {
-  struct gs_api_alloc a;
-  struct gs_alloc alloc;
-  struct gs_diag diag = {"", ""};
-  const char *uid = gs_api_pod_uid(pod), *node = gs_api_pod_node(pod);
-  enum gs_err err;
-
-  if (uid == NULL || uid[0] == '\0' || node == NULL || node[0] == '\0')
-    return;
-  err = gs_api_alloc_from_pod(pod, gs_sched_policy(s->sched)->unit_mib, &a, &diag);
-  if (err == GS_ENOTFOUND)
-    return;
-  if (err != GS_EOK) {
-    gs_log(GS_LVL_WARN, "ignoring malformed allocation annotation",
-           "pod=%s/%s where=\"%s\" error=\"%s\"", gs_api_pod_ns(pod), gs_api_pod_name(pod),
-           diag.where, err == GS_ENOMEM ? "out of memory" : diag.text);
-    return;
-  }
-  alloc = (struct gs_alloc){
-      .ns = gs_api_pod_ns(pod),
-      .name = gs_api_pod_name(pod),
-      .uid = uid,
-      .node = node,
-      .kind = a.kind,
-      .state = GS_ALLOC_BOUND,
-      /* not recorded on the pod (another scheduler bound it): inferred
-       * against its node's GPUs (gs_ledger_restore) */
-      .unit_mib = a.unit_recorded || a.kind == GS_ALLOC_WHOLE ? a.unit_mib : 0,
-      .assume_time_ns = a.assume_time_ns,
-      .nparts = a.nparts,
-      .parts = a.parts,
-      .dev_units = a.dev_units,
-      .priority = gs_api_pod_priority(pod),
-  };
-  err = gs_sched_pod_bound(s->sched, &alloc);
-  if (err == GS_EOK)
-    gs_log(GS_LVL_DEBUG, "allocation restored", "pod=%s/%s node=%s", alloc.ns, alloc.name, node);
-  else if (err == GS_EAGAIN)
-    gs_log(GS_LVL_DEBUG, "allocation kept until its node comes", "pod=%s/%s node=%s", alloc.ns,
-           alloc.name, node);
-  else
-    gs_log(GS_LVL_WARN, "cannot restore allocation", "pod=%s/%s node=%s error=\"%s\"",
-           alloc.ns, alloc.name, node, gs_strerror(err));
-}
-
 static void sink_node_upsert(void *ctx, const json_t *node) {
   struct gs_server *s = ctx;
-  struct gs_node_spec spec;
-  static __thread struct gs_topo topo; /* 8 KiB: keep it off the stack */
-  struct gs_diag diag = {"", ""};
-  enum gs_err err;
-
-  err = gs_api_node_decode(node, &spec, &topo, &diag);
-  if (err != GS_EOK) {
-    gs_log(GS_LVL_WARN, "ignoring node", "node=%s where=\"%s\" error=\"%s\"",
-           gs__meta_str(node, "name") ? gs__meta_str(node, "name") : "?", diag.where, diag.text);
-    return;
-  }
-  err = gs_sched_node_upsert(s->sched, &spec);
-  if (err != GS_EOK)
-    gs_log(GS_LVL_WARN, "cannot add node", "node=%s error=\"%s\"", spec.name, gs_strerror(err));
+  gs__feed_node(s->sched, node);
 }
 
 static void sink_node_delete(void *ctx, const char *name) {
   struct gs_server *s = ctx;
-  if (gs_sched_node_remove(s->sched, name) == GS_EOK)
-    gs_log(GS_LVL_INFO, "node removed", "node=%s", name);
-}
-
-/* A pod of a distributed job, pending or bound: the service counts the
- * job's members present and rebuilds a running job's slots from it
- * (docs/gangs.md). Only pods with the job label are decoded. */
-static void sink_gang_member(struct gs_server *s, const json_t *pod) {
-  struct gs_pod_request req;
-  const json_t *labels = json_object_get(json_object_get(pod, "metadata"), "labels");
-  struct gs_diag diag = {"", ""};
-  struct gs_api_alloc a;
-  struct gs_alloc alloc;
-  const char *node = gs_api_pod_node(pod);
-
-  if (json_object_get(labels, GS_LABEL_GANG_JOB) == NULL ||
-      gs_api_pod_decode(pod, &req, &diag) != GS_EOK)
-    return;
-  if (node == NULL || node[0] == '\0' ||
-      gs_api_alloc_from_pod(pod, gs_sched_policy(s->sched)->unit_mib, &a, &diag) != GS_EOK) {
-    gs_sched_pod_seen(s->sched, &req, NULL);
-    return;
-  }
-  alloc = (struct gs_alloc){
-      .ns = req.ns,
-      .name = req.name,
-      .uid = req.uid,
-      .node = node,
-      .kind = a.kind,
-      .state = GS_ALLOC_BOUND,
-      /* not recorded on the pod (another scheduler bound it): inferred
-       * against its node's GPUs (gs_ledger_restore) */
-      .unit_mib = a.unit_recorded || a.kind == GS_ALLOC_WHOLE ? a.unit_mib : 0,
-      .assume_time_ns = a.assume_time_ns,
-      .nparts = a.nparts,
-      .parts = a.parts,
-      .dev_units = a.dev_units,
-      .priority = gs_api_pod_priority(pod),
-  };
-  gs_sched_pod_seen(s->sched, &req, &alloc);
+  gs__feed_node_delete(s->sched, name);
 }
 
 static void sink_pod_upsert(void *ctx, const json_t *pod) {
   struct gs_server *s = ctx;
-  const char *uid = gs_api_pod_uid(pod);
-  if (uid == NULL || uid[0] == '\0')
-    return;
-  if (gs_api_pod_is_terminal(pod)) {
-    /* Succeeded or Failed: its containers are gone, so are its GPUs. A pod
-     * that is only terminating keeps them until it stops. */
-    gs_sched_pod_gone(s->sched, uid);
-    return;
-  }
-  sink_pod_bound(s, pod);
-  sink_gang_member(s, pod);
+  gs__feed_pod(s->sched, pod);
 }
 
 /* What the service reports from its tick (a gang timed out): a log line

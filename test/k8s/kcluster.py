@@ -366,6 +366,8 @@ class ControlPlane:
         self.want_cm = controller_manager
         self.scheduler_binary = scheduler_binary
         self.extra_scheduler_args = list(extra_scheduler_args)
+        self.plugin_debug = free_port()
+        self.plugin_args = {}
         self.procs = {}
         self.api_port = None
         self.sched_port = None
@@ -500,6 +502,17 @@ class ControlPlane:
         cfg["clientConnection"]["kubeconfig"] = self.sched_kubeconfig
         for ext in cfg.get("extenders", []):
             ext["urlPrefix"] = url_prefix or (self.ext_url + "/gpushare-scheduler")
+        # The plugin form (deploy/scheduler/gpushare-scheduler-config.yaml): in
+        # the tests it is the cluster's only scheduler, so it takes the
+        # default name and Lease; its /debug/ledger listens on plugin_debug.
+        for prof in cfg.get("profiles", []):
+            for pc in prof.get("pluginConfig", []):
+                if pc.get("name") == "GpuShare":
+                    prof["schedulerName"] = "default-scheduler"
+                    cfg["leaderElection"]["resourceName"] = "kube-scheduler"
+                    pc["args"]["debugAddress"] = f"127.0.0.1:{self.plugin_debug}"
+                    if self.plugin_args:
+                        pc["args"].update(self.plugin_args)
         if minor < 26:
             cfg["apiVersion"] = "kubescheduler.config.k8s.io/v1beta3"
         return yaml.safe_dump(cfg, sort_keys=False)

@@ -27,20 +27,61 @@ BIND_TIMEOUT = float(os.environ.get("GS_K8S_BIND_TIMEOUT", "120"))
 DGX1_LINKS = kcluster.gsutil.DGX1_LINKS
 
 
+class PluginView:
+    """The in-process plugin's side of what the tests read from the
+    extender: /debug/ledger on the plugin's debug listener, and the
+    scheduler's log (docs/plugin.md)."""
+
+    def __init__(self, cp):
+        self.cp = cp
+        self.base = f"http://127.0.0.1:{cp.plugin_debug}"
+        self.proc = cp.procs["kube-scheduler"]
+
+    def ledger(self, node=None):
+        st, body = kcluster.gsutil.http_status(self.base, "/debug/ledger")
+        led = json.loads(body)
+        if node is not None:
+            led["nodes"] = [n for n in led["nodes"] if n["name"] == node]
+        return led
+
+    def wait_ready(self):
+        def up():
+            if not self.proc.alive():
+                raise AssertionError("gpushare-scheduler exited:\n" + self.proc.tail())
+            return kcluster.gsutil.http_status(self.base, "/debug/ledger")[0] == 200
+        wait_for(up, 60, "the plugin's /debug/ledger")
+        return self
+
+
 class Env:
-    """One control plane and its extender for a test module."""
+    """One control plane and its extender (or, with GS_K8S_FORM=plugin or
+    form="plugin", gpushare-scheduler with the in-process plugin and no
+    extender) for a test module."""
     cp = None
     ext = None
     tmp = None
+    form = "extender"
 
     @classmethod
-    def up(cls, unit="1GiB", ext_args=(), start_extender=True, config=None, **cp_kw):
+    def up(cls, unit="1GiB", ext_args=(), start_extender=True, config=None, form=None, **cp_kw):
+        cls.form = form or os.environ.get("GS_K8S_FORM", "extender")
         cls.tmp = tempfile.TemporaryDirectory(prefix="gs-k8s-")
+        if cls.form == "plugin":
+            cp_kw.setdefault("scheduler_config", os.path.join(
+                kcluster.SOURCE, "deploy", "scheduler", "gpushare-scheduler-config.yaml"))
+            cp_kw.setdefault("scheduler_binary", os.path.join(
+                os.environ.get("GS_K8S_BIN") or os.path.join(kcluster.BUILD, "k8s", "bin"),
+                "gpushare-scheduler"))
         cls.cp = ControlPlane(cls.tmp.name, **cp_kw)
+        if cls.form == "plugin":
+            cls.cp.plugin_args = dict({"gpuMemoryUnit": unit}, **{
+                k: (int(v) if v.isdigit() else v) for k, v in (config or {}).items()})
         try:
             cls.cp.start()
             cls.set_unit(unit, config)
-            if start_extender:
+            if cls.form == "plugin":
+                cls.ext = PluginView(cls.cp).wait_ready()
+            elif start_extender:
                 cls.ext = Extender(cls.cp, args=ext_args).wait_ready()
         except BaseException:
             print(cls.cp.dump_logs(), flush=True)

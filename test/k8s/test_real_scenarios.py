@@ -62,6 +62,8 @@ class SeedScenarios(RealCase):
         self.assertEqual(alloc_gpus(p), [0, 1])
         self.assert_memory_annotations(p, [0, 1], 4 * 1024 // UNIT_MIB, UNIT_MIB, [GPU16] * 4)
         self.assert_ledger_is_truth()
+        if Env.form == "plugin":
+            return  # the rest drives the extender's bind verb
         # kube-scheduler repeats a Binding whose answer it lost: the same bind
         # again, once the extender's cache holds the pod bound (compact), is
         # success, writes nothing and re-picks nothing
@@ -179,6 +181,8 @@ class SeedScenarios(RealCase):
         created a moment before) reads the pod from the apiserver. Pods of
         another schedulerName, so only these direct binds touch them; each is
         bound the instant its create returns."""
+        if Env.form == "plugin":
+            self.skipTest("the extender's bind verb; the plugin binds from kube-scheduler's own cache")
         self.node("gpu-share-race", "share", gpus=4, units=4 * GPU16)
         for i in range(20):
             spec = kcluster.gpu_pod(f"race-{i:02d}", ns=self.ns, units=8)

@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# Builds gpushare-scheduler: kube-scheduler at the release pinned in go.mod
+# with the gpushare plugin (docs/plugin.md). The C core comes from a CMake
+# build folder (its static libraries, linked by cgo); Go only wraps it.
+#
+#   plugins/scheduler/build.sh [BUILD_DIR] [OUT]
+#
+# BUILD_DIR: a configured and built CMake folder (default build/);
+# OUT: where the binary goes (default BUILD_DIR/k8s/bin). Cached by a stamp
+# of the Go sources, go.mod/go.sum and the static libraries.
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
+build=$(cd "${1:-$root/build}" && pwd)
+out=${2:-$build/k8s/bin}
+
+if ! command -v go >/dev/null 2>&1; then
+  for d in /usr/local/go/bin /usr/lib/go/bin; do
+    [ -x "$d/go" ] && PATH="$d:$PATH" && break
+  done
+fi
+command -v go >/dev/null 2>&1 || { echo "plugin-build: FAILED: no Go toolchain" >&2; exit 1; }
+
+libs=(src/server/libgs_server.a src/sched/libgs_sched.a src/framework/libgs_framework.a
+      plugins/libgs_plugins.a src/config/libgs_config.a src/api/libgs_api.a
+      src/core/libgs_core.a src/util/libgs_util.a)
+ld=""
+for l in "${libs[@]}"; do
+  [ -f "$build/$l" ] || { echo "plugin-build: FAILED: $build/$l missing (build the C side first)" >&2; exit 1; }
+  ld="$ld $build/$l"
+done
+stamp_want=$( (go version; cat "$here/go.mod" "$here/go.sum" "$here"/cmd/*/*.go "$here"/gpushare/*;
+               for l in "${libs[@]}"; do sha256sum "$build/$l"; done) | sha256sum | cut -c1-64)
+if [ -x "$out/gpushare-scheduler" ] && [ -f "$out/.gpushare-scheduler.stamp" ] &&
+   [ "$(cat "$out/.gpushare-scheduler.stamp")" = "$stamp_want" ]; then
+  echo "plugin-build: gpushare-scheduler cached in $out"
+  exit 0
+fi
+mkdir -p "$out"
+version=$(sed -n 's/^\s*k8s.io\/kubernetes \(v[0-9.]*\)$/\1/p' "$here/go.mod" | head -1)
+minor=$(echo "$version" | cut -d. -f2)
+ldflags="-X k8s.io/component-base/version.gitVersion=$version
+ -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$minor
+ -X k8s.io/component-base/version.gitTreeState=clean"
+t0=$(date +%s)
+cd "$here"
+CGO_ENABLED=1 CGO_LDFLAGS="$ld -ljansson -lyaml -lpthread -lm" \
+  go build -trimpath -tags providerless -ldflags "$ldflags" -o "$out/gpushare-scheduler" \
+  ./cmd/gpushare-scheduler
+echo "$stamp_want" > "$out/.gpushare-scheduler.stamp"
+echo "plugin-build: gpushare-scheduler ($version + gpushare) in $(( $(date +%s) - t0 )) s"

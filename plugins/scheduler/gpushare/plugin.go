@@ -1,0 +1,493 @@
+// Package gpushare is the scheduling-framework plugin: a thin cgo shim over
+// libgpushare (docs/plugin.md). Go converts objects (json.Marshal) and
+// calls; every decision — filter, score, reserve, permit, the annotations
+// the Binding carries — is made by the C core through shim.c.
+package gpushare
+
+/*
+#cgo CFLAGS: -I${SRCDIR}/../../../include -I${SRCDIR}/../../../src/api -I${SRCDIR}/../../../src/util -I${SRCDIR}/../../../src/config -I${SRCDIR}/../../../src/server -I${SRCDIR}/../../../src/sched
+#include <stdlib.h>
+#include "shim.h"
+*/
+import "C"
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"sync"
+	"time"
+	"unsafe"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+	fwk "k8s.io/kube-scheduler/framework"
+	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
+)
+
+// Name is the plugin's name in KubeSchedulerConfiguration.
+const Name = "GpuShare"
+
+const stateKey fwk.StateKey = "gpushare.io/cycle"
+
+// Args are the plugin's args: the ConfigMap's keys, and where /debug/ledger
+// is served (empty: not served).
+type Args struct {
+	GpuMemoryUnit      string `json:"gpuMemoryUnit,omitempty"`
+	NodePolicy         string `json:"nodePolicy,omitempty"`
+	CgpuMaxPodsPerGPU  *int   `json:"cgpuMaxPodsPerGPU,omitempty"`
+	GangTimeoutSeconds *int   `json:"gangTimeoutSeconds,omitempty"`
+	DebugAddress       string `json:"debugAddress,omitempty"`
+}
+
+// Plugin implements PreFilter, Filter, PreScore, Score, Reserve, Permit and
+// Bind over one C service.
+type Plugin struct {
+	shim  *C.struct_gs_shim
+	h     fwk.Handle
+	wait  time.Duration
+	mu    sync.Mutex // none of the C calls need it; it orders Allow calls
+}
+
+// cycle is what one scheduling cycle carries between extension points.
+type cycle struct {
+	pod     []byte            // the pod as JSON
+	managed bool              // gpushare manages the pod
+	verdict map[string]verdict // PreFilter's answer per node
+	scores  map[string]int64   // PreScore's answer per node (0..10)
+	annots  map[string]string  // Reserve's annotations for the Binding
+}
+
+type verdict struct {
+	code   int
+	reason string
+}
+
+func (c *cycle) Clone() fwk.StateData { return c }
+
+var (
+	_ fwk.PreFilterPlugin = &Plugin{}
+	_ fwk.FilterPlugin    = &Plugin{}
+	_ fwk.PreScorePlugin  = &Plugin{}
+	_ fwk.ScorePlugin     = &Plugin{}
+	_ fwk.ReservePlugin   = &Plugin{}
+	_ fwk.PermitPlugin    = &Plugin{}
+	_ fwk.BindPlugin      = &Plugin{}
+	_ fwk.EnqueueExtensions = &Plugin{}
+)
+
+// New makes the plugin: the C service from the args, fed by the scheduler's
+// own informers (no second watch).
+func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
+	args := Args{}
+	if obj != nil {
+		if err := frameworkruntime.DecodeInto(obj, &args); err != nil {
+			return nil, fmt.Errorf("gpushare args: %w", err)
+		}
+	}
+	data := map[string]string{}
+	if args.GpuMemoryUnit != "" {
+		data["gpuMemoryUnit"] = args.GpuMemoryUnit
+	}
+	if args.NodePolicy != "" {
+		data["nodePolicy"] = args.NodePolicy
+	}
+	if args.CgpuMaxPodsPerGPU != nil {
+		data["cgpuMaxPodsPerGPU"] = fmt.Sprint(*args.CgpuMaxPodsPerGPU)
+	}
+	wait := 60 * time.Second
+	if args.GangTimeoutSeconds != nil {
+		data["gangTimeoutSeconds"] = fmt.Sprint(*args.GangTimeoutSeconds)
+		wait = time.Duration(*args.GangTimeoutSeconds) * time.Second
+	}
+	raw, _ := json.Marshal(data)
+	var errbuf [512]C.char
+	cargs := C.CBytes(raw)
+	defer C.free(cargs)
+	shim := C.gs_shim_new((*C.char)(cargs), C.size_t(len(raw)), &errbuf[0], C.size_t(len(errbuf)))
+	if shim == nil {
+		return nil, fmt.Errorf("%s", C.GoString(&errbuf[0]))
+	}
+	p := &Plugin{shim: shim, h: h, wait: wait}
+	p.watch()
+	go p.tick(ctx)
+	if args.DebugAddress != "" {
+		go p.serve(args.DebugAddress)
+	}
+	return p, nil
+}
+
+// Name is the plugin's name.
+func (p *Plugin) Name() string { return Name }
+
+// ---- the informers -------------------------------------------------------
+
+func withBytes(v interface{}, fn func(*C.char, C.size_t)) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return
+	}
+	c := C.CBytes(b)
+	defer C.free(c)
+	fn((*C.char)(c), C.size_t(len(b)))
+}
+
+func (p *Plugin) watch() {
+	f := p.h.SharedInformerFactory()
+	_, _ = f.Core().V1().Nodes().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(o interface{}) { p.node(o) },
+		UpdateFunc: func(_, o interface{}) { p.node(o) },
+		DeleteFunc: func(o interface{}) {
+			if d, ok := o.(cache.DeletedFinalStateUnknown); ok {
+				o = d.Obj
+			}
+			if n, ok := o.(*v1.Node); ok {
+				cs := C.CString(n.Name)
+				C.gs_shim_node_delete(p.shim, cs)
+				C.free(unsafe.Pointer(cs))
+			}
+		},
+	})
+	_, _ = f.Core().V1().Pods().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(o interface{}) { p.pod(o) },
+		UpdateFunc: func(_, o interface{}) { p.pod(o) },
+		DeleteFunc: func(o interface{}) {
+			if d, ok := o.(cache.DeletedFinalStateUnknown); ok {
+				o = d.Obj
+			}
+			if pod, ok := o.(*v1.Pod); ok {
+				cs := C.CString(string(pod.UID))
+				C.gs_shim_pod_delete(p.shim, cs)
+				C.free(unsafe.Pointer(cs))
+			}
+		},
+	})
+}
+
+func (p *Plugin) node(o interface{}) {
+	if n, ok := o.(*v1.Node); ok {
+		withBytes(n, func(b *C.char, l C.size_t) { C.gs_shim_node(p.shim, b, l) })
+	}
+}
+
+func (p *Plugin) pod(o interface{}) {
+	if pod, ok := o.(*v1.Pod); ok {
+		withBytes(pod, func(b *C.char, l C.size_t) { C.gs_shim_pod(p.shim, b, l) })
+	}
+}
+
+func (p *Plugin) tick(ctx context.Context) {
+	t := time.NewTicker(200 * time.Millisecond)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case now := <-t.C:
+			C.gs_shim_tick(p.shim, C.int64_t(now.UnixNano()))
+		}
+	}
+}
+
+func (p *Plugin) serve(addr string) {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/ledger", func(w http.ResponseWriter, _ *http.Request) {
+		s := C.gs_shim_ledger(p.shim)
+		if s == nil {
+			http.Error(w, `{"error":"out of memory"}`, http.StatusInternalServerError)
+			return
+		}
+		defer C.gs_shim_free_string(s)
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(C.GoString(s)))
+	})
+	klog.InfoS("gpushare: serving /debug/ledger", "address", addr)
+	if err := http.ListenAndServe(addr, mux); err != nil {
+		klog.ErrorS(err, "gpushare: debug listener stopped", "address", addr)
+	}
+}
+
+// ---- the extension points ------------------------------------------------
+
+func status(code int, reason string) *fwk.Status {
+	switch code {
+	case int(C.GS_SHIM_OK):
+		return nil
+	case int(C.GS_SHIM_UNSCHEDULABLE):
+		return fwk.NewStatus(fwk.Unschedulable, reason)
+	case int(C.GS_SHIM_UNRESOLVABLE):
+		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, reason)
+	case int(C.GS_SHIM_SKIP):
+		return fwk.NewStatus(fwk.Skip)
+	case int(C.GS_SHIM_WAIT):
+		return fwk.NewStatus(fwk.Wait, reason)
+	default:
+		return fwk.AsStatus(fmt.Errorf("%s", reason))
+	}
+}
+
+// verbs calls the C filter or prioritize over the named nodes.
+func (p *Plugin) verbs(pod []byte, names []string, score bool) (int, []verdict, []int64) {
+	n := len(names)
+	cnames := make([]*C.char, n)
+	for i, s := range names {
+		cnames[i] = C.CString(s)
+	}
+	defer func() {
+		for _, c := range cnames {
+			C.free(unsafe.Pointer(c))
+		}
+	}()
+	carr := (**C.char)(C.malloc(C.size_t(n+1) * C.size_t(unsafe.Sizeof(uintptr(0)))))
+	defer C.free(unsafe.Pointer(carr))
+	slice := unsafe.Slice(carr, n+1)
+	copy(slice, cnames)
+	codes := (*C.int)(C.calloc(C.size_t(n+1), C.size_t(unsafe.Sizeof(C.int(0)))))
+	defer C.free(unsafe.Pointer(codes))
+	reasons := (*C.char)(C.calloc(C.size_t(n+1), C.GS_SHIM_REASON))
+	defer C.free(unsafe.Pointer(reasons))
+	var scores *C.int64_t
+	if score {
+		scores = (*C.int64_t)(C.calloc(C.size_t(n+1), 8))
+		defer C.free(unsafe.Pointer(scores))
+	}
+	cpod := C.CBytes(pod)
+	defer C.free(cpod)
+	rc := int(C.gs_shim_filter(p.shim, (*C.char)(cpod), C.size_t(len(pod)), carr, C.size_t(n),
+		C.int64_t(time.Now().UnixNano()), codes, reasons, scores))
+	vs := make([]verdict, n)
+	cs := unsafe.Slice(codes, n+1)
+	var ss []int64
+	if score {
+		sc := unsafe.Slice(scores, n+1)
+		ss = make([]int64, n)
+		for i := range ss {
+			ss[i] = int64(sc[i])
+		}
+	}
+	for i := 0; i < n; i++ {
+		vs[i] = verdict{int(cs[i]), C.GoString((*C.char)(unsafe.Add(unsafe.Pointer(reasons), i*C.GS_SHIM_REASON)))}
+	}
+	if rc != int(C.GS_SHIM_OK) {
+		return rc, []verdict{{rc, C.GoString(reasons)}}, nil
+	}
+	return rc, vs, ss
+}
+
+// PreFilter decides for every node at once (the C core plans gangs here).
+func (p *Plugin) PreFilter(ctx context.Context, state fwk.CycleState, pod *v1.Pod, nodes []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
+	b, err := json.Marshal(pod)
+	if err != nil {
+		return nil, fwk.AsStatus(err)
+	}
+	names := make([]string, 0, len(nodes))
+	for _, n := range nodes {
+		names = append(names, n.Node().Name)
+	}
+	rc, vs, _ := p.verbs(b, names, false)
+	c := &cycle{pod: b}
+	state.Write(stateKey, c)
+	if rc == int(C.GS_SHIM_SKIP) {
+		return nil, fwk.NewStatus(fwk.Skip)
+	}
+	if rc != int(C.GS_SHIM_OK) {
+		return nil, status(rc, vs[0].reason)
+	}
+	c.managed = true
+	c.verdict = make(map[string]verdict, len(names))
+	for i, name := range names {
+		c.verdict[name] = vs[i]
+	}
+	return nil, nil
+}
+
+// PreFilterExtensions: none (the C core sees nominated pods in its ledger).
+func (p *Plugin) PreFilterExtensions() fwk.PreFilterExtensions { return nil }
+
+func read(state fwk.CycleState) *cycle {
+	d, err := state.Read(stateKey)
+	if err != nil {
+		return nil
+	}
+	c, _ := d.(*cycle)
+	return c
+}
+
+// Filter answers from PreFilter's verdicts.
+func (p *Plugin) Filter(ctx context.Context, state fwk.CycleState, pod *v1.Pod, nodeInfo fwk.NodeInfo) *fwk.Status {
+	c := read(state)
+	if c == nil || !c.managed {
+		return nil
+	}
+	v, ok := c.verdict[nodeInfo.Node().Name]
+	if !ok {
+		return fwk.NewStatus(fwk.Unschedulable, "node unknown to gpushare")
+	}
+	return status(v.code, v.reason)
+}
+
+// PreScore ranks the nodes that passed.
+func (p *Plugin) PreScore(ctx context.Context, state fwk.CycleState, pod *v1.Pod, nodes []fwk.NodeInfo) *fwk.Status {
+	c := read(state)
+	if c == nil || !c.managed {
+		return fwk.NewStatus(fwk.Skip)
+	}
+	names := make([]string, 0, len(nodes))
+	for _, n := range nodes {
+		names = append(names, n.Node().Name)
+	}
+	rc, vs, ss := p.verbs(c.pod, names, true)
+	if rc != int(C.GS_SHIM_OK) {
+		return status(rc, vs[0].reason)
+	}
+	c.scores = make(map[string]int64, len(names))
+	for i, name := range names {
+		c.scores[name] = ss[i]
+	}
+	return nil
+}
+
+// Score is the core's 0..10, times 10 (the framework's 0..100).
+func (p *Plugin) Score(ctx context.Context, state fwk.CycleState, pod *v1.Pod, nodeInfo fwk.NodeInfo) (int64, *fwk.Status) {
+	c := read(state)
+	if c == nil || c.scores == nil {
+		return 0, nil
+	}
+	return c.scores[nodeInfo.Node().Name] * 10, nil
+}
+
+// ScoreExtensions: none.
+func (p *Plugin) ScoreExtensions() fwk.ScoreExtensions { return nil }
+
+// Reserve puts the pod's GPUs in the ledger and keeps the annotations.
+func (p *Plugin) Reserve(ctx context.Context, state fwk.CycleState, pod *v1.Pod, nodeName string) *fwk.Status {
+	c := read(state)
+	if c == nil || !c.managed {
+		return nil
+	}
+	var annots *C.char
+	reason := (*C.char)(C.calloc(1, C.GS_SHIM_REASON))
+	defer C.free(unsafe.Pointer(reason))
+	cpod := C.CBytes(c.pod)
+	defer C.free(cpod)
+	node := C.CString(nodeName)
+	defer C.free(unsafe.Pointer(node))
+	rc := int(C.gs_shim_reserve(p.shim, (*C.char)(cpod), C.size_t(len(c.pod)), node,
+		C.int64_t(time.Now().UnixNano()), &annots, reason))
+	if rc != int(C.GS_SHIM_OK) {
+		return status(rc, C.GoString(reason))
+	}
+	defer C.gs_shim_free_string(annots)
+	c.annots = map[string]string{}
+	if err := json.Unmarshal([]byte(C.GoString(annots)), &c.annots); err != nil {
+		C.gs_shim_unreserve(p.shim, (*C.char)(cpod), C.size_t(len(c.pod)), node)
+		return fwk.AsStatus(err)
+	}
+	return nil
+}
+
+// Unreserve gives the reservation back.
+func (p *Plugin) Unreserve(ctx context.Context, state fwk.CycleState, pod *v1.Pod, nodeName string) {
+	c := read(state)
+	if c == nil || !c.managed {
+		return
+	}
+	cpod := C.CBytes(c.pod)
+	defer C.free(cpod)
+	node := C.CString(nodeName)
+	defer C.free(unsafe.Pointer(node))
+	C.gs_shim_unreserve(p.shim, (*C.char)(cpod), C.size_t(len(c.pod)), node)
+}
+
+func (p *Plugin) permit(pod []byte, nodeName string) (int, string) {
+	reason := (*C.char)(C.calloc(1, C.GS_SHIM_REASON))
+	defer C.free(unsafe.Pointer(reason))
+	cpod := C.CBytes(pod)
+	defer C.free(cpod)
+	node := C.CString(nodeName)
+	defer C.free(unsafe.Pointer(node))
+	rc := int(C.gs_shim_permit(p.shim, (*C.char)(cpod), C.size_t(len(pod)), node,
+		C.int64_t(time.Now().UnixNano()), reason))
+	return rc, C.GoString(reason)
+}
+
+// Permit holds a gang member until every member of its job is reserved,
+// then lets the waiting ones go together.
+func (p *Plugin) Permit(ctx context.Context, state fwk.CycleState, pod *v1.Pod, nodeName string) (*fwk.Status, time.Duration) {
+	c := read(state)
+	if c == nil || !c.managed {
+		return nil, 0
+	}
+	rc, reason := p.permit(c.pod, nodeName)
+	switch rc {
+	case int(C.GS_SHIM_WAIT):
+		return fwk.NewStatus(fwk.Wait, reason), p.wait
+	case int(C.GS_SHIM_OK):
+		p.allowWaiting()
+		return nil, 0
+	default:
+		return status(rc, reason), 0
+	}
+}
+
+// allowWaiting asks the core again for every waiting pod: those whose job
+// is now all reserved may bind.
+func (p *Plugin) allowWaiting() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.h.IterateOverWaitingPods(func(wp fwk.WaitingPod) {
+		pod := wp.GetPod()
+		b, err := json.Marshal(pod)
+		if err != nil || pod.Spec.NodeName == "" && wp.GetPod() == nil {
+			return
+		}
+		node := nominated(pod)
+		if rc, _ := p.permit(b, node); rc == int(C.GS_SHIM_OK) {
+			wp.Allow(Name)
+		}
+	})
+}
+
+// nominated: the node a waiting pod was assumed on (the scheduler sets
+// spec.nodeName on its assumed copy).
+func nominated(pod *v1.Pod) string {
+	if pod.Spec.NodeName != "" {
+		return pod.Spec.NodeName
+	}
+	return pod.Status.NominatedNodeName
+}
+
+// Bind writes the Binding with the allocation annotations (CONTRACT §4),
+// then records it.
+func (p *Plugin) Bind(ctx context.Context, state fwk.CycleState, pod *v1.Pod, nodeName string) *fwk.Status {
+	c := read(state)
+	if c == nil || !c.managed {
+		return fwk.NewStatus(fwk.Skip)
+	}
+	b := &v1.Binding{
+		ObjectMeta: metav1.ObjectMeta{Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID,
+			Annotations: c.annots},
+		Target: v1.ObjectReference{Kind: "Node", Name: nodeName},
+	}
+	if err := p.h.ClientSet().CoreV1().Pods(pod.Namespace).Bind(ctx, b, metav1.CreateOptions{}); err != nil {
+		return fwk.AsStatus(err)
+	}
+	uid := C.CString(string(pod.UID))
+	defer C.free(unsafe.Pointer(uid))
+	C.gs_shim_confirm(p.shim, uid)
+	return nil
+}
+
+// EventsToRegister: a pod leaving frees GPUs; a node added or changed may
+// bring some; a pod added may complete a gang.
+func (p *Plugin) EventsToRegister(ctx context.Context) ([]fwk.ClusterEventWithHint, error) {
+	return []fwk.ClusterEventWithHint{
+		{Event: fwk.ClusterEvent{Resource: fwk.Pod, ActionType: fwk.Delete}},
+		{Event: fwk.ClusterEvent{Resource: fwk.Pod, ActionType: fwk.Add}},
+		{Event: fwk.ClusterEvent{Resource: fwk.Node, ActionType: fwk.Add | fwk.Update}},
+	}, nil
+}

@@ -1,0 +1,57 @@
+/* gpushare — the C side of the scheduling-framework plugin's cgo shim
+ * (docs/plugin.md). The Go plugin hands Kubernetes objects over as JSON
+ * bytes (what json.Marshal writes); this file decodes them with src/api's
+ * decoders, the same the extender uses, and calls the scheduler service
+ * (gpushare/sched.h). Every decision is the service's.
+ *
+ * Memory: nothing passed in is kept (bytes are copied or decoded); strings
+ * returned are malloc'd and freed by the caller with gs_shim_free_string.
+ * Threads: every function is safe from any goroutine (the service locks). */
+#ifndef GPUSHARE_PLUGIN_SHIM_H
+#define GPUSHARE_PLUGIN_SHIM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct gs_shim;
+
+/* args_json: the plugin's args as {"key":"value"} with the ConfigMap's keys
+ * (gpuMemoryUnit, nodePolicy, cgpuMaxPodsPerGPU, gangTimeoutSeconds). NULL
+ * and err (errlen bytes) on a bad value or no memory. */
+struct gs_shim *gs_shim_new(const char *args_json, size_t len, char *err, size_t errlen);
+void gs_shim_free(struct gs_shim *s);
+void gs_shim_free_string(char *p);
+
+/* The informers' view. */
+void gs_shim_node(struct gs_shim *s, const char *json, size_t len);
+void gs_shim_node_delete(struct gs_shim *s, const char *name);
+void gs_shim_pod(struct gs_shim *s, const char *json, size_t len);
+void gs_shim_pod_delete(struct gs_shim *s, const char *uid);
+/* Time: gang timeouts, reservations never confirmed, pods kept for nodes. */
+void gs_shim_tick(struct gs_shim *s, int64_t now_ns);
+
+/* Codes of the verbs below. */
+enum { GS_SHIM_OK = 0, GS_SHIM_UNSCHEDULABLE = 1, GS_SHIM_UNRESOLVABLE = 2, GS_SHIM_SKIP = 3,
+       GS_SHIM_WAIT = 4, GS_SHIM_ERROR = 5 };
+#define GS_SHIM_REASON 256
+
+/* Filter (prioritize: with scores 0..10) of pod over n nodes: codes[i],
+ * reasons + i * GS_SHIM_REASON. Returns SKIP when gpushare does not manage
+ * the pod, ERROR (reason in reasons[0]) when the pod cannot be read, OK. */
+int gs_shim_filter(struct gs_shim *s, const char *pod, size_t len, const char *const *nodes,
+                   size_t n, int64_t now_ns, int *codes, char *reasons, int64_t *scores);
+
+/* Reserve pod on node: *ret_annots is the Binding's annotations as a JSON
+ * object {"key":"value"} (free it). OK, or a failure code with reason. */
+int gs_shim_reserve(struct gs_shim *s, const char *pod, size_t len, const char *node,
+                    int64_t now_ns, char **ret_annots, char *reason);
+void gs_shim_unreserve(struct gs_shim *s, const char *pod, size_t len, const char *node);
+void gs_shim_confirm(struct gs_shim *s, const char *uid);
+/* Permit: OK, WAIT (a gang not all reserved; reason), or a rejection. */
+int gs_shim_permit(struct gs_shim *s, const char *pod, size_t len, const char *node,
+                   int64_t now_ns, char *reason);
+
+/* /debug/ledger, as the extender serves it. NULL when out of memory. */
+char *gs_shim_ledger(struct gs_shim *s);
+
+#endif

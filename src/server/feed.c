@@ -1,0 +1,136 @@
+/* The cluster's objects, decoded (src/api) and handed to the scheduler
+ * service: what the extender's sink does for its watch, and what the
+ * scheduling-framework plugin does for kube-scheduler's informers
+ * (plugins/scheduler). Logs what it ignores. */
+#include "feed.h"
+
+#include "api.h"
+#include "log.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+static const char *meta_str(const json_t *obj, const char *key) {
+  return json_string_value(json_object_get(json_object_get(obj, "metadata"), key));
+}
+
+/* A bound pod's allocation (from its annotations) into the service. */
+static void feed_pod_bound(struct gs_sched *sched, const json_t *pod) {
+  struct gs_api_alloc a;
+  struct gs_alloc alloc;
+  struct gs_diag diag = {"", ""};
+  const char *uid = gs_api_pod_uid(pod), *node = gs_api_pod_node(pod);
+  enum gs_err err;
+
+  if (uid == NULL || uid[0] == '\0' || node == NULL || node[0] == '\0')
+    return;
+  err = gs_api_alloc_from_pod(pod, gs_sched_policy(sched)->unit_mib, &a, &diag);
+  if (err == GS_ENOTFOUND)
+    return;
+  if (err != GS_EOK) {
+    gs_log(GS_LVL_WARN, "ignoring malformed allocation annotation",
+           "pod=%s/%s where=\"%s\" error=\"%s\"", gs_api_pod_ns(pod), gs_api_pod_name(pod),
+           diag.where, err == GS_ENOMEM ? "out of memory" : diag.text);
+    return;
+  }
+  alloc = (struct gs_alloc){
+      .ns = gs_api_pod_ns(pod),
+      .name = gs_api_pod_name(pod),
+      .uid = uid,
+      .node = node,
+      .kind = a.kind,
+      .state = GS_ALLOC_BOUND,
+      /* not recorded on the pod (another scheduler bound it): inferred
+       * against its node's GPUs (gs_ledger_restore) */
+      .unit_mib = a.unit_recorded || a.kind == GS_ALLOC_WHOLE ? a.unit_mib : 0,
+      .assume_time_ns = a.assume_time_ns,
+      .nparts = a.nparts,
+      .parts = a.parts,
+      .dev_units = a.dev_units,
+      .priority = gs_api_pod_priority(pod),
+  };
+  err = gs_sched_pod_bound(sched, &alloc);
+  if (err == GS_EOK)
+    gs_log(GS_LVL_DEBUG, "allocation restored", "pod=%s/%s node=%s", alloc.ns, alloc.name, node);
+  else if (err == GS_EAGAIN)
+    gs_log(GS_LVL_DEBUG, "allocation kept until its node comes", "pod=%s/%s node=%s", alloc.ns,
+           alloc.name, node);
+  else
+    gs_log(GS_LVL_WARN, "cannot restore allocation", "pod=%s/%s node=%s error=\"%s\"",
+           alloc.ns, alloc.name, node, gs_strerror(err));
+}
+
+void gs__feed_node(struct gs_sched *sched, const json_t *node) {
+  struct gs_node_spec spec;
+  static __thread struct gs_topo topo; /* 8 KiB: keep it off the stack */
+  struct gs_diag diag = {"", ""};
+  enum gs_err err;
+
+  err = gs_api_node_decode(node, &spec, &topo, &diag);
+  if (err != GS_EOK) {
+    gs_log(GS_LVL_WARN, "ignoring node", "node=%s where=\"%s\" error=\"%s\"",
+           meta_str(node, "name") ? meta_str(node, "name") : "?", diag.where, diag.text);
+    return;
+  }
+  err = gs_sched_node_upsert(sched, &spec);
+  if (err != GS_EOK)
+    gs_log(GS_LVL_WARN, "cannot add node", "node=%s error=\"%s\"", spec.name, gs_strerror(err));
+}
+
+void gs__feed_node_delete(struct gs_sched *sched, const char *name) {
+  if (gs_sched_node_remove(sched, name) == GS_EOK)
+    gs_log(GS_LVL_INFO, "node removed", "node=%s", name);
+}
+
+/* A pod of a distributed job, pending or bound: the service counts the
+ * job's members present and rebuilds a running job's slots from it
+ * (docs/gangs.md). Only pods with the job label are decoded. */
+static void feed_gang_member(struct gs_sched *sched, const json_t *pod) {
+  struct gs_pod_request req;
+  const json_t *labels = json_object_get(json_object_get(pod, "metadata"), "labels");
+  struct gs_diag diag = {"", ""};
+  struct gs_api_alloc a;
+  struct gs_alloc alloc;
+  const char *node = gs_api_pod_node(pod);
+
+  if (json_object_get(labels, GS_LABEL_GANG_JOB) == NULL ||
+      gs_api_pod_decode(pod, &req, &diag) != GS_EOK)
+    return;
+  if (node == NULL || node[0] == '\0' ||
+      gs_api_alloc_from_pod(pod, gs_sched_policy(sched)->unit_mib, &a, &diag) != GS_EOK) {
+    gs_sched_pod_seen(sched, &req, NULL);
+    return;
+  }
+  alloc = (struct gs_alloc){
+      .ns = req.ns,
+      .name = req.name,
+      .uid = req.uid,
+      .node = node,
+      .kind = a.kind,
+      .state = GS_ALLOC_BOUND,
+      /* not recorded on the pod (another scheduler bound it): inferred
+       * against its node's GPUs (gs_ledger_restore) */
+      .unit_mib = a.unit_recorded || a.kind == GS_ALLOC_WHOLE ? a.unit_mib : 0,
+      .assume_time_ns = a.assume_time_ns,
+      .nparts = a.nparts,
+      .parts = a.parts,
+      .dev_units = a.dev_units,
+      .priority = gs_api_pod_priority(pod),
+  };
+  gs_sched_pod_seen(sched, &req, &alloc);
+}
+
+void gs__feed_pod(struct gs_sched *sched, const json_t *pod) {
+  const char *uid = gs_api_pod_uid(pod);
+  if (uid == NULL || uid[0] == '\0')
+    return;
+  if (gs_api_pod_is_terminal(pod)) {
+    /* Succeeded or Failed: its containers are gone, so are its GPUs. A pod
+     * that is only terminating keeps them until it stops. */
+    gs_sched_pod_gone(sched, uid);
+    return;
+  }
+  feed_pod_bound(sched, pod);
+  feed_gang_member(sched, pod);
+}
