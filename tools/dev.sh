@@ -4,7 +4,8 @@
 #   tools/dev.sh test    set up; build the pinned Kubernetes control plane from
 #                        its Go modules (cached); fuzz every decoder (clang,
 #                        libFuzzer, bounded); the threaded tests under TSan; the
-#                        extender under valgrind; then build with ASan+UBSan and
+#                        extender under valgrind; gpushare-scheduler (the
+#                        in-process plugin); then build with ASan+UBSan and
 #                        run every test, the real control-plane tier included
 #                        (ctest's summary last)
 #   tools/dev.sh cluster [--down]
@@ -112,6 +113,13 @@ case "${1:-help}" in
     (cd "$root/test/integration" &&
       GS_VALGRIND=1 GS_BUILD_DIR="$root/build-valgrind" GS_SOURCE_DIR="$root" \
         python3 -m unittest test_extender_http test_live_cluster)
+
+    # 3b. gpushare-scheduler: the pinned kube-scheduler with the in-process
+    #     plugin, its cgo shim linked against the plain build's static
+    #     libraries (docs/plugin.md), next to the other Kubernetes binaries;
+    #     the realk8s_test_real_plugin module runs the real control plane with it.
+    echo "== plugin: gpushare-scheduler (kube-scheduler + the in-process plugin)"
+    "$root/plugins/scheduler/build.sh" "$root/build-valgrind" "$root/build/k8s/bin"
 
     # 4. Every test (unit, integration, fuzz replays, and the realk8s_*
     #    tier: the real kube-apiserver, kube-scheduler and

@@ -69,9 +69,8 @@ class Env:
         if cls.form == "plugin":
             cp_kw.setdefault("scheduler_config", os.path.join(
                 kcluster.SOURCE, "deploy", "scheduler", "gpushare-scheduler-config.yaml"))
-            cp_kw.setdefault("scheduler_binary", os.path.join(
-                os.environ.get("GS_K8S_BIN") or os.path.join(kcluster.BUILD, "k8s", "bin"),
-                "gpushare-scheduler"))
+            cp_kw.setdefault("scheduler_binary",
+                             os.path.join(kcluster.k8s_bin_dir(), "gpushare-scheduler"))
         cls.cp = ControlPlane(cls.tmp.name, **cp_kw)
         if cls.form == "plugin":
             cls.cp.plugin_args = dict({"gpuMemoryUnit": unit}, **{
