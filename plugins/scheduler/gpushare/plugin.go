@@ -16,13 +16,17 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"sort"
 	"sync"
 	"time"
 	"unsafe"
 
 	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
@@ -78,6 +82,7 @@ var (
 	_ fwk.PermitPlugin    = &Plugin{}
 	_ fwk.BindPlugin      = &Plugin{}
 	_ fwk.EnqueueExtensions = &Plugin{}
+	_ fwk.PostFilterPlugin  = &Plugin{}
 )
 
 // New makes the plugin: the C service from the args, fed by the scheduler's
@@ -425,12 +430,38 @@ func (p *Plugin) Permit(ctx context.Context, state fwk.CycleState, pod *v1.Pod, 
 	rc, reason := p.permit(c.pod, nodeName)
 	switch rc {
 	case int(C.GS_SHIM_WAIT):
+		p.activateSiblings(ctx, pod)
 		return fwk.NewStatus(fwk.Wait, reason), p.wait
 	case int(C.GS_SHIM_OK):
 		p.allowWaiting()
 		return nil, 0
 	default:
 		return status(rc, reason), 0
+	}
+}
+
+// activateSiblings moves the job's other pending members back to the
+// active queue: they were refused while the job was incomplete, and nothing
+// else would retry them now that its plan holds a slot for each (a member
+// waiting in Permit is not bound, so no pod event comes).
+func (p *Plugin) activateSiblings(ctx context.Context, pod *v1.Pod) {
+	job := pod.Labels["gpu-topology"]
+	if job == "" {
+		return
+	}
+	sel := labels.SelectorFromSet(labels.Set{"gpu-topology": job})
+	pods, err := p.h.SharedInformerFactory().Core().V1().Pods().Lister().Pods(pod.Namespace).List(sel)
+	if err != nil {
+		return
+	}
+	m := map[string]*v1.Pod{}
+	for _, o := range pods {
+		if o.UID != pod.UID && o.Spec.NodeName == "" {
+			m[o.Namespace+"/"+o.Name] = o
+		}
+	}
+	if len(m) > 0 {
+		p.h.Activate(klog.FromContext(ctx), m)
 	}
 }
 
@@ -480,6 +511,73 @@ func (p *Plugin) Bind(ctx context.Context, state fwk.CycleState, pod *v1.Pod, no
 	defer C.free(unsafe.Pointer(uid))
 	C.gs_shim_confirm(p.shim, uid)
 	return nil
+}
+
+// PostFilter: GPU-aware preemption from the core, on every node the pod
+// was refused on as unschedulable (not only where node totals say victims
+// exist, the extender's limit: docs/preemption.md). The core picks the node
+// and the victims; Go deletes them and nominates the node.
+func (p *Plugin) PostFilter(ctx context.Context, state fwk.CycleState, pod *v1.Pod, m fwk.NodeToStatusReader) (*fwk.PostFilterResult, *fwk.Status) {
+	c := read(state)
+	if c == nil || !c.managed {
+		return nil, fwk.NewStatus(fwk.Unschedulable)
+	}
+	if pod.Spec.PreemptionPolicy != nil && *pod.Spec.PreemptionPolicy == v1.PreemptNever {
+		return nil, fwk.NewStatus(fwk.Unschedulable, "preemptionPolicy: Never")
+	}
+	names := []string{}
+	for name, v := range c.verdict {
+		if v.code == int(C.GS_SHIM_UNSCHEDULABLE) {
+			names = append(names, name)
+		}
+	}
+	sort.Strings(names)
+	if len(names) == 0 {
+		return nil, fwk.NewStatus(fwk.Unschedulable, "gpushare: no node where preemption helps")
+	}
+	cnames := make([]*C.char, len(names)+1)
+	for i, n := range names {
+		cnames[i] = C.CString(n)
+	}
+	defer func() {
+		for _, cn := range cnames {
+			C.free(unsafe.Pointer(cn))
+		}
+	}()
+	carr := (**C.char)(C.malloc(C.size_t(len(cnames)) * C.size_t(unsafe.Sizeof(uintptr(0)))))
+	defer C.free(unsafe.Pointer(carr))
+	copy(unsafe.Slice(carr, len(cnames)), cnames)
+	cpod := C.CBytes(c.pod)
+	defer C.free(cpod)
+	res := C.gs_shim_preempt(p.shim, (*C.char)(cpod), C.size_t(len(c.pod)), carr, C.size_t(len(names)))
+	if res == nil {
+		return nil, fwk.NewStatus(fwk.Unschedulable, "gpushare: no lower-priority pods free a GPU on any node")
+	}
+	var choice struct {
+		Node    string `json:"node"`
+		Victims []struct {
+			Namespace string `json:"namespace"`
+			Name      string `json:"name"`
+			UID       string `json:"uid"`
+		} `json:"victims"`
+	}
+	err := json.Unmarshal([]byte(C.GoString(res)), &choice)
+	C.gs_shim_free_string(res)
+	if err != nil {
+		return nil, fwk.AsStatus(err)
+	}
+	for _, v := range choice.Victims {
+		uid := types.UID(v.UID)
+		err := p.h.ClientSet().CoreV1().Pods(v.Namespace).Delete(ctx, v.Name,
+			metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
+		if err != nil && !apierrors.IsNotFound(err) {
+			return nil, fwk.AsStatus(fmt.Errorf("preempting %s/%s: %w", v.Namespace, v.Name, err))
+		}
+		klog.InfoS("gpushare: preempted", "preemptor", klog.KObj(pod), "victim",
+			klog.KRef(v.Namespace, v.Name), "node", choice.Node)
+	}
+	return &fwk.PostFilterResult{NominatingInfo: &fwk.NominatingInfo{
+		NominatedNodeName: choice.Node, NominatingMode: fwk.ModeOverride}}, fwk.NewStatus(fwk.Success)
 }
 
 // EventsToRegister: a pod leaving frees GPUs; a node added or changed may

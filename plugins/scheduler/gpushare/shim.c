@@ -8,6 +8,7 @@
 #include "feed.h"
 
 #include <gpushare/alloc.h>
+#include <gpushare/ledger.h>
 #include <gpushare/sched.h>
 
 #include <stdio.h>
@@ -199,6 +200,83 @@ int gs_shim_permit(struct gs_shim *s, const char *pod, size_t len, const char *n
   code = code_of(gs_sched_permit(s->sched, &req, node, now_ns, &st));
   snprintf(reason, GS_SHIM_REASON, "%s", st.reason);
   return code;
+}
+
+/* The cost of each kept answer, read from the ledger (victims' priority
+ * and GPU memory), and the victims' names. */
+struct pick {
+  struct gs_preempt_answer *answers;
+  size_t n, best;
+  const char *const *nodes;
+  json_t *victims; /* the best node's, filled at the end */
+};
+
+static void pick_fn(const struct gs_ledger *ledger, void *arg) {
+  struct pick *p = arg;
+  int32_t best_prio = INT32_MAX;
+  size_t best_count = SIZE_MAX;
+  uint64_t best_mib = UINT64_MAX;
+  p->best = p->n;
+  for (size_t i = 0; i < p->n; i++) {
+    int32_t prio = INT32_MIN;
+    uint64_t mib = 0;
+    if (!p->answers[i].keep)
+      continue;
+    for (size_t v = 0; v < p->answers[i].nvictims; v++) {
+      const struct gs_alloc *a = gs_ledger_alloc_get(ledger, p->answers[i].victims[v]);
+      if (a == NULL)
+        continue;
+      if (a->priority > prio)
+        prio = a->priority;
+      for (uint32_t k = 0; k < a->nparts; k++)
+        mib += gs_alloc_part_mib(a, &a->parts[k]);
+    }
+    if (prio < best_prio || (prio == best_prio && (p->answers[i].nvictims < best_count ||
+                                                   (p->answers[i].nvictims == best_count &&
+                                                    mib < best_mib)))) {
+      p->best = i;
+      best_prio = prio;
+      best_count = p->answers[i].nvictims;
+      best_mib = mib;
+    }
+  }
+  if (p->best == p->n || (p->victims = json_array()) == NULL)
+    return;
+  for (size_t v = 0; v < p->answers[p->best].nvictims; v++) {
+    const struct gs_alloc *a = gs_ledger_alloc_get(ledger, p->answers[p->best].victims[v]);
+    if (a != NULL)
+      json_array_append_new(p->victims, json_pack("{s:s,s:s,s:s}", "namespace", a->ns, "name",
+                                                  a->name, "uid", a->uid));
+  }
+}
+
+char *gs_shim_preempt(struct gs_shim *s, const char *pod, size_t len, const char *const *nodes,
+                      size_t n) {
+  struct gs_pod_request req;
+  struct gs_preempt_offer *offers = gs_calloc(n ? n : 1, sizeof *offers);
+  struct gs_preempt_answer *answers = gs_calloc(n ? n : 1, sizeof *answers);
+  struct pick p = {answers, n, 0, nodes, NULL};
+  char reason[GS_SHIM_REASON];
+  char *out = NULL;
+  json_t *doc;
+  if (offers == NULL || answers == NULL || decode_pod(pod, len, &req, reason) != GS_SHIM_OK)
+    goto done;
+  for (size_t i = 0; i < n; i++)
+    offers[i] = (struct gs_preempt_offer){nodes[i], NULL, 0};
+  if (gs_sched_preempt(s->sched, &req, offers, n, answers) != GS_EOK)
+    goto done;
+  gs_sched_read(s->sched, pick_fn, NULL, &p);
+  if (p.best == n || p.victims == NULL || json_array_size(p.victims) == 0)
+    goto done;
+  doc = json_pack("{s:s,s:O}", "node", nodes[p.best], "victims", p.victims);
+  out = doc != NULL ? gs_api_dump(doc) : NULL;
+  json_decref(doc);
+done:
+  json_decref(p.victims);
+  gs_sched_preempt_free(answers, answers != NULL ? n : 0);
+  gs_free(answers);
+  gs_free(offers);
+  return out;
 }
 
 struct view {

@@ -51,6 +51,15 @@ void gs_shim_confirm(struct gs_shim *s, const char *uid);
 int gs_shim_permit(struct gs_shim *s, const char *pod, size_t len, const char *node,
                    int64_t now_ns, char *reason);
 
+/* GPU-aware preemption over the n nodes (PostFilter; no victims proposed:
+ * the core looks at every lower-priority pod of each node). The cheapest
+ * node — lowest highest victim priority, then fewest victims, then least
+ * GPU memory, then the order given — as JSON
+ * {"node":"n","victims":[{"namespace":..,"name":..,"uid":..}]}, or NULL when
+ * no node can be made to fit (or out of memory). Free the string. */
+char *gs_shim_preempt(struct gs_shim *s, const char *pod, size_t len, const char *const *nodes,
+                      size_t n);
+
 /* /debug/ledger, as the extender serves it. NULL when out of memory. */
 char *gs_shim_ledger(struct gs_shim *s);
 
