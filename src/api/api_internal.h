@@ -79,6 +79,10 @@ char *gs__api_dump(const json_t *value);
  * in diag. */
 enum gs_err gs__api_body_load(const char *body, size_t len, const char *what, json_t **ret,
                               struct gs_diag *diag);
+/* A request body whose "Pod" must be an object with a metadata.name: the
+ * document (new reference) and the Pod in it. */
+enum gs_err gs__api_body_pod(const char *body, size_t len, const char *what, json_t **ret_root,
+                             const json_t **ret_pod, struct gs_diag *diag);
 /* metadata.name of an object at path: a non-empty string ≤ GS_NAME_MAX. */
 enum gs_err gs__api_object_name(const json_t *obj, const char *path, const char *what,
                                 const char **ret, struct gs_diag *diag);

@@ -54,6 +54,28 @@ enum gs_err gs__api_body_load(const char *body, size_t len, const char *what, js
   return GS_EOK;
 }
 
+enum gs_err gs__api_body_pod(const char *body, size_t len, const char *what, json_t **ret_root,
+                             const json_t **ret_pod, struct gs_diag *diag) {
+  const char *name;
+  json_t *root;
+  enum gs_err err = gs__api_body_load(body, len, what, &root, diag);
+  if (err != GS_EOK)
+    return err;
+  *ret_pod = gs__api_get(root, "Pod");
+  if (*ret_pod == NULL) {
+    gs_diag_set(diag, "Pod", "missing Pod");
+    err = GS_EPARSE;
+  } else {
+    err = gs__api_object_name(*ret_pod, "Pod", "pod", &name, diag);
+  }
+  if (err != GS_EOK) {
+    json_decref(root);
+    return err;
+  }
+  *ret_root = root;
+  return GS_EOK;
+}
+
 enum gs_err gs__api_object_name(const json_t *obj, const char *path, const char *what,
                                const char **ret, struct gs_diag *diag) {
   char mpath[GS__API_PATH_MAX], where[GS__API_PATH_MAX];
@@ -331,7 +353,6 @@ static enum gs_err args_fast(const char *body, size_t len, struct gs_api_args *r
 enum gs_err gs_api_args_decode(const char *body, size_t len, struct gs_api_args *ret,
                                struct gs_diag *diag) {
   struct gs_api_args a;
-  const char *name;
   enum gs_err err;
 
   if (body != NULL && len > 0 && len <= GS_API_BODY_MAX) {
@@ -340,18 +361,10 @@ enum gs_err gs_api_args_decode(const char *body, size_t len, struct gs_api_args 
       return err;
   }
   memset(&a, 0, sizeof a);
-  err = gs__api_body_load(body, len, "ExtenderArgs", &a.root, diag);
+  err = gs__api_body_pod(body, len, "ExtenderArgs", &a.root, &a.pod, diag);
   if (err != GS_EOK)
     return err;
-  a.pod = gs__api_get(a.root, "Pod");
-  if (a.pod == NULL) {
-    gs_diag_set(diag, "Pod", "missing Pod");
-    err = GS_EPARSE;
-    goto out_args;
-  }
-  err = gs__api_object_name(a.pod, "Pod", "pod", &name, diag);
-  if (err == GS_EOK)
-    err = args_nodes(a.root, &a, diag);
+  err = args_nodes(a.root, &a, diag);
   if (err != GS_EOK)
     goto out_args;
   *ret = a;

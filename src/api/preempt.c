@@ -85,23 +85,14 @@ enum gs_err gs_api_preempt_args_decode(const char *body, size_t len,
                                        struct gs_api_preempt_args *ret, struct gs_diag *diag) {
   struct gs_api_preempt_args a;
   const json_t *full, *meta, *map, *v;
-  const char *name, *key;
+  const char *key;
   size_t total = 0, used = 0, k = 0;
   enum gs_err err;
 
   memset(&a, 0, sizeof a);
-  err = gs__api_body_load(body, len, "ExtenderPreemptionArgs", &a.root, diag);
+  err = gs__api_body_pod(body, len, "ExtenderPreemptionArgs", &a.root, &a.pod, diag);
   if (err != GS_EOK)
     return err;
-  a.pod = gs__api_get(a.root, "Pod");
-  if (a.pod == NULL) {
-    gs_diag_set(diag, "Pod", "missing Pod");
-    err = GS_EPARSE;
-    goto fail;
-  }
-  err = gs__api_object_name(a.pod, "Pod", "pod", &name, diag);
-  if (err != GS_EOK)
-    goto fail;
   full = gs__api_get(a.root, "NodeNameToVictims");
   meta = gs__api_get(a.root, "NodeNameToMetaVictims");
   if (full != NULL && json_is_null(full))

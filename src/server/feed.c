@@ -15,6 +15,28 @@ static const char *meta_str(const json_t *obj, const char *key) {
   return json_string_value(json_object_get(json_object_get(obj, "metadata"), key));
 }
 
+/* A bound pod's allocation as read from its annotations (a borrows). */
+static struct gs_alloc bound_alloc(const json_t *pod, const struct gs_api_alloc *a,
+                                   const char *ns, const char *name, const char *uid,
+                                   const char *node) {
+  return (struct gs_alloc){
+      .ns = ns,
+      .name = name,
+      .uid = uid,
+      .node = node,
+      .kind = a->kind,
+      .state = GS_ALLOC_BOUND,
+      /* not recorded on the pod (another scheduler bound it): inferred
+       * against its node's GPUs (gs_ledger_restore) */
+      .unit_mib = a->unit_recorded || a->kind == GS_ALLOC_WHOLE ? a->unit_mib : 0,
+      .assume_time_ns = a->assume_time_ns,
+      .nparts = a->nparts,
+      .parts = a->parts,
+      .dev_units = a->dev_units,
+      .priority = gs_api_pod_priority(pod),
+  };
+}
+
 /* A bound pod's allocation (from its annotations) into the service. */
 static void feed_pod_bound(struct gs_sched *sched, const json_t *pod) {
   struct gs_api_alloc a;
@@ -34,22 +56,7 @@ static void feed_pod_bound(struct gs_sched *sched, const json_t *pod) {
            diag.where, err == GS_ENOMEM ? "out of memory" : diag.text);
     return;
   }
-  alloc = (struct gs_alloc){
-      .ns = gs_api_pod_ns(pod),
-      .name = gs_api_pod_name(pod),
-      .uid = uid,
-      .node = node,
-      .kind = a.kind,
-      .state = GS_ALLOC_BOUND,
-      /* not recorded on the pod (another scheduler bound it): inferred
-       * against its node's GPUs (gs_ledger_restore) */
-      .unit_mib = a.unit_recorded || a.kind == GS_ALLOC_WHOLE ? a.unit_mib : 0,
-      .assume_time_ns = a.assume_time_ns,
-      .nparts = a.nparts,
-      .parts = a.parts,
-      .dev_units = a.dev_units,
-      .priority = gs_api_pod_priority(pod),
-  };
+  alloc = bound_alloc(pod, &a, gs_api_pod_ns(pod), gs_api_pod_name(pod), uid, node);
   err = gs_sched_pod_bound(sched, &alloc);
   if (err == GS_EOK)
     gs_log(GS_LVL_DEBUG, "allocation restored", "pod=%s/%s node=%s", alloc.ns, alloc.name, node);
@@ -102,22 +109,7 @@ static void feed_gang_member(struct gs_sched *sched, const json_t *pod) {
     gs_sched_pod_seen(sched, &req, NULL);
     return;
   }
-  alloc = (struct gs_alloc){
-      .ns = req.ns,
-      .name = req.name,
-      .uid = req.uid,
-      .node = node,
-      .kind = a.kind,
-      .state = GS_ALLOC_BOUND,
-      /* not recorded on the pod (another scheduler bound it): inferred
-       * against its node's GPUs (gs_ledger_restore) */
-      .unit_mib = a.unit_recorded || a.kind == GS_ALLOC_WHOLE ? a.unit_mib : 0,
-      .assume_time_ns = a.assume_time_ns,
-      .nparts = a.nparts,
-      .parts = a.parts,
-      .dev_units = a.dev_units,
-      .priority = gs_api_pod_priority(pod),
-  };
+  alloc = bound_alloc(pod, &a, req.ns, req.name, req.uid, node);
   gs_sched_pod_seen(sched, &req, &alloc);
 }
 
