@@ -542,8 +542,14 @@ static void unreserve(void *self, struct gs_cycle *c, const char *node) {
   s = slot_of(g, c->pod->uid);
   if (s == NULL || s->state != SLOT_PLACED)
     return;
-  if (gs_ledger_release(c->ledger, c->pod->uid) == GS_EOK && hold(c->ledger, g, s) == GS_EOK)
-    s->state = SLOT_HELD;
+  /* Another plugin's unreserve may have released the member's allocation
+   * already (unreserve runs in reverse order); either way the slot's GPUs
+   * are free now and go back to the placeholder. */
+  if (gs_ledger_release(c->ledger, c->pod->uid) != GS_EOK) {
+    /* already gone */
+  }
+  if (hold(c->ledger, g, s) == GS_EOK)
+    s->state = SLOT_HELD; /* else tick holds it again */
 }
 
 /* Permit, for front ends that can hold a reserved member (the in-process

@@ -13,6 +13,9 @@ until every pod is bound. Two modes, same everything else:
             client (default 50 requests/s, burst 100) posts every Binding in
             plain mode, but the extender posts them in extender mode
   extender  deploy/scheduler's configuration as shipped, gpushare-extender wired in
+  plugin    gpushare-scheduler (kube-scheduler + the in-process plugin) with
+            deploy/scheduler/gpushare-scheduler-config.yaml, no extender
+            (docs/plugin.md); built by plugins/scheduler/build.sh
 
 Prints pods/s per mode, the ratio, kube-scheduler's own mean scheduling
 attempt latency (scheduler_scheduling_attempt_duration_seconds) and the
@@ -84,7 +87,13 @@ def run(mode, nodes, pods, workdir, pprof=None):
         cfg = os.path.join(workdir, "plain-scheduler.yaml")
         with open(cfg, "w") as f:
             yaml.safe_dump(c, f)
-    cp = kcluster.ControlPlane(workdir, scheduler=False, scheduler_config=cfg)
+    kw = {}
+    if mode == "plugin":
+        cfg = os.path.join(kcluster.SOURCE, "deploy", "scheduler", "gpushare-scheduler-config.yaml")
+        kw["scheduler_binary"] = os.path.join(kcluster.k8s_bin_dir(), "gpushare-scheduler")
+    cp = kcluster.ControlPlane(workdir, scheduler=False, scheduler_config=cfg, **kw)
+    if mode == "plugin":
+        cp.plugin_args = {"gpuMemoryUnit": "1GiB"}
     cp.start()
     try:
         k = cp.admin
@@ -139,7 +148,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--nodes", default="500,5000")
     ap.add_argument("--pods", type=int, default=1000)
-    ap.add_argument("--modes", default="plain,plain-unthrottled,extender")
+    ap.add_argument("--modes", default="plain,plain-unthrottled,extender,plugin")
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--pprof", metavar="PREFIX",
                     help="save kube-scheduler's CPU profile of the first 5 s to PREFIX-MODE-NODES.pprof")
@@ -157,6 +166,11 @@ def main():
                   f"  attempt mean {r['attempt_mean_ms']} ms"
                   + (f"  extender filter+prioritize {r['extender_filter_prioritize_mean_ms']} ms,"
                      f" bind {r['extender_bind_mean_ms']} ms" if mode == "extender" else ""), flush=True)
+        if "plugin" in row:
+            for base in ("plain", "plain-unthrottled"):
+                if base in row:
+                    print(f"{n:6d} nodes ratio plugin/{base} = "
+                          f"{row['plugin']['pods_per_s'] / row[base]['pods_per_s']:.2f}", flush=True)
         if "extender" in row:
             e = row["extender"]
             for base in ("plain", "plain-unthrottled"):

@@ -476,6 +476,38 @@ static void test_permit_waits_for_the_whole_job(void **state) {
   gs_fw_free(fw);
 }
 
+/* A reservation undone (the Binding failed, Permit timed out) gives the
+ * slot back to the plan at once: the member reserves it again at its next
+ * attempt, without waiting for tick (seen on the real control plane: "no
+ * plugin reserved GPUs for the pod" after a Permit timeout). */
+static void test_undone_reservation_is_held_again_at_once(void **state) {
+  struct gs_fw *fw = fw_new(60);
+  struct gs_pod_request m0 = member("undo", 0, 2, 2), m1 = member("undo", 1, 2, 2);
+  struct gs_annotations a = {0};
+  struct gs_node_result r[2];
+  static const char *nodes[] = {"topo-a", "topo-b"};
+  const char *n0;
+  struct gs_status st;
+  bool fresh;
+  (void)state;
+  add_topo_node(fw, "topo-a");
+  add_topo_node(fw, "topo-b");
+  seen(fw, &m1);
+  assert_int_equal(gs_fw_filter(fw, &m0, nodes, 2, SEC, r), GS_EOK);
+  n0 = r[0].code == GS_CODE_SUCCESS ? nodes[0] : nodes[1];
+  assert_int_equal(gs_fw_bind_prepare(fw, &m0, n0, SEC, &a, &fresh, &st), GS_EOK);
+  gs_annotations_clear(&a);
+  assert_int_equal(by_members(fw), 2);
+  gs_fw_bind_abort(fw, &m0, n0);
+  assert_int_equal(by_members(fw), 0);
+  assert_int_equal(held(fw), 4); /* both slots held by the plan again */
+  assert_int_equal(gs_fw_bind_prepare(fw, &m0, n0, 2 * SEC, &a, &fresh, &st), GS_EOK);
+  assert_non_null(gs_annotations_get(&a, GS_ANN_TOPO_ALLOCATION));
+  gs_annotations_clear(&a);
+  assert_int_equal(by_members(fw), 2);
+  gs_fw_free(fw);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_no_member_binds_before_all_exist),
@@ -490,6 +522,7 @@ int main(void) {
       cmocka_unit_test(test_disagreeing_members_refuse_the_job),
       cmocka_unit_test(test_replica_disagreement_and_surplus),
       cmocka_unit_test(test_permit_waits_for_the_whole_job),
+      cmocka_unit_test(test_undone_reservation_is_held_again_at_once),
   };
   return cmocka_run_group_tests(tests, load_dgx1, NULL);
 }
