@@ -16,6 +16,9 @@ until every pod is bound. Two modes, same everything else:
   plugin    gpushare-scheduler (kube-scheduler + the in-process plugin) with
             deploy/scheduler/gpushare-scheduler-config.yaml, no extender
             (docs/plugin.md); built by plugins/scheduler/build.sh
+  plugin-unthrottled
+            the same with clientConnection qps/burst 1000 (the plugin's Bindings
+            go through kube-scheduler's client, as in plain mode)
 
 Prints pods/s per mode, the ratio, kube-scheduler's own mean scheduling
 attempt latency (scheduler_scheduling_attempt_duration_seconds) and the
@@ -88,11 +91,19 @@ def run(mode, nodes, pods, workdir, pprof=None):
         with open(cfg, "w") as f:
             yaml.safe_dump(c, f)
     kw = {}
-    if mode == "plugin":
+    if mode.startswith("plugin"):
         cfg = os.path.join(kcluster.SOURCE, "deploy", "scheduler", "gpushare-scheduler-config.yaml")
         kw["scheduler_binary"] = os.path.join(kcluster.k8s_bin_dir(), "gpushare-scheduler")
+        if mode == "plugin-unthrottled":
+            with open(cfg) as f:
+                c = yaml.safe_load(f)
+            c["clientConnection"]["qps"] = 1000
+            c["clientConnection"]["burst"] = 1000
+            cfg = os.path.join(workdir, "plugin-scheduler.yaml")
+            with open(cfg, "w") as f:
+                yaml.safe_dump(c, f)
     cp = kcluster.ControlPlane(workdir, scheduler=False, scheduler_config=cfg, **kw)
-    if mode == "plugin":
+    if mode.startswith("plugin"):
         cp.plugin_args = {"gpuMemoryUnit": "1GiB"}
     cp.start()
     try:
@@ -166,11 +177,10 @@ def main():
                   f"  attempt mean {r['attempt_mean_ms']} ms"
                   + (f"  extender filter+prioritize {r['extender_filter_prioritize_mean_ms']} ms,"
                      f" bind {r['extender_bind_mean_ms']} ms" if mode == "extender" else ""), flush=True)
-        if "plugin" in row:
-            for base in ("plain", "plain-unthrottled"):
-                if base in row:
-                    print(f"{n:6d} nodes ratio plugin/{base} = "
-                          f"{row['plugin']['pods_per_s'] / row[base]['pods_per_s']:.2f}", flush=True)
+        for pm, base in (("plugin", "plain"), ("plugin-unthrottled", "plain-unthrottled")):
+            if pm in row and base in row:
+                print(f"{n:6d} nodes ratio {pm}/{base} = "
+                      f"{row[pm]['pods_per_s'] / row[base]['pods_per_s']:.2f}", flush=True)
         if "extender" in row:
             e = row["extender"]
             for base in ("plain", "plain-unthrottled"):
