@@ -55,6 +55,22 @@ type Plugin struct {
 	h     fwk.Handle
 	wait  time.Duration
 	mu    sync.Mutex // none of the C calls need it; it orders Allow calls
+	names sync.Map   // node name → *C.char, made once (each verb names every node)
+}
+
+// cname is the node's name as a C string, kept for the plugin's life (node
+// names are few and stable; a verb over 5,000 nodes would otherwise copy
+// every name twice per pod).
+func (p *Plugin) cname(name string) *C.char {
+	if v, ok := p.names.Load(name); ok {
+		return v.(*C.char)
+	}
+	c := C.CString(name)
+	if v, loaded := p.names.LoadOrStore(name, c); loaded {
+		C.free(unsafe.Pointer(c))
+		return v.(*C.char)
+	}
+	return c
 }
 
 // cycle is what one scheduling cycle carries between extension points.
@@ -179,10 +195,17 @@ func (p *Plugin) node(o interface{}) {
 	}
 }
 
+// pod hands a pod to the core when it can matter there: bound (an
+// allocation to restore, or GPUs to free when it ends), or a member of a
+// distributed job (counted while pending). A pending pod outside any job is
+// only ever read by the verbs, so its events are not sent (half of all pod
+// events on a busy cluster).
 func (p *Plugin) pod(o interface{}) {
-	if pod, ok := o.(*v1.Pod); ok {
-		withBytes(pod, func(b *C.char, l C.size_t) { C.gs_shim_pod(p.shim, b, l) })
+	pod, ok := o.(*v1.Pod)
+	if !ok || (pod.Spec.NodeName == "" && pod.Labels["gpu-topology"] == "") {
+		return
 	}
+	withBytes(pod, func(b *C.char, l C.size_t) { C.gs_shim_pod(p.shim, b, l) })
 }
 
 func (p *Plugin) tick(ctx context.Context) {
@@ -240,13 +263,8 @@ func (p *Plugin) verbs(pod []byte, names []string, score bool) (int, []verdict, 
 	n := len(names)
 	cnames := make([]*C.char, n)
 	for i, s := range names {
-		cnames[i] = C.CString(s)
+		cnames[i] = p.cname(s)
 	}
-	defer func() {
-		for _, c := range cnames {
-			C.free(unsafe.Pointer(c))
-		}
-	}()
 	carr := (**C.char)(C.malloc(C.size_t(n+1) * C.size_t(unsafe.Sizeof(uintptr(0)))))
 	defer C.free(unsafe.Pointer(carr))
 	slice := unsafe.Slice(carr, n+1)
