@@ -120,6 +120,8 @@ case "${1:-help}" in
     #     the realk8s_test_real_plugin module runs the real control plane with it.
     echo "== plugin: gpushare-scheduler (kube-scheduler + the in-process plugin)"
     "$root/plugins/scheduler/build.sh" "$root/build-valgrind" "$root/build/k8s/bin"
+    # the cgo boundary (plugins/scheduler/shim) under Go's race detector
+    "$root/plugins/scheduler/build.sh" --test "$root/build-valgrind"
 
     # 4. Every test (unit, integration, fuzz replays, and the realk8s_*
     #    tier: the real kube-apiserver, kube-scheduler and

@@ -4,12 +4,20 @@
 # build folder (its static libraries, linked by cgo); Go only wraps it.
 #
 #   plugins/scheduler/build.sh [BUILD_DIR] [OUT]
+#   plugins/scheduler/build.sh --test [BUILD_DIR]
+#                     runs the cgo boundary's tests (package shim) under
+#                     Go's race detector instead of building
 #
 # BUILD_DIR: a configured and built CMake folder (default build/);
 # OUT: where the binary goes (default BUILD_DIR/k8s/bin). Cached by a stamp
 # of the Go sources, go.mod/go.sum and the static libraries.
 set -euo pipefail
 
+test_mode=0
+if [ "${1:-}" = "--test" ]; then
+  test_mode=1
+  shift
+fi
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 build=$(cd "${1:-$root/build}" && pwd)
@@ -30,7 +38,12 @@ for l in "${libs[@]}"; do
   [ -f "$build/$l" ] || { echo "plugin-build: FAILED: $build/$l missing (build the C side first)" >&2; exit 1; }
   ld="$ld $build/$l"
 done
-stamp_want=$( (go version; cat "$here/go.mod" "$here/go.sum" "$here"/cmd/*/*.go "$here"/gpushare/*;
+if [ $test_mode = 1 ]; then
+  cd "$here"
+  CGO_ENABLED=1 CGO_LDFLAGS="$ld -ljansson -lyaml -lpthread -lm" go test -race -count=1 ./shim/
+  exit
+fi
+stamp_want=$( (go version; cat "$here/go.mod" "$here/go.sum" "$here"/cmd/*/*.go "$here"/gpushare/* "$here"/shim/*;
                for l in "${libs[@]}"; do sha256sum "$build/$l"; done) | sha256sum | cut -c1-64)
 if [ -x "$out/gpushare-scheduler" ] && [ -f "$out/.gpushare-scheduler.stamp" ] &&
    [ "$(cat "$out/.gpushare-scheduler.stamp")" = "$stamp_want" ]; then

@@ -1,15 +1,9 @@
-// Package gpushare is the scheduling-framework plugin: a thin cgo shim over
-// libgpushare (docs/plugin.md). Go converts objects (json.Marshal) and
-// calls; every decision — filter, score, reserve, permit, the annotations
-// the Binding carries — is made by the C core through shim.c.
+// Package gpushare is the scheduling-framework plugin (docs/plugin.md): Go
+// converts objects (json.Marshal) and calls; every decision — filter,
+// score, reserve, permit, preemption, the annotations the Binding carries —
+// is made by the C core, reached only through package shim (the cgo
+// boundary).
 package gpushare
-
-/*
-#cgo CFLAGS: -I${SRCDIR}/../../../include -I${SRCDIR}/../../../src/api -I${SRCDIR}/../../../src/util -I${SRCDIR}/../../../src/config -I${SRCDIR}/../../../src/server -I${SRCDIR}/../../../src/sched
-#include <stdlib.h>
-#include "shim.h"
-*/
-import "C"
 
 import (
 	"context"
@@ -19,7 +13,6 @@ import (
 	"sort"
 	"sync"
 	"time"
-	"unsafe"
 
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -31,6 +24,8 @@ import (
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
+
+	"gpushare.io/scheduler/shim"
 )
 
 // Name is the plugin's name in KubeSchedulerConfiguration.
@@ -51,32 +46,16 @@ type Args struct {
 // Plugin implements PreFilter, Filter, PreScore, Score, Reserve, Permit and
 // Bind over one C service.
 type Plugin struct {
-	shim  *C.struct_gs_shim
-	h     fwk.Handle
-	wait  time.Duration
-	mu    sync.Mutex // none of the C calls need it; it orders Allow calls
-	names sync.Map   // node name → *C.char, made once (each verb names every node)
-}
-
-// cname is the node's name as a C string, kept for the plugin's life (node
-// names are few and stable; a verb over 5,000 nodes would otherwise copy
-// every name twice per pod).
-func (p *Plugin) cname(name string) *C.char {
-	if v, ok := p.names.Load(name); ok {
-		return v.(*C.char)
-	}
-	c := C.CString(name)
-	if v, loaded := p.names.LoadOrStore(name, c); loaded {
-		C.free(unsafe.Pointer(c))
-		return v.(*C.char)
-	}
-	return c
+	core *shim.Shim
+	h    fwk.Handle
+	wait time.Duration
+	mu   sync.Mutex // orders the Allow calls of waiting gang members
 }
 
 // cycle is what one scheduling cycle carries between extension points.
 type cycle struct {
-	pod     []byte            // the pod as JSON
-	managed bool              // gpushare manages the pod
+	pod     []byte             // the pod as JSON
+	managed bool               // gpushare manages the pod
 	verdict map[string]verdict // PreFilter's answer per node
 	scores  map[string]int64   // PreScore's answer per node (0..10)
 	annots  map[string]string  // Reserve's annotations for the Binding
@@ -90,13 +69,13 @@ type verdict struct {
 func (c *cycle) Clone() fwk.StateData { return c }
 
 var (
-	_ fwk.PreFilterPlugin = &Plugin{}
-	_ fwk.FilterPlugin    = &Plugin{}
-	_ fwk.PreScorePlugin  = &Plugin{}
-	_ fwk.ScorePlugin     = &Plugin{}
-	_ fwk.ReservePlugin   = &Plugin{}
-	_ fwk.PermitPlugin    = &Plugin{}
-	_ fwk.BindPlugin      = &Plugin{}
+	_ fwk.PreFilterPlugin   = &Plugin{}
+	_ fwk.FilterPlugin      = &Plugin{}
+	_ fwk.PreScorePlugin    = &Plugin{}
+	_ fwk.ScorePlugin       = &Plugin{}
+	_ fwk.ReservePlugin     = &Plugin{}
+	_ fwk.PermitPlugin      = &Plugin{}
+	_ fwk.BindPlugin        = &Plugin{}
 	_ fwk.EnqueueExtensions = &Plugin{}
 	_ fwk.PostFilterPlugin  = &Plugin{}
 )
@@ -126,14 +105,11 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, err
 		wait = time.Duration(*args.GangTimeoutSeconds) * time.Second
 	}
 	raw, _ := json.Marshal(data)
-	var errbuf [512]C.char
-	cargs := C.CBytes(raw)
-	defer C.free(cargs)
-	shim := C.gs_shim_new((*C.char)(cargs), C.size_t(len(raw)), &errbuf[0], C.size_t(len(errbuf)))
-	if shim == nil {
-		return nil, fmt.Errorf("%s", C.GoString(&errbuf[0]))
+	core, err := shim.New(raw)
+	if err != nil {
+		return nil, err
 	}
-	p := &Plugin{shim: shim, h: h, wait: wait}
+	p := &Plugin{core: core, h: h, wait: wait}
 	p.watch()
 	go p.tick(ctx)
 	if args.DebugAddress != "" {
@@ -147,16 +123,6 @@ func (p *Plugin) Name() string { return Name }
 
 // ---- the informers -------------------------------------------------------
 
-func withBytes(v interface{}, fn func(*C.char, C.size_t)) {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return
-	}
-	c := C.CBytes(b)
-	defer C.free(c)
-	fn((*C.char)(c), C.size_t(len(b)))
-}
-
 func (p *Plugin) watch() {
 	f := p.h.SharedInformerFactory()
 	_, _ = f.Core().V1().Nodes().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
@@ -167,9 +133,7 @@ func (p *Plugin) watch() {
 				o = d.Obj
 			}
 			if n, ok := o.(*v1.Node); ok {
-				cs := C.CString(n.Name)
-				C.gs_shim_node_delete(p.shim, cs)
-				C.free(unsafe.Pointer(cs))
+				p.core.NodeDelete(n.Name)
 			}
 		},
 	})
@@ -181,9 +145,7 @@ func (p *Plugin) watch() {
 				o = d.Obj
 			}
 			if pod, ok := o.(*v1.Pod); ok {
-				cs := C.CString(string(pod.UID))
-				C.gs_shim_pod_delete(p.shim, cs)
-				C.free(unsafe.Pointer(cs))
+				p.core.PodDelete(string(pod.UID))
 			}
 		},
 	})
@@ -191,7 +153,9 @@ func (p *Plugin) watch() {
 
 func (p *Plugin) node(o interface{}) {
 	if n, ok := o.(*v1.Node); ok {
-		withBytes(n, func(b *C.char, l C.size_t) { C.gs_shim_node(p.shim, b, l) })
+		if b, err := json.Marshal(n); err == nil {
+			p.core.Node(b)
+		}
 	}
 }
 
@@ -205,7 +169,9 @@ func (p *Plugin) pod(o interface{}) {
 	if !ok || (pod.Spec.NodeName == "" && pod.Labels["gpu-topology"] == "") {
 		return
 	}
-	withBytes(pod, func(b *C.char, l C.size_t) { C.gs_shim_pod(p.shim, b, l) })
+	if b, err := json.Marshal(pod); err == nil {
+		p.core.Pod(b)
+	}
 }
 
 func (p *Plugin) tick(ctx context.Context) {
@@ -216,7 +182,7 @@ func (p *Plugin) tick(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case now := <-t.C:
-			C.gs_shim_tick(p.shim, C.int64_t(now.UnixNano()))
+			p.core.Tick(now.UnixNano())
 		}
 	}
 }
@@ -224,14 +190,13 @@ func (p *Plugin) tick(ctx context.Context) {
 func (p *Plugin) serve(addr string) {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/debug/ledger", func(w http.ResponseWriter, _ *http.Request) {
-		s := C.gs_shim_ledger(p.shim)
-		if s == nil {
+		s, ok := p.core.Ledger()
+		if !ok {
 			http.Error(w, `{"error":"out of memory"}`, http.StatusInternalServerError)
 			return
 		}
-		defer C.gs_shim_free_string(s)
 		w.Header().Set("Content-Type", "application/json")
-		_, _ = w.Write([]byte(C.GoString(s)))
+		_, _ = w.Write([]byte(s))
 	})
 	klog.InfoS("gpushare: serving /debug/ledger", "address", addr)
 	if err := http.ListenAndServe(addr, mux); err != nil {
@@ -243,62 +208,39 @@ func (p *Plugin) serve(addr string) {
 
 func status(code int, reason string) *fwk.Status {
 	switch code {
-	case int(C.GS_SHIM_OK):
+	case shim.OK:
 		return nil
-	case int(C.GS_SHIM_UNSCHEDULABLE):
+	case shim.Unschedulable:
 		return fwk.NewStatus(fwk.Unschedulable, reason)
-	case int(C.GS_SHIM_UNRESOLVABLE):
+	case shim.Unresolvable:
 		return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, reason)
-	case int(C.GS_SHIM_SKIP):
+	case shim.Skip:
 		return fwk.NewStatus(fwk.Skip)
-	case int(C.GS_SHIM_WAIT):
+	case shim.Wait:
 		return fwk.NewStatus(fwk.Wait, reason)
 	default:
 		return fwk.AsStatus(fmt.Errorf("%s", reason))
 	}
 }
 
-// verbs calls the C filter or prioritize over the named nodes.
+// verbs calls the core's filter or prioritize over the named nodes.
 func (p *Plugin) verbs(pod []byte, names []string, score bool) (int, []verdict, []int64) {
-	n := len(names)
-	cnames := make([]*C.char, n)
-	for i, s := range names {
-		cnames[i] = p.cname(s)
+	rc, vs := p.core.Filter(pod, names, time.Now().UnixNano(), score)
+	if rc != shim.OK {
+		return rc, []verdict{{rc, vs[0].Reason}}, nil
 	}
-	carr := (**C.char)(C.malloc(C.size_t(n+1) * C.size_t(unsafe.Sizeof(uintptr(0)))))
-	defer C.free(unsafe.Pointer(carr))
-	slice := unsafe.Slice(carr, n+1)
-	copy(slice, cnames)
-	codes := (*C.int)(C.calloc(C.size_t(n+1), C.size_t(unsafe.Sizeof(C.int(0)))))
-	defer C.free(unsafe.Pointer(codes))
-	reasons := (*C.char)(C.calloc(C.size_t(n+1), C.GS_SHIM_REASON))
-	defer C.free(unsafe.Pointer(reasons))
-	var scores *C.int64_t
-	if score {
-		scores = (*C.int64_t)(C.calloc(C.size_t(n+1), 8))
-		defer C.free(unsafe.Pointer(scores))
-	}
-	cpod := C.CBytes(pod)
-	defer C.free(cpod)
-	rc := int(C.gs_shim_filter(p.shim, (*C.char)(cpod), C.size_t(len(pod)), carr, C.size_t(n),
-		C.int64_t(time.Now().UnixNano()), codes, reasons, scores))
-	vs := make([]verdict, n)
-	cs := unsafe.Slice(codes, n+1)
+	out := make([]verdict, len(vs))
 	var ss []int64
 	if score {
-		sc := unsafe.Slice(scores, n+1)
-		ss = make([]int64, n)
-		for i := range ss {
-			ss[i] = int64(sc[i])
+		ss = make([]int64, len(vs))
+	}
+	for i, v := range vs {
+		out[i] = verdict{v.Code, v.Reason}
+		if score {
+			ss[i] = v.Score
 		}
 	}
-	for i := 0; i < n; i++ {
-		vs[i] = verdict{int(cs[i]), C.GoString((*C.char)(unsafe.Add(unsafe.Pointer(reasons), i*C.GS_SHIM_REASON)))}
-	}
-	if rc != int(C.GS_SHIM_OK) {
-		return rc, []verdict{{rc, C.GoString(reasons)}}, nil
-	}
-	return rc, vs, ss
+	return rc, out, ss
 }
 
 // PreFilter decides for every node at once (the C core plans gangs here).
@@ -314,10 +256,10 @@ func (p *Plugin) PreFilter(ctx context.Context, state fwk.CycleState, pod *v1.Po
 	rc, vs, _ := p.verbs(b, names, false)
 	c := &cycle{pod: b}
 	state.Write(stateKey, c)
-	if rc == int(C.GS_SHIM_SKIP) {
+	if rc == shim.Skip {
 		return nil, fwk.NewStatus(fwk.Skip)
 	}
-	if rc != int(C.GS_SHIM_OK) {
+	if rc != shim.OK {
 		return nil, status(rc, vs[0].reason)
 	}
 	c.managed = true
@@ -364,7 +306,7 @@ func (p *Plugin) PreScore(ctx context.Context, state fwk.CycleState, pod *v1.Pod
 		names = append(names, n.Node().Name)
 	}
 	rc, vs, ss := p.verbs(c.pod, names, true)
-	if rc != int(C.GS_SHIM_OK) {
+	if rc != shim.OK {
 		return status(rc, vs[0].reason)
 	}
 	c.scores = make(map[string]int64, len(names))
@@ -392,22 +334,13 @@ func (p *Plugin) Reserve(ctx context.Context, state fwk.CycleState, pod *v1.Pod,
 	if c == nil || !c.managed {
 		return nil
 	}
-	var annots *C.char
-	reason := (*C.char)(C.calloc(1, C.GS_SHIM_REASON))
-	defer C.free(unsafe.Pointer(reason))
-	cpod := C.CBytes(c.pod)
-	defer C.free(cpod)
-	node := C.CString(nodeName)
-	defer C.free(unsafe.Pointer(node))
-	rc := int(C.gs_shim_reserve(p.shim, (*C.char)(cpod), C.size_t(len(c.pod)), node,
-		C.int64_t(time.Now().UnixNano()), &annots, reason))
-	if rc != int(C.GS_SHIM_OK) {
-		return status(rc, C.GoString(reason))
+	rc, annots, reason := p.core.Reserve(c.pod, nodeName, time.Now().UnixNano())
+	if rc != shim.OK {
+		return status(rc, reason)
 	}
-	defer C.gs_shim_free_string(annots)
 	c.annots = map[string]string{}
-	if err := json.Unmarshal([]byte(C.GoString(annots)), &c.annots); err != nil {
-		C.gs_shim_unreserve(p.shim, (*C.char)(cpod), C.size_t(len(c.pod)), node)
+	if err := json.Unmarshal([]byte(annots), &c.annots); err != nil {
+		p.core.Unreserve(c.pod, nodeName)
 		return fwk.AsStatus(err)
 	}
 	return nil
@@ -419,23 +352,11 @@ func (p *Plugin) Unreserve(ctx context.Context, state fwk.CycleState, pod *v1.Po
 	if c == nil || !c.managed {
 		return
 	}
-	cpod := C.CBytes(c.pod)
-	defer C.free(cpod)
-	node := C.CString(nodeName)
-	defer C.free(unsafe.Pointer(node))
-	C.gs_shim_unreserve(p.shim, (*C.char)(cpod), C.size_t(len(c.pod)), node)
+	p.core.Unreserve(c.pod, nodeName)
 }
 
 func (p *Plugin) permit(pod []byte, nodeName string) (int, string) {
-	reason := (*C.char)(C.calloc(1, C.GS_SHIM_REASON))
-	defer C.free(unsafe.Pointer(reason))
-	cpod := C.CBytes(pod)
-	defer C.free(cpod)
-	node := C.CString(nodeName)
-	defer C.free(unsafe.Pointer(node))
-	rc := int(C.gs_shim_permit(p.shim, (*C.char)(cpod), C.size_t(len(pod)), node,
-		C.int64_t(time.Now().UnixNano()), reason))
-	return rc, C.GoString(reason)
+	return p.core.Permit(pod, nodeName, time.Now().UnixNano())
 }
 
 // Permit holds a gang member until every member of its job is reserved,
@@ -447,10 +368,10 @@ func (p *Plugin) Permit(ctx context.Context, state fwk.CycleState, pod *v1.Pod, 
 	}
 	rc, reason := p.permit(c.pod, nodeName)
 	switch rc {
-	case int(C.GS_SHIM_WAIT):
+	case shim.Wait:
 		p.activateSiblings(ctx, pod)
 		return fwk.NewStatus(fwk.Wait, reason), p.wait
-	case int(C.GS_SHIM_OK):
+	case shim.OK:
 		p.allowWaiting()
 		return nil, 0
 	default:
@@ -495,7 +416,7 @@ func (p *Plugin) allowWaiting() {
 			return
 		}
 		node := nominated(pod)
-		if rc, _ := p.permit(b, node); rc == int(C.GS_SHIM_OK) {
+		if rc, _ := p.permit(b, node); rc == shim.OK {
 			wp.Allow(Name)
 		}
 	})
@@ -525,9 +446,7 @@ func (p *Plugin) Bind(ctx context.Context, state fwk.CycleState, pod *v1.Pod, no
 	if err := p.h.ClientSet().CoreV1().Pods(pod.Namespace).Bind(ctx, b, metav1.CreateOptions{}); err != nil {
 		return fwk.AsStatus(err)
 	}
-	uid := C.CString(string(pod.UID))
-	defer C.free(unsafe.Pointer(uid))
-	C.gs_shim_confirm(p.shim, uid)
+	p.core.Confirm(string(pod.UID))
 	return nil
 }
 
@@ -545,7 +464,7 @@ func (p *Plugin) PostFilter(ctx context.Context, state fwk.CycleState, pod *v1.P
 	}
 	names := []string{}
 	for name, v := range c.verdict {
-		if v.code == int(C.GS_SHIM_UNSCHEDULABLE) {
+		if v.code == shim.Unschedulable {
 			names = append(names, name)
 		}
 	}
@@ -553,22 +472,8 @@ func (p *Plugin) PostFilter(ctx context.Context, state fwk.CycleState, pod *v1.P
 	if len(names) == 0 {
 		return nil, fwk.NewStatus(fwk.Unschedulable, "gpushare: no node where preemption helps")
 	}
-	cnames := make([]*C.char, len(names)+1)
-	for i, n := range names {
-		cnames[i] = C.CString(n)
-	}
-	defer func() {
-		for _, cn := range cnames {
-			C.free(unsafe.Pointer(cn))
-		}
-	}()
-	carr := (**C.char)(C.malloc(C.size_t(len(cnames)) * C.size_t(unsafe.Sizeof(uintptr(0)))))
-	defer C.free(unsafe.Pointer(carr))
-	copy(unsafe.Slice(carr, len(cnames)), cnames)
-	cpod := C.CBytes(c.pod)
-	defer C.free(cpod)
-	res := C.gs_shim_preempt(p.shim, (*C.char)(cpod), C.size_t(len(c.pod)), carr, C.size_t(len(names)))
-	if res == nil {
+	res, ok := p.core.Preempt(c.pod, names)
+	if !ok {
 		return nil, fwk.NewStatus(fwk.Unschedulable, "gpushare: no lower-priority pods free a GPU on any node")
 	}
 	var choice struct {
@@ -579,9 +484,7 @@ func (p *Plugin) PostFilter(ctx context.Context, state fwk.CycleState, pod *v1.P
 			UID       string `json:"uid"`
 		} `json:"victims"`
 	}
-	err := json.Unmarshal([]byte(C.GoString(res)), &choice)
-	C.gs_shim_free_string(res)
-	if err != nil {
+	if err := json.Unmarshal([]byte(res), &choice); err != nil {
 		return nil, fwk.AsStatus(err)
 	}
 	for _, v := range choice.Victims {

@@ -1,0 +1,229 @@
+// Package shim is the cgo boundary of the GpuShare plugin: Go values in,
+// the C service's answers out (shim.h). Nothing else in the plugin touches
+// C. No Go pointer is kept by C (bytes are copied with C.CBytes and freed
+// before each call returns); C memory returned is copied and freed here.
+// Every method is safe from any goroutine (the C service locks); the race
+// detector runs this package's tests (shim_test.go) in the test command.
+package shim
+
+/*
+#cgo CFLAGS: -I${SRCDIR}/../../../include -I${SRCDIR}/../../../src/api -I${SRCDIR}/../../../src/util -I${SRCDIR}/../../../src/config -I${SRCDIR}/../../../src/server -I${SRCDIR}/../../../src/sched
+#include <stdlib.h>
+#include "shim.h"
+*/
+import "C"
+
+import (
+	"fmt"
+	"sync"
+	"unsafe"
+)
+
+// Codes of the verbs (shim.h).
+const (
+	OK            = int(C.GS_SHIM_OK)
+	Unschedulable = int(C.GS_SHIM_UNSCHEDULABLE)
+	Unresolvable  = int(C.GS_SHIM_UNRESOLVABLE)
+	Skip          = int(C.GS_SHIM_SKIP)
+	Wait          = int(C.GS_SHIM_WAIT)
+	Error         = int(C.GS_SHIM_ERROR)
+)
+
+const reasonMax = int(C.GS_SHIM_REASON)
+
+// Shim is one C scheduler service.
+type Shim struct {
+	c     *C.struct_gs_shim
+	names sync.Map // node name → *C.char, made once (each verb names every node)
+}
+
+// New makes the service from args: {"key":"value"} with the ConfigMap's keys.
+func New(args []byte) (*Shim, error) {
+	var errbuf [512]C.char
+	cargs := C.CBytes(args)
+	defer C.free(cargs)
+	c := C.gs_shim_new((*C.char)(cargs), C.size_t(len(args)), &errbuf[0], C.size_t(len(errbuf)))
+	if c == nil {
+		return nil, fmt.Errorf("%s", C.GoString(&errbuf[0]))
+	}
+	return &Shim{c: c}, nil
+}
+
+// withBytes calls fn with a C copy of b, freed when fn returns.
+func withBytes(b []byte, fn func(*C.char, C.size_t)) {
+	c := C.CBytes(b)
+	defer C.free(c)
+	fn((*C.char)(c), C.size_t(len(b)))
+}
+
+func withString(s string, fn func(*C.char)) {
+	c := C.CString(s)
+	defer C.free(unsafe.Pointer(c))
+	fn(c)
+}
+
+// cname is a node name as a C string kept for the shim's life (node names
+// are few and stable; a verb over 5,000 nodes would otherwise copy every
+// name twice per pod).
+func (s *Shim) cname(name string) *C.char {
+	if v, ok := s.names.Load(name); ok {
+		return v.(*C.char)
+	}
+	c := C.CString(name)
+	if v, loaded := s.names.LoadOrStore(name, c); loaded {
+		C.free(unsafe.Pointer(c))
+		return v.(*C.char)
+	}
+	return c
+}
+
+// nameArray is a C array of the names' C strings; free it with C.free.
+func (s *Shim) nameArray(names []string) **C.char {
+	arr := (**C.char)(C.malloc(C.size_t(len(names)+1) * C.size_t(unsafe.Sizeof(uintptr(0)))))
+	slice := unsafe.Slice(arr, len(names)+1)
+	for i, n := range names {
+		slice[i] = s.cname(n)
+	}
+	slice[len(names)] = nil
+	return arr
+}
+
+// Node: a node added or changed (its JSON).
+func (s *Shim) Node(node []byte) {
+	withBytes(node, func(b *C.char, l C.size_t) { C.gs_shim_node(s.c, b, l) })
+}
+
+// NodeDelete: a node left.
+func (s *Shim) NodeDelete(name string) {
+	withString(name, func(c *C.char) { C.gs_shim_node_delete(s.c, c) })
+}
+
+// Pod: a pod added or changed (its JSON).
+func (s *Shim) Pod(pod []byte) {
+	withBytes(pod, func(b *C.char, l C.size_t) { C.gs_shim_pod(s.c, b, l) })
+}
+
+// PodDelete: a pod deleted.
+func (s *Shim) PodDelete(uid string) {
+	withString(uid, func(c *C.char) { C.gs_shim_pod_delete(s.c, c) })
+}
+
+// Tick lets time pass (unix ns).
+func (s *Shim) Tick(nowNs int64) { C.gs_shim_tick(s.c, C.int64_t(nowNs)) }
+
+// Verdict is one node's answer.
+type Verdict struct {
+	Code   int
+	Reason string
+	Score  int64 // 0..10 when scored
+}
+
+// Filter (score false) or prioritize (score true) of pod over the nodes.
+// rc is OK, Skip (not managed) or Error (reason in the first verdict).
+func (s *Shim) Filter(pod []byte, names []string, nowNs int64, score bool) (int, []Verdict) {
+	n := len(names)
+	arr := s.nameArray(names)
+	defer C.free(unsafe.Pointer(arr))
+	codes := (*C.int)(C.calloc(C.size_t(n+1), C.size_t(unsafe.Sizeof(C.int(0)))))
+	defer C.free(unsafe.Pointer(codes))
+	reasons := (*C.char)(C.calloc(C.size_t(n+1), C.size_t(reasonMax)))
+	defer C.free(unsafe.Pointer(reasons))
+	var scores *C.int64_t
+	if score {
+		scores = (*C.int64_t)(C.calloc(C.size_t(n+1), 8))
+		defer C.free(unsafe.Pointer(scores))
+	}
+	var rc int
+	withBytes(pod, func(b *C.char, l C.size_t) {
+		rc = int(C.gs_shim_filter(s.c, b, l, arr, C.size_t(n), C.int64_t(nowNs), codes, reasons, scores))
+	})
+	if rc != OK {
+		return rc, []Verdict{{rc, C.GoString(reasons), 0}}
+	}
+	cs := unsafe.Slice(codes, n+1)
+	vs := make([]Verdict, n)
+	var ss []C.int64_t
+	if score {
+		ss = unsafe.Slice(scores, n+1)
+	}
+	for i := range vs {
+		vs[i] = Verdict{Code: int(cs[i]),
+			Reason: C.GoString((*C.char)(unsafe.Add(unsafe.Pointer(reasons), i*reasonMax)))}
+		if score {
+			vs[i].Score = int64(ss[i])
+		}
+	}
+	return OK, vs
+}
+
+// Reserve pod on node: the annotations its Binding carries (a JSON object).
+func (s *Shim) Reserve(pod []byte, node string, nowNs int64) (int, string, string) {
+	var annots *C.char
+	reason := (*C.char)(C.calloc(1, C.size_t(reasonMax)))
+	defer C.free(unsafe.Pointer(reason))
+	var rc int
+	withBytes(pod, func(b *C.char, l C.size_t) {
+		withString(node, func(cn *C.char) {
+			rc = int(C.gs_shim_reserve(s.c, b, l, cn, C.int64_t(nowNs), &annots, reason))
+		})
+	})
+	if rc != OK {
+		return rc, "", C.GoString(reason)
+	}
+	out := C.GoString(annots)
+	C.gs_shim_free_string(annots)
+	return OK, out, ""
+}
+
+// Unreserve undoes a reservation.
+func (s *Shim) Unreserve(pod []byte, node string) {
+	withBytes(pod, func(b *C.char, l C.size_t) {
+		withString(node, func(cn *C.char) { C.gs_shim_unreserve(s.c, b, l, cn) })
+	})
+}
+
+// Confirm records the Binding as done.
+func (s *Shim) Confirm(uid string) {
+	withString(uid, func(c *C.char) { C.gs_shim_confirm(s.c, c) })
+}
+
+// Permit: OK, Wait (a gang not all reserved) or a rejection, with a reason.
+func (s *Shim) Permit(pod []byte, node string, nowNs int64) (int, string) {
+	reason := (*C.char)(C.calloc(1, C.size_t(reasonMax)))
+	defer C.free(unsafe.Pointer(reason))
+	var rc int
+	withBytes(pod, func(b *C.char, l C.size_t) {
+		withString(node, func(cn *C.char) {
+			rc = int(C.gs_shim_permit(s.c, b, l, cn, C.int64_t(nowNs), reason))
+		})
+	})
+	return rc, C.GoString(reason)
+}
+
+// Preempt: the core's choice of node and victims over the nodes, as JSON
+// {"node":..,"victims":[{"namespace","name","uid"}]}; false when none.
+func (s *Shim) Preempt(pod []byte, names []string) (string, bool) {
+	arr := s.nameArray(names)
+	defer C.free(unsafe.Pointer(arr))
+	var res *C.char
+	withBytes(pod, func(b *C.char, l C.size_t) {
+		res = C.gs_shim_preempt(s.c, b, l, arr, C.size_t(len(names)))
+	})
+	if res == nil {
+		return "", false
+	}
+	out := C.GoString(res)
+	C.gs_shim_free_string(res)
+	return out, true
+}
+
+// Ledger: /debug/ledger's JSON; false when out of memory.
+func (s *Shim) Ledger() (string, bool) {
+	res := C.gs_shim_ledger(s.c)
+	if res == nil {
+		return "", false
+	}
+	out := C.GoString(res)
+	C.gs_shim_free_string(res)
+	return out, true
+}
