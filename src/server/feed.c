@@ -17,11 +17,10 @@ static const char *meta_str(const json_t *obj, const char *key) {
 
 /* A bound pod's allocation as read from its annotations (a borrows). */
 static struct gs_alloc bound_alloc(const json_t *pod, const struct gs_api_alloc *a,
-                                   const char *ns, const char *name, const char *uid,
-                                   const char *node) {
+                                   const char *uid, const char *node) {
   return (struct gs_alloc){
-      .ns = ns,
-      .name = name,
+      .ns = gs_api_pod_ns(pod),
+      .name = gs_api_pod_name(pod),
       .uid = uid,
       .node = node,
       .kind = a->kind,
@@ -37,35 +36,19 @@ static struct gs_alloc bound_alloc(const json_t *pod, const struct gs_api_alloc 
   };
 }
 
-/* A bound pod's allocation (from its annotations) into the service. */
-static void feed_pod_bound(struct gs_sched *sched, const json_t *pod) {
-  struct gs_api_alloc a;
-  struct gs_alloc alloc;
-  struct gs_diag diag = {"", ""};
-  const char *uid = gs_api_pod_uid(pod), *node = gs_api_pod_node(pod);
-  enum gs_err err;
-
-  if (uid == NULL || uid[0] == '\0' || node == NULL || node[0] == '\0')
-    return;
-  err = gs_api_alloc_from_pod(pod, gs_sched_policy(sched)->unit_mib, &a, &diag);
-  if (err == GS_ENOTFOUND)
-    return;
-  if (err != GS_EOK) {
-    gs_log(GS_LVL_WARN, "ignoring malformed allocation annotation",
-           "pod=%s/%s where=\"%s\" error=\"%s\"", gs_api_pod_ns(pod), gs_api_pod_name(pod),
-           diag.where, err == GS_ENOMEM ? "out of memory" : diag.text);
-    return;
-  }
-  alloc = bound_alloc(pod, &a, gs_api_pod_ns(pod), gs_api_pod_name(pod), uid, node);
-  err = gs_sched_pod_bound(sched, &alloc);
+/* A bound pod's allocation (read from its annotations once, by gs__feed_pod)
+ * into the service. */
+static void feed_pod_bound(struct gs_sched *sched, const struct gs_alloc *alloc) {
+  enum gs_err err = gs_sched_pod_bound(sched, alloc);
   if (err == GS_EOK)
-    gs_log(GS_LVL_DEBUG, "allocation restored", "pod=%s/%s node=%s", alloc.ns, alloc.name, node);
+    gs_log(GS_LVL_DEBUG, "allocation restored", "pod=%s/%s node=%s", alloc->ns, alloc->name,
+           alloc->node);
   else if (err == GS_EAGAIN)
-    gs_log(GS_LVL_DEBUG, "allocation kept until its node comes", "pod=%s/%s node=%s", alloc.ns,
-           alloc.name, node);
+    gs_log(GS_LVL_DEBUG, "allocation kept until its node comes", "pod=%s/%s node=%s",
+           alloc->ns, alloc->name, alloc->node);
   else
     gs_log(GS_LVL_WARN, "cannot restore allocation", "pod=%s/%s node=%s error=\"%s\"",
-           alloc.ns, alloc.name, node, gs_strerror(err));
+           alloc->ns, alloc->name, alloc->node, gs_strerror(err));
 }
 
 void gs__feed_node(struct gs_sched *sched, const json_t *node) {
@@ -90,31 +73,29 @@ void gs__feed_node_delete(struct gs_sched *sched, const char *name) {
     gs_log(GS_LVL_INFO, "node removed", "node=%s", name);
 }
 
-/* A pod of a distributed job, pending or bound: the service counts the
- * job's members present and rebuilds a running job's slots from it
- * (docs/gangs.md). Only pods with the job label are decoded. */
-static void feed_gang_member(struct gs_sched *sched, const json_t *pod) {
+/* A pod of a distributed job, pending (alloc NULL) or bound: the service
+ * counts the job's members present and rebuilds a running job's slots from
+ * it (docs/gangs.md). Only pods with the job label are decoded. */
+static void feed_gang_member(struct gs_sched *sched, const json_t *pod,
+                             const struct gs_alloc *alloc) {
   struct gs_pod_request req;
   const json_t *labels = json_object_get(json_object_get(pod, "metadata"), "labels");
   struct gs_diag diag = {"", ""};
-  struct gs_api_alloc a;
-  struct gs_alloc alloc;
-  const char *node = gs_api_pod_node(pod);
 
   if (json_object_get(labels, GS_LABEL_GANG_JOB) == NULL ||
       gs_api_pod_decode(pod, &req, &diag) != GS_EOK)
     return;
-  if (node == NULL || node[0] == '\0' ||
-      gs_api_alloc_from_pod(pod, gs_sched_policy(sched)->unit_mib, &a, &diag) != GS_EOK) {
-    gs_sched_pod_seen(sched, &req, NULL);
-    return;
-  }
-  alloc = bound_alloc(pod, &a, req.ns, req.name, req.uid, node);
-  gs_sched_pod_seen(sched, &req, &alloc);
+  gs_sched_pod_seen(sched, &req, alloc);
 }
 
 void gs__feed_pod(struct gs_sched *sched, const json_t *pod) {
-  const char *uid = gs_api_pod_uid(pod);
+  const char *uid = gs_api_pod_uid(pod), *node = gs_api_pod_node(pod);
+  struct gs_diag diag = {"", ""};
+  struct gs_api_alloc a;
+  struct gs_alloc alloc;
+  bool bound = false;
+  enum gs_err err;
+
   if (uid == NULL || uid[0] == '\0')
     return;
   if (gs_api_pod_is_terminal(pod)) {
@@ -123,6 +104,17 @@ void gs__feed_pod(struct gs_sched *sched, const json_t *pod) {
     gs_sched_pod_gone(sched, uid);
     return;
   }
-  feed_pod_bound(sched, pod);
-  feed_gang_member(sched, pod);
+  if (node != NULL && node[0] != '\0') {
+    err = gs_api_alloc_from_pod(pod, gs_sched_policy(sched)->unit_mib, &a, &diag);
+    if (err == GS_EOK) {
+      alloc = bound_alloc(pod, &a, uid, node);
+      feed_pod_bound(sched, &alloc);
+      bound = true;
+    } else if (err != GS_ENOTFOUND) {
+      gs_log(GS_LVL_WARN, "ignoring malformed allocation annotation",
+             "pod=%s/%s where=\"%s\" error=\"%s\"", gs_api_pod_ns(pod), gs_api_pod_name(pod),
+             diag.where, err == GS_ENOMEM ? "out of memory" : diag.text);
+    }
+  }
+  feed_gang_member(sched, pod, bound ? &alloc : NULL);
 }

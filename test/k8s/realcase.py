@@ -5,6 +5,7 @@ seen in the audit log)."""
 import json
 import os
 import re
+import signal
 import tempfile
 import time
 import unittest
@@ -271,6 +272,29 @@ class RealCase(unittest.TestCase):
         self.assertEqual(ann["ALIYUN_COM_GPU_MEM_ASSIGNED"], "false")
         self.assertEqual(ann["ALIYUN_COM_GPU_MEM_ASSUME_TIME"], ann["scheduler.framework.gpushare.assume-time"])
         self.assertEqual(ann["gpushare.io/unit-mib"], str(unit_mib))
+
+
+class OwnExtenders(RealCase):
+    """A RealCase whose tests start their own extenders (on the port
+    kube-scheduler calls, unless told another), so a test can restart or kill
+    them; every one still alive is stopped after the test."""
+
+    def setUp(self):
+        super().setUp()
+        self.exts = []
+
+    def tearDown(self):
+        try:
+            super().tearDown()
+        finally:
+            for e in self.exts:
+                if e.proc.alive():
+                    e.kill(signal.SIGTERM)
+
+    def start_ext(self, port=None, args=()):
+        e = Extender(self.cp, port=port, args=args)
+        self.exts.append(e)
+        return e
 
 
 class LeastPrivilege:

@@ -6,8 +6,7 @@ import signal
 import time
 import unittest
 
-from kcluster import Extender
-from realcase import Env, LeastPrivilege, RealCase, metric, topo_alloc, wait_for
+from realcase import Env, LeastPrivilege, OwnExtenders, RealCase, metric, topo_alloc, wait_for
 
 TIMEOUT_S = 20  # gangTimeoutSeconds of this module
 
@@ -20,23 +19,9 @@ def tearDownModule():
     Env.down()
 
 
-class Gangs(RealCase):
-    def setUp(self):
-        super().setUp()
-        self.exts = []
-
-    def tearDown(self):
-        try:
-            super().tearDown()
-        finally:
-            for e in self.exts:
-                if e.proc.alive():
-                    e.kill(signal.SIGTERM)
-
+class Gangs(OwnExtenders):
     def start_ext(self):
-        e = Extender(self.cp)
-        self.exts.append(e)
-        return e.wait_ready()
+        return super().start_ext().wait_ready()
 
     def member(self, name, job, replicas, gpus, **kw):
         labels = {"gpu-topology": job, "gpu-topology-replica": str(replicas), "job": job}

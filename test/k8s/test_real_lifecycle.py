@@ -8,8 +8,8 @@ import time
 import unittest
 
 import kcluster
-from kcluster import Extender, ServiceProxy, free_port
-from realcase import Env, LeastPrivilege, RealCase, metric, wait_for
+from kcluster import ServiceProxy, free_port
+from realcase import Env, LeastPrivilege, OwnExtenders, RealCase, metric, wait_for
 
 GPU16 = 16  # a 16 GiB GPU in 1GiB units
 
@@ -24,26 +24,15 @@ def tearDownModule():
     Env.down()
 
 
-class Lifecycle(RealCase):
+class Lifecycle(OwnExtenders):
     def setUp(self):
         super().setUp()
-        self.exts = []
         self.proxy = None
 
     def tearDown(self):
         if self.proxy:
             self.proxy.close()
-        try:
-            super().tearDown()
-        finally:
-            for e in self.exts:
-                if e.proc.alive():
-                    e.kill(signal.SIGTERM)
-
-    def start_ext(self, port=None, args=()):
-        e = Extender(self.cp, port=port, args=args)
-        self.exts.append(e)
-        return e
+        super().tearDown()
 
     def test_kill_9_mid_binds_then_restart_rebuilds_exactly(self):
         for i in range(4):

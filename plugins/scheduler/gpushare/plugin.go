@@ -412,11 +412,10 @@ func (p *Plugin) allowWaiting() {
 	p.h.IterateOverWaitingPods(func(wp fwk.WaitingPod) {
 		pod := wp.GetPod()
 		b, err := json.Marshal(pod)
-		if err != nil || pod.Spec.NodeName == "" && wp.GetPod() == nil {
+		if err != nil {
 			return
 		}
-		node := nominated(pod)
-		if rc, _ := p.permit(b, node); rc == shim.OK {
+		if rc, _ := p.permit(b, nominated(pod)); rc == shim.OK {
 			wp.Allow(Name)
 		}
 	})

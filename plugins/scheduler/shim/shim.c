@@ -207,7 +207,6 @@ int gs_shim_permit(struct gs_shim *s, const char *pod, size_t len, const char *n
 struct pick {
   struct gs_preempt_answer *answers;
   size_t n, best;
-  const char *const *nodes;
   json_t *victims; /* the best node's, filled at the end */
 };
 
@@ -255,7 +254,7 @@ char *gs_shim_preempt(struct gs_shim *s, const char *pod, size_t len, const char
   struct gs_pod_request req;
   struct gs_preempt_offer *offers = gs_calloc(n ? n : 1, sizeof *offers);
   struct gs_preempt_answer *answers = gs_calloc(n ? n : 1, sizeof *answers);
-  struct pick p = {answers, n, 0, nodes, NULL};
+  struct pick p = {answers, n, 0, NULL};
   char reason[GS_SHIM_REASON];
   char *out = NULL;
   json_t *doc;
