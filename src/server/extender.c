@@ -4,6 +4,7 @@
 #include <gpushare/alloc.h>
 
 #include "http.h"
+#include "view.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -345,52 +346,25 @@ answer:
   count(s, "preempt", result, t0);
 }
 
-/* Ledger views run under the framework's read lock. */
-struct view_call {
-  struct gs_server *s;
-  const char *node;
-  bool inspect;
-  enum gs_err err;
-  json_t *out;
-  json_t *gangs; /* the ledger view's "gangs" (not for inspect) */
-};
-
-/* docs/contract.md §5 "gangs": {"job":"ns/job","replicas":R,"placed":P,
- * "nodes":{"node":[gpu,...]}} for every plan still holding slots. */
-static void gang_json(void *arg, const struct gs_plan_view *g) {
-  struct view_call *v = arg;
-  gs_api_plan_append(v->gangs, g);
-}
-
-static void view_fn(const struct gs_ledger *ledger, void *arg) {
-  struct view_call *v = arg;
-  struct gs_api_ledger_view view = {atomic_load(&v->s->pending_unit), v->gangs};
-  if (v->inspect) {
-    v->err = gs_api_inspect_json(ledger, v->node, &v->out);
-    return;
-  }
-  v->err = gs_api_ledger_json(ledger, v->node, &view, &v->out);
-}
-
+/* /debug/ledger and inspect (view.c): 404 for a node gpushare does not
+ * know. */
 static void respond_view(struct gs_server *s, const char *node, bool inspect,
                          struct gs_http_response *resp) {
-  struct view_call v = {s, node, inspect, GS_EOK, NULL, inspect ? NULL : json_array()};
+  char *text = NULL;
   char msg[GS_NAME_MAX + 64];
-  gs_sched_read(s->sched, view_fn, inspect ? NULL : gang_json, &v);
-  json_decref(v.gangs);
-  if (v.err == GS_ENOTFOUND) {
+  enum gs_err err = gs__view_json(s->sched, node, inspect, atomic_load(&s->pending_unit), &text);
+  if (err == GS_ENOTFOUND) {
     snprintf(msg, sizeof msg, "node %s is unknown to gpushare", node);
     json_t *body = json_pack("{s:s}", "error", msg);
     respond(resp, 404, "application/json", body ? gs_api_dump(body) : NULL);
     json_decref(body);
     return;
   }
-  if (v.err != GS_EOK || v.out == NULL) {
-    respond_error(resp, 500, gs_strerror(v.err));
+  if (err != GS_EOK) {
+    respond_error(resp, 500, gs_strerror(err));
     return;
   }
-  respond(resp, 200, "application/json", gs_api_dump(v.out));
-  json_decref(v.out);
+  respond(resp, 200, "application/json", text);
 }
 
 /* Finds key=value in a raw query string; value percent-decoded into out. */
@@ -419,42 +393,9 @@ static bool query_get(const char *query, const char *key, char *out, size_t len)
   return false;
 }
 
-struct metrics_call {
-  struct gs_server *s;
-};
-
-static void metrics_fn(const struct gs_ledger *ledger, void *arg) {
-  struct metrics_call *m = arg;
-  struct gs_metrics *mx = m->s->metrics;
-  const char *none[] = {NULL};
-  gs_metrics_gauge_set(mx, "gpushare_pods", "Pods holding GPU allocations (incl. assumed).", none,
-                       (double)gs_ledger_alloc_count(ledger));
-  gs_metrics_gauge_reset(mx, "gpushare_gpu_memory_used_mib");
-  gs_metrics_gauge_reset(mx, "gpushare_gpu_memory_total_mib");
-  gs_metrics_gauge_reset(mx, "gpushare_gpu_pods");
-  for (size_t i = 0; i < gs_ledger_node_count(ledger); i++) {
-    const struct gs_node *n = gs_ledger_node_at(ledger, i);
-    for (uint32_t g = 0; g < n->ngpus; g++) {
-      char idx[16];
-      const char *labels[] = {"node", n->name, "gpu", idx, NULL};
-      snprintf(idx, sizeof idx, "%" PRIu32, n->gpus[g].index);
-      gs_metrics_gauge_set(mx, "gpushare_gpu_memory_used_mib", "GPU memory allocated, MiB.",
-                           labels, (double)n->gpus[g].used_mib);
-      gs_metrics_gauge_set(mx, "gpushare_gpu_memory_total_mib", "GPU memory capacity, MiB.",
-                           labels, (double)n->gpus[g].total_mib);
-      gs_metrics_gauge_set(mx, "gpushare_gpu_pods", "Pods holding a share of the GPU.", labels,
-                           (double)n->gpus[g].npods);
-    }
-  }
-}
-
 static void route_metrics(struct gs_server *s, struct gs_http_response *resp) {
-  struct metrics_call m = {s};
   const char *none[] = {NULL};
-  gs_metrics_gauge_set(s->metrics, "gpushare_gangs_waiting",
-                       "Gang plans holding slots not yet bound.", none,
-                       (double)gs_sched_plans_waiting(s->sched));
-  gs_sched_read(s->sched, metrics_fn, NULL, &m);
+  gs__view_gauges(s->sched, s->metrics);
   gs_metrics_gauge_set(s->metrics, "gpushare_leader", "1 when this replica serves the verbs.",
                        none, atomic_load(&s->leader) ? 1 : 0);
   gs_metrics_gauge_set(s->metrics, "gpushare_cache_synced", "1 once the first sync is done.",

@@ -9,6 +9,7 @@
 
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static const char *meta_str(const json_t *obj, const char *key) {
@@ -117,4 +118,76 @@ void gs__feed_pod(struct gs_sched *sched, const json_t *pod) {
     }
   }
   feed_gang_member(sched, pod, bound ? &alloc : NULL);
+}
+
+/* ---- ConfigMaps ---------------------------------------------------------- */
+
+#define UNHEALTHY_PREFIX "unhealthy-gpu-"
+#define UNHEALTHY_NS "kube-system"
+
+/* Parses "0,2" into a mask; junk entries are skipped. */
+static uint64_t parse_gpu_list(const char *text) {
+  uint64_t mask = 0;
+  while (text != NULL && *text) {
+    char *end;
+    unsigned long v = strtoul(text, &end, 10);
+    if (end != text && v < GS_MAX_GPUS)
+      mask |= UINT64_C(1) << v;
+    text = end == text ? text + 1 : end;
+  }
+  return mask;
+}
+
+static bool is_config_cm(const struct gs__feed_cm *f, const json_t *cm) {
+  const char *ns = meta_str(cm, "namespace"), *name = meta_str(cm, "name");
+  return ns && name && f->ns && f->name && strcmp(ns, f->ns) == 0 && strcmp(name, f->name) == 0;
+}
+
+static const char *unhealthy_node(const json_t *cm) {
+  const char *ns = meta_str(cm, "namespace"), *name = meta_str(cm, "name");
+  if (ns == NULL || name == NULL || strcmp(ns, UNHEALTHY_NS) != 0 ||
+      strncmp(name, UNHEALTHY_PREFIX, strlen(UNHEALTHY_PREFIX)) != 0)
+    return NULL;
+  return name + strlen(UNHEALTHY_PREFIX);
+}
+
+static void set_unhealthy(struct gs_sched *sched, const char *node, uint64_t mask) {
+  enum gs_err err = gs_sched_set_unhealthy(sched, node, mask);
+  if (err == GS_EOK)
+    gs_log(GS_LVL_INFO, "unhealthy GPUs updated", "node=%s mask=0x%" PRIx64, node, mask);
+  else
+    gs_log(GS_LVL_WARN, "cannot record unhealthy GPUs", "node=%s error=\"%s\"", node,
+           gs_strerror(err));
+}
+
+void gs__feed_configmap(struct gs_sched *sched, const struct gs__feed_cm *f, const json_t *cm,
+                        atomic_uint *pending_unit) {
+  const json_t *data = json_object_get(cm, "data");
+  const char *node;
+
+  if (is_config_cm(f, cm)) {
+    uint32_t unit = 0;
+    const char *text = json_string_value(json_object_get(data, "gpuMemoryUnit"));
+    unsigned pending = 0;
+    if (text != NULL && gs_unit_parse(text, &unit) != GS_EOK)
+      gs_log(GS_LVL_WARN, "invalid gpuMemoryUnit in ConfigMap", "value=\"%s\"", text);
+    else if (f->unit_override_mib == 0 && unit != 0 && unit != gs_sched_policy(sched)->unit_mib)
+      pending = unit;
+    if (atomic_exchange(pending_unit, pending) != pending && pending != 0)
+      gs_log(GS_LVL_WARN, "gpuMemoryUnit changed; it applies at restart", "pendingUnit=%s",
+             gs_unit_name(pending));
+    return;
+  }
+  node = unhealthy_node(cm);
+  if (node != NULL)
+    set_unhealthy(sched, node, parse_gpu_list(json_string_value(json_object_get(data, "gpus"))));
+}
+
+void gs__feed_configmap_delete(struct gs_sched *sched, const struct gs__feed_cm *f,
+                               const json_t *cm, atomic_uint *pending_unit) {
+  const char *node = unhealthy_node(cm);
+  if (node != NULL)
+    set_unhealthy(sched, node, 0);
+  else if (is_config_cm(f, cm))
+    atomic_store(pending_unit, 0);
 }

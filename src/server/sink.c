@@ -8,24 +8,6 @@
 #include <stdio.h>
 #include <string.h>
 
-#define UNHEALTHY_PREFIX "unhealthy-gpu-"
-#define UNHEALTHY_NS "kube-system"
-
-/* ---- the sink: cluster events ------------------------------------------ */
-
-/* Parses "0,2" into a mask; junk entries are skipped. */
-static uint64_t parse_gpu_list(const char *text) {
-  uint64_t mask = 0;
-  while (text != NULL && *text) {
-    char *end;
-    unsigned long v = strtoul(text, &end, 10);
-    if (end != text && v < GS_MAX_GPUS)
-      mask |= UINT64_C(1) << v;
-    text = end == text ? text + 1 : end;
-  }
-  return mask;
-}
-
 static void sink_node_upsert(void *ctx, const json_t *node) {
   struct gs_server *s = ctx;
   gs__feed_node(s->sched, node);
@@ -66,59 +48,21 @@ static void sink_pod_delete(void *ctx, const json_t *pod) {
   gs_sched_pod_gone(s->sched, gs_api_pod_uid(pod));
 }
 
-static bool is_config_cm(const struct gs_server *s, const json_t *cm) {
-  const char *ns = gs__meta_str(cm, "namespace"), *name = gs__meta_str(cm, "name");
-  return ns && name && strcmp(ns, s->cfg.configmap_ns) == 0 &&
-         strcmp(name, s->cfg.configmap_name) == 0;
-}
-
-static const char *unhealthy_node(const json_t *cm) {
-  const char *ns = gs__meta_str(cm, "namespace"), *name = gs__meta_str(cm, "name");
-  if (ns == NULL || name == NULL || strcmp(ns, UNHEALTHY_NS) != 0 ||
-      strncmp(name, UNHEALTHY_PREFIX, strlen(UNHEALTHY_PREFIX)) != 0)
-    return NULL;
-  return name + strlen(UNHEALTHY_PREFIX);
-}
-
-static void set_unhealthy(struct gs_server *s, const char *node, uint64_t mask) {
-  enum gs_err err = gs_sched_set_unhealthy(s->sched, node, mask);
-  if (err == GS_EOK)
-    gs_log(GS_LVL_INFO, "unhealthy GPUs updated", "node=%s mask=0x%" PRIx64, node, mask);
-  else
-    gs_log(GS_LVL_WARN, "cannot record unhealthy GPUs", "node=%s error=\"%s\"", node,
-           gs_strerror(err));
+static struct gs__feed_cm feed_cm(const struct gs_server *s) {
+  return (struct gs__feed_cm){s->cfg.configmap_ns, s->cfg.configmap_name,
+                              s->cfg.unit_override_mib};
 }
 
 static void sink_configmap_upsert(void *ctx, const json_t *cm) {
   struct gs_server *s = ctx;
-  const json_t *data = json_object_get(cm, "data");
-  const char *node;
-
-  if (is_config_cm(s, cm)) {
-    uint32_t unit = 0;
-    const char *text = json_string_value(json_object_get(data, "gpuMemoryUnit"));
-    unsigned pending = 0;
-    if (text != NULL && gs_unit_parse(text, &unit) != GS_EOK)
-      gs_log(GS_LVL_WARN, "invalid gpuMemoryUnit in ConfigMap", "value=\"%s\"", text);
-    else if (s->cfg.unit_override_mib == 0 && unit != 0 && unit != gs_sched_policy(s->sched)->unit_mib)
-      pending = unit;
-    if (atomic_exchange(&s->pending_unit, pending) != pending && pending != 0)
-      gs_log(GS_LVL_WARN, "gpuMemoryUnit changed; it applies at restart", "pendingUnit=%s",
-             gs_unit_name(pending));
-    return;
-  }
-  node = unhealthy_node(cm);
-  if (node != NULL)
-    set_unhealthy(s, node, parse_gpu_list(json_string_value(json_object_get(data, "gpus"))));
+  struct gs__feed_cm f = feed_cm(s);
+  gs__feed_configmap(s->sched, &f, cm, &s->pending_unit);
 }
 
 static void sink_configmap_delete(void *ctx, const json_t *cm) {
   struct gs_server *s = ctx;
-  const char *node = unhealthy_node(cm);
-  if (node != NULL)
-    set_unhealthy(s, node, 0);
-  else if (is_config_cm(s, cm))
-    atomic_store(&s->pending_unit, 0);
+  struct gs__feed_cm f = feed_cm(s);
+  gs__feed_configmap_delete(s->sched, &f, cm, &s->pending_unit);
 }
 
 static void sink_synced(void *ctx) {

@@ -273,12 +273,13 @@ def write_kubeconfig(path, server, ca_file, token, name="gpushare-test"):
     return path
 
 
+PLUGIN_SA = "system:serviceaccount:kube-system:gpushare-scheduler"
 AUDIT_POLICY = f"""apiVersion: audit.k8s.io/v1
 kind: Policy
 omitStages: ["RequestReceived"]
 rules:
 - level: Metadata
-  users: ["{EXTENDER_SA}"]
+  users: ["{EXTENDER_SA}", "{PLUGIN_SA}"]
 - level: Metadata
   verbs: ["create"]
   resources:
@@ -368,6 +369,13 @@ class ControlPlane:
         self.extra_scheduler_args = list(extra_scheduler_args)
         self.plugin_debug = free_port()
         self.plugin_args = {}
+        # the plugin form runs as deploy/plugin's ServiceAccount (its RBAC
+        # applied from there), as it does in a cluster
+        self.scheduler_sa = None
+        # objects applied before the scheduler starts (the plugin reads the
+        # gpushare ConfigMap at start-up)
+        self.before_scheduler = []
+        self.lease_name = "kube-scheduler"
         self.procs = {}
         self.api_port = None
         self.sched_port = None
@@ -469,6 +477,14 @@ class ControlPlane:
 
         # what gpushare ships: RBAC and the ConfigMap
         self.admin.apply_file(os.path.join(SOURCE, "deploy", "rbac.yaml"))
+        if self.scheduler_sa:
+            with open(os.path.join(SOURCE, "deploy", "plugin", "gpushare-scheduler.yaml")) as f:
+                for doc in yaml.safe_load_all(f):
+                    if doc and doc["kind"] in ("ServiceAccount", "ClusterRoleBinding", "Role",
+                                               "RoleBinding"):
+                        self.admin.apply(doc)
+        for obj in self.before_scheduler:
+            self.admin.apply(obj)
 
         if self.want_cm:
             self.start_controller_manager(minor)
@@ -504,12 +520,13 @@ class ControlPlane:
             ext["urlPrefix"] = url_prefix or (self.ext_url + "/gpushare-scheduler")
         # The plugin form (deploy/scheduler/gpushare-scheduler-config.yaml): in
         # the tests it is the cluster's only scheduler, so it takes the
-        # default name and Lease; its /debug/ledger listens on plugin_debug.
+        # default name (its Lease stays its own); its /debug/ledger listens
+        # on plugin_debug.
+        self.lease_name = cfg.get("leaderElection", {}).get("resourceName", "kube-scheduler")
         for prof in cfg.get("profiles", []):
             for pc in prof.get("pluginConfig", []):
                 if pc.get("name") == "GpuShare":
                     prof["schedulerName"] = "default-scheduler"
-                    cfg["leaderElection"]["resourceName"] = "kube-scheduler"
                     pc["args"]["debugAddress"] = f"127.0.0.1:{self.plugin_debug}"
                     if self.plugin_args:
                         pc["args"].update(self.plugin_args)
@@ -520,8 +537,10 @@ class ControlPlane:
     def start_scheduler(self, minor=None, name="kube-scheduler"):
         d = self.dir
         minor = minor if minor is not None else self.minor()
+        token = (self.service_account_token(name=self.scheduler_sa) if self.scheduler_sa
+                 else self.tokens["scheduler"])
         self.sched_kubeconfig = write_kubeconfig(os.path.join(d, "scheduler.kubeconfig"), self.server,
-                                                 self.ca, self.tokens["scheduler"])
+                                                 self.ca, token)
         path = os.path.join(d, name + "-config.yaml")
         with open(path, "w") as f:
             f.write(self.scheduler_config_text(minor))
@@ -544,7 +563,7 @@ class ControlPlane:
         p = self.procs["kube-scheduler"]
         if not p.alive():
             raise Fatal("kube-scheduler exited:\n" + p.tail())
-        lease = self.admin.try_get("leases", "kube-system", "kube-scheduler")
+        lease = self.admin.try_get("leases", "kube-system", self.lease_name)
         return lease and lease.get("spec", {}).get("holderIdentity")
 
     def _http_ok(self, url):

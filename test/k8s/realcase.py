@@ -45,6 +45,14 @@ class PluginView:
             led["nodes"] = [n for n in led["nodes"] if n["name"] == node]
         return led
 
+    def get(self, path):
+        """(status, body text) of GET path on the plugin's debug listener."""
+        st, body = kcluster.gsutil.http_status(self.base, path)
+        return st, body.decode()
+
+    def metrics(self):
+        return self.get("/metrics")[1]
+
     def wait_ready(self):
         def up():
             if not self.proc.alive():
@@ -74,8 +82,11 @@ class Env:
                              os.path.join(kcluster.k8s_bin_dir(), "gpushare-scheduler"))
         cls.cp = ControlPlane(cls.tmp.name, **cp_kw)
         if cls.form == "plugin":
-            cls.cp.plugin_args = dict({"gpuMemoryUnit": unit}, **{
-                k: (int(v) if v.isdigit() else v) for k, v in (config or {}).items()})
+            # as shipped: the configuration is the ConfigMap's, read at
+            # start-up (so it exists first), the plugin runs as its own
+            # ServiceAccount
+            cls.cp.before_scheduler.append(cls.configmap(unit, config))
+            cls.cp.scheduler_sa = "gpushare-scheduler"
         try:
             cls.cp.start()
             cls.set_unit(unit, config)
@@ -88,12 +99,16 @@ class Env:
             cls.down()
             raise
 
+    @staticmethod
+    def configmap(unit, config=None):
+        """The ConfigMap: gpuMemoryUnit and any other keys (config)."""
+        return {"apiVersion": "v1", "kind": "ConfigMap",
+                "metadata": {"name": "gpushare-config", "namespace": "kube-system"},
+                "data": {"gpuMemoryUnit": unit, **(config or {})}}
+
     @classmethod
     def set_unit(cls, unit, config=None):
-        """The ConfigMap: gpuMemoryUnit and any other keys (config)."""
-        cls.cp.admin.apply({"apiVersion": "v1", "kind": "ConfigMap",
-                            "metadata": {"name": "gpushare-config", "namespace": "kube-system"},
-                            "data": {"gpuMemoryUnit": unit, **(config or {})}})
+        cls.cp.admin.apply(cls.configmap(unit, config))
 
     @classmethod
     def down(cls):

@@ -2,17 +2,25 @@
 refusals of test_real_scenarios.py, unchanged in what they assert, with
 gpushare-scheduler (kube-scheduler v1.37.2 + the GpuShare plugin over the C
 core) as the cluster's scheduler and no extender. Unit 128MiB."""
+import json
+import re
 import time
 import unittest
 
 import test_real_scenarios as scenarios
-from realcase import Env, RealCase, alloc_gpus, topo_alloc, wait_for
+from realcase import Env, RealCase, alloc_gpus, metric, topo_alloc, wait_for
 
 GPU16 = scenarios.GPU16  # a 16 GiB GPU in 128 MiB units
 
 
+TIMEOUT_S = 20  # gangTimeoutSeconds in the ConfigMap
+PLUGIN_SA = "system:serviceaccount:kube-system:gpushare-scheduler"
+
+
 def setUpModule():
-    Env.up(unit="128MiB", form="plugin")
+    # the configuration is the ConfigMap's only (the args as shipped carry
+    # none of its keys)
+    Env.up(unit="128MiB", form="plugin", config={"gangTimeoutSeconds": str(TIMEOUT_S)})
     for name, value in {"low": 10, "high": 1000}.items():
         Env.cp.admin.apply({"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
                             "metadata": {"name": name}, "value": value})
@@ -80,6 +88,101 @@ class PluginOnly(RealCase):
         self.assertEqual(alloc_gpus(big), [1])
         self.assertEqual(sorted(p["metadata"]["name"] for p in self.pods()), ["a4", "b4", "big", "c4"])
         self.assert_ledger_is_truth()
+
+
+class PluginOperations(RealCase):
+    """The extender's operator surface, from the plugin: the ConfigMap read
+    at start-up and watched (pendingUnit, unhealthy GPUs), /debug/ledger,
+    inspect and /metrics on the debug listener, GangTimeout Events."""
+
+    def set_configmap(self, name, data):
+        self.k.apply({"apiVersion": "v1", "kind": "ConfigMap",
+                      "metadata": {"name": name, "namespace": "kube-system"}, "data": data})
+
+    def test_the_configmap_is_the_configuration_and_a_unit_change_is_pending(self):
+        self.assertEqual(Env.ext.ledger()["unit"], "128MiB")
+        try:
+            Env.set_unit("1GiB", {"gangTimeoutSeconds": str(TIMEOUT_S)})
+            wait_for(lambda: Env.ext.ledger().get("pendingUnit") == "1GiB", 60, "pendingUnit 1GiB")
+            self.assertEqual(metric(Env.ext.metrics(), "gpushare_pending_unit_mib"), 1024)
+            self.assertEqual(Env.ext.ledger()["unit"], "128MiB")  # until a restart
+        finally:
+            Env.set_unit("128MiB", {"gangTimeoutSeconds": str(TIMEOUT_S)})
+        wait_for(lambda: "pendingUnit" not in Env.ext.ledger(), 60, "pendingUnit gone")
+        self.assertEqual(metric(Env.ext.metrics(), "gpushare_pending_unit_mib"), 0)
+
+    def test_unhealthy_gpus_inspect_and_metrics(self):
+        self.node("gpu-ops", "share", gpus=2, units=2 * GPU16, labels={"ops": "x"})
+        self.set_configmap("unhealthy-gpu-gpu-ops", {"gpus": "0"})
+        try:
+            wait_for(lambda: Env.ext.ledger("gpu-ops")["nodes"] and any(
+                not g["healthy"] for g in Env.ext.ledger("gpu-ops")["nodes"][0]["gpus"]),
+                60, "GPU 0 of gpu-ops unhealthy")
+            self.pod("small", units=8, node_selector={"ops": "x"})
+            p = wait_for(lambda: (lambda q: q if q["spec"].get("nodeName") else None)(
+                self.k.get("pods", self.ns, "small")), 120, "small bound", 0.2)
+            self.assertEqual(alloc_gpus(p), [1])  # binpack would take GPU 0
+        finally:
+            self.k.delete("configmaps", "kube-system", "unhealthy-gpu-gpu-ops")
+        st, body = Env.ext.get("/gpushare-scheduler/inspect/gpu-ops")
+        self.assertEqual(st, 200, body)
+        self.assertEqual(json.loads(body), {"nodes": [{
+            "name": "gpu-ops", "totalGPU": 2 * GPU16, "usedGPU": 8, "devs": [
+                {"id": 0, "totalGPU": GPU16, "usedGPU": 0, "pods": []},
+                {"id": 1, "totalGPU": GPU16, "usedGPU": 8,
+                 "pods": [{"name": "small", "namespace": self.ns, "usedGPU": 8}]}]}]})
+        st, body = Env.ext.get("/gpushare-scheduler/inspect/no-such-node")
+        self.assertEqual((st, json.loads(body)), (404, {"error": "node no-such-node is unknown to gpushare"}))
+        st, body = Env.ext.get("/debug/ledger?node=gpu-ops")
+        self.assertEqual([n["name"] for n in json.loads(body)["nodes"]], ["gpu-ops"])
+        text = Env.ext.metrics()
+        self.assertEqual(metric(text, "gpushare_gpu_memory_used_mib", node="gpu-ops", gpu="1"), 1024)
+        self.assertEqual(metric(text, "gpushare_gpu_memory_total_mib", node="gpu-ops", gpu="0"), 16384)
+        self.assertEqual(metric(text, "gpushare_gpu_pods", node="gpu-ops", gpu="1"), 1)
+
+    def test_a_gang_not_complete_in_time_is_released_with_events(self):
+        """A member kube-scheduler's own filters keep off every node: its
+        sibling, reserved, waits in Permit; after gangTimeoutSeconds the core
+        releases the plan and the plugin posts GangTimeout on each member not
+        bound and logs the job. Nothing is bound."""
+        self.topo_node("gpu-topo-pt")
+        labels = {"gpu-topology": "late", "gpu-topology-replica": "2", "job": "late"}
+        self.pod("stuck-1", whole=4, labels=labels, node_selector={"no-such-label": "x"})
+        self.pod("ok-0", whole=4, labels=labels)
+
+        def timeout_event(pod):
+            return [e for e in self.k.events(self.ns, pod) if e.get("reason") == "GangTimeout"]
+        ev = wait_for(lambda: timeout_event("stuck-1"), TIMEOUT_S + 60, "GangTimeout on stuck-1", 0.5)[0]
+        self.assertEqual(ev["type"], "Warning")
+        self.assertRegex(ev["message"], r"^gang [a-z-]+/late: 0 of 2 members bound within "
+                                        rf"gangTimeoutSeconds \({TIMEOUT_S} s\)")
+        self.assertEqual([p for p in self.pods() if p["spec"].get("nodeName")], [])
+        self.assertTrue(re.search(r'gang timed out.*job="[a-z-]+/late"',
+                                  Env.ext.proc.tail(200000)), Env.ext.proc.tail(2000))
+        self.assertGreaterEqual(metric(Env.ext.metrics(), "gpushare_gang_timeouts_total"), 1)
+
+
+class ZzPluginLeastPrivilege(RealCase):
+    """Last in the module: gpushare-scheduler ran as deploy/plugin's
+    ServiceAccount (kube-scheduler's roles plus gpushare's) and the
+    apiserver never denied it anything."""
+
+    def test_the_plugin_was_never_denied(self):
+        entries = [e for e in self.cp.audit(user=PLUGIN_SA)
+                   if e.get("stage") in ("ResponseStarted", "ResponseComplete")]
+        # an Event for a pod whose test namespace is being deleted is refused
+        # by the NamespaceLifecycle admission (403 too), not by RBAC
+        denied = [f"{e.get('verb')} {e.get('requestURI')}: {e['responseStatus'].get('message')}"
+                  for e in entries if e.get("responseStatus", {}).get("code") == 403
+                  and "because it is being terminated" not in e["responseStatus"].get("message", "")]
+        self.assertEqual(denied, [])
+        used = {("/".join(filter(None, [(e.get("objectRef") or {}).get("resource"),
+                                        (e.get("objectRef") or {}).get("subresource")])),
+                 e.get("verb")) for e in entries}
+        # (v1.37's informers list by watching: WatchList)
+        for want in [("pods", "watch"), ("nodes", "watch"), ("pods/binding", "create"),
+                     ("configmaps", "get"), ("configmaps", "watch"), ("leases", "update")]:
+            self.assertIn(want, used, sorted(map(str, used)))
 
 
 if __name__ == "__main__":

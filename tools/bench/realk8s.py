@@ -104,7 +104,7 @@ def run(mode, nodes, pods, workdir, pprof=None):
                 yaml.safe_dump(c, f)
     cp = kcluster.ControlPlane(workdir, scheduler=False, scheduler_config=cfg, **kw)
     if mode.startswith("plugin"):
-        cp.plugin_args = {"gpuMemoryUnit": "1GiB"}
+        cp.scheduler_sa = "gpushare-scheduler"
     cp.start()
     try:
         k = cp.admin

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"net/http"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -20,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/informers"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
@@ -33,15 +35,20 @@ const Name = "GpuShare"
 
 const stateKey fwk.StateKey = "gpushare.io/cycle"
 
-// Args are the plugin's args: the ConfigMap's keys, and where /debug/ledger
-// is served (empty: not served).
+// Args are the plugin's args: the ConfigMap's keys (they win over the
+// ConfigMap's), which ConfigMap (NS/NAME, default
+// kube-system/gpushare-config, "-" for none), and where /debug/ledger,
+// inspect and /metrics are served (empty: not served).
 type Args struct {
 	GpuMemoryUnit      string `json:"gpuMemoryUnit,omitempty"`
 	NodePolicy         string `json:"nodePolicy,omitempty"`
 	CgpuMaxPodsPerGPU  *int   `json:"cgpuMaxPodsPerGPU,omitempty"`
 	GangTimeoutSeconds *int   `json:"gangTimeoutSeconds,omitempty"`
+	ConfigMap          string `json:"configMap,omitempty"`
 	DebugAddress       string `json:"debugAddress,omitempty"`
 }
+
+const defaultConfigMap = "kube-system/gpushare-config"
 
 // Plugin implements PreFilter, Filter, PreScore, Score, Reserve, Permit and
 // Bind over one C service.
@@ -99,18 +106,32 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, err
 	if args.CgpuMaxPodsPerGPU != nil {
 		data["cgpuMaxPodsPerGPU"] = fmt.Sprint(*args.CgpuMaxPodsPerGPU)
 	}
-	wait := 60 * time.Second
 	if args.GangTimeoutSeconds != nil {
 		data["gangTimeoutSeconds"] = fmt.Sprint(*args.GangTimeoutSeconds)
-		wait = time.Duration(*args.GangTimeoutSeconds) * time.Second
+	}
+	if args.ConfigMap == "" {
+		args.ConfigMap = defaultConfigMap
+	}
+	cmNs, cmName, cmData, err := readConfigMap(ctx, h, args.ConfigMap)
+	if err != nil {
+		return nil, err
+	}
+	wait := 60 * time.Second
+	if v, ok := data["gangTimeoutSeconds"]; ok {
+		wait = seconds(v, wait)
+	} else if v, ok := cmValue(cmData, "gangTimeoutSeconds"); ok {
+		wait = seconds(v, wait)
 	}
 	raw, _ := json.Marshal(data)
-	core, err := shim.New(raw)
+	core, err := shim.New(raw, cmData, cmNs, cmName)
 	if err != nil {
 		return nil, err
 	}
 	p := &Plugin{core: core, h: h, wait: wait}
 	p.watch()
+	if cmNs != "" {
+		p.watchConfigMaps(ctx, cmNs)
+	}
 	go p.tick(ctx)
 	if args.DebugAddress != "" {
 		go p.serve(args.DebugAddress)
@@ -183,24 +204,147 @@ func (p *Plugin) tick(ctx context.Context) {
 			return
 		case now := <-t.C:
 			p.core.Tick(now.UnixNano())
+			p.notices()
 		}
 	}
 }
 
+// readConfigMap reads the configuration's ConfigMap at start-up, as the
+// extender does: the unit must be known before the ledger exists. A
+// missing ConfigMap is no configuration; other failures are retried with
+// backoff until the scheduler stops.
+func readConfigMap(ctx context.Context, h fwk.Handle, ref string) (string, string, []byte, error) {
+	if ref == "-" {
+		return "", "", nil, nil
+	}
+	ns, name, ok := strings.Cut(ref, "/")
+	if !ok || ns == "" || name == "" {
+		return "", "", nil, fmt.Errorf("gpushare plugin args: configMap: %q is not NS/NAME", ref)
+	}
+	delay := 800 * time.Millisecond
+	for {
+		cm, err := h.ClientSet().CoreV1().ConfigMaps(ns).Get(ctx, name, metav1.GetOptions{})
+		if err == nil {
+			b, _ := json.Marshal(cm.Data)
+			klog.InfoS("gpushare: configuration read", "configmap", ref)
+			return ns, name, b, nil
+		}
+		if apierrors.IsNotFound(err) {
+			klog.InfoS("gpushare: no ConfigMap: defaults", "configmap", ref)
+			return ns, name, nil, nil
+		}
+		klog.ErrorS(err, "gpushare: cannot read the ConfigMap; retrying", "configmap", ref)
+		select {
+		case <-ctx.Done():
+			return "", "", nil, ctx.Err()
+		case <-time.After(delay):
+		}
+		if delay *= 2; delay > 30*time.Second {
+			delay = 30 * time.Second
+		}
+	}
+}
+
+func cmValue(data []byte, key string) (string, bool) {
+	m := map[string]string{}
+	if len(data) == 0 || json.Unmarshal(data, &m) != nil {
+		return "", false
+	}
+	v, ok := m[key]
+	return v, ok
+}
+
+// seconds is gangTimeoutSeconds as the core accepted it (the core checks).
+func seconds(v string, def time.Duration) time.Duration {
+	var n int
+	if _, err := fmt.Sscan(v, &n); err != nil || n <= 0 {
+		return def
+	}
+	return time.Duration(n) * time.Second
+}
+
+// watchConfigMaps feeds the core the ConfigMaps it reads (the
+// configuration's, for pendingUnit; kube-system/unhealthy-gpu-<node>) from
+// an informer on their namespaces only.
+func (p *Plugin) watchConfigMaps(ctx context.Context, cmNs string) {
+	namespaces := []string{"kube-system"}
+	if cmNs != "kube-system" {
+		namespaces = append(namespaces, cmNs)
+	}
+	send := func(o interface{}, deleted bool) {
+		if d, ok := o.(cache.DeletedFinalStateUnknown); ok {
+			o = d.Obj
+		}
+		if cm, ok := o.(*v1.ConfigMap); ok {
+			if b, err := json.Marshal(cm); err == nil {
+				p.core.ConfigMap(b, deleted)
+			}
+		}
+	}
+	for _, ns := range namespaces {
+		f := informers.NewSharedInformerFactoryWithOptions(p.h.ClientSet(), 0, informers.WithNamespace(ns))
+		_, _ = f.Core().V1().ConfigMaps().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+			AddFunc:    func(o interface{}) { send(o, false) },
+			UpdateFunc: func(_, o interface{}) { send(o, false) },
+			DeleteFunc: func(o interface{}) { send(o, true) },
+		})
+		f.Start(ctx.Done())
+	}
+}
+
+// serve answers /debug/ledger[?node=N], /gpushare-scheduler/inspect[/N]
+// and /metrics with the extender's bytes and statuses (docs/api.md).
 func (p *Plugin) serve(addr string) {
 	mux := http.NewServeMux()
-	mux.HandleFunc("/debug/ledger", func(w http.ResponseWriter, _ *http.Request) {
-		s, ok := p.core.Ledger()
+	view := func(w http.ResponseWriter, node string, inspect bool) {
+		body, code := p.core.View(node, inspect)
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(code)
+		_, _ = w.Write([]byte(body))
+	}
+	mux.HandleFunc("/debug/ledger", func(w http.ResponseWriter, r *http.Request) {
+		view(w, r.URL.Query().Get("node"), false)
+	})
+	mux.HandleFunc("/gpushare-scheduler/inspect", func(w http.ResponseWriter, _ *http.Request) {
+		view(w, "", true)
+	})
+	mux.HandleFunc("/gpushare-scheduler/inspect/", func(w http.ResponseWriter, r *http.Request) {
+		view(w, strings.TrimPrefix(r.URL.Path, "/gpushare-scheduler/inspect/"), true)
+	})
+	mux.HandleFunc("/metrics", func(w http.ResponseWriter, _ *http.Request) {
+		text, ok := p.core.Metrics()
 		if !ok {
-			http.Error(w, `{"error":"out of memory"}`, http.StatusInternalServerError)
+			http.Error(w, "out of memory", http.StatusInternalServerError)
 			return
 		}
-		w.Header().Set("Content-Type", "application/json")
-		_, _ = w.Write([]byte(s))
+		w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
+		_, _ = w.Write([]byte(text))
 	})
-	klog.InfoS("gpushare: serving /debug/ledger", "address", addr)
+	klog.InfoS("gpushare: serving /debug/ledger, inspect and /metrics", "address", addr)
 	if err := http.ListenAndServe(addr, mux); err != nil {
 		klog.ErrorS(err, "gpushare: debug listener stopped", "address", addr)
+	}
+}
+
+// notices logs what the core reported from its tick (a gang timed out) and
+// posts a Warning Event GangTimeout on each member not bound, as the
+// extender does (docs/gangs.md).
+func (p *Plugin) notices() {
+	text, ok := p.core.Notices()
+	if !ok {
+		return
+	}
+	var ns []shim.Notice
+	if err := json.Unmarshal([]byte(text), &ns); err != nil {
+		return
+	}
+	for _, n := range ns {
+		if n.Pod == "" {
+			klog.InfoS("gpushare: gang timed out", "job", n.Namespace+"/"+n.Job, "message", n.Message)
+			continue
+		}
+		ref := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: n.Namespace, Name: n.Pod, UID: types.UID(n.UID)}}
+		p.h.EventRecorder().Eventf(ref, nil, v1.EventTypeWarning, "GangTimeout", "Scheduling", "%s", n.Message)
 	}
 }
 

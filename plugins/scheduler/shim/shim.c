@@ -6,11 +6,15 @@
 #include "api.h"
 #include "config.h"
 #include "feed.h"
+#include "metrics.h"
+#include "view.h"
 
 #include <gpushare/alloc.h>
 #include <gpushare/ledger.h>
 #include <gpushare/sched.h>
 
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,27 +22,87 @@
 struct gs_shim {
   struct gs_sched *sched;
   unsigned ticks;
+  char cm_ns[GS_NAME_MAX], cm_name[GS_NAME_MAX];
+  struct gs__feed_cm cm;
+  atomic_uint pending_unit;
+  pthread_mutex_t mu; /* guards what follows */
+  struct gs_metrics *metrics;
+  uint64_t gang_timeouts; /* the service's count at the last scrape */
+  json_t *notices;        /* not yet taken by gs_shim_notices */
 };
 
 static json_t *load(const char *json, size_t len) {
   return json != NULL && len > 0 ? json_loadb(json, len, 0, NULL) : NULL;
 }
 
-struct gs_shim *gs_shim_new(const char *args_json, size_t len, char *err, size_t errlen) {
-  struct gs_policy policy;
+/* The ticking thread, with the ledger locked: queue only. */
+static void on_notice(void *ctx, const struct gs_notice *n) {
+  struct gs_shim *s = ctx;
+  json_t *o;
+  if (n->kind != GS_NOTICE_GANG_TIMEOUT)
+    return;
+  o = json_pack("{s:s,s:s,s:s,s:s,s:s}", "namespace", n->ns, "job", n->job, "pod",
+                n->pod ? n->pod : "", "uid", n->pod_uid ? n->pod_uid : "", "message", n->message);
+  pthread_mutex_lock(&s->mu);
+  if (o != NULL && s->notices == NULL)
+    s->notices = json_array();
+  if (o != NULL && s->notices != NULL)
+    json_array_append(s->notices, o);
+  pthread_mutex_unlock(&s->mu);
+  json_decref(o);
+}
+
+/* The ConfigMap's data, then the args over it (key by key). */
+static bool configure(struct gs_policy *policy, const json_t *cm, const json_t *args,
+                      const struct gs_shim *s, char *err, size_t errlen) {
   struct gs_diag diag = {"", ""};
-  struct gs_shim *s;
-  json_t *args = load(args_json, len);
-  gs_policy_init(&policy);
-  if (args != NULL && gs_config_apply_data(&policy, args, &diag) != GS_EOK) {
+  if (cm != NULL && gs_config_apply_data(policy, cm, &diag) != GS_EOK) {
+    snprintf(err, errlen, "gpushare: ConfigMap %s/%s: %s", s->cm_ns, s->cm_name, diag.text);
+    return false;
+  }
+  if (args != NULL && gs_config_apply_data(policy, args, &diag) != GS_EOK) {
     snprintf(err, errlen, "gpushare plugin args: %s: %s", diag.where, diag.text);
-    json_decref(args);
-    return NULL;
+    return false;
+  }
+  return true;
+}
+
+struct gs_shim *gs_shim_new(const char *args_json, size_t len, const char *cm_json,
+                            size_t cm_len, const char *cm_ns, const char *cm_name, char *err,
+                            size_t errlen) {
+  struct gs_policy policy;
+  json_t *args = load(args_json, len), *cm = load(cm_json, cm_len);
+  struct gs_shim *s = gs_calloc(1, sizeof *s);
+  bool ok = s != NULL;
+  gs_policy_init(&policy);
+  if (s == NULL) {
+    snprintf(err, errlen, "out of memory");
+  } else {
+    snprintf(s->cm_ns, sizeof s->cm_ns, "%s", cm_ns ? cm_ns : "");
+    snprintf(s->cm_name, sizeof s->cm_name, "%s", cm_name ? cm_name : "");
+    ok = configure(&policy, cm, args, s, err, errlen);
+  }
+  if (ok) {
+    s->cm = (struct gs__feed_cm){s->cm_ns, s->cm_name,
+                                 json_object_get(args, "gpuMemoryUnit") ? policy.unit_mib : 0};
+    atomic_init(&s->pending_unit, 0);
+    pthread_mutex_init(&s->mu, NULL);
+    s->sched = gs_sched_new(&policy);
+    s->metrics = gs_metrics_new();
+    if (s->sched == NULL || s->metrics == NULL) {
+      snprintf(err, errlen, "out of memory");
+      gs_sched_free(s->sched);
+      gs_metrics_free(s->metrics);
+      pthread_mutex_destroy(&s->mu);
+      ok = false;
+    } else {
+      struct gs_notify notify = {on_notice, s};
+      gs_sched_set_notify(s->sched, &notify);
+    }
   }
   json_decref(args);
-  s = gs_calloc(1, sizeof *s);
-  if (s == NULL || (s->sched = gs_sched_new(&policy)) == NULL) {
-    snprintf(err, errlen, "out of memory");
+  json_decref(cm);
+  if (!ok) {
     gs_free(s);
     return NULL;
   }
@@ -49,6 +113,9 @@ void gs_shim_free(struct gs_shim *s) {
   if (s == NULL)
     return;
   gs_sched_free(s->sched);
+  gs_metrics_free(s->metrics);
+  json_decref(s->notices);
+  pthread_mutex_destroy(&s->mu);
   gs_free(s);
 }
 
@@ -73,6 +140,15 @@ void gs_shim_pod(struct gs_shim *s, const char *json, size_t len) {
 }
 
 void gs_shim_pod_delete(struct gs_shim *s, const char *uid) { gs_sched_pod_gone(s->sched, uid); }
+
+void gs_shim_configmap(struct gs_shim *s, const char *json, size_t len, int deleted) {
+  json_t *cm = load(json, len);
+  if (cm != NULL && deleted)
+    gs__feed_configmap_delete(s->sched, &s->cm, cm, &s->pending_unit);
+  else if (cm != NULL)
+    gs__feed_configmap(s->sched, &s->cm, cm, &s->pending_unit);
+  json_decref(cm);
+}
 
 void gs_shim_tick(struct gs_shim *s, int64_t now_ns) {
   gs_sched_tick(s->sched, now_ns);
@@ -278,27 +354,52 @@ done:
   return out;
 }
 
-struct view {
-  json_t *gangs, *out;
-};
-
-static void plan_fn(void *arg, const struct gs_plan_view *p) {
-  gs_api_plan_append(((struct view *)arg)->gangs, p);
+char *gs_shim_view(struct gs_shim *s, const char *node, int inspect, int *status) {
+  char *text = NULL;
+  enum gs_err err = gs__view_json(s->sched, node, inspect != 0, atomic_load(&s->pending_unit),
+                                  &text);
+  if (err == GS_ENOTFOUND) {
+    char msg[GS_NAME_MAX + 64];
+    json_t *body;
+    snprintf(msg, sizeof msg, "node %s is unknown to gpushare", node);
+    body = json_pack("{s:s}", "error", msg);
+    text = body != NULL ? gs_api_dump(body) : NULL;
+    json_decref(body);
+    *status = 404;
+    return text;
+  }
+  *status = err == GS_EOK ? 200 : 500;
+  return err == GS_EOK ? text : gs_api_error_dump(gs_strerror(err));
 }
 
-static void view_fn(const struct gs_ledger *ledger, void *arg) {
-  struct view *v = arg;
-  struct gs_api_ledger_view view = {0, v->gangs};
-  if (gs_api_ledger_json(ledger, NULL, &view, &v->out) != GS_EOK)
-    v->out = NULL;
-}
-
-char *gs_shim_ledger(struct gs_shim *s) {
-  struct view v = {json_array(), NULL};
+char *gs_shim_metrics(struct gs_shim *s) {
+  const char *none[] = {NULL};
+  uint64_t t = gs_sched_gang_timeouts(s->sched);
   char *text;
-  gs_sched_read(s->sched, view_fn, plan_fn, &v);
-  json_decref(v.gangs);
-  text = v.out != NULL ? gs_api_dump(v.out) : NULL;
-  json_decref(v.out);
+  pthread_mutex_lock(&s->mu);
+  gs__view_gauges(s->sched, s->metrics);
+  gs_metrics_counter_add(s->metrics, "gpushare_gang_timeouts_total",
+                         "Gang plans not all bound within gangTimeoutSeconds.", none,
+                         (double)(t - s->gang_timeouts));
+  s->gang_timeouts = t;
+  gs_metrics_gauge_set(s->metrics, "gpushare_pending_unit_mib",
+                       "gpuMemoryUnit waiting for a restart (0: none).", none,
+                       (double)atomic_load(&s->pending_unit));
+  text = gs_metrics_render(s->metrics);
+  pthread_mutex_unlock(&s->mu);
+  return text;
+}
+
+char *gs_shim_notices(struct gs_shim *s) {
+  json_t *n;
+  char *text;
+  pthread_mutex_lock(&s->mu);
+  n = s->notices;
+  s->notices = NULL;
+  pthread_mutex_unlock(&s->mu);
+  if (n == NULL)
+    return NULL;
+  text = gs_api_dump(n);
+  json_decref(n);
   return text;
 }

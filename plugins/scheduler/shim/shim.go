@@ -37,12 +37,23 @@ type Shim struct {
 	names sync.Map // node name → *C.char, made once (each verb names every node)
 }
 
-// New makes the service from args: {"key":"value"} with the ConfigMap's keys.
-func New(args []byte) (*Shim, error) {
+// New makes the service from the ConfigMap cmNs/cmName's data as read at
+// start-up (nil: none) and args over it, both {"key":"value"} with the
+// ConfigMap's keys (CONTRACT §6); args win key by key.
+func New(args, cmData []byte, cmNs, cmName string) (*Shim, error) {
 	var errbuf [512]C.char
 	cargs := C.CBytes(args)
 	defer C.free(cargs)
-	c := C.gs_shim_new((*C.char)(cargs), C.size_t(len(args)), &errbuf[0], C.size_t(len(errbuf)))
+	var ccm unsafe.Pointer
+	if len(cmData) > 0 {
+		ccm = C.CBytes(cmData)
+		defer C.free(ccm)
+	}
+	ns, name := C.CString(cmNs), C.CString(cmName)
+	defer C.free(unsafe.Pointer(ns))
+	defer C.free(unsafe.Pointer(name))
+	c := C.gs_shim_new((*C.char)(cargs), C.size_t(len(args)), (*C.char)(ccm), C.size_t(len(cmData)),
+		ns, name, &errbuf[0], C.size_t(len(errbuf)))
 	if c == nil {
 		return nil, fmt.Errorf("%s", C.GoString(&errbuf[0]))
 	}
@@ -217,13 +228,64 @@ func (s *Shim) Preempt(pod []byte, names []string) (string, bool) {
 	return out, true
 }
 
-// Ledger: /debug/ledger's JSON; false when out of memory.
-func (s *Shim) Ledger() (string, bool) {
-	res := C.gs_shim_ledger(s.c)
-	if res == nil {
+// ConfigMap: a ConfigMap added, changed or deleted (its JSON).
+func (s *Shim) ConfigMap(cm []byte, deleted bool) {
+	d := C.int(0)
+	if deleted {
+		d = 1
+	}
+	withBytes(cm, func(b *C.char, l C.size_t) { C.gs_shim_configmap(s.c, b, l, d) })
+}
+
+// take copies and frees a string the C side returned.
+func take(c *C.char) (string, bool) {
+	if c == nil {
 		return "", false
 	}
-	out := C.GoString(res)
-	C.gs_shim_free_string(res)
+	out := C.GoString(c)
+	C.gs_shim_free_string(c)
 	return out, true
 }
+
+// View: /debug/ledger (inspect false) or inspect's JSON, of every node
+// (node "") or one, with the HTTP status the extender answers (200, 404, 500).
+func (s *Shim) View(node string, inspect bool) (string, int) {
+	var status C.int
+	var res *C.char
+	in := C.int(0)
+	if inspect {
+		in = 1
+	}
+	if node == "" {
+		res = C.gs_shim_view(s.c, nil, in, &status)
+	} else {
+		withString(node, func(c *C.char) { res = C.gs_shim_view(s.c, c, in, &status) })
+	}
+	out, ok := take(res)
+	if !ok {
+		return `{"error":"out of memory"}`, 500
+	}
+	return out, int(status)
+}
+
+// Ledger: /debug/ledger's JSON; false when out of memory.
+func (s *Shim) Ledger() (string, bool) {
+	out, status := s.View("", false)
+	return out, status == 200
+}
+
+// Metrics: the gpushare metrics (Prometheus text); false when out of memory.
+func (s *Shim) Metrics() (string, bool) { return take(C.gs_shim_metrics(s.c)) }
+
+// Notice is what the service reports from its tick: a gang timed out (Pod
+// "" for the gang's own line, else a member not bound).
+type Notice struct {
+	Namespace string `json:"namespace"`
+	Job       string `json:"job"`
+	Pod       string `json:"pod"`
+	UID       string `json:"uid"`
+	Message   string `json:"message"`
+}
+
+// Notices: the notices since the last call, as JSON (false: none).
+func (s *Shim) Notices() (string, bool) { return take(C.gs_shim_notices(s.c)) }

@@ -15,10 +15,14 @@
 
 struct gs_shim;
 
-/* args_json: the plugin's args as {"key":"value"} with the ConfigMap's keys
- * (gpuMemoryUnit, nodePolicy, cgpuMaxPodsPerGPU, gangTimeoutSeconds). NULL
- * and err (errlen bytes) on a bad value or no memory. */
-struct gs_shim *gs_shim_new(const char *args_json, size_t len, char *err, size_t errlen);
+/* The configuration (CONTRACT §6): cm_json, the data of the ConfigMap
+ * cm_ns/cm_name as read at start-up (NULL: none), then args_json, the
+ * plugin's args as {"key":"value"} with the same keys (gpuMemoryUnit,
+ * nodePolicy, cgpuMaxPodsPerGPU, gangTimeoutSeconds), which win key by key.
+ * NULL and err (errlen bytes) on a bad value or no memory. */
+struct gs_shim *gs_shim_new(const char *args_json, size_t len, const char *cm_json,
+                            size_t cm_len, const char *cm_ns, const char *cm_name, char *err,
+                            size_t errlen);
 void gs_shim_free(struct gs_shim *s);
 void gs_shim_free_string(char *p);
 
@@ -27,6 +31,9 @@ void gs_shim_node(struct gs_shim *s, const char *json, size_t len);
 void gs_shim_node_delete(struct gs_shim *s, const char *name);
 void gs_shim_pod(struct gs_shim *s, const char *json, size_t len);
 void gs_shim_pod_delete(struct gs_shim *s, const char *uid);
+/* ConfigMaps of the namespace the informer watches: the configuration's
+ * (a gpuMemoryUnit change becomes pendingUnit) and unhealthy-gpu-<node>. */
+void gs_shim_configmap(struct gs_shim *s, const char *json, size_t len, int deleted);
 /* Time: gang timeouts, reservations never confirmed, pods kept for nodes. */
 void gs_shim_tick(struct gs_shim *s, int64_t now_ns);
 
@@ -60,7 +67,16 @@ int gs_shim_permit(struct gs_shim *s, const char *pod, size_t len, const char *n
 char *gs_shim_preempt(struct gs_shim *s, const char *pod, size_t len, const char *const *nodes,
                       size_t n);
 
-/* /debug/ledger, as the extender serves it. NULL when out of memory. */
-char *gs_shim_ledger(struct gs_shim *s);
+/* /debug/ledger (inspect 0) or /gpushare-scheduler/inspect (inspect 1) of
+ * every node or of node (NULL), byte for byte as the extender serves them;
+ * *status is 200, 404 (unknown node: {"error":..}) or 500. */
+char *gs_shim_view(struct gs_shim *s, const char *node, int inspect, int *status);
+/* /metrics: the ledger's gauges, gang timeouts, pendingUnit (Prometheus
+ * text). NULL when out of memory. */
+char *gs_shim_metrics(struct gs_shim *s);
+/* The notices since the last call (gangs timed out), as a JSON array of
+ * {"namespace","job","pod","uid","message"} ("pod" "" for the gang's own
+ * line); NULL when there are none. */
+char *gs_shim_notices(struct gs_shim *s);
 
 #endif

@@ -31,7 +31,7 @@ func pod(name string, units int) []byte {
 // The shim's answers are the core's: filter reasons, scores, reserve's
 // annotations, the ledger, and bad input refused with a reason.
 func TestVerbs(t *testing.T) {
-	s, err := New([]byte(`{"gpuMemoryUnit":"1GiB"}`))
+	s, err := New([]byte(`{"gpuMemoryUnit":"1GiB"}`), nil, "kube-system", "gpushare-config")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,7 +63,7 @@ func TestVerbs(t *testing.T) {
 	if rc, _ := s.Filter([]byte(`{"metadata":{"name":"x"}}`), []string{"a"}, 1, false); rc != Skip {
 		t.Fatalf("unmanaged pod: %d", rc)
 	}
-	if _, err := New([]byte(`{"gpuMemoryUnit":"2GiB"}`)); err == nil {
+	if _, err := New([]byte(`{"gpuMemoryUnit":"2GiB"}`), nil, "kube-system", "gpushare-config"); err == nil {
 		t.Fatal("a bad unit was accepted")
 	}
 }
@@ -72,7 +72,7 @@ func TestVerbs(t *testing.T) {
 // cycle, binding goroutines, informers): run with -race in the test
 // command. No GPU is over-committed: each reserve that succeeds fits.
 func TestConcurrent(t *testing.T) {
-	s, err := New(nil)
+	s, err := New(nil, nil, "kube-system", "gpushare-config")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,5 +121,123 @@ func TestConcurrent(t *testing.T) {
 	// 8 nodes x 2 GPUs x 16 GiB = 64 pods of 4 GiB at most
 	if reserved > 64 || reserved == 0 {
 		t.Fatalf("reserved %d pods of 4 GiB on 256 GiB", reserved)
+	}
+}
+
+func configMap(ns, name string, data map[string]string) []byte {
+	b, _ := json.Marshal(map[string]interface{}{
+		"metadata": map[string]interface{}{"name": name, "namespace": ns}, "data": data})
+	return b
+}
+
+// The ConfigMap read at start-up under the args (args win key by key); its
+// later unit change is pendingUnit in the ledger and the metrics; a bad
+// value names the ConfigMap and the key.
+func TestConfig(t *testing.T) {
+	s, err := New([]byte(`{"nodePolicy":"spread"}`),
+		[]byte(`{"gpuMemoryUnit":"128MiB","nodePolicy":"binpack"}`), "kube-system", "gpushare-config")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Node(node("a", 1, 64)) // 64 × 128 MiB
+	led, _ := s.Ledger()
+	if !strings.Contains(led, `"unit":"128MiB"`) || !strings.Contains(led, `"totalMiB":8192`) {
+		t.Fatalf("the ConfigMap's unit is not in force: %s", led)
+	}
+	b, _ := New(nil, []byte(`{"gpuMemoryUnit":"128MiB","nodePolicy":"binpack"}`), "kube-system", "gpushare-config")
+	b.Node(node("a", 1, 64))
+	s.Reserve(pod("r", 32), "a", 1)
+	b.Reserve(pod("r", 32), "a", 1)
+	_, spread := s.Filter(pod("p", 8), []string{"a"}, 1, true)
+	_, binpack := b.Filter(pod("p", 8), []string{"a"}, 1, true)
+	if spread[0].Score >= binpack[0].Score {
+		t.Fatalf("args' spread not in force over the ConfigMap's binpack: %+v %+v", spread, binpack)
+	}
+	if strings.Contains(led, "pendingUnit") {
+		t.Fatalf("pendingUnit before any change: %s", led)
+	}
+	s.ConfigMap(configMap("kube-system", "gpushare-config", map[string]string{"gpuMemoryUnit": "1GiB"}), false)
+	s.ConfigMap(configMap("default", "gpushare-config", map[string]string{"gpuMemoryUnit": "128MiB"}), false)
+	led, _ = s.Ledger()
+	if !strings.Contains(led, `"pendingUnit":"1GiB"`) {
+		t.Fatalf("no pendingUnit: %s", led)
+	}
+	m, ok := s.Metrics()
+	if !ok || !strings.Contains(m, "gpushare_pending_unit_mib 1024\n") ||
+		!strings.Contains(m, `gpushare_gpu_memory_total_mib{node="a",gpu="0"} 8192`) {
+		t.Fatalf("metrics: %s", m)
+	}
+	s.ConfigMap(configMap("kube-system", "gpushare-config", nil), true)
+	if led, _ = s.Ledger(); strings.Contains(led, "pendingUnit") {
+		t.Fatalf("pendingUnit after the ConfigMap left: %s", led)
+	}
+	_, err = New(nil, []byte(`{"nodePolicy":"bogus"}`), "kube-system", "gpushare-config")
+	if err == nil || !strings.Contains(err.Error(), "ConfigMap kube-system/gpushare-config") ||
+		!strings.Contains(err.Error(), "nodePolicy") {
+		t.Fatalf("bad ConfigMap value: %v", err)
+	}
+}
+
+// Unhealthy GPUs from their ConfigMap; inspect and the ledger of one node
+// (404 for a node gpushare does not know) as the extender serves them.
+func TestViews(t *testing.T) {
+	s, _ := New(nil, nil, "kube-system", "gpushare-config")
+	s.Node(node("a", 2, 32))
+	s.ConfigMap(configMap("kube-system", "unhealthy-gpu-a", map[string]string{"gpus": "0"}), false)
+	if rc, _, _ := s.Reserve(pod("p", 4), "a", 1); rc != OK {
+		t.Fatal("reserve")
+	}
+	out, status := s.View("a", true)
+	want := `{"nodes":[{"name":"a","totalGPU":32,"usedGPU":4,"devs":[{"id":0,"totalGPU":16,"usedGPU":0,"pods":[]},{"id":1,"totalGPU":16,"usedGPU":4,"pods":[{"name":"p","namespace":"default","usedGPU":4}]}]}]}`
+	if status != 200 || out != want {
+		t.Fatalf("inspect a: %d %s", status, out)
+	}
+	if out, status = s.View("zz", false); status != 404 || out != `{"error":"node zz is unknown to gpushare"}` {
+		t.Fatalf("unknown node: %d %s", status, out)
+	}
+	s.ConfigMap(configMap("kube-system", "unhealthy-gpu-a", nil), true)
+	if rc, vs := s.Filter(pod("q", 16), []string{"a"}, 1, false); rc != OK || vs[0].Code != OK {
+		t.Fatalf("GPU 0 still unhealthy: %+v", vs)
+	}
+}
+
+// A gang not complete within gangTimeoutSeconds: the notices name the job
+// and each member not bound, once.
+func TestNotices(t *testing.T) {
+	s, _ := New([]byte(`{"gangTimeoutSeconds":"1"}`), nil, "kube-system", "gpushare-config")
+	topo, _ := json.Marshal(map[string]interface{}{
+		"metadata": map[string]interface{}{"name": "a",
+			"labels": map[string]string{"ack.node.gpu.schedule": "topology"}},
+		"status": map[string]interface{}{"capacity": map[string]string{"aliyun.com/gpu": "2"}},
+	})
+	s.Node(topo)
+	member := func(name string) []byte {
+		b, _ := json.Marshal(map[string]interface{}{
+			"metadata": map[string]interface{}{"name": name, "namespace": "default", "uid": "uid-" + name,
+				"labels": map[string]string{"gpu-topology": "job", "gpu-topology-replica": "2"}},
+			"spec": map[string]interface{}{"containers": []interface{}{map[string]interface{}{
+				"name": "c", "resources": map[string]interface{}{
+					"limits": map[string]string{"aliyun.com/gpu": "1"}}}}},
+		})
+		return b
+	}
+	s.Pod(member("m0"))
+	s.Pod(member("m1"))
+	if _, ok := s.Notices(); ok {
+		t.Fatal("notices before any timeout")
+	}
+	rc, vs := s.Filter(member("m0"), []string{"a"}, 1e9, false)
+	if rc != OK || vs[0].Code != OK {
+		t.Fatalf("gang plan: %d %+v", rc, vs)
+	}
+	s.Tick(5e9)
+	text, ok := s.Notices()
+	var ns []Notice
+	if !ok || json.Unmarshal([]byte(text), &ns) != nil || len(ns) != 3 || ns[0].Pod != "" ||
+		ns[0].Job != "job" || ns[1].UID == "" || !strings.Contains(ns[1].Message, "gangTimeoutSeconds") {
+		t.Fatalf("notices: %s", text)
+	}
+	if _, ok := s.Notices(); ok {
+		t.Fatal("notices given twice")
 	}
 }

@@ -1,0 +1,80 @@
+/* The views both front ends serve (view.h): read under the service's read
+ * lock, written by src/api. */
+#include "view.h"
+
+#include "api.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+
+struct view_call {
+  const char *node;
+  bool inspect;
+  uint32_t pending_unit_mib;
+  enum gs_err err;
+  json_t *out;
+  json_t *gangs; /* the ledger view's "gangs" (not for inspect) */
+};
+
+/* docs/api.md "gangs": {"job":"ns/job","replicas":R,"placed":P,
+ * "nodes":{"node":[gpu,...]}} for every plan still holding slots. */
+static void gang_json(void *arg, const struct gs_plan_view *g) {
+  struct view_call *v = arg;
+  gs_api_plan_append(v->gangs, g);
+}
+
+static void view_fn(const struct gs_ledger *ledger, void *arg) {
+  struct view_call *v = arg;
+  struct gs_api_ledger_view view = {v->pending_unit_mib, v->gangs};
+  if (v->inspect)
+    v->err = gs_api_inspect_json(ledger, v->node, &v->out);
+  else
+    v->err = gs_api_ledger_json(ledger, v->node, &view, &v->out);
+}
+
+enum gs_err gs__view_json(struct gs_sched *sched, const char *node, bool inspect,
+                          uint32_t pending_unit_mib, char **ret) {
+  struct view_call v = {node, inspect, pending_unit_mib, GS_EOK, NULL, NULL};
+  *ret = NULL;
+  if (!inspect && (v.gangs = json_array()) == NULL)
+    return GS_ENOMEM;
+  gs_sched_read(sched, view_fn, inspect ? NULL : gang_json, &v);
+  json_decref(v.gangs);
+  if (v.err == GS_EOK && v.out == NULL)
+    v.err = GS_ENOMEM;
+  if (v.err == GS_EOK && (*ret = gs_api_dump(v.out)) == NULL)
+    v.err = GS_ENOMEM;
+  json_decref(v.out);
+  return v.err;
+}
+
+static void gauges_fn(const struct gs_ledger *ledger, void *arg) {
+  struct gs_metrics *mx = arg;
+  const char *none[] = {NULL};
+  gs_metrics_gauge_set(mx, "gpushare_pods", "Pods holding GPU allocations (incl. assumed).", none,
+                       (double)gs_ledger_alloc_count(ledger));
+  gs_metrics_gauge_reset(mx, "gpushare_gpu_memory_used_mib");
+  gs_metrics_gauge_reset(mx, "gpushare_gpu_memory_total_mib");
+  gs_metrics_gauge_reset(mx, "gpushare_gpu_pods");
+  for (size_t i = 0; i < gs_ledger_node_count(ledger); i++) {
+    const struct gs_node *n = gs_ledger_node_at(ledger, i);
+    for (uint32_t g = 0; g < n->ngpus; g++) {
+      char idx[16];
+      const char *labels[] = {"node", n->name, "gpu", idx, NULL};
+      snprintf(idx, sizeof idx, "%" PRIu32, n->gpus[g].index);
+      gs_metrics_gauge_set(mx, "gpushare_gpu_memory_used_mib", "GPU memory allocated, MiB.",
+                           labels, (double)n->gpus[g].used_mib);
+      gs_metrics_gauge_set(mx, "gpushare_gpu_memory_total_mib", "GPU memory capacity, MiB.",
+                           labels, (double)n->gpus[g].total_mib);
+      gs_metrics_gauge_set(mx, "gpushare_gpu_pods", "Pods holding a share of the GPU.", labels,
+                           (double)n->gpus[g].npods);
+    }
+  }
+}
+
+void gs__view_gauges(struct gs_sched *sched, struct gs_metrics *m) {
+  const char *none[] = {NULL};
+  gs_metrics_gauge_set(m, "gpushare_gangs_waiting", "Gang plans holding slots not yet bound.",
+                       none, (double)gs_sched_plans_waiting(sched));
+  gs_sched_read(sched, gauges_fn, NULL, m);
+}

@@ -1,0 +1,26 @@
+/* gpushare — the views both front ends serve from the scheduler service:
+ * /debug/ledger, /gpushare-scheduler/inspect and the ledger's gauges of
+ * /metrics (docs/api.md). The extender's routes and the plugin's side
+ * listener (plugins/scheduler) answer with the same bytes. */
+#ifndef GPUSHARE_SERVER_VIEW_H
+#define GPUSHARE_SERVER_VIEW_H
+
+#include "metrics.h"
+
+#include <gpushare/sched.h>
+
+#include <stdbool.h>
+#include <stdint.h>
+
+/* The ledger (inspect: the Aliyun-shaped table) of every node, or of node
+ * (NULL: all) as a JSON document in *ret (free it). pending_unit_mib: a
+ * gpuMemoryUnit change waiting for a restart (0: none). GS_ENOTFOUND for a
+ * node gpushare does not know, GS_ENOMEM. */
+enum gs_err gs__view_json(struct gs_sched *sched, const char *node, bool inspect,
+                          uint32_t pending_unit_mib, char **ret);
+
+/* The service's gauges into m: gpushare_pods, gpushare_gangs_waiting, and
+ * per GPU gpushare_gpu_memory_{used,total}_mib and gpushare_gpu_pods. */
+void gs__view_gauges(struct gs_sched *sched, struct gs_metrics *m);
+
+#endif
