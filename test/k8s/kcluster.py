@@ -355,7 +355,7 @@ class ControlPlane:
 
     def __init__(self, workdir, bindir=None, ext_url=None, scheduler_config=None,
                  scheduler=True, controller_manager=True, scheduler_name=None,
-                 scheduler_binary=None, extra_scheduler_args=()):
+                 scheduler_binary=None, extra_scheduler_args=(), scheduler_via=None):
         self.dir = workdir
         os.makedirs(self.dir, exist_ok=True)
         self.bindir = bindir or k8s_bin_dir()
@@ -376,6 +376,9 @@ class ControlPlane:
         # gpushare ConfigMap at start-up)
         self.before_scheduler = []
         self.lease_name = "kube-scheduler"
+        # the address kube-scheduler reaches the apiserver at (None: direct);
+        # a function of the apiserver's port, called when the scheduler starts
+        self.scheduler_via = scheduler_via
         self.procs = {}
         self.api_port = None
         self.sched_port = None
@@ -539,7 +542,8 @@ class ControlPlane:
         minor = minor if minor is not None else self.minor()
         token = (self.service_account_token(name=self.scheduler_sa) if self.scheduler_sa
                  else self.tokens["scheduler"])
-        self.sched_kubeconfig = write_kubeconfig(os.path.join(d, "scheduler.kubeconfig"), self.server,
+        server = self.scheduler_via(self.api_port) if self.scheduler_via else self.server
+        self.sched_kubeconfig = write_kubeconfig(os.path.join(d, "scheduler.kubeconfig"), server,
                                                  self.ca, token)
         path = os.path.join(d, name + "-config.yaml")
         with open(path, "w") as f:

@@ -43,7 +43,7 @@ def sequence(seed=15):
     for name, mode, gpus, per in LANES:
         ops, live, made = [], [], 0
         while made < PODS_PER_LANE:
-            if live and rnd.random() < 0.25:
+            if live and rnd.random() < 0.45:
                 ops.append(("delete", live.pop(rnd.randrange(len(live)))))
                 continue
             pod = f"{name}-p{made:02d}"
@@ -59,7 +59,7 @@ def sequence(seed=15):
             elif r < 0.93:
                 units, count = rnd.randint(per - 2, per + 4), None
             else:
-                units, count = 2, rnd.choice(["0", "x", "-1"])
+                units, count = 2, rnd.choice(["0", "x", "65"])
             ops.append(("create", pod, units, count))
             live.append(pod)
         lanes[name] = ops
@@ -112,7 +112,7 @@ class Lane:
         for op in self.ops:
             if op[0] == "create":
                 self.create(*op[1:])
-            else:
+            elif self.out[op[1]][0] == "bound":  # a refused pod is gone already
                 self.delete(op[1])
         return self.out
 
@@ -162,8 +162,15 @@ class Differential(unittest.TestCase):
         self.assertEqual(len(ext), pods)
         bound = sum(1 for v in ext.values() if v[0] == "bound")
         refused = pods - bound
+        reasons = {}
+        for v in ext.values():
+            if v[0] == "refused":
+                reasons[" / ".join(v[1])] = reasons.get(" / ".join(v[1]), 0) + 1
+        print(f"\n{pods} pods: {bound} bound, {refused} refused", flush=True)
+        for r, c in sorted(reasons.items(), key=lambda x: -x[1]):
+            print(f"  {c:4d}  {r}", flush=True)
         # the sequence exercises both answers, multi-card pods included
-        self.assertGreater(bound, 300)
+        self.assertGreater(bound, 250)
         self.assertGreater(refused, 40)
         self.assertTrue(any(v[0] == "bound" and "," in (v[2]["ALIYUN_COM_GPU_MEM_IDX"] or "")
                             for v in ext.values()))
