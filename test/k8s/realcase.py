@@ -45,6 +45,10 @@ class PluginView:
             led["nodes"] = [n for n in led["nodes"] if n["name"] == node]
         return led
 
+    def kill(self, sig=signal.SIGKILL):
+        """Stops gpushare-scheduler (OwnExtenders.start_ext starts it again)."""
+        return self.proc.stop(sig)
+
     def get(self, path):
         """(status, body text) of GET path on the plugin's debug listener."""
         st, body = kcluster.gsutil.http_status(self.base, path)
@@ -307,6 +311,13 @@ class OwnExtenders(RealCase):
                     e.kill(signal.SIGTERM)
 
     def start_ext(self, port=None, args=()):
+        if Env.form == "plugin":
+            # the in-process form: "the extender" is gpushare-scheduler, run
+            # again if a test stopped it
+            if not self.cp.procs["kube-scheduler"].alive():
+                self.cp.start_scheduler()
+            Env.ext = PluginView(self.cp)
+            return Env.ext
         e = Extender(self.cp, port=port, args=args)
         self.exts.append(e)
         return e

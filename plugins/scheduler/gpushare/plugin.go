@@ -63,14 +63,14 @@ type Plugin struct {
 type cycle struct {
 	pod     []byte             // the pod as JSON
 	managed bool               // gpushare manages the pod
-	verdict map[string]verdict // PreFilter's answer per node
-	scores  map[string]int64   // PreScore's answer per node (0..10)
+	verdict map[string]verdict // PreFilter's answer per node, with its score
 	annots  map[string]string  // Reserve's annotations for the Binding
 }
 
 type verdict struct {
 	code   int
 	reason string
+	score  int64 // 0..10
 }
 
 func (c *cycle) Clone() fwk.StateData { return c }
@@ -367,27 +367,10 @@ func status(code int, reason string) *fwk.Status {
 	}
 }
 
-// verbs calls the core's filter or prioritize over the named nodes.
-func (p *Plugin) verbs(pod []byte, names []string, score bool) (int, []verdict, []int64) {
-	rc, vs := p.core.Filter(pod, names, time.Now().UnixNano(), score)
-	if rc != shim.OK {
-		return rc, []verdict{{rc, vs[0].Reason}}, nil
-	}
-	out := make([]verdict, len(vs))
-	var ss []int64
-	if score {
-		ss = make([]int64, len(vs))
-	}
-	for i, v := range vs {
-		out[i] = verdict{v.Code, v.Reason}
-		if score {
-			ss[i] = v.Score
-		}
-	}
-	return rc, out, ss
-}
-
-// PreFilter decides for every node at once (the C core plans gangs here).
+// PreFilter decides and scores for every node at once, in one call of the
+// core's prioritize (its filter and score fused, as the extender's
+// prioritize runs them): one decode of the pod per cycle, and PreScore has
+// nothing left to ask. The C core plans gangs here.
 func (p *Plugin) PreFilter(ctx context.Context, state fwk.CycleState, pod *v1.Pod, nodes []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
 	b, err := json.Marshal(pod)
 	if err != nil {
@@ -397,19 +380,19 @@ func (p *Plugin) PreFilter(ctx context.Context, state fwk.CycleState, pod *v1.Po
 	for _, n := range nodes {
 		names = append(names, n.Node().Name)
 	}
-	rc, vs, _ := p.verbs(b, names, false)
+	rc, vs := p.core.Filter(b, names, time.Now().UnixNano(), true)
 	c := &cycle{pod: b}
 	state.Write(stateKey, c)
 	if rc == shim.Skip {
 		return nil, fwk.NewStatus(fwk.Skip)
 	}
 	if rc != shim.OK {
-		return nil, status(rc, vs[0].reason)
+		return nil, status(rc, vs[0].Reason)
 	}
 	c.managed = true
 	c.verdict = make(map[string]verdict, len(names))
 	for i, name := range names {
-		c.verdict[name] = vs[i]
+		c.verdict[name] = verdict{vs[i].Code, vs[i].Reason, vs[i].Score}
 	}
 	return nil, nil
 }
@@ -439,34 +422,23 @@ func (p *Plugin) Filter(ctx context.Context, state fwk.CycleState, pod *v1.Pod, 
 	return status(v.code, v.reason)
 }
 
-// PreScore ranks the nodes that passed.
+// PreScore: the scores came with PreFilter's verdicts; a pod gpushare does not
+// manage is skipped.
 func (p *Plugin) PreScore(ctx context.Context, state fwk.CycleState, pod *v1.Pod, nodes []fwk.NodeInfo) *fwk.Status {
 	c := read(state)
 	if c == nil || !c.managed {
 		return fwk.NewStatus(fwk.Skip)
 	}
-	names := make([]string, 0, len(nodes))
-	for _, n := range nodes {
-		names = append(names, n.Node().Name)
-	}
-	rc, vs, ss := p.verbs(c.pod, names, true)
-	if rc != shim.OK {
-		return status(rc, vs[0].reason)
-	}
-	c.scores = make(map[string]int64, len(names))
-	for i, name := range names {
-		c.scores[name] = ss[i]
-	}
-	return nil
+	return nil // scored in PreFilter
 }
 
 // Score is the core's 0..10, times 10 (the framework's 0..100).
 func (p *Plugin) Score(ctx context.Context, state fwk.CycleState, pod *v1.Pod, nodeInfo fwk.NodeInfo) (int64, *fwk.Status) {
 	c := read(state)
-	if c == nil || c.scores == nil {
+	if c == nil || c.verdict == nil {
 		return 0, nil
 	}
-	return c.scores[nodeInfo.Node().Name] * 10, nil
+	return c.verdict[nodeInfo.Node().Name].score * 10, nil
 }
 
 // ScoreExtensions: none.
