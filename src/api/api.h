@@ -212,6 +212,7 @@ char *gs_api_topo_encode(const struct gs_topo *topo);
 struct gs_api_ledger_view {
   uint32_t pending_unit_mib; /* 0 = none */
   json_t *gangs;             /* borrowed array for "gangs", NULL → [] */
+  const char *config_error;  /* "configError" when not NULL */
 };
 /* The /debug/ledger object; node NULL = all nodes, else only that node
  * (GS_ENOTFOUND if unknown). New reference. */

@@ -189,6 +189,8 @@ enum gs_err gs_api_ledger_json(const struct gs_ledger *ledger, const char *node,
   put(root, "unitMiB", json_integer(unit), &ok);
   if (view != NULL && view->pending_unit_mib != 0)
     put(root, "pendingUnit", json_string(gs_unit_name(view->pending_unit_mib)), &ok);
+  if (view != NULL && view->config_error != NULL)
+    put(root, "configError", json_string(view->config_error), &ok);
   put(root, "nodes", nodes, &ok);
   if (only != NULL) {
     append(nodes, ledger_node_json(ledger, only, &ok), &ok);

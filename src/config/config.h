@@ -47,6 +47,7 @@ struct gs_config {
   char tls_cert_file[GS_PATH_MAX];
   char tls_key_file[GS_PATH_MAX];
   enum gs_log_lvl log_level;      /* info */
+  bool invalid_config_ignore;       /* --on-invalid-config ignore (default exit) */
   struct gs_policy policy;          /* docs/contract.md §6 keys (defaults applied) */
 };
 

@@ -34,6 +34,7 @@ enum opt_id {
   O_TLS_CERT,
   O_TLS_KEY,
   O_LOG_LEVEL,
+  O_ON_INVALID,
   O_CONFIG,
   O_VERSION,
   O_HELP,
@@ -59,6 +60,7 @@ static const struct opt opts[] = {
     {"tls-cert-file", O_TLS_CERT, O_VALUE, true},
     {"tls-key-file", O_TLS_KEY, O_VALUE, true},
     {"log-level", O_LOG_LEVEL, O_VALUE, true},
+    {"on-invalid-config", O_ON_INVALID, O_VALUE, true},
     {"config", O_CONFIG, O_VALUE, false},
     {"version", O_VERSION, O_ACTION, false},
     {"help", O_HELP, O_ACTION, false},
@@ -336,6 +338,14 @@ static enum gs_err set_opt(struct gs_config *cfg, const struct opt *o, const cha
       return GS_EINVAL;
     }
     return GS_EOK;
+  case O_ON_INVALID:
+    if (strcmp(value, "exit") != 0 && strcmp(value, "ignore") != 0) {
+      gs_diag_set(diag, src.label, "invalid %s \"%.100s\"%s: accepted values are exit, ignore",
+                  src.label, value, src.in);
+      return GS_EINVAL;
+    }
+    cfg->invalid_config_ignore = strcmp(value, "ignore") == 0;
+    return GS_EOK;
   case O_LOG_LEVEL:
     for (size_t i = 0; i < sizeof level_names / sizeof level_names[0]; i++) {
       if (strcmp(value, level_names[i]) == 0) {
@@ -581,6 +591,10 @@ const char *gs_config_usage(void) {
          "                           --tls-key-file (default: plain HTTP)\n"
          "  --tls-key-file FILE      the certificate's private key (PEM)\n"
          "  --log-level LEVEL        error, warn, info or debug (default info)\n"
+         "  --on-invalid-config W    a ConfigMap value that is invalid at start-up:\n"
+         "                           exit (status 2, naming the key) or ignore (its\n"
+         "                           default stays, reported; the shipped Deployment)\n"
+         "                           (default exit)\n"
          "  --config FILE            YAML file with the settings above (names without\n"
          "                           the dashes) and gpuMemoryUnit, nodePolicy,\n"
          "                           cgpuMaxPodsPerGPU, gangTimeoutSeconds,\n"

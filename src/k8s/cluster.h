@@ -45,7 +45,8 @@ struct gs_cluster_ops {
   enum gs_err (*bind)(void *self, const char *ns, const char *name, const char *uid,
                       const char *node, const struct gs_annotations *annots, char *err,
                       size_t errlen);
-  /* Posts a Warning event about the pod (best effort). */
+  /* Posts a Warning event about the pod (best effort); about another object
+   * when it carries "kind" (a ConfigMap). */
   void (*event)(void *self, const json_t *pod, const char *reason, const char *message);
   /* Fills the counters; NULL when the backend has none (demo). */
   void (*stats)(void *self, struct gs_cluster_stats *ret);

@@ -328,7 +328,7 @@ static enum gs_err kube_bind(void *self, const char *ns, const char *name, const
 static void kube_event(void *self, const json_t *pod, const char *reason, const char *message) {
   struct gs__kube *k = self;
   const char *ns = meta_str(pod, "namespace"), *name = meta_str(pod, "name"),
-             *uid = meta_str(pod, "uid");
+             *uid = meta_str(pod, "uid"), *kind;
   char evname[GS_NAME_MAX + 1], ts[32], msg[GS_KUBE_MSG_MAX + 1];
   struct timespec now;
   json_t *body, *involved;
@@ -346,8 +346,10 @@ static void kube_event(void *self, const json_t *pod, const char *reason, const 
   }
   gs__kube_rfc3339(&now, ts);
   snprintf(msg, sizeof msg, "%s", message ? message : "");
-  involved = json_pack("{s:s, s:s, s:s, s:s}", "apiVersion", "v1", "kind", "Pod", "namespace",
-                       ns, "name", name);
+  /* a Pod unless the object names its kind (a ConfigMap's invalid value) */
+  kind = json_string_value(json_object_get(pod, "kind"));
+  involved = json_pack("{s:s, s:s, s:s, s:s}", "apiVersion", "v1", "kind", kind ? kind : "Pod",
+                       "namespace", ns, "name", name);
   if (involved == NULL)
     return;
   if (uid != NULL)

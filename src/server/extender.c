@@ -352,7 +352,7 @@ static void respond_view(struct gs_server *s, const char *node, bool inspect,
                          struct gs_http_response *resp) {
   char *text = NULL;
   char msg[GS_NAME_MAX + 64];
-  enum gs_err err = gs__view_json(s->sched, node, inspect, atomic_load(&s->pending_unit), &text);
+  enum gs_err err = gs__view_json(s->sched, node, inspect, &s->config, &text);
   if (err == GS_ENOTFOUND) {
     snprintf(msg, sizeof msg, "node %s is unknown to gpushare", node);
     json_t *body = json_pack("{s:s}", "error", msg);
@@ -395,7 +395,7 @@ static bool query_get(const char *query, const char *key, char *out, size_t len)
 
 static void route_metrics(struct gs_server *s, struct gs_http_response *resp) {
   const char *none[] = {NULL};
-  gs__view_gauges(s->sched, s->metrics);
+  gs__view_gauges(s->sched, &s->config, s->metrics);
   gs_metrics_gauge_set(s->metrics, "gpushare_leader", "1 when this replica serves the verbs.",
                        none, atomic_load(&s->leader) ? 1 : 0);
   gs_metrics_gauge_set(s->metrics, "gpushare_cache_synced", "1 once the first sync is done.",
@@ -425,9 +425,6 @@ static void route_metrics(struct gs_server *s, struct gs_http_response *resp) {
     s->gang_timeouts = t;
     pthread_mutex_unlock(&s->mu);
   }
-  gs_metrics_gauge_set(s->metrics, "gpushare_pending_unit_mib",
-                       "gpuMemoryUnit waiting for a restart (0: none).", none,
-                       (double)atomic_load(&s->pending_unit));
   respond(resp, 200, "text/plain; version=0.0.4; charset=utf-8", gs_metrics_render(s->metrics));
 }
 
@@ -537,7 +534,7 @@ struct gs_server *gs_server_new(const struct gs_config *cfg, struct gs_cluster c
   pthread_mutex_init(&s->mu, NULL);
   atomic_init(&s->synced, false);
   atomic_init(&s->leader, false);
-  atomic_init(&s->pending_unit, 0);
+  gs__feed_config_init(&s->config);
   atomic_init(&s->configured, false);
   s->metrics = gs_metrics_new();
   if (s->metrics == NULL) {
@@ -620,6 +617,7 @@ void gs_server_free(struct gs_server *s) {
   }
   gs_sched_free(s->sched);
   gs_metrics_free(s->metrics);
+  gs__feed_config_destroy(&s->config);
   pthread_mutex_destroy(&s->mu);
   gs_free(s);
 }

@@ -5,6 +5,7 @@
 #include "feed.h"
 
 #include "api.h"
+#include "config.h"
 #include "log.h"
 
 #include <inttypes.h>
@@ -160,34 +161,81 @@ static void set_unhealthy(struct gs_sched *sched, const char *node, uint64_t mas
            gs_strerror(err));
 }
 
-void gs__feed_configmap(struct gs_sched *sched, const struct gs__feed_cm *f, const json_t *cm,
-                        atomic_uint *pending_unit) {
+void gs__feed_config_init(struct gs__feed_config *c) {
+  atomic_init(&c->pending_unit, 0);
+  pthread_mutex_init(&c->mu, NULL);
+  c->error[0] = '\0';
+}
+
+void gs__feed_config_destroy(struct gs__feed_config *c) { pthread_mutex_destroy(&c->mu); }
+
+bool gs__feed_config_error(struct gs__feed_config *c, char *out, size_t len) {
+  pthread_mutex_lock(&c->mu);
+  snprintf(out, len, "%s", c->error);
+  pthread_mutex_unlock(&c->mu);
+  return out[0] != '\0';
+}
+
+/* Stores text; true when it differs from what was there. */
+static bool set_error(struct gs__feed_config *c, const char *text) {
+  bool changed;
+  pthread_mutex_lock(&c->mu);
+  changed = strcmp(c->error, text) != 0;
+  snprintf(c->error, sizeof c->error, "%s", text);
+  pthread_mutex_unlock(&c->mu);
+  return changed;
+}
+
+void gs__feed_config_set_error(struct gs__feed_config *c, const char *text) {
+  (void)set_error(c, text);
+}
+
+bool gs__feed_configmap(struct gs_sched *sched, const struct gs__feed_cm *f, const json_t *cm,
+                        struct gs__feed_config *c) {
   const json_t *data = json_object_get(cm, "data");
   const char *node;
 
   if (is_config_cm(f, cm)) {
+    const struct gs_policy *running = gs_sched_policy(sched);
+    struct gs_policy p = *running;
+    struct gs_diag diag = {"", ""};
+    const char *u = json_string_value(json_object_get(data, "gpuMemoryUnit"));
     uint32_t unit = 0;
-    const char *text = json_string_value(json_object_get(data, "gpuMemoryUnit"));
     unsigned pending = 0;
-    if (text != NULL && gs_unit_parse(text, &unit) != GS_EOK)
-      gs_log(GS_LVL_WARN, "invalid gpuMemoryUnit in ConfigMap", "value=\"%s\"", text);
-    else if (f->unit_override_mib == 0 && unit != 0 && unit != gs_sched_policy(sched)->unit_mib)
-      pending = unit;
-    if (atomic_exchange(pending_unit, pending) != pending && pending != 0)
+    bool fresh = false;
+    if (json_is_object(data) && gs_config_apply_data(&p, data, &diag) != GS_EOK) {
+      char text[GS_FEED_CONFIG_ERROR_MAX];
+      snprintf(text, sizeof text, "ConfigMap %s/%s: %s", f->ns, f->name, diag.text);
+      fresh = set_error(c, text);
+      if (fresh)
+        gs_log(GS_LVL_ERROR, "invalid configuration; the running configuration stays",
+               "configmap=%s/%s error=\"%s\"", f->ns, f->name, diag.text);
+      p = *running; /* the unit is then read on its own */
+      if (u != NULL && gs_unit_parse(u, &unit) == GS_EOK)
+        p.unit_mib = unit;
+    } else if (set_error(c, "")) {
+      gs_log(GS_LVL_INFO, "configuration valid again", "configmap=%s/%s", f->ns, f->name);
+    }
+    if (f->unit_override_mib == 0 && p.unit_mib != running->unit_mib)
+      pending = p.unit_mib;
+    if (atomic_exchange(&c->pending_unit, pending) != pending && pending != 0)
       gs_log(GS_LVL_WARN, "gpuMemoryUnit changed; it applies at restart", "pendingUnit=%s",
              gs_unit_name(pending));
-    return;
+    return fresh;
   }
   node = unhealthy_node(cm);
   if (node != NULL)
     set_unhealthy(sched, node, parse_gpu_list(json_string_value(json_object_get(data, "gpus"))));
+  return false;
 }
 
 void gs__feed_configmap_delete(struct gs_sched *sched, const struct gs__feed_cm *f,
-                               const json_t *cm, atomic_uint *pending_unit) {
+                               const json_t *cm, struct gs__feed_config *c) {
   const char *node = unhealthy_node(cm);
-  if (node != NULL)
+  if (node != NULL) {
     set_unhealthy(sched, node, 0);
-  else if (is_config_cm(f, cm))
-    atomic_store(pending_unit, 0);
+  } else if (is_config_cm(f, cm)) {
+    atomic_store(&c->pending_unit, 0);
+    (void)set_error(c, "");
+  }
 }

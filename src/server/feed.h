@@ -8,7 +8,9 @@
 #include <gpushare/sched.h>
 
 #include <jansson.h>
+#include <pthread.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 void gs__feed_node(struct gs_sched *sched, const json_t *node);
@@ -23,13 +25,31 @@ struct gs__feed_cm {
   const char *ns, *name;
   uint32_t unit_override_mib;
 };
-/* A ConfigMap added or changed: the configuration's gpuMemoryUnit, if it
- * differs from the running one, is stored in *pending_unit (MiB; 0: none;
- * logged when it changes); kube-system/unhealthy-gpu-<node> sets the node's
- * unhealthy GPUs ("gpus": "0,2"). Others are ignored. */
-void gs__feed_configmap(struct gs_sched *sched, const struct gs__feed_cm *f, const json_t *cm,
-                        atomic_uint *pending_unit);
+/* What the configuration's ConfigMap says beside the running configuration:
+ * a gpuMemoryUnit waiting for a restart, and an invalid value (the running
+ * configuration stays in force; docs/operations.md). */
+#define GS_FEED_CONFIG_ERROR_MAX 320
+struct gs__feed_config {
+  atomic_uint pending_unit; /* MiB; 0: none */
+  pthread_mutex_t mu;       /* guards error */
+  char error[GS_FEED_CONFIG_ERROR_MAX]; /* "" while the ConfigMap is valid */
+};
+void gs__feed_config_init(struct gs__feed_config *c);
+void gs__feed_config_destroy(struct gs__feed_config *c);
+/* The current error into out (len bytes); false (out "") when valid. */
+bool gs__feed_config_error(struct gs__feed_config *c, char *out, size_t len);
+void gs__feed_config_set_error(struct gs__feed_config *c, const char *text);
+
+/* A ConfigMap added or changed. The configuration's: checked whole against
+ * the running configuration — an invalid value is logged and kept in
+ * c->error (true is returned when that error is new: the caller posts a
+ * Warning Event), a gpuMemoryUnit that differs from the running one is
+ * kept in c->pending_unit (logged when it changes). kube-system/
+ * unhealthy-gpu-<node> sets the node's unhealthy GPUs ("gpus": "0,2").
+ * Others are ignored. */
+bool gs__feed_configmap(struct gs_sched *sched, const struct gs__feed_cm *f, const json_t *cm,
+                        struct gs__feed_config *c);
 void gs__feed_configmap_delete(struct gs_sched *sched, const struct gs__feed_cm *f,
-                               const json_t *cm, atomic_uint *pending_unit);
+                               const json_t *cm, struct gs__feed_config *c);
 
 #endif

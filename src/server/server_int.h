@@ -4,6 +4,7 @@
 #define GPUSHARE_SERVER_INT_H
 
 #include "server.h"
+#include "feed.h"
 #include "http.h"
 
 #include "api.h"
@@ -26,7 +27,7 @@ struct gs_server {
   struct gs_http_server *http;
   atomic_bool synced;
   atomic_bool leader;
-  atomic_uint pending_unit;
+  struct gs__feed_config config; /* pendingUnit, an invalid ConfigMap */
   pthread_mutex_t mu; /* guards stats */
   struct gs_cluster_stats stats; /* backend counters at the last scrape (under mu) */
   uint64_t gang_timeouts;        /* the service's count at the last scrape (under mu) */

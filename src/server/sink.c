@@ -56,13 +56,24 @@ static struct gs__feed_cm feed_cm(const struct gs_server *s) {
 static void sink_configmap_upsert(void *ctx, const json_t *cm) {
   struct gs_server *s = ctx;
   struct gs__feed_cm f = feed_cm(s);
-  gs__feed_configmap(s->sched, &f, cm, &s->pending_unit);
+  char text[GS_FEED_CONFIG_ERROR_MAX];
+  json_t *obj;
+  if (!gs__feed_configmap(s->sched, &f, cm, &s->config) ||
+      !gs__feed_config_error(&s->config, text, sizeof text))
+    return;
+  /* a Warning Event on the ConfigMap, once per new error */
+  obj = json_pack("{s:s,s:{s:s?,s:s?,s:s?}}", "kind", "ConfigMap", "metadata", "namespace",
+                  gs__meta_str(cm, "namespace"), "name", gs__meta_str(cm, "name"), "uid",
+                  gs__meta_str(cm, "uid"));
+  if (obj != NULL && s->cluster.ops->event != NULL)
+    s->cluster.ops->event(s->cluster.self, obj, "InvalidConfiguration", text);
+  json_decref(obj);
 }
 
 static void sink_configmap_delete(void *ctx, const json_t *cm) {
   struct gs_server *s = ctx;
   struct gs__feed_cm f = feed_cm(s);
-  gs__feed_configmap_delete(s->sched, &f, cm, &s->pending_unit);
+  gs__feed_configmap_delete(s->sched, &f, cm, &s->config);
 }
 
 static void sink_synced(void *ctx) {

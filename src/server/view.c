@@ -11,6 +11,7 @@ struct view_call {
   const char *node;
   bool inspect;
   uint32_t pending_unit_mib;
+  const char *config_error;
   enum gs_err err;
   json_t *out;
   json_t *gangs; /* the ledger view's "gangs" (not for inspect) */
@@ -25,7 +26,7 @@ static void gang_json(void *arg, const struct gs_plan_view *g) {
 
 static void view_fn(const struct gs_ledger *ledger, void *arg) {
   struct view_call *v = arg;
-  struct gs_api_ledger_view view = {v->pending_unit_mib, v->gangs};
+  struct gs_api_ledger_view view = {v->pending_unit_mib, v->gangs, v->config_error};
   if (v->inspect)
     v->err = gs_api_inspect_json(ledger, v->node, &v->out);
   else
@@ -33,8 +34,13 @@ static void view_fn(const struct gs_ledger *ledger, void *arg) {
 }
 
 enum gs_err gs__view_json(struct gs_sched *sched, const char *node, bool inspect,
-                          uint32_t pending_unit_mib, char **ret) {
-  struct view_call v = {node, inspect, pending_unit_mib, GS_EOK, NULL, NULL};
+                          struct gs__feed_config *cfg, char **ret) {
+  char error[GS_FEED_CONFIG_ERROR_MAX];
+  struct view_call v = {node,    inspect, atomic_load(&cfg->pending_unit),
+                        NULL,    GS_EOK,  NULL,
+                        NULL};
+  if (gs__feed_config_error(cfg, error, sizeof error))
+    v.config_error = error;
   *ret = NULL;
   if (!inspect && (v.gangs = json_array()) == NULL)
     return GS_ENOMEM;
@@ -72,8 +78,16 @@ static void gauges_fn(const struct gs_ledger *ledger, void *arg) {
   }
 }
 
-void gs__view_gauges(struct gs_sched *sched, struct gs_metrics *m) {
+void gs__view_gauges(struct gs_sched *sched, struct gs__feed_config *cfg, struct gs_metrics *m) {
   const char *none[] = {NULL};
+  char error[GS_FEED_CONFIG_ERROR_MAX];
+  gs_metrics_gauge_set(m, "gpushare_pending_unit_mib",
+                       "gpuMemoryUnit waiting for a restart (0: none).", none,
+                       (double)atomic_load(&cfg->pending_unit));
+  gs_metrics_gauge_set(m, "gpushare_config_invalid",
+                       "1 while the ConfigMap holds an invalid value (the running "
+                       "configuration stays; /debug/ledger configError says which).",
+                       none, gs__feed_config_error(cfg, error, sizeof error) ? 1 : 0);
   gs_metrics_gauge_set(m, "gpushare_gangs_waiting", "Gang plans holding slots not yet bound.",
                        none, (double)gs_sched_plans_waiting(sched));
   gs_sched_read(sched, gauges_fn, NULL, m);

@@ -299,6 +299,54 @@ class LiveCluster(unittest.TestCase):
             for g in n["gpus"]:
                 self.assertLessEqual(g["usedMiB"], g["totalMiB"], (n["name"], g["index"]))
 
+    def test_a_bad_configmap_value_never_stops_scheduling(self):
+        """Issue 16 item 1: at start-up (--on-invalid-config ignore, as
+        shipped) the bad key keeps its default, the rest applies and the
+        extender serves; a bad value at runtime is reported (log, Warning
+        Event on the ConfigMap, metric, configError) while the running
+        configuration stays; fixing it clears the report. Without the flag
+        the start-up error stays CONTRACT §6's: exit 2 naming the key."""
+        cm = configmap("128MiB")
+        cm["data"]["nodePolicy"] = "bogus"
+        srv = self.start_server([cm, node("c", "share", gpus=1, units=128), pod("p", units=8)])
+        strict = self.start_ext(wait=False, name="strict")
+        self.assertEqual(strict.proc.wait(timeout=60), 2)
+        with open(strict.logpath) as f:
+            self.assertIn('ConfigMap kube-system/gpushare-config: invalid nodePolicy "bogus"', f.read())
+        ext = self.start_ext("--on-invalid-config", "ignore")
+        with open(ext.logpath) as f:
+            log = f.read()
+        self.assertIn('msg="invalid configuration ignored; its default stays" '
+                      'configmap=kube-system/gpushare-config key=nodePolicy', log)
+        self.assertEqual(ext.ledger()["unit"], "128MiB")  # the valid key applied
+        wait_until(lambda: "configError" in ext.ledger(), 10, "configError")
+        self.assertIn('invalid nodePolicy "bogus"', ext.ledger()["configError"])
+        self.assertIn("gpushare_config_invalid 1", ext.status("/metrics")[1].decode())
+        self.assertEqual(ext.bind(srv.get("pods", "default", "p"), "c"), {"Error": ""})
+
+        def warnings():
+            return [e["object"] for e in srv.events()
+                    if e["object"].get("reason") == "InvalidConfiguration"]
+        wait_until(warnings, 10, "the InvalidConfiguration event")
+        ev = warnings()[0]
+        self.assertEqual((ev["type"], ev["involvedObject"]["kind"], ev["involvedObject"]["name"]),
+                         ("Warning", "ConfigMap", "gpushare-config"))
+        # fixed: the report clears
+        cm = srv.get("configmaps", "kube-system", "gpushare-config")
+        cm["data"]["nodePolicy"] = "spread"
+        srv.update(cm)
+        wait_until(lambda: "configError" not in ext.ledger(), 10, "configError cleared")
+        self.assertIn("gpushare_config_invalid 0", ext.status("/metrics")[1].decode())
+        # broken again while running: reported once more, the running policy stays
+        cm = srv.get("configmaps", "kube-system", "gpushare-config")
+        cm["data"]["cgpuMaxPodsPerGPU"] = "0"
+        srv.update(cm)
+        wait_until(lambda: "cgpuMaxPodsPerGPU" in ext.ledger().get("configError", ""), 10,
+                   "configError for cgpuMaxPodsPerGPU")
+        wait_until(lambda: len(warnings()) == 2, 10, "a second event")
+        self.assertEqual(ext.ledger()["unit"], "128MiB")
+        self.assertNotIn("pendingUnit", ext.ledger())
+
     def test_unit_change_applies_at_restart_and_keeps_exact_mib(self):
         srv = self.start_server([configmap("1GiB"), node("u", "share", gpus=1, units=16),
                                  pod("old", units=2)])

@@ -124,6 +124,22 @@ class TopoCli(unittest.TestCase):
         self.assertEqual(rc, 0)
         self.assertTrue(out.startswith("gpushare-topo "))
 
+    def test_a_file_argument_reads_as_stdin_does(self):
+        path = os.path.join(DATA, "dgx1_v100_topo-m.txt")
+        rc, out, err = run(b"", path)
+        self.assertEqual((rc, err), (0, ""))
+        self.assertEqual(out, run(sample("dgx1_v100_topo-m.txt"))[1])
+        self.assertEqual(run(sample("dgx1_v100_topo-m.txt"), "-")[1], out)
+        rc, out, err = run(b"", "/no/such/file")
+        self.assertEqual((rc, out), (1, ""))
+        self.assertEqual(err, "gpushare-topo: cannot open /no/such/file: No such file or directory\n")
+        rc, out, err = run(b"", path, path)
+        self.assertEqual(rc, 2)
+        self.assertIn("unknown argument", err)
+        rc, out, err = run(b"", DATA)  # a directory: read fails
+        self.assertEqual(rc, 1)
+        self.assertIn(f"cannot read {DATA}", err)
+
     def test_io_error(self):
         # stdin is a directory: read() fails with EISDIR → exit 1
         fd = os.open(DATA, os.O_RDONLY)

@@ -111,6 +111,25 @@ class PluginOperations(RealCase):
         wait_for(lambda: "pendingUnit" not in Env.ext.ledger(), 60, "pendingUnit gone")
         self.assertEqual(metric(Env.ext.metrics(), "gpushare_pending_unit_mib"), 0)
 
+    def test_a_bad_configmap_value_is_reported_and_changes_nothing(self):
+        """Issue 16 item 1 through the plugin: the running configuration
+        stays; configError, the metric and a Warning Event on the ConfigMap
+        say why; fixed, they clear."""
+        try:
+            Env.set_unit("128MiB", {"gangTimeoutSeconds": str(TIMEOUT_S), "nodePolicy": "bogus"})
+            wait_for(lambda: "nodePolicy" in Env.ext.ledger().get("configError", ""), 60, "configError")
+            self.assertEqual(metric(Env.ext.metrics(), "gpushare_config_invalid"), 1)
+            ev = wait_for(lambda: [e for e in self.k.events("kube-system", "gpushare-config")
+                                   if e.get("reason") == "InvalidConfiguration"], 60,
+                          "the InvalidConfiguration Event")[0]
+            self.assertEqual((ev["type"], ev["involvedObject"]["kind"]), ("Warning", "ConfigMap"))
+            self.assertIn('invalid nodePolicy "bogus"', ev["message"])
+            self.assertEqual(Env.ext.ledger()["unit"], "128MiB")
+        finally:
+            Env.set_unit("128MiB", {"gangTimeoutSeconds": str(TIMEOUT_S)})
+        wait_for(lambda: "configError" not in Env.ext.ledger(), 60, "configError cleared")
+        self.assertEqual(metric(Env.ext.metrics(), "gpushare_config_invalid"), 0)
+
     def test_unhealthy_gpus_inspect_and_metrics(self):
         self.node("gpu-ops", "share", gpus=2, units=2 * GPU16, labels={"ops": "x"})
         self.set_configmap("unhealthy-gpu-gpu-ops", {"gpus": "0"})

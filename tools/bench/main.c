@@ -9,6 +9,7 @@
  */
 #include "bench.h"
 
+#include <stdio.h>
 #include <string.h>
 
 static const char usage_text[] =
@@ -22,6 +23,8 @@ static const char usage_text[] =
     "          [--gpu-mem MODEL=GiB,...] [--ref-gib N] [--ties random|name] [--seed N]\n"
     "  scale   [--nodes 100,500,1000,2000,5000] [--seconds 3] [--extender PATH]\n"
     "  preempt [--nodes 1000] [--victims 10] [--iters 20]\n"
+    "\n"
+    "  --version  print the version\n"
     "\n"
     "Figures go to stdout as aligned text tables (--json: one JSON object per table).\n"
     "Budgets and recorded figures: docs/benchmarks.md.\n";
@@ -44,6 +47,10 @@ int main(int argc, char **argv) {
   if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
     fputs(usage_text, argc < 2 ? stderr : stdout);
     return argc < 2 ? 2 : 0;
+  }
+  if (strcmp(argv[1], "--version") == 0) {
+    printf("gpushare-bench %s\n", GS_VERSION);
+    return fflush(stdout) == 0 ? 0 : 1;
   }
   for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++)
     if (strcmp(argv[1], cmds[i].name) == 0)

@@ -1,4 +1,4 @@
-/* gpushare-topo: reads `nvidia-smi topo -m` text on stdin and prints the
+/* gpushare-topo: reads `nvidia-smi topo -m` text (a file, or stdin) and prints the
  * value of the node annotation gpushare.io/topology (docs/contract.md §7):
  *   {"links":[["X","NV1",...],...]}
  * Exit status: 0 ok, 1 I/O error, 2 usage error or text it cannot read.
@@ -17,8 +17,10 @@
 static void usage(FILE *out) {
   fprintf(out,
           "Usage: nvidia-smi topo -m | " PROG "\n"
+          "       " PROG " FILE\n"
           "\n"
-          "Reads the output of `nvidia-smi topo -m` on standard input and prints the\n"
+          "Reads the output of `nvidia-smi topo -m` from FILE (\"-\" or none: standard\n"
+          "input) and prints the\n"
           "value of the node annotation gpushare.io/topology, e.g.\n"
           "  {\"links\":[[\"X\",\"NV2\"],[\"NV2\",\"X\"]]}\n"
           "Text before and after the table, NIC rows and affinity columns are ignored;\n"
@@ -34,22 +36,22 @@ static void usage(FILE *out) {
           "Exit status: 0 ok, 1 input/output error, 2 usage error or unreadable table.\n");
 }
 
-/* Reads all of stdin into a malloc'd buffer of at most GS_TOPO_TEXT_MAX
- * bytes. Returns 0, 1 (I/O error) or 2 (too big). */
-static int read_stdin(char **ret_buf, size_t *ret_len) {
+/* Reads all of in (named name) into a malloc'd buffer of at most
+ * GS_TOPO_TEXT_MAX bytes. Returns 0, 1 (I/O error) or 2 (too big). */
+static int read_all(FILE *in, const char *name, char **ret_buf, size_t *ret_len) {
   size_t cap = GS_TOPO_TEXT_MAX + 1, len = 0, got;
   char *buf = malloc(cap);
   if (buf == NULL) {
     fprintf(stderr, PROG ": out of memory\n");
     return 1;
   }
-  while ((got = fread(buf + len, 1, cap - len, stdin)) > 0) {
+  while ((got = fread(buf + len, 1, cap - len, in)) > 0) {
     len += got;
     if (len == cap)
       break;
   }
-  if (ferror(stdin)) {
-    fprintf(stderr, PROG ": cannot read standard input: %s\n", strerror(errno));
+  if (ferror(in)) {
+    fprintf(stderr, PROG ": cannot read %s: %s\n", name, strerror(errno));
     free(buf);
     return 1;
   }
@@ -83,6 +85,7 @@ int main(int argc, char **argv) {
   struct gs_diag diag;
   char *text = NULL;
   size_t len = 0;
+  const char *path = NULL;
   enum gs_err err;
   int rc;
 
@@ -95,12 +98,25 @@ int main(int argc, char **argv) {
       printf(PROG " %s\n", GS_VERSION);
       return fflush(stdout) == 0 && !ferror(stdout) ? 0 : 1;
     }
-    fprintf(stderr, PROG ": unknown argument '%s' (the table is read from stdin; try --help)\n",
-            argv[i]);
-    return 2;
+    if (path != NULL || (argv[i][0] == '-' && argv[i][1] != '\0')) {
+      fprintf(stderr, PROG ": unknown argument '%s' (one FILE, or the table on stdin; try --help)\n",
+              argv[i]);
+      return 2;
+    }
+    path = argv[i];
   }
 
-  rc = read_stdin(&text, &len);
+  if (path == NULL || strcmp(path, "-") == 0) {
+    rc = read_all(stdin, "standard input", &text, &len);
+  } else {
+    FILE *in = fopen(path, "rb");
+    if (in == NULL) {
+      fprintf(stderr, PROG ": cannot open %s: %s\n", path, strerror(errno));
+      return 1;
+    }
+    rc = read_all(in, path, &text, &len);
+    fclose(in);
+  }
   if (rc != 0)
     return rc;
   topo = malloc(sizeof *topo);

@@ -45,7 +45,11 @@ type Args struct {
 	CgpuMaxPodsPerGPU  *int   `json:"cgpuMaxPodsPerGPU,omitempty"`
 	GangTimeoutSeconds *int   `json:"gangTimeoutSeconds,omitempty"`
 	ConfigMap          string `json:"configMap,omitempty"`
-	DebugAddress       string `json:"debugAddress,omitempty"`
+	// OnInvalidConfig: a ConfigMap value invalid at start-up stops the
+	// scheduler ("exit", the default, as the extender's flag) or keeps its
+	// default, reported ("ignore", as shipped).
+	OnInvalidConfig string `json:"onInvalidConfig,omitempty"`
+	DebugAddress    string `json:"debugAddress,omitempty"`
 }
 
 const defaultConfigMap = "kube-system/gpushare-config"
@@ -122,8 +126,14 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, err
 	} else if v, ok := cmValue(cmData, "gangTimeoutSeconds"); ok {
 		wait = seconds(v, wait)
 	}
+	switch args.OnInvalidConfig {
+	case "", "exit", "ignore":
+	default:
+		return nil, fmt.Errorf("gpushare plugin args: onInvalidConfig: %q: accepted values are exit, ignore",
+			args.OnInvalidConfig)
+	}
 	raw, _ := json.Marshal(data)
-	core, err := shim.New(raw, cmData, cmNs, cmName)
+	core, err := shim.New(raw, cmData, cmNs, cmName, args.OnInvalidConfig == "ignore")
 	if err != nil {
 		return nil, err
 	}
@@ -277,7 +287,11 @@ func (p *Plugin) watchConfigMaps(ctx context.Context, cmNs string) {
 		}
 		if cm, ok := o.(*v1.ConfigMap); ok {
 			if b, err := json.Marshal(cm); err == nil {
-				p.core.ConfigMap(b, deleted)
+				if text := p.core.ConfigMap(b, deleted); text != "" {
+					// as the extender: a Warning Event on the ConfigMap
+					p.h.EventRecorder().Eventf(cm, nil, v1.EventTypeWarning, "InvalidConfiguration",
+						"Configuration", "%s", text)
+				}
 			}
 		}
 	}

@@ -6,6 +6,7 @@
 #include "api.h"
 #include "config.h"
 #include "feed.h"
+#include "log.h"
 #include "metrics.h"
 #include "view.h"
 
@@ -24,7 +25,7 @@ struct gs_shim {
   unsigned ticks;
   char cm_ns[GS_NAME_MAX], cm_name[GS_NAME_MAX];
   struct gs__feed_cm cm;
-  atomic_uint pending_unit;
+  struct gs__feed_config config; /* pendingUnit, an invalid ConfigMap */
   pthread_mutex_t mu; /* guards what follows */
   struct gs_metrics *metrics;
   uint64_t gang_timeouts; /* the service's count at the last scrape */
@@ -52,13 +53,33 @@ static void on_notice(void *ctx, const struct gs_notice *n) {
   json_decref(o);
 }
 
+/* The ConfigMap's keys one at a time, each invalid one logged and left at
+ * its default (the extender's --on-invalid-config ignore). */
+static void apply_each_key(struct gs_policy *policy, const json_t *cm, const struct gs_shim *s) {
+  const char *key;
+  json_t *value;
+  json_object_foreach((json_t *)cm, key, value) {
+    struct gs_diag diag = {"", ""};
+    json_t *one = json_object();
+    if (one == NULL || json_object_set(one, key, value) != 0 ||
+        gs_config_apply_data(policy, one, &diag) != GS_EOK)
+      gs_log(GS_LVL_ERROR, "invalid configuration ignored; its default stays",
+             "configmap=%s/%s key=%s error=\"%s\"", s->cm_ns, s->cm_name, key,
+             diag.text[0] ? diag.text : "out of memory");
+    json_decref(one);
+  }
+}
+
 /* The ConfigMap's data, then the args over it (key by key). */
 static bool configure(struct gs_policy *policy, const json_t *cm, const json_t *args,
-                      const struct gs_shim *s, char *err, size_t errlen) {
+                      const struct gs_shim *s, bool ignore_invalid, char *err, size_t errlen) {
   struct gs_diag diag = {"", ""};
   if (cm != NULL && gs_config_apply_data(policy, cm, &diag) != GS_EOK) {
-    snprintf(err, errlen, "gpushare: ConfigMap %s/%s: %s", s->cm_ns, s->cm_name, diag.text);
-    return false;
+    if (!ignore_invalid) {
+      snprintf(err, errlen, "gpushare: ConfigMap %s/%s: %s", s->cm_ns, s->cm_name, diag.text);
+      return false;
+    }
+    apply_each_key(policy, cm, s);
   }
   if (args != NULL && gs_config_apply_data(policy, args, &diag) != GS_EOK) {
     snprintf(err, errlen, "gpushare plugin args: %s: %s", diag.where, diag.text);
@@ -68,8 +89,8 @@ static bool configure(struct gs_policy *policy, const json_t *cm, const json_t *
 }
 
 struct gs_shim *gs_shim_new(const char *args_json, size_t len, const char *cm_json,
-                            size_t cm_len, const char *cm_ns, const char *cm_name, char *err,
-                            size_t errlen) {
+                            size_t cm_len, const char *cm_ns, const char *cm_name,
+                            int ignore_invalid, char *err, size_t errlen) {
   struct gs_policy policy;
   json_t *args = load(args_json, len), *cm = load(cm_json, cm_len);
   struct gs_shim *s = gs_calloc(1, sizeof *s);
@@ -80,12 +101,12 @@ struct gs_shim *gs_shim_new(const char *args_json, size_t len, const char *cm_js
   } else {
     snprintf(s->cm_ns, sizeof s->cm_ns, "%s", cm_ns ? cm_ns : "");
     snprintf(s->cm_name, sizeof s->cm_name, "%s", cm_name ? cm_name : "");
-    ok = configure(&policy, cm, args, s, err, errlen);
+    ok = configure(&policy, cm, args, s, ignore_invalid != 0, err, errlen);
   }
   if (ok) {
     s->cm = (struct gs__feed_cm){s->cm_ns, s->cm_name,
                                  json_object_get(args, "gpuMemoryUnit") ? policy.unit_mib : 0};
-    atomic_init(&s->pending_unit, 0);
+    gs__feed_config_init(&s->config);
     pthread_mutex_init(&s->mu, NULL);
     s->sched = gs_sched_new(&policy);
     s->metrics = gs_metrics_new();
@@ -93,6 +114,7 @@ struct gs_shim *gs_shim_new(const char *args_json, size_t len, const char *cm_js
       snprintf(err, errlen, "out of memory");
       gs_sched_free(s->sched);
       gs_metrics_free(s->metrics);
+      gs__feed_config_destroy(&s->config);
       pthread_mutex_destroy(&s->mu);
       ok = false;
     } else {
@@ -115,6 +137,7 @@ void gs_shim_free(struct gs_shim *s) {
   gs_sched_free(s->sched);
   gs_metrics_free(s->metrics);
   json_decref(s->notices);
+  gs__feed_config_destroy(&s->config);
   pthread_mutex_destroy(&s->mu);
   gs_free(s);
 }
@@ -141,13 +164,17 @@ void gs_shim_pod(struct gs_shim *s, const char *json, size_t len) {
 
 void gs_shim_pod_delete(struct gs_shim *s, const char *uid) { gs_sched_pod_gone(s->sched, uid); }
 
-void gs_shim_configmap(struct gs_shim *s, const char *json, size_t len, int deleted) {
+char *gs_shim_configmap(struct gs_shim *s, const char *json, size_t len, int deleted) {
   json_t *cm = load(json, len);
+  char text[GS_FEED_CONFIG_ERROR_MAX];
+  char *out = NULL;
   if (cm != NULL && deleted)
-    gs__feed_configmap_delete(s->sched, &s->cm, cm, &s->pending_unit);
-  else if (cm != NULL)
-    gs__feed_configmap(s->sched, &s->cm, cm, &s->pending_unit);
+    gs__feed_configmap_delete(s->sched, &s->cm, cm, &s->config);
+  else if (cm != NULL && gs__feed_configmap(s->sched, &s->cm, cm, &s->config) &&
+           gs__feed_config_error(&s->config, text, sizeof text))
+    out = strdup(text);
   json_decref(cm);
+  return out;
 }
 
 void gs_shim_tick(struct gs_shim *s, int64_t now_ns) {
@@ -356,8 +383,7 @@ done:
 
 char *gs_shim_view(struct gs_shim *s, const char *node, int inspect, int *status) {
   char *text = NULL;
-  enum gs_err err = gs__view_json(s->sched, node, inspect != 0, atomic_load(&s->pending_unit),
-                                  &text);
+  enum gs_err err = gs__view_json(s->sched, node, inspect != 0, &s->config, &text);
   if (err == GS_ENOTFOUND) {
     char msg[GS_NAME_MAX + 64];
     json_t *body;
@@ -377,14 +403,11 @@ char *gs_shim_metrics(struct gs_shim *s) {
   uint64_t t = gs_sched_gang_timeouts(s->sched);
   char *text;
   pthread_mutex_lock(&s->mu);
-  gs__view_gauges(s->sched, s->metrics);
+  gs__view_gauges(s->sched, &s->config, s->metrics);
   gs_metrics_counter_add(s->metrics, "gpushare_gang_timeouts_total",
                          "Gang plans not all bound within gangTimeoutSeconds.", none,
                          (double)(t - s->gang_timeouts));
   s->gang_timeouts = t;
-  gs_metrics_gauge_set(s->metrics, "gpushare_pending_unit_mib",
-                       "gpuMemoryUnit waiting for a restart (0: none).", none,
-                       (double)atomic_load(&s->pending_unit));
   text = gs_metrics_render(s->metrics);
   pthread_mutex_unlock(&s->mu);
   return text;

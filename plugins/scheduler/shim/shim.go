@@ -40,7 +40,8 @@ type Shim struct {
 // New makes the service from the ConfigMap cmNs/cmName's data as read at
 // start-up (nil: none) and args over it, both {"key":"value"} with the
 // ConfigMap's keys (CONTRACT §6); args win key by key.
-func New(args, cmData []byte, cmNs, cmName string) (*Shim, error) {
+// With ignoreInvalid a bad ConfigMap value is logged and keeps its default.
+func New(args, cmData []byte, cmNs, cmName string, ignoreInvalid bool) (*Shim, error) {
 	var errbuf [512]C.char
 	cargs := C.CBytes(args)
 	defer C.free(cargs)
@@ -52,8 +53,12 @@ func New(args, cmData []byte, cmNs, cmName string) (*Shim, error) {
 	ns, name := C.CString(cmNs), C.CString(cmName)
 	defer C.free(unsafe.Pointer(ns))
 	defer C.free(unsafe.Pointer(name))
+	ign := C.int(0)
+	if ignoreInvalid {
+		ign = 1
+	}
 	c := C.gs_shim_new((*C.char)(cargs), C.size_t(len(args)), (*C.char)(ccm), C.size_t(len(cmData)),
-		ns, name, &errbuf[0], C.size_t(len(errbuf)))
+		ns, name, ign, &errbuf[0], C.size_t(len(errbuf)))
 	if c == nil {
 		return nil, fmt.Errorf("%s", C.GoString(&errbuf[0]))
 	}
@@ -228,13 +233,17 @@ func (s *Shim) Preempt(pod []byte, names []string) (string, bool) {
 	return out, true
 }
 
-// ConfigMap: a ConfigMap added, changed or deleted (its JSON).
-func (s *Shim) ConfigMap(cm []byte, deleted bool) {
+// ConfigMap: a ConfigMap added, changed or deleted (its JSON). Returns the
+// configuration's error when it has just become invalid ("" otherwise).
+func (s *Shim) ConfigMap(cm []byte, deleted bool) string {
 	d := C.int(0)
 	if deleted {
 		d = 1
 	}
-	withBytes(cm, func(b *C.char, l C.size_t) { C.gs_shim_configmap(s.c, b, l, d) })
+	var res *C.char
+	withBytes(cm, func(b *C.char, l C.size_t) { res = C.gs_shim_configmap(s.c, b, l, d) })
+	out, _ := take(res)
+	return out
 }
 
 // take copies and frees a string the C side returned.

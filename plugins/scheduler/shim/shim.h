@@ -19,10 +19,12 @@ struct gs_shim;
  * cm_ns/cm_name as read at start-up (NULL: none), then args_json, the
  * plugin's args as {"key":"value"} with the same keys (gpuMemoryUnit,
  * nodePolicy, cgpuMaxPodsPerGPU, gangTimeoutSeconds), which win key by key.
- * NULL and err (errlen bytes) on a bad value or no memory. */
+ * A bad value in the args, or in the ConfigMap unless ignore_invalid: NULL
+ * and err (errlen bytes). With ignore_invalid a bad ConfigMap key is logged
+ * and keeps its default (the extender's --on-invalid-config ignore). */
 struct gs_shim *gs_shim_new(const char *args_json, size_t len, const char *cm_json,
-                            size_t cm_len, const char *cm_ns, const char *cm_name, char *err,
-                            size_t errlen);
+                            size_t cm_len, const char *cm_ns, const char *cm_name,
+                            int ignore_invalid, char *err, size_t errlen);
 void gs_shim_free(struct gs_shim *s);
 void gs_shim_free_string(char *p);
 
@@ -32,8 +34,11 @@ void gs_shim_node_delete(struct gs_shim *s, const char *name);
 void gs_shim_pod(struct gs_shim *s, const char *json, size_t len);
 void gs_shim_pod_delete(struct gs_shim *s, const char *uid);
 /* ConfigMaps of the namespace the informer watches: the configuration's
- * (a gpuMemoryUnit change becomes pendingUnit) and unhealthy-gpu-<node>. */
-void gs_shim_configmap(struct gs_shim *s, const char *json, size_t len, int deleted);
+ * (checked whole: an invalid value is reported; a gpuMemoryUnit change
+ * becomes pendingUnit) and unhealthy-gpu-<node>. Returns the error text
+ * (free it) when the configuration's ConfigMap has just become invalid —
+ * the caller posts the Event — else NULL. */
+char *gs_shim_configmap(struct gs_shim *s, const char *json, size_t len, int deleted);
 /* Time: gang timeouts, reservations never confirmed, pods kept for nodes. */
 void gs_shim_tick(struct gs_shim *s, int64_t now_ns);
 

@@ -31,7 +31,7 @@ func pod(name string, units int) []byte {
 // The shim's answers are the core's: filter reasons, scores, reserve's
 // annotations, the ledger, and bad input refused with a reason.
 func TestVerbs(t *testing.T) {
-	s, err := New([]byte(`{"gpuMemoryUnit":"1GiB"}`), nil, "kube-system", "gpushare-config")
+	s, err := New([]byte(`{"gpuMemoryUnit":"1GiB"}`), nil, "kube-system", "gpushare-config", false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,7 +63,7 @@ func TestVerbs(t *testing.T) {
 	if rc, _ := s.Filter([]byte(`{"metadata":{"name":"x"}}`), []string{"a"}, 1, false); rc != Skip {
 		t.Fatalf("unmanaged pod: %d", rc)
 	}
-	if _, err := New([]byte(`{"gpuMemoryUnit":"2GiB"}`), nil, "kube-system", "gpushare-config"); err == nil {
+	if _, err := New([]byte(`{"gpuMemoryUnit":"2GiB"}`), nil, "kube-system", "gpushare-config", false); err == nil {
 		t.Fatal("a bad unit was accepted")
 	}
 }
@@ -72,7 +72,7 @@ func TestVerbs(t *testing.T) {
 // cycle, binding goroutines, informers): run with -race in the test
 // command. No GPU is over-committed: each reserve that succeeds fits.
 func TestConcurrent(t *testing.T) {
-	s, err := New(nil, nil, "kube-system", "gpushare-config")
+	s, err := New(nil, nil, "kube-system", "gpushare-config", false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,7 +135,7 @@ func configMap(ns, name string, data map[string]string) []byte {
 // value names the ConfigMap and the key.
 func TestConfig(t *testing.T) {
 	s, err := New([]byte(`{"nodePolicy":"spread"}`),
-		[]byte(`{"gpuMemoryUnit":"128MiB","nodePolicy":"binpack"}`), "kube-system", "gpushare-config")
+		[]byte(`{"gpuMemoryUnit":"128MiB","nodePolicy":"binpack"}`), "kube-system", "gpushare-config", false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -144,7 +144,7 @@ func TestConfig(t *testing.T) {
 	if !strings.Contains(led, `"unit":"128MiB"`) || !strings.Contains(led, `"totalMiB":8192`) {
 		t.Fatalf("the ConfigMap's unit is not in force: %s", led)
 	}
-	b, _ := New(nil, []byte(`{"gpuMemoryUnit":"128MiB","nodePolicy":"binpack"}`), "kube-system", "gpushare-config")
+	b, _ := New(nil, []byte(`{"gpuMemoryUnit":"128MiB","nodePolicy":"binpack"}`), "kube-system", "gpushare-config", false)
 	b.Node(node("a", 1, 64))
 	s.Reserve(pod("r", 32), "a", 1)
 	b.Reserve(pod("r", 32), "a", 1)
@@ -171,17 +171,45 @@ func TestConfig(t *testing.T) {
 	if led, _ = s.Ledger(); strings.Contains(led, "pendingUnit") {
 		t.Fatalf("pendingUnit after the ConfigMap left: %s", led)
 	}
-	_, err = New(nil, []byte(`{"nodePolicy":"bogus"}`), "kube-system", "gpushare-config")
+	_, err = New(nil, []byte(`{"nodePolicy":"bogus"}`), "kube-system", "gpushare-config", false)
 	if err == nil || !strings.Contains(err.Error(), "ConfigMap kube-system/gpushare-config") ||
 		!strings.Contains(err.Error(), "nodePolicy") {
 		t.Fatalf("bad ConfigMap value: %v", err)
+	}
+	// ignored at start-up: the valid keys apply; while running: reported
+	// once, in the ledger and the metrics, cleared when fixed
+	g, err := New(nil, []byte(`{"nodePolicy":"bogus","gpuMemoryUnit":"128MiB"}`), "kube-system",
+		"gpushare-config", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if led, _ := g.Ledger(); !strings.Contains(led, `"unit":"128MiB"`) {
+		t.Fatalf("the valid key not applied: %s", led)
+	}
+	bad := configMap("kube-system", "gpushare-config", map[string]string{"gpuMemoryUnit": "128MiB",
+		"cgpuMaxPodsPerGPU": "0"})
+	if text := g.ConfigMap(bad, false); !strings.Contains(text, "cgpuMaxPodsPerGPU") {
+		t.Fatalf("no error reported: %q", text)
+	}
+	if text := g.ConfigMap(bad, false); text != "" {
+		t.Fatalf("reported twice: %q", text)
+	}
+	led, _ = g.Ledger()
+	m, _ = g.Metrics()
+	if !strings.Contains(led, `"configError":"ConfigMap kube-system/gpushare-config: `) ||
+		!strings.Contains(m, "gpushare_config_invalid 1\n") {
+		t.Fatalf("not shown: %s\n%s", led, m)
+	}
+	g.ConfigMap(configMap("kube-system", "gpushare-config", map[string]string{"gpuMemoryUnit": "128MiB"}), false)
+	if led, _ = g.Ledger(); strings.Contains(led, "configError") {
+		t.Fatalf("not cleared: %s", led)
 	}
 }
 
 // Unhealthy GPUs from their ConfigMap; inspect and the ledger of one node
 // (404 for a node gpushare does not know) as the extender serves them.
 func TestViews(t *testing.T) {
-	s, _ := New(nil, nil, "kube-system", "gpushare-config")
+	s, _ := New(nil, nil, "kube-system", "gpushare-config", false)
 	s.Node(node("a", 2, 32))
 	s.ConfigMap(configMap("kube-system", "unhealthy-gpu-a", map[string]string{"gpus": "0"}), false)
 	if rc, _, _ := s.Reserve(pod("p", 4), "a", 1); rc != OK {
@@ -204,7 +232,7 @@ func TestViews(t *testing.T) {
 // A gang not complete within gangTimeoutSeconds: the notices name the job
 // and each member not bound, once.
 func TestNotices(t *testing.T) {
-	s, _ := New([]byte(`{"gangTimeoutSeconds":"1"}`), nil, "kube-system", "gpushare-config")
+	s, _ := New([]byte(`{"gangTimeoutSeconds":"1"}`), nil, "kube-system", "gpushare-config", false)
 	topo, _ := json.Marshal(map[string]interface{}{
 		"metadata": map[string]interface{}{"name": "a",
 			"labels": map[string]string{"ack.node.gpu.schedule": "topology"}},

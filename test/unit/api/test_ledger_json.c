@@ -94,7 +94,7 @@ static void test_ledger_one_node_and_view(void **state) {
   struct gs_ledger *l = cluster(GS_UNIT_128MIB);
   json_t *gangs = parse_or_fail("[{\"job\":\"default/pytorch-dist-nccl\",\"replicas\":2,"
                                 "\"placed\":1,\"nodes\":{\"gpu-b\":[0,3]}}]");
-  struct gs_api_ledger_view view = {GS_UNIT_GIB, gangs};
+  struct gs_api_ledger_view view = {GS_UNIT_GIB, gangs, NULL};
   json_t *out = NULL;
   (void)state;
   assert_int_equal(gs_api_ledger_json(l, "gpu-a", &view, &out), GS_EOK);
@@ -103,6 +103,14 @@ static void test_ledger_one_node_and_view(void **state) {
               "],\"gangs\":[{\"job\":\"default/pytorch-dist-nccl\",\"replicas\":2,"
               "\"placed\":1,\"nodes\":{\"gpu-b\":[0,3]}}]}");
   json_decref(out);
+  /* an invalid ConfigMap is shown beside the unit */
+  view.config_error = "ConfigMap kube-system/gpushare-config: nodePolicy: bad";
+  out = NULL;
+  assert_int_equal(gs_api_ledger_json(l, "gpu-a", &view, &out), GS_EOK);
+  assert_string_equal(json_string_value(json_object_get(out, "configError")),
+                      "ConfigMap kube-system/gpushare-config: nodePolicy: bad");
+  json_decref(out);
+  view.config_error = NULL;
   /* the view stays the caller's */
   assert_int_equal(gangs->refcount, 1);
   view.pending_unit_mib = 0;
