@@ -43,6 +43,7 @@ struct gs_node {
   const uint8_t *topo_choice;
   /* Likewise gs_topo_set_score(topo, mask) at [mask], or NULL. */
   const uint8_t *topo_set_score;
+  bool single_card; /* gs_node_spec.single_card */
 };
 #define GS_TOPO_TABLE_GPUS 8u
 

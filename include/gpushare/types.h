@@ -96,6 +96,11 @@ struct gs_node_spec {
   uint64_t whole_gpus;       /* capacity aliyun.com/gpu (topology nodes) */
   bool has_topo;             /* annotation gpushare.io/topology present & valid */
   const struct gs_topo *topo; /* borrowed; ledger copies it */
+  /* Node label gpushare.io/multi-card=false: the node's device plugin
+   * gives a pod one GPU only (Aliyun's open-source plugin reads
+   * ALIYUN_COM_GPU_MEM_IDX as one number), so pods split over several GPUs
+   * are refused here (docs/compatibility.md). */
+  bool single_card;
 };
 
 /* A pod's GPU request. Built by src/api from a v1.Pod. */

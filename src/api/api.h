@@ -21,6 +21,8 @@
 #define GS_RES_GPU "aliyun.com/gpu"
 #define GS_LABEL_MODE "ack.node.gpu.schedule"
 #define GS_LABEL_PLACEMENT "ack.node.gpu.placement"
+/* "false": the node's device plugin runs one GPU per pod (types.h) */
+#define GS_LABEL_MULTI_CARD "gpushare.io/multi-card"
 #define GS_LABEL_POD_GPU_COUNT "aliyun.com/gpu-count"
 #define GS_LABEL_GANG_JOB "gpu-topology"
 #define GS_LABEL_GANG_REPLICAS "gpu-topology-replica"

@@ -119,7 +119,7 @@ static enum gs_err status_decode(const json_t *node, struct gs_node_spec *spec,
 static enum gs_err labels_decode(const json_t *meta, struct gs_node_spec *spec,
                                  struct gs_diag *diag) {
   const json_t *labels;
-  const char *mode, *placement;
+  const char *mode, *placement, *multi;
   enum gs_err err;
 
   err = gs__api_get_object(meta, "labels", "Node.metadata", &labels, diag);
@@ -128,10 +128,13 @@ static enum gs_err labels_decode(const json_t *meta, struct gs_node_spec *spec,
   if (err == GS_EOK)
     err = gs__api_get_string(labels, GS_LABEL_PLACEMENT, "Node.metadata.labels", &placement,
                              diag);
+  if (err == GS_EOK)
+    err = gs__api_get_string(labels, GS_LABEL_MULTI_CARD, "Node.metadata.labels", &multi, diag);
   if (err != GS_EOK)
     return err;
   spec->mode = gs_mode_parse(mode);
   spec->placement = gs_placement_parse(placement);
+  spec->single_card = multi != NULL && strcmp(multi, "false") == 0;
   return GS_EOK;
 }
 

@@ -399,6 +399,7 @@ static enum gs_err node_update(struct gs_ledger *ledger, struct node_rec *node,
   }
   node->view.mode = spec->mode;
   node->view.placement = spec->placement;
+  node->view.single_card = spec->single_card;
   topo_release(ledger, node->topo);
   node->topo = ref;
   node->view.topo = ref ? &ref->topo : NULL;
@@ -443,6 +444,7 @@ static enum gs_err node_insert(struct gs_ledger *ledger, size_t pos,
   }
   node->view.mode = spec->mode;
   node->view.placement = spec->placement;
+  node->view.single_card = spec->single_card;
   node->view.ngpus = n;
   gpus_init(node->view.gpus, n, total_mib, 0);
   /* Room was reserved and the name is new: put cannot fail. */

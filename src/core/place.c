@@ -19,6 +19,8 @@
 
 #define REASON_NOT_SHARING "node is not a GPU-sharing node"
 #define REASON_TOPOLOGY_ONLY "node serves whole GPUs only (topology mode)"
+#define REASON_SINGLE_CARD                                                                    \
+  "node's device plugin runs one GPU per pod (label gpushare.io/multi-card=false)"
 #define REASON_NO_WHOLE "node does not serve whole GPUs"
 #define REASON_NO_HEALTHY "no healthy GPU"
 #define REASON_CGPU_CAP "GPU pod limit reached (cgpu)"
@@ -451,6 +453,8 @@ enum gs_code gs_place_pick_prepared(const struct gs_node *node, const struct gs_
     return FIXED(GS_CODE_UNSCHEDULABLE, reason, REASON_NO_WHOLE);
   if (node->ngpus == 0)
     return FIXED(GS_CODE_UNSCHEDULABLE, reason, REASON_NOT_SHARING);
+  if (mem && k > 1 && node->single_card)
+    return FIXED(GS_CODE_UNSCHEDULABLE, reason, REASON_SINGLE_CARD);
   if (mem) {
     /* The default chooser without an interconnect to weigh (one GPU, or a
      * node without a topology): its choice is the k best keys, found while

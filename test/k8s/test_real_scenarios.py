@@ -235,6 +235,25 @@ class Refusals(RealCase):
                          ["good"])
         self.assert_ledger_is_truth()
 
+    def test_a_node_whose_device_plugin_runs_one_gpu_refuses_multi_card_pods(self):
+        """Issue 16 item 6: gpushare.io/multi-card=false (Aliyun's open-source
+        device plugin reads ALIYUN_COM_GPU_MEM_IDX as one number): a 2-card
+        pod stays Pending with the reason; a one-card pod is placed there;
+        the 2-card pod goes to a node without the label once there is one."""
+        self.node("gpu-one-card", "share", gpus=2, units=2 * GPU16,
+                  labels={"gpushare.io/multi-card": "false", "mc": "x"})
+        self.pod("split", units=8, count=2)
+        ev = self.wait_event("split", r"1 node's device plugin runs one GPU per pod "
+                                      r"\(label gpushare.io/multi-card=false\)")
+        self.assertIn("0/1 nodes are available", ev["message"])
+        self.pod("single", units=8, node_selector={"mc": "x"})
+        (p,) = self.wait_bound(1)
+        self.assertEqual((p["metadata"]["name"], p["spec"]["nodeName"]), ("single", "gpu-one-card"))
+        self.node("gpu-any-card", "share", gpus=2, units=2 * GPU16)
+        bound = {q["metadata"]["name"]: q["spec"]["nodeName"] for q in self.wait_bound(2)}
+        self.assertEqual(bound["split"], "gpu-any-card")
+        self.assert_ledger_is_truth()
+
 
 class ZzLeastPrivilege(LeastPrivilege, RealCase):
     """The module's RBAC check, last (realcase.LeastPrivilege)."""

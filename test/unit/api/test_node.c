@@ -226,8 +226,29 @@ static void test_modes(void **state) {
   }
 }
 
+/* gpushare.io/multi-card: only "false" marks a one-GPU-per-pod plugin. */
+static void test_multi_card_label(void **state) {
+  static const struct {
+    const char *value; /* NULL: no label */
+    bool single;
+  } cases[] = {{NULL, false}, {"false", true}, {"true", false}, {"False", false}, {"", false}};
+  (void)state;
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    json_t *node = json_pack("{s:{s:s,s:{s:s}}}", "metadata", "name", "n", "labels",
+                             GS_LABEL_MODE, "share");
+    struct gs_node_spec spec;
+    if (cases[i].value != NULL)
+      json_object_set_new(json_object_get(json_object_get(node, "metadata"), "labels"),
+                          GS_LABEL_MULTI_CARD, json_string(cases[i].value));
+    assert_int_equal(gs_api_node_decode(node, &spec, NULL, NULL), GS_EOK);
+    assert_int_equal(spec.single_card, cases[i].single);
+    json_decref(node);
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_multi_card_label),
       cmocka_unit_test(test_fixture_node),    cmocka_unit_test(test_share_node),
       cmocka_unit_test(test_topology_node),   cmocka_unit_test(test_bad_annotations),
       cmocka_unit_test(test_device_resource_forms), cmocka_unit_test(test_errors),

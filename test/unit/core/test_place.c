@@ -259,6 +259,36 @@ static void test_multi_card_reason(void **state) {
   assert_null(strstr(ra, "node-"));
 }
 
+/* Issue 16 item 6: a node labelled gpushare.io/multi-card=false (its device
+ * plugin gives a pod one GPU) refuses pods split over several GPUs, with a
+ * reason saying why; one-GPU pods still fit there. */
+static void test_single_card_node(void **state) {
+  struct gs_node_spec s;
+  struct gs_choice c;
+  char reason[GS_REASON_MAX];
+  struct gs_pod_request two = mem_pod("two", 8, 2), one = mem_pod("one", 8, 1);
+  (void)state;
+  memset(&s, 0, sizeof s);
+  snprintf(s.name, sizeof s.name, "aliyun-plugin");
+  s.mode = GS_MODE_SHARE;
+  s.gpu_count = 4;
+  s.gpu_mem_units = 64;
+  s.single_card = true;
+  assert_int_equal(gs_ledger_node_upsert(fx.ledger, &s), GS_EOK);
+  assert_true(node("aliyun-plugin")->single_card);
+  assert_int_equal(gs_place_pick(node("aliyun-plugin"), &two, &fx.policy, &c, reason),
+                   GS_CODE_UNSCHEDULABLE);
+  assert_string_equal(reason,
+                      "node's device plugin runs one GPU per pod (label gpushare.io/multi-card=false)");
+  assert_int_equal(gs_place_pick(node("aliyun-plugin"), &one, &fx.policy, &c, reason),
+                   GS_CODE_SUCCESS);
+  /* the label removed (an update of the node): the split fits again */
+  s.single_card = false;
+  assert_int_equal(gs_ledger_node_upsert(fx.ledger, &s), GS_EOK);
+  assert_int_equal(gs_place_pick(node("aliyun-plugin"), &two, &fx.policy, &c, reason),
+                   GS_CODE_SUCCESS);
+}
+
 /* cgpu caps pods per GPU; share does not. 128 MiB pods on 16 GiB GPUs. */
 static void test_cgpu_cap(void **state) {
   struct gs_choice c;
@@ -989,6 +1019,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_multi_card, setup, teardown),
       cmocka_unit_test_setup_teardown(test_binpack_spread, setup, teardown),
       cmocka_unit_test_setup_teardown(test_multi_card_reason, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_single_card_node, setup, teardown),
       cmocka_unit_test_setup_teardown(test_cgpu_cap, setup, teardown),
       cmocka_unit_test_setup_teardown(test_not_sharing, setup, teardown),
       cmocka_unit_test_setup_teardown(test_unhealthy, setup, teardown),
