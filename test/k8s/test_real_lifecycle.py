@@ -9,7 +9,7 @@ import unittest
 
 import kcluster
 from kcluster import ServiceProxy, free_port
-from realcase import Env, LeastPrivilege, OwnExtenders, RealCase, metric, wait_for
+from realcase import Env, LeastPrivilege, OwnExtenders, RealCase, alloc_gpus, metric, wait_for
 
 GPU16 = 16  # a 16 GiB GPU in 1GiB units
 
@@ -105,6 +105,49 @@ class Lifecycle(OwnExtenders):
         print(f"\noutage recovery: 4 pods bound {took:.1f} s after the extender started", flush=True)
         self.assert_ledger_is_truth(ext)
         self.assertIsNotNone(metric(ext.metrics(), "gpushare_requests_total", verb="bind"))
+
+    def test_taking_over_from_aliyuns_extender(self):
+        """Issue 16 item 8, docs/migration.md: the cluster's GPU pods were
+        bound by Aliyun's extender (legacy annotations only; one not yet
+        started by the device plugin, ASSIGNED=false). During the switch no
+        extender answers, and new GPU pods wait rather than bind without an
+        allocation. gpushare starts, reads the old pods from their legacy
+        annotations, and places the waiting pods around them: never over a
+        GPU, the ledger equal to the truth."""
+        if Env.form == "plugin":
+            self.skipTest("the extender's migration; the plugin form reads the same annotations")
+        for n in ("gpu-m0", "gpu-m1"):
+            self.node(n, "share", gpus=2, units=2 * GPU16, labels={"mig": "x"})
+        legacy = [("old-a", "gpu-m0", 0, 8, "true"), ("old-b", "gpu-m0", 0, 4, "false"),
+                  ("old-c", "gpu-m0", 1, 14, "true"), ("old-d", "gpu-m1", 0, 16, "true"),
+                  ("old-e", "gpu-m1", 1, 2, "true")]
+        for name, node, gpu, units, assigned in legacy:
+            old = kcluster.gpu_pod(name, ns=self.ns, units=units)
+            old["spec"]["nodeName"] = node
+            old["metadata"]["annotations"] = {  # what Aliyun's extender writes
+                "ALIYUN_COM_GPU_MEM_IDX": str(gpu), "ALIYUN_COM_GPU_MEM_POD": str(units),
+                "ALIYUN_COM_GPU_MEM_DEV": str(GPU16), "ALIYUN_COM_GPU_MEM_ASSIGNED": assigned,
+                "ALIYUN_COM_GPU_MEM_ASSUME_TIME": "1700000000000000000"}
+            self.k.create(old)
+        for name, units in [("new-12", 12), ("new-4", 4), ("new-2", 2)]:
+            self.pod(name, units=units, node_selector={"mig": "x"})
+        wait_for(lambda: len([e for e in self.k.list("events", self.ns)
+                              if e.get("reason") == "FailedScheduling"]) >= 3,
+                 120, "the new pods refused while no extender answers", 0.2)
+        self.assertEqual(sorted(p["metadata"]["name"] for p in self.pods() if p["spec"].get("nodeName")),
+                         ["old-a", "old-b", "old-c", "old-d", "old-e"])
+        ext = self.start_ext().wait_ready()
+        bound = self.wait_bound(8)
+        self.assert_ledger_is_truth(ext)
+        used = kcluster.truth_from_pods(bound)
+        for key, mib in used.items():
+            self.assertLessEqual(mib, GPU16 * 1024, key)
+        # the old pods were read at their legacy amounts
+        self.assertEqual(used[("gpu-m0", 0)] >= 12 * 1024 and used[("gpu-m0", 1)] >= 14 * 1024
+                         and used[("gpu-m1", 0)] == 16 * 1024, True, used)
+        # the 12 GiB pod fits only on gpu-m1's GPU 1
+        (p,) = [q for q in bound if q["metadata"]["name"] == "new-12"]
+        self.assertEqual((p["spec"]["nodeName"], alloc_gpus(p)), ("gpu-m1", [1]))
 
 
 class ZzLeastPrivilege(LeastPrivilege, RealCase):
