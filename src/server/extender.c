@@ -53,6 +53,25 @@ static bool decode_args(const struct gs_http_request *req, struct gs_api_args *a
   return true;
 }
 
+/* gpushare_filter_rejections_total by reason code: a run of nodes with the
+ * same code is added at once (code NULL ends the last run), not one
+ * registry update per node. Codes are gs__reason_code's static strings. */
+static void count_rejection(struct gs_server *s, const char *code, const char **last,
+                            size_t *run) {
+  if (code != NULL && code == *last) {
+    (*run)++;
+    return;
+  }
+  if (*last != NULL && *run > 0) {
+    const char *labels[] = {"reason", *last, NULL};
+    gs_metrics_counter_add(s->metrics, "gpushare_filter_rejections_total",
+                           "Nodes rejected by filter, by reason code (docs/operations.md).",
+                           labels, (double)*run);
+  }
+  *last = code;
+  *run = code != NULL ? 1 : 0;
+}
+
 static void route_filter(struct gs_server *s, const struct gs_http_request *req,
                          struct gs_http_response *resp) {
   double t0 = gs__mono_s();
@@ -62,7 +81,8 @@ static void route_filter(struct gs_server *s, const struct gs_http_request *req,
   struct gs_api_filter_result *out = NULL;
   char err[512];
   const char *result = "error";
-  size_t passed = 0;
+  size_t passed = 0, run = 0;
+  const char *last_code = NULL;
 
   if (pod == NULL) {
     respond(resp, 200, "application/json", gs_api_filter_error_dump("out of memory"));
@@ -91,17 +111,16 @@ static void route_filter(struct gs_server *s, const struct gs_http_request *req,
       e = gs_api_filter_result_pass(out, args.names[i], args.nodes[i]);
       passed++;
     } else {
-      const char *labels[] = {"reason", res[i].reason, NULL};
       e = gs_api_filter_result_fail(out, args.names[i], res[i].reason,
                                     res[i].code == GS_CODE_UNRESOLVABLE);
-      gs_metrics_counter_add(s->metrics, "gpushare_filter_rejections_total",
-                             "Nodes rejected by filter, by reason.", labels, 1);
+      count_rejection(s, gs__reason_code(res[i].reason), &last_code, &run);
     }
     if (e != GS_EOK) {
       respond(resp, 200, "application/json", gs_api_filter_error_dump("out of memory"));
       goto release;
     }
   }
+  count_rejection(s, NULL, &last_code, &run);
   result = passed > 0 ? "fit" : "nofit";
   respond(resp, 200, "application/json", gs_api_filter_result_dump(out));
   gs_log(GS_LVL_DEBUG, "filter", "pod=%s/%s nodes=%zu passed=%zu", pod->ns, pod->name,

@@ -6,6 +6,7 @@
 
 #include <inttypes.h>
 #include <stdio.h>
+#include <string.h>
 
 struct view_call {
   const char *node;
@@ -62,6 +63,7 @@ static void gauges_fn(const struct gs_ledger *ledger, void *arg) {
   gs_metrics_gauge_reset(mx, "gpushare_gpu_memory_used_mib");
   gs_metrics_gauge_reset(mx, "gpushare_gpu_memory_total_mib");
   gs_metrics_gauge_reset(mx, "gpushare_gpu_pods");
+  gs_metrics_gauge_reset(mx, "gpushare_gpu_owned");
   for (size_t i = 0; i < gs_ledger_node_count(ledger); i++) {
     const struct gs_node *n = gs_ledger_node_at(ledger, i);
     for (uint32_t g = 0; g < n->ngpus; g++) {
@@ -74,6 +76,11 @@ static void gauges_fn(const struct gs_ledger *ledger, void *arg) {
                            labels, (double)n->gpus[g].total_mib);
       gs_metrics_gauge_set(mx, "gpushare_gpu_pods", "Pods holding a share of the GPU.", labels,
                            (double)n->gpus[g].npods);
+      /* whole GPUs have no memory figures: who owns them is the gauge */
+      if (n->mode == GS_MODE_TOPOLOGY)
+        gs_metrics_gauge_set(mx, "gpushare_gpu_owned",
+                             "1 while a whole-GPU (topology) pod owns the GPU.", labels,
+                             n->gpus[g].owner != NULL ? 1 : 0);
     }
   }
 }
@@ -91,4 +98,47 @@ void gs__view_gauges(struct gs_sched *sched, struct gs__feed_config *cfg, struct
   gs_metrics_gauge_set(m, "gpushare_gangs_waiting", "Gang plans holding slots not yet bound.",
                        none, (double)gs_sched_plans_waiting(sched));
   gs_sched_read(sched, gauges_fn, NULL, m);
+}
+
+/* Reason texts (core/place.c, the plugins, docs/operations.md) by a fixed
+ * part of them, first match wins. */
+static const struct {
+  const char *part, *code;
+} reason_codes[] = {
+    {"node unknown to gpushare", "node_unknown"},
+    {"node is not a GPU-sharing node", "node_not_managed"},
+    {"node serves whole GPUs only", "node_whole_gpus_only"},
+    {"node does not serve whole GPUs", "node_memory_only"},
+    {"node's device plugin runs one GPU per pod", "node_single_card"},
+    {"no healthy GPU", "no_healthy_gpu"},
+    {"GPU pod limit reached", "cgpu_pod_limit"},
+    {"insufficient GPU memory", "insufficient_gpu_memory"},
+    {"GPUs with", "insufficient_gpu_memory"}, /* fewer than M GPUs with X MiB free */
+    {"free whole GPUs", "insufficient_whole_gpus"},
+    {"usable GPUs", "insufficient_gpus"},
+    {"is not divisible by", "invalid_pod"},
+    {"aliyun.com/gpu-count", "invalid_pod"},
+    {"is too large", "invalid_pod"},
+    {"exceeds", "invalid_pod"},
+    {"pod requests both", "invalid_pod"},
+    {"pod has more than", "invalid_pod"},
+    {"pod needs more than", "invalid_pod"},
+    {"members present", "gang_quorum"},
+    {"members disagree", "gang_disagree"},
+    {"replicas fit", "gang_no_fit"},
+    {"slot is on another node", "gang_other_node"},
+    {"replica slots are taken", "gang_full"},
+    {"members reserved", "gang_waiting"},
+    {"too many gangs waiting", "gang_limit"},
+    {"replica", "gang_other"}, /* the other gang texts */
+    {"gang", "gang_other"},
+};
+
+const char *gs__reason_code(const char *reason) {
+  if (reason == NULL)
+    return "other";
+  for (size_t i = 0; i < sizeof reason_codes / sizeof reason_codes[0]; i++)
+    if (strstr(reason, reason_codes[i].part) != NULL)
+      return reason_codes[i].code;
+  return "other";
 }

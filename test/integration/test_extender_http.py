@@ -1,6 +1,7 @@
 """The extender over loopback HTTP, as kube-scheduler drives it (issue 2):
 the real gpushare-extender binary on an embedded demo cluster."""
 import json
+import re
 import os
 import socket
 import subprocess
@@ -329,6 +330,9 @@ class Routes(unittest.TestCase):
 
     def test_metrics(self):
         self.ext.post("filter", {"Pod": pod("p", units=16), "NodeNames": ["ghost"]})
+        # an uneven split: both nodes refused for it, counted under one code
+        self.ext.post("filter", {"Pod": pod("q", units=9, count=2),
+                                 "NodeNames": ["gpu-a", "ghost"]})
         st, body = self.ext.get("/metrics")
         text = body.decode()
         self.assertEqual(st, 200)
@@ -336,9 +340,14 @@ class Routes(unittest.TestCase):
                      "gpushare_requests_total{verb=\"bind\",result=\"ok\"} 1",
                      "gpushare_gpu_memory_used_mib{node=\"gpu-a\",gpu=\"0\"} 2048",
                      "gpushare_gpu_memory_total_mib{node=\"gpu-a\",gpu=\"1\"} 16384",
-                     "gpushare_filter_rejections_total{reason=\"node unknown to gpushare\"} 1",
+                     "gpushare_filter_rejections_total{reason=\"node_unknown\"} 1\n",
+                     "gpushare_filter_rejections_total{reason=\"invalid_pod\"} 2\n",
                      "gpushare_gangs_waiting 0", "gpushare_leader 1"):
             self.assertIn(name, text)
+        # bounded labels: no amount, job or node name in a reason
+        for line in text.splitlines():
+            if line.startswith("gpushare_filter_rejections_total{"):
+                self.assertRegex(line, r'^gpushare_filter_rejections_total\{reason="[a-z_]+"\} \d+$')
 
     def test_ledger_shape(self):
         led = self.ext.ledger()
@@ -402,6 +411,13 @@ class Gangs(unittest.TestCase):
             self.assertEqual(sorted(owned), ["job-0", "job-1"])
             for gpus in owned.values():  # the DGX-1 all-NVLink quads
                 self.assertIn(sorted(gpus), [[0, 1, 2, 3], [4, 5, 6, 7]])
+            # whole GPUs are visible in the metrics: owned per GPU, 8 of 16
+            text = ext.get("/metrics")[1].decode()
+            series = re.findall(r'^gpushare_gpu_owned\{node="(topo-[ab])",gpu="(\d)"\} ([01])$', text, re.M)
+            self.assertEqual(len(series), 16)
+            self.assertEqual(sorted((n, int(g)) for n, g, v in series if v == "1"),
+                             sorted((n["name"], g["index"]) for n in ext.ledger()["nodes"]
+                                    for g in n["gpus"] if g.get("owner")))
         finally:
             ext.close()
 

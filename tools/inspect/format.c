@@ -78,6 +78,8 @@ struct gpu_view {
 struct node_view {
   const char *name, *mode, *placement;
   uint64_t used_mib, total_mib;
+  bool whole; /* topology mode: whole GPUs (their memory figures may be unknown: 0) */
+  uint64_t whole_used, whole_total; /* GPUs owned / GPUs (whole only) */
   size_t ngpus;
   struct gpu_view *gpus;
 };
@@ -99,7 +101,9 @@ struct ledger_view {
   struct gang_view *gangs;
   bool any_gpu, any_unhealthy;
   uint64_t max_index;
-  uint64_t used_mib, total_mib;
+  uint64_t used_mib, total_mib;       /* memory nodes */
+  uint64_t whole_used, whole_total;   /* topology nodes' GPUs */
+  size_t unmanaged;                   /* nodes gpushare does not manage: not shown */
 };
 
 static void view_free(struct ledger_view *v) {
@@ -303,7 +307,7 @@ static enum gs_err decode_gpu(const json_t *j, const char *path, struct gpu_view
 }
 
 static enum gs_err decode_node(const json_t *j, const char *path, struct node_view *n,
-                               struct ledger_view *v, struct gs_diag *diag) {
+                               struct gs_diag *diag) {
   char gpath[sizeof diag->where], where[sizeof diag->where];
   unsigned char seen[GS_INSPECT_MAX_GPU_INDEX + 1];
   const json_t *gpus;
@@ -340,13 +344,35 @@ static enum gs_err decode_node(const json_t *j, const char *path, struct node_vi
     seen[g->index] = 1;
     n->used_mib = sat_add(n->used_mib, g->used_mib);
     n->total_mib = sat_add(n->total_mib, g->total_mib);
-    if (!v->any_gpu || g->index > v->max_index)
-      v->max_index = g->index;
-    v->any_gpu = true;
-    if (!g->healthy)
-      v->any_unhealthy = true;
+    n->whole_total++;
+    if (g->owner == OWNER_SET)
+      n->whole_used++;
   }
   return GS_EOK;
+}
+
+/* A node in the views: its GPUs widen the table, its figures the totals. */
+static void account(struct ledger_view *v, const struct node_view *n) {
+  for (size_t k = 0; k < n->ngpus; k++) {
+    if (!v->any_gpu || n->gpus[k].index > v->max_index)
+      v->max_index = n->gpus[k].index;
+    v->any_gpu = true;
+    if (!n->gpus[k].healthy)
+      v->any_unhealthy = true;
+  }
+  if (n->whole) {
+    v->whole_used += n->whole_used;
+    v->whole_total += n->whole_total;
+  }
+  v->used_mib = sat_add(v->used_mib, n->used_mib);
+  v->total_mib = sat_add(v->total_mib, n->total_mib);
+}
+
+static void node_release(struct node_view *n) {
+  for (size_t g = 0; n->gpus != NULL && g < n->ngpus; g++)
+    free(n->gpus[g].pods);
+  free(n->gpus);
+  memset(n, 0, sizeof *n);
 }
 
 static enum gs_err decode_gang(const json_t *j, const char *path, struct gang_view *g,
@@ -423,14 +449,22 @@ static enum gs_err decode(const json_t *root, struct ledger_view *v, struct gs_d
       return GS_ENOMEM;
   }
   for (size_t i = 0; i < json_array_size(nodes); i++) {
-    struct node_view *n = &v->nodes[i];
+    struct node_view *n = &v->nodes[v->nnodes]; /* unmanaged ones are dropped */
     pathf(path, sizeof path, "nodes[%zu]", i);
-    e = decode_node(json_array_get(nodes, i), path, n, v, diag);
+    e = decode_node(json_array_get(nodes, i), path, n, diag);
     v->nnodes++; /* counted even on error so view_free frees its GPUs */
     if (e != GS_EOK)
       return e;
-    v->used_mib = sat_add(v->used_mib, n->used_mib);
-    v->total_mib = sat_add(v->total_mib, n->total_mib);
+    if (n->mode != NULL && strcmp(n->mode, "default") == 0) {
+      /* not managed by gpushare (no or a default ack.node.gpu.schedule):
+       * neither a row nor in the totals, counted in a note */
+      node_release(n);
+      v->nnodes--;
+      v->unmanaged++;
+      continue;
+    }
+    n->whole = n->mode != NULL && strcmp(n->mode, "topology") == 0;
+    account(v, n);
   }
   e = get_array(root, "", "gangs", false, &gangs, diag);
   if (!OPTIONAL_OK(e))
@@ -511,6 +545,13 @@ static void render_trailer(const struct ledger_view *v, bool footnote, struct gs
   gs_inspect_amount(v->total_mib, v->unit_mib, false, c);
   gs__sbuf_printf(b, "Allocated/Total GPU Memory In Cluster: %s/%s (%u%%)\n", a, c,
             percent(v->used_mib, v->total_mib));
+  if (v->whole_total > 0)
+    gs__sbuf_printf(b, "Allocated/Total Whole GPUs In Cluster: %" PRIu64 "/%" PRIu64 " (%u%%)\n",
+                    v->whole_used, v->whole_total, percent(v->whole_used, v->whole_total));
+  if (v->unmanaged > 0)
+    gs__sbuf_printf(b, "note: %zu node%s not managed by gpushare (ack.node.gpu.schedule unset "
+                       "or default) not shown\n",
+                    v->unmanaged, v->unmanaged == 1 ? "" : "s");
   if (footnote && v->any_unhealthy)
     gs__sbuf_puts(b, "* unhealthy GPU: never chosen for new pods\n");
   if (v->pending_unit != NULL)
@@ -557,10 +598,16 @@ static void render_table(const struct ledger_view *v, struct gs__sbuf *b) {
     gs__table_set(&t, 1, "%s", or_dash(n->mode));
     for (size_t k = 0; k < n->ngpus; k++) {
       const struct gpu_view *g = &n->gpus[k];
-      fraction(v, g->used_mib, g->total_mib, cell, sizeof cell);
+      if (n->whole && g->total_mib == 0) /* a whole GPU of unknown memory: owned or not */
+        snprintf(cell, sizeof cell, "%d/1", g->owner == OWNER_SET ? 1 : 0);
+      else
+        fraction(v, g->used_mib, g->total_mib, cell, sizeof cell);
       gs__table_set(&t, 2 + (size_t)g->index, "%s%s", cell, g->healthy ? "" : "*");
     }
-    fraction(v, n->used_mib, n->total_mib, cell, sizeof cell);
+    if (n->whole && n->total_mib == 0)
+      snprintf(cell, sizeof cell, "%" PRIu64 "/%" PRIu64 " GPUs", n->whole_used, n->whole_total);
+    else
+      fraction(v, n->used_mib, n->total_mib, cell, sizeof cell);
     gs__table_set(&t, mem_col, "%s", cell);
   }
   gs__table_render(&t, "", b);
@@ -602,9 +649,14 @@ static void render_node_details(const struct ledger_view *v, const struct node_v
       const struct gpu_view *g = &n->gpus[k];
       gs__table_row(&t);
       gs__table_set(&t, 0, "%" PRIu64, g->index);
-      fraction(v, g->used_mib, g->total_mib, cell, sizeof cell);
-      gs__table_set(&t, 1, "%s", cell);
-      gs__table_set(&t, 2, "%" PRIu64 "/%" PRIu64, g->used_mib, g->total_mib);
+      if (n->whole && g->total_mib == 0) { /* no memory figures: the OWNER column says */
+        gs__table_set(&t, 1, "whole");
+        gs__table_set(&t, 2, "whole");
+      } else {
+        fraction(v, g->used_mib, g->total_mib, cell, sizeof cell);
+        gs__table_set(&t, 1, "%s", cell);
+        gs__table_set(&t, 2, "%" PRIu64 "/%" PRIu64, g->used_mib, g->total_mib);
+      }
       gs__table_set(&t, 3, "%s", g->healthy ? "yes" : "no");
       gs__table_set(&t, 4, "%zu", g->npods);
       if (g->owner == OWNER_SET)
@@ -648,8 +700,13 @@ static void render_node_details(const struct ledger_view *v, const struct node_v
   }
 
   gs__sbuf_puts(b, "\n");
-  fraction(v, n->used_mib, n->total_mib, cell, sizeof cell);
-  gs__sbuf_printf(b, "Allocated/Total:  %s (%u%%)\n", cell, percent(n->used_mib, n->total_mib));
+  if (n->whole && n->total_mib == 0) {
+    gs__sbuf_printf(b, "Allocated/Total:  %" PRIu64 "/%" PRIu64 " GPUs (%u%%)\n", n->whole_used,
+                    n->whole_total, percent(n->whole_used, n->whole_total));
+  } else {
+    fraction(v, n->used_mib, n->total_mib, cell, sizeof cell);
+    gs__sbuf_printf(b, "Allocated/Total:  %s (%u%%)\n", cell, percent(n->used_mib, n->total_mib));
+  }
   gs__sbuf_repeat(b, '-', gs__sbuf_widest(b, start));
   gs__sbuf_puts(b, "\n");
 }

@@ -211,6 +211,44 @@ static void unit_name_from_size(void **state) {
   free(t);
 }
 
+/* Issue 16 item 4: nodes gpushare does not manage are neither rows nor in
+ * the totals (a note counts them); whole GPUs whose memory is unknown show
+ * who owns them (1/1, 0/1) and the node its GPUs, not 0/0. */
+static void unmanaged_nodes_and_whole_gpus(void **state) {
+  char *t = render_text(
+      "{\"unit\":\"1GiB\",\"unitMiB\":1024,\"nodes\":["
+      "{\"name\":\"cpu\",\"mode\":\"default\",\"gpus\":[]},"
+      "{\"name\":\"gpu-off\",\"mode\":\"default\",\"gpus\":[{\"index\":0,\"totalMiB\":"
+      "8192,\"usedMiB\":0},{\"index\":1,\"totalMiB\":8192,\"usedMiB\":0},{\"index\":2,"
+      "\"totalMiB\":8192,\"usedMiB\":0}]},"
+      "{\"name\":\"s\",\"mode\":\"share\",\"gpus\":[{\"index\":0,\"totalMiB\":2048,"
+      "\"usedMiB\":1024}]},"
+      "{\"name\":\"t\",\"mode\":\"topology\",\"gpus\":[{\"index\":0,\"totalMiB\":0,"
+      "\"usedMiB\":0,\"owner\":{\"namespace\":\"ns\",\"name\":\"j\",\"uid\":\"u\"}},"
+      "{\"index\":1,\"totalMiB\":0,\"usedMiB\":0,\"owner\":null}]}]}",
+      GS_INSPECT_TABLE);
+  (void)state;
+  assert_string_equal(t, "NAME  MODE      GPU0(Allocated/Total)  GPU1(Allocated/Total)  "
+                         "GPU Memory(GiB)\n"
+                         "s     share     1/2                                           1/2\n"
+                         "t     topology  1/1                    0/1                    "
+                         "1/2 GPUs\n"
+                         "------------------------------------------------------------------"
+                         "-----------\n"
+                         "Allocated/Total GPU Memory In Cluster: 1/2 (50%)\n"
+                         "Allocated/Total Whole GPUs In Cluster: 1/2 (50%)\n"
+                         "note: 2 nodes not managed by gpushare (ack.node.gpu.schedule unset "
+                         "or default) not shown\n");
+  free(t);
+  t = render_text("{\"unit\":\"1GiB\",\"unitMiB\":1024,\"nodes\":[{\"name\":\"t\",\"mode\":"
+                  "\"topology\",\"gpus\":[{\"index\":0,\"totalMiB\":0,\"usedMiB\":0,\"owner\":"
+                  "null}]}]}",
+                  GS_INSPECT_DETAILS);
+  assert_non_null(strstr(t, "\n0    whole                 whole                 yes      0     -\n"));
+  assert_non_null(strstr(t, "\nAllocated/Total:  0/1 GPUs (0%)\n"));
+  free(t);
+}
+
 static void details_owner_and_missing_container(void **state) {
   char *t = render_text(
       "{\"unit\":\"1GiB\",\"unitMiB\":1024,\"nodes\":[{\"name\":\"t\",\"mode\":\"topology\","
@@ -234,7 +272,8 @@ static void details_owner_and_missing_container(void **state) {
                          "Allocated/Total:  1/2 (50%)\n"
                          "-------------------------------------------------------------------"
                          "-----\n"
-                         "Allocated/Total GPU Memory In Cluster: 1/2 (50%)\n");
+                         "Allocated/Total GPU Memory In Cluster: 1/2 (50%)\n"
+                         "Allocated/Total Whole GPUs In Cluster: 1/2 (50%)\n");
   free(t);
 }
 
@@ -498,6 +537,7 @@ int main(void) {
       cmocka_unit_test(columns_follow_gpu_index),
       cmocka_unit_test(unit_name_from_size),
       cmocka_unit_test(details_owner_and_missing_container),
+      cmocka_unit_test(unmanaged_nodes_and_whole_gpus),
       cmocka_unit_test(gang_nodes_sorted),
       cmocka_unit_test(amounts),
       cmocka_unit_test(unit_labels),
