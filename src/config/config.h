@@ -29,6 +29,9 @@ enum gs_err gs_yaml_parse(const char *text, size_t len, const char *name, json_t
  * unreadable file → GS_EIO "cannot read PATH: <strerror>"; too big →
  * GS_ETOOBIG. The typing rules are in yaml.c and docs/configuration.md. */
 enum gs_err gs_yaml_load_file(const char *path, json_t **ret, struct gs_diag *diag) GS_WUR;
+/* The same, every document of the file: *ret is an array of the documents'
+ * roots (empty documents left out), in order. */
+enum gs_err gs_yaml_load_file_docs(const char *path, json_t **ret, struct gs_diag *diag) GS_WUR;
 
 /* "error", "warn", "info", "debug" (as --log-level takes them). */
 const char *gs_config_log_level_name(enum gs_log_lvl level);

@@ -8,6 +8,9 @@
  * plain scalars as strings (null still resolves), for readers that type
  * each field themselves, as Go's YAML does when decoding into a struct. */
 #define GS__YAML_PLAIN_TEXT 1u
+/* Every document of the stream, as a JSON array of their roots (empty
+ * documents left out); anchors are per document, as YAML says. */
+#define GS__YAML_ALL_DOCS 2u
 enum gs_err gs__yaml_parse(const char *text, size_t len, const char *name, unsigned flags,
                            json_t **ret, struct gs_diag *diag) GS_WUR;
 enum gs_err gs__yaml_load_file(const char *path, unsigned flags, json_t **ret,

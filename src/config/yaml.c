@@ -26,7 +26,8 @@
  *     callers may modify it); merge keys (`<<: *base`) are supported, with
  *     the mapping's own keys winning. A recursive alias is refused.
  *   - only the first document of a stream is read; the rest is not parsed.
- *     An empty stream is null.
+ *     An empty stream is null. With GS__YAML_ALL_DOCS (gs_yaml_load_file_docs)
+ *     every document is read, into an array of their roots.
  * Settings files (--config, kubeconfig) are read with GS__YAML_PLAIN_TEXT:
  * plain scalars other than null keep their text, and the reader types each
  * field itself. That is what sigs.k8s.io/yaml does when it decodes into a
@@ -670,6 +671,16 @@ static bool on_alias(struct builder *b, const yaml_event_t *ev) {
   return attach(b, v, a->count, a->height, ev->start_mark);
 }
 
+/* Anchors are per document: the next one starts without them. */
+static void forget_anchors(struct builder *b) {
+  for (size_t i = 0; i < b->nanchors; i++) {
+    gs_free(b->anchors[i].name);
+    json_decref(b->anchors[i].value);
+  }
+  b->nanchors = 0;
+  json_object_clear(b->anchor_index);
+}
+
 static void builder_release(struct builder *b) {
   for (size_t i = 0; i < b->depth; i++) {
     json_decref(b->stack[i].node);
@@ -694,8 +705,14 @@ enum gs_err gs__yaml_parse(const char *text, size_t len, const char *name, unsig
   yaml_parser_t parser;
   yaml_event_t ev;
   bool stop = false;
+  json_t *docs = NULL;
 
+  if ((flags & GS__YAML_ALL_DOCS) && (docs = json_array()) == NULL) {
+    gs_diag_set(diag, b.name, "out of memory");
+    return GS_ENOMEM;
+  }
   if (!yaml_parser_initialize(&parser)) {
+    json_decref(docs);
     gs_diag_set(diag, b.name, "out of memory");
     return GS_ENOMEM;
   }
@@ -722,7 +739,17 @@ enum gs_err gs__yaml_parse(const char *text, size_t len, const char *name, unsig
     case YAML_ALIAS_EVENT:
       on_alias(&b, &ev);
       break;
-    case YAML_DOCUMENT_END_EVENT: /* first document only */
+    case YAML_DOCUMENT_END_EVENT: /* the first document only, unless all */
+      if (docs == NULL) {
+        stop = true;
+        break;
+      }
+      if (b.root != NULL && !json_is_null(b.root) && json_array_append(docs, b.root) != 0)
+        b.err = GS_ENOMEM;
+      json_decref(b.root);
+      b.root = NULL;
+      forget_anchors(&b);
+      break;
     case YAML_STREAM_END_EVENT:
       stop = true;
       break;
@@ -734,7 +761,12 @@ enum gs_err gs__yaml_parse(const char *text, size_t len, const char *name, unsig
   yaml_parser_delete(&parser);
   if (b.err != GS_EOK) {
     builder_release(&b);
+    json_decref(docs);
     return b.err;
+  }
+  if (docs != NULL) {
+    json_decref(b.root);
+    b.root = docs;
   }
   if (b.root == NULL)
     b.root = json_null(); /* an empty stream or document */
@@ -812,4 +844,8 @@ close_file:
 
 enum gs_err gs_yaml_load_file(const char *path, json_t **ret, struct gs_diag *diag) {
   return gs__yaml_load_file(path, 0, ret, diag);
+}
+
+enum gs_err gs_yaml_load_file_docs(const char *path, json_t **ret, struct gs_diag *diag) {
+  return gs__yaml_load_file(path, GS__YAML_ALL_DOCS, ret, diag);
 }

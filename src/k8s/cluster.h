@@ -50,6 +50,11 @@ struct gs_cluster_ops {
   void (*event)(void *self, const json_t *pod, const char *reason, const char *message);
   /* Fills the counters; NULL when the backend has none (demo). */
   void (*stats)(void *self, struct gs_cluster_stats *ret);
+  /* A pod the verbs were asked about (filter, prioritize). A backend that
+   * holds its own pods (the demo) takes one it does not know as created and
+   * Pending, so that bind finds it, as a driver playing kube-scheduler
+   * expects (docs/decisions.md); NULL for a live cluster, which has it. */
+  void (*pod_offered)(void *self, const json_t *pod);
 };
 
 struct gs_cluster {

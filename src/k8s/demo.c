@@ -197,6 +197,35 @@ static json_t *demo_pod_get(void *self, const char *ns, const char *name) {
   return copy;
 }
 
+/* A pod a filter or prioritize call named that the file does not hold:
+ * taken as created, Pending (no node), so that bind finds it. */
+static void demo_pod_offered(void *self, const json_t *pod) {
+  struct demo *d = self;
+  const char *ns = meta_str(pod, "namespace"), *name = meta_str(pod, "name");
+  char key[GS_NS_MAX + GS_NAME_MAX + 2];
+  json_t *copy;
+  int n;
+  if (name == NULL)
+    return;
+  if (ns == NULL || ns[0] == '\0')
+    ns = "default";
+  n = snprintf(key, sizeof key, "%s/%s", ns, name);
+  if (n < 0 || (size_t)n >= sizeof key)
+    return;
+  pthread_mutex_lock(&d->mu);
+  if (json_object_get(d->pod_index, key) == NULL && (copy = json_deep_copy(pod)) != NULL) {
+    json_t *spec = json_object_get(copy, "spec"), *meta = json_object_get(copy, "metadata");
+    if (json_is_object(spec))
+      json_object_del(spec, "nodeName"); /* asked where to go: not bound */
+    if (json_is_object(meta) && json_object_get(meta, "namespace") == NULL)
+      json_object_set_new(meta, "namespace", json_string(ns));
+    if (json_object_set(d->pod_index, key, copy) == 0)
+      gs_log(GS_LVL_INFO, "demo: pod taken as created (Pending)", "pod=%s", key);
+    json_decref(copy);
+  }
+  pthread_mutex_unlock(&d->mu);
+}
+
 static enum gs_err demo_bind(void *self, const char *ns, const char *name, const char *uid,
                              const char *node, const struct gs_annotations *annots, char *err,
                              size_t errlen) {
@@ -297,16 +326,18 @@ static const struct gs_cluster_ops demo_ops = {
     .pod_get = demo_pod_get,
     .bind = demo_bind,
     .event = demo_event,
+    .pod_offered = demo_pod_offered,
 };
 
 enum gs_err gs_cluster_demo_new(const char *path, struct gs_cluster *ret, struct gs_diag *diag) {
   struct demo *d;
-  json_t *doc = NULL, *items;
+  json_t *doc = NULL, *items, *one;
   enum gs_err err;
-  size_t i;
+  size_t i, n, seq = 0;
   json_t *item;
 
-  err = gs_yaml_load_file(path, &doc, diag);
+  /* every document of the file: Lists and single objects alike */
+  err = gs_yaml_load_file_docs(path, &doc, diag);
   if (err != GS_EOK)
     return err;
   d = gs_calloc(1, sizeof *d);
@@ -323,16 +354,26 @@ enum gs_err gs_cluster_demo_new(const char *path, struct gs_cluster *ret, struct
     err = GS_ENOMEM;
     goto free_demo;
   }
-  items = json_object_get(doc, "items");
-  if (json_is_array(items)) {
-    json_array_foreach(items, i, item) if ((err = add_item(d, item, i, diag)) != GS_EOK) goto free_demo;
-  } else if (json_is_object(doc) && kind_of(doc) != NULL) {
-    if ((err = add_item(d, doc, 0, diag)) != GS_EOK)
-      goto free_demo;
-  } else {
+  if (json_array_size(doc) == 0) {
     gs_diag_set(diag, path, "expected a List of Kubernetes objects (kind: List, items: [...])");
     err = GS_EPARSE;
     goto free_demo;
+  }
+  json_array_foreach(doc, n, one) {
+    items = json_object_get(one, "items");
+    if (json_is_array(items)) {
+      json_array_foreach(items, i, item) if ((err = add_item(d, item, seq++, diag)) != GS_EOK) goto free_demo;
+    } else if (json_is_object(one) && kind_of(one) != NULL) {
+      if ((err = add_item(d, one, seq++, diag)) != GS_EOK)
+        goto free_demo;
+    } else {
+      gs_diag_set(diag, path,
+                  "document %zu: expected a Kubernetes object or a List of them "
+                  "(kind: List, items: [...])",
+                  n + 1);
+      err = GS_EPARSE;
+      goto free_demo;
+    }
   }
   json_decref(doc);
   ret->ops = &demo_ops;

@@ -53,6 +53,12 @@ static bool decode_args(const struct gs_http_request *req, struct gs_api_args *a
   return true;
 }
 
+/* The demo takes a pod it does not hold as created (cluster.h). */
+static void offer_pod(struct gs_server *s, const struct gs_api_args *args) {
+  if (s->cluster.ops->pod_offered != NULL)
+    s->cluster.ops->pod_offered(s->cluster.self, args->pod);
+}
+
 /* gpushare_filter_rejections_total by reason code: a run of nodes with the
  * same code is added at once (code NULL ends the last run), not one
  * registry update per node. Codes are gs__reason_code's static strings. */
@@ -97,6 +103,7 @@ static void route_filter(struct gs_server *s, const struct gs_http_request *req,
     respond(resp, 200, "application/json", gs_api_filter_error_dump(err));
     goto done;
   }
+  offer_pod(s, &args);
   /* gs_sched_filter writes every entry; zeroing 272 bytes a node was waste. */
   res = gs_malloc((args.nnodes ? args.nnodes : 1) * sizeof *res);
   out = gs_api_filter_result_new(args.by_names);
@@ -157,6 +164,7 @@ static void route_prioritize(struct gs_server *s, const struct gs_http_request *
     respond_error(resp, 400, err);
     goto done;
   }
+  offer_pod(s, &args);
   res = gs_malloc((args.nnodes ? args.nnodes : 1) * sizeof *res); /* all written */
   scores = gs_calloc(args.nnodes ? args.nnodes : 1, sizeof *scores);
   if (res == NULL || scores == NULL ||

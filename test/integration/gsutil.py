@@ -57,6 +57,20 @@ def truth_from_pods(pods, unit_default=1024):
     return used
 
 
+def wait_until(cond, timeout, what, interval=0.05):
+    """Polls cond() until true; a generous deadline, never a fixed sleep
+    (the test command also runs at load 10 on 2 cores, and under valgrind)."""
+    if os.environ.get("GS_VALGRIND"):
+        timeout *= 6
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        v = cond()
+        if v:
+            return v
+        time.sleep(interval)
+    raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
+
+
 def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

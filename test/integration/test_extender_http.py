@@ -5,9 +5,13 @@ import re
 import os
 import socket
 import subprocess
+import tempfile
 import unittest
 
-from gsutil import DGX1_LINKS, EXTENDER, Extender, configmap, node, pod
+import yaml
+
+from gsutil import (DGX1_LINKS, EXTENDER, Extender, configmap, free_port, http_status, node, pod,
+                    wait_until)
 
 
 def bound_pod(name, node_name, allocation, unit_mib=1024, ns="default"):
@@ -531,6 +535,66 @@ class Preempt(unittest.TestCase):
             self.assertEqual(st, 400, body)
             self.assertNotEqual(json.loads(raw)["Error"], "", body)
         self.assertEqual(self.ext.request("GET", "/gpushare-scheduler/preempt", b"")[0], 405)
+
+
+class WhatIf(unittest.TestCase):
+    """Issue 16 item 7: the demo as a what-if tool. A pod the file does not
+    hold, sent in a filter request as a driver playing kube-scheduler sends
+    it, is taken as created (Pending): prioritize and bind then work for it;
+    and a multi-document YAML file is read whole."""
+
+    def test_a_pod_the_demo_does_not_hold_can_be_bound(self):
+        ext = Extender([node("gpu-a", "share", gpus=2, units=32)])
+        try:
+            p = pod("what-if", units=10)
+            chosen, b = cycle(ext, p, ["gpu-a"])
+            self.assertEqual((chosen, b), ("gpu-a", {"Error": ""}))
+            self.assertEqual(gpu_used(ext.ledger(), "gpu-a"), [10 * 1024, 0])
+            self.assertIn('msg="demo: pod taken as created (Pending)" pod=default/what-if',
+                          ext.logtext())
+            # bound now: a second bind of the same pod is the same answer, no double charge
+            st, again, _ = ext.post("bind", {"PodName": "what-if", "PodNamespace": "default",
+                                             "PodUID": p["metadata"]["uid"], "Node": "gpu-a"})
+            self.assertEqual(again, {"Error": ""})
+            self.assertEqual(gpu_used(ext.ledger(), "gpu-a"), [10 * 1024, 0])
+            # a pod never offered is still unknown
+            st, res, _ = ext.post("bind", {"PodName": "never", "PodNamespace": "default",
+                                           "PodUID": "u", "Node": "gpu-a"})
+            self.assertIn("not found", res["Error"])
+        finally:
+            ext.close()
+
+    def test_every_document_of_a_yaml_file_is_read(self):
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "cluster.yaml")
+            bound = pod("bound-b", units=4)
+            bound["spec"]["nodeName"] = "gpu-b"
+            bound["metadata"]["annotations"] = {"ALIYUN_COM_GPU_MEM_IDX": "0",
+                                                "ALIYUN_COM_GPU_MEM_POD": "4"}
+            docs = [{"apiVersion": "v1", "kind": "List",
+                     "items": [node("gpu-a", "share", gpus=1, units=16)]},
+                    node("gpu-b", "share", gpus=1, units=16), None, bound]
+            with open(path, "w") as f:
+                f.write("\n---\n".join(yaml.safe_dump(x) if x else "" for x in docs))
+            port = free_port()
+            proc = subprocess.Popen([EXTENDER, "--demo", path, "--listen", f"127.0.0.1:{port}"],
+                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            try:
+                wait_until(lambda: http_status(f"http://127.0.0.1:{port}", "/readyz")[0] == 200,
+                           20, "the demo extender")
+                led = json.loads(http_status(f"http://127.0.0.1:{port}", "/debug/ledger")[1])
+                self.assertEqual([n["name"] for n in led["nodes"]], ["gpu-a", "gpu-b"])
+                self.assertEqual(gpu_used(led, "gpu-b"), [4 * 1024])
+            finally:
+                proc.terminate()
+                proc.wait(timeout=20)
+            # a document that is no object: refused, naming it
+            with open(path, "w") as f:
+                f.write(yaml.safe_dump(node("gpu-a", "share", gpus=1, units=16)) + "---\n- 1\n")
+            r = subprocess.run([EXTENDER, "--demo", path, "--listen", "127.0.0.1:0"],
+                               capture_output=True, text=True, timeout=20)
+            self.assertEqual(r.returncode, 2)
+            self.assertIn("document 2: expected a Kubernetes object", r.stderr)
 
 
 class Unhealthy(unittest.TestCase):

@@ -14,7 +14,8 @@ import unittest
 import urllib.error
 import urllib.request
 
-from gsutil import EXTENDER, SOURCE, configmap, free_port, http_status, node, pod, truth_from_pods
+from gsutil import (EXTENDER, SOURCE, configmap, free_port, http_status, node, pod, truth_from_pods,
+                    wait_until)
 
 sys.path.insert(0, os.path.join(SOURCE, "test", "apiserver"))
 from kube_apiserver import FakeApiServer  # noqa: E402
@@ -101,19 +102,6 @@ class Ext:
             if self.proc.returncode == 99 or "ERROR SUMMARY: 0 errors" not in report:
                 raise AssertionError("valgrind found errors:\n" + report[-6000:])
 
-
-def wait_until(cond, timeout, what, interval=0.05):
-    """Polls cond() until true; a generous deadline, never a fixed sleep
-    (the test command also runs at load 10 on 2 cores, and under valgrind)."""
-    if os.environ.get("GS_VALGRIND"):
-        timeout *= 6
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        v = cond()
-        if v:
-            return v
-        time.sleep(interval)
-    raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
 
 
 def used_by_gpu(ledger):

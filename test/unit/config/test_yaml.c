@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #define DATA GS_TEST_DATA "/config/"
 
@@ -510,6 +511,41 @@ static void test_documents(void **state) {
   json_decref(doc);
 }
 
+/* gs_yaml_load_file_docs (the demo's file, issue 16 item 7): every
+ * document, empty ones left out, anchors per document. */
+static void test_all_documents(void **state) {
+  char path[] = "/tmp/gs-yaml-docs-XXXXXX";
+  struct gs_diag d = {"", ""};
+  json_t *docs = NULL;
+  int fd = mkstemp(path);
+  FILE *f;
+  (void)state;
+  assert_true(fd >= 0);
+  f = fdopen(fd, "w");
+  fputs("a: &x 1\nb: *x\n---\n---\n# nothing\n---\n- 2\n...\n--- 3\n", f);
+  fclose(f);
+  assert_int_equal(gs_yaml_load_file_docs(path, &docs, &d), GS_EOK);
+  assert_int_equal(json_array_size(docs), 3);
+  assert_int(json_object_get(json_array_get(docs, 0), "b"), 1);
+  assert_int(json_array_get(json_array_get(docs, 1), 0), 2);
+  assert_int(json_array_get(docs, 2), 3);
+  json_decref(docs);
+  /* an anchor of another document is not there */
+  f = fopen(path, "w");
+  fputs("a: &x 1\n---\nb: *x\n", f);
+  fclose(f);
+  docs = NULL;
+  assert_int_not_equal(gs_yaml_load_file_docs(path, &docs, &d), GS_EOK);
+  assert_null(docs);
+  assert_non_null(strstr(d.text, "x"));
+  /* an error in a later document is an error */
+  f = fopen(path, "w");
+  fputs("a: 1\n---\nb: [unclosed\n", f);
+  fclose(f);
+  assert_int_not_equal(gs_yaml_load_file_docs(path, &docs, &d), GS_EOK);
+  unlink(path);
+}
+
 static void test_syntax_errors(void **state) {
   (void)state;
   struct gs_diag d;
@@ -634,6 +670,7 @@ int main(void) {
       cmocka_unit_test(test_scalar_errors),
       cmocka_unit_test(test_keys),
       cmocka_unit_test(test_anchors),
+      cmocka_unit_test(test_all_documents),
       cmocka_unit_test(test_merge_keys),
       cmocka_unit_test(test_alias_errors),
       cmocka_unit_test(test_billion_laughs),
