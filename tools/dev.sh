@@ -1,6 +1,11 @@
 #!/usr/bin/env bash
 # gpushare's one entry point for people and CI.
-#   tools/dev.sh demo    set up, build, and run the embedded demo cluster
+#   tools/dev.sh demo [--keep-running] [CLUSTER.yaml]
+#                        set up what the demo needs (Debian packages), build
+#                        quietly into build-demo/, and run the embedded demo
+#                        cluster (deploy/demo/cluster.yaml): the seed
+#                        scenarios through the HTTP verbs, then the ledger;
+#                        --keep-running keeps the printed URL serving
 #   tools/dev.sh test    set up; build the pinned Kubernetes control plane from
 #                        its Go modules (cached); fuzz every decoder (clang,
 #                        libFuzzer, bounded); the threaded tests under TSan; the
@@ -19,14 +24,17 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 jobs=$(nproc 2>/dev/null || echo 2)
 
-# Everything the build, the tests and the demo use, as Debian packages.
-packages=(build-essential cmake pkg-config git ca-certificates curl openssl
-          libcurl4-openssl-dev libjansson-dev libyaml-dev libcmocka-dev libmicrohttpd-dev
-          python3 python3-yaml clang libclang-rt-14-dev valgrind)
+# What the demo needs (build and run), as Debian packages; the test command
+# adds the test tools.
+demo_packages=(build-essential cmake pkg-config ca-certificates
+               libcurl4-openssl-dev libjansson-dev libyaml-dev libmicrohttpd-dev
+               python3 python3-yaml)
+packages=("${demo_packages[@]}" git curl openssl libcmocka-dev clang libclang-rt-14-dev valgrind)
 
-setup() {
-  local missing=()
-  for p in "${packages[@]}"; do
+setup() { # setup [PACKAGE...] (default: everything the tests need)
+  local want=("$@") missing=()
+  [ ${#want[@]} -eq 0 ] && want=("${packages[@]}")
+  for p in "${want[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
   done
   [ ${#missing[@]} -eq 0 ] && return 0
@@ -59,9 +67,27 @@ case "${1:-help}" in
     GS_BUILD_DIR="$root/build" exec python3 "$root/test/k8s/kcluster.py" up
     ;;
   demo)
-    setup
-    build "$root/build" -DCMAKE_BUILD_TYPE=RelWithDebInfo
-    exec python3 "$root/tools/demo.py" --build "$root/build" "$root/deploy/demo/cluster.yaml"
+    # tools/dev.sh demo [--keep-running] [CLUSTER.yaml]
+    setup "${demo_packages[@]}"
+    # the build is quiet: its output goes to a log, shown only if it fails
+    mkdir -p "$root/build-demo"
+    log="$root/build-demo/build.log"
+    if ! { cmake -S "$root" -B "$root/build-demo" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGS_TESTS=OFF &&
+           cmake --build "$root/build-demo" -j"$jobs"; } >"$log" 2>&1; then
+      cat "$log" >&2
+      echo "demo: the build failed (log above, also in $log)" >&2
+      exit 1
+    fi
+    shift
+    cluster="$root/deploy/demo/cluster.yaml"
+    extra=()
+    for a in "$@"; do
+      case "$a" in
+        --*) extra+=("$a") ;;
+        *) cluster=$a ;;
+      esac
+    done
+    exec python3 "$root/tools/demo.py" --build "$root/build-demo" "${extra[@]}" "$cluster"
     ;;
   test)
     setup
