@@ -96,6 +96,7 @@ struct gs_shim *gs_shim_new(const char *args_json, size_t len, const char *cm_js
   struct gs_shim *s = gs_calloc(1, sizeof *s);
   bool ok = s != NULL;
   gs_policy_init(&policy);
+  gs_log_set_style(GS_LOG_KLOG); /* inside kube-scheduler: its log's format */
   if (s == NULL) {
     snprintf(err, errlen, "out of memory");
   } else {
