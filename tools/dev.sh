@@ -29,7 +29,8 @@ jobs=$(nproc 2>/dev/null || echo 2)
 demo_packages=(build-essential cmake pkg-config ca-certificates
                libcurl4-openssl-dev libjansson-dev libyaml-dev libmicrohttpd-dev
                python3 python3-yaml)
-packages=("${demo_packages[@]}" git curl openssl libcmocka-dev clang libclang-rt-14-dev valgrind)
+packages=("${demo_packages[@]}" git curl openssl libcmocka-dev clang libclang-rt-14-dev valgrind
+          prometheus) # promtool and a real Prometheus: deploy/monitoring's tests
 
 setup() { # setup [PACKAGE...] (default: everything the tests need)
   local want=("$@") missing=()
