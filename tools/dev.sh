@@ -27,7 +27,7 @@ jobs=$(nproc 2>/dev/null || echo 2)
 # What the demo needs (build and run), as Debian packages; the test command
 # adds the test tools.
 demo_packages=(build-essential cmake pkg-config ca-certificates
-               libcurl4-openssl-dev libjansson-dev libyaml-dev libmicrohttpd-dev
+               libcurl4-openssl-dev libjansson-dev libyaml-dev libmicrohttpd-dev libgnutls28-dev
                python3 python3-yaml)
 packages=("${demo_packages[@]}" git curl openssl libcmocka-dev clang libclang-rt-14-dev valgrind
           prometheus) # promtool and a real Prometheus: deploy/monitoring's tests

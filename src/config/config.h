@@ -49,6 +49,7 @@ struct gs_config {
   char lease_name[GS_NAME_MAX + 1]; /* "gpushare-extender" */
   char tls_cert_file[GS_PATH_MAX];
   char tls_key_file[GS_PATH_MAX];
+  char tls_client_ca_file[GS_PATH_MAX]; /* "" = no client certificates asked */
   enum gs_log_lvl log_level;      /* info */
   bool invalid_config_ignore;       /* --on-invalid-config ignore (default exit) */
   struct gs_policy policy;          /* docs/contract.md §6 keys (defaults applied) */

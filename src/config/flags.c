@@ -33,6 +33,7 @@ enum opt_id {
   O_LEASE,
   O_TLS_CERT,
   O_TLS_KEY,
+  O_TLS_CLIENT_CA,
   O_LOG_LEVEL,
   O_ON_INVALID,
   O_CONFIG,
@@ -59,6 +60,7 @@ static const struct opt opts[] = {
     {"lease", O_LEASE, O_VALUE, true},
     {"tls-cert-file", O_TLS_CERT, O_VALUE, true},
     {"tls-key-file", O_TLS_KEY, O_VALUE, true},
+    {"tls-client-ca-file", O_TLS_CLIENT_CA, O_VALUE, true},
     {"log-level", O_LOG_LEVEL, O_VALUE, true},
     {"on-invalid-config", O_ON_INVALID, O_VALUE, true},
     {"config", O_CONFIG, O_VALUE, false},
@@ -305,6 +307,8 @@ static enum gs_err set_opt(struct gs_config *cfg, const struct opt *o, const cha
     return set_path(cfg->tls_cert_file, sizeof cfg->tls_cert_file, value, &src, diag);
   case O_TLS_KEY:
     return set_path(cfg->tls_key_file, sizeof cfg->tls_key_file, value, &src, diag);
+  case O_TLS_CLIENT_CA:
+    return set_path(cfg->tls_client_ca_file, sizeof cfg->tls_client_ca_file, value, &src, diag);
   case O_CONFIGMAP:
   case O_LEASE: {
     bool cm = o->id == O_CONFIGMAP;
@@ -557,6 +561,12 @@ enum gs_err gs_config_from_args(int argc, char **argv, struct gs_config *ret,
     err = GS_EINVAL;
     goto free_cfg;
   }
+  if (cfg->tls_client_ca_file[0] != '\0' && cfg->tls_cert_file[0] == '\0') {
+    gs_diag_set(diag, "", "--tls-client-ca-file needs HTTPS: give --tls-cert-file and "
+                          "--tls-key-file too");
+    err = GS_EINVAL;
+    goto free_cfg;
+  }
 done:
   *ret = *cfg;
   *ret_action = action;
@@ -590,6 +600,9 @@ const char *gs_config_usage(void) {
          "  --tls-cert-file FILE     serve HTTPS with this certificate (PEM); needs\n"
          "                           --tls-key-file (default: plain HTTP)\n"
          "  --tls-key-file FILE      the certificate's private key (PEM)\n"
+         "  --tls-client-ca-file F   HTTPS: the verbs (POST) answer only clients\n"
+         "                           presenting a certificate signed by this CA\n"
+         "                           (PEM); GET routes stay open (default: none)\n"
          "  --log-level LEVEL        error, warn, info or debug (default info)\n"
          "  --on-invalid-config W    a ConfigMap value that is invalid at start-up:\n"
          "                           exit (status 2, naming the key) or ignore (its\n"

@@ -477,6 +477,15 @@ void gs__server_handle(void *ctx, const struct gs_http_request *req,
       respond_error(resp, 405, "method not allowed: use POST");
       return;
     }
+    if (s->cfg.tls_client_ca_file[0] != '\0' && !req->client_verified) {
+      /* docs/security.md: only kube-scheduler (its extender tlsConfig
+       * certificate) may call the verbs */
+      gs_log(GS_LVL_WARN, "verb refused: no verified client certificate", "path=%s remote=%s",
+             path, req->remote);
+      respond_error(resp, 403, "a client certificate signed by the --tls-client-ca-file CA "
+                               "is required");
+      return;
+    }
     if (!configured) { /* still reading the configuration from the apiserver */
       if (i == 1 || i == 3)
         respond_error(resp, 503, "not ready");
@@ -577,6 +586,7 @@ enum gs_err gs_server_listen(struct gs_server *s, struct gs_diag *diag) {
   opts.listen = s->cfg.listen;
   opts.tls_cert_file = s->cfg.tls_cert_file[0] ? s->cfg.tls_cert_file : NULL;
   opts.tls_key_file = s->cfg.tls_key_file[0] ? s->cfg.tls_key_file : NULL;
+  opts.tls_client_ca_file = s->cfg.tls_client_ca_file[0] ? s->cfg.tls_client_ca_file : NULL;
   opts.body_max = GS_API_BODY_MAX;
   s->http = gs_http_start(&opts, gs__server_handle, s, diag);
   if (s->http == NULL)

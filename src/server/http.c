@@ -26,6 +26,8 @@
 
 #include <microhttpd.h>
 
+#include <gnutls/gnutls.h>
+
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -76,6 +78,7 @@ struct gs_http_server {
   pthread_t starter;
   bool capturing;
   char start_err[200];
+  bool client_ca; /* tls_client_ca_file given: verify client certificates */
 };
 
 /* State of one request, from the URI callback to the completion callback. */
@@ -459,6 +462,24 @@ static void format_remote(struct MHD_Connection *c, char *out, size_t out_size) 
     snprintf(out, out_size, "%s:%s", host, port);
 }
 
+/* The client's certificate, verified against the trust list of the
+ * daemon's credentials (tls_client_ca_file): present, signed by the CA,
+ * in its validity period. */
+static bool client_verified(struct gs_http_server *s, struct MHD_Connection *c) {
+  const union MHD_ConnectionInfo *ci;
+  unsigned int status = 0, n = 0;
+  gnutls_session_t session;
+  if (!s->client_ca)
+    return false;
+  ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_GNUTLS_SESSION);
+  if (ci == NULL || ci->tls_session == NULL)
+    return false;
+  session = (gnutls_session_t)ci->tls_session;
+  if (gnutls_certificate_get_peers(session, &n) == NULL || n == 0)
+    return false;
+  return gnutls_certificate_verify_peers2(session, &status) == GNUTLS_E_SUCCESS && status == 0;
+}
+
 static enum MHD_Result dispatch(struct gs_http_server *s, struct MHD_Connection *c,
                                 struct req *r, const char *url, const char *method) {
   char remote[ADDR_TEXT_MAX];
@@ -474,6 +495,7 @@ static enum MHD_Result dispatch(struct gs_http_server *s, struct MHD_Connection 
   req.content_type =
       MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
   req.remote = remote;
+  req.client_verified = client_verified(s, c);
   s->fn(s->ctx, &req, &resp);
   /* The body is no longer needed: release it before the response is sent. */
   gs_free(r->buf);
@@ -653,8 +675,8 @@ struct gs_http_server *gs_http_start(const struct gs_http_opts *opts, gs_http_ha
                                      void *ctx, struct gs_diag *diag) {
   struct gs_http_server *s;
   struct sockaddr_storage addr;
-  char *cert = NULL, *key = NULL;
-  struct MHD_OptionItem items[12];
+  char *cert = NULL, *key = NULL, *trust = NULL;
+  struct MHD_OptionItem items[13];
   unsigned conn_limit, threads, per_ip, timeout, flags, n = 0;
   const union MHD_DaemonInfo *info;
   bool tls;
@@ -666,6 +688,10 @@ struct gs_http_server *gs_http_start(const struct gs_http_opts *opts, gs_http_ha
   tls = opts->tls_cert_file != NULL || opts->tls_key_file != NULL;
   if (tls && (opts->tls_cert_file == NULL || opts->tls_key_file == NULL)) {
     gs_diag_set(diag, "tls", "a TLS certificate file and a key file must be given together");
+    return NULL;
+  }
+  if (opts->tls_client_ca_file != NULL && !tls) {
+    gs_diag_set(diag, "tls", "a client CA needs HTTPS: give the TLS certificate and key too");
     return NULL;
   }
   if (tls && MHD_is_feature_supported(MHD_FEATURE_TLS) != MHD_YES) {
@@ -699,6 +725,10 @@ struct gs_http_server *gs_http_start(const struct gs_http_opts *opts, gs_http_ha
       goto free_server;
     if ((key = read_pem(opts->tls_key_file, "key", diag)) == NULL)
       goto free_pems;
+    if (opts->tls_client_ca_file != NULL &&
+        (trust = read_pem(opts->tls_client_ca_file, "client CA", diag)) == NULL)
+      goto free_pems;
+    s->client_ca = trust != NULL;
   }
   if (!resolve_listen(opts->listen, &addr, diag))
     goto free_pems;
@@ -720,6 +750,10 @@ struct gs_http_server *gs_http_start(const struct gs_http_opts *opts, gs_http_ha
   if (tls) {
     items[n++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_CERT, 0, cert};
     items[n++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_KEY, 0, key};
+    /* clients are asked for a certificate; the handler is told whether it
+     * verified (client_verified) */
+    if (trust != NULL)
+      items[n++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_TRUST, 0, trust};
   }
   items[n] = (struct MHD_OptionItem){MHD_OPTION_END, 0, NULL};
 
@@ -742,6 +776,7 @@ struct gs_http_server *gs_http_start(const struct gs_http_opts *opts, gs_http_ha
   }
   /* GnuTLS copied the credentials while the daemon started. */
   gs_free(cert);
+  gs_free(trust);
   free_secret(key);
   info = MHD_get_daemon_info(s->daemon, MHD_DAEMON_INFO_BIND_PORT);
   s->port = info != NULL ? info->port : 0;
@@ -751,6 +786,7 @@ stop_linger:
   linger_stop(s->linger);
 free_pems:
   gs_free(cert);
+  gs_free(trust);
   free_secret(key);
 free_server:
   gs_free(s);

@@ -23,6 +23,7 @@
 
 #include <gpushare/err.h>
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -49,6 +50,9 @@ struct gs_http_request {
   size_t body_len;
   const char *content_type; /* Content-Type header or NULL */
   const char *remote;       /* client "ADDR:PORT" ("[ADDR]:PORT" for IPv6) */
+  /* With tls_client_ca_file: the client presented a certificate that the
+   * CA signed and that verifies (time, chain). Always false otherwise. */
+  bool client_verified;
 };
 
 /* The handler's answer. The adapter pre-fills status 200, content_type
@@ -72,6 +76,9 @@ struct gs_http_opts {
                                 IPv4 addresses); HOST may be a name; port 0 = any */
   const char *tls_cert_file; /* both set → HTTPS (PEM files), neither → HTTP; */
   const char *tls_key_file;  /* only one of them set is an error */
+  const char *tls_client_ca_file; /* HTTPS only: ask clients for a certificate and
+                                     verify it against this CA (PEM); the
+                                     handler sees req.client_verified */
   size_t body_max;           /* 0 → 16 MiB. Larger bodies → 413, handler not called */
   unsigned conn_limit;       /* 0 → 1024 */
   unsigned conn_timeout_s;   /* idle/slow-client timeout, 0 → 30 */

@@ -571,6 +571,7 @@ class DeploymentTest(unittest.TestCase):
             args = tls_args()
             args[args.index("--tls-cert-file") + 1] = crt
             args[args.index("--tls-key-file") + 1] = key
+            args[args.index("--tls-client-ca-file") + 1] = crt  # a CA file: any PEM works here
             port = gsutil.free_port()
             args += ["--demo", os.path.join(DEPLOY, "demo", "cluster.yaml"),
                      "--listen", f"127.0.0.1:{port}"]
@@ -1009,7 +1010,7 @@ class DockerfileTest(unittest.TestCase):
         self.assertLessEqual({"build-essential", "cmake", "pkg-config"}, build)
         dev = {"jansson": "libjansson-dev", "yaml-0.1": "libyaml-dev",
                "libcurl": "libcurl4-openssl-dev", "libmicrohttpd": "libmicrohttpd-dev",
-               "cmocka": "libcmocka-dev"}
+               "gnutls": "libgnutls28-dev", "cmocka": "libcmocka-dev"}
         cmake = read("CMakeLists.txt") + read("test", "CMakeLists.txt")
         for module in re.findall(r"pkg_check_modules\(\w+ REQUIRED IMPORTED_TARGET ([\w.-]+)\)", cmake):
             self.assertIn(dev[module], build, module)
@@ -1029,7 +1030,7 @@ class DockerfileTest(unittest.TestCase):
     def test_runtime_stage(self):
         final = dockerfile_stages()[-1]
         pkgs = apt_packages(final)
-        self.assertEqual(pkgs, {"libcurl4", "libjansson4", "libyaml-0-2", "libmicrohttpd12",
+        self.assertEqual(pkgs, {"libcurl4", "libjansson4", "libyaml-0-2", "libmicrohttpd12", "libgnutls30",
                                 "ca-certificates"})
         self.assertFalse([p for p in pkgs if p.endswith("-dev")])
         users = [l.split()[1] for l in final["lines"] if l.upper().startswith("USER ")]

@@ -12,6 +12,7 @@ import tempfile
 import threading
 import time
 import unittest
+import urllib.error
 import urllib.request
 
 from gsutil import EXTENDER, free_port, node, pod
@@ -226,6 +227,89 @@ class Tls(unittest.TestCase):
             finally:
                 proc.terminate()
                 proc.wait(timeout=10)
+
+
+    def test_verbs_need_a_client_certificate_from_the_client_ca(self):
+        """Issue 16 item 3: with --tls-client-ca-file only a client
+        presenting a certificate signed by that CA may call the verbs (403
+        otherwise, the ledger unchanged); GET routes (probes, metrics) stay
+        open."""
+        with tempfile.TemporaryDirectory() as d:
+            run = lambda *a: subprocess.run(a, cwd=d, check=True, capture_output=True)
+            for ca in ("ca", "other-ca"):
+                run("openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2",
+                    "-subj", f"/CN=gpushare-{ca}", "-keyout", f"{ca}.key", "-out", f"{ca}.crt")
+            with open(os.path.join(d, "srv.cnf"), "w") as f:
+                f.write("subjectAltName=IP:127.0.0.1\n")
+            with open(os.path.join(d, "cli.cnf"), "w") as f:
+                f.write("extendedKeyUsage=clientAuth\n")
+            for name, ca, ext in (("srv", "ca", "srv.cnf"), ("client", "ca", "cli.cnf"),
+                                  ("stranger", "other-ca", "cli.cnf")):
+                run("openssl", "req", "-newkey", "rsa:2048", "-nodes", "-subj", f"/CN={name}",
+                    "-keyout", f"{name}.key", "-out", f"{name}.csr")
+                run("openssl", "x509", "-req", "-in", f"{name}.csr", "-CA", f"{ca}.crt", "-CAkey",
+                    f"{ca}.key", "-CAcreateserial", "-days", "2", "-extfile", ext, "-out", f"{name}.crt")
+            cluster = os.path.join(d, "c.json")
+            with open(cluster, "w") as f:
+                json.dump({"kind": "List", "items": [node("n", "share", gpus=1, units=16),
+                                                     pod("p", units=4)]}, f)
+            port = free_port()
+            log = open(os.path.join(d, "ext.log"), "w")
+            proc = subprocess.Popen([EXTENDER, "--demo", cluster, "--listen", f"127.0.0.1:{port}",
+                                     "--tls-cert-file", os.path.join(d, "srv.crt"),
+                                     "--tls-key-file", os.path.join(d, "srv.key"),
+                                     "--tls-client-ca-file", os.path.join(d, "ca.crt")],
+                                    stdout=log, stderr=subprocess.STDOUT)
+            base = f"https://127.0.0.1:{port}"
+
+            def call(path, body=None, cert=None):
+                ctx = ssl.create_default_context(cafile=os.path.join(d, "ca.crt"))
+                if cert:
+                    ctx.load_cert_chain(os.path.join(d, f"{cert}.crt"), os.path.join(d, f"{cert}.key"))
+                data = json.dumps(body).encode() if body is not None else None
+                req = urllib.request.Request(base + path, data=data, method="POST" if data else "GET",
+                                             headers={"Content-Type": "application/json"})
+                try:
+                    with urllib.request.urlopen(req, context=ctx, timeout=10) as r:
+                        return r.status, json.loads(r.read() or b"null") if data else r.read()
+                except urllib.error.HTTPError as e:
+                    return e.code, json.loads(e.read())
+            try:
+                wait_until(lambda: self._ok(call, "/readyz"), 20, "the HTTPS extender")
+                bind = {"PodName": "p", "PodNamespace": "default", "PodUID": "uid-default-p", "Node": "n"}
+                for who in (None, "stranger"):
+                    st, body = call("/gpushare-scheduler/bind", bind, cert=who)
+                    self.assertEqual((st, body), (403, {"Error": "a client certificate signed by the "
+                                                               "--tls-client-ca-file CA is required"}), who)
+                    st, body = call("/gpushare-scheduler/filter",
+                                    {"Pod": pod("p", units=4), "NodeNames": ["n"]}, cert=who)
+                    self.assertEqual(st, 403, who)
+                self.assertEqual(call("/debug/ledger")[0], 200)  # GET stays open
+                led = json.loads(call("/debug/ledger")[1])
+                self.assertEqual(led["nodes"][0]["gpus"][0]["usedMiB"], 0)  # nothing bound
+                st, body = call("/gpushare-scheduler/bind", bind, cert="client")
+                self.assertEqual((st, body), (200, {"Error": ""}))
+                led = json.loads(call("/debug/ledger")[1])
+                self.assertEqual(led["nodes"][0]["gpus"][0]["usedMiB"], 4 * 1024)
+            finally:
+                proc.terminate()
+                proc.wait(timeout=10)
+                log.close()
+            with open(os.path.join(d, "ext.log")) as f:
+                self.assertIn('msg="verb refused: no verified client certificate" '
+                              'path=/gpushare-scheduler/bind', f.read())
+            # without HTTPS the flag is refused
+            r = subprocess.run([EXTENDER, "--demo", cluster, "--tls-client-ca-file",
+                                os.path.join(d, "ca.crt")], capture_output=True, text=True, timeout=10)
+            self.assertEqual(r.returncode, 2)
+            self.assertIn("--tls-client-ca-file needs HTTPS", r.stderr)
+
+    @staticmethod
+    def _ok(call, path):
+        try:
+            return call(path)[0] == 200
+        except OSError:
+            return False
 
 
 if __name__ == "__main__":

@@ -355,12 +355,13 @@ class ControlPlane:
 
     def __init__(self, workdir, bindir=None, ext_url=None, scheduler_config=None,
                  scheduler=True, controller_manager=True, scheduler_name=None,
-                 scheduler_binary=None, extra_scheduler_args=(), scheduler_via=None):
+                 scheduler_binary=None, extra_scheduler_args=(), scheduler_via=None,
+                 ext_scheme="http"):
         self.dir = workdir
         os.makedirs(self.dir, exist_ok=True)
         self.bindir = bindir or k8s_bin_dir()
         self.ext_port = free_port()
-        self.ext_url = ext_url or f"http://127.0.0.1:{self.ext_port}"
+        self.ext_url = ext_url or f"{ext_scheme}://127.0.0.1:{self.ext_port}"
         self.scheduler_config = scheduler_config or os.path.join(
             SOURCE, "deploy", "scheduler", "kube-scheduler-config.yaml")
         self.want_scheduler = scheduler
@@ -669,10 +670,14 @@ class ControlPlane:
 class Extender:
     """gpushare-extender against the control plane, as its ServiceAccount."""
 
-    def __init__(self, cp, port=None, args=(), name="gpushare-extender", binary=None):
+    def __init__(self, cp, port=None, args=(), name="gpushare-extender", binary=None,
+                 ssl_context=None):
         self.cp = cp
         self.port = port or cp.ext_port
-        self.base = f"http://127.0.0.1:{self.port}"
+        # HTTPS when given the context that verifies it (and, for the verbs,
+        # presents a client certificate)
+        self.ctx = ssl_context
+        self.base = f"{'https' if ssl_context else 'http'}://127.0.0.1:{self.port}"
         binary = binary or os.path.join(BUILD, "src", "gpushare-extender")
         cmd = [binary, "--kubeconfig", cp.extender_kubeconfig(),
                "--listen", f"127.0.0.1:{self.port}", *args]
@@ -685,7 +690,15 @@ class Extender:
         cp.procs[self.proc.name] = self.proc
 
     def status(self, path):
-        return gsutil.http_status(self.base, path)
+        if self.ctx is None:
+            return gsutil.http_status(self.base, path)
+        try:
+            with urllib.request.urlopen(self.base + path, context=self.ctx, timeout=5) as r:
+                return r.status, r.read()
+        except urllib.error.HTTPError as e:
+            return e.code, e.read()
+        except OSError:
+            return 0, b""
 
     def ready(self):
         return self.status("/readyz")[0] == 200
@@ -708,7 +721,7 @@ class Extender:
         req = urllib.request.Request(f"{self.base}/gpushare-scheduler/{verb}",
                                      data=json.dumps(body).encode(), method="POST",
                                      headers={"Content-Type": "application/json"})
-        with urllib.request.urlopen(req, timeout=30) as r:
+        with urllib.request.urlopen(req, timeout=30, context=self.ctx) as r:
             return json.loads(r.read())
 
     def kill(self, sig=signal.SIGKILL):

@@ -84,7 +84,7 @@ static struct gs_server *fixture(void) {
 
 static char *call(struct gs_server *s, const struct op *op, int *status) {
   struct gs_http_request req = {op->method, op->path, "", op->body, strlen(op->body), NULL,
-                                "127.0.0.1:1"};
+                                "127.0.0.1:1", false};
   struct gs_http_response resp = {200, NULL, NULL, 0};
   gs__server_handle(s, &req, &resp);
   *status = resp.status;
