@@ -9,6 +9,7 @@
 #include "server.h"
 
 #include <signal.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -111,6 +112,9 @@ int main(int argc, char **argv) {
     kopts.leader_elect = cfg.leader_elect;
     kopts.lease_ns = cfg.lease_ns;
     kopts.lease_name = cfg.lease_name;
+    /* the Deployment's downward API: the leader labels its own Pod */
+    kopts.pod_ns = getenv("POD_NAMESPACE");
+    kopts.pod_name = getenv("POD_NAME");
     if (gs_cluster_kube_new(&kopts, &cluster, &diag) != GS_EOK) {
       fprintf(stderr, "gpushare-extender: %s\n", diag.text);
       return 2;

@@ -30,6 +30,12 @@ struct gs_kube_opts {
   bool leader_elect;
   const char *lease_ns, *lease_name; /* NULL → kube-system/gpushare-extender */
   const char *identity;              /* NULL → <hostname>_<uuid> */
+  /* This replica's Pod (the Deployment's downward API: POD_NAMESPACE,
+   * POD_NAME). With leader_elect the leader labels it
+   * gpushare.io/leader=true and the others not, so that a Service selecting
+   * the label reaches the leader while every replica is Ready
+   * (docs/operations.md). NULL: no labels. */
+  const char *pod_ns, *pod_name;
   unsigned lease_duration_s, renew_deadline_s, retry_period_s; /* 0 → 15, 10, 2 */
   unsigned request_timeout_s;                                  /* 0 → 10 */
   const char *sa_dir; /* NULL → /var/run/secrets/kubernetes.io/serviceaccount */

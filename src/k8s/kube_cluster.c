@@ -515,6 +515,8 @@ static void kube_free(struct gs__kube *k) {
   gs_free(k->lease_ns);
   gs_free(k->lease_name);
   gs_free(k->identity);
+  gs_free(k->pod_ns);
+  gs_free(k->pod_name);
   pthread_mutex_destroy(&k->sink_mu);
   pthread_mutex_destroy(&k->mu);
   pthread_mutex_destroy(&k->pool_mu);
@@ -639,6 +641,21 @@ enum gs_err gs_cluster_kube_new(const struct gs_kube_opts *opts, struct gs_clust
     gs_diag_set(diag, "lease", "invalid Lease %s/%s", k->lease_ns, k->lease_name);
     e = GS_EINVAL;
     goto fail;
+  }
+  if (opts->pod_ns != NULL && opts->pod_ns[0] != '\0' && opts->pod_name != NULL &&
+      opts->pod_name[0] != '\0') {
+    if (!dns_ok(opts->pod_ns, GS_NS_MAX) || !dns_ok(opts->pod_name, GS_NAME_MAX)) {
+      gs_diag_set(diag, "pod", "invalid POD_NAMESPACE/POD_NAME %s/%s", opts->pod_ns,
+                  opts->pod_name);
+      e = GS_EINVAL;
+      goto fail;
+    }
+    k->pod_ns = gs_strdup(opts->pod_ns);
+    k->pod_name = gs_strdup(opts->pod_name);
+    if (k->pod_ns == NULL || k->pod_name == NULL) {
+      e = GS_ENOMEM;
+      goto fail;
+    }
   }
   if ((e = make_identity(opts->identity, &k->identity)) != GS_EOK) {
     gs_diag_set(diag, "identity", "invalid leader-election identity");

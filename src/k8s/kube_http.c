@@ -450,7 +450,10 @@ static enum gs_err attempt(struct gs__kube_conn *c, struct gs__kube_handle *h,
   if (l != NULL)
     l = curl_slist_append(hdr = l, "Expect:");
   if (l != NULL && req->body != NULL)
-    l = curl_slist_append(hdr = l, "Content-Type: application/json");
+    l = curl_slist_append(hdr = l, req->content_type != NULL &&
+                                           strcmp(req->content_type, "application/merge-patch+json") == 0
+                                       ? "Content-Type: application/merge-patch+json"
+                                       : "Content-Type: application/json");
   if (l != NULL && token != NULL) {
     size_t n = strlen(token) + 32;
     if ((auth = gs_malloc(n)) == NULL) {

@@ -203,7 +203,8 @@ void gs__kube_handle_wake(struct gs__kube_handle *h);
 typedef bool (*gs__kube_stream_fn)(void *ctx, const char *data, size_t n);
 
 struct gs__kube_req {
-  const char *method; /* "GET", "POST", "PUT" */
+  const char *method; /* "GET", "POST", "PUT", "PATCH" */
+  const char *content_type; /* of body; NULL → application/json */
   const char *path;   /* from the root, with the query: "/api/v1/pods?limit=500" */
   const char *body;   /* JSON, NULL for none */
   size_t body_max;    /* reply cap (0 → GS_KUBE_BODY_MAX) */
@@ -276,6 +277,7 @@ struct gs__kube_event {
 struct gs__kube {
   struct gs__kube_conn conn;
   char *cm_ns, *cm_name, *lease_ns, *lease_name, *identity;
+  char *pod_ns, *pod_name; /* this replica's Pod (leader label), NULL: none */
   bool leader_elect;
   unsigned lease_duration_s, renew_deadline_s, retry_period_s, watch_timeout_s;
   unsigned bo_initial_ms, bo_max_ms;

@@ -223,6 +223,88 @@ static void release(struct lease_state *ls) {
   }
 }
 
+/* ---- the leader label (k8s.h, pod_ns/pod_name) ----------------------------- */
+
+#define LEADER_LABEL "gpushare.io/leader"
+
+static enum gs_err pod_path(struct gs_buf *b, const char *ns, const char *name) {
+  enum gs_err e;
+  if ((e = gs_buf_str(b, "/api/v1/namespaces/")) != GS_EOK || (e = gs__kube_escape(b, ns)) != GS_EOK ||
+      (e = gs_buf_str(b, "/pods")) != GS_EOK)
+    return e;
+  if (name == NULL)
+    return GS_EOK;
+  if ((e = gs_buf_str(b, "/")) != GS_EOK)
+    return e;
+  return gs__kube_escape(b, name);
+}
+
+/* Sets (on) or removes the leader label of Pod ns/name with a JSON merge
+ * patch. Best effort: a failure is logged and the next change retries. */
+static void label_pod(struct lease_state *ls, const char *ns, const char *name, bool on) {
+  struct gs__kube *k = ls->k;
+  struct gs_buf path = {.max = 4096};
+  struct gs__kube_resp resp = {0};
+  struct gs__kube_req req = {
+      .method = "PATCH",
+      .content_type = "application/merge-patch+json",
+      .body = on ? "{\"metadata\":{\"labels\":{\"" LEADER_LABEL "\":\"true\"}}}"
+                 : "{\"metadata\":{\"labels\":{\"" LEADER_LABEL "\":null}}}",
+      .timeout_ms = call_timeout_ms(ls)};
+  enum gs_err e;
+  if (pod_path(&path, ns, name) != GS_EOK) {
+    gs_buf_release(&path);
+    return;
+  }
+  req.path = path.p;
+  e = gs__kube_do(&k->conn, &k->lease_h, &req, &resp);
+  if (e == GS_EOK && resp.code == 200) {
+    gs__kube_log(GS_LVL_INFO, on ? "leader label set" : "leader label removed", "pod=%s/%s", ns,
+                 name);
+  } else if (e == GS_EOK) {
+    struct gs__kube_status st;
+    gs__kube_status_decode(resp.body.p, resp.body.len, resp.code, &st);
+    gs__kube_log(GS_LVL_WARN, "cannot label the pod", "pod=%s/%s code=%ld error=\"%s\"", ns, name,
+                 resp.code, st.message);
+  } else if (e != GS_EAGAIN) {
+    gs__kube_log(GS_LVL_WARN, "cannot label the pod", "pod=%s/%s err=%s error=\"%s\"", ns, name,
+                 gs_strerror(e), resp.error);
+  }
+  gs__kube_resp_release(&resp);
+  gs_buf_release(&path);
+}
+
+/* A new leader: its own Pod labelled first (the Service has an endpoint at
+ * once), then the label taken off every other Pod of its namespace that
+ * still carries it (a replica that lost the lease without saying so). */
+static void label_leader(struct lease_state *ls) {
+  struct gs__kube *k = ls->k;
+  struct gs_buf path = {.max = 4096};
+  struct gs__kube_resp resp = {0};
+  struct gs__kube_req req = {.method = "GET", .timeout_ms = call_timeout_ms(ls)};
+  json_t *list, *item;
+  size_t i;
+  label_pod(ls, k->pod_ns, k->pod_name, true);
+  if (pod_path(&path, k->pod_ns, NULL) != GS_EOK ||
+      gs_buf_str(&path, "?labelSelector=gpushare.io%2Fleader%3Dtrue") != GS_EOK) {
+    gs_buf_release(&path);
+    return;
+  }
+  req.path = path.p;
+  if (gs__kube_do(&k->conn, &k->lease_h, &req, &resp) == GS_EOK && resp.code == 200) {
+    list = json_loadb(resp.body.p, resp.body.len, 0, NULL);
+    json_array_foreach(json_object_get(list, "items"), i, item) {
+      const char *name =
+          json_string_value(json_object_get(json_object_get(item, "metadata"), "name"));
+      if (name != NULL && strcmp(name, k->pod_name) != 0)
+        label_pod(ls, k->pod_ns, name, false);
+    }
+    json_decref(list);
+  }
+  gs__kube_resp_release(&resp);
+  gs_buf_release(&path);
+}
+
 static void announce(struct gs__kube *k, bool leader) {
   pthread_mutex_lock(&k->sink_mu);
   if (k->sink.leader)
@@ -238,6 +320,8 @@ static void step_down(struct gs__kube *k, struct lease_state *ls, bool *announce
   if (*announced) {
     *announced = false;
     announce(k, false);
+    if (k->pod_name != NULL)
+      label_pod(ls, k->pod_ns, k->pod_name, false);
   }
 }
 
@@ -280,6 +364,8 @@ void *gs__lease_main(void *arg) {
   }
   gs__kube_log(GS_LVL_INFO, "leader election started", "lease=%s/%s identity=%s", k->lease_ns,
                k->lease_name, k->identity);
+  if (k->pod_name != NULL) /* a label left by this Pod's previous process */
+    label_pod(&ls, k->pod_ns, k->pod_name, false);
   while (!gs__kube_stopping(k)) {
     int64_t now, next, round_start = gs__kube_now_ms();
     enum round r = try_acquire_or_renew(&ls);
@@ -316,6 +402,8 @@ void *gs__lease_main(void *arg) {
         gs__kube_log(GS_LVL_INFO, "leading", "lease=%s/%s identity=%s", k->lease_ns,
                      k->lease_name, k->identity);
         announce(k, true);
+        if (k->pod_name != NULL)
+          label_leader(&ls);
       }
       if (now >= next || gs__kube_stopping(k))
         break;
@@ -331,8 +419,11 @@ void *gs__lease_main(void *arg) {
   }
   if (ls.leader)
     release(&ls);
-  if (announced)
+  if (announced) {
     announce(k, false);
+    if (k->pod_name != NULL) /* release() let requests run again */
+      label_pod(&ls, k->pod_ns, k->pod_name, false);
+  }
 out:
   json_decref(ls.obj);
   gs_free(ls.path);

@@ -465,8 +465,9 @@ void gs__server_handle(void *ctx, const struct gs_http_request *req,
   bool get = strcmp(req->method, "GET") == 0 || strcmp(req->method, "HEAD") == 0;
   static const char *const post_routes[] = {PREFIX "/filter", PREFIX "/prioritize",
                                             PREFIX "/bind", PREFIX "/preempt"};
-  static const char *const get_routes[] = {"/healthz", "/readyz", "/version", "/metrics",
-                                           "/debug/ledger", PREFIX "/inspect"};
+  static const char *const get_routes[] = {"/healthz",       "/readyz",         "/version",
+                                           "/metrics",       "/debug/ledger",   PREFIX "/inspect",
+                                           "/readyz/replica"};
   char node[GS_NAME_MAX + 1];
   bool configured = atomic_load(&s->configured);
 
@@ -542,10 +543,16 @@ void gs__server_handle(void *ctx, const struct gs_http_request *req,
       else
         respond_view(s, NULL, false, resp);
       return;
-    default:
+    case 5:
       if (!configured)
         break;
       respond_view(s, exact ? NULL : path + len + 1, true, resp);
+      return;
+    default: /* /readyz/replica: a replica able to serve (leader or standby) */
+      if (configured && atomic_load(&s->synced))
+        respond(resp, 200, "text/plain; charset=utf-8", gs_strdup("ok\n"));
+      else
+        respond(resp, 503, "text/plain; charset=utf-8", gs_strdup("cache not synced\n"));
       return;
     }
     respond_error(resp, 503, "not ready");

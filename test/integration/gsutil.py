@@ -47,9 +47,20 @@ def truth_from_pods(pods, unit_default=1024):
         if not p["spec"].get("nodeName") or p.get("status", {}).get("phase") in ("Succeeded", "Failed"):
             continue
         alloc = ann.get("scheduler.framework.gpushare.allocation")
+        unit = int(ann.get("gpushare.io/unit-mib", unit_default))
+        if not alloc and ann.get("ALIYUN_COM_GPU_MEM_IDX") and ann.get("ALIYUN_COM_GPU_MEM_POD"):
+            # bound by Aliyun's extender: the legacy keys only, the pod total
+            # split evenly over the listed GPUs, the remainder on the lowest
+            # (docs/compatibility.md)
+            gpus = sorted(int(g) for g in ann["ALIYUN_COM_GPU_MEM_IDX"].split(","))
+            total = int(ann["ALIYUN_COM_GPU_MEM_POD"])
+            for i, g in enumerate(gpus):
+                units = total // len(gpus) + (total % len(gpus) if i == 0 else 0)
+                key = (p["spec"]["nodeName"], g)
+                used[key] = used.get(key, 0) + units * unit
+            continue
         if not alloc:
             continue
-        unit = int(ann.get("gpushare.io/unit-mib", unit_default))
         for _c, gpus in json.loads(alloc).items():
             for g, units in gpus.items():
                 key = (p["spec"]["nodeName"], int(g))

@@ -194,6 +194,10 @@ def calls():
         ("kube_lease.c", "GET", (apis_lease, "/leases"), "coordination.k8s.io", "leases", "get", lease_ns, lease),
         ("kube_lease.c", "POST", (apis_lease, "/leases"), "coordination.k8s.io", "leases", "create", lease_ns, None),
         ("kube_lease.c", "PUT", (apis_lease, "/leases"), "coordination.k8s.io", "leases", "update", lease_ns, lease),
+        # the leader label on the replica's own Pod (the Deployment's
+        # namespace, the Lease's), and the list of Pods still labelled
+        ("kube_lease.c", "PATCH", (ns_pfx, "/pods"), "", "pods", "patch", lease_ns, None),
+        ("kube_lease.c", "GET", (ns_pfx, "/pods"), "", "pods", "list", lease_ns, None),
     ]
 
 
@@ -378,7 +382,7 @@ class KustomizationTest(unittest.TestCase):
         k = load_one("kustomization.yaml")
         self.assertEqual(k["kind"], "Kustomization")
         self.assertEqual(sorted(k["resources"]),
-                         ["configmap.yaml", "deployment.yaml", "rbac.yaml", "service.yaml"])
+                         ["configmap.yaml", "deployment.yaml", "pdb.yaml", "rbac.yaml", "service.yaml"])
         for r in k["resources"]:
             self.assertTrue(os.path.isfile(os.path.join(DEPLOY, r)), r)
 
@@ -455,17 +459,24 @@ class DeploymentTest(unittest.TestCase):
         names = [n for n, _ in parse_args(container()["args"])]
         self.assertIn("leader-elect", names)
 
-    def test_rollout_cannot_deadlock(self):
-        """Only the leader is ever Ready (/readyz). A rollout that must keep a
-        Ready pod would wait for a new pod to become Ready, which it cannot
-        while the old leader holds the Lease: maxUnavailable must allow every
-        replica to go (or the strategy is Recreate)."""
+    def test_rollout_keeps_a_ready_replica_and_completes(self):
+        """Issue 16 item 2: every replica that has listed the cluster is Ready
+        (/readyz/replica, leader or standby), so a rolling update surges one
+        new pod, waits for it to be Ready and only then stops an old one; it
+        never goes below the replicas asked for, and `rollout status`
+        completes. A PodDisruptionBudget keeps one through drains."""
         s = deployment()["spec"]["strategy"]
-        if s["type"] == "Recreate":
-            return
-        mu = str(s["rollingUpdate"]["maxUnavailable"])
-        replicas = deployment()["spec"]["replicas"]
-        self.assertTrue(mu == "100%" or (mu.isdigit() and int(mu) >= replicas), mu)
+        self.assertEqual(s["type"], "RollingUpdate")
+        self.assertEqual(str(s["rollingUpdate"]["maxUnavailable"]), "0")
+        self.assertGreaterEqual(int(s["rollingUpdate"]["maxSurge"]), 1)
+        self.assertEqual(container()["readinessProbe"]["httpGet"]["path"], "/readyz/replica")
+        pdb = load_one("pdb.yaml")
+        self.assertEqual(pdb["spec"]["minAvailable"], 1)
+        self.assertEqual(pdb["spec"]["selector"]["matchLabels"],
+                         deployment()["spec"]["selector"]["matchLabels"])
+        self.assertLess(pdb["spec"]["minAvailable"], deployment()["spec"]["replicas"])
+        env = {e["name"]: e["valueFrom"]["fieldRef"]["fieldPath"] for e in container()["env"]}
+        self.assertEqual(env, {"POD_NAME": "metadata.name", "POD_NAMESPACE": "metadata.namespace"})
 
     def test_flags_are_the_binarys(self):
         kinds = flag_names()
@@ -500,7 +511,7 @@ class DeploymentTest(unittest.TestCase):
         _, _, get = routes()
         c = container()
         self.assertEqual(c["livenessProbe"]["httpGet"]["path"], "/healthz")
-        self.assertEqual(c["readinessProbe"]["httpGet"]["path"], "/readyz")
+        self.assertEqual(c["readinessProbe"]["httpGet"]["path"], "/readyz/replica")
         for probe in ("startupProbe", "livenessProbe", "readinessProbe"):
             if probe not in c:
                 continue
@@ -621,7 +632,11 @@ class ServiceTest(unittest.TestCase):
         svc = self.service()
         labels = deployment()["spec"]["template"]["metadata"]["labels"]
         self.assertTrue(svc["spec"]["selector"])
-        for k, v in svc["spec"]["selector"].items():
+        sel = dict(svc["spec"]["selector"])
+        # the leader label, set by the code on the leader's own Pod only
+        self.assertEqual(sel.pop("gpushare.io/leader"), "true")
+        self.assertIn('#define LEADER_LABEL "gpushare.io/leader"', read("src", "k8s", "kube_lease.c"))
+        for k, v in sel.items():
             self.assertEqual(labels.get(k), v, k)
         self.assertEqual(svc["metadata"]["namespace"], deployment()["metadata"]["namespace"])
 
@@ -850,8 +865,12 @@ class RbacTest(unittest.TestCase):
                 self.assertEqual(names, (lease,))
 
     def test_no_pod_writes(self):
+        """Pods are read everywhere; the only write is the leader label's
+        patch, in the extender's own namespace."""
         for scope, g, r, v, names in rbac_grants():
-            if r == "pods":
+            if r == "pods" and v == "patch":
+                self.assertEqual(scope, flag_defaults()["lease_ns"])
+            elif r == "pods":
                 self.assertIn(v, ("get", "list", "watch"))
 
     def test_bindings_reference_existing_roles_and_the_sa(self):
@@ -920,6 +939,12 @@ class RbacTrafficTest(unittest.TestCase):
         items = [gsutil.configmap("1GiB"), unhealthy,
                  gsutil.node("gpu-a", "share", gpus=4, units=64)]
         items += [gsutil.pod(f"p{i}", units=2, ns="team-a") for i in range(3)]
+        # the replica's own Pod (the downward API names it), and a former
+        # leader's that still carries the label
+        me = gsutil.pod("gpushare-extender-abc", ns="kube-system")
+        old = gsutil.pod("gpushare-extender-old", ns="kube-system")
+        old["metadata"]["labels"] = {"gpushare.io/leader": "true"}
+        items += [me, old]
         with tempfile.TemporaryDirectory() as tmp, \
                 FakeApiServer(state=items, token="sa-token") as srv:
             kcfg = os.path.join(tmp, "kubeconfig")
@@ -935,10 +960,16 @@ contexts: [{{name: c, context: {{cluster: k, user: sa}}}}]
             base = f"http://127.0.0.1:{port}"
             args = container()["args"] + ["--kubeconfig", kcfg, "--listen", f"127.0.0.1:{port}"]
             log = open(os.path.join(tmp, "ext.log"), "w+")
+            env = dict(os.environ, POD_NAME="gpushare-extender-abc", POD_NAMESPACE="kube-system")
             proc = subprocess.Popen([BINARIES["gpushare-extender"]] + args, stdout=log,
-                                    stderr=subprocess.STDOUT)
+                                    stderr=subprocess.STDOUT, env=env)
+            leader = lambda name: (srv.get("pods", "kube-system", name)["metadata"].get("labels")
+                                   or {}).get("gpushare.io/leader")
             try:
                 self.wait_ready(base, proc, log)
+                gsutil.wait_until(lambda: leader("gpushare-extender-abc") == "true"
+                                  and leader("gpushare-extender-old") is None, 10,
+                                  "the leader label on this Pod only")
 
                 def bind(name):
                     p = srv.get("pods", "team-a", name)
@@ -966,9 +997,12 @@ contexts: [{{name: c, context: {{cluster: k, user: sa}}}}]
                     proc.kill()
                     proc.wait()
                 log.close()
+            self.assertIsNone(leader("gpushare-extender-abc"))  # stepped down: label removed
             requests = srv.requests()
         grants = rbac_grants()
-        table = {(c[3], c[4], c[5]): c for c in calls()}
+        table = {}
+        for c in calls():
+            table.setdefault((c[3], c[4], c[5]), []).append(c)
         seen = set()
         for r in requests:
             group, resource, verb, ns, name = rbac_attributes(r["method"], r["path"], r["params"])
@@ -976,9 +1010,9 @@ contexts: [{{name: c, context: {{cluster: k, user: sa}}}}]
             self.assertTrue(any(g == group and rr == resource and v == verb and
                                 (scope == ANY or scope == ns) and (names is None or name in names)
                                 for scope, g, rr, v, names in grants), f"not granted: {desc}")
-            call = table.get((group, resource, verb))
-            self.assertIsNotNone(call, f"not in CALLS: {desc}")
-            self.assertTrue(call[6] == ANY or call[6] == ns, desc)
+            found = table.get((group, resource, verb))
+            self.assertIsNotNone(found, f"not in CALLS: {desc}")
+            self.assertTrue(any(c[6] == ANY or c[6] == ns for c in found), desc)
             seen.add((group, resource, verb))
         self.assertEqual(seen, set(table), "every request of CALLS was exercised")
 

@@ -409,6 +409,12 @@ class LiveCluster(unittest.TestCase):
         ready = [e for e in (a, b) if e.ready()]
         self.assertEqual(len(ready), 1)
         leader, standby = (a, b) if ready[0] is a else (b, a)
+        # both are Ready as replicas (the Deployment's readiness probe): a
+        # rollout can complete; /readyz stays the leader's (CONTRACT)
+        wait_until(lambda: standby.status("/readyz/replica") == (200, b"ok\n"), 30,
+                   "the standby ready as a replica")
+        self.assertEqual(leader.status("/readyz/replica"), (200, b"ok\n"))
+        self.assertEqual(standby.status("/readyz"), (503, b"not leader\n"))
         # the standby answers the verbs with "not leader"
         self.assertEqual(standby.bind(srv.get("pods", "default", "lp"), "n")["Error"], "not leader")
         leader.kill(signal.SIGKILL)

@@ -671,7 +671,7 @@ class Extender:
     """gpushare-extender against the control plane, as its ServiceAccount."""
 
     def __init__(self, cp, port=None, args=(), name="gpushare-extender", binary=None,
-                 ssl_context=None):
+                 ssl_context=None, env=None):
         self.cp = cp
         self.port = port or cp.ext_port
         # HTTPS when given the context that verifies it (and, for the verbs,
@@ -686,7 +686,8 @@ class Extender:
             self.vglog = os.path.join(cp.dir, f"{name}-{self.port}.valgrind")
             cmd = ["valgrind", "--error-exitcode=99", "--leak-check=full",
                    "--errors-for-leak-kinds=definite", f"--log-file={self.vglog}", *cmd]
-        self.proc = Proc(f"{name}-{self.port}-{int(time.time() * 1000) % 100000}", cmd, cp.dir)
+        self.proc = Proc(f"{name}-{self.port}-{int(time.time() * 1000) % 100000}", cmd, cp.dir,
+                         env=dict(os.environ, **env) if env else None)
         cp.procs[self.proc.name] = self.proc
 
     def status(self, path):
@@ -859,6 +860,12 @@ class RealApiServer:
     def patch(self, resource, namespace, name, patch):
         nsd = RESOURCES[resource][2]
         return self.k.patch(resource, (namespace or "default") if nsd else None, name, patch)
+
+    def events(self):
+        """Events in every namespace, as FakeApiServer.events() gives them
+        ({"namespace", "name", "object"})."""
+        return [{"namespace": e["metadata"].get("namespace"), "name": e["metadata"]["name"],
+                 "object": e} for e in self.k.list("events")]
 
     def set_pod_phase(self, namespace, name, phase, **status):
         st = dict(status)

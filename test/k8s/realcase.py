@@ -310,7 +310,7 @@ class OwnExtenders(RealCase):
                 if e.proc.alive():
                     e.kill(signal.SIGTERM)
 
-    def start_ext(self, port=None, args=()):
+    def start_ext(self, port=None, args=(), env=None):
         if Env.form == "plugin":
             # the in-process form: "the extender" is gpushare-scheduler, run
             # again if a test stopped it
@@ -318,7 +318,7 @@ class OwnExtenders(RealCase):
                 self.cp.start_scheduler()
             Env.ext = PluginView(self.cp)
             return Env.ext
-        e = Extender(self.cp, port=port, args=args)
+        e = Extender(self.cp, port=port, args=args, env=env)
         self.exts.append(e)
         return e
 

@@ -80,6 +80,40 @@ class Lifecycle(OwnExtenders):
         used = standby.ledger("gpu-l0")["nodes"][0]["gpus"][0]["usedMiB"]
         self.assertEqual(used, 5 * 1024)
 
+    def test_every_replica_is_ready_and_the_leader_labels_its_pod(self):
+        """Issue 16 item 2: both replicas are Ready as replicas
+        (/readyz/replica: the Deployment's probe, so rollouts complete); the
+        leader labels its own Pod gpushare.io/leader=true (the Service's
+        selector) and only its Pod carries it; after a kill -9 the new leader
+        labels its Pod and takes the label off the dead one's."""
+        names = ("gpushare-extender-a", "gpushare-extender-b")
+        for n in names:  # the replicas' Pods, as API objects nobody schedules
+            p = kcluster.gpu_pod(n, ns="kube-system")
+            p["spec"]["schedulerName"] = "nobody"
+            self.k.create(p)
+        try:
+            exts = {n: self.start_ext(port=free_port(), args=("--leader-elect",),
+                                      env={"POD_NAME": n, "POD_NAMESPACE": "kube-system"})
+                    for n in names}
+
+            def labelled():
+                return sorted(n for n in names if (self.k.get("pods", "kube-system", n)["metadata"]
+                                                   .get("labels") or {}).get("gpushare.io/leader") == "true")
+            wait_for(lambda: any(e.ready() for e in exts.values()), 60, "a leader")
+            for n, e in exts.items():
+                wait_for(lambda: e.status("/readyz/replica")[0] == 200, 60, f"{n} ready as a replica")
+            leader = next(n for n, e in exts.items() if e.ready())
+            standby = next(n for n in names if n != leader)
+            self.assertEqual(exts[standby].status("/readyz")[0], 503)
+            wait_for(lambda: labelled() == [leader], 30, "the leader's Pod labelled")
+            exts[leader].kill(signal.SIGKILL)
+            wait_for(exts[standby].ready, 90, "the standby to take over")
+            wait_for(lambda: labelled() == [standby], 30,
+                     "the label on the new leader's Pod only (the dead one's taken off)")
+        finally:
+            for n in names:
+                self.k.delete("pods", "kube-system", n, grace=0)
+
     def test_a_configmap_unit_change_shows_pending_unit(self):
         ext = self.start_ext().wait_ready()
         try:
