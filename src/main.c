@@ -20,29 +20,13 @@ static void on_signal(int sig) {
   stop_flag = 1;
 }
 
-/* With --on-invalid-config ignore: the ConfigMap's keys one at a time,
- * each invalid one logged and left at its default (docs/operations.md). */
-static void apply_each_key(struct gs_config *cfg, const json_t *data) {
-  const char *key;
-  json_t *value;
-  json_object_foreach((json_t *)data, key, value) {
-    struct gs_diag diag = {"", ""};
-    json_t *one = json_object();
-    if (one == NULL || json_object_set(one, key, value) != 0 ||
-        gs_config_apply_data(&cfg->policy, one, &diag) != GS_EOK)
-      gs_log(GS_LVL_ERROR, "invalid configuration ignored; its default stays",
-             "configmap=%s/%s key=%s error=\"%s\"", cfg->configmap_ns, cfg->configmap_name, key,
-             diag.text[0] ? diag.text : "out of memory");
-    json_decref(one);
-  }
-}
-
 /* Start-up configuration from the ConfigMap (§6), unless a flag overrides
  * the unit. An invalid value is a start-up error naming the key
  * (CONTRACT §6), or, with --on-invalid-config ignore, reported while the
  * valid keys apply and scheduling goes on. */
 static int apply_configmap(struct gs_config *cfg, const json_t *data) {
   struct gs_diag diag = {"", ""};
+  char source[GS_NS_MAX + GS_NAME_MAX + 2];
   uint32_t unit = cfg->policy.unit_mib;
   if (data == NULL)
     return 0;
@@ -52,7 +36,8 @@ static int apply_configmap(struct gs_config *cfg, const json_t *data) {
               cfg->configmap_name, diag.text);
       return -1;
     }
-    apply_each_key(cfg, data);
+    snprintf(source, sizeof source, "%s/%s", cfg->configmap_ns, cfg->configmap_name);
+    gs_config_apply_each_key(&cfg->policy, data, source);
   }
   if (cfg->unit_override_mib != 0)
     cfg->policy.unit_mib = unit;

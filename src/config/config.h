@@ -71,6 +71,10 @@ enum gs_err gs_config_from_args(int argc, char **argv, struct gs_config *ret,
 /* Applies ConfigMap data keys (§6) to policy; an invalid value → error
  * naming the key and its accepted values, policy unchanged. Unknown keys
  * are ignored. */
+/* The same key by key (--on-invalid-config ignore): each valid key applies,
+ * each invalid one is logged at error level, naming source ("NS/NAME"),
+ * and keeps its value. */
+void gs_config_apply_each_key(struct gs_policy *policy, const json_t *data, const char *source);
 enum gs_err gs_config_apply_data(struct gs_policy *policy, const json_t *data,
                                  struct gs_diag *diag) GS_WUR;
 /* The --help text (ends with a newline). */

@@ -1,5 +1,6 @@
 /* docs/contract.md §6 keys (ConfigMap data or --config file) → struct gs_policy. */
 #include "config_int.h"
+#include "log.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -152,6 +153,21 @@ enum gs_err gs__config_apply(struct gs_policy *policy, const json_t *data, const
 enum gs_err gs_config_apply_data(struct gs_policy *policy, const json_t *data,
                                  struct gs_diag *diag) {
   return gs__config_apply(policy, data, NULL, diag);
+}
+
+void gs_config_apply_each_key(struct gs_policy *policy, const json_t *data, const char *source) {
+  const char *key;
+  json_t *value;
+  json_object_foreach((json_t *)data, key, value) {
+    struct gs_diag diag = {"", ""};
+    json_t *one = json_object();
+    if (one == NULL || json_object_set(one, key, value) != 0 ||
+        gs_config_apply_data(policy, one, &diag) != GS_EOK)
+      gs_log(GS_LVL_ERROR, "invalid configuration ignored; its default stays",
+             "configmap=%s key=%s error=\"%s\"", source, key,
+             diag.text[0] ? diag.text : "out of memory");
+    json_decref(one);
+  }
 }
 
 bool gs__config_resolve_path(const char *base_file, const char *path, char *out, size_t cap) {

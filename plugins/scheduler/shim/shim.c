@@ -53,23 +53,6 @@ static void on_notice(void *ctx, const struct gs_notice *n) {
   json_decref(o);
 }
 
-/* The ConfigMap's keys one at a time, each invalid one logged and left at
- * its default (the extender's --on-invalid-config ignore). */
-static void apply_each_key(struct gs_policy *policy, const json_t *cm, const struct gs_shim *s) {
-  const char *key;
-  json_t *value;
-  json_object_foreach((json_t *)cm, key, value) {
-    struct gs_diag diag = {"", ""};
-    json_t *one = json_object();
-    if (one == NULL || json_object_set(one, key, value) != 0 ||
-        gs_config_apply_data(policy, one, &diag) != GS_EOK)
-      gs_log(GS_LVL_ERROR, "invalid configuration ignored; its default stays",
-             "configmap=%s/%s key=%s error=\"%s\"", s->cm_ns, s->cm_name, key,
-             diag.text[0] ? diag.text : "out of memory");
-    json_decref(one);
-  }
-}
-
 /* The ConfigMap's data, then the args over it (key by key). */
 static bool configure(struct gs_policy *policy, const json_t *cm, const json_t *args,
                       const struct gs_shim *s, bool ignore_invalid, char *err, size_t errlen) {
@@ -79,7 +62,9 @@ static bool configure(struct gs_policy *policy, const json_t *cm, const json_t *
       snprintf(err, errlen, "gpushare: ConfigMap %s/%s: %s", s->cm_ns, s->cm_name, diag.text);
       return false;
     }
-    apply_each_key(policy, cm, s);
+    char source[2 * GS_NAME_MAX + 2];
+    snprintf(source, sizeof source, "%s/%s", s->cm_ns, s->cm_name);
+    gs_config_apply_each_key(policy, cm, source);
   }
   if (args != NULL && gs_config_apply_data(policy, args, &diag) != GS_EOK) {
     snprintf(err, errlen, "gpushare plugin args: %s: %s", diag.where, diag.text);
