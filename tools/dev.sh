@@ -155,6 +155,8 @@ case "${1:-help}" in
     #    kube-controller-manager with the sanitized extender) under ASan+UBSan.
     echo "== asan: every test under AddressSanitizer and UBSan"
     build "$root/build-asan" -DCMAKE_BUILD_TYPE=Debug -DGS_SANITIZE=ON
+    # the cgo boundary's tests again, the C side under ASan+UBSan (go test -asan)
+    "$root/plugins/scheduler/build.sh" --test-asan "$root/build-asan"
     ctest --test-dir "$root/build-asan" --output-on-failure -j"$jobs"
     ;;
   *)

@@ -7,6 +7,10 @@
 #   plugins/scheduler/build.sh --test [BUILD_DIR]
 #                     runs the cgo boundary's tests (package shim) under
 #                     Go's race detector instead of building
+#   plugins/scheduler/build.sh --test-asan ASAN_BUILD_DIR
+#                     the same tests under AddressSanitizer (go test -asan)
+#                     with the C side from a -DGS_SANITIZE=ON build (ASan +
+#                     UBSan): memory errors and leaks on both sides of cgo
 #
 # BUILD_DIR: a configured and built CMake folder (default build/);
 # OUT: where the binary goes (default BUILD_DIR/k8s/bin). Cached by a stamp
@@ -16,6 +20,9 @@ set -euo pipefail
 test_mode=0
 if [ "${1:-}" = "--test" ]; then
   test_mode=1
+  shift
+elif [ "${1:-}" = "--test-asan" ]; then
+  test_mode=2
   shift
 fi
 here=$(cd "$(dirname "$0")" && pwd)
@@ -41,6 +48,13 @@ done
 if [ $test_mode = 1 ]; then
   cd "$here"
   CGO_ENABLED=1 CGO_LDFLAGS="$ld -ljansson -lyaml -lpthread -lm" go test -race -count=1 ./shim/
+  exit
+fi
+if [ $test_mode = 2 ]; then
+  cd "$here"
+  san="-fsanitize=address,undefined -fno-omit-frame-pointer"
+  CGO_ENABLED=1 CGO_CFLAGS="$san" CGO_LDFLAGS="$ld -ljansson -lyaml -lpthread -lm $san" \
+    ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1} go test -asan -count=1 ./shim/
   exit
 fi
 stamp_want=$( (go version; cat "$here/go.mod" "$here/go.sum" "$here"/cmd/*/*.go "$here"/gpushare/* "$here"/shim/*;
