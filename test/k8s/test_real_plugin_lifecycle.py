@@ -45,6 +45,9 @@ class PluginRestart(lifecycle.Lifecycle):
         lifecycle.Lifecycle.test_two_replicas_on_a_real_lease_standby_takes_over)
     test_a_configmap_unit_change_shows_pending_unit = SKIP(
         "test_real_plugin.PluginOperations")(lifecycle.Lifecycle.test_a_configmap_unit_change_shows_pending_unit)
+    test_every_replica_is_ready_and_the_leader_labels_its_pod = SKIP(
+        "the extender's leader label; gpushare-scheduler is kube-scheduler's own leader election")(
+        lifecycle.Lifecycle.test_every_replica_is_ready_and_the_leader_labels_its_pod)
     test_pods_created_while_the_extender_is_down_are_scheduled_soon_after = SKIP(
         "no extender to be down: the scheduler is the plugin")(
         lifecycle.Lifecycle.test_pods_created_while_the_extender_is_down_are_scheduled_soon_after)
