@@ -57,10 +57,11 @@ const defaultConfigMap = "kube-system/gpushare-config"
 // Plugin implements PreFilter, Filter, PreScore, Score, Reserve, Permit and
 // Bind over one C service.
 type Plugin struct {
-	core *shim.Shim
-	h    fwk.Handle
-	wait time.Duration
-	mu   sync.Mutex // orders the Allow calls of waiting gang members
+	core  *shim.Shim
+	h     fwk.Handle
+	wait  time.Duration
+	mu    sync.Mutex // orders the Allow calls of waiting gang members
+	bound sync.Map   // UIDs this plugin bound: their informer updates carry nothing new
 }
 
 // cycle is what one scheduling cycle carries between extension points.
@@ -176,6 +177,7 @@ func (p *Plugin) watch() {
 				o = d.Obj
 			}
 			if pod, ok := o.(*v1.Pod); ok {
+				p.bound.Delete(pod.UID)
 				p.core.PodDelete(string(pod.UID))
 			}
 		},
@@ -199,6 +201,16 @@ func (p *Plugin) pod(o interface{}) {
 	pod, ok := o.(*v1.Pod)
 	if !ok || (pod.Spec.NodeName == "" && pod.Labels["gpu-topology"] == "") {
 		return
+	}
+	// A pod this plugin bound (Reserve and Bind put it in the ledger) that
+	// is still running: its update carries nothing the ledger lacks, and
+	// marshalling it costs the scheduler CPU (docs/benchmarks.md §9). Ends
+	// (Succeeded, Failed, deleted) and gang members are always sent.
+	if pod.Labels["gpu-topology"] == "" && pod.DeletionTimestamp == nil &&
+		pod.Status.Phase != v1.PodSucceeded && pod.Status.Phase != v1.PodFailed {
+		if _, mine := p.bound.Load(pod.UID); mine {
+			return
+		}
 	}
 	if b, err := json.Marshal(pod); err == nil {
 		p.core.Pod(b)
@@ -576,6 +588,7 @@ func (p *Plugin) Bind(ctx context.Context, state fwk.CycleState, pod *v1.Pod, no
 		return fwk.AsStatus(err)
 	}
 	p.core.Confirm(string(pod.UID))
+	p.bound.Store(pod.UID, struct{}{})
 	return nil
 }
 

@@ -30,6 +30,13 @@ struct gs_shim {
   struct gs_metrics *metrics;
   uint64_t gang_timeouts; /* the service's count at the last scrape */
   json_t *notices;        /* not yet taken by gs_shim_notices */
+  /* The last pod decoded: a scheduling cycle hands the same bytes to
+   * PreFilter, Reserve and Permit, so those decode once (guarded by
+   * last_mu: binding goroutines call Unreserve beside the cycle). */
+  pthread_mutex_t last_mu;
+  char *last_json;
+  size_t last_len;
+  struct gs_pod_request last_req;
 };
 
 static json_t *load(const char *json, size_t len) {
@@ -94,6 +101,7 @@ struct gs_shim *gs_shim_new(const char *args_json, size_t len, const char *cm_js
                                  json_object_get(args, "gpuMemoryUnit") ? policy.unit_mib : 0};
     gs__feed_config_init(&s->config);
     pthread_mutex_init(&s->mu, NULL);
+    pthread_mutex_init(&s->last_mu, NULL);
     s->sched = gs_sched_new(&policy);
     s->metrics = gs_metrics_new();
     if (s->sched == NULL || s->metrics == NULL) {
@@ -102,6 +110,7 @@ struct gs_shim *gs_shim_new(const char *args_json, size_t len, const char *cm_js
       gs_metrics_free(s->metrics);
       gs__feed_config_destroy(&s->config);
       pthread_mutex_destroy(&s->mu);
+      pthread_mutex_destroy(&s->last_mu);
       ok = false;
     } else {
       struct gs_notify notify = {on_notice, s};
@@ -125,6 +134,8 @@ void gs_shim_free(struct gs_shim *s) {
   json_decref(s->notices);
   gs__feed_config_destroy(&s->config);
   pthread_mutex_destroy(&s->mu);
+  pthread_mutex_destroy(&s->last_mu);
+  gs_free(s->last_json);
   gs_free(s);
 }
 
@@ -171,11 +182,23 @@ void gs_shim_tick(struct gs_shim *s, int64_t now_ns) {
     (void)gs_sched_expire_assumed(s->sched, now_ns, INT64_C(300) * 1000000000);
 }
 
-/* The pod's request, or a code saying why not. */
-static int decode_pod(const char *json, size_t len, struct gs_pod_request *req, char *reason) {
+/* The pod's request, or a code saying why not. The same bytes as the last
+ * pod decoded (the cycle's PreFilter, then its Reserve and Permit) are not
+ * decoded again. */
+static int decode_pod(struct gs_shim *s, const char *json, size_t len, struct gs_pod_request *req,
+                      char *reason) {
   struct gs_diag diag = {"", ""};
-  json_t *pod = load(json, len);
+  json_t *pod;
   int code = GS_SHIM_OK;
+  char *copy;
+  pthread_mutex_lock(&s->last_mu);
+  if (s->last_json != NULL && s->last_len == len && memcmp(s->last_json, json, len) == 0) {
+    *req = s->last_req;
+    pthread_mutex_unlock(&s->last_mu);
+    return GS_SHIM_OK;
+  }
+  pthread_mutex_unlock(&s->last_mu);
+  pod = load(json, len);
   if (pod == NULL) {
     snprintf(reason, GS_SHIM_REASON, "invalid Pod: not JSON");
     return GS_SHIM_ERROR;
@@ -185,6 +208,15 @@ static int decode_pod(const char *json, size_t len, struct gs_pod_request *req, 
     code = GS_SHIM_ERROR;
   }
   json_decref(pod);
+  if (code == GS_SHIM_OK && (copy = gs_malloc(len)) != NULL) {
+    memcpy(copy, json, len);
+    pthread_mutex_lock(&s->last_mu);
+    gs_free(s->last_json);
+    s->last_json = copy;
+    s->last_len = len;
+    s->last_req = *req;
+    pthread_mutex_unlock(&s->last_mu);
+  }
   return code;
 }
 
@@ -216,7 +248,7 @@ int gs_shim_filter(struct gs_shim *s, const char *pod, size_t len, const char *c
     code = GS_SHIM_ERROR;
     goto out;
   }
-  if ((code = decode_pod(pod, len, req, reasons)) != GS_SHIM_OK)
+  if ((code = decode_pod(s, pod, len, req, reasons)) != GS_SHIM_OK)
     goto out;
   if (gs_place_check_pod(req, gs_sched_policy(s->sched), st.reason) == GS_CODE_SKIP &&
       !gs_pod_request_is_gang_member(req)) {
@@ -249,7 +281,7 @@ int gs_shim_reserve(struct gs_shim *s, const char *pod, size_t len, const char *
   json_t *obj;
   int code;
   *ret_annots = NULL;
-  if ((code = decode_pod(pod, len, &req, reason)) != GS_SHIM_OK)
+  if ((code = decode_pod(s, pod, len, &req, reason)) != GS_SHIM_OK)
     return code;
   if (gs_sched_reserve(s->sched, &req, node, now_ns, &a, &st) != GS_EOK) {
     snprintf(reason, GS_SHIM_REASON, "%s", st.reason[0] ? st.reason : "cannot reserve");
@@ -273,7 +305,7 @@ int gs_shim_reserve(struct gs_shim *s, const char *pod, size_t len, const char *
 void gs_shim_unreserve(struct gs_shim *s, const char *pod, size_t len, const char *node) {
   struct gs_pod_request req;
   char reason[GS_SHIM_REASON];
-  if (decode_pod(pod, len, &req, reason) == GS_SHIM_OK)
+  if (decode_pod(s, pod, len, &req, reason) == GS_SHIM_OK)
     gs_sched_unreserve(s->sched, &req, node);
 }
 
@@ -284,7 +316,7 @@ int gs_shim_permit(struct gs_shim *s, const char *pod, size_t len, const char *n
   struct gs_pod_request req;
   struct gs_status st;
   int code;
-  if ((code = decode_pod(pod, len, &req, reason)) != GS_SHIM_OK)
+  if ((code = decode_pod(s, pod, len, &req, reason)) != GS_SHIM_OK)
     return code;
   code = code_of(gs_sched_permit(s->sched, &req, node, now_ns, &st));
   snprintf(reason, GS_SHIM_REASON, "%s", st.reason);
@@ -347,7 +379,7 @@ char *gs_shim_preempt(struct gs_shim *s, const char *pod, size_t len, const char
   char reason[GS_SHIM_REASON];
   char *out = NULL;
   json_t *doc;
-  if (offers == NULL || answers == NULL || decode_pod(pod, len, &req, reason) != GS_SHIM_OK)
+  if (offers == NULL || answers == NULL || decode_pod(s, pod, len, &req, reason) != GS_SHIM_OK)
     goto done;
   for (size_t i = 0; i < n; i++)
     offers[i] = (struct gs_preempt_offer){nodes[i], NULL, 0};
