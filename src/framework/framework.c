@@ -430,7 +430,10 @@ enum gs_err gs_fw_preempt(struct gs_fw *fw, const struct gs_pod_request *pod, co
      * for its own resources (CPU, memory, ports). */
     for (size_t j = 0; j < nproposed; j++) {
       const struct gs_alloc *a = gs_ledger_alloc_get(fw->ledger, proposed[j]);
-      if (a == NULL || strcmp(a->node, node) != 0)
+      bool again = false; /* a UID named twice is answered once */
+      for (size_t k = 0; k < j && !again; k++)
+        again = strcmp(proposed[k], proposed[j]) == 0;
+      if (!again && (a == NULL || strcmp(a->node, node) != 0))
         snprintf(uids[(*ret_n)++], GS_UID_MAX + 1, "%s", proposed[j]);
     }
     *ret_uids = uids;

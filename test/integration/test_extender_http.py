@@ -510,6 +510,19 @@ class Preempt(unittest.TestCase):
         body["NodeNameToMetaVictims"] = None
         self.assertEqual(self.ext.post("preempt", body)[1], {"NodeNameToMetaVictims": {}})
 
+    def test_a_victim_named_twice_is_answered_once(self):
+        """Found by fuzz_preempt: a UID kube-scheduler's proposal names twice
+        (a pod gpushare does not hold, kept for kube-scheduler's own
+        resources) came back twice."""
+        body = {"Pod": self.preemptor(), "NodeNameToVictims": None,
+                "NodeNameToMetaVictims": {"n": {"Pods": [{"UID": "cpu-pod"}, {"UID": "cpu-pod"},
+                                                         {"UID": "uid-default-a4"}]}}}
+        st, res, _ = self.ext.post("preempt", body)
+        self.assertEqual(st, 200)
+        got = [p["UID"] for p in res["NodeNameToMetaVictims"]["n"]["Pods"]]
+        self.assertEqual(len(got), len(set(got)), got)
+        self.assertEqual(got.count("cpu-pod"), 1)
+
     def test_multi_card_preemptor_frees_two_gpus(self):
         body = {"Pod": self.preemptor(gib=20, count=2), "NodeNameToVictims": None,
                 "NodeNameToMetaVictims": {"n": {"Pods": [{"UID": "uid-default-a6"}]}}}
