@@ -24,22 +24,20 @@ ALLOWED = {
     "k8s": {"util", "api", "config"},
     "server": {"util", "api", "config", "k8s"},
     "main": {"util", "api", "config", "k8s", "server"},
-    # the scheduling-framework plugin's cgo shim (plugins/scheduler/): a
+    # the C side of the scheduling-framework plugin's cgo shim (src/shim/): a
     # front end beside the extender, feeding the service as its sink does
-    "frontend": {"util", "api", "config", "server"},
+    "shim": {"util", "api", "config", "server"},
 }
 # public headers (include/gpushare/) a layer may include: util only the
 # error codes; nothing below the service its header
 PUBLIC_LIMITS = {
     "util": {"err.h", "alloc.h"},
 }
-SERVICE_USERS = {"sched", "server", "main", "frontend"}
+SERVICE_USERS = {"sched", "server", "main", "shim"}
 
 
 def layer_of(path):
     rel = os.path.relpath(path, SOURCE).split(os.sep)
-    if rel[0] == "plugins" and len(rel) > 1 and rel[1] == "scheduler":
-        return "frontend"
     if rel[0] == "plugins":
         return "plugins"
     if rel[0] == "src" and len(rel) == 2:

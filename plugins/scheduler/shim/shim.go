@@ -7,7 +7,7 @@
 package shim
 
 /*
-#cgo CFLAGS: -I${SRCDIR}/../../../include -I${SRCDIR}/../../../src/api -I${SRCDIR}/../../../src/util -I${SRCDIR}/../../../src/config -I${SRCDIR}/../../../src/server -I${SRCDIR}/../../../src/sched
+#cgo CFLAGS: -I${SRCDIR}/../../../src/shim
 #include <stdlib.h>
 #include "shim.h"
 */

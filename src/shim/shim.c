@@ -204,7 +204,7 @@ static int decode_pod(struct gs_shim *s, const char *json, size_t len, struct gs
     return GS_SHIM_ERROR;
   }
   if (gs_api_pod_decode(pod, req, &diag) != GS_EOK) {
-    snprintf(reason, GS_SHIM_REASON, "invalid Pod: %s: %s", diag.where, diag.text);
+    snprintf(reason, GS_SHIM_REASON, "invalid Pod: %.100s: %.130s", diag.where, diag.text);
     code = GS_SHIM_ERROR;
   }
   json_decref(pod);
