@@ -186,10 +186,6 @@ static bool set_error(struct gs__feed_config *c, const char *text) {
   return changed;
 }
 
-void gs__feed_config_set_error(struct gs__feed_config *c, const char *text) {
-  (void)set_error(c, text);
-}
-
 bool gs__feed_configmap(struct gs_sched *sched, const struct gs__feed_cm *f, const json_t *cm,
                         struct gs__feed_config *c) {
   const json_t *data = json_object_get(cm, "data");

@@ -38,7 +38,6 @@ void gs__feed_config_init(struct gs__feed_config *c);
 void gs__feed_config_destroy(struct gs__feed_config *c);
 /* The current error into out (len bytes); false (out "") when valid. */
 bool gs__feed_config_error(struct gs__feed_config *c, char *out, size_t len);
-void gs__feed_config_set_error(struct gs__feed_config *c, const char *text);
 
 /* A ConfigMap added or changed. The configuration's: checked whole against
  * the running configuration — an invalid value is logged and kept in

@@ -23,7 +23,7 @@
 struct gs_shim {
   struct gs_sched *sched;
   unsigned ticks;
-  char cm_ns[GS_NAME_MAX], cm_name[GS_NAME_MAX];
+  char cm_ns[GS_NS_MAX + 1], cm_name[GS_NAME_MAX + 1];
   struct gs__feed_cm cm;
   struct gs__feed_config config; /* pendingUnit, an invalid ConfigMap */
   pthread_mutex_t mu; /* guards what follows */
@@ -64,12 +64,12 @@ static void on_notice(void *ctx, const struct gs_notice *n) {
 static bool configure(struct gs_policy *policy, const json_t *cm, const json_t *args,
                       const struct gs_shim *s, bool ignore_invalid, char *err, size_t errlen) {
   struct gs_diag diag = {"", ""};
+  char source[GS_NS_MAX + GS_NAME_MAX + 2];
   if (cm != NULL && gs_config_apply_data(policy, cm, &diag) != GS_EOK) {
     if (!ignore_invalid) {
       snprintf(err, errlen, "gpushare: ConfigMap %s/%s: %s", s->cm_ns, s->cm_name, diag.text);
       return false;
     }
-    char source[2 * GS_NAME_MAX + 2];
     snprintf(source, sizeof source, "%s/%s", s->cm_ns, s->cm_name);
     gs_config_apply_each_key(policy, cm, source);
   }
@@ -140,6 +140,10 @@ void gs_shim_free(struct gs_shim *s) {
 }
 
 void gs_shim_free_string(char *p) { free(p); }
+
+unsigned gs_shim_gang_timeout_s(const struct gs_shim *s) {
+  return gs_sched_policy(s->sched)->gang_timeout_s;
+}
 
 void gs_shim_node(struct gs_shim *s, const char *json, size_t len) {
   json_t *node = load(json, len);

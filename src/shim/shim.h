@@ -39,6 +39,8 @@ void gs_shim_pod_delete(struct gs_shim *s, const char *uid);
  * (free it) when the configuration's ConfigMap has just become invalid —
  * the caller posts the Event — else NULL. */
 char *gs_shim_configmap(struct gs_shim *s, const char *json, size_t len, int deleted);
+/* The configuration's gangTimeoutSeconds (how long Permit may hold a gang). */
+unsigned gs_shim_gang_timeout_s(const struct gs_shim *s);
 /* Time: gang timeouts, reservations never confirmed, pods kept for nodes. */
 void gs_shim_tick(struct gs_shim *s, int64_t now_ns);
 

@@ -121,12 +121,6 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, err
 	if err != nil {
 		return nil, err
 	}
-	wait := 60 * time.Second
-	if v, ok := data["gangTimeoutSeconds"]; ok {
-		wait = seconds(v, wait)
-	} else if v, ok := cmValue(cmData, "gangTimeoutSeconds"); ok {
-		wait = seconds(v, wait)
-	}
 	switch args.OnInvalidConfig {
 	case "", "exit", "ignore":
 	default:
@@ -138,7 +132,9 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, err
 	if err != nil {
 		return nil, err
 	}
-	p := &Plugin{core: core, h: h, wait: wait}
+	// Permit waits as long as the core keeps a gang's plan (gangTimeoutSeconds
+	// as the core read it from the ConfigMap and the args)
+	p := &Plugin{core: core, h: h, wait: time.Duration(core.GangTimeoutSeconds()) * time.Second}
 	p.watch()
 	if cmNs != "" {
 		p.watchConfigMaps(ctx, cmNs)
@@ -265,24 +261,6 @@ func readConfigMap(ctx context.Context, h fwk.Handle, ref string) (string, strin
 			delay = 30 * time.Second
 		}
 	}
-}
-
-func cmValue(data []byte, key string) (string, bool) {
-	m := map[string]string{}
-	if len(data) == 0 || json.Unmarshal(data, &m) != nil {
-		return "", false
-	}
-	v, ok := m[key]
-	return v, ok
-}
-
-// seconds is gangTimeoutSeconds as the core accepted it (the core checks).
-func seconds(v string, def time.Duration) time.Duration {
-	var n int
-	if _, err := fmt.Sscan(v, &n); err != nil || n <= 0 {
-		return def
-	}
-	return time.Duration(n) * time.Second
 }
 
 // watchConfigMaps feeds the core the ConfigMaps it reads (the

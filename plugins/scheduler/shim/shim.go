@@ -233,6 +233,9 @@ func (s *Shim) Preempt(pod []byte, names []string) (string, bool) {
 	return out, true
 }
 
+// GangTimeoutSeconds is the configuration's gangTimeoutSeconds.
+func (s *Shim) GangTimeoutSeconds() int { return int(C.gs_shim_gang_timeout_s(s.c)) }
+
 // ConfigMap: a ConfigMap added, changed or deleted (its JSON). Returns the
 // configuration's error when it has just become invalid ("" otherwise).
 func (s *Shim) ConfigMap(cm []byte, deleted bool) string {

@@ -233,6 +233,9 @@ func TestViews(t *testing.T) {
 // and each member not bound, once.
 func TestNotices(t *testing.T) {
 	s, _ := New([]byte(`{"gangTimeoutSeconds":"1"}`), nil, "kube-system", "gpushare-config", false)
+	if s.GangTimeoutSeconds() != 1 {
+		t.Fatalf("gangTimeoutSeconds %d", s.GangTimeoutSeconds())
+	}
 	topo, _ := json.Marshal(map[string]interface{}{
 		"metadata": map[string]interface{}{"name": "a",
 			"labels": map[string]string{"ack.node.gpu.schedule": "topology"}},
