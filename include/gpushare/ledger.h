@@ -44,6 +44,7 @@ struct gs_node {
   /* Likewise gs_topo_set_score(topo, mask) at [mask], or NULL. */
   const uint8_t *topo_set_score;
   bool single_card; /* gs_node_spec.single_card */
+  struct gs_host host; /* gs_ledger_node_set_host; zero until then */
 };
 #define GS_TOPO_TABLE_GPUS 8u
 
@@ -101,6 +102,10 @@ enum gs_err gs_ledger_node_remove(struct gs_ledger *ledger, const char *name) GS
 /* Marks GPUs unhealthy (bit i = GPU i); replaces the previous mask. */
 enum gs_err gs_ledger_node_set_unhealthy(struct gs_ledger *ledger, const char *name,
                                          uint64_t mask) GS_WUR;
+/* Sets the node's host resources (types.h struct gs_host); kept across
+ * upserts. GS_ENOTFOUND for an unknown node. */
+enum gs_err gs_ledger_node_set_host(struct gs_ledger *ledger, const char *name,
+                                    const struct gs_host *host) GS_WUR;
 /* Borrowed node view, or NULL. */
 const struct gs_node *gs_ledger_node_get(const struct gs_ledger *ledger, const char *name);
 /* Resolves n names at once into ret[i] (NULL for an unknown name): the

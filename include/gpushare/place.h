@@ -113,22 +113,28 @@ enum gs_code gs_place_pick_prepared(const struct gs_node *node, const struct gs_
  *
  * In the spirit of FGD (Weng et al., "Beware of Fragmentation", USENIX
  * ATC'23), our own formulation. The workload is a distribution of request
- * classes (k GPUs of m MiB each), learned from the pods the extender sees.
- * A node's fragmentation for a class is the free memory that class cannot
- * use: all of the node's free memory when fewer than k GPUs can take m,
- * otherwise the free memory of the GPUs that cannot. The node's
- * fragmentation is the average over classes weighted by popularity, and a
- * placement is judged by how much it grows: filling a hole nobody else fits
- * lowers it, breaking a whole GPU that large requests need raises it.
- * docs/placement.md has worked examples. */
+ * classes (k GPUs of m MiB each, with the mean host CPU and memory their
+ * pods ask), learned from the pods seen. A node's fragmentation for a class
+ * is the free GPU memory that class cannot use: all of it when the node
+ * cannot take such a pod (fewer than k GPUs can take m, or, when the node's
+ * host resources are known (struct gs_host), too little CPU or memory is
+ * left for the class's mean request), otherwise the free memory of the GPUs
+ * that cannot take m. The node's fragmentation is the average over classes
+ * weighted by the memory each asks, and a placement is judged by how much
+ * it grows: filling a hole nobody else fits lowers it, breaking a whole GPU
+ * that large requests need raises it, and so does taking the CPU the
+ * node's free GPUs need (a CPU-only pod counts too). docs/placement.md has
+ * worked examples. */
 
 #define GS_FRAG_CLASSES 32    /* distinct classes remembered */
 #define GS_FRAG_WINDOW 4096u  /* weights halve when their sum passes this */
 
 struct gs_frag_class {
-  uint32_t k;      /* GPUs */
-  uint64_t mib;    /* per GPU */
-  uint32_t weight; /* recent requests of this class */
+  uint32_t k;       /* GPUs */
+  uint64_t mib;     /* per GPU */
+  uint32_t weight;  /* recent requests of this class */
+  uint64_t cpu_sum; /* host CPU (milli) and memory (MiB) those requests */
+  uint64_t mem_sum; /* asked, summed: the class's mean is sum / weight */
 };
 struct gs_frag_dist {
   uint32_t n;     /* classes in use */
@@ -137,26 +143,41 @@ struct gs_frag_dist {
 };
 /* An empty distribution. */
 void gs_frag_dist_init(struct gs_frag_dist *d);
-/* Counts one request of k GPUs × mib_per_gpu. When all slots are taken,
- * the lightest class makes room; past GS_FRAG_WINDOW every weight halves
- * (classes reaching 0 are dropped), so recent requests count most. */
+/* Counts one request of k GPUs × mib_per_gpu (no host request). */
 void gs_frag_dist_add(struct gs_frag_dist *d, uint32_t k, uint64_t mib_per_gpu);
+/* Counts one request of k GPUs × mib_per_gpu asking cpu_milli and mem_mib
+ * of the host (0: unknown). When all slots are taken, the lightest class
+ * makes room; past GS_FRAG_WINDOW every weight (and sum) halves (classes
+ * reaching 0 are dropped), so recent requests count most. k or mib 0 (a
+ * CPU-only pod) adds nothing: such pods use no GPU. */
+void gs_frag_dist_add_host(struct gs_frag_dist *d, uint32_t k, uint64_t mib_per_gpu,
+                           uint64_t cpu_milli, uint64_t mem_mib);
 
-/* How much placing mib_per_gpu on each of the k GPUs in gpus[] (a memory
- * pod's choice) grows node's fragmentation under d, in MiB (negative:
- * shrinks). An empty d counts the placed request as the only class. */
+/* How much a placement grows node's fragmentation under d, weighted sum
+ * over the classes divided by their total weight, in MiB (negative:
+ * shrinks): mib_per_gpu on each of the k GPUs in gpus[] and, when the
+ * node's host resources are known, cpu_milli and mem_mib of the host. k 0
+ * is a CPU-only pod. An empty d counts the placed request as the only
+ * class. */
 int64_t gs_place_frag_delta(const struct gs_node *node, const struct gs_policy *policy,
                             const struct gs_frag_dist *d, const uint32_t *gpus, uint32_t k,
-                            uint64_t mib_per_gpu);
-/* The prioritize score of a memory pod's choice under nodePolicy frag,
- * 0..10: 10 when the placement takes all of its memory out of stranded
- * space (delta = -k × mib), 5 when it leaves fragmentation unchanged, 0
- * when it strands as much as it places (delta >= k × mib), linear between. */
+                            uint64_t mib_per_gpu, uint64_t cpu_milli, uint64_t mem_mib);
+/* A delta as a prioritize score, 0..10: 5 when fragmentation is
+ * unchanged, 10 when it shrinks by scale_mib or more, 0 when it grows by
+ * scale_mib or more, linear between (rounded half up). scale_mib: the
+ * memory placed (k × mib), or for a CPU-only pod the memory of the node's
+ * largest GPU. */
+int64_t gs_place_frag_delta_score(int64_t delta, int64_t scale_mib);
+/* The prioritize score of a memory pod's choice under nodePolicy frag:
+ * gs_place_frag_delta of the choice and req's host request, scored with
+ * the memory placed as the scale. */
 int64_t gs_place_frag_score(const struct gs_node *node, const struct gs_policy *policy,
-                            const struct gs_frag_dist *d, const struct gs_choice *choice);
+                            const struct gs_frag_dist *d, const struct gs_pod_request *req,
+                            const struct gs_choice *choice);
 /* A gs_place_choose_fn (ctx: const struct gs_frag_dist *): one GPU — the
- * candidate with the least delta, then the placement order of
- * gs_place_choose_default; several GPUs — as gs_place_choose_default. */
+ * candidate with the least delta (req's host request included), then the
+ * placement order of gs_place_choose_default; several GPUs — as
+ * gs_place_choose_default. */
 enum gs_code gs_place_choose_frag(void *ctx, const struct gs_node *node,
                                  const struct gs_pod_request *req,
                                  const struct gs_policy *policy, uint64_t candidates, uint32_t k,

@@ -84,6 +84,18 @@ struct gs_topo {
   uint8_t nvlinks[GS_MAX_GPUS * GS_MAX_GPUS]; /* NV<k>: k, else 0 */
 };
 
+/* A node's host resources, as kube-scheduler's NodeResourcesFit counts
+ * them: allocatable CPU and memory, and the sum of the requests of the
+ * pods on the node. The front end fills it (the in-process plugin from
+ * kube-scheduler's NodeInfo, a replay from its own accounting); the ledger
+ * only keeps it. cpu_milli 0: unknown, so nothing weighs it. Only the
+ * fragmentation policy reads it (place.h): a node whose CPU or memory is
+ * exhausted strands its free GPUs (docs/placement.md). */
+struct gs_host {
+  uint64_t cpu_milli, mem_mib;           /* allocatable */
+  uint64_t cpu_used_milli, mem_used_mib; /* requested by the node's pods */
+};
+
 /* A node as gpushare sees it. Built by src/api from a v1.Node. */
 struct gs_node_spec {
   char name[GS_NAME_MAX + 1];
@@ -120,6 +132,10 @@ struct gs_pod_request {
   char gang_job[GS_NAME_MAX + 1];             /* label gpu-topology, "" if none */
   uint32_t gang_replicas;                     /* label gpu-topology-replica */
   int32_t priority;                           /* spec.priority, 0 when absent */
+  /* Host requests (effective: max(sum(app), max(init))), 0 when unknown;
+   * weighed by the fragmentation policy only. */
+  uint64_t cpu_milli;
+  uint64_t mem_mib;
 };
 
 /* Sum of app containers' gpu-mem units. */

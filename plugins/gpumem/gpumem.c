@@ -48,7 +48,7 @@ static void learn(struct gpumem *g, const struct gs_cycle *c) {
     g->next = (g->next + 1) % RECENT_UIDS;
   }
   mib = gs_pod_request_mem_effective(pod) / pod->gpu_count * c->policy->unit_mib;
-  gs_frag_dist_add(&g->dist, pod->gpu_count, mib);
+  gs_frag_dist_add_host(&g->dist, pod->gpu_count, mib, pod->cpu_milli, pod->mem_mib);
 }
 
 /* The GPUs and score for the pod on node, as the policy wants them. The
@@ -69,7 +69,7 @@ static enum gs_code pick(const struct gpumem *g, const struct gs_cycle *c,
     return gs_place_pick_prepared(node, pod, NULL, NULL, ret, reason);
   fit = gs_place_pick_prepared(node, pod, gs_place_choose_frag, (void *)&g->dist, ret, reason);
   if (fit == GS_CODE_SUCCESS)
-    ret->score = gs_place_frag_score(node, c->policy, &g->dist, ret);
+    ret->score = gs_place_frag_score(node, c->policy, &g->dist, c->pod, ret);
   return fit;
 }
 

@@ -512,6 +512,17 @@ enum gs_err gs_ledger_node_set_unhealthy(struct gs_ledger *ledger, const char *n
   return GS_EOK;
 }
 
+enum gs_err gs_ledger_node_set_host(struct gs_ledger *ledger, const char *name,
+                                    const struct gs_host *host) {
+  struct node_rec *node = node_find(ledger, name);
+  if (host == NULL)
+    return GS_EINVAL;
+  if (node == NULL)
+    return GS_ENOTFOUND;
+  node->view.host = *host;
+  return GS_EOK;
+}
+
 const struct gs_node *gs_ledger_node_get(const struct gs_ledger *ledger, const char *name) {
   struct node_rec *node = node_find(ledger, name);
   return node ? &node->view : NULL;

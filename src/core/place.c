@@ -8,11 +8,11 @@
 #include <gpushare/place.h>
 
 #include "caps.h"
+#include "place_int.h"
 
 #include <gpushare/topo.h>
 
 #include <assert.h>
-#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -80,11 +80,6 @@ static enum gs_code fixed_verdict(enum gs_code fit, char reason[GS_REASON_MAX], 
   if (reason != NULL)
     memcpy(reason, text, size);
   return fit;
-}
-
-static uint64_t gpu_free_mib(const struct gs_gpu *gpu) {
-  /* A restore may record more than a GPU holds: nothing is free then. */
-  return gpu->total_mib > gpu->used_mib ? gpu->total_mib - gpu->used_mib : 0;
 }
 
 /* Containers that get memory parts: those asking for gpu-mem, or container 0
@@ -241,8 +236,8 @@ static uint64_t spread_flip(const struct gs_node *node) {
   return node->placement == GS_PLACE_SPREAD ? KEY_FREE_MAX : 0;
 }
 
-static uint64_t mem_key(const struct gs_node *node, const struct gs_policy *policy,
-                        uint64_t need_mib, uint32_t g) {
+uint64_t gs__place_mem_key(const struct gs_node *node, const struct gs_policy *policy,
+                           uint64_t need_mib, uint32_t g) {
   return key_of(gpu_free_mib(&node->gpus[g]), need_mib, policy->frag_aware, spread_flip(node),
                 g);
 }
@@ -297,7 +292,7 @@ enum gs_code gs_place_choose_default(void *ctx, const struct gs_node *node,
     for (uint32_t i = 0; i < k; i++)
       best[i] = UINT64_MAX;
     for (uint32_t i = 0; i < n; i++)
-      keep_smallest(best, k, mem_key(node, policy, mib_per_gpu, order[i]));
+      keep_smallest(best, k, gs__place_mem_key(node, policy, mib_per_gpu, order[i]));
     for (uint32_t i = 0; i < k; i++)
       order[i] = (uint32_t)(best[i] & 63);
   }
@@ -542,211 +537,6 @@ enum gs_code gs_place_pick(const struct gs_node *node, const struct gs_pod_reque
                           const struct gs_policy *policy, struct gs_choice *ret_choice,
                           char reason[GS_REASON_MAX]) {
   return gs_place_pick_with(node, req, policy, NULL, NULL, ret_choice, reason);
-}
-
-/* ---- fragmentation-aware placement ---------------------------------------------- */
-
-void gs_frag_dist_init(struct gs_frag_dist *d) { memset(d, 0, sizeof *d); }
-
-void gs_frag_dist_add(struct gs_frag_dist *d, uint32_t k, uint64_t mib_per_gpu) {
-  uint32_t i, light = 0;
-  if (k == 0 || mib_per_gpu == 0)
-    return;
-  for (i = 0; i < d->n; i++)
-    if (d->c[i].k == k && d->c[i].mib == mib_per_gpu)
-      break;
-  if (i == d->n) {
-    if (d->n < GS_FRAG_CLASSES) {
-      d->n++;
-    } else {
-      for (uint32_t j = 1; j < d->n; j++)
-        if (d->c[j].weight < d->c[light].weight)
-          light = j;
-      i = light;
-      d->total -= d->c[i].weight;
-    }
-    d->c[i] = (struct gs_frag_class){k, mib_per_gpu, 0};
-  }
-  d->c[i].weight++;
-  d->total++;
-  if (d->total > GS_FRAG_WINDOW) {
-    uint32_t w = 0;
-    d->total = 0;
-    for (uint32_t j = 0; j < d->n; j++) {
-      d->c[j].weight /= 2;
-      if (d->c[j].weight > 0) {
-        d->c[w++] = d->c[j];
-        d->total += d->c[j].weight;
-      }
-    }
-    d->n = w;
-  }
-}
-
-/* What one GPU offers memory requests: its free memory (0 when unhealthy
- * or owned: nobody shares it), and whether the cgpu cap closes it. */
-struct frag_gpu {
-  uint64_t free;
-  bool capped;
-};
-
-static void frag_gpus(const struct gs_node *node, const struct gs_policy *policy,
-                      struct frag_gpu *out) {
-  for (uint32_t g = 0; g < node->ngpus; g++) {
-    const struct gs_gpu *gpu = &node->gpus[g];
-    bool shared = gpu->healthy && gpu->owner == NULL;
-    out[g].free = shared ? gpu_free_mib(gpu) : 0;
-    out[g].capped = node->mode == GS_MODE_CGPU && policy->cgpu_max_pods != 0 &&
-                    gpu->npods >= policy->cgpu_max_pods;
-  }
-}
-
-/* Fragmentation of the node for one class: the free memory it cannot use. */
-static uint64_t frag_of_class(const struct frag_gpu *g, uint32_t n, uint32_t k, uint64_t mib) {
-  uint64_t all = 0, unusable = 0;
-  uint32_t fit = 0;
-  for (uint32_t i = 0; i < n; i++) {
-    all += g[i].free;
-    if (g[i].free >= mib && !g[i].capped)
-      fit++;
-    else
-      unusable += g[i].free;
-  }
-  return fit >= k ? unusable : all;
-}
-
-/* A class's weight: its requests times the memory each asks (k × mib).
- * Counting requests alone let the rare 8-GPU jobs, which need a whole
- * empty node, weigh almost nothing, and they were the first to fail in
- * the trace replay (docs/benchmarks.md, pack): weighting by the memory
- * asked measures fragmentation in the resource it wastes. Doubles: the
- * product outgrows 64 bits for absurd requests. */
-static double class_weight(const struct gs_frag_class *c) {
-  return (double)c->weight * (double)c->k * (double)c->mib;
-}
-
-/* Weighted average over the classes (the request alone when d is empty). */
-static double frag_node(const struct frag_gpu *g, uint32_t n, const struct gs_frag_dist *d,
-                        uint32_t k, uint64_t mib) {
-  double sum = 0, total = 0;
-  if (d == NULL || d->total == 0)
-    return (double)frag_of_class(g, n, k, mib);
-  for (uint32_t c = 0; c < d->n; c++) {
-    double w = class_weight(&d->c[c]);
-    sum += w * (double)frag_of_class(g, n, d->c[c].k, d->c[c].mib);
-    total += w;
-  }
-  return total > 0 ? sum / total : 0;
-}
-
-int64_t gs_place_frag_delta(const struct gs_node *node, const struct gs_policy *policy,
-                            const struct gs_frag_dist *d, const uint32_t *gpus, uint32_t k,
-                            uint64_t mib_per_gpu) {
-  struct frag_gpu g[GS_MAX_GPUS];
-  uint32_t n = node->ngpus < GS_MAX_GPUS ? node->ngpus : GS_MAX_GPUS;
-  double before, after;
-  frag_gpus(node, policy, g);
-  before = frag_node(g, n, d, k, mib_per_gpu);
-  for (uint32_t i = 0; i < k; i++) {
-    uint32_t x = gpus[i];
-    if (x >= n)
-      continue;
-    g[x].free = g[x].free > mib_per_gpu ? g[x].free - mib_per_gpu : 0;
-    if (node->mode == GS_MODE_CGPU && policy->cgpu_max_pods != 0 &&
-        node->gpus[x].npods + 1 >= policy->cgpu_max_pods)
-      g[x].capped = true;
-  }
-  after = frag_node(g, n, d, k, mib_per_gpu);
-  return (int64_t)llround(after - before);
-}
-
-int64_t gs_place_frag_score(const struct gs_node *node, const struct gs_policy *policy,
-                            const struct gs_frag_dist *d, const struct gs_choice *choice) {
-  int64_t placed = (int64_t)(choice->mib_per_gpu * choice->ngpus), delta, s;
-  if (placed <= 0)
-    return choice->score; /* whole GPUs: the fill score */
-  delta = gs_place_frag_delta(node, policy, d, choice->gpus, choice->ngpus, choice->mib_per_gpu);
-  /* delta -placed → 10, 0 → 5, +placed → 0; rounded half up. */
-  if (delta <= -placed)
-    return 10;
-  if (delta >= placed)
-    return 0;
-  s = (10 * (placed - delta) + placed) / (2 * placed);
-  return s < 0 ? 0 : s > 10 ? 10 : s;
-}
-
-/* Per class, what one GPU changing free memory does to the node's
- * fragmentation, without a pass over the node per candidate: the counts of
- * GPUs that fit and the memory that does not are kept per class. */
-struct frag_class_state {
-  uint32_t fit;      /* GPUs that can take the class */
-  uint64_t unusable; /* free memory of the GPUs that cannot */
-};
-
-enum gs_code gs_place_choose_frag(void *ctx, const struct gs_node *node,
-                                 const struct gs_pod_request *req,
-                                 const struct gs_policy *policy, uint64_t candidates, uint32_t k,
-                                 uint64_t mib_per_gpu, uint32_t ret_gpus[GS_MAX_GPUS],
-                                 char reason[GS_REASON_MAX]) {
-  const struct gs_frag_dist *d = ctx;
-  struct gs_frag_dist self;
-  struct frag_gpu g[GS_MAX_GPUS];
-  struct frag_class_state cs[GS_FRAG_CLASSES];
-  uint32_t n = node->ngpus < GS_MAX_GPUS ? node->ngpus : GS_MAX_GPUS;
-  uint64_t all = 0, best_key = UINT64_MAX;
-  double best_delta = HUGE_VAL;
-  uint32_t best = GS_MAX_GPUS;
-  if (k != 1 || mib_per_gpu == 0)
-    return gs_place_choose_default(NULL, node, req, policy, candidates, k, mib_per_gpu,
-                                   ret_gpus, reason);
-  if (d == NULL || d->total == 0) {
-    /* Nothing learnt yet: the request itself is the workload. */
-    gs_frag_dist_init(&self);
-    gs_frag_dist_add(&self, 1, mib_per_gpu);
-    d = &self;
-  }
-  frag_gpus(node, policy, g);
-  for (uint32_t i = 0; i < n; i++)
-    all += g[i].free;
-  for (uint32_t c = 0; c < d->n; c++) {
-    cs[c].fit = 0;
-    cs[c].unusable = 0;
-    for (uint32_t i = 0; i < n; i++) {
-      if (g[i].free >= d->c[c].mib && !g[i].capped)
-        cs[c].fit++;
-      else
-        cs[c].unusable += g[i].free;
-    }
-  }
-  for (uint32_t x = 0; x < n; x++) {
-    uint64_t after, key;
-    double delta = 0; /* compared only: the weighted sum, not the average */
-    bool capped;
-    if (!(candidates >> x & 1))
-      continue;
-    after = g[x].free > mib_per_gpu ? g[x].free - mib_per_gpu : 0;
-    capped = g[x].capped || (node->mode == GS_MODE_CGPU && policy->cgpu_max_pods != 0 &&
-                             node->gpus[x].npods + 1 >= policy->cgpu_max_pods);
-    for (uint32_t c = 0; c < d->n; c++) {
-      uint64_t m = d->c[c].mib;
-      bool ok0 = g[x].free >= m && !g[x].capped, ok1 = after >= m && !capped;
-      uint32_t fit = cs[c].fit - ok0 + ok1;
-      uint64_t unusable = cs[c].unusable - (ok0 ? 0 : g[x].free) + (ok1 ? 0 : after);
-      uint64_t before_c = cs[c].fit >= d->c[c].k ? cs[c].unusable : all;
-      uint64_t after_c = fit >= d->c[c].k ? unusable : all - (g[x].free - after);
-      delta += class_weight(&d->c[c]) * ((double)after_c - (double)before_c);
-    }
-    key = mem_key(node, policy, mib_per_gpu, x);
-    if (delta < best_delta || (delta == best_delta && key < best_key)) {
-      best_delta = delta;
-      best_key = key;
-      best = x;
-    }
-  }
-  if (best == GS_MAX_GPUS)
-    return verdict(GS_CODE_UNSCHEDULABLE, reason, "fewer than %u usable GPUs", (unsigned)k);
-  ret_gpus[0] = best;
-  return GS_CODE_SUCCESS;
 }
 
 /* ---- parts --------------------------------------------------------------------- */

@@ -507,6 +507,15 @@ enum gs_err gs_fw_node_set_unhealthy(struct gs_fw *fw, const char *name, uint64_
   return err;
 }
 
+enum gs_err gs_fw_node_set_host(struct gs_fw *fw, const char *name,
+                                const struct gs_host *host) {
+  enum gs_err err;
+  pthread_rwlock_wrlock(&fw->lock);
+  err = gs_ledger_node_set_host(fw->ledger, name, host);
+  pthread_rwlock_unlock(&fw->lock);
+  return err;
+}
+
 enum gs_err gs_fw_pod_restore(struct gs_fw *fw, const struct gs_alloc *alloc) {
   enum gs_err err = GS_EOK;
   const struct gs_alloc *have;

@@ -911,14 +911,14 @@ static void test_frag_delta(void **state) {
   gs_frag_dist_add(&d, 1, 32 * GIB);
   /* On GPU 0 (10 → 2): 8-GiB requests lose 2 GiB, 32-GiB requests had 10
    * stranded and now 2; weights 8:32 → (8 × 2 − 32 × 8) / 40 = -6 GiB. */
-  assert_int_equal(gs_place_frag_delta(node("w"), &fx.policy, &d, &g0, 1, 8 * GIB), -6 * (int64_t)GIB);
+  assert_int_equal(gs_place_frag_delta(node("w"), &fx.policy, &d, &g0, 1, 8 * GIB, 0, 0), -6 * (int64_t)GIB);
   /* On GPU 1 (32 → 24): no GPU takes 32 GiB any more: all 34 GiB free are
    * stranded for that class (+24) → 32 × 24 / 40 = 19.2 GiB. */
-  assert_int_equal(gs_place_frag_delta(node("w"), &fx.policy, &d, &g1, 1, 8 * GIB),
+  assert_int_equal(gs_place_frag_delta(node("w"), &fx.policy, &d, &g1, 1, 8 * GIB, 0, 0),
                    (int64_t)(19.2 * GIB + 0.5));
   /* Nothing learnt: the request itself is the workload. */
   gs_frag_dist_init(&d);
-  assert_int_equal(gs_place_frag_delta(node("w"), &fx.policy, &d, &g1, 1, 8 * GIB), 0);
+  assert_int_equal(gs_place_frag_delta(node("w"), &fx.policy, &d, &g1, 1, 8 * GIB, 0, 0), 0);
 }
 
 /* The chooser keeps room for the common size where binpack would strand
@@ -942,9 +942,9 @@ static void test_frag_choose_and_score(void **state) {
       gs_place_pick_with(node("f"), &req, &fx.policy, gs_place_choose_frag, &d, &c, reason),
       GS_CODE_SUCCESS);
   assert_int_equal(c.gpus[0], 1); /* 12 → 6: another 6 GiB still fits */
-  assert_int_equal(gs_place_frag_score(node("f"), &fx.policy, &d, &c), 5); /* no change */
+  assert_int_equal(gs_place_frag_score(node("f"), &fx.policy, &d, NULL, &c), 5); /* no change */
   c.gpus[0] = 0;
-  assert_true(gs_place_frag_score(node("f"), &fx.policy, &d, &c) < 5);
+  assert_true(gs_place_frag_score(node("f"), &fx.policy, &d, NULL, &c) < 5);
   /* Several GPUs: the default choice. */
   req = mem_pod("p2", 4, 2);
   assert_int_equal(
@@ -961,12 +961,12 @@ static void test_frag_choose_and_score(void **state) {
   gs_frag_dist_init(&d);
   gs_frag_dist_add(&d, 1, 16 * GIB);
   c = (struct gs_choice){.ngpus = 1, .gpus = {0}, .mib_per_gpu = 6 * GIB, .score = 0};
-  assert_int_equal(gs_place_frag_score(node("h"), &fx.policy, &d, &c), 10);
+  assert_int_equal(gs_place_frag_score(node("h"), &fx.policy, &d, NULL, &c), 10);
   c = (struct gs_choice){.ngpus = 1, .gpus = {1}, .mib_per_gpu = 6 * GIB, .score = 0};
-  assert_int_equal(gs_place_frag_score(node("h"), &fx.policy, &d, &c), 0);
+  assert_int_equal(gs_place_frag_score(node("h"), &fx.policy, &d, NULL, &c), 0);
   /* Whole GPUs keep the fill score. */
   c = (struct gs_choice){.ngpus = 1, .gpus = {1}, .mib_per_gpu = 0, .score = 7};
-  assert_int_equal(gs_place_frag_score(node("h"), &fx.policy, &d, &c), 7);
+  assert_int_equal(gs_place_frag_score(node("h"), &fx.policy, &d, NULL, &c), 7);
 }
 
 /* An 8-GPU job needs an empty node: a small pod breaking one scores lower
@@ -989,11 +989,11 @@ static void test_frag_keeps_empty_nodes(void **state) {
   assert_int_equal(gs_place_pick_with(node("empty"), &req, &fx.policy, gs_place_choose_frag, &d,
                                       &c, reason),
                    GS_CODE_SUCCESS);
-  on_empty = gs_place_frag_score(node("empty"), &fx.policy, &d, &c);
+  on_empty = gs_place_frag_score(node("empty"), &fx.policy, &d, NULL, &c);
   assert_int_equal(gs_place_pick_with(node("used"), &req, &fx.policy, gs_place_choose_frag, &d,
                                       &c, reason),
                    GS_CODE_SUCCESS);
-  on_used = gs_place_frag_score(node("used"), &fx.policy, &d, &c);
+  on_used = gs_place_frag_score(node("used"), &fx.policy, &d, NULL, &c);
   assert_true(on_used > on_empty);
 }
 
