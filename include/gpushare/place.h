@@ -115,16 +115,20 @@ enum gs_code gs_place_pick_prepared(const struct gs_node *node, const struct gs_
  * ATC'23), our own formulation. The workload is a distribution of request
  * classes (k GPUs of m MiB each, with the mean host CPU and memory their
  * pods ask), learned from the pods seen. A node's fragmentation for a class
- * is the free GPU memory that class cannot use: all of it when the node
- * cannot take such a pod (fewer than k GPUs can take m, or, when the node's
- * host resources are known (struct gs_host), too little CPU or memory is
- * left for the class's mean request), otherwise the free memory of the GPUs
- * that cannot take m. The node's fragmentation is the average over classes
- * weighted by the memory each asks, and a placement is judged by how much
- * it grows: filling a hole nobody else fits lowers it, breaking a whole GPU
- * that large requests need raises it, and so does taking the CPU the
+ * is the free GPU memory that class cannot use:
+ *   - all of it when no such pod fits: fewer than k GPUs can take m, or the
+ *     node's host (struct gs_host, when known) has no room for the class's
+ *     mean CPU and memory;
+ *   - otherwise the free memory of the GPUs that cannot take m, plus, when
+ *     the host has room for fewer such pods (R) than the GPUs could take
+ *     (S = GPUs that can take m / k), the share (S − R) / S of the memory
+ *     the GPUs could give them: CPU a node's GPUs need strands them.
+ * The node's fragmentation is the average over classes weighted by how
+ * often each is asked, and a placement is judged by how much it grows:
+ * filling a hole nobody else fits lowers it, breaking a whole GPU that
+ * large requests need raises it, and so does taking the CPU or memory the
  * node's free GPUs need (a CPU-only pod counts too). docs/placement.md has
- * worked examples. */
+ * worked examples; docs/benchmarks.md §5b measures it against FGD. */
 
 #define GS_FRAG_CLASSES 32    /* distinct classes remembered */
 #define GS_FRAG_WINDOW 4096u  /* weights halve when their sum passes this */
@@ -153,14 +157,30 @@ void gs_frag_dist_add(struct gs_frag_dist *d, uint32_t k, uint64_t mib_per_gpu);
 void gs_frag_dist_add_host(struct gs_frag_dist *d, uint32_t k, uint64_t mib_per_gpu,
                            uint64_t cpu_milli, uint64_t mem_mib);
 
-/* How much a placement grows node's fragmentation under d, weighted sum
- * over the classes divided by their total weight, in MiB (negative:
- * shrinks): mib_per_gpu on each of the k GPUs in gpus[] and, when the
- * node's host resources are known, cpu_milli and mem_mib of the host. k 0
- * is a CPU-only pod. An empty d counts the placed request as the only
- * class. */
+/* A distribution prepared for placement: the classes largest per-GPU
+ * memory first, with what each node's evaluation needs precomputed. Build
+ * it when the distribution changes; evaluate any number of nodes with it. */
+struct gs_frag_entry {
+  uint32_t k;
+  uint64_t mib;
+  double weight;           /* requests */
+  double cpu_inv, mem_inv; /* 1 / the mean host request, 0 when none */
+};
+struct gs_frag_table {
+  uint32_t n;
+  double total; /* sum of weights */
+  struct gs_frag_entry c[GS_FRAG_CLASSES];
+};
+/* Builds t from d. An empty d gives an empty table. */
+void gs_frag_table_build(struct gs_frag_table *t, const struct gs_frag_dist *d);
+
+/* How much a placement grows node's fragmentation under t (the weighted
+ * average of the classes), in MiB, negative when it shrinks: mib_per_gpu
+ * on each of the k GPUs in gpus[] and, when the node's host resources are
+ * known, cpu_milli and mem_mib of the host. k 0 is a CPU-only pod. An
+ * empty t counts the placed request as the only class. */
 int64_t gs_place_frag_delta(const struct gs_node *node, const struct gs_policy *policy,
-                            const struct gs_frag_dist *d, const uint32_t *gpus, uint32_t k,
+                            const struct gs_frag_table *t, const uint32_t *gpus, uint32_t k,
                             uint64_t mib_per_gpu, uint64_t cpu_milli, uint64_t mem_mib);
 /* A delta as a prioritize score, 0..10: 5 when fragmentation is
  * unchanged, 10 when it shrinks by scale_mib or more, 0 when it grows by
@@ -168,13 +188,23 @@ int64_t gs_place_frag_delta(const struct gs_node *node, const struct gs_policy *
  * memory placed (k × mib), or for a CPU-only pod the memory of the node's
  * largest GPU. */
 int64_t gs_place_frag_delta_score(int64_t delta, int64_t scale_mib);
-/* The prioritize score of a memory pod's choice under nodePolicy frag:
- * gs_place_frag_delta of the choice and req's host request, scored with
- * the memory placed as the scale. */
+/* The prioritize score under nodePolicy frag of req on node: for a memory
+ * pod's choice, gs_place_frag_delta of it (with req's host request) scored
+ * with the memory placed as the scale; for whole GPUs the choice's fill
+ * score; for a pod asking no GPU (choice NULL), the delta of its host
+ * request scored with the node's largest GPU as the scale. */
 int64_t gs_place_frag_score(const struct gs_node *node, const struct gs_policy *policy,
-                            const struct gs_frag_dist *d, const struct gs_pod_request *req,
+                            const struct gs_frag_table *t, const struct gs_pod_request *req,
                             const struct gs_choice *choice);
-/* A gs_place_choose_fn (ctx: const struct gs_frag_dist *): one GPU — the
+/* The context of gs_place_choose_frag: the table in, and for a one-GPU
+ * pod the chosen GPU's delta out (what gs_place_frag_delta answers for it),
+ * so that scoring need not evaluate the node again. */
+struct gs_frag_pick {
+  const struct gs_frag_table *table;
+  int64_t delta;  /* out */
+  bool has_delta; /* out: false for several GPUs */
+};
+/* A gs_place_choose_fn (ctx: struct gs_frag_pick *): one GPU — the
  * candidate with the least delta (req's host request included), then the
  * placement order of gs_place_choose_default; several GPUs — as
  * gs_place_choose_default. */

@@ -14,12 +14,14 @@
 #define RECENT_UIDS 8
 
 /* Under nodePolicy frag: the request distribution the fragmentation score
- * weighs (place.h), learned from the pods seen. pre_filter runs under the
- * write lock (it records), the per-node hooks under the read lock (they
- * read). One pod passes pre_filter for filter, prioritize and bind: the
- * last few UIDs are remembered so that it counts once. */
+ * weighs (place.h), learned from the pods seen, and its table, rebuilt when
+ * it changes. pre_filter runs under the write lock (it records), the
+ * per-node hooks under the read lock (they read). One pod passes
+ * pre_filter for filter, prioritize and bind: the last few UIDs are
+ * remembered so that it counts once. */
 struct gpumem {
   struct gs_frag_dist dist;
+  struct gs_frag_table table;
   char recent[RECENT_UIDS][GS_UID_MAX + 1];
   unsigned next;
 };
@@ -27,8 +29,10 @@ struct gpumem {
 static void *create(const struct gs_policy *policy) {
   struct gpumem *g = gs_calloc(1, sizeof *g);
   (void)policy;
-  if (g != NULL)
+  if (g != NULL) {
     gs_frag_dist_init(&g->dist);
+    gs_frag_table_build(&g->table, &g->dist);
+  }
   return g;
 }
 
@@ -49,15 +53,23 @@ static void learn(struct gpumem *g, const struct gs_cycle *c) {
   }
   mib = gs_pod_request_mem_effective(pod) / pod->gpu_count * c->policy->unit_mib;
   gs_frag_dist_add_host(&g->dist, pod->gpu_count, mib, pod->cpu_milli, pod->mem_mib);
+  gs_frag_table_build(&g->table, &g->dist);
+}
+
+static bool frag_policy(const struct gpumem *g, const struct gs_cycle *c) {
+  return g != NULL && c->policy->node_policy == GS_PLACE_FRAG;
 }
 
 /* The GPUs and score for the pod on node, as the policy wants them. The
- * framework's prepared pod (c->place) spares checking the pod per node. */
+ * framework's prepared pod (c->place) spares checking the pod per node.
+ * fit_only: the verdict alone is wanted (filter), which no policy changes:
+ * the fragmentation-aware choice is skipped. */
 static enum gs_code pick(const struct gpumem *g, const struct gs_cycle *c,
-                        const struct gs_node *node, struct gs_choice *ret,
+                        const struct gs_node *node, bool fit_only, struct gs_choice *ret,
                         char reason[GS_REASON_MAX]) {
   struct gs_place_pod own;
   const struct gs_place_pod *pod = c->place;
+  struct gs_frag_pick fp;
   enum gs_code fit;
   if (pod == NULL) {
     fit = gs_place_prepare(c->pod, c->policy, &own, reason);
@@ -65,12 +77,22 @@ static enum gs_code pick(const struct gpumem *g, const struct gs_cycle *c,
       return fit;
     pod = &own;
   }
-  if (g == NULL || c->policy->node_policy != GS_PLACE_FRAG || !pod->mem)
+  if (fit_only || !frag_policy(g, c) || !pod->mem)
     return gs_place_pick_prepared(node, pod, NULL, NULL, ret, reason);
-  fit = gs_place_pick_prepared(node, pod, gs_place_choose_frag, (void *)&g->dist, ret, reason);
+  fp = (struct gs_frag_pick){.table = &g->table};
+  fit = gs_place_pick_prepared(node, pod, gs_place_choose_frag, &fp, ret, reason);
   if (fit == GS_CODE_SUCCESS)
-    ret->score = gs_place_frag_score(node, c->policy, &g->dist, c->pod, ret);
+    ret->score = fp.has_delta ? gs_place_frag_delta_score(
+                                    fp.delta, (int64_t)(ret->mib_per_gpu * ret->ngpus))
+                              : gs_place_frag_score(node, c->policy, &g->table, c->pod, ret);
   return fit;
+}
+
+/* Under nodePolicy frag a pod asking no GPU is scored too: what its CPU and
+ * memory take from the GPUs' pods (place.h). */
+static bool host_only(const struct gpumem *g, const struct gs_cycle *c) {
+  return frag_policy(g, c) && !gs_pod_request_is_memory(c->pod) &&
+         !gs_pod_request_is_whole(c->pod) && (c->pod->cpu_milli > 0 || c->pod->mem_mib > 0);
 }
 
 /* A placement verdict as the hook returns it; st->code is set on refusals
@@ -88,6 +110,8 @@ static enum gs_code pre_filter(void *self, const struct gs_cycle *c, struct gs_s
   code = fit_code(gs_place_check_pod(c->pod, c->policy, st->reason), st);
   if (code == GS_CODE_SUCCESS)
     learn(self, c);
+  if (code == GS_CODE_SKIP && host_only(self, c))
+    return GS_CODE_SUCCESS; /* scored per node; every node fits */
   return code;
 }
 
@@ -95,7 +119,7 @@ static enum gs_code pre_filter(void *self, const struct gs_cycle *c, struct gs_s
  * (filter_score) rather than picking twice. *ret_scored is false when the
  * pod is not ours (SKIP) or does not fit. */
 static enum gs_code pick_node(const struct gpumem *g, const struct gs_cycle *c,
-                              const struct gs_node *node, struct gs_status *st,
+                              const struct gs_node *node, bool fit_only, struct gs_status *st,
                               int64_t *ret_score, bool *ret_scored) {
   struct gs_choice choice;
   enum gs_code code;
@@ -104,7 +128,12 @@ static enum gs_code pick_node(const struct gpumem *g, const struct gs_cycle *c,
     return GS_CODE_SKIP;
   /* pick checks the pod first (or the framework did, once for the
    * request): SKIP means it asks for nothing gpushare manages. */
-  code = fit_code(pick(g, c, node, &choice, st->reason), st);
+  code = fit_code(pick(g, c, node, fit_only, &choice, st->reason), st);
+  if (code == GS_CODE_SKIP && !fit_only && host_only(g, c)) {
+    *ret_score = gs_place_frag_score(node, c->policy, &g->table, c->pod, NULL);
+    *ret_scored = true;
+    return GS_CODE_SUCCESS;
+  }
   if (code == GS_CODE_SUCCESS) {
     *ret_score = choice.score;
     *ret_scored = true;
@@ -116,23 +145,21 @@ static enum gs_code filter(void *self, const struct gs_cycle *c, const struct gs
                            struct gs_status *st) {
   int64_t unused;
   bool scored;
-  return pick_node(self, c, node, st, &unused, &scored);
+  return pick_node(self, c, node, true, st, &unused, &scored);
 }
 
 static enum gs_code filter_score(void *self, const struct gs_cycle *c, const struct gs_node *node,
                                  struct gs_status *st, int64_t *ret_score, bool *ret_scored) {
-  return pick_node(self, c, node, st, ret_score, ret_scored);
+  return pick_node(self, c, node, false, st, ret_score, ret_scored);
 }
 
 static enum gs_code score(void *self, const struct gs_cycle *c, const struct gs_node *node,
                           int64_t *ret_score) {
-  struct gs_choice choice;
-  char reason[GS_REASON_MAX];
+  struct gs_status st;
+  bool scored;
   /* Not ours, invalid or not fitting: no opinion (filter says why). */
-  if (gs_pod_request_is_gang_member(c->pod) ||
-      pick(self, c, node, &choice, reason) != GS_CODE_SUCCESS)
+  if (pick_node(self, c, node, false, &st, ret_score, &scored) != GS_CODE_SUCCESS || !scored)
     return GS_CODE_SKIP;
-  *ret_score = choice.score;
   return GS_CODE_SUCCESS;
 }
 
@@ -147,7 +174,7 @@ static enum gs_code reserve(void *self, struct gs_cycle *c, const struct gs_node
   if (gs_pod_request_is_gang_member(c->pod) || gs_ledger_alloc_get(c->ledger, c->pod->uid) != NULL)
     return GS_CODE_SKIP; /* the gang plugin reserves its members' slots */
   /* pick checks the pod first (SKIP: nothing gpushare manages). */
-  code = fit_code(pick(self, c, node, &choice, st->reason), st);
+  code = fit_code(pick(self, c, node, false, &choice, st->reason), st);
   if (code != GS_CODE_SUCCESS)
     return code;
   alloc = (struct gs_alloc){

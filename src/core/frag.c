@@ -59,20 +59,57 @@ void gs_frag_dist_add_host(struct gs_frag_dist *d, uint32_t k, uint64_t mib_per_
   }
 }
 
-/* What one GPU offers memory requests: its free memory (0 when unhealthy
- * or owned: nobody shares it), and whether the cgpu cap closes it. */
-struct frag_gpu {
-  uint64_t free;
-  bool capped;
-};
+void gs_frag_table_build(struct gs_frag_table *t, const struct gs_frag_dist *d) {
+  t->n = 0;
+  t->total = 0;
+  for (uint32_t i = 0; d != NULL && i < d->n && i < GS_FRAG_CLASSES; i++) {
+    const struct gs_frag_class *c = &d->c[i];
+    struct gs_frag_entry e;
+    uint32_t j;
+    if (c->weight == 0 || c->k == 0 || c->mib == 0)
+      continue;
+    e = (struct gs_frag_entry){
+        .k = c->k,
+        .mib = c->mib,
+        .weight = (double)c->weight,
+        .cpu_inv = c->cpu_sum ? (double)c->weight / (double)c->cpu_sum : 0,
+        .mem_inv = c->mem_sum ? (double)c->weight / (double)c->mem_sum : 0,
+    };
+    /* Largest per-GPU memory first: a node's GPUs are then counted for
+     * every class in one merge (frag_states). */
+    for (j = t->n; j > 0 && t->c[j - 1].mib < e.mib; j--)
+      t->c[j] = t->c[j - 1];
+    t->c[j] = e;
+    t->n++;
+    t->total += e.weight;
+  }
+}
 
-/* A node as the policy sees it: its GPUs and the host room left. */
+/* The table of one class: the request itself, when nothing is learnt. */
+static const struct gs_frag_table *table_or_self(const struct gs_frag_table *t, uint32_t k,
+                                                 uint64_t mib, uint64_t cpu_milli,
+                                                 uint64_t mem_mib, struct gs_frag_table *self) {
+  struct gs_frag_dist d;
+  if (t != NULL && t->n > 0)
+    return t;
+  gs_frag_dist_init(&d);
+  gs_frag_dist_add_host(&d, k, mib, cpu_milli, mem_mib);
+  gs_frag_table_build(self, &d);
+  return self;
+}
+
+/* A node as the policy sees it. A GPU offers memory requests its free
+ * memory (0 when unhealthy or owned: nobody shares it) unless the cgpu cap
+ * closes it. */
 struct frag_node {
-  struct frag_gpu g[GS_MAX_GPUS];
   uint32_t n;
-  uint64_t all;              /* free memory of all GPUs */
-  bool cpu_known, mem_known; /* host resources reported */
-  uint64_t cpu_free, mem_free;
+  uint64_t free[GS_MAX_GPUS];
+  bool capped[GS_MAX_GPUS];
+  uint32_t u;                        /* GPUs not capped */
+  uint64_t sorted[GS_MAX_GPUS];      /* their free memory, largest first */
+  uint64_t prefix[GS_MAX_GPUS + 1];  /* prefix[j] = sorted[0] + ... + sorted[j - 1] */
+  uint64_t all;                      /* free memory of every GPU */
+  double cpu_free, mem_free;         /* host room; HUGE_VAL when unknown */
 };
 
 static uint64_t sub0(uint64_t a, uint64_t b) { return a > b ? a - b : 0; }
@@ -83,105 +120,125 @@ static bool cgpu_capped(const struct gs_node *node, const struct gs_policy *poli
          npods >= policy->cgpu_max_pods;
 }
 
+/* Sorts the uncapped GPUs' free memory and sums it (after free[] or
+ * capped[] change). */
+static void frag_node_sort(struct frag_node *fn) {
+  fn->u = 0;
+  fn->all = 0;
+  for (uint32_t g = 0; g < fn->n; g++) {
+    uint32_t j;
+    fn->all += fn->free[g];
+    if (fn->capped[g])
+      continue;
+    for (j = fn->u; j > 0 && fn->sorted[j - 1] < fn->free[g]; j--)
+      fn->sorted[j] = fn->sorted[j - 1];
+    fn->sorted[j] = fn->free[g];
+    fn->u++;
+  }
+  fn->prefix[0] = 0;
+  for (uint32_t j = 0; j < fn->u; j++)
+    fn->prefix[j + 1] = fn->prefix[j] + fn->sorted[j];
+}
+
 static void frag_node_init(const struct gs_node *node, const struct gs_policy *policy,
                            struct frag_node *fn) {
   fn->n = node->ngpus < GS_MAX_GPUS ? node->ngpus : GS_MAX_GPUS;
-  fn->all = 0;
   for (uint32_t g = 0; g < fn->n; g++) {
     const struct gs_gpu *gpu = &node->gpus[g];
-    bool shared = gpu->healthy && gpu->owner == NULL;
-    fn->g[g].free = shared ? gpu_free_mib(gpu) : 0;
-    fn->g[g].capped = cgpu_capped(node, policy, gpu->npods);
-    fn->all += fn->g[g].free;
+    fn->free[g] = gpu->healthy && gpu->owner == NULL ? gpu_free_mib(gpu) : 0;
+    fn->capped[g] = cgpu_capped(node, policy, gpu->npods);
   }
-  fn->cpu_known = node->host.cpu_milli > 0;
-  fn->mem_known = node->host.mem_mib > 0;
-  fn->cpu_free = sub0(node->host.cpu_milli, node->host.cpu_used_milli);
-  fn->mem_free = sub0(node->host.mem_mib, node->host.mem_used_mib);
+  frag_node_sort(fn);
+  fn->cpu_free = node->host.cpu_milli > 0
+                     ? (double)sub0(node->host.cpu_milli, node->host.cpu_used_milli)
+                     : HUGE_VAL;
+  fn->mem_free = node->host.mem_mib > 0
+                     ? (double)sub0(node->host.mem_mib, node->host.mem_used_mib)
+                     : HUGE_VAL;
 }
 
-/* Takes a host request out of the node's room (nothing when unknown). */
+/* Takes a host request out of the node's room. */
 static void frag_node_take_host(struct frag_node *fn, uint64_t cpu_milli, uint64_t mem_mib) {
-  fn->cpu_free = sub0(fn->cpu_free, cpu_milli);
-  fn->mem_free = sub0(fn->mem_free, mem_mib);
+  if (fn->cpu_free != HUGE_VAL)
+    fn->cpu_free = fn->cpu_free > (double)cpu_milli ? fn->cpu_free - (double)cpu_milli : 0;
+  if (fn->mem_free != HUGE_VAL)
+    fn->mem_free = fn->mem_free > (double)mem_mib ? fn->mem_free - (double)mem_mib : 0;
 }
 
-/* Whether the node's host has room for a class's mean request. */
-static bool host_fits(const struct frag_node *fn, const struct gs_frag_class *c) {
-  uint64_t w = c->weight ? c->weight : 1;
-  return (!fn->cpu_known || c->cpu_sum / w <= fn->cpu_free) &&
-         (!fn->mem_known || c->mem_sum / w <= fn->mem_free);
-}
-
-/* Fragmentation of the node for one class: the free memory it cannot use. */
-static uint64_t frag_of_class(const struct frag_node *fn, const struct gs_frag_class *c) {
-  uint64_t unusable = 0;
-  uint32_t fit = 0;
-  if (!host_fits(fn, c))
-    return fn->all;
-  for (uint32_t i = 0; i < fn->n; i++) {
-    if (fn->g[i].free >= c->mib && !fn->g[i].capped)
-      fit++;
-    else
-      unusable += fn->g[i].free;
+/* How many of a class's mean request the host has room for (HUGE_VAL when
+ * nothing limits it). */
+static double host_room(const struct frag_node *fn, const struct gs_frag_entry *e) {
+  double room = HUGE_VAL;
+  if (e->cpu_inv > 0 && fn->cpu_free != HUGE_VAL)
+    room = floor(fn->cpu_free * e->cpu_inv);
+  if (e->mem_inv > 0 && fn->mem_free != HUGE_VAL) {
+    double m = floor(fn->mem_free * e->mem_inv);
+    room = m < room ? m : room;
   }
-  return fit >= c->k ? unusable : fn->all;
+  return room;
 }
 
-/* A class's weight: its requests times the memory each asks (k × mib).
- * Counting requests alone let the rare 8-GPU jobs, which need a whole
- * empty node, weigh almost nothing, and they were the first to fail in
- * the trace replay (docs/benchmarks.md, pack): weighting by the memory
- * asked measures fragmentation in the resource it wastes. Doubles: the
- * product outgrows 64 bits for absurd requests. */
-static double class_weight(const struct gs_frag_class *c) {
-  return (double)c->weight * (double)c->k * (double)c->mib;
+/* A class's fragmentation (place.h) from the GPUs that can take its
+ * per-GPU memory (fit), the free memory of those that cannot (unusable),
+ * all free memory, and the host's room for its pods. */
+static double class_frag(const struct gs_frag_entry *e, uint32_t fit, uint64_t unusable,
+                         uint64_t all, double room) {
+  double slots;
+  if (fit < e->k || room < 1)
+    return (double)all;
+  slots = (double)(fit / e->k);
+  if (room >= slots)
+    return (double)unusable;
+  return (double)unusable + (double)(all - unusable) * (slots - room) / slots;
 }
 
-/* Weighted average over the classes. */
-static double frag_avg(const struct frag_node *fn, const struct gs_frag_dist *d) {
-  double sum = 0, total = 0;
-  for (uint32_t c = 0; c < d->n; c++) {
-    double w = class_weight(&d->c[c]);
-    sum += w * (double)frag_of_class(fn, &d->c[c]);
-    total += w;
+/* Per class, the GPUs that can take it and the memory of those that
+ * cannot: one merge of the sorted GPUs with the classes (largest first). */
+static void frag_states(const struct frag_node *fn, const struct gs_frag_table *t, uint32_t *fit,
+                        uint64_t *unusable) {
+  uint32_t j = 0;
+  for (uint32_t c = 0; c < t->n; c++) {
+    while (j < fn->u && fn->sorted[j] >= t->c[c].mib)
+      j++;
+    fit[c] = j;
+    unusable[c] = fn->all - fn->prefix[j];
   }
-  return total > 0 ? sum / total : 0;
 }
 
-/* d, or when nothing is learnt yet the request itself as the workload. */
-static const struct gs_frag_dist *dist_or_self(const struct gs_frag_dist *d, uint32_t k,
-                                               uint64_t mib, uint64_t cpu_milli,
-                                               uint64_t mem_mib, struct gs_frag_dist *self) {
-  if (d != NULL && d->total > 0)
-    return d;
-  gs_frag_dist_init(self);
-  gs_frag_dist_add_host(self, k, mib, cpu_milli, mem_mib);
-  return self;
+/* The node's fragmentation: the weighted average over the classes. */
+static double frag_avg(const struct frag_node *fn, const struct gs_frag_table *t) {
+  uint32_t fit[GS_FRAG_CLASSES];
+  uint64_t unusable[GS_FRAG_CLASSES];
+  double sum = 0;
+  if (t->total <= 0)
+    return 0;
+  frag_states(fn, t, fit, unusable);
+  for (uint32_t c = 0; c < t->n; c++)
+    sum += t->c[c].weight *
+           class_frag(&t->c[c], fit[c], unusable[c], fn->all, host_room(fn, &t->c[c]));
+  return sum / t->total;
 }
 
 int64_t gs_place_frag_delta(const struct gs_node *node, const struct gs_policy *policy,
-                            const struct gs_frag_dist *d, const uint32_t *gpus, uint32_t k,
+                            const struct gs_frag_table *t, const uint32_t *gpus, uint32_t k,
                             uint64_t mib_per_gpu, uint64_t cpu_milli, uint64_t mem_mib) {
   struct frag_node fn;
-  struct gs_frag_dist self;
+  struct gs_frag_table self;
   double before, after;
-  d = dist_or_self(d, k, mib_per_gpu, cpu_milli, mem_mib, &self);
+  t = table_or_self(t, k, mib_per_gpu, cpu_milli, mem_mib, &self);
   frag_node_init(node, policy, &fn);
-  before = frag_avg(&fn, d);
+  before = frag_avg(&fn, t);
   for (uint32_t i = 0; i < k; i++) {
     uint32_t x = gpus[i];
-    uint64_t left;
     if (x >= fn.n)
       continue;
-    left = sub0(fn.g[x].free, mib_per_gpu);
-    fn.all -= fn.g[x].free - left;
-    fn.g[x].free = left;
+    fn.free[x] = sub0(fn.free[x], mib_per_gpu);
     if (cgpu_capped(node, policy, node->gpus[x].npods + 1))
-      fn.g[x].capped = true;
+      fn.capped[x] = true;
   }
+  frag_node_sort(&fn);
   frag_node_take_host(&fn, cpu_milli, mem_mib);
-  after = frag_avg(&fn, d);
+  after = frag_avg(&fn, t);
   return (int64_t)llround(after - before);
 }
 
@@ -199,74 +256,72 @@ int64_t gs_place_frag_delta_score(int64_t delta, int64_t scale_mib) {
 }
 
 int64_t gs_place_frag_score(const struct gs_node *node, const struct gs_policy *policy,
-                            const struct gs_frag_dist *d, const struct gs_pod_request *req,
+                            const struct gs_frag_table *t, const struct gs_pod_request *req,
                             const struct gs_choice *choice) {
-  int64_t placed = (int64_t)(choice->mib_per_gpu * choice->ngpus), delta;
+  uint64_t cpu = req ? req->cpu_milli : 0, mem = req ? req->mem_mib : 0, largest = 0;
+  int64_t placed;
+  if (choice == NULL) {
+    for (uint32_t g = 0; g < node->ngpus; g++)
+      largest = node->gpus[g].total_mib > largest ? node->gpus[g].total_mib : largest;
+    return gs_place_frag_delta_score(gs_place_frag_delta(node, policy, t, NULL, 0, 0, cpu, mem),
+                                     (int64_t)largest);
+  }
+  placed = (int64_t)(choice->mib_per_gpu * choice->ngpus);
   if (placed <= 0)
     return choice->score; /* whole GPUs: the fill score */
-  delta = gs_place_frag_delta(node, policy, d, choice->gpus, choice->ngpus, choice->mib_per_gpu,
-                              req ? req->cpu_milli : 0, req ? req->mem_mib : 0);
-  return gs_place_frag_delta_score(delta, placed);
+  return gs_place_frag_delta_score(gs_place_frag_delta(node, policy, t, choice->gpus,
+                                                       choice->ngpus, choice->mib_per_gpu, cpu,
+                                                       mem),
+                                   placed);
 }
-
-/* Per class, what one GPU changing free memory does to the node's
- * fragmentation, without a pass over the node per candidate: the counts of
- * GPUs that fit and the memory that does not are kept per class, and
- * whether the host has room before and after the pod's host request. */
-struct frag_class_state {
-  uint32_t fit;      /* GPUs that can take the class */
-  uint64_t unusable; /* free memory of the GPUs that cannot */
-  bool host0, host1; /* the host has room for the class, before / after */
-};
 
 enum gs_code gs_place_choose_frag(void *ctx, const struct gs_node *node,
                                  const struct gs_pod_request *req,
                                  const struct gs_policy *policy, uint64_t candidates, uint32_t k,
                                  uint64_t mib_per_gpu, uint32_t ret_gpus[GS_MAX_GPUS],
                                  char reason[GS_REASON_MAX]) {
-  const struct gs_frag_dist *d;
-  struct gs_frag_dist self;
-  struct frag_node fn, after_host;
-  struct frag_class_state cs[GS_FRAG_CLASSES];
-  uint64_t best_key = UINT64_MAX, cpu = req ? req->cpu_milli : 0, mem = req ? req->mem_mib : 0;
-  double best_delta = HUGE_VAL;
-  uint32_t best = GS_MAX_GPUS;
+  struct gs_frag_pick *pick = ctx;
+  const struct gs_frag_table *t;
+  struct gs_frag_table self;
+  struct frag_node fn;
+  uint32_t fit[GS_FRAG_CLASSES], best = GS_MAX_GPUS, ntried = 0;
+  uint64_t unusable[GS_FRAG_CLASSES], tried[GS_MAX_GPUS], best_key = UINT64_MAX;
+  uint64_t cpu = req ? req->cpu_milli : 0, mem = req ? req->mem_mib : 0;
+  double before[GS_FRAG_CLASSES], room1[GS_FRAG_CLASSES], best_delta = HUGE_VAL;
+  if (pick != NULL)
+    pick->has_delta = false;
   if (k != 1 || mib_per_gpu == 0)
     return gs_place_choose_default(NULL, node, req, policy, candidates, k, mib_per_gpu,
                                    ret_gpus, reason);
-  d = dist_or_self(ctx, 1, mib_per_gpu, cpu, mem, &self);
+  t = table_or_self(pick ? pick->table : NULL, 1, mib_per_gpu, cpu, mem, &self);
   frag_node_init(node, policy, &fn);
-  after_host = fn;
-  frag_node_take_host(&after_host, cpu, mem);
-  for (uint32_t c = 0; c < d->n; c++) {
-    cs[c].fit = 0;
-    cs[c].unusable = 0;
-    cs[c].host0 = host_fits(&fn, &d->c[c]);
-    cs[c].host1 = host_fits(&after_host, &d->c[c]);
-    for (uint32_t i = 0; i < fn.n; i++) {
-      if (fn.g[i].free >= d->c[c].mib && !fn.g[i].capped)
-        cs[c].fit++;
-      else
-        cs[c].unusable += fn.g[i].free;
-    }
-  }
+  frag_states(&fn, t, fit, unusable);
+  for (uint32_t c = 0; c < t->n; c++)
+    before[c] = class_frag(&t->c[c], fit[c], unusable[c], fn.all, host_room(&fn, &t->c[c]));
+  frag_node_take_host(&fn, cpu, mem);
+  for (uint32_t c = 0; c < t->n; c++)
+    room1[c] = host_room(&fn, &t->c[c]);
   for (uint32_t x = 0; x < fn.n; x++) {
-    uint64_t after, key;
+    uint64_t f = fn.free[x], after = sub0(f, mib_per_gpu), all1 = fn.all - (f - after), key;
+    bool cap0 = fn.capped[x], cap1 = cap0 || cgpu_capped(node, policy, node->gpus[x].npods + 1);
+    uint64_t same = f << 2 | (uint64_t)cap0 << 1 | cap1;
     double delta = 0; /* compared only: the weighted sum, not the average */
-    bool capped;
+    uint32_t i;
     if (!(candidates >> x & 1))
       continue;
-    after = sub0(fn.g[x].free, mib_per_gpu);
-    capped = fn.g[x].capped || cgpu_capped(node, policy, node->gpus[x].npods + 1);
-    for (uint32_t c = 0; c < d->n; c++) {
-      uint64_t m = d->c[c].mib;
-      bool ok0 = fn.g[x].free >= m && !fn.g[x].capped, ok1 = after >= m && !capped;
-      uint32_t fit = cs[c].fit - ok0 + ok1;
-      uint64_t unusable = cs[c].unusable - (ok0 ? 0 : fn.g[x].free) + (ok1 ? 0 : after);
-      uint64_t all1 = fn.all - (fn.g[x].free - after);
-      uint64_t before_c = cs[c].host0 && cs[c].fit >= d->c[c].k ? cs[c].unusable : fn.all;
-      uint64_t after_c = cs[c].host1 && fit >= d->c[c].k ? unusable : all1;
-      delta += class_weight(&d->c[c]) * ((double)after_c - (double)before_c);
+    /* GPUs alike give the same delta; the first (lowest index) also comes
+     * first in the placement order among them. */
+    for (i = 0; i < ntried && tried[i] != same; i++)
+      ;
+    if (i < ntried)
+      continue;
+    tried[ntried++] = same;
+    for (uint32_t c = 0; c < t->n; c++) {
+      uint64_t m = t->c[c].mib;
+      bool ok0 = !cap0 && f >= m, ok1 = !cap1 && after >= m;
+      uint32_t fit1 = fit[c] - ok0 + ok1;
+      uint64_t unusable1 = unusable[c] - (ok0 ? 0 : f) + (ok1 ? 0 : after);
+      delta += t->c[c].weight * (class_frag(&t->c[c], fit1, unusable1, all1, room1[c]) - before[c]);
     }
     key = gs__place_mem_key(node, policy, mib_per_gpu, x);
     if (delta < best_delta || (delta == best_delta && key < best_key)) {
@@ -279,6 +334,10 @@ enum gs_code gs_place_choose_frag(void *ctx, const struct gs_node *node,
     if (reason != NULL)
       snprintf(reason, GS_REASON_MAX, "fewer than %u usable GPUs", (unsigned)k);
     return GS_CODE_UNSCHEDULABLE;
+  }
+  if (pick != NULL && t->total > 0) {
+    pick->delta = (int64_t)llround(best_delta / t->total);
+    pick->has_delta = true;
   }
   ret_gpus[0] = best;
   return GS_CODE_SUCCESS;

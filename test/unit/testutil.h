@@ -35,6 +35,26 @@ static inline struct gs_pod_request gs_test_mem_pod(const char *name, uint64_t u
   return p;
 }
 
+/* Puts used_units[g] (of unit_mib) on GPU g of node, one restored pod
+ * each (UIDs load-N); 0 on success. */
+static inline int gs_test_load(struct gs_ledger *ledger, uint64_t unit_mib, const char *node,
+                               const uint64_t *used_units, uint32_t n) {
+  static int seq;
+  char uid[32];
+  for (uint32_t g = 0; g < n; g++) {
+    struct gs_alloc_part part = {0, g, used_units[g]};
+    struct gs_alloc a = {.ns = "default", .node = node, .kind = GS_ALLOC_MEM,
+                         .unit_mib = unit_mib, .nparts = 1, .parts = &part};
+    if (used_units[g] == 0)
+      continue;
+    snprintf(uid, sizeof uid, "load-%d", seq++);
+    a.uid = a.name = uid;
+    if (gs_ledger_restore(ledger, &a) != GS_EOK)
+      return -1;
+  }
+  return 0;
+}
+
 /* Parses a topology file of test/data/topologies (vendored copies of
  * ../shared/data/topologies, so a fresh clone has them) into *ret; 0 on
  * success. The tests assert on the result. */

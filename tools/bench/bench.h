@@ -136,6 +136,8 @@ uint64_t bench_rand(uint64_t *state);
 /* ---- subcommands ------------------------------------------------------------------- */
 
 int bench_core(int argc, char **argv);
+/* pack --protocol fgd (fgd.c), called by bench_pack. */
+int bench_pack_fgd(int argc, char **argv);
 int bench_http(int argc, char **argv);
 int bench_memory(int argc, char **argv);
 int bench_preempt(int argc, char **argv);

@@ -543,6 +543,13 @@ int bench_pack(int argc, char **argv) {
       "failed", "us/pod", NULL};
   static struct bench_table table;
 
+  for (int i = 1; i + 1 < argc; i++)
+    if (strcmp(argv[i], "--protocol") == 0) {
+      if (strcmp(argv[i + 1], "fgd") == 0)
+        return bench_pack_fgd(argc, argv);
+      fprintf(stderr, "gpushare-bench: unknown --protocol %s: accepted fgd\n", argv[i + 1]);
+      return 2;
+    }
   for (int i = 1; i < argc; i++) {
     const char *v = i + 1 < argc ? argv[i + 1] : NULL;
     if (v == NULL) {

@@ -7,6 +7,8 @@
 
 #include <gpushare/place.h>
 
+#include "../testutil.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -99,18 +101,7 @@ static enum gs_code place(const char *node_name, const struct gs_pod_request *re
 
 /* Puts used_units[i] on GPU i (one pod each). */
 static void load(const char *node_name, const uint64_t *used_units, uint32_t n) {
-  static int seq;
-  char uid[32];
-  for (uint32_t g = 0; g < n; g++) {
-    struct gs_alloc_part part = {0, g, used_units[g]};
-    struct gs_alloc a = {.ns = "default", .node = node_name, .kind = GS_ALLOC_MEM,
-                         .unit_mib = fx.policy.unit_mib, .nparts = 1, .parts = &part};
-    if (used_units[g] == 0)
-      continue;
-    snprintf(uid, sizeof uid, "load-%d", seq++);
-    a.uid = a.name = uid;
-    assert_int_equal(gs_ledger_restore(fx.ledger, &a), GS_EOK);
-  }
+  assert_int_equal(gs_test_load(fx.ledger, fx.policy.unit_mib, node_name, used_units, n), 0);
 }
 
 static void test_policy_defaults(void **state) {
@@ -774,11 +765,14 @@ static void test_prepared_pod(void **state) {
                                        GS_MODE_TOPOLOGY};
   const struct gs_node *nodes[40];
   struct gs_frag_dist dist;
+  struct gs_frag_table table;
+  struct gs_frag_pick pick = {.table = &table};
   uint32_t rng = 99;
   (void)state;
   gs_frag_dist_init(&dist);
   gs_frag_dist_add(&dist, 1, 4 * GS_UNIT_GIB);
   gs_frag_dist_add(&dist, 2, 8 * GS_UNIT_GIB);
+  gs_frag_table_build(&table, &dist);
   for (int i = 0; i < 40; i++) {
     char name[16];
     enum gs_mode mode = modes[i % 5];
@@ -846,8 +840,8 @@ static void test_prepared_pod(void **state) {
         struct gs_choice a, b;
         memset(&a, 0, sizeof a);
         memset(&b, 0, sizeof b);
-        fa = gs_place_pick_with(nodes[i], &r, &fx.policy, fn, &dist, &a, ra);
-        fb = gs_place_pick_prepared(nodes[i], &pod, fn, &dist, &b, rb);
+        fa = gs_place_pick_with(nodes[i], &r, &fx.policy, fn, &pick, &a, ra);
+        fb = gs_place_pick_prepared(nodes[i], &pod, fn, &pick, &b, rb);
         assert_int_equal(fa, fb);
         assert_string_equal(ra, rb);
         assert_memory_equal(&a, &b, sizeof a);
@@ -856,145 +850,6 @@ static void test_prepared_pod(void **state) {
   }
   fx.policy = (struct gs_policy){0};
   gs_policy_init(&fx.policy);
-}
-
-/* ---- nodePolicy frag -------------------------------------------------------------- */
-
-#define GIB 1024u
-
-static void test_frag_dist(void **state) {
-  struct gs_frag_dist d;
-  (void)state;
-  gs_frag_dist_init(&d);
-  assert_int_equal(d.n, 0);
-  gs_frag_dist_add(&d, 1, 8 * GIB);
-  gs_frag_dist_add(&d, 1, 8 * GIB);
-  gs_frag_dist_add(&d, 2, 8 * GIB);
-  gs_frag_dist_add(&d, 0, 8 * GIB); /* nothing to count */
-  gs_frag_dist_add(&d, 1, 0);
-  assert_int_equal(d.n, 2);
-  assert_int_equal(d.total, 3);
-  assert_int_equal(d.c[0].weight, 2);
-  assert_int_equal(d.c[1].k, 2);
-  /* Full: the lightest class makes room. */
-  for (uint32_t i = 2; i < GS_FRAG_CLASSES; i++)
-    gs_frag_dist_add(&d, 1, (uint64_t)(100 + i) * GIB);
-  assert_int_equal(d.n, GS_FRAG_CLASSES);
-  gs_frag_dist_add(&d, 3, 1 * GIB);
-  assert_int_equal(d.n, GS_FRAG_CLASSES);
-  assert_int_equal(d.c[0].weight, 2); /* the heavy one stays */
-  /* The window: weights halve, classes left with nothing go. */
-  for (uint32_t i = 0; i < GS_FRAG_WINDOW; i++)
-    gs_frag_dist_add(&d, 1, 8 * GIB);
-  assert_true(d.total <= GS_FRAG_WINDOW);
-  assert_true(d.n < GS_FRAG_CLASSES);
-  assert_int_equal(d.c[0].mib, 8 * GIB);
-  {
-    uint32_t sum = 0;
-    for (uint32_t c = 0; c < d.n; c++)
-      sum += d.c[c].weight;
-    assert_int_equal(sum, d.total);
-  }
-}
-
-/* The worked example of docs/placement.md: two 32 GiB GPUs, free 10 and
- * 32; requests of 8 GiB and 32 GiB equally frequent. */
-static void test_frag_delta(void **state) {
-  struct gs_frag_dist d;
-  const uint64_t used[2] = {22, 0};
-  uint32_t g0 = 0, g1 = 1;
-  (void)state;
-  add_node("w", GS_MODE_SHARE, GS_PLACE_BINPACK, 2, 32);
-  load("w", used, 2);
-  gs_frag_dist_init(&d);
-  gs_frag_dist_add(&d, 1, 8 * GIB);
-  gs_frag_dist_add(&d, 1, 32 * GIB);
-  /* On GPU 0 (10 → 2): 8-GiB requests lose 2 GiB, 32-GiB requests had 10
-   * stranded and now 2; weights 8:32 → (8 × 2 − 32 × 8) / 40 = -6 GiB. */
-  assert_int_equal(gs_place_frag_delta(node("w"), &fx.policy, &d, &g0, 1, 8 * GIB, 0, 0), -6 * (int64_t)GIB);
-  /* On GPU 1 (32 → 24): no GPU takes 32 GiB any more: all 34 GiB free are
-   * stranded for that class (+24) → 32 × 24 / 40 = 19.2 GiB. */
-  assert_int_equal(gs_place_frag_delta(node("w"), &fx.policy, &d, &g1, 1, 8 * GIB, 0, 0),
-                   (int64_t)(19.2 * GIB + 0.5));
-  /* Nothing learnt: the request itself is the workload. */
-  gs_frag_dist_init(&d);
-  assert_int_equal(gs_place_frag_delta(node("w"), &fx.policy, &d, &g1, 1, 8 * GIB, 0, 0), 0);
-}
-
-/* The chooser keeps room for the common size where binpack would strand
- * it, and the score maps the delta onto 0..10. */
-static void test_frag_choose_and_score(void **state) {
-  struct gs_frag_dist d;
-  struct gs_choice c;
-  char reason[GS_REASON_MAX];
-  struct gs_pod_request req = mem_pod("p", 6, 1);
-  const uint64_t used[2] = {6, 4}; /* free 10, 12 */
-  (void)state;
-  add_node("f", GS_MODE_SHARE, GS_PLACE_BINPACK, 2, 16);
-  load("f", used, 2);
-  gs_frag_dist_init(&d);
-  for (int i = 0; i < 10; i++)
-    gs_frag_dist_add(&d, 1, 6 * GIB);
-  gs_frag_dist_add(&d, 1, 4 * GIB);
-  assert_int_equal(gs_place_pick(node("f"), &req, &fx.policy, &c, reason), GS_CODE_SUCCESS);
-  assert_int_equal(c.gpus[0], 0); /* binpack: 10 → 4, strands a 6-GiB slot */
-  assert_int_equal(
-      gs_place_pick_with(node("f"), &req, &fx.policy, gs_place_choose_frag, &d, &c, reason),
-      GS_CODE_SUCCESS);
-  assert_int_equal(c.gpus[0], 1); /* 12 → 6: another 6 GiB still fits */
-  assert_int_equal(gs_place_frag_score(node("f"), &fx.policy, &d, NULL, &c), 5); /* no change */
-  c.gpus[0] = 0;
-  assert_true(gs_place_frag_score(node("f"), &fx.policy, &d, NULL, &c) < 5);
-  /* Several GPUs: the default choice. */
-  req = mem_pod("p2", 4, 2);
-  assert_int_equal(
-      gs_place_pick_with(node("f"), &req, &fx.policy, gs_place_choose_frag, &d, &c, reason),
-      GS_CODE_SUCCESS);
-  assert_int_equal(c.ngpus, 2);
-  /* Score ends: all of it out of stranded space → 10; as much stranded as
-   * placed → 0. One 16 GiB GPU with 6 free, 16-GiB requests only. */
-  add_node("h", GS_MODE_SHARE, GS_PLACE_BINPACK, 2, 16);
-  {
-    const uint64_t u[2] = {10, 0};
-    load("h", u, 2);
-  }
-  gs_frag_dist_init(&d);
-  gs_frag_dist_add(&d, 1, 16 * GIB);
-  c = (struct gs_choice){.ngpus = 1, .gpus = {0}, .mib_per_gpu = 6 * GIB, .score = 0};
-  assert_int_equal(gs_place_frag_score(node("h"), &fx.policy, &d, NULL, &c), 10);
-  c = (struct gs_choice){.ngpus = 1, .gpus = {1}, .mib_per_gpu = 6 * GIB, .score = 0};
-  assert_int_equal(gs_place_frag_score(node("h"), &fx.policy, &d, NULL, &c), 0);
-  /* Whole GPUs keep the fill score. */
-  c = (struct gs_choice){.ngpus = 1, .gpus = {1}, .mib_per_gpu = 0, .score = 7};
-  assert_int_equal(gs_place_frag_score(node("h"), &fx.policy, &d, NULL, &c), 7);
-}
-
-/* An 8-GPU job needs an empty node: a small pod breaking one scores lower
- * than the same pod on a node already in use. */
-static void test_frag_keeps_empty_nodes(void **state) {
-  struct gs_frag_dist d;
-  struct gs_choice c;
-  char reason[GS_REASON_MAX];
-  struct gs_pod_request req = mem_pod("small", 8, 1);
-  const uint64_t used[8] = {32, 0, 0, 0, 0, 0, 0, 0};
-  int64_t on_empty, on_used;
-  (void)state;
-  add_node("empty", GS_MODE_SHARE, GS_PLACE_BINPACK, 8, 32);
-  add_node("used", GS_MODE_SHARE, GS_PLACE_BINPACK, 8, 32);
-  load("used", used, 8);
-  gs_frag_dist_init(&d);
-  for (int i = 0; i < 50; i++)
-    gs_frag_dist_add(&d, 1, 8 * GIB);
-  gs_frag_dist_add(&d, 8, 32 * GIB);
-  assert_int_equal(gs_place_pick_with(node("empty"), &req, &fx.policy, gs_place_choose_frag, &d,
-                                      &c, reason),
-                   GS_CODE_SUCCESS);
-  on_empty = gs_place_frag_score(node("empty"), &fx.policy, &d, NULL, &c);
-  assert_int_equal(gs_place_pick_with(node("used"), &req, &fx.policy, gs_place_choose_frag, &d,
-                                      &c, reason),
-                   GS_CODE_SUCCESS);
-  on_used = gs_place_frag_score(node("used"), &fx.policy, &d, NULL, &c);
-  assert_true(on_used > on_empty);
 }
 
 /* The one gang-membership predicate: gang labels and whole GPUs; a memory
@@ -1033,10 +888,6 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_pick_then_reserve, setup, teardown),
       cmocka_unit_test_setup_teardown(test_one_gpu_shortcut, setup, teardown),
       cmocka_unit_test_setup_teardown(test_prepared_pod, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_frag_dist, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_frag_delta, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_frag_choose_and_score, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_frag_keeps_empty_nodes, setup, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
