@@ -196,6 +196,9 @@ int64_t gs_place_frag_delta_score(int64_t delta, int64_t scale_mib);
 int64_t gs_place_frag_score(const struct gs_node *node, const struct gs_policy *policy,
                             const struct gs_frag_table *t, const struct gs_pod_request *req,
                             const struct gs_choice *choice);
+/* True when nodePolicy frag scores req although it asks no GPU: it asks
+ * host CPU or memory, which the GPUs' pods may need (a CPU-only pod). */
+bool gs_place_frag_scores_host(const struct gs_pod_request *req, const struct gs_policy *policy);
 /* The context of gs_place_choose_frag: the table in, and for a one-GPU
  * pod the chosen GPU's delta out (what gs_place_frag_delta answers for it),
  * so that scoring need not evaluate the node again. */

@@ -51,6 +51,12 @@ enum gs_err gs_sched_node_remove(struct gs_sched *s, const char *name) GS_WUR;
 /* The node's unhealthy GPUs (bit i: GPU index i; 0: all healthy). Kept for a
  * node not known yet and applied when it comes. */
 enum gs_err gs_sched_set_unhealthy(struct gs_sched *s, const char *node, uint64_t mask) GS_WUR;
+/* The host resources of n nodes (types.h struct gs_host: allocatable and
+ * requested CPU and memory), as the front end knows them at the start of a
+ * cycle; only nodePolicy frag weighs them. Unknown nodes are passed over.
+ * The in-process plugin feeds kube-scheduler's NodeInfo here. */
+void gs_sched_nodes_set_host(struct gs_sched *s, const char *const *names,
+                             const struct gs_host *hosts, size_t n);
 /* A non-terminal pod seen bound with an allocation (read from its
  * annotations). GS_EOK: in the ledger (or already there). GS_EAGAIN: its
  * node is not known yet, or memory ran out: a copy is kept and restored when

@@ -91,8 +91,7 @@ static enum gs_code pick(const struct gpumem *g, const struct gs_cycle *c,
 /* Under nodePolicy frag a pod asking no GPU is scored too: what its CPU and
  * memory take from the GPUs' pods (place.h). */
 static bool host_only(const struct gpumem *g, const struct gs_cycle *c) {
-  return frag_policy(g, c) && !gs_pod_request_is_memory(c->pod) &&
-         !gs_pod_request_is_whole(c->pod) && (c->pod->cpu_milli > 0 || c->pod->mem_mib > 0);
+  return g != NULL && gs_place_frag_scores_host(c->pod, c->policy);
 }
 
 /* A placement verdict as the hook returns it; st->code is set on refusals

@@ -47,6 +47,14 @@ enum gs_err gs_api_quantity_whole_diag(const json_t *value, const char *where, u
 enum gs_err gs_api_quantity_whole_str(const char *text, const char *where, uint64_t *ret,
                                       struct gs_diag *diag) GS_WUR;
 
+/* A quantity (string or JSON integer) × 10^e10 × 2^b2, rounded up: CPU in
+ * milli (e10 3: "100m" → 100, "0.5" → 500) or memory in MiB (b2 -20:
+ * "1Gi" → 1024, "1G" → 954). Negatives → GS_ERANGE, results above
+ * GS_API_QUANTITY_MAX → GS_ERANGE, garbage and more than 18 significant
+ * digits → GS_EPARSE. */
+enum gs_err gs_api_quantity_scaled_diag(const json_t *value, int e10, int b2, const char *where,
+                                        uint64_t *ret, struct gs_diag *diag) GS_WUR;
+
 /* ---- objects ----------------------------------------------------------- */
 
 /* Pod → request: ns/name/uid, per-container limits aliyun.com/gpu-mem and
@@ -59,7 +67,11 @@ enum gs_err gs_api_quantity_whole_str(const char *text, const char *where, uint6
  * init_mem_units/init_whole_gpus so that gs_pod_request_*_effective()
  * equal Kubernetes' effective request. gpu-topology-replica is read only
  * beside a non-empty gpu-topology label: decimal 1..10000, absent → 1;
- * without a job gang_replicas is 0. */
+ * without a job gang_replicas is 0. Host requests (cpu_milli, mem_mib):
+ * requests.cpu/memory (limits when requests lack them) with the same
+ * effective rule plus spec.overhead, as kube-scheduler's NodeResourcesFit
+ * counts them, rounded up (gs_api_quantity_scaled_diag); a bad one is a
+ * decode error like a bad gpu-mem. */
 enum gs_err gs_api_pod_decode(const json_t *pod, struct gs_pod_request *ret,
                               struct gs_diag *diag) GS_WUR;
 

@@ -12,45 +12,61 @@
 
 #define GANG_REPLICAS_MAX 10000u /* gpu-topology-replica cap */
 
-/* One container's amount of resource res: limits win; requests are used
- * when limits lack it (Kubernetes defaults requests from limits for
- * extended resources and requires them equal). */
-static enum gs_err container_amount(const json_t *c, const char *cpath, const char *res,
-                                    uint64_t *ret, struct gs_diag *diag) {
+/* What a container asks, as gpushare reads it: gpu-mem and gpu from limits
+ * (requests when limits lack them: Kubernetes defaults requests from
+ * limits for extended resources and requires them equal); CPU (milli) and
+ * memory (MiB, rounded up) from requests (limits when requests lack them,
+ * as the apiserver's defaulting does), which only the fragmentation
+ * policy weighs. */
+enum { R_GPU_MEM, R_GPU, R_CPU, R_MEMORY, R_N };
+static const struct resource {
+  const char *name;
+  bool host;   /* requests first, scaled and rounded up */
+  int e10, b2; /* scale: × 10^e10 × 2^b2 */
+} resources[R_N] = {
+    [R_GPU_MEM] = {GS_RES_GPU_MEM, false, 0, 0},
+    [R_GPU] = {GS_RES_GPU, false, 0, 0},
+    [R_CPU] = {"cpu", true, 3, 0},
+    [R_MEMORY] = {"memory", true, 0, -20},
+};
+
+static enum gs_err container_amount(const json_t *c, const char *cpath,
+                                    const struct resource *res, uint64_t *ret,
+                                    struct gs_diag *diag) {
   static const char *const maps[] = {"limits", "requests"};
   char path[GS__API_PATH_MAX], where[GS__API_PATH_MAX];
-  const json_t *resources, *map, *q;
+  const json_t *resources_obj, *map, *q;
   enum gs_err err;
 
   gs__api_path(path, "%s.resources", cpath);
-  err = gs__api_get_object(c, "resources", cpath, &resources, diag);
+  err = gs__api_get_object(c, "resources", cpath, &resources_obj, diag);
   if (err != GS_EOK)
     return err;
   for (size_t i = 0; i < 2; i++) {
-    err = gs__api_get_object(resources, maps[i], path, &map, diag);
+    const char *m = maps[res->host ? 1 - i : i];
+    err = gs__api_get_object(resources_obj, m, path, &map, diag);
     if (err != GS_EOK)
       return err;
-    q = gs__api_get(map, res);
+    q = gs__api_get(map, res->name);
     if (q != NULL) {
-      gs__api_path(where, "%s.%s[\"%s\"]", path, maps[i], res);
-      return gs_api_quantity_whole_diag(q, where, ret, diag);
+      gs__api_path(where, "%s.%s[\"%s\"]", path, m, res->name);
+      return res->host ? gs_api_quantity_scaled_diag(q, res->e10, res->b2, where, ret, diag)
+                       : gs_api_quantity_whole_diag(q, where, ret, diag);
     }
   }
   *ret = 0;
   return GS_EOK;
 }
 
-/* gpu-mem and gpu of one container. */
-static enum gs_err container_decode(const json_t *c, const char *cpath, uint64_t *ret_mem,
-                                    uint64_t *ret_whole, struct gs_diag *diag) {
-  enum gs_err err;
+static enum gs_err container_decode(const json_t *c, const char *cpath, uint64_t ret[R_N],
+                                    struct gs_diag *diag) {
+  enum gs_err err = GS_EOK;
   if (!json_is_object(c)) {
     gs_diag_set(diag, cpath, "must be an object");
     return GS_EPARSE;
   }
-  err = container_amount(c, cpath, GS_RES_GPU_MEM, ret_mem, diag);
-  if (err == GS_EOK)
-    err = container_amount(c, cpath, GS_RES_GPU, ret_whole, diag);
+  for (int r = 0; r < R_N && err == GS_EOK; r++)
+    err = container_amount(c, cpath, &resources[r], &ret[r], diag);
   return err;
 }
 
@@ -58,10 +74,15 @@ static uint64_t sat_add(uint64_t a, uint64_t b) {
   return a > UINT64_MAX - b ? UINT64_MAX : a + b;
 }
 
+static uint64_t max_u64(uint64_t a, uint64_t b) { return a > b ? a : b; }
+
+/* App containers: per-container gpu-mem and gpu, the sums of all four into
+ * app[]. */
 static enum gs_err containers_decode(const json_t *spec, struct gs_pod_request *req,
-                                     struct gs_diag *diag) {
+                                     uint64_t app[R_N], struct gs_diag *diag) {
   const json_t *arr, *c;
   char path[GS__API_PATH_MAX];
+  uint64_t amt[R_N];
   size_t i;
   enum gs_err err;
 
@@ -75,9 +96,13 @@ static enum gs_err containers_decode(const json_t *spec, struct gs_pod_request *
   }
   json_array_foreach(arr, i, c) {
     gs__api_path(path, "Pod.spec.containers[%zu]", i);
-    err = container_decode(c, path, &req->mem_units[i], &req->whole_gpus[i], diag);
+    err = container_decode(c, path, amt, diag);
     if (err != GS_EOK)
       return err;
+    req->mem_units[i] = amt[R_GPU_MEM];
+    req->whole_gpus[i] = amt[R_GPU];
+    for (int r = 0; r < R_N; r++)
+      app[r] = sat_add(app[r], amt[r]);
   }
   req->ncontainers = (uint32_t)json_array_size(arr);
   return GS_EOK;
@@ -87,14 +112,15 @@ static enum gs_err containers_decode(const json_t *spec, struct gs_pod_request *
  * sidecars (restartPolicy: Always): a regular init container i needs its
  * own request plus the sidecars started before it; the app containers run
  * beside every sidecar. The struct keeps only "app sum" and "init max",
- * so the sidecars' total is folded into init_mem_units as
+ * so the sidecars' total is folded into the init max as
  * max(init max, app sum + sidecars): the effective request
- * max(app sum, init_mem_units) then equals Kubernetes' value. */
-static enum gs_err init_containers_decode(const json_t *spec, struct gs_pod_request *req,
-                                          struct gs_diag *diag) {
+ * max(app sum, init max) then equals Kubernetes' value. Into ret[]: the
+ * init max of each resource. */
+static enum gs_err init_containers_decode(const json_t *spec, const uint64_t app[R_N],
+                                          uint64_t ret[R_N], struct gs_diag *diag) {
   const json_t *arr, *c;
   char path[GS__API_PATH_MAX];
-  uint64_t mem, whole, side_mem = 0, side_whole = 0, max_mem = 0, max_whole = 0;
+  uint64_t amt[R_N], side[R_N] = {0}, max[R_N] = {0};
   const char *policy;
   size_t i;
   enum gs_err err;
@@ -109,40 +135,62 @@ static enum gs_err init_containers_decode(const json_t *spec, struct gs_pod_requ
     return GS_ETOOBIG;
   }
   json_array_foreach(arr, i, c) {
+    bool sidecar;
     gs__api_path(path, "Pod.spec.initContainers[%zu]", i);
-    err = container_decode(c, path, &mem, &whole, diag);
+    err = container_decode(c, path, amt, diag);
     if (err == GS_EOK)
       err = gs__api_get_string(c, "restartPolicy", path, &policy, diag);
     if (err != GS_EOK)
       return err;
-    if (policy != NULL && strcmp(policy, "Always") == 0) {
-      side_mem = sat_add(side_mem, mem);
-      side_whole = sat_add(side_whole, whole);
-      mem = side_mem;
-      whole = side_whole;
-    } else {
-      mem = sat_add(mem, side_mem);
-      whole = sat_add(whole, side_whole);
+    sidecar = policy != NULL && strcmp(policy, "Always") == 0;
+    for (int r = 0; r < R_N; r++) {
+      if (sidecar) {
+        side[r] = sat_add(side[r], amt[r]);
+        amt[r] = side[r];
+      } else {
+        amt[r] = sat_add(amt[r], side[r]);
+      }
+      max[r] = max_u64(max[r], amt[r]);
     }
-    if (mem > max_mem)
-      max_mem = mem;
-    if (whole > max_whole)
-      max_whole = whole;
   }
-  if (side_mem > 0) {
-    mem = sat_add(gs_pod_request_mem_sum(req), side_mem);
-    if (mem > max_mem)
-      max_mem = mem;
+  for (int r = 0; r < R_N; r++) {
+    if (side[r] > 0)
+      max[r] = max_u64(max[r], sat_add(app[r], side[r]));
+    ret[r] = max[r];
   }
-  if (side_whole > 0) {
-    whole = side_whole;
-    for (uint32_t k = 0; k < req->ncontainers; k++)
-      whole = sat_add(whole, req->whole_gpus[k]);
-    if (whole > max_whole)
-      max_whole = whole;
+  return GS_EOK;
+}
+
+/* Pod overhead (RuntimeClass): kube-scheduler adds it to the requests. */
+static enum gs_err overhead_decode(const json_t *spec, uint64_t ret[R_N], struct gs_diag *diag) {
+  const json_t *map, *q;
+  enum gs_err err = gs__api_get_object(spec, "overhead", "Pod.spec", &map, diag);
+  for (int r = R_CPU; r <= R_MEMORY && err == GS_EOK; r++) {
+    char where[GS__API_PATH_MAX];
+    ret[r] = 0;
+    if ((q = gs__api_get(map, resources[r].name)) == NULL)
+      continue;
+    gs__api_path(where, "Pod.spec.overhead[\"%s\"]", resources[r].name);
+    err = gs_api_quantity_scaled_diag(q, resources[r].e10, resources[r].b2, where, &ret[r], diag);
   }
-  req->init_mem_units = max_mem;
-  req->init_whole_gpus = max_whole;
+  return err;
+}
+
+/* Every resource of spec: containers, init containers, overhead. */
+static enum gs_err spec_decode(const json_t *spec, struct gs_pod_request *req,
+                               struct gs_diag *diag) {
+  uint64_t app[R_N] = {0}, init[R_N], over[R_N];
+  enum gs_err err = containers_decode(spec, req, app, diag);
+  if (err == GS_EOK)
+    err = init_containers_decode(spec, app, init, diag);
+  if (err == GS_EOK)
+    err = overhead_decode(spec, over, diag);
+  if (err != GS_EOK)
+    return err;
+  req->init_mem_units = init[R_GPU_MEM];
+  req->init_whole_gpus = init[R_GPU];
+  req->cpu_milli = sat_add(max_u64(app[R_CPU], init[R_CPU]), over[R_CPU]);
+  req->mem_mib = sat_add(max_u64(app[R_MEMORY], init[R_MEMORY]), over[R_MEMORY]);
   return GS_EOK;
 }
 
@@ -248,9 +296,7 @@ enum gs_err gs_api_pod_decode(const json_t *pod, struct gs_pod_request *ret,
   if (err == GS_EOK)
     err = gs__api_get_object(pod, "spec", "Pod", &spec, diag);
   if (err == GS_EOK)
-    err = containers_decode(spec, &req, diag);
-  if (err == GS_EOK)
-    err = init_containers_decode(spec, &req, diag);
+    err = spec_decode(spec, &req, diag);
   if (err != GS_EOK)
     return err;
   req.priority = gs_api_pod_priority(pod);

@@ -1,5 +1,6 @@
 /* Kubernetes resource quantities that must be whole numbers (docs/kube-protocol.md
- * §C.12): extended resources, node capacity.
+ * §C.12): extended resources, node capacity; and CPU and memory requests
+ * scaled and rounded up (milli-CPU, MiB).
  *
  * Grammar (apimachinery resource.Quantity):
  *   quantity ::= [+-] number suffix
@@ -201,6 +202,76 @@ enum gs_err gs_api_quantity_whole_str(const char *text, const char *where, uint6
   if (!qty_scan(text, &q))
     return qty_fail(diag, where, GS_EPARSE, text, "is not a valid quantity");
   return qty_value(&q, text, where, ret, diag);
+}
+
+/* 128-bit exact arithmetic (gcc and clang; __extension__ keeps -Wpedantic
+ * quiet). */
+__extension__ typedef unsigned __int128 u128;
+
+/* ceil(q × 10^e10 × 2^b2), exactly: the significand has at most 18
+ * digits (< 2^60) and the binary suffix at most 2^60, so the numerator
+ * stays below 2^120; a decimal exponent below -24 leaves less than 1. */
+static enum gs_err qty_scaled(const struct qty *q, int e10, int b2, const char *text,
+                              const char *where, uint64_t *ret, struct gs_diag *diag) {
+  u128 num = 0, den = 1;
+  long e = q->e10 + e10, shift = 10L * (long)q->b + b2;
+  if (q->ndigits == 0) {
+    *ret = 0;
+    return GS_EOK;
+  }
+  if (q->neg)
+    return qty_fail(diag, where, GS_ERANGE, text, "is negative");
+  if (q->ndigits > 18)
+    return qty_fail(diag, where, GS_EPARSE, text, "has more than 18 significant digits");
+  for (size_t i = 0; i < q->ndigits; i++)
+    num = num * 10 + (unsigned)(q->digits[i] - '0');
+  if (shift >= 0)
+    num <<= shift;
+  else
+    den <<= -shift;
+  if (e < -24) {
+    *ret = 1;
+    return GS_EOK;
+  }
+  for (; e < 0; e++)
+    den *= 10;
+  for (; e > 0; e--) {
+    if (num > ((u128)1 << 100))
+      return qty_fail(diag, where, GS_ERANGE, text, "is too large");
+    num *= 10;
+  }
+  num = (num + den - 1) / den;
+  if (num > GS_API_QUANTITY_MAX)
+    return qty_fail(diag, where, GS_ERANGE, text, "is too large");
+  *ret = (uint64_t)num;
+  return GS_EOK;
+}
+
+enum gs_err gs_api_quantity_scaled_diag(const json_t *value, int e10, int b2, const char *where,
+                                        uint64_t *ret, struct gs_diag *diag) {
+  struct qty q;
+  const char *text;
+  char buf[32];
+  if (json_is_integer(value)) {
+    snprintf(buf, sizeof buf, "%" JSON_INTEGER_FORMAT, json_integer_value(value));
+    text = buf;
+  } else if (json_is_string(value)) {
+    text = json_string_value(value);
+  } else {
+    gs_diag_set(diag, where, "quantity must be a string or an integer");
+    return GS_EPARSE;
+  }
+  if (text[0] == '\0') {
+    gs_diag_set(diag, where, "quantity is empty");
+    return GS_EPARSE;
+  }
+  if (strlen(text) > QTY_TEXT_MAX) {
+    gs_diag_set(diag, where, "quantity is longer than %d characters", QTY_TEXT_MAX);
+    return GS_EPARSE;
+  }
+  if (!qty_scan(text, &q))
+    return qty_fail(diag, where, GS_EPARSE, text, "is not a valid quantity");
+  return qty_scaled(&q, e10, b2, text, where, ret, diag);
 }
 
 enum gs_err gs_api_quantity_whole_diag(const json_t *value, const char *where, uint64_t *ret,

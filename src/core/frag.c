@@ -275,6 +275,11 @@ int64_t gs_place_frag_score(const struct gs_node *node, const struct gs_policy *
                                    placed);
 }
 
+bool gs_place_frag_scores_host(const struct gs_pod_request *req, const struct gs_policy *policy) {
+  return policy->node_policy == GS_PLACE_FRAG && !gs_pod_request_is_memory(req) &&
+         !gs_pod_request_is_whole(req) && (req->cpu_milli > 0 || req->mem_mib > 0);
+}
+
 enum gs_code gs_place_choose_frag(void *ctx, const struct gs_node *node,
                                  const struct gs_pod_request *req,
                                  const struct gs_policy *policy, uint64_t candidates, uint32_t k,

@@ -507,13 +507,13 @@ enum gs_err gs_fw_node_set_unhealthy(struct gs_fw *fw, const char *name, uint64_
   return err;
 }
 
-enum gs_err gs_fw_node_set_host(struct gs_fw *fw, const char *name,
-                                const struct gs_host *host) {
-  enum gs_err err;
+void gs_fw_nodes_set_host(struct gs_fw *fw, const char *const *names,
+                          const struct gs_host *hosts, size_t n) {
   pthread_rwlock_wrlock(&fw->lock);
-  err = gs_ledger_node_set_host(fw->ledger, name, host);
+  for (size_t i = 0; i < n; i++)
+    if (gs_ledger_node_set_host(fw->ledger, names[i], &hosts[i]) != GS_EOK)
+      continue; /* unknown: nothing to record */
   pthread_rwlock_unlock(&fw->lock);
-  return err;
 }
 
 enum gs_err gs_fw_pod_restore(struct gs_fw *fw, const struct gs_alloc *alloc) {

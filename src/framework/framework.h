@@ -75,9 +75,10 @@ void gs_fw_bind_abort(struct gs_fw *fw, const struct gs_pod_request *pod, const 
 enum gs_err gs_fw_node_upsert(struct gs_fw *fw, const struct gs_node_spec *spec) GS_WUR;
 enum gs_err gs_fw_node_remove(struct gs_fw *fw, const char *name) GS_WUR;
 enum gs_err gs_fw_node_set_unhealthy(struct gs_fw *fw, const char *name, uint64_t mask) GS_WUR;
-/* gs_ledger_node_set_host under the lock. */
-enum gs_err gs_fw_node_set_host(struct gs_fw *fw, const char *name,
-                                const struct gs_host *host) GS_WUR;
+/* gs_ledger_node_set_host of n nodes under one lock (unknown names are
+ * passed over). */
+void gs_fw_nodes_set_host(struct gs_fw *fw, const char *const *names,
+                          const struct gs_host *hosts, size_t n);
 /* A pod seen with an allocation (from its annotations): recorded as BOUND
  * when bound, kept if already known. GS_ENOTFOUND: unknown node. */
 enum gs_err gs_fw_pod_restore(struct gs_fw *fw, const struct gs_alloc *alloc) GS_WUR;

@@ -312,6 +312,11 @@ enum gs_err gs_sched_set_unhealthy(struct gs_sched *s, const char *node, uint64_
   return e == GS_ENOTFOUND ? GS_EOK : e; /* applied when the node comes */
 }
 
+void gs_sched_nodes_set_host(struct gs_sched *s, const char *const *names,
+                             const struct gs_host *hosts, size_t n) {
+  gs_fw_nodes_set_host(s->fw, names, hosts, n);
+}
+
 /* ---- time --------------------------------------------------------------- */
 
 /* Counts what the service reports about itself, then passes it on. */

@@ -241,8 +241,33 @@ static int code_of(enum gs_code c) {
   }
 }
 
+int gs_shim_wants_host(const struct gs_shim *s) {
+  return gs_sched_policy(s->sched)->node_policy == GS_PLACE_FRAG;
+}
+
+static uint64_t nonneg(int64_t v) { return v > 0 ? (uint64_t)v : 0; }
+
+/* Records host[] (gs_shim_filter) for the n nodes. */
+static enum gs_err set_hosts(struct gs_shim *s, const char *const *nodes, size_t n,
+                             const int64_t *host) {
+  struct gs_host *h = gs_calloc(n ? n : 1, sizeof *h);
+  if (h == NULL)
+    return GS_ENOMEM;
+  for (size_t i = 0; i < n; i++) {
+    const int64_t *v = host + 4 * i;
+    h[i] = (struct gs_host){.cpu_milli = nonneg(v[0]),
+                            .cpu_used_milli = nonneg(v[1]),
+                            .mem_mib = nonneg(v[2]) >> 20,
+                            .mem_used_mib = (nonneg(v[3]) + (1u << 20) - 1) >> 20};
+  }
+  gs_sched_nodes_set_host(s->sched, nodes, h, n);
+  gs_free(h);
+  return GS_EOK;
+}
+
 int gs_shim_filter(struct gs_shim *s, const char *pod, size_t len, const char *const *nodes,
-                   size_t n, int64_t now_ns, int *codes, char *reasons, int64_t *scores) {
+                   size_t n, const int64_t *host, int64_t now_ns, int *codes, char *reasons,
+                   int64_t *scores) {
   struct gs_pod_request *req = gs_malloc(sizeof *req);
   struct gs_node_result *res = gs_calloc(n ? n : 1, sizeof *res);
   struct gs_status st;
@@ -255,8 +280,14 @@ int gs_shim_filter(struct gs_shim *s, const char *pod, size_t len, const char *c
   if ((code = decode_pod(s, pod, len, req, reasons)) != GS_SHIM_OK)
     goto out;
   if (gs_place_check_pod(req, gs_sched_policy(s->sched), st.reason) == GS_CODE_SKIP &&
-      !gs_pod_request_is_gang_member(req)) {
+      !gs_pod_request_is_gang_member(req) &&
+      !(scores != NULL && gs_place_frag_scores_host(req, gs_sched_policy(s->sched)))) {
     code = GS_SHIM_SKIP; /* no GPU resource gpushare manages */
+    goto out;
+  }
+  if (host != NULL && set_hosts(s, nodes, n, host) != GS_EOK) {
+    snprintf(reasons, GS_SHIM_REASON, "out of memory");
+    code = GS_SHIM_ERROR;
     goto out;
   }
   if ((scores != NULL ? gs_sched_prioritize(s->sched, req, nodes, n, now_ns, res)
@@ -271,6 +302,8 @@ int gs_shim_filter(struct gs_shim *s, const char *pod, size_t len, const char *c
     if (scores != NULL)
       scores[i] = res[i].score;
   }
+  if (gs_place_frag_scores_host(req, gs_sched_policy(s->sched)))
+    code = GS_SHIM_SCORE_ONLY;
 out:
   gs_free(req);
   gs_free(res);

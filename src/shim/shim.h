@@ -46,14 +46,23 @@ void gs_shim_tick(struct gs_shim *s, int64_t now_ns);
 
 /* Codes of the verbs below. */
 enum { GS_SHIM_OK = 0, GS_SHIM_UNSCHEDULABLE = 1, GS_SHIM_UNRESOLVABLE = 2, GS_SHIM_SKIP = 3,
-       GS_SHIM_WAIT = 4, GS_SHIM_ERROR = 5 };
+       GS_SHIM_WAIT = 4, GS_SHIM_ERROR = 5, GS_SHIM_SCORE_ONLY = 6 };
 #define GS_SHIM_REASON 256
 
+/* Whether filter wants the nodes' host resources (nodePolicy frag weighs
+ * them: docs/placement.md). */
+int gs_shim_wants_host(const struct gs_shim *s);
 /* Filter (prioritize: with scores 0..10) of pod over n nodes: codes[i],
- * reasons + i * GS_SHIM_REASON. Returns SKIP when gpushare does not manage
- * the pod, ERROR (reason in reasons[0]) when the pod cannot be read, OK. */
+ * reasons + i * GS_SHIM_REASON. host: NULL, or 4 numbers per node (CPU
+ * allocatable and requested in milli, memory allocatable and requested in
+ * bytes, as kube-scheduler's NodeInfo has them), recorded first. Returns
+ * SKIP when gpushare does not manage the pod, ERROR (reason in reasons[0])
+ * when the pod cannot be read, SCORE_ONLY when the verdicts and scores
+ * hold but nothing is to be reserved (nodePolicy frag scoring a pod that
+ * asks no GPU: gs_place_frag_scores_host), OK. */
 int gs_shim_filter(struct gs_shim *s, const char *pod, size_t len, const char *const *nodes,
-                   size_t n, int64_t now_ns, int *codes, char *reasons, int64_t *scores);
+                   size_t n, const int64_t *host, int64_t now_ns, int *codes, char *reasons,
+                   int64_t *scores);
 
 /* Reserve pod on node: *ret_annots is the Binding's annotations as a JSON
  * object {"key":"value"} (free it). OK, or a failure code with reason. */

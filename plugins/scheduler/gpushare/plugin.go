@@ -384,16 +384,24 @@ func (p *Plugin) PreFilter(ctx context.Context, state fwk.CycleState, pod *v1.Po
 	for _, n := range nodes {
 		names = append(names, n.Node().Name)
 	}
-	rc, vs := p.core.Filter(b, names, time.Now().UnixNano(), true)
+	var host []int64
+	if p.core.WantsHost() { // nodePolicy frag weighs the nodes' CPU and memory
+		host = make([]int64, 0, 4*len(nodes))
+		for _, n := range nodes {
+			a, r := n.GetAllocatable(), n.GetRequested()
+			host = append(host, a.GetMilliCPU(), r.GetMilliCPU(), a.GetMemory(), r.GetMemory())
+		}
+	}
+	rc, vs := p.core.Filter(b, names, host, time.Now().UnixNano(), true)
 	c := &cycle{pod: b}
 	state.Write(stateKey, c)
 	if rc == shim.Skip {
 		return nil, fwk.NewStatus(fwk.Skip)
 	}
-	if rc != shim.OK {
+	if rc != shim.OK && rc != shim.ScoreOnly {
 		return nil, status(rc, vs[0].Reason)
 	}
-	c.managed = true
+	c.managed = rc == shim.OK // ScoreOnly: scored, nothing to filter or reserve
 	c.verdict = make(map[string]verdict, len(names))
 	for i, name := range names {
 		c.verdict[name] = verdict{vs[i].Code, vs[i].Reason, vs[i].Score}
@@ -430,7 +438,7 @@ func (p *Plugin) Filter(ctx context.Context, state fwk.CycleState, pod *v1.Pod, 
 // manage is skipped.
 func (p *Plugin) PreScore(ctx context.Context, state fwk.CycleState, pod *v1.Pod, nodes []fwk.NodeInfo) *fwk.Status {
 	c := read(state)
-	if c == nil || !c.managed {
+	if c == nil || c.verdict == nil {
 		return fwk.NewStatus(fwk.Skip)
 	}
 	return nil // scored in PreFilter

@@ -27,6 +27,7 @@ const (
 	Skip          = int(C.GS_SHIM_SKIP)
 	Wait          = int(C.GS_SHIM_WAIT)
 	Error         = int(C.GS_SHIM_ERROR)
+	ScoreOnly     = int(C.GS_SHIM_SCORE_ONLY)
 )
 
 const reasonMax = int(C.GS_SHIM_REASON)
@@ -134,9 +135,15 @@ type Verdict struct {
 	Score  int64 // 0..10 when scored
 }
 
+// WantsHost: whether Filter wants the nodes' host resources (nodePolicy frag).
+func (s *Shim) WantsHost() bool { return C.gs_shim_wants_host(s.c) != 0 }
+
 // Filter (score false) or prioritize (score true) of pod over the nodes.
-// rc is OK, Skip (not managed) or Error (reason in the first verdict).
-func (s *Shim) Filter(pod []byte, names []string, nowNs int64, score bool) (int, []Verdict) {
+// host is nil or 4 numbers per node: CPU allocatable and requested
+// (milli), memory allocatable and requested (bytes). rc is OK, Skip (not
+// managed), ScoreOnly (scored, nothing to reserve: nodePolicy frag and a
+// pod asking no GPU) or Error (reason in the first verdict).
+func (s *Shim) Filter(pod []byte, names []string, host []int64, nowNs int64, score bool) (int, []Verdict) {
 	n := len(names)
 	arr := s.nameArray(names)
 	defer C.free(unsafe.Pointer(arr))
@@ -151,9 +158,15 @@ func (s *Shim) Filter(pod []byte, names []string, nowNs int64, score bool) (int,
 	}
 	var rc int
 	withBytes(pod, func(b *C.char, l C.size_t) {
-		rc = int(C.gs_shim_filter(s.c, b, l, arr, C.size_t(n), C.int64_t(nowNs), codes, reasons, scores))
+		var h *C.int64_t
+		if len(host) >= 4*n && n > 0 {
+			h = (*C.int64_t)(C.malloc(C.size_t(4 * n * 8)))
+			defer C.free(unsafe.Pointer(h))
+			copy(unsafe.Slice((*int64)(unsafe.Pointer(h)), 4*n), host)
+		}
+		rc = int(C.gs_shim_filter(s.c, b, l, arr, C.size_t(n), h, C.int64_t(nowNs), codes, reasons, scores))
 	})
-	if rc != OK {
+	if rc != OK && rc != ScoreOnly {
 		return rc, []Verdict{{rc, C.GoString(reasons), 0}}
 	}
 	cs := unsafe.Slice(codes, n+1)
@@ -169,7 +182,7 @@ func (s *Shim) Filter(pod []byte, names []string, nowNs int64, score bool) (int,
 			vs[i].Score = int64(ss[i])
 		}
 	}
-	return OK, vs
+	return rc, vs
 }
 
 // Reserve pod on node: the annotations its Binding carries (a JSON object).

@@ -37,14 +37,14 @@ func TestVerbs(t *testing.T) {
 	}
 	s.Node(node("a", 2, 32))
 	s.Node(node("b", 1, 8))
-	rc, vs := s.Filter(pod("p", 10), []string{"a", "b", "zz"}, 1, false)
+	rc, vs := s.Filter(pod("p", 10), []string{"a", "b", "zz"}, nil, 1, false)
 	if rc != OK || vs[0].Code != OK || vs[1].Code != Unschedulable || vs[2].Code != Unschedulable {
 		t.Fatalf("filter: %d %+v", rc, vs)
 	}
 	if vs[1].Reason != "insufficient GPU memory on any single GPU" {
 		t.Fatalf("reason %q", vs[1].Reason)
 	}
-	rc, vs = s.Filter(pod("p", 10), []string{"a"}, 1, true)
+	rc, vs = s.Filter(pod("p", 10), []string{"a"}, nil, 1, true)
 	if rc != OK || vs[0].Score <= 0 || vs[0].Score > 10 {
 		t.Fatalf("prioritize: %d %+v", rc, vs)
 	}
@@ -57,10 +57,10 @@ func TestVerbs(t *testing.T) {
 	if !ok || !strings.Contains(led, `"usedMiB":10240`) {
 		t.Fatalf("ledger: %s", led)
 	}
-	if rc, _ := s.Filter([]byte("{"), []string{"a"}, 1, false); rc != Error {
+	if rc, _ := s.Filter([]byte("{"), []string{"a"}, nil, 1, false); rc != Error {
 		t.Fatalf("bad pod: %d", rc)
 	}
-	if rc, _ := s.Filter([]byte(`{"metadata":{"name":"x"}}`), []string{"a"}, 1, false); rc != Skip {
+	if rc, _ := s.Filter([]byte(`{"metadata":{"name":"x"}}`), []string{"a"}, nil, 1, false); rc != Skip {
 		t.Fatalf("unmanaged pod: %d", rc)
 	}
 	if _, err := New([]byte(`{"gpuMemoryUnit":"2GiB"}`), nil, "kube-system", "gpushare-config", false); err == nil {
@@ -92,7 +92,7 @@ func TestConcurrent(t *testing.T) {
 			for i := 0; i < 40; i++ {
 				name := fmt.Sprintf("p-%d-%d", g, i)
 				p := pod(name, 4)
-				_, vs := s.Filter(p, names, 1, true)
+				_, vs := s.Filter(p, names, nil, 1, true)
 				for j, v := range vs {
 					if v.Code != OK {
 						continue
@@ -148,8 +148,8 @@ func TestConfig(t *testing.T) {
 	b.Node(node("a", 1, 64))
 	s.Reserve(pod("r", 32), "a", 1)
 	b.Reserve(pod("r", 32), "a", 1)
-	_, spread := s.Filter(pod("p", 8), []string{"a"}, 1, true)
-	_, binpack := b.Filter(pod("p", 8), []string{"a"}, 1, true)
+	_, spread := s.Filter(pod("p", 8), []string{"a"}, nil, 1, true)
+	_, binpack := b.Filter(pod("p", 8), []string{"a"}, nil, 1, true)
 	if spread[0].Score >= binpack[0].Score {
 		t.Fatalf("args' spread not in force over the ConfigMap's binpack: %+v %+v", spread, binpack)
 	}
@@ -224,7 +224,7 @@ func TestViews(t *testing.T) {
 		t.Fatalf("unknown node: %d %s", status, out)
 	}
 	s.ConfigMap(configMap("kube-system", "unhealthy-gpu-a", nil), true)
-	if rc, vs := s.Filter(pod("q", 16), []string{"a"}, 1, false); rc != OK || vs[0].Code != OK {
+	if rc, vs := s.Filter(pod("q", 16), []string{"a"}, nil, 1, false); rc != OK || vs[0].Code != OK {
 		t.Fatalf("GPU 0 still unhealthy: %+v", vs)
 	}
 }
@@ -257,7 +257,7 @@ func TestNotices(t *testing.T) {
 	if _, ok := s.Notices(); ok {
 		t.Fatal("notices before any timeout")
 	}
-	rc, vs := s.Filter(member("m0"), []string{"a"}, 1e9, false)
+	rc, vs := s.Filter(member("m0"), []string{"a"}, nil, 1e9, false)
 	if rc != OK || vs[0].Code != OK {
 		t.Fatalf("gang plan: %d %+v", rc, vs)
 	}
@@ -270,5 +270,66 @@ func TestNotices(t *testing.T) {
 	}
 	if _, ok := s.Notices(); ok {
 		t.Fatal("notices given twice")
+	}
+}
+
+func cpuPod(name, cpu string) []byte {
+	b, _ := json.Marshal(map[string]interface{}{
+		"metadata": map[string]interface{}{"name": name, "namespace": "default", "uid": "uid-" + name},
+		"spec": map[string]interface{}{"containers": []interface{}{map[string]interface{}{
+			"name": "c", "resources": map[string]interface{}{
+				"requests": map[string]string{"cpu": cpu}}}}},
+	})
+	return b
+}
+
+// nodePolicy frag: the nodes' host resources cross the boundary and a pod
+// asking only CPU is scored (ScoreOnly), lower where it takes the CPU the
+// GPUs' pods need; under another policy it is not gpushare's (Skip).
+func TestFragHost(t *testing.T) {
+	s, err := New([]byte(`{"nodePolicy":"frag"}`), nil, "kube-system", "gpushare-config", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !s.WantsHost() {
+		t.Fatal("frag does not want the hosts")
+	}
+	s.Node(node("a", 2, 32))
+	s.Node(node("b", 2, 32))
+	// The workload: 4 GiB pods asking 2 CPUs.
+	gpuPod := func(name string) []byte {
+		b, _ := json.Marshal(map[string]interface{}{
+			"metadata": map[string]interface{}{"name": name, "namespace": "default", "uid": "uid-" + name},
+			"spec": map[string]interface{}{"containers": []interface{}{map[string]interface{}{
+				"name": "c", "resources": map[string]interface{}{
+					"limits":   map[string]string{"aliyun.com/gpu-mem": "4"},
+					"requests": map[string]string{"cpu": "2"}}}}},
+		})
+		return b
+	}
+	names := []string{"a", "b"}
+	// a: 8 CPUs, 5 requested; b: 64 CPUs, none requested; 64 GiB memory each.
+	host := []int64{8000, 5000, 64 << 30, 0, 64000, 0, 64 << 30, 0}
+	if rc, vs := s.Filter(gpuPod("g"), names, host, 1, true); rc != OK || vs[0].Code != OK {
+		t.Fatalf("gpu pod: %d %+v", rc, vs)
+	}
+	rc, vs := s.Filter(cpuPod("c", "2"), names, host, 1, true)
+	if rc != ScoreOnly || vs[0].Code != OK || vs[1].Code != OK {
+		t.Fatalf("cpu pod: %d %+v", rc, vs)
+	}
+	// On a, 2 of 3 CPUs leave room for none of the GPUs' pods: all 64 GiB
+	// stranded → 0; b keeps room → 5.
+	if vs[0].Score != 0 || vs[1].Score != 5 {
+		t.Fatalf("cpu pod scores: %+v", vs)
+	}
+	if rc, _ := s.Filter(cpuPod("c", "2"), names, host, 1, false); rc != Skip {
+		t.Fatalf("filter of a cpu pod: %d", rc)
+	}
+	b, _ := New(nil, nil, "kube-system", "gpushare-config", false)
+	if b.WantsHost() {
+		t.Fatal("binpack wants the hosts")
+	}
+	if rc, _ := b.Filter(cpuPod("c", "2"), names, nil, 1, true); rc != Skip {
+		t.Fatalf("binpack scores a cpu pod: %d", rc)
 	}
 }

@@ -55,6 +55,10 @@ static void test_share_multi(void **state) {
   assert_int_equal(req.init_mem_units, 2);
   assert_int_equal(req.gpu_count, 2);
   assert_int_equal(gs_pod_request_mem_effective(&req), 8);
+  /* Host requests from requests (limits ignored): app 2 + 0.1 CPU and
+   * 8 GiB + 64 MiB beat the init container's 250m and 128 MiB. */
+  assert_int_equal(req.cpu_milli, 2100);
+  assert_int_equal(req.mem_mib, 8256);
   assert_true(gs_pod_request_is_memory(&req));
   assert_false(gs_pod_request_is_whole(&req));
   assert_null(gs_api_pod_node(pod));
@@ -141,6 +145,57 @@ static void test_limits_win(void **state) {
   assert_false(gs_pod_request_is_memory(&req));
 }
 
+/* CPU (milli) and memory (MiB) requests, as kube-scheduler's
+ * NodeResourcesFit counts them: requests (limits when absent), the
+ * effective rule with init containers and sidecars, the pod overhead,
+ * rounded up. */
+static void test_host_requests(void **state) {
+  static const struct {
+    const char *spec;
+    uint64_t cpu, mem;
+  } cases[] = {
+      {"{}", 0, 0},
+      {"{\"containers\":[{\"resources\":{\"requests\":{\"cpu\":\"100m\",\"memory\":\"1Gi\"}}},"
+       "{\"resources\":{\"requests\":{\"cpu\":\"1.5\",\"memory\":\"1G\"}}}]}",
+       1600, 1024 + 954}, /* 1e9 bytes = 953.67 MiB, rounded up */
+      {"{\"containers\":[{\"resources\":{\"limits\":{\"cpu\":\"2\",\"memory\":\"3Mi\"}}}]}", 2000,
+       3},
+      {"{\"containers\":[{\"resources\":{\"limits\":{\"cpu\":\"4\"},\"requests\":{\"cpu\":\"1\"}}}]}",
+       1000, 0},
+      {"{\"containers\":[{\"resources\":{\"requests\":{\"cpu\":1,\"memory\":1}}}]}", 1000, 1},
+      {"{\"containers\":[{\"resources\":{\"requests\":{\"cpu\":\"0.0001\",\"memory\":\"1e-30\"}}}]}",
+       1, 1},
+      /* init 3 CPUs beats app 1 */
+      {"{\"initContainers\":[{\"resources\":{\"requests\":{\"cpu\":\"3\"}}}],"
+       "\"containers\":[{\"resources\":{\"requests\":{\"cpu\":\"1\"}}}]}",
+       3000, 0},
+      /* a sidecar of 1 runs beside the app's 2.5 and after the init's 3 */
+      {"{\"initContainers\":[{\"restartPolicy\":\"Always\",\"resources\":{\"requests\":{\"cpu\":"
+       "\"1\"}}},{\"resources\":{\"requests\":{\"cpu\":\"3\"}}}],"
+       "\"containers\":[{\"resources\":{\"requests\":{\"cpu\":\"2500m\"}}}]}",
+       4000, 0},
+      {"{\"initContainers\":[{\"restartPolicy\":\"Always\",\"resources\":{\"requests\":{\"cpu\":"
+       "\"1\"}}}],\"containers\":[{\"resources\":{\"requests\":{\"cpu\":\"2500m\"}}}]}",
+       3500, 0},
+      {"{\"overhead\":{\"cpu\":\"250m\",\"memory\":\"120Mi\"},"
+       "\"containers\":[{\"resources\":{\"requests\":{\"cpu\":\"1\",\"memory\":\"1Gi\"}}}]}",
+       1250, 1144},
+  };
+  (void)state;
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    char text[1024];
+    struct gs_pod_request req;
+    struct gs_diag diag;
+    snprintf(text, sizeof text, "{\"metadata\":{\"name\":\"p\"},\"spec\":%s}", cases[i].spec);
+    if (decode_text(text, &req, &diag) != GS_EOK)
+      fail_msg("case %zu: %s: %s", i, diag.where, diag.text);
+    if (req.cpu_milli != cases[i].cpu || req.mem_mib != cases[i].mem)
+      fail_msg("case %zu: cpu %llu mem %llu, want %llu %llu", i,
+               (unsigned long long)req.cpu_milli, (unsigned long long)req.mem_mib,
+               (unsigned long long)cases[i].cpu, (unsigned long long)cases[i].mem);
+  }
+}
+
 static void test_errors(void **state) {
   static const struct {
     const char *json;
@@ -199,6 +254,22 @@ static void test_errors(void **state) {
        "\"resources\":{\"limits\":{\"aliyun.com/gpu-mem\":\"x\"}}}]}}",
        GS_EPARSE, "Pod.spec.initContainers[0].resources.limits[\"aliyun.com/gpu-mem\"]",
        "not a valid quantity"},
+      {"{\"metadata\":{\"name\":\"p\"},\"spec\":{\"containers\":[{\"resources\":{"
+       "\"requests\":{\"cpu\":\"two\"}}}]}}",
+       GS_EPARSE, "Pod.spec.containers[0].resources.requests[\"cpu\"]", "not a valid quantity"},
+      {"{\"metadata\":{\"name\":\"p\"},\"spec\":{\"containers\":[{\"resources\":{"
+       "\"limits\":{\"memory\":\"-1Gi\"}}}]}}",
+       GS_ERANGE, "Pod.spec.containers[0].resources.limits[\"memory\"]", "is negative"},
+      {"{\"metadata\":{\"name\":\"p\"},\"spec\":{\"containers\":[{\"resources\":{"
+       "\"requests\":{\"cpu\":\"1e40\"}}}]}}",
+       GS_ERANGE, "Pod.spec.containers[0].resources.requests[\"cpu\"]", "too large"},
+      {"{\"metadata\":{\"name\":\"p\"},\"spec\":{\"containers\":[{\"resources\":{"
+       "\"requests\":{\"memory\":1.5}}}]}}",
+       GS_EPARSE, "Pod.spec.containers[0].resources.requests[\"memory\"]", "string or an integer"},
+      {"{\"metadata\":{\"name\":\"p\"},\"spec\":{\"overhead\":{\"cpu\":\"x\"}}}", GS_EPARSE,
+       "Pod.spec.overhead[\"cpu\"]", "not a valid quantity"},
+      {"{\"metadata\":{\"name\":\"p\"},\"spec\":{\"overhead\":7}}", GS_EPARSE,
+       "Pod.spec.overhead", "must be an object"},
       {"{\"metadata\":{\"name\":\"p\"},\"spec\":{\"initContainers\":[{\"restartPolicy\":1}]}}",
        GS_EPARSE, "Pod.spec.initContainers[0].restartPolicy", "must be a string"},
   };
@@ -332,7 +403,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_fixture_pod),   cmocka_unit_test(test_share_multi),
       cmocka_unit_test(test_requests_only), cmocka_unit_test(test_topology_gang),
-      cmocka_unit_test(test_sidecar),       cmocka_unit_test(test_limits_win),
+      cmocka_unit_test(test_sidecar),       cmocka_unit_test(test_host_requests),       cmocka_unit_test(test_limits_win),
       cmocka_unit_test(test_errors),
       cmocka_unit_test(test_bad_gpu_count_label),        cmocka_unit_test(test_caps),
       cmocka_unit_test(test_gang_labels),   cmocka_unit_test(test_helpers),

@@ -159,12 +159,55 @@ static void test_str_entry(void **state) {
   assert_int_equal(gs_api_quantity_whole_str(NULL, "x", &v, NULL), GS_EPARSE);
 }
 
+/* Scaled and rounded up: CPU in milli, memory in MiB. */
+static void test_scaled(void **state) {
+  static const struct {
+    const char *text;
+    int e10, b2;
+    enum gs_err err;
+    uint64_t want;
+  } cases[] = {
+      {"100m", 3, 0, GS_EOK, 100},
+      {"0.5", 3, 0, GS_EOK, 500},
+      {"1e-3", 3, 0, GS_EOK, 1},
+      {"1n", 3, 0, GS_EPARSE, 0}, /* no such suffix */
+      {"0.0001", 3, 0, GS_EOK, 1}, /* rounded up */
+      {"1Ki", 3, 0, GS_EOK, 1024000},
+      {"64", 3, 0, GS_EOK, 64000},
+      {"0", 3, 0, GS_EOK, 0},
+      {"1Gi", 0, -20, GS_EOK, 1024},
+      {"0.5Gi", 0, -20, GS_EOK, 512},
+      {"1G", 0, -20, GS_EOK, 954},
+      {"129e6", 0, -20, GS_EOK, 124},
+      {"1", 0, -20, GS_EOK, 1},
+      {"8Ei", 0, -20, GS_EOK, UINT64_C(1) << 43},
+      {"16Ei", 3, 0, GS_ERANGE, 0},
+      {"1e99", 3, 0, GS_ERANGE, 0},
+      {"1e-99", 0, -20, GS_EOK, 1},
+      {"-1", 3, 0, GS_ERANGE, 0},
+      {"1234567890123456789", 3, 0, GS_EPARSE, 0},
+      {"x", 3, 0, GS_EPARSE, 0},
+      {"", 3, 0, GS_EPARSE, 0},
+  };
+  (void)state;
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    json_t *j = json_string(cases[i].text);
+    uint64_t v = 0;
+    enum gs_err err = gs_api_quantity_scaled_diag(j, cases[i].e10, cases[i].b2, "q", &v, NULL);
+    json_decref(j);
+    if (err != cases[i].err || (err == GS_EOK && v != cases[i].want))
+      fail_msg("case %zu \"%s\": %s %llu", i, cases[i].text, gs_err_name(err),
+               (unsigned long long)v);
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_whole_strings),
       cmocka_unit_test(test_bad_strings),
       cmocka_unit_test(test_json_numbers),
       cmocka_unit_test(test_str_entry),
+      cmocka_unit_test(test_scaled),
   };
   return cmocka_run_group_tests_name("api_quantity", tests, NULL, NULL);
 }
