@@ -76,7 +76,7 @@ void gs_frag_table_build(struct gs_frag_table *t, const struct gs_frag_dist *d) 
         .mem_inv = c->mem_sum ? (double)c->weight / (double)c->mem_sum : 0,
     };
     /* Largest per-GPU memory first: a node's GPUs are then counted for
-     * every class in one merge (frag_states). */
+     * every class in one pass (frag_states). */
     for (j = t->n; j > 0 && t->c[j - 1].mib < e.mib; j--)
       t->c[j] = t->c[j - 1];
     t->c[j] = e;
@@ -105,9 +105,6 @@ struct frag_node {
   uint32_t n;
   uint64_t free[GS_MAX_GPUS];
   bool capped[GS_MAX_GPUS];
-  uint32_t u;                        /* GPUs not capped */
-  uint64_t sorted[GS_MAX_GPUS];      /* their free memory, largest first */
-  uint64_t prefix[GS_MAX_GPUS + 1];  /* prefix[j] = sorted[0] + ... + sorted[j - 1] */
   uint64_t all;                      /* free memory of every GPU */
   double cpu_free, mem_free;         /* host room; HUGE_VAL when unknown */
 };
@@ -120,24 +117,11 @@ static bool cgpu_capped(const struct gs_node *node, const struct gs_policy *poli
          npods >= policy->cgpu_max_pods;
 }
 
-/* Sorts the uncapped GPUs' free memory and sums it (after free[] or
- * capped[] change). */
-static void frag_node_sort(struct frag_node *fn) {
-  fn->u = 0;
+/* Sums the free memory of every GPU (after free[] changes). */
+static void frag_node_sum(struct frag_node *fn) {
   fn->all = 0;
-  for (uint32_t g = 0; g < fn->n; g++) {
-    uint32_t j;
+  for (uint32_t g = 0; g < fn->n; g++)
     fn->all += fn->free[g];
-    if (fn->capped[g])
-      continue;
-    for (j = fn->u; j > 0 && fn->sorted[j - 1] < fn->free[g]; j--)
-      fn->sorted[j] = fn->sorted[j - 1];
-    fn->sorted[j] = fn->free[g];
-    fn->u++;
-  }
-  fn->prefix[0] = 0;
-  for (uint32_t j = 0; j < fn->u; j++)
-    fn->prefix[j + 1] = fn->prefix[j] + fn->sorted[j];
 }
 
 static void frag_node_init(const struct gs_node *node, const struct gs_policy *policy,
@@ -148,7 +132,7 @@ static void frag_node_init(const struct gs_node *node, const struct gs_policy *p
     fn->free[g] = gpu->healthy && gpu->owner == NULL ? gpu_free_mib(gpu) : 0;
     fn->capped[g] = cgpu_capped(node, policy, gpu->npods);
   }
-  frag_node_sort(fn);
+  frag_node_sum(fn);
   fn->cpu_free = node->host.cpu_milli > 0
                      ? (double)sub0(node->host.cpu_milli, node->host.cpu_used_milli)
                      : HUGE_VAL;
@@ -170,9 +154,9 @@ static void frag_node_take_host(struct frag_node *fn, uint64_t cpu_milli, uint64
 static double host_room(const struct frag_node *fn, const struct gs_frag_entry *e) {
   double room = HUGE_VAL;
   if (e->cpu_inv > 0 && fn->cpu_free != HUGE_VAL)
-    room = floor(fn->cpu_free * e->cpu_inv);
+    room = (double)(uint64_t)(fn->cpu_free * e->cpu_inv); /* floor: non-negative */
   if (e->mem_inv > 0 && fn->mem_free != HUGE_VAL) {
-    double m = floor(fn->mem_free * e->mem_inv);
+    double m = (double)(uint64_t)(fn->mem_free * e->mem_inv);
     room = m < room ? m : room;
   }
   return room;
@@ -193,15 +177,27 @@ static double class_frag(const struct gs_frag_entry *e, uint32_t fit, uint64_t u
 }
 
 /* Per class, the GPUs that can take it and the memory of those that
- * cannot: one merge of the sorted GPUs with the classes (largest first). */
+ * cannot. The classes are largest first, so a GPU that can take class c
+ * can take every later one: each GPU is counted once, at the first class
+ * it can take, and the counts are summed along the classes. */
 static void frag_states(const struct frag_node *fn, const struct gs_frag_table *t, uint32_t *fit,
                         uint64_t *unusable) {
-  uint32_t j = 0;
-  for (uint32_t c = 0; c < t->n; c++) {
-    while (j < fn->u && fn->sorted[j] >= t->c[c].mib)
-      j++;
-    fit[c] = j;
-    unusable[c] = fn->all - fn->prefix[j];
+  uint32_t cnt[GS_FRAG_CLASSES + 1] = {0};
+  uint64_t sum[GS_FRAG_CLASSES + 1] = {0}, usable = 0;
+  for (uint32_t g = 0; g < fn->n; g++) {
+    uint32_t c = 0;
+    if (fn->capped[g])
+      continue;
+    while (c < t->n && t->c[c].mib > fn->free[g])
+      c++;
+    cnt[c]++;
+    sum[c] += fn->free[g];
+  }
+  for (uint32_t c = 0, n = 0; c < t->n; c++) {
+    n += cnt[c];
+    usable += sum[c];
+    fit[c] = n;
+    unusable[c] = fn->all - usable;
   }
 }
 
@@ -236,7 +232,7 @@ int64_t gs_place_frag_delta(const struct gs_node *node, const struct gs_policy *
     if (cgpu_capped(node, policy, node->gpus[x].npods + 1))
       fn.capped[x] = true;
   }
-  frag_node_sort(&fn);
+  frag_node_sum(&fn);
   frag_node_take_host(&fn, cpu_milli, mem_mib);
   after = frag_avg(&fn, t);
   return (int64_t)llround(after - before);
@@ -280,6 +276,94 @@ bool gs_place_frag_scores_host(const struct gs_pod_request *req, const struct gs
          !gs_pod_request_is_whole(req) && (req->cpu_milli > 0 || req->mem_mib > 0);
 }
 
+/* What one GPU pod of mib taken from a GPU with f free (f >= mib) does to
+ * each class, the node's classes being fixed: a class with m > f could not
+ * use the GPU and still cannot (its unusable memory shrinks by mib: case
+ * C); one with after < m <= f loses the GPU (it joins the unusable memory
+ * with what is left, "after": case B, linear in after); one with m <= after
+ * keeps it (case A). Only the free memory of all GPUs changes for every
+ * candidate alike. So the per-class terms are computed once per node and
+ * summed per candidate over the class ranges its f and after select
+ * (classes are largest m first): O(classes + GPUs) instead of their
+ * product. Terms are weighted and minus the class's fragmentation before. */
+struct frag_terms {
+  uint32_t n;
+  uint64_t mib[GS_FRAG_CLASSES];
+  double c[GS_FRAG_CLASSES + 1];     /* prefix sums of case C */
+  double alpha[GS_FRAG_CLASSES + 1]; /* prefix sums of case B: alpha + beta × after */
+  double beta[GS_FRAG_CLASSES + 1];
+  double a[GS_FRAG_CLASSES + 1];     /* suffix sums of case A */
+};
+
+static void frag_terms_build(const struct frag_node *fn, const struct gs_frag_table *t,
+                             const uint32_t *fit, const uint64_t *unusable, const double *before,
+                             const double *room1, uint64_t mib, struct frag_terms *ft) {
+  double all1 = (double)fn->all - (double)mib;
+  ft->n = t->n;
+  ft->c[0] = ft->alpha[0] = ft->beta[0] = 0;
+  for (uint32_t c = 0; c < t->n; c++) {
+    const struct gs_frag_entry *e = &t->c[c];
+    double w = e->weight, u = (double)unusable[c], r = room1[c], alpha, beta = 0;
+    ft->mib[c] = e->mib;
+    /* case C: unusable − mib (only used when such a GPU exists, so ≥ 0) */
+    ft->c[c + 1] =
+        ft->c[c] + w * (class_frag(e, fit[c], unusable[c] > mib ? unusable[c] - mib : 0,
+                                   fn->all - mib, r) -
+                        before[c]);
+    /* case B: fit − 1 GPUs, unusable + after */
+    if (fit[c] - 1 < e->k || r < 1) {
+      alpha = all1;
+    } else {
+      double slots = (double)((fit[c] - 1) / e->k);
+      if (r >= slots) {
+        alpha = u;
+        beta = 1;
+      } else {
+        alpha = u * r / slots + all1 * (slots - r) / slots;
+        beta = r / slots;
+      }
+    }
+    ft->alpha[c + 1] = ft->alpha[c] + w * (alpha - before[c]);
+    ft->beta[c + 1] = ft->beta[c] + w * beta;
+  }
+  ft->a[t->n] = 0;
+  for (uint32_t c = t->n; c-- > 0;)
+    ft->a[c] = ft->a[c + 1] + t->c[c].weight * (class_frag(&t->c[c], fit[c], unusable[c],
+                                                           fn->all - mib, room1[c]) -
+                                                before[c]);
+}
+
+/* The weighted growth for a candidate with f free losing mib (not capped
+ * by it). */
+static double frag_terms_delta(const struct frag_terms *ft, uint64_t f, uint64_t mib) {
+  uint64_t after = f - mib;
+  uint32_t i1 = 0, i2;
+  while (i1 < ft->n && ft->mib[i1] > f)
+    i1++;
+  i2 = i1;
+  while (i2 < ft->n && ft->mib[i2] > after)
+    i2++;
+  return ft->c[i1] + (ft->alpha[i2] - ft->alpha[i1]) +
+         (ft->beta[i2] - ft->beta[i1]) * (double)after + ft->a[i2];
+}
+
+/* The same for any candidate, class by class (a GPU the pod caps). */
+static double frag_candidate_delta(const struct frag_node *fn, const struct gs_frag_table *t,
+                                   const uint32_t *fit, const uint64_t *unusable,
+                                   const double *before, const double *room1, uint64_t f,
+                                   uint64_t after, bool cap0, bool cap1) {
+  uint64_t all1 = fn->all - (f - after);
+  double delta = 0;
+  for (uint32_t c = 0; c < t->n; c++) {
+    uint64_t m = t->c[c].mib;
+    bool ok0 = !cap0 && f >= m, ok1 = !cap1 && after >= m;
+    uint32_t fit1 = fit[c] - ok0 + ok1;
+    uint64_t unusable1 = unusable[c] - (ok0 ? 0 : f) + (ok1 ? 0 : after);
+    delta += t->c[c].weight * (class_frag(&t->c[c], fit1, unusable1, all1, room1[c]) - before[c]);
+  }
+  return delta;
+}
+
 enum gs_code gs_place_choose_frag(void *ctx, const struct gs_node *node,
                                  const struct gs_pod_request *req,
                                  const struct gs_policy *policy, uint64_t candidates, uint32_t k,
@@ -289,6 +373,7 @@ enum gs_code gs_place_choose_frag(void *ctx, const struct gs_node *node,
   const struct gs_frag_table *t;
   struct gs_frag_table self;
   struct frag_node fn;
+  struct frag_terms ft;
   uint32_t fit[GS_FRAG_CLASSES], best = GS_MAX_GPUS, ntried = 0;
   uint64_t unusable[GS_FRAG_CLASSES], tried[GS_MAX_GPUS], best_key = UINT64_MAX;
   uint64_t cpu = req ? req->cpu_milli : 0, mem = req ? req->mem_mib : 0;
@@ -306,13 +391,15 @@ enum gs_code gs_place_choose_frag(void *ctx, const struct gs_node *node,
   frag_node_take_host(&fn, cpu, mem);
   for (uint32_t c = 0; c < t->n; c++)
     room1[c] = host_room(&fn, &t->c[c]);
+  frag_terms_build(&fn, t, fit, unusable, before, room1, mib_per_gpu, &ft);
   for (uint32_t x = 0; x < fn.n; x++) {
-    uint64_t f = fn.free[x], after = sub0(f, mib_per_gpu), all1 = fn.all - (f - after), key;
-    bool cap0 = fn.capped[x], cap1 = cap0 || cgpu_capped(node, policy, node->gpus[x].npods + 1);
-    uint64_t same = f << 2 | (uint64_t)cap0 << 1 | cap1;
-    double delta = 0; /* compared only: the weighted sum, not the average */
+    uint64_t f = fn.free[x], key;
+    bool cap1 = cgpu_capped(node, policy, node->gpus[x].npods + 1);
+    uint64_t same = f << 1 | cap1;
+    double delta; /* compared only: the weighted sum, not the average */
     uint32_t i;
-    if (!(candidates >> x & 1))
+    /* Candidates are under the cgpu cap and have room (place.c). */
+    if (!(candidates >> x & 1) || fn.capped[x] || f < mib_per_gpu)
       continue;
     /* GPUs alike give the same delta; the first (lowest index) also comes
      * first in the placement order among them. */
@@ -321,15 +408,14 @@ enum gs_code gs_place_choose_frag(void *ctx, const struct gs_node *node,
     if (i < ntried)
       continue;
     tried[ntried++] = same;
-    for (uint32_t c = 0; c < t->n; c++) {
-      uint64_t m = t->c[c].mib;
-      bool ok0 = !cap0 && f >= m, ok1 = !cap1 && after >= m;
-      uint32_t fit1 = fit[c] - ok0 + ok1;
-      uint64_t unusable1 = unusable[c] - (ok0 ? 0 : f) + (ok1 ? 0 : after);
-      delta += t->c[c].weight * (class_frag(&t->c[c], fit1, unusable1, all1, room1[c]) - before[c]);
-    }
+    delta = cap1 ? frag_candidate_delta(&fn, t, fit, unusable, before, room1, f,
+                                        f - mib_per_gpu, false, true)
+                 : frag_terms_delta(&ft, f, mib_per_gpu);
     key = gs__place_mem_key(node, policy, mib_per_gpu, x);
-    if (delta < best_delta || (delta == best_delta && key < best_key)) {
+    /* Sums of the same terms in another order may differ in the last
+     * bits: nearly equal deltas are a tie, which the placement order breaks. */
+    if (best == GS_MAX_GPUS || delta < best_delta - 1e-9 * (fabs(best_delta) + 1) ||
+        (delta <= best_delta + 1e-9 * (fabs(best_delta) + 1) && key < best_key)) {
       best_delta = delta;
       best_key = key;
       best = x;

@@ -40,6 +40,11 @@ static void fill_one(void *arg, const struct bench_node *node, const struct benc
   ctx->allocs++;
 }
 
+/* --policy: the nodePolicy in force (frag also sets fragmentationAware
+ * and gives every node host CPU and memory, half requested, and every pod
+ * a CPU and memory request, so that the host terms are paid for). */
+static enum gs_placement core_policy = GS_PLACE_BINPACK;
+
 /* Builds the framework with n synthetic nodes, half full. */
 static struct gs_fw *build(size_t n, uint32_t gpus, const char *topo_path, char ***ret_names,
                            size_t *ret_allocs) {
@@ -54,6 +59,8 @@ static struct gs_fw *build(size_t n, uint32_t gpus, const char *topo_path, char 
   if (gpus == 8 && topo == NULL)
     return NULL;
   gs_policy_init(&policy);
+  policy.node_policy = core_policy;
+  policy.frag_aware = core_policy == GS_PLACE_FRAG;
   fw = gs_fw_new(&policy, plugins, nplugins);
   names = calloc(n, sizeof *names);
   if (fw == NULL || names == NULL) {
@@ -84,6 +91,11 @@ static struct gs_fw *build(size_t n, uint32_t gpus, const char *topo_path, char 
       goto fail;
     }
     bench_fill_node(&bn, i, 42, fill_one, &ctx);
+    if (core_policy == GS_PLACE_FRAG) {
+      const char *one[1] = {names[i]};
+      struct gs_host host = {96000, 393216, 48000 + 1000 * (i % 40), 196608};
+      gs_fw_nodes_set_host(fw, one, &host, 1);
+    }
   }
   if (ctx.failed) {
     fprintf(stderr, "gpushare-bench: cannot fill the synthetic cluster\n");
@@ -128,6 +140,10 @@ static void make_pod(const struct pod_kind *k, size_t seq, struct gs_pod_request
   p->mem_units[0] = k->units;
   p->whole_gpus[0] = k->whole;
   p->gpu_count = k->count;
+  if (core_policy == GS_PLACE_FRAG) {
+    p->cpu_milli = 4000;
+    p->mem_mib = 16384;
+  }
 }
 
 int bench_core_run(size_t n, uint32_t gpus, size_t iters, const char *topo_path,
@@ -237,7 +253,7 @@ out:
 
 static void usage(void) {
   fprintf(stderr, "usage: gpushare-bench core [--nodes 1000,5000] [--gpus 8] [--iters N] "
-                  "[--topo FILE] [--only 1-4] [--json]\n"
+                  "[--topo FILE] [--only 1-4] [--policy binpack|spread|frag] [--json]\n"
                   "  --only K: time one pod kind of the mix (1 card 2 GiB, 1 card 12 GiB,\n"
                   "            2 cards 8 GiB, 2 whole GPUs)\n");
 }
@@ -268,6 +284,18 @@ int bench_core(int argc, char **argv) {
     } else if (strcmp(argv[i], "--only") == 0) {
       only_kind = (size_t)bench_parse_u64(v, "--only", 1, NKINDS);
       i++;
+    } else if (strcmp(argv[i], "--policy") == 0 && v != NULL) {
+      if (strcmp(v, "binpack") == 0)
+        core_policy = GS_PLACE_BINPACK;
+      else if (strcmp(v, "spread") == 0)
+        core_policy = GS_PLACE_SPREAD;
+      else if (strcmp(v, "frag") == 0)
+        core_policy = GS_PLACE_FRAG;
+      else {
+        fprintf(stderr, "gpushare-bench: unknown --policy %s: accepted binpack, spread, frag\n", v);
+        return 2;
+      }
+      i++;
     } else if (strcmp(argv[i], "--topo") == 0 && v != NULL) {
       topo_path = v;
       i++;
@@ -283,6 +311,9 @@ int bench_core(int argc, char **argv) {
     if (bench_core_run((size_t)sizes[s], gpus, iters, topo_path, &t, NULL) != 0)
       return 1;
   bench_table_print(&t);
+  bench_note("nodePolicy %s", core_policy == GS_PLACE_FRAG     ? "frag (host CPU and memory known)"
+                              : core_policy == GS_PLACE_SPREAD ? "spread"
+                                                               : "binpack");
   bench_note("budget: decision over 5,000 nodes <= 1000 us (p50 and p99 above); load now %.2f",
              bench_load1());
   return 0;

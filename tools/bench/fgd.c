@@ -28,6 +28,9 @@
  *          (NodeResourcesFit LeastAllocated + NodeResourcesBalancedAllocation,
  *          0..100 each) for every pod, plus for GPU pods gpushare's
  *          prioritize × 10 × the weight deploy/scheduler/ ships (5).
+ *   plugin what users of the in-process plugin get: the same default
+ *          scores plus gpushare's score × 10 × 5 for every pod, CPU-only
+ *          ones included (frag scores them; binpack and spread do not).
  */
 #include "bench.h"
 
@@ -67,7 +70,9 @@ struct fgd_data {
 };
 
 enum fgd_policy { FGD_BINPACK, FGD_SPREAD, FGD_FRAG, FGD_FRAG_FINE };
-enum fgd_scoring { FGD_SCORING_PAPER, FGD_SCORING_KUBE };
+enum fgd_scoring { FGD_SCORING_PAPER, FGD_SCORING_KUBE, FGD_SCORING_PLUGIN };
+
+static const char *const scoring_names[] = {"paper", "kube", "plugin"};
 
 static const char *const policy_names[] = {"binpack", "spread", "frag", "frag-fine"};
 
@@ -287,7 +292,7 @@ static bool score_node(const struct replay *r, const struct gs_node *v,
   }
   choice->ngpus = 0;
   *ret = 0; /* binpack and spread: no opinion on a pod without GPUs */
-  if (frag && r->scoring == FGD_SCORING_PAPER)
+  if (frag && r->scoring != FGD_SCORING_KUBE)
     *ret = r->policy == FGD_FRAG
                ? gs_place_frag_score(v, policy, table, req, NULL)
                : -gs_place_frag_delta(v, policy, table, NULL, 0, 0, req->cpu_milli, req->mem_mib);
@@ -373,6 +378,8 @@ static int run(const struct fgd_data *d, struct replay *r) {
         continue;
       if (r->scoring == FGD_SCORING_KUBE)
         s = kube_default_score(n, p) + (p->ngpu ? s * 10 * FGD_KUBE_WEIGHT : 0);
+      else if (r->scoring == FGD_SCORING_PLUGIN)
+        s = kube_default_score(n, p) + s * 10 * FGD_KUBE_WEIGHT;
       if (s > best_score) { /* ties: the first node in the seed's order */
         best_score = s;
         best = j;
@@ -544,10 +551,10 @@ static void median_row(struct bench_table *t, const char *name, const char *scor
 
 int bench_pack_fgd(int argc, char **argv) {
   const char *dir = bench_shared_path("data/fgd-protocol");
-  char policies[128] = "binpack,spread,frag,frag-fine", scorings[64] = "paper,kube";
+  char policies[128] = "binpack,spread,frag,frag-fine", scorings[64] = "paper,kube,plugin";
   int seeds[FGD_SEEDS_MAX], nseeds = parse_seeds("42-51", seeds), step = 10;
   bool curve = false;
-  static struct result results[FGD_POLICIES_MAX * 2];
+  static struct result results[FGD_POLICIES_MAX * 3];
   static struct published pub[FGD_PUBLISHED_MAX];
   static struct bench_table runs, med;
   static const char *const run_cols[] = {"policy", "scoring", "seed", "alloc % at 100",
@@ -599,8 +606,11 @@ int bench_pack_fgd(int argc, char **argv) {
         scoring = FGD_SCORING_PAPER;
       else if (strcmp(sc, "kube") == 0)
         scoring = FGD_SCORING_KUBE;
+      else if (strcmp(sc, "plugin") == 0)
+        scoring = FGD_SCORING_PLUGIN;
       else {
-        fprintf(stderr, "gpushare-bench: unknown --scoring %s: accepted paper, kube\n", sc);
+        fprintf(stderr, "gpushare-bench: unknown --scoring %s: accepted paper, kube, plugin\n",
+                sc);
         return 2;
       }
       snprintf(pbuf, sizeof pbuf, "%s", policies);
@@ -614,7 +624,7 @@ int bench_pack_fgd(int argc, char **argv) {
                           "frag-fine\n", pn);
           return 2;
         }
-        if (nres == FGD_POLICIES_MAX * 2)
+        if (nres == FGD_POLICIES_MAX * 3)
           break;
         results[nres].policy = (enum fgd_policy)k;
         results[nres].scoring = scoring;
@@ -641,7 +651,7 @@ int bench_pack_fgd(int argc, char **argv) {
       memcpy(results[k].at[s], r.at, sizeof r.at);
       bench_table_row(&runs);
       bench_table_str(&runs, "%s", policy_names[r.policy]);
-      bench_table_str(&runs, "%s", r.scoring == FGD_SCORING_PAPER ? "paper" : "kube");
+      bench_table_str(&runs, "%s", scoring_names[r.scoring]);
       bench_table_num(&runs, "%.0f", seeds[s]);
       bench_table_num(&runs, "%.2f", r.at[100]);
       bench_table_num(&runs, "%.2f", r.at[FGD_X_MAX]);
@@ -654,7 +664,7 @@ int bench_pack_fgd(int argc, char **argv) {
         for (int x = 0; x <= FGD_X_MAX; x++)
           off += (size_t)snprintf(text + off, sizeof text - off, x ? " %.2f" : "%.2f", r.at[x]);
         bench_note("curve %s %s seed %d (allocation %% at arrived 0..%d%%): %s",
-                   policy_names[r.policy], r.scoring == FGD_SCORING_PAPER ? "paper" : "kube",
+                   policy_names[r.policy], scoring_names[r.scoring],
                    seeds[s], FGD_X_MAX, text);
       }
     }
@@ -674,7 +684,7 @@ int bench_pack_fgd(int argc, char **argv) {
                    med_cols);
   for (int k = 0; k < nres; k++)
     median_row(&med, policy_names[results[k].policy],
-               results[k].scoring == FGD_SCORING_PAPER ? "paper" : "kube", results[k].at, nseeds,
+               scoring_names[results[k].scoring], results[k].at, nseeds,
                step);
   snprintf(path, sizeof path, "%s/fgd_artifact_allocation_default.csv", dir);
   npub = load_published(path, seeds, nseeds, pub, FGD_PUBLISHED_MAX);
