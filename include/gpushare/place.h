@@ -182,20 +182,21 @@ void gs_frag_table_build(struct gs_frag_table *t, const struct gs_frag_dist *d);
 int64_t gs_place_frag_delta(const struct gs_node *node, const struct gs_policy *policy,
                             const struct gs_frag_table *t, const uint32_t *gpus, uint32_t k,
                             uint64_t mib_per_gpu, uint64_t cpu_milli, uint64_t mem_mib);
-/* A delta as a prioritize score, 0..10: 5 when fragmentation is
- * unchanged, 10 when it shrinks by scale_mib or more, 0 when it grows by
- * scale_mib or more, linear between (rounded half up). scale_mib: the
- * memory placed (k × mib), or for a CPU-only pod the memory of the node's
- * largest GPU. */
-int64_t gs_place_frag_delta_score(int64_t delta, int64_t scale_mib);
-/* The prioritize score under nodePolicy frag of req on node: for a memory
- * pod's choice, gs_place_frag_delta of it (with req's host request) scored
- * with the memory placed as the scale; for whole GPUs the choice's fill
- * score; for a pod asking no GPU (choice NULL), the delta of its host
- * request scored with the node's largest GPU as the scale. */
+/* A delta as a prioritize score, 0..max (10 for the extender, 100 for
+ * kube-scheduler's framework): max/2 when fragmentation is unchanged, max
+ * when it shrinks by scale_mib or more, 0 when it grows by scale_mib or
+ * more, linear between (rounded half up). scale_mib: the memory placed
+ * (k × mib), or for a CPU-only pod the memory of the node's largest GPU. */
+int64_t gs_place_frag_delta_score(int64_t delta, int64_t scale_mib, int64_t max);
+/* The prioritize score (0..max) under nodePolicy frag of req on node: for
+ * a memory pod's choice, gs_place_frag_delta of it (with req's host
+ * request) scored with the memory placed as the scale; for whole GPUs the
+ * choice's fill score (0..10) × max / 10; for a pod asking no GPU (choice
+ * NULL), the delta of its host request scored with the node's largest GPU
+ * as the scale. */
 int64_t gs_place_frag_score(const struct gs_node *node, const struct gs_policy *policy,
                             const struct gs_frag_table *t, const struct gs_pod_request *req,
-                            const struct gs_choice *choice);
+                            const struct gs_choice *choice, int64_t max);
 /* True when nodePolicy frag scores req although it asks no GPU: it asks
  * host CPU or memory, which the GPUs' pods may need (a CPU-only pod). */
 bool gs_place_frag_scores_host(const struct gs_pod_request *req, const struct gs_policy *policy);

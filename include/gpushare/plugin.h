@@ -18,7 +18,11 @@
 #include <gpushare/place.h>
 #include <gpushare/status.h> /* enum gs_code, struct gs_status, struct gs_node_result */
 
-#define GS_PLUGIN_API_VERSION 4u /* 2: notices, pod_seen; 3: cycle state; 4: may_evict */
+#define GS_PLUGIN_API_VERSION 5u /* 2: notices, pod_seen; 3: cycle state; 4: may_evict;
+                                    5: scores 0..GS_SCORE_MAX */
+/* The scale of plugin scores: kube-scheduler's framework (MaxNodeScore). The
+ * extender's 0..10 (MaxExtenderPriority) is the framework's rounding. */
+#define GS_SCORE_MAX 100
 
 /* Bytes of per-cycle state each plugin gets (struct gs_cycle.state). */
 #define GS_CYCLE_STATE_MAX 512
@@ -85,7 +89,7 @@ struct gs_plugin_ops {
   enum gs_code (*pre_filter)(void *self, const struct gs_cycle *c, struct gs_status *st);
   enum gs_code (*filter)(void *self, const struct gs_cycle *c, const struct gs_node *node,
                          struct gs_status *st);
-  /* *ret_score in 0..10. */
+  /* *ret_score in 0..GS_SCORE_MAX. */
   enum gs_code (*score)(void *self, const struct gs_cycle *c, const struct gs_node *node,
                         int64_t *ret_score);
   enum gs_code (*reserve)(void *self, struct gs_cycle *c, const struct gs_node *node,

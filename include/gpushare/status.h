@@ -38,7 +38,8 @@ enum gs_code gs_status_set(struct gs_status *st, enum gs_code code, const char *
  * refused node's reason is written once, not copied per node
  * (docs/benchmarks.md, core). */
 struct gs_node_result {
-  int64_t score; /* prioritize: 0..10 */
+  int64_t score;    /* prioritize: 0..10, the extender's (score100 rounded half up) */
+  int64_t score100; /* prioritize: 0..100, the framework plugin's */
   union {
     struct {
       enum gs_code code; /* SUCCESS, UNSCHEDULABLE or UNRESOLVABLE */

@@ -473,7 +473,7 @@ static enum gs_code score(void *self, const struct gs_cycle *c, const struct gs_
   (void)self;
   if (!gs_pod_request_is_gang_member(c->pod))
     return GS_CODE_SKIP;
-  *ret_score = gc->member && strcmp(gc->node, node->name) == 0 ? 10 : 0;
+  *ret_score = gc->member && strcmp(gc->node, node->name) == 0 ? GS_SCORE_MAX : 0;
   return GS_CODE_SUCCESS;
 }
 

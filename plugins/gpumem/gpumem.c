@@ -77,14 +77,19 @@ static enum gs_code pick(const struct gpumem *g, const struct gs_cycle *c,
       return fit;
     pod = &own;
   }
-  if (fit_only || !frag_policy(g, c) || !pod->mem)
-    return gs_place_pick_prepared(node, pod, NULL, NULL, ret, reason);
+  if (fit_only || !frag_policy(g, c) || !pod->mem) {
+    fit = gs_place_pick_prepared(node, pod, NULL, NULL, ret, reason);
+    if (fit == GS_CODE_SUCCESS)
+      ret->score *= GS_SCORE_MAX / 10; /* placement's 0..10, exactly */
+    return fit;
+  }
   fp = (struct gs_frag_pick){.table = &g->table};
   fit = gs_place_pick_prepared(node, pod, gs_place_choose_frag, &fp, ret, reason);
   if (fit == GS_CODE_SUCCESS)
-    ret->score = fp.has_delta ? gs_place_frag_delta_score(
-                                    fp.delta, (int64_t)(ret->mib_per_gpu * ret->ngpus))
-                              : gs_place_frag_score(node, c->policy, &g->table, c->pod, ret);
+    ret->score = fp.has_delta
+                     ? gs_place_frag_delta_score(fp.delta, (int64_t)(ret->mib_per_gpu * ret->ngpus),
+                                                 GS_SCORE_MAX)
+                     : gs_place_frag_score(node, c->policy, &g->table, c->pod, ret, GS_SCORE_MAX);
   return fit;
 }
 
@@ -129,7 +134,7 @@ static enum gs_code pick_node(const struct gpumem *g, const struct gs_cycle *c,
    * request): SKIP means it asks for nothing gpushare manages. */
   code = fit_code(pick(g, c, node, fit_only, &choice, st->reason), st);
   if (code == GS_CODE_SKIP && !fit_only && host_only(g, c)) {
-    *ret_score = gs_place_frag_score(node, c->policy, &g->table, c->pod, NULL);
+    *ret_score = gs_place_frag_score(node, c->policy, &g->table, c->pod, NULL, GS_SCORE_MAX);
     *ret_scored = true;
     return GS_CODE_SUCCESS;
   }

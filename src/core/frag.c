@@ -238,37 +238,38 @@ int64_t gs_place_frag_delta(const struct gs_node *node, const struct gs_policy *
   return (int64_t)llround(after - before);
 }
 
-int64_t gs_place_frag_delta_score(int64_t delta, int64_t scale_mib) {
+int64_t gs_place_frag_delta_score(int64_t delta, int64_t scale_mib, int64_t max) {
   int64_t s;
   if (scale_mib <= 0)
-    return delta > 0 ? 0 : delta < 0 ? 10 : 5;
-  /* delta -scale → 10, 0 → 5, +scale → 0; rounded half up. */
+    return delta > 0 ? 0 : delta < 0 ? max : max / 2;
+  /* delta -scale → max, 0 → max/2, +scale → 0; rounded half up. |delta| <
+   * scale here, and scale is a node's GPU memory in MiB: no overflow. */
   if (delta <= -scale_mib)
-    return 10;
+    return max;
   if (delta >= scale_mib)
     return 0;
-  s = (10 * (scale_mib - delta) + scale_mib) / (2 * scale_mib);
-  return s < 0 ? 0 : s > 10 ? 10 : s;
+  s = (max * (scale_mib - delta) + scale_mib) / (2 * scale_mib);
+  return s < 0 ? 0 : s > max ? max : s;
 }
 
 int64_t gs_place_frag_score(const struct gs_node *node, const struct gs_policy *policy,
                             const struct gs_frag_table *t, const struct gs_pod_request *req,
-                            const struct gs_choice *choice) {
+                            const struct gs_choice *choice, int64_t max) {
   uint64_t cpu = req ? req->cpu_milli : 0, mem = req ? req->mem_mib : 0, largest = 0;
   int64_t placed;
   if (choice == NULL) {
     for (uint32_t g = 0; g < node->ngpus; g++)
       largest = node->gpus[g].total_mib > largest ? node->gpus[g].total_mib : largest;
     return gs_place_frag_delta_score(gs_place_frag_delta(node, policy, t, NULL, 0, 0, cpu, mem),
-                                     (int64_t)largest);
+                                     (int64_t)largest, max);
   }
   placed = (int64_t)(choice->mib_per_gpu * choice->ngpus);
   if (placed <= 0)
-    return choice->score; /* whole GPUs: the fill score */
+    return choice->score * max / 10; /* whole GPUs: the fill score */
   return gs_place_frag_delta_score(gs_place_frag_delta(node, policy, t, choice->gpus,
                                                        choice->ngpus, choice->mib_per_gpu, cpu,
                                                        mem),
-                                   placed);
+                                   placed, max);
 }
 
 bool gs_place_frag_scores_host(const struct gs_pod_request *req, const struct gs_policy *policy) {

@@ -148,7 +148,7 @@ static void run_node(struct gs_fw *fw, struct cycle *cy, const struct gs_node *n
   bool early_scored[GS_FW_MAX_PLUGINS];
   size_t scored = 0;
 
-  r->score = 0;
+  r->score = r->score100 = 0;
   if (node == NULL) {
     r->code = GS_CODE_UNSCHEDULABLE;
     snprintf(r->reason, sizeof r->reason, "node unknown to gpushare");
@@ -195,7 +195,8 @@ static void run_node(struct gs_fw *fw, struct cycle *cy, const struct gs_node *n
   }
   if (scored > 0)
     total /= (int64_t)scored;
-  r->score = total < 0 ? 0 : total > 10 ? 10 : total;
+  r->score100 = total < 0 ? 0 : total > GS_SCORE_MAX ? GS_SCORE_MAX : total;
+  r->score = (r->score100 + 5) / 10;
 }
 
 static enum gs_err run_verb(struct gs_fw *fw, const struct gs_pod_request *pod,
@@ -222,7 +223,7 @@ static enum gs_err run_verb(struct gs_fw *fw, const struct gs_pod_request *pod,
     enum gs_code code = pre == GS_CODE_UNRESOLVABLE ? GS_CODE_UNRESOLVABLE : GS_CODE_UNSCHEDULABLE;
     for (size_t i = 0; i < n; i++) {
       ret[i].code = code;
-      ret[i].score = 0;
+      ret[i].score = ret[i].score100 = 0;
       snprintf(ret[i].reason, sizeof ret[i].reason, "%s", st.reason);
     }
     return GS_EOK;

@@ -300,7 +300,7 @@ int gs_shim_filter(struct gs_shim *s, const char *pod, size_t len, const char *c
     codes[i] = code_of(res[i].code);
     snprintf(reasons + i * GS_SHIM_REASON, GS_SHIM_REASON, "%s", res[i].reason);
     if (scores != NULL)
-      scores[i] = res[i].score;
+      scores[i] = res[i].score100;
   }
   if (gs_place_frag_scores_host(req, gs_sched_policy(s->sched)))
     code = GS_SHIM_SCORE_ONLY;

@@ -19,8 +19,9 @@
  * allocation after the last pod whose arrival is at most x%.
  *
  * Scoring (--scoring):
- *   paper  the policy is the only score (the paper's protocol): binpack and
- *          spread score GPU pods 0..10 and have no opinion on CPU-only pods
+ *   paper  the policy is the only score (the paper's protocol), at the
+ *          plugin's 0..100 (binpack and spread: multiples of 10): binpack and
+ *          spread score GPU pods and have no opinion on CPU-only pods
  *          (the extender never sees them); frag scores every pod, CPU-only
  *          ones included, as the in-process plugin can; frag-fine ranks by
  *          the exact fragmentation delta instead of its 0..10 score.
@@ -29,7 +30,7 @@
  *          0..100 each) for every pod, plus for GPU pods gpushare's
  *          prioritize × 10 × the weight deploy/scheduler/ ships (5).
  *   plugin what users of the in-process plugin get: the same default
- *          scores plus gpushare's score × 10 × 5 for every pod, CPU-only
+ *          scores plus gpushare's score (0..100) × 5 for every pod, CPU-only
  *          ones included (frag scores them; binpack and spread do not).
  */
 #include "bench.h"
@@ -272,21 +273,23 @@ static bool score_node(const struct replay *r, const struct gs_node *v,
                        struct gs_choice *choice, int64_t *ret) {
   bool frag = r->policy == FGD_FRAG || r->policy == FGD_FRAG_FINE;
   struct gs_frag_pick fp = {.table = table};
+  /* The extender's scale for the extender's view, else the plugin's. */
+  int64_t max = r->scoring == FGD_SCORING_KUBE ? 10 : GS_SCORE_MAX;
   if (prep != NULL) {
     if (gs_place_pick_prepared(v, prep, frag ? gs_place_choose_frag : NULL, &fp, choice, NULL) !=
         GS_CODE_SUCCESS)
       return false;
     if (!frag)
-      *ret = choice->score;
+      *ret = choice->score * max / 10;
     else if (!fp.has_delta)
       *ret = r->policy == FGD_FRAG
-                 ? gs_place_frag_score(v, policy, table, req, choice)
+                 ? gs_place_frag_score(v, policy, table, req, choice, max)
                  : -gs_place_frag_delta(v, policy, table, choice->gpus, choice->ngpus,
                                         choice->mib_per_gpu, req->cpu_milli, req->mem_mib);
     else
       *ret = r->policy == FGD_FRAG
                  ? gs_place_frag_delta_score(fp.delta,
-                                             (int64_t)(choice->mib_per_gpu * choice->ngpus))
+                                             (int64_t)(choice->mib_per_gpu * choice->ngpus), max)
                  : -fp.delta;
     return true;
   }
@@ -294,7 +297,7 @@ static bool score_node(const struct replay *r, const struct gs_node *v,
   *ret = 0; /* binpack and spread: no opinion on a pod without GPUs */
   if (frag && r->scoring != FGD_SCORING_KUBE)
     *ret = r->policy == FGD_FRAG
-               ? gs_place_frag_score(v, policy, table, req, NULL)
+               ? gs_place_frag_score(v, policy, table, req, NULL, max)
                : -gs_place_frag_delta(v, policy, table, NULL, 0, 0, req->cpu_milli, req->mem_mib);
   return true;
 }
@@ -379,7 +382,7 @@ static int run(const struct fgd_data *d, struct replay *r) {
       if (r->scoring == FGD_SCORING_KUBE)
         s = kube_default_score(n, p) + (p->ngpu ? s * 10 * FGD_KUBE_WEIGHT : 0);
       else if (r->scoring == FGD_SCORING_PLUGIN)
-        s = kube_default_score(n, p) + s * 10 * FGD_KUBE_WEIGHT;
+        s = kube_default_score(n, p) + s * FGD_KUBE_WEIGHT; /* s in 0..100 */
       if (s > best_score) { /* ties: the first node in the seed's order */
         best_score = s;
         best = j;

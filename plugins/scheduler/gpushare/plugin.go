@@ -75,7 +75,7 @@ type cycle struct {
 type verdict struct {
 	code   int
 	reason string
-	score  int64 // 0..10
+	score  int64 // 0..100
 }
 
 func (c *cycle) Clone() fwk.StateData { return c }
@@ -444,13 +444,14 @@ func (p *Plugin) PreScore(ctx context.Context, state fwk.CycleState, pod *v1.Pod
 	return nil // scored in PreFilter
 }
 
-// Score is the core's 0..10, times 10 (the framework's 0..100).
+// Score is the core's 0..100 (the framework's scale: nodePolicy frag uses all
+// of it; binpack and spread give multiples of 10, the extender's 0..10).
 func (p *Plugin) Score(ctx context.Context, state fwk.CycleState, pod *v1.Pod, nodeInfo fwk.NodeInfo) (int64, *fwk.Status) {
 	c := read(state)
 	if c == nil || c.verdict == nil {
 		return 0, nil
 	}
-	return c.verdict[nodeInfo.Node().Name].score * 10, nil
+	return c.verdict[nodeInfo.Node().Name].score, nil
 }
 
 // ScoreExtensions: none.

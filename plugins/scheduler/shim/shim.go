@@ -132,7 +132,7 @@ func (s *Shim) Tick(nowNs int64) { C.gs_shim_tick(s.c, C.int64_t(nowNs)) }
 type Verdict struct {
 	Code   int
 	Reason string
-	Score  int64 // 0..10 when scored
+	Score  int64 // 0..100 when scored
 }
 
 // WantsHost: whether Filter wants the nodes' host resources (nodePolicy frag).

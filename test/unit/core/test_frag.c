@@ -183,11 +183,11 @@ static void test_choose_and_score(void **state) {
   assert_int_equal(c.gpus[0], 1); /* 12 → 6: another 6 GiB still fits */
   assert_true(pick->has_delta);
   assert_int_equal(pick->delta, 0);
-  assert_int_equal(gs_place_frag_score(node("f"), &policy, tbl(&d), NULL, &c), 5);
+  assert_int_equal(gs_place_frag_score(node("f"), &policy, tbl(&d), NULL, &c, 10), 5);
   /* GPU 0 strands 4 GiB for 10 of 11 requests: delta 40/11 GiB (3724
    * MiB) on 6 GiB placed → (10 × (6144 − 3724) + 6144) / 12288 = 2. */
   c.gpus[0] = 0;
-  assert_int_equal(gs_place_frag_score(node("f"), &policy, tbl(&d), NULL, &c), 2);
+  assert_int_equal(gs_place_frag_score(node("f"), &policy, tbl(&d), NULL, &c, 10), 2);
   /* Several GPUs: the default choice, no delta handed back. */
   req = gs_test_mem_pod("p2", 4, 2);
   assert_int_equal(choose("f", &req, pick, &c), GS_CODE_SUCCESS);
@@ -199,21 +199,27 @@ static void test_choose_and_score(void **state) {
   gs_frag_dist_init(&d);
   gs_frag_dist_add(&d, 1, 16 * GIB);
   c = (struct gs_choice){.ngpus = 1, .gpus = {0}, .mib_per_gpu = 6 * GIB, .score = 0};
-  assert_int_equal(gs_place_frag_score(node("h"), &policy, tbl(&d), NULL, &c), 10);
+  assert_int_equal(gs_place_frag_score(node("h"), &policy, tbl(&d), NULL, &c, 10), 10);
   c = (struct gs_choice){.ngpus = 1, .gpus = {1}, .mib_per_gpu = 6 * GIB, .score = 0};
-  assert_int_equal(gs_place_frag_score(node("h"), &policy, tbl(&d), NULL, &c), 0);
+  assert_int_equal(gs_place_frag_score(node("h"), &policy, tbl(&d), NULL, &c, 10), 0);
   /* Whole GPUs keep the fill score. */
   c = (struct gs_choice){.ngpus = 1, .gpus = {1}, .mib_per_gpu = 0, .score = 7};
-  assert_int_equal(gs_place_frag_score(node("h"), &policy, tbl(&d), NULL, &c), 7);
+  assert_int_equal(gs_place_frag_score(node("h"), &policy, tbl(&d), NULL, &c, 10), 7);
+  assert_int_equal(gs_place_frag_score(node("h"), &policy, tbl(&d), NULL, &c, 100), 70);
   /* The score's ends and rounding. */
-  assert_int_equal(gs_place_frag_delta_score(-100, 100), 10);
-  assert_int_equal(gs_place_frag_delta_score(100, 100), 0);
-  assert_int_equal(gs_place_frag_delta_score(0, 100), 5);
-  assert_int_equal(gs_place_frag_delta_score(-5, 100), 5);  /* 5.25 */
-  assert_int_equal(gs_place_frag_delta_score(-15, 100), 6); /* 5.75 */
-  assert_int_equal(gs_place_frag_delta_score(1, 0), 0);
-  assert_int_equal(gs_place_frag_delta_score(-1, 0), 10);
-  assert_int_equal(gs_place_frag_delta_score(0, 0), 5);
+  assert_int_equal(gs_place_frag_delta_score(-100, 100, 10), 10);
+  assert_int_equal(gs_place_frag_delta_score(100, 100, 10), 0);
+  assert_int_equal(gs_place_frag_delta_score(0, 100, 10), 5);
+  assert_int_equal(gs_place_frag_delta_score(-5, 100, 10), 5);  /* 5.25 */
+  assert_int_equal(gs_place_frag_delta_score(-15, 100, 10), 6); /* 5.75 */
+  assert_int_equal(gs_place_frag_delta_score(1, 0, 10), 0);
+  assert_int_equal(gs_place_frag_delta_score(-1, 0, 10), 10);
+  assert_int_equal(gs_place_frag_delta_score(0, 0, 10), 5);
+  /* kube-scheduler's framework scale: the same line, 0..100. */
+  assert_int_equal(gs_place_frag_delta_score(-5, 100, 100), 53); /* 52.5 */
+  assert_int_equal(gs_place_frag_delta_score(0, 100, 100), 50);
+  assert_int_equal(gs_place_frag_delta_score(3724, 6144, 100), 20);
+  assert_int_equal(gs_place_frag_delta_score(-1, 0, 100), 100);
 }
 
 /* An 8-GPU job needs an empty node: a small pod breaking one scores lower
@@ -232,9 +238,9 @@ static void test_keeps_empty_nodes(void **state) {
     gs_frag_dist_add(&d, 1, 8 * GIB);
   gs_frag_dist_add(&d, 8, 32 * GIB);
   assert_int_equal(choose("empty", &req, pick_of(&d), &c), GS_CODE_SUCCESS);
-  on_empty = gs_place_frag_score(node("empty"), &policy, tbl(&d), NULL, &c);
+  on_empty = gs_place_frag_score(node("empty"), &policy, tbl(&d), NULL, &c, 10);
   assert_int_equal(choose("used", &req, pick_of(&d), &c), GS_CODE_SUCCESS);
-  on_used = gs_place_frag_score(node("used"), &policy, tbl(&d), NULL, &c);
+  on_used = gs_place_frag_score(node("used"), &policy, tbl(&d), NULL, &c, 10);
   /* Empty: 248 GiB stranded for 1 of 51 requests (4.86 GiB) → 2; used:
    * the 8-GPU class was stranded anyway and loses 8 GiB of it → 5. */
   assert_int_equal(on_empty, 2);
@@ -256,13 +262,13 @@ static void test_host_strands_gpus(void **state) {
   cpu_pod.ncontainers = 0;
   cpu_pod.cpu_milli = 6000;
   /* Host unknown: nothing weighs it. */
-  assert_int_equal(gs_place_frag_score(node("n"), &policy, tbl(&d), &cpu_pod, NULL), 5);
+  assert_int_equal(gs_place_frag_score(node("n"), &policy, tbl(&d), &cpu_pod, NULL, 10), 5);
   /* 8 CPUs free: room for 4 pods, 2 GPUs take them → nothing stranded.
    * Taking 6 CPUs leaves room for 1 of the 2: half of 32 GiB stranded. */
   set_host("n", 8000, 0, 0, 0);
   assert_int_equal(gs_place_frag_delta(node("n"), &policy, tbl(&d), NULL, 0, 0, 6000, 0),
                    16 * (int64_t)GIB);
-  assert_int_equal(gs_place_frag_score(node("n"), &policy, tbl(&d), &cpu_pod, NULL), 0);
+  assert_int_equal(gs_place_frag_score(node("n"), &policy, tbl(&d), &cpu_pod, NULL, 10), 0);
   /* Taking 7 of 8 CPUs: no room for one → all 32 GiB stranded. */
   cpu_pod.cpu_milli = 7000;
   assert_int_equal(gs_place_frag_delta(node("n"), &policy, tbl(&d), NULL, 0, 0, 7000, 0),
@@ -270,8 +276,8 @@ static void test_host_strands_gpus(void **state) {
   /* 2 CPUs: room for 3 ≥ 2 → no change, score 5; a node without GPUs
    * strands nothing either. */
   cpu_pod.cpu_milli = 2000;
-  assert_int_equal(gs_place_frag_score(node("n"), &policy, tbl(&d), &cpu_pod, NULL), 5);
-  assert_int_equal(gs_place_frag_score(node("plain"), &policy, tbl(&d), &cpu_pod, NULL), 5);
+  assert_int_equal(gs_place_frag_score(node("n"), &policy, tbl(&d), &cpu_pod, NULL, 10), 5);
+  assert_int_equal(gs_place_frag_score(node("plain"), &policy, tbl(&d), &cpu_pod, NULL, 10), 5);
   /* Memory counts like CPU. */
   gs_frag_dist_init(&d);
   gs_frag_dist_add_host(&d, 1, 4 * GIB, 0, 10 * GIB);
@@ -292,7 +298,7 @@ static void test_host_strands_gpus(void **state) {
     assert_int_equal(c.gpus[0], 0); /* alike GPUs: the first */
     assert_true(pick->has_delta);
     assert_int_equal(pick->delta, 12 * (int64_t)GIB);
-    assert_int_equal(gs_place_frag_score(node("n"), &policy, tbl(&d), &gpu_pod, &c), 0);
+    assert_int_equal(gs_place_frag_score(node("n"), &policy, tbl(&d), &gpu_pod, &c, 10), 0);
   }
 }
 

@@ -241,7 +241,7 @@ static enum gs_code fs_combined(void *self, const struct gs_cycle *c, const stru
     return gs_status_set(st, GS_CODE_UNSCHEDULABLE, "no b");
   if (strcmp(node->name, "c") == 0)
     return GS_CODE_SKIP; /* no opinion: not scored */
-  *ret_score = 7;
+  *ret_score = 65; /* 0..GS_SCORE_MAX: the extender's 7 (6.5 rounded up) */
   *ret_scored = true;
   return GS_CODE_SUCCESS;
 }
@@ -280,6 +280,7 @@ static void test_filter_score_hook(void **state) {
   assert_int_equal(fs_combined_calls, 3); /* zz is unknown to the ledger */
   assert_int_equal(res[0].code, GS_CODE_SUCCESS);
   assert_int_equal(res[0].score, 7);
+  assert_int_equal(res[0].score100, 65);
   assert_int_equal(res[1].code, GS_CODE_UNSCHEDULABLE);
   assert_string_equal(res[1].reason, "no b");
   assert_int_equal(res[2].code, GS_CODE_SUCCESS);
@@ -687,6 +688,7 @@ static void test_result_is_plugin_status(void **state) {
     assert_int_equal(res[0].code, GS_CODE_SUCCESS);
     assert_string_equal(res[0].reason, "");
     assert_int_equal(res[0].score, verb == 0 ? 0 : 7); /* fs_combined's score */
+    assert_int_equal(res[0].score100, verb == 0 ? 0 : 65);
     assert_int_equal(res[1].code, GS_CODE_UNSCHEDULABLE);
     assert_int_equal(strlen(res[1].reason), GS_REASON_MAX - 1);
     assert_int_equal(res[1].score, 0);
