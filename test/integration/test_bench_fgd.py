@@ -91,6 +91,32 @@ class BenchFgd(unittest.TestCase):
         self.assertEqual(values[100], 100.0)
         self.assertEqual(values[130], 100.0)
 
+    def test_other_workload(self):
+        # --workload NAME reads seq_NAME_sNN.csv and nodes_NAME_sNN.csv: the
+        # same cut under another name, nodes in the other order (large
+        # first): the CPU-only pod now takes large's CPU with no GPU at stake
+        # for binpack too, and both policies place everything.
+        import shutil
+        import tempfile
+        with tempfile.TemporaryDirectory() as d:
+            shutil.copy(os.path.join(DATA, "seq_default_s42.csv"), os.path.join(d, "seq_tiny_s42.csv"))
+            with open(os.path.join(DATA, "nodes_s42.csv")) as f:
+                head, small, large = f.read().splitlines()
+            with open(os.path.join(d, "nodes_tiny_s42.csv"), "w") as f:
+                f.write("\n".join([head, large, small]) + "\n")
+            p = subprocess.run([BIN, "pack", "--protocol", "fgd", "--dir", d, "--workload", "tiny",
+                                "--seeds", "42", "--policy", "binpack,frag", "--scoring", "paper",
+                                "--json"], capture_output=True, text=True, timeout=120)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            recs = records(p.stdout)
+            runs = {r["policy"]: r for r in table(recs, "pack --protocol fgd: allocation per")}
+            self.assertEqual(runs["binpack"]["alloc % at 100"], 100.0)
+            self.assertEqual(runs["frag"]["alloc % at 100"], 100.0)
+            self.assertTrue(any("publishes no results" in r.get("note", "") for r in recs), recs)
+        rc, _, err = bench("--workload", "../x")
+        self.assertEqual(rc, 2)
+        self.assertIn("--workload wants", err)
+
     def test_bad_input(self):
         rc, _, err = bench("--seeds", "7")
         self.assertNotEqual(rc, 0)

@@ -181,6 +181,11 @@ fail:
   return -1;
 }
 
+/* The workload (--workload): "default" reads the shipped seq_default_sNN.csv
+ * and nodes_sNN.csv; another reads seq_<name>_sNN.csv and
+ * nodes_<name>_sNN.csv, which tools/bench/fgd-workloads.sh generates. */
+static const char *workload = "default";
+
 static int load(const char *dir, int seed, struct fgd_data *d) {
   static const char *const node_cols[] = {"cpu_milli", "memory_mib", "gpu"};
   static const char *const pod_cols[] = {"cpu_milli", "memory_mib", "num_gpu", "gpu_milli"};
@@ -189,7 +194,10 @@ static int load(const char *dir, int seed, struct fgd_data *d) {
   char(*names)[64];
   long n;
   memset(d, 0, sizeof *d);
-  snprintf(path, sizeof path, "%s/nodes_s%d.csv", dir, seed);
+  if (strcmp(workload, "default") == 0)
+    snprintf(path, sizeof path, "%s/nodes_s%d.csv", dir, seed);
+  else
+    snprintf(path, sizeof path, "%s/nodes_%s_s%d.csv", dir, workload, seed);
   if ((n = read_csv(path, node_cols, 3, &rows, &names, "sn")) < 0)
     return -1;
   d->nodes = calloc((size_t)n + 1, sizeof *d->nodes);
@@ -205,7 +213,7 @@ static int load(const char *dir, int seed, struct fgd_data *d) {
   }
   free(rows);
   free(names);
-  snprintf(path, sizeof path, "%s/seq_default_s%d.csv", dir, seed);
+  snprintf(path, sizeof path, "%s/seq_%s_s%d.csv", dir, workload, seed);
   if ((n = read_csv(path, pod_cols, 4, &rows, NULL, NULL)) < 0)
     return -1;
   d->pods = calloc((size_t)n + 1, sizeof *d->pods);
@@ -510,7 +518,9 @@ static void usage(void) {
   fprintf(stderr,
           "usage: gpushare-bench pack --protocol fgd [--dir DIR] [--seeds 42-51|42,43,...]\n"
           "       [--policy binpack,spread,frag,frag-fine] [--scoring paper,kube] [--step 10]\n"
-          "       [--curve]\n");
+          "       [--curve] [--workload default|NAME]\n"
+          "  --workload NAME: seq_NAME_sNN.csv and nodes_NAME_sNN.csv in DIR\n"
+          "                   (tools/bench/fgd-workloads.sh makes them)\n");
 }
 
 static int parse_seeds(const char *text, int *seeds) {
@@ -582,6 +592,14 @@ int bench_pack_fgd(int argc, char **argv) {
       ;
     else if (strcmp(argv[i], "--dir") == 0)
       dir = v;
+    else if (strcmp(argv[i], "--workload") == 0) {
+      if (strspn(v, "abcdefghijklmnopqrstuvwxyz0123456789_-") != strlen(v) || v[0] == '\0') {
+        fprintf(stderr, "gpushare-bench: --workload wants a trace workload name (default, "
+                        "gpushare100, multigpu50)\n");
+        return 2;
+      }
+      workload = v;
+    }
     else if (strcmp(argv[i], "--seeds") == 0) {
       if ((nseeds = parse_seeds(v, seeds)) == 0) {
         fprintf(stderr, "gpushare-bench: --seeds wants 42-51 or 42,43 (at most %d)\n",
@@ -643,8 +661,9 @@ int bench_pack_fgd(int argc, char **argv) {
     if (load(dir, seeds[s], &d) != 0)
       return 1;
     if (s == 0)
-      bench_note("pack fgd: %s, seed %d: %zu nodes, %llu GPUs, %zu pods", dir, seeds[s],
-                 d.nnodes, (unsigned long long)(d.cap_milli / FGD_MILLI), d.npods);
+      bench_note("pack fgd: %s, workload %s, seed %d: %zu nodes, %llu GPUs, %zu pods", dir,
+                 workload, seeds[s], d.nnodes, (unsigned long long)(d.cap_milli / FGD_MILLI),
+                 d.npods);
     for (int k = 0; k < nres; k++) {
       struct replay r = {.policy = results[k].policy, .scoring = results[k].scoring};
       if (run(&d, &r) != 0) {
@@ -690,10 +709,17 @@ int bench_pack_fgd(int argc, char **argv) {
                scoring_names[results[k].scoring], results[k].at, nseeds,
                step);
   snprintf(path, sizeof path, "%s/fgd_artifact_allocation_default.csv", dir);
-  npub = load_published(path, seeds, nseeds, pub, FGD_PUBLISHED_MAX);
+  /* published results exist for the default workload only */
+  npub = strcmp(workload, "default") == 0
+             ? load_published(path, seeds, nseeds, pub, FGD_PUBLISHED_MAX)
+             : 0;
   for (int p = 0; p < npub; p++)
     median_row(&med, pub[p].name, "published", pub[p].at, pub[p].nseeds, step);
   bench_table_print(&med);
+  if (strcmp(workload, "default") != 0) {
+    bench_note("workload %s: the paper publishes no results for it", workload);
+    return 0;
+  }
   if (npub == 0)
     bench_note("no published results at %s", path);
   bench_note("targets (issue 17): median >= 95.23%% at 100%% and >= 95.40%% at 130%% (FGD)");
