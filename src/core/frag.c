@@ -375,8 +375,9 @@ enum gs_code gs_place_choose_frag(void *ctx, const struct gs_node *node,
   struct gs_frag_table self;
   struct frag_node fn;
   struct frag_terms ft;
-  uint32_t fit[GS_FRAG_CLASSES], best = GS_MAX_GPUS, ntried = 0;
-  uint64_t unusable[GS_FRAG_CLASSES], tried[GS_MAX_GPUS], best_key = UINT64_MAX;
+  uint32_t fit[GS_FRAG_CLASSES], best = GS_MAX_GPUS;
+  uint64_t unusable[GS_FRAG_CLASSES], best_key = UINT64_MAX;
+  bool cgpu = node->mode == GS_MODE_CGPU && policy->cgpu_max_pods != 0;
   uint64_t cpu = req ? req->cpu_milli : 0, mem = req ? req->mem_mib : 0;
   double before[GS_FRAG_CLASSES], room1[GS_FRAG_CLASSES], best_delta = HUGE_VAL;
   if (pick != NULL)
@@ -394,32 +395,32 @@ enum gs_code gs_place_choose_frag(void *ctx, const struct gs_node *node,
     room1[c] = host_room(&fn, &t->c[c]);
   frag_terms_build(&fn, t, fit, unusable, before, room1, mib_per_gpu, &ft);
   for (uint32_t x = 0; x < fn.n; x++) {
-    uint64_t f = fn.free[x], key;
-    bool cap1 = cgpu_capped(node, policy, node->gpus[x].npods + 1);
-    uint64_t same = f << 1 | cap1;
-    double delta; /* compared only: the weighted sum, not the average */
-    uint32_t i;
+    uint64_t f = fn.free[x];
+    bool cap1 = cgpu && node->gpus[x].npods + 1 >= policy->cgpu_max_pods;
+    double delta, eps; /* compared only: the weighted sum, not the average */
     /* Candidates are under the cgpu cap and have room (place.c). */
     if (!(candidates >> x & 1) || fn.capped[x] || f < mib_per_gpu)
       continue;
-    /* GPUs alike give the same delta; the first (lowest index) also comes
-     * first in the placement order among them. */
-    for (i = 0; i < ntried && tried[i] != same; i++)
-      ;
-    if (i < ntried)
-      continue;
-    tried[ntried++] = same;
     delta = cap1 ? frag_candidate_delta(&fn, t, fit, unusable, before, room1, f,
                                         f - mib_per_gpu, false, true)
                  : frag_terms_delta(&ft, f, mib_per_gpu);
-    key = gs__place_mem_key(node, policy, mib_per_gpu, x);
     /* Sums of the same terms in another order may differ in the last
-     * bits: nearly equal deltas are a tie, which the placement order breaks. */
-    if (best == GS_MAX_GPUS || delta < best_delta - 1e-9 * (fabs(best_delta) + 1) ||
-        (delta <= best_delta + 1e-9 * (fabs(best_delta) + 1) && key < best_key)) {
+     * bits: nearly equal deltas are a tie, which the placement order
+     * breaks (its key is computed only then). */
+    eps = 1e-9 * (fabs(best_delta) + 1);
+    if (best == GS_MAX_GPUS || delta < best_delta - eps) {
       best_delta = delta;
-      best_key = key;
+      best_key = UINT64_MAX; /* not computed yet */
       best = x;
+    } else if (delta <= best_delta + eps) {
+      uint64_t key = gs__place_mem_key(node, policy, mib_per_gpu, x);
+      if (best_key == UINT64_MAX)
+        best_key = gs__place_mem_key(node, policy, mib_per_gpu, best);
+      if (key < best_key) {
+        best_delta = delta;
+        best_key = key;
+        best = x;
+      }
     }
   }
   if (best == GS_MAX_GPUS) {
