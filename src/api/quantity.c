@@ -188,9 +188,9 @@ static enum gs_err qty_value(struct qty *q, const char *text, const char *where,
   return GS_EOK;
 }
 
-enum gs_err gs_api_quantity_whole_str(const char *text, const char *where, uint64_t *ret,
-                                      struct gs_diag *diag) {
-  struct qty q;
+/* Scans quantity text into *q, with the errors every reader gives. */
+static enum gs_err qty_read(const char *text, const char *where, struct qty *q,
+                            struct gs_diag *diag) {
   if (text == NULL || text[0] == '\0') {
     gs_diag_set(diag, where, "quantity is empty");
     return GS_EPARSE;
@@ -199,9 +199,16 @@ enum gs_err gs_api_quantity_whole_str(const char *text, const char *where, uint6
     gs_diag_set(diag, where, "quantity is longer than %d characters", QTY_TEXT_MAX);
     return GS_EPARSE;
   }
-  if (!qty_scan(text, &q))
+  if (!qty_scan(text, q))
     return qty_fail(diag, where, GS_EPARSE, text, "is not a valid quantity");
-  return qty_value(&q, text, where, ret, diag);
+  return GS_EOK;
+}
+
+enum gs_err gs_api_quantity_whole_str(const char *text, const char *where, uint64_t *ret,
+                                      struct gs_diag *diag) {
+  struct qty q;
+  enum gs_err err = qty_read(text, where, &q, diag);
+  return err != GS_EOK ? err : qty_value(&q, text, where, ret, diag);
 }
 
 /* 128-bit exact arithmetic (gcc and clang; __extension__ keeps -Wpedantic
@@ -252,6 +259,7 @@ enum gs_err gs_api_quantity_scaled_diag(const json_t *value, int e10, int b2, co
   struct qty q;
   const char *text;
   char buf[32];
+  enum gs_err err;
   if (json_is_integer(value)) {
     snprintf(buf, sizeof buf, "%" JSON_INTEGER_FORMAT, json_integer_value(value));
     text = buf;
@@ -261,16 +269,8 @@ enum gs_err gs_api_quantity_scaled_diag(const json_t *value, int e10, int b2, co
     gs_diag_set(diag, where, "quantity must be a string or an integer");
     return GS_EPARSE;
   }
-  if (text[0] == '\0') {
-    gs_diag_set(diag, where, "quantity is empty");
-    return GS_EPARSE;
-  }
-  if (strlen(text) > QTY_TEXT_MAX) {
-    gs_diag_set(diag, where, "quantity is longer than %d characters", QTY_TEXT_MAX);
-    return GS_EPARSE;
-  }
-  if (!qty_scan(text, &q))
-    return qty_fail(diag, where, GS_EPARSE, text, "is not a valid quantity");
+  if ((err = qty_read(text, where, &q, diag)) != GS_EOK)
+    return err;
   return qty_scaled(&q, e10, b2, text, where, ret, diag);
 }
 

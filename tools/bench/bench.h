@@ -93,6 +93,13 @@ size_t bench_parse_list(const char *text, const char *flag, uint64_t max, uint64
 /* Parses a positive integer or exits with status 2. */
 uint64_t bench_parse_u64(const char *text, const char *flag, uint64_t min, uint64_t max);
 
+/* ---- CSV (the trace's files: no quoted fields) ------------------------------------- */
+
+/* Splits line in place into at most max columns; returns how many. */
+size_t bench_csv_split(char *line, char **cols, size_t max);
+/* The index of the column named name, or -1. */
+int bench_csv_column(char **cols, size_t n, const char *name);
+
 /* ---- the synthetic cluster ---------------------------------------------------------- */
 
 /* A node of the synthetic cluster: the mix is fixed by index (40% share,

@@ -79,26 +79,6 @@ static const char *const policy_names[] = {"binpack", "spread", "frag", "frag-fi
 
 /* ---- input ---------------------------------------------------------------------- */
 
-static size_t split(char *line, char **cols, size_t max) {
-  size_t n = 0;
-  char *p = line;
-  line[strcspn(line, "\r\n")] = '\0';
-  while (n < max) {
-    cols[n++] = p;
-    p = strchr(p, ',');
-    if (p == NULL)
-      break;
-    *p++ = '\0';
-  }
-  return n;
-}
-
-static int col(char **cols, size_t n, const char *name) {
-  for (size_t i = 0; i < n; i++)
-    if (strcmp(cols[i], name) == 0)
-      return (int)i;
-  return -1;
-}
 
 /* A non-negative decimal field, or -1. */
 static int64_t num(const char *s) {
@@ -139,15 +119,15 @@ static long read_csv(const char *path, const char *const *want, size_t nwant, in
   }
   if (fgets(line, sizeof line, f) == NULL)
     goto bad_header;
-  n = split(line, cols, 32);
+  n = bench_csv_split(line, cols, 32);
   for (size_t i = 0; i < nwant; i++)
-    if ((idx[i] = col(cols, n, want[i])) < 0)
+    if ((idx[i] = bench_csv_column(cols, n, want[i])) < 0)
       goto bad_header;
-  if (name_col != NULL && (name_idx = col(cols, n, name_col)) < 0)
+  if (name_col != NULL && (name_idx = bench_csv_column(cols, n, name_col)) < 0)
     goto bad_header;
   while (fgets(line, sizeof line, f) != NULL) {
     lineno++;
-    n = split(line, cols, 32);
+    n = bench_csv_split(line, cols, 32);
     if (n == 1 && cols[0][0] == '\0')
       continue;
     out = grow(out, &cap, rows * nwant + nwant, sizeof *out);
@@ -473,19 +453,19 @@ static int load_published(const char *path, const int *seeds, int nseeds, struct
     return 0;
   if (fgets(line, sizeof line, f) == NULL)
     goto done;
-  nc = split(line, cols, FGD_X_MAX + 16);
-  c_pol = col(cols, nc, "sc_policy");
-  c_seed = col(cols, nc, "seed");
+  nc = bench_csv_split(line, cols, FGD_X_MAX + 16);
+  c_pol = bench_csv_column(cols, nc, "sc_policy");
+  c_seed = bench_csv_column(cols, nc, "seed");
   for (int x = 0; x <= FGD_X_MAX; x++) {
     char name[8];
     snprintf(name, sizeof name, "%d", x);
-    c_x[x] = col(cols, nc, name);
+    c_x[x] = bench_csv_column(cols, nc, name);
   }
   if (c_pol < 0 || c_seed < 0 || c_x[FGD_X_MAX] < 0)
     goto done;
   while (fgets(line, sizeof line, f) != NULL) {
     int p, s = -1;
-    nc = split(line, cols, FGD_X_MAX + 16);
+    nc = bench_csv_split(line, cols, FGD_X_MAX + 16);
     if (nc <= (size_t)c_x[FGD_X_MAX])
       continue;
     for (int i = 0; i < nseeds; i++)

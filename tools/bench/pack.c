@@ -82,27 +82,6 @@ struct trace {
   uint64_t gpus, total_gib;
 };
 
-/* Splits a CSV line in place (no quoted fields in these files). */
-static size_t split(char *line, char **cols, size_t max) {
-  size_t n = 0;
-  char *p = line;
-  line[strcspn(line, "\r\n")] = '\0';
-  while (n < max) {
-    cols[n++] = p;
-    p = strchr(p, ',');
-    if (p == NULL)
-      break;
-    *p++ = '\0';
-  }
-  return n;
-}
-
-static int column(char **cols, size_t n, const char *name) {
-  for (size_t i = 0; i < n; i++)
-    if (strcmp(cols[i], name) == 0)
-      return (int)i;
-  return -1;
-}
 
 static FILE *open_in(const char *dir, const char *file, char *path, size_t len) {
   FILE *f;
@@ -125,16 +104,16 @@ static int load_nodes(const char *dir, const char *file, struct trace *t) {
     return -1;
   if (fgets(line, sizeof line, f) == NULL)
     goto bad;
-  n = split(line, cols, 16);
-  c_name = column(cols, n, "sn");
-  c_gpu = column(cols, n, "gpu");
-  c_model = column(cols, n, "model");
+  n = bench_csv_split(line, cols, 16);
+  c_name = bench_csv_column(cols, n, "sn");
+  c_gpu = bench_csv_column(cols, n, "gpu");
+  c_model = bench_csv_column(cols, n, "model");
   if (c_name < 0 || c_gpu < 0 || c_model < 0)
     goto bad;
   while (fgets(line, sizeof line, f) != NULL) {
     struct trace_node *tn;
     int gib;
-    n = split(line, cols, 16);
+    n = bench_csv_split(line, cols, 16);
     if (n <= (size_t)c_model || n <= (size_t)c_gpu)
       continue;
     if (atoi(cols[c_gpu]) <= 0)
@@ -185,18 +164,18 @@ static int load_pods(const char *dir, const char *file, uint32_t ref_gib, struct
     return -1;
   if (fgets(line, sizeof line, f) == NULL)
     goto bad;
-  n = split(line, cols, 32);
-  c_name = column(cols, n, "name");
-  c_num = column(cols, n, "num_gpu");
-  c_milli = column(cols, n, "gpu_milli");
-  c_spec = column(cols, n, "gpu_spec");
-  c_created = column(cols, n, "creation_time");
+  n = bench_csv_split(line, cols, 32);
+  c_name = bench_csv_column(cols, n, "name");
+  c_num = bench_csv_column(cols, n, "num_gpu");
+  c_milli = bench_csv_column(cols, n, "gpu_milli");
+  c_spec = bench_csv_column(cols, n, "gpu_spec");
+  c_created = bench_csv_column(cols, n, "creation_time");
   if (c_name < 0 || c_num < 0 || c_milli < 0)
     goto bad;
   while (fgets(line, sizeof line, f) != NULL) {
     struct trace_pod *p;
     uint32_t num;
-    n = split(line, cols, 32);
+    n = bench_csv_split(line, cols, 32);
     if (n <= (size_t)c_num || n <= (size_t)c_milli)
       continue;
     num = (uint32_t)atoi(cols[c_num]);

@@ -417,3 +417,26 @@ const struct gs_topo *bench_topo(const char *path) {
   snprintf(loaded, sizeof loaded, "%s", path);
   return &topo;
 }
+
+/* ---- CSV ------------------------------------------------------------------------- */
+
+size_t bench_csv_split(char *line, char **cols, size_t max) {
+  size_t n = 0;
+  char *p = line;
+  line[strcspn(line, "\r\n")] = '\0';
+  while (n < max) {
+    cols[n++] = p;
+    p = strchr(p, ',');
+    if (p == NULL)
+      break;
+    *p++ = '\0';
+  }
+  return n;
+}
+
+int bench_csv_column(char **cols, size_t n, const char *name) {
+  for (size_t i = 0; i < n; i++)
+    if (strcmp(cols[i], name) == 0)
+      return (int)i;
+  return -1;
+}
