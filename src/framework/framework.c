@@ -102,8 +102,11 @@ static inline struct gs_cycle *at(struct cycle *cy, size_t i) {
 }
 
 /* Runs pre_filter of every plugin. Returns SUCCESS, SKIP (no plugin cares:
- * every node passes), or the first failing code with st filled. */
-static enum gs_code run_pre_filter(struct gs_fw *fw, struct cycle *cy, struct gs_status *st) {
+ * every node passes), or the first failing code with st filled. A pod
+ * asking no GPU that nodePolicy frag scores (its CPU and memory may strand
+ * GPUs: place.h) is SKIP unless scoring: never filtered, nothing to bind. */
+static enum gs_code run_pre_filter(struct gs_fw *fw, struct cycle *cy, bool scoring,
+                                   struct gs_status *st) {
   bool any = false;
   for (size_t i = 0; i < fw->nplugins; i++) {
     enum gs_code code;
@@ -120,6 +123,8 @@ static enum gs_code run_pre_filter(struct gs_fw *fw, struct cycle *cy, struct gs
     }
     any = true;
   }
+  if (any && !scoring && gs_place_frag_scores_host(cy->c.pod, &fw->policy))
+    return GS_CODE_SKIP;
   return any ? GS_CODE_SUCCESS : GS_CODE_SKIP;
 }
 
@@ -209,7 +214,7 @@ static enum gs_err run_verb(struct gs_fw *fw, const struct gs_pod_request *pod,
 
   pthread_rwlock_wrlock(&fw->lock);
   cycle_init(fw, &cy, pod, now_ns);
-  pre = run_pre_filter(fw, &cy, &st);
+  pre = run_pre_filter(fw, &cy, score, &st);
   pthread_rwlock_unlock(&fw->lock);
 
   if (pre == GS_CODE_SKIP) {
@@ -329,7 +334,7 @@ enum gs_err gs_fw_bind_prepare(struct gs_fw *fw, const struct gs_pod_request *po
   }
   if (alloc == NULL) {
     struct gs_status pre = {GS_CODE_SUCCESS, ""};
-    code = run_pre_filter(fw, &cy, &pre);
+    code = run_pre_filter(fw, &cy, false, &pre);
     if (code == GS_CODE_SKIP) {
       gs_status_set(st, GS_CODE_ERROR, "pod requests no GPU resource managed by gpushare");
       err = GS_EINVAL;

@@ -463,6 +463,29 @@ static void test_frag_policy(void **state) {
     assert_true(fresh);
     gs_annotations_clear(&ann);
   }
+  /* A pod asking only CPU: scored (the host is unknown here: nothing
+   * stranded, the middle of the range), never filtered — every node
+   * passes, one unknown to the ledger too — and nothing to reserve. */
+  {
+    const char *three[] = {"empty", "used", "nowhere"};
+    struct gs_node_result r3[3];
+    struct gs_pod_request cpu = gs_test_mem_pod("cpu", 0, 1);
+    cpu.ncontainers = 1;
+    cpu.cpu_milli = 2000;
+    assert_int_equal(gs_fw_filter(fw, &cpu, three, 3, 1, r3), GS_EOK);
+    for (int i = 0; i < 3; i++) {
+      assert_int_equal(r3[i].code, GS_CODE_SUCCESS);
+      assert_string_equal(r3[i].reason, "");
+    }
+    assert_int_equal(gs_fw_prioritize(fw, &cpu, three, 3, 1, r3), GS_EOK);
+    assert_int_equal(r3[0].code, GS_CODE_SUCCESS);
+    assert_int_equal(r3[0].score100, 50);
+    assert_int_equal(r3[0].score, 5);
+    assert_int_equal(r3[2].code, GS_CODE_UNSCHEDULABLE); /* not scored */
+    assert_int_equal(r3[2].score, 0);
+    assert_int_equal(gs_fw_bind_prepare(fw, &cpu, "empty", 1, &ann, &fresh, &st), GS_EINVAL);
+    assert_string_equal(st.reason, "pod requests no GPU resource managed by gpushare");
+  }
   gs_fw_free(fw);
 }
 
