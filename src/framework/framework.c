@@ -7,6 +7,7 @@
  * events take the write lock.
  */
 #include "framework.h"
+#include "pool.h"
 
 #include <gpushare/alloc.h>
 #include <gpushare/preempt.h>
@@ -16,6 +17,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+
+/* Filter and prioritize over at least this many nodes share the nodes
+ * with the pool's workers (docs/benchmarks.md, core). */
+#define PARALLEL_MIN_NODES 1024
+#define WORKERS_MAX 7
 
 struct gs_fw {
   pthread_rwlock_t lock;
@@ -24,7 +31,17 @@ struct gs_fw {
   size_t nplugins;
   const struct gs_plugin_ops *plugins[GS_FW_MAX_PLUGINS];
   void *state[GS_FW_MAX_PLUGINS];
+  struct gs_pool *pool; /* NULL: every verb on the caller's thread */
+  size_t parallel_min;
 };
+
+/* One worker per CPU beside the caller's, at most WORKERS_MAX. */
+static size_t default_workers(void) {
+  long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+  if (cpus <= 1)
+    return 0;
+  return cpus - 1 < WORKERS_MAX ? (size_t)cpus - 1 : WORKERS_MAX;
+}
 
 struct gs_fw *gs_fw_new(const struct gs_policy *policy, const struct gs_plugin_ops *const *plugins,
                         size_t nplugins) {
@@ -40,6 +57,10 @@ struct gs_fw *gs_fw_new(const struct gs_policy *policy, const struct gs_plugin_o
     goto free_fw;
   if (pthread_rwlock_init(&fw->lock, NULL) != 0)
     goto free_ledger;
+  fw->pool = gs_pool_new(default_workers()); /* threads start at the first large verb */
+  if (fw->pool == NULL)
+    goto free_lock;
+  fw->parallel_min = PARALLEL_MIN_NODES;
   for (size_t i = 0; i < nplugins; i++) {
     if (plugins[i]->api_version != GS_PLUGIN_API_VERSION)
       goto free_plugins;
@@ -57,6 +78,8 @@ free_plugins:
   for (size_t i = 0; i < fw->nplugins; i++)
     if (fw->plugins[i]->destroy != NULL)
       fw->plugins[i]->destroy(fw->state[i]);
+  gs_pool_free(fw->pool);
+free_lock:
   pthread_rwlock_destroy(&fw->lock);
 free_ledger:
   gs_ledger_free(fw->ledger);
@@ -71,9 +94,20 @@ void gs_fw_free(struct gs_fw *fw) {
   for (size_t i = 0; i < fw->nplugins; i++)
     if (fw->plugins[i]->destroy != NULL)
       fw->plugins[i]->destroy(fw->state[i]);
+  gs_pool_free(fw->pool);
   pthread_rwlock_destroy(&fw->lock);
   gs_ledger_free(fw->ledger);
   gs_free(fw);
+}
+
+enum gs_err gs_fw_set_parallel(struct gs_fw *fw, size_t workers, size_t min_nodes) {
+  struct gs_pool *pool = gs_pool_new(workers);
+  if (pool == NULL)
+    return GS_ENOMEM;
+  gs_pool_free(fw->pool);
+  fw->pool = pool;
+  fw->parallel_min = min_nodes;
+  return GS_EOK;
 }
 
 const struct gs_policy *gs_fw_policy(const struct gs_fw *fw) { return &fw->policy; }
@@ -99,6 +133,16 @@ static void cycle_init(struct gs_fw *fw, struct cycle *cy, const struct gs_pod_r
 static inline struct gs_cycle *at(struct cycle *cy, size_t i) {
   cy->c.state = cy->state[i];
   return &cy->c;
+}
+
+/* The same for a per-node hook, as a copy: the hooks of one verb may run
+ * on several threads (pool.h), each with its own view; they only read the
+ * state (the plugin contract). */
+static inline const struct gs_cycle *node_view(const struct cycle *cy, size_t i,
+                                               struct gs_cycle *out) {
+  *out = cy->c;
+  out->state = (void *)cy->state[i];
+  return out;
 }
 
 /* Runs pre_filter of every plugin. Returns SUCCESS, SKIP (no plugin cares:
@@ -146,9 +190,10 @@ static void prefetch_gpus(const struct gs_node *node) {
 /* Filter and score of one node under the read lock. Plugins whose
  * pre_filter skipped the pod are consulted too: a plugin decides per hook.
  * For prioritize, a plugin's filter_score hook does both in one pass. */
-static void run_node(struct gs_fw *fw, struct cycle *cy, const struct gs_node *node,
+static void run_node(struct gs_fw *fw, const struct cycle *cy, const struct gs_node *node,
                      bool score, struct gs_node_result *r) {
   struct gs_status *st = &r->status; /* plugins write the result's own */
+  struct gs_cycle view;
   int64_t total = 0, early[GS_FW_MAX_PLUGINS];
   bool early_scored[GS_FW_MAX_PLUGINS];
   size_t scored = 0;
@@ -166,9 +211,10 @@ static void run_node(struct gs_fw *fw, struct cycle *cy, const struct gs_node *n
     st->reason[0] = '\0';
     early_scored[i] = false;
     if (score && p->filter_score != NULL)
-      code = p->filter_score(fw->state[i], at(cy, i), node, st, &early[i], &early_scored[i]);
+      code = p->filter_score(fw->state[i], node_view(cy, i, &view), node, st, &early[i],
+                             &early_scored[i]);
     else if (p->filter != NULL)
-      code = p->filter(fw->state[i], at(cy, i), node, st);
+      code = p->filter(fw->state[i], node_view(cy, i, &view), node, st);
     else
       continue;
     if (code == GS_CODE_SUCCESS || code == GS_CODE_SKIP)
@@ -193,7 +239,7 @@ static void run_node(struct gs_fw *fw, struct cycle *cy, const struct gs_node *n
     }
     if (fw->plugins[i]->score == NULL)
       continue;
-    if (fw->plugins[i]->score(fw->state[i], at(cy, i), node, &s) != GS_CODE_SUCCESS)
+    if (fw->plugins[i]->score(fw->state[i], node_view(cy, i, &view), node, &s) != GS_CODE_SUCCESS)
       continue;
     total += s;
     scored++;
@@ -202,6 +248,37 @@ static void run_node(struct gs_fw *fw, struct cycle *cy, const struct gs_node *n
     total /= (int64_t)scored;
   r->score100 = total < 0 ? 0 : total > GS_SCORE_MAX ? GS_SCORE_MAX : total;
   r->score = (r->score100 + 5) / 10;
+}
+
+/* A verb's per-node work, for nodes [begin, end) (pool.h: chunks may run
+ * on several threads at once; each writes only its own results). */
+struct verb_job {
+  struct gs_fw *fw;
+  struct cycle *cy;
+  const char *const *nodes;
+  bool score;
+  struct gs_node_result *ret;
+};
+
+/* Names are resolved a batch at a time, then each node's GPUs are
+ * prefetched a few nodes ahead: over thousands of nodes the lookups and
+ * first touches are cache misses, and a tight lookup loop lets them
+ * overlap instead of queueing behind each node's plugin work
+ * (docs/benchmarks.md, core). */
+static void verb_chunk(void *ctx, size_t begin, size_t end) {
+  struct verb_job *job = ctx;
+  for (size_t base = begin; base < end; base += RESOLVE_BATCH) {
+    const struct gs_node *batch[RESOLVE_BATCH];
+    size_t m = end - base < RESOLVE_BATCH ? end - base : RESOLVE_BATCH;
+    gs_ledger_nodes_get(job->cy->c.ledger, job->nodes + base, m, batch);
+    for (size_t j = 0; j < m && j < PREFETCH_AHEAD; j++)
+      prefetch_gpus(batch[j]);
+    for (size_t j = 0; j < m; j++) {
+      if (j + PREFETCH_AHEAD < m)
+        prefetch_gpus(batch[j + PREFETCH_AHEAD]);
+      run_node(job->fw, job->cy, batch[j], job->score, &job->ret[base + j]);
+    }
+  }
 }
 
 static enum gs_err run_verb(struct gs_fw *fw, const struct gs_pod_request *pod,
@@ -238,22 +315,14 @@ static enum gs_err run_verb(struct gs_fw *fw, const struct gs_pod_request *pod,
   if (gs_place_prepare(pod, &fw->policy, &place, NULL) == GS_CODE_SUCCESS)
     cy.c.place = &place;
   pthread_rwlock_rdlock(&fw->lock);
-  /* Names are resolved a batch at a time, then each node's GPUs are
-   * prefetched a few nodes ahead: over thousands of nodes the lookups and
-   * first touches are cache misses, and a tight lookup loop lets them
-   * overlap instead of queueing behind each node's plugin work
-   * (docs/benchmarks.md, core). */
-  for (size_t base = 0; base < n; base += RESOLVE_BATCH) {
-    const struct gs_node *batch[RESOLVE_BATCH];
-    size_t m = n - base < RESOLVE_BATCH ? n - base : RESOLVE_BATCH;
-    gs_ledger_nodes_get(cy.c.ledger, nodes + base, m, batch);
-    for (size_t j = 0; j < m && j < PREFETCH_AHEAD; j++)
-      prefetch_gpus(batch[j]);
-    for (size_t j = 0; j < m; j++) {
-      if (j + PREFETCH_AHEAD < m)
-        prefetch_gpus(batch[j + PREFETCH_AHEAD]);
-      run_node(fw, &cy, batch[j], score, &ret[base + j]);
-    }
+  {
+    struct verb_job job = {fw, &cy, nodes, score, ret};
+    /* Over many nodes the pool's workers take chunks beside this thread,
+     * under the read lock this thread holds for them. */
+    if (n >= fw->parallel_min)
+      gs_pool_run(fw->pool, n, RESOLVE_BATCH, verb_chunk, &job);
+    else
+      verb_chunk(&job, 0, n);
   }
   pthread_rwlock_unlock(&fw->lock);
   return GS_EOK;

@@ -24,6 +24,11 @@ struct gs_fw *gs_fw_new(const struct gs_policy *policy, const struct gs_plugin_o
                         size_t nplugins);
 /* Accepts NULL. */
 void gs_fw_free(struct gs_fw *fw);
+/* Filter and prioritize over at least min_nodes nodes run on the calling
+ * thread and up to workers threads of the framework's pool (default: one
+ * per CPU beside the caller's, at most 7, from 1,024 nodes). Call before
+ * any verb (not thread-safe against them); tests and benchmarks use it. */
+enum gs_err gs_fw_set_parallel(struct gs_fw *fw, size_t workers, size_t min_nodes) GS_WUR;
 /* The policy in force (read-only; fixed at creation). */
 const struct gs_policy *gs_fw_policy(const struct gs_fw *fw);
 

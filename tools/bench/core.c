@@ -44,6 +44,9 @@ static void fill_one(void *arg, const struct bench_node *node, const struct benc
  * and gives every node host CPU and memory, half requested, and every pod
  * a CPU and memory request, so that the host terms are paid for). */
 static enum gs_placement core_policy = GS_PLACE_BINPACK;
+/* --workers: the framework's pool (-1: its default, one per CPU beside the
+ * caller's). */
+static long core_workers = -1;
 
 /* Builds the framework with n synthetic nodes, half full. */
 static struct gs_fw *build(size_t n, uint32_t gpus, const char *topo_path, char ***ret_names,
@@ -62,6 +65,11 @@ static struct gs_fw *build(size_t n, uint32_t gpus, const char *topo_path, char 
   policy.node_policy = core_policy;
   policy.frag_aware = core_policy == GS_PLACE_FRAG;
   fw = gs_fw_new(&policy, plugins, nplugins);
+  if (fw != NULL && core_workers >= 0 &&
+      gs_fw_set_parallel(fw, (size_t)core_workers, 1024) != GS_EOK) {
+    gs_fw_free(fw);
+    fw = NULL;
+  }
   names = calloc(n, sizeof *names);
   if (fw == NULL || names == NULL) {
     gs_fw_free(fw);
@@ -253,7 +261,7 @@ out:
 
 static void usage(void) {
   fprintf(stderr, "usage: gpushare-bench core [--nodes 1000,5000] [--gpus 8] [--iters N] "
-                  "[--topo FILE] [--only 1-4] [--policy binpack|spread|frag] [--json]\n"
+                  "[--topo FILE] [--only 1-4] [--policy binpack|spread|frag] [--workers N] [--json]\n"
                   "  --only K: time one pod kind of the mix (1 card 2 GiB, 1 card 12 GiB,\n"
                   "            2 cards 8 GiB, 2 whole GPUs)\n");
 }
@@ -283,6 +291,9 @@ int bench_core(int argc, char **argv) {
       i++;
     } else if (strcmp(argv[i], "--only") == 0) {
       only_kind = (size_t)bench_parse_u64(v, "--only", 1, NKINDS);
+      i++;
+    } else if (strcmp(argv[i], "--workers") == 0) {
+      core_workers = (long)bench_parse_u64(v, "--workers", 0, 16);
       i++;
     } else if (strcmp(argv[i], "--policy") == 0 && v != NULL) {
       if (strcmp(v, "binpack") == 0)
@@ -314,6 +325,11 @@ int bench_core(int argc, char **argv) {
   bench_note("nodePolicy %s", core_policy == GS_PLACE_FRAG     ? "frag (host CPU and memory known)"
                               : core_policy == GS_PLACE_SPREAD ? "spread"
                                                                : "binpack");
+  if (core_workers >= 0)
+    bench_note("workers: %ld beside the caller from 1,024 nodes", core_workers);
+  else
+    bench_note("workers: the framework's default (one per CPU beside the caller's, at most 7, "
+               "from 1,024 nodes)");
   bench_note("budget: decision over 5,000 nodes <= 1000 us (p50 and p99 above); load now %.2f",
              bench_load1());
   return 0;
