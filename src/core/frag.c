@@ -182,8 +182,12 @@ static double class_frag(const struct gs_frag_entry *e, uint32_t fit, uint64_t u
  * it can take, and the counts are summed along the classes. */
 static void frag_states(const struct frag_node *fn, const struct gs_frag_table *t, uint32_t *fit,
                         uint64_t *unusable) {
-  uint32_t cnt[GS_FRAG_CLASSES + 1] = {0};
-  uint64_t sum[GS_FRAG_CLASSES + 1] = {0}, usable = 0;
+  uint32_t cnt[GS_FRAG_CLASSES + 1];
+  uint64_t sum[GS_FRAG_CLASSES + 1], usable = 0;
+  for (uint32_t c = 0; c <= t->n; c++) { /* only the classes in use: this runs per node */
+    cnt[c] = 0;
+    sum[c] = 0;
+  }
   for (uint32_t g = 0; g < fn->n; g++) {
     uint32_t c = 0;
     if (fn->capped[g])
