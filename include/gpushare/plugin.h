@@ -48,6 +48,10 @@ struct gs_cycle {
    * released between pre_filter and filter, so pointers into the plugin's
    * long-lived state may not survive to filter. */
   void *state;
+  /* True in a prioritize call (scores are wanted), false in filter and
+   * bind: a plugin may score a pod it neither filters nor binds (gpumem,
+   * under nodePolicy frag, a pod asking only CPU and memory). */
+  bool scoring;
 };
 
 /* A plan a plugin holds in the ledger for pods not all bound yet (a gang's

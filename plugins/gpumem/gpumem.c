@@ -114,8 +114,8 @@ static enum gs_code pre_filter(void *self, const struct gs_cycle *c, struct gs_s
   code = fit_code(gs_place_check_pod(c->pod, c->policy, st->reason), st);
   if (code == GS_CODE_SUCCESS)
     learn(self, c);
-  if (code == GS_CODE_SKIP && host_only(self, c))
-    return GS_CODE_SUCCESS; /* scored per node; every node fits */
+  if (code == GS_CODE_SKIP && c->scoring && host_only(self, c))
+    return GS_CODE_SUCCESS; /* scored per node (filter and bind: not ours) */
   return code;
 }
 

@@ -315,8 +315,8 @@ static void frag_terms_build(const struct frag_node *fn, const struct gs_frag_ta
         ft->c[c] + w * (class_frag(e, fit[c], unusable[c] > mib ? unusable[c] - mib : 0,
                                    fn->all - mib, r) -
                         before[c]);
-    /* case B: fit − 1 GPUs, unusable + after */
-    if (fit[c] - 1 < e->k || r < 1) {
+    /* case B: fit − 1 GPUs (fit ≥ 1: the candidate takes m), unusable + after */
+    if (fit[c] <= e->k || r < 1) {
       alpha = all1;
     } else {
       double slots = (double)((fit[c] - 1) / e->k);

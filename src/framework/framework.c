@@ -31,7 +31,7 @@ struct gs_fw {
   size_t nplugins;
   const struct gs_plugin_ops *plugins[GS_FW_MAX_PLUGINS];
   void *state[GS_FW_MAX_PLUGINS];
-  struct gs_pool *pool; /* NULL: every verb on the caller's thread */
+  struct gs_pool *pool; /* its workers start at the first verb over parallel_min nodes */
   size_t parallel_min;
 };
 
@@ -126,6 +126,7 @@ static void cycle_init(struct gs_fw *fw, struct cycle *cy, const struct gs_pod_r
   cy->c.now_ns = now_ns;
   cy->c.place = NULL;
   cy->c.state = NULL;
+  cy->c.scoring = false;
   memset(cy->state, 0, fw->nplugins * sizeof cy->state[0]);
 }
 
@@ -146,11 +147,8 @@ static inline const struct gs_cycle *node_view(const struct cycle *cy, size_t i,
 }
 
 /* Runs pre_filter of every plugin. Returns SUCCESS, SKIP (no plugin cares:
- * every node passes), or the first failing code with st filled. A pod
- * asking no GPU that nodePolicy frag scores (its CPU and memory may strand
- * GPUs: place.h) is SKIP unless scoring: never filtered, nothing to bind. */
-static enum gs_code run_pre_filter(struct gs_fw *fw, struct cycle *cy, bool scoring,
-                                   struct gs_status *st) {
+ * every node passes), or the first failing code with st filled. */
+static enum gs_code run_pre_filter(struct gs_fw *fw, struct cycle *cy, struct gs_status *st) {
   bool any = false;
   for (size_t i = 0; i < fw->nplugins; i++) {
     enum gs_code code;
@@ -167,8 +165,6 @@ static enum gs_code run_pre_filter(struct gs_fw *fw, struct cycle *cy, bool scor
     }
     any = true;
   }
-  if (any && !scoring && gs_place_frag_scores_host(cy->c.pod, &fw->policy))
-    return GS_CODE_SKIP;
   return any ? GS_CODE_SUCCESS : GS_CODE_SKIP;
 }
 
@@ -291,7 +287,8 @@ static enum gs_err run_verb(struct gs_fw *fw, const struct gs_pod_request *pod,
 
   pthread_rwlock_wrlock(&fw->lock);
   cycle_init(fw, &cy, pod, now_ns);
-  pre = run_pre_filter(fw, &cy, score, &st);
+  cy.c.scoring = score;
+  pre = run_pre_filter(fw, &cy, &st);
   pthread_rwlock_unlock(&fw->lock);
 
   if (pre == GS_CODE_SKIP) {
@@ -403,7 +400,7 @@ enum gs_err gs_fw_bind_prepare(struct gs_fw *fw, const struct gs_pod_request *po
   }
   if (alloc == NULL) {
     struct gs_status pre = {GS_CODE_SUCCESS, ""};
-    code = run_pre_filter(fw, &cy, false, &pre);
+    code = run_pre_filter(fw, &cy, &pre);
     if (code == GS_CODE_SKIP) {
       gs_status_set(st, GS_CODE_ERROR, "pod requests no GPU resource managed by gpushare");
       err = GS_EINVAL;

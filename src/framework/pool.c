@@ -100,8 +100,6 @@ void gs_pool_free(struct gs_pool *p) {
   gs_free(p);
 }
 
-size_t gs_pool_workers(const struct gs_pool *p) { return p != NULL ? p->want : 0; }
-
 /* Starts the workers once (under p->mu); as many as start. */
 static void start_workers(struct gs_pool *p) {
   p->started = true;

@@ -17,8 +17,6 @@ struct gs_pool;
 struct gs_pool *gs_pool_new(size_t workers);
 /* Stops and joins the workers. Accepts NULL. No run may be in progress. */
 void gs_pool_free(struct gs_pool *pool);
-/* The workers the pool may use. */
-size_t gs_pool_workers(const struct gs_pool *pool);
 
 /* Calls fn(ctx, begin, end) over [0, n) in chunks of at most chunk, on the
  * calling thread and the pool's workers, and returns when every chunk is

@@ -160,9 +160,9 @@ func (s *Shim) Filter(pod []byte, names []string, host []int64, nowNs int64, sco
 	withBytes(pod, func(b *C.char, l C.size_t) {
 		var h *C.int64_t
 		if len(host) >= 4*n && n > 0 {
-			h = (*C.int64_t)(C.malloc(C.size_t(4 * n * 8)))
-			defer C.free(unsafe.Pointer(h))
-			copy(unsafe.Slice((*int64)(unsafe.Pointer(h)), 4*n), host)
+			// Go memory without Go pointers, read by C during the call only
+			// (the shim copies it into the ledger): no copy needed.
+			h = (*C.int64_t)(unsafe.Pointer(&host[0]))
 		}
 		rc = int(C.gs_shim_filter(s.c, b, l, arr, C.size_t(n), h, C.int64_t(nowNs), codes, reasons, scores))
 	})

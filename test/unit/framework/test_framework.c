@@ -601,7 +601,7 @@ static void gpumem_same_fn(const struct gs_ledger *l, void *arg) {
   pods[4].whole_gpus[0] = 1;
   pods[5] = gs_test_mem_pod("p5", 0, 1); /* asks for nothing */
   for (int i = 0; i < 6; i++) {
-    struct gs_cycle with = {&pods[i], call->policy, (struct gs_ledger *)l, 1, NULL, NULL};
+    struct gs_cycle with = {&pods[i], call->policy, (struct gs_ledger *)l, 1, NULL, NULL, false};
     struct gs_cycle without = with;
     struct gs_place_pod place;
     if (gs_place_prepare(&pods[i], call->policy, &place, NULL) == GS_CODE_SUCCESS)
