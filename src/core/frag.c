@@ -98,41 +98,79 @@ static const struct gs_frag_table *table_or_self(const struct gs_frag_table *t, 
   return self;
 }
 
-/* A node as the policy sees it. A GPU offers memory requests its free
- * memory (0 when unhealthy or owned: nobody shares it) unless the cgpu cap
- * closes it. */
+/* A node as the policy sees it under a table t. A GPU offers memory
+ * requests its free memory (0 when unhealthy or owned: nobody shares it)
+ * unless the cgpu cap closes it. */
 struct frag_node {
+  const struct gs_frag_table *t;
+  uint64_t mib4[4];                  /* t's per-GPU memory when t->n <= 4, 0 past it */
   uint32_t n;
   uint64_t free[GS_MAX_GPUS];
   bool capped[GS_MAX_GPUS];
+  uint8_t first[GS_MAX_GPUS];        /* classes_above(free), t->n when capped: t->n > 4 */
   uint64_t all;                      /* free memory of every GPU */
   double cpu_free, mem_free;         /* host room; HUGE_VAL when unknown */
 };
 
 static uint64_t sub0(uint64_t a, uint64_t b) { return a > b ? a - b : 0; }
 
-static bool cgpu_capped(const struct gs_node *node, const struct gs_policy *policy,
-                        uint32_t npods) {
-  return node->mode == GS_MODE_CGPU && policy->cgpu_max_pods != 0 &&
-         npods >= policy->cgpu_max_pods;
+/* The bits of GPUs 0..n-1. */
+static uint64_t gpus_mask(uint32_t n) { return n >= 64 ? UINT64_MAX : (UINT64_C(1) << n) - 1; }
+
+/* How many of the classes (largest per-GPU memory first) need more than
+ * f: the index of the first class a GPU with f free can take. Without a
+ * branch on f (free memory differs at random from GPU to GPU): four
+ * compares for a few classes (the common case), else a binary search
+ * whose steps depend on t->n alone. */
+static inline uint32_t classes_above4(const uint64_t m[4], uint64_t f) {
+  return (uint32_t)(m[0] > f) + (m[1] > f) + (m[2] > f) + (m[3] > f);
 }
 
-/* Sums the free memory of every GPU (after free[] changes). */
-static void frag_node_sum(struct frag_node *fn) {
-  fn->all = 0;
-  for (uint32_t g = 0; g < fn->n; g++)
-    fn->all += fn->free[g];
+static uint32_t classes_above(const struct frag_node *fn, uint64_t f) {
+  const struct gs_frag_entry *b = fn->t->c;
+  uint32_t len = fn->t->n;
+  if (len <= 4)
+    return classes_above4(fn->mib4, f);
+  while (len > 1) {
+    uint32_t half = len / 2;
+    b = b[half].mib > f ? b + half : b;
+    len -= half;
+  }
+  return (uint32_t)(b - fn->t->c) + (b->mib > f);
 }
 
+/* Sets GPU g's free memory and cap, and its first class. */
+static void frag_node_set(struct frag_node *fn, uint32_t g, uint64_t free_mib, bool capped) {
+  fn->free[g] = free_mib;
+  fn->capped[g] = capped;
+  fn->first[g] = (uint8_t)(capped ? fn->t->n : classes_above(fn, free_mib));
+}
+
+/* One pass over the GPUs, without a branch on a GPU's state: GPUs pass or
+ * fail at random (place.c). */
 static void frag_node_init(const struct gs_node *node, const struct gs_policy *policy,
-                           struct frag_node *fn) {
+                           const struct gs_frag_table *t, struct frag_node *fn) {
+  uint32_t cap = node->mode == GS_MODE_CGPU ? policy->cgpu_max_pods : 0;
+  uint64_t all = 0;
+  fn->t = t;
+  for (uint32_t c = 0; c < 4; c++)
+    fn->mib4[c] = c < t->n ? t->c[c].mib : 0;
   fn->n = node->ngpus < GS_MAX_GPUS ? node->ngpus : GS_MAX_GPUS;
   for (uint32_t g = 0; g < fn->n; g++) {
     const struct gs_gpu *gpu = &node->gpus[g];
-    fn->free[g] = gpu->healthy && gpu->owner == NULL ? gpu_free_mib(gpu) : 0;
-    fn->capped[g] = cgpu_capped(node, policy, gpu->npods);
+    uint64_t shared = gpu->healthy & (gpu->owner == NULL);
+    uint64_t f = gpu_free_mib(gpu) & (0 - shared);
+    bool capped = (cap != 0) & (gpu->npods >= cap);
+    fn->free[g] = f;
+    fn->capped[g] = capped;
+    all += f;
   }
-  frag_node_sum(fn);
+  /* A few classes: frag_states counts class by class, and the chooser
+   * finds a candidate's first class itself. */
+  if (t->n > 4)
+    for (uint32_t g = 0; g < fn->n; g++)
+      fn->first[g] = (uint8_t)(fn->capped[g] ? t->n : classes_above(fn, fn->free[g]));
+  fn->all = all;
   fn->cpu_free = node->host.cpu_milli > 0
                      ? (double)sub0(node->host.cpu_milli, node->host.cpu_used_milli)
                      : HUGE_VAL;
@@ -149,17 +187,34 @@ static void frag_node_take_host(struct frag_node *fn, uint64_t cpu_milli, uint64
     fn->mem_free = fn->mem_free > (double)mem_mib ? fn->mem_free - (double)mem_mib : 0;
 }
 
+/* floor(x) for x >= 0: one signed conversion each way below 2^62 (the
+ * unsigned one is a dozen instructions, and floor() a libm call); x itself
+ * above, where a double holds integers only. */
+static double floor_count(double x) { return x < 0x1p62 ? (double)(int64_t)x : x; }
+
 /* How many of a class's mean request the host has room for (HUGE_VAL when
  * nothing limits it). */
 static double host_room(const struct frag_node *fn, const struct gs_frag_entry *e) {
   double room = HUGE_VAL;
   if (e->cpu_inv > 0 && fn->cpu_free != HUGE_VAL)
-    room = (double)(uint64_t)(fn->cpu_free * e->cpu_inv); /* floor: non-negative */
+    room = floor_count(fn->cpu_free * e->cpu_inv);
   if (e->mem_inv > 0 && fn->mem_free != HUGE_VAL) {
-    double m = (double)(uint64_t)(fn->mem_free * e->mem_inv);
+    double m = floor_count(fn->mem_free * e->mem_inv);
     room = m < room ? m : room;
   }
   return room;
+}
+
+/* The share of a class's usable memory its pods cannot reach: all of it
+ * (1) when the class has no slot or the host no room for one pod, none
+ * when the host has room for every slot, else the slots it cannot fill.
+ * (Branches: a division every time cost more than they do.) */
+static double stranded(double slots, double room) {
+  if (slots < 1 || room < 1)
+    return 1;
+  if (room >= slots)
+    return 0;
+  return (slots - room) / slots;
 }
 
 /* A class's fragmentation (place.h) from the GPUs that can take its
@@ -167,56 +222,82 @@ static double host_room(const struct frag_node *fn, const struct gs_frag_entry *
  * all free memory, and the host's room for its pods. */
 static double class_frag(const struct gs_frag_entry *e, uint32_t fit, uint64_t unusable,
                          uint64_t all, double room) {
-  double slots;
-  if (fit < e->k || room < 1)
-    return (double)all;
-  slots = (double)(fit / e->k);
-  if (room >= slots)
-    return (double)unusable;
-  return (double)unusable + (double)(all - unusable) * (slots - room) / slots;
+  double u = (double)unusable;
+  return u + ((double)all - u) * stranded((double)(fit / e->k), room);
 }
 
 /* Per class, the GPUs that can take it and the memory of those that
  * cannot. The classes are largest first, so a GPU that can take class c
- * can take every later one: each GPU is counted once, at the first class
- * it can take, and the counts are summed along the classes. */
-static void frag_states(const struct frag_node *fn, const struct gs_frag_table *t, uint32_t *fit,
-                        uint64_t *unusable) {
-  uint32_t cnt[GS_FRAG_CLASSES + 1];
+ * can take every later one: each GPU is counted once, at its first class
+ * (a capped GPU at none: t->n), and the counts are summed along the
+ * classes. */
+static void frag_states(const struct frag_node *fn, uint32_t *fit, uint64_t *unusable) {
+  uint32_t cnt[GS_FRAG_CLASSES + 1], n = fn->t->n;
   uint64_t sum[GS_FRAG_CLASSES + 1], usable = 0;
-  for (uint32_t c = 0; c <= t->n; c++) { /* only the classes in use: this runs per node */
+  if (n <= 4) {
+    /* A few classes: each GPU against each class, in registers (the
+     * counters in memory waited on one another). Classes past n have
+     * per-GPU memory 0: counted, never read. */
+    uint32_t c0 = 0, c1 = 0, c2 = 0, c3 = 0;
+    uint64_t s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+    for (uint32_t g = 0; g < fn->n; g++) {
+      uint64_t f = fn->free[g], open = !fn->capped[g];
+      uint64_t a0 = open & (f >= fn->mib4[0]), a1 = open & (f >= fn->mib4[1]);
+      uint64_t a2 = open & (f >= fn->mib4[2]), a3 = open & (f >= fn->mib4[3]);
+      c0 += (uint32_t)a0;
+      c1 += (uint32_t)a1;
+      c2 += (uint32_t)a2;
+      c3 += (uint32_t)a3;
+      s0 += f & (0 - a0);
+      s1 += f & (0 - a1);
+      s2 += f & (0 - a2);
+      s3 += f & (0 - a3);
+    }
+    cnt[0] = c0, cnt[1] = c1, cnt[2] = c2, cnt[3] = c3;
+    sum[0] = s0, sum[1] = s1, sum[2] = s2, sum[3] = s3;
+    for (uint32_t c = 0; c < n; c++) {
+      fit[c] = cnt[c];
+      unusable[c] = fn->all - sum[c];
+    }
+    return;
+  }
+  for (uint32_t c = 0; c <= n; c++) { /* only the classes in use: this runs per node */
     cnt[c] = 0;
     sum[c] = 0;
   }
   for (uint32_t g = 0; g < fn->n; g++) {
-    uint32_t c = 0;
-    if (fn->capped[g])
-      continue;
-    while (c < t->n && t->c[c].mib > fn->free[g])
-      c++;
-    cnt[c]++;
-    sum[c] += fn->free[g];
+    cnt[fn->first[g]]++;
+    sum[fn->first[g]] += fn->free[g];
   }
-  for (uint32_t c = 0, n = 0; c < t->n; c++) {
-    n += cnt[c];
+  for (uint32_t c = 0, m = 0; c < n; c++) {
+    m += cnt[c];
     usable += sum[c];
-    fit[c] = n;
+    fit[c] = m;
     unusable[c] = fn->all - usable;
   }
 }
 
 /* The node's fragmentation: the weighted average over the classes. */
-static double frag_avg(const struct frag_node *fn, const struct gs_frag_table *t) {
+static double frag_avg(const struct frag_node *fn) {
+  const struct gs_frag_table *t = fn->t;
   uint32_t fit[GS_FRAG_CLASSES];
   uint64_t unusable[GS_FRAG_CLASSES];
   double sum = 0;
   if (t->total <= 0)
     return 0;
-  frag_states(fn, t, fit, unusable);
+  frag_states(fn, fit, unusable);
   for (uint32_t c = 0; c < t->n; c++)
     sum += t->c[c].weight *
            class_frag(&t->c[c], fit[c], unusable[c], fn->all, host_room(fn, &t->c[c]));
   return sum / t->total;
+}
+
+/* x rounded half away from zero, as llround, for |x| < 2^62 (MiB of a
+ * node): a libm call per node was measurable. x − trunc(x) is exact. */
+static int64_t round_mib(double x) {
+  int64_t r = (int64_t)x;
+  double frac = x - (double)r;
+  return r + (frac >= 0.5) - (frac <= -0.5);
 }
 
 int64_t gs_place_frag_delta(const struct gs_node *node, const struct gs_policy *policy,
@@ -224,22 +305,23 @@ int64_t gs_place_frag_delta(const struct gs_node *node, const struct gs_policy *
                             uint64_t mib_per_gpu, uint64_t cpu_milli, uint64_t mem_mib) {
   struct frag_node fn;
   struct gs_frag_table self;
+  uint32_t cap = node->mode == GS_MODE_CGPU ? policy->cgpu_max_pods : 0;
   double before, after;
   t = table_or_self(t, k, mib_per_gpu, cpu_milli, mem_mib, &self);
-  frag_node_init(node, policy, &fn);
-  before = frag_avg(&fn, t);
+  frag_node_init(node, policy, t, &fn);
+  before = frag_avg(&fn);
   for (uint32_t i = 0; i < k; i++) {
     uint32_t x = gpus[i];
+    uint64_t f;
     if (x >= fn.n)
       continue;
-    fn.free[x] = sub0(fn.free[x], mib_per_gpu);
-    if (cgpu_capped(node, policy, node->gpus[x].npods + 1))
-      fn.capped[x] = true;
+    f = sub0(fn.free[x], mib_per_gpu);
+    fn.all -= fn.free[x] - f;
+    frag_node_set(&fn, x, f, fn.capped[x] || (cap != 0 && node->gpus[x].npods + 1 >= cap));
   }
-  frag_node_sum(&fn);
   frag_node_take_host(&fn, cpu_milli, mem_mib);
-  after = frag_avg(&fn, t);
-  return (int64_t)llround(after - before);
+  after = frag_avg(&fn);
+  return round_mib(after - before);
 }
 
 int64_t gs_place_frag_delta_score(int64_t delta, int64_t scale_mib, int64_t max) {
@@ -292,62 +374,57 @@ bool gs_place_frag_scores_host(const struct gs_pod_request *req, const struct gs
  * (classes are largest m first): O(classes + GPUs) instead of their
  * product. Terms are weighted and minus the class's fragmentation before. */
 struct frag_terms {
-  uint32_t n;
-  uint64_t mib[GS_FRAG_CLASSES];
+  const struct frag_node *fn;
   double c[GS_FRAG_CLASSES + 1];     /* prefix sums of case C */
   double alpha[GS_FRAG_CLASSES + 1]; /* prefix sums of case B: alpha + beta × after */
   double beta[GS_FRAG_CLASSES + 1];
   double a[GS_FRAG_CLASSES + 1];     /* suffix sums of case A */
 };
 
+/* Also fills before[] and room1[] (the host's room per class once the pod
+ * is placed: fn is the node before it). One loop over the classes. */
 static void frag_terms_build(const struct frag_node *fn, const struct gs_frag_table *t,
-                             const uint32_t *fit, const uint64_t *unusable, const double *before,
-                             const double *room1, uint64_t mib, struct frag_terms *ft) {
-  double all1 = (double)fn->all - (double)mib;
-  ft->n = t->n;
+                             const uint32_t *fit, const uint64_t *unusable, uint64_t mib,
+                             uint64_t cpu, uint64_t mem, double *before, double *room1,
+                             struct frag_terms *ft) {
+  struct frag_node fn1;
+  double all = (double)fn->all, all1 = all - (double)mib, m = (double)mib;
+  fn1.cpu_free = fn->cpu_free;
+  fn1.mem_free = fn->mem_free;
+  frag_node_take_host(&fn1, cpu, mem);
+  ft->fn = fn;
   ft->c[0] = ft->alpha[0] = ft->beta[0] = 0;
+  /* class_frag for each case, sharing what they have in common: the
+   * slots, and the host's room once the pod is placed. */
   for (uint32_t c = 0; c < t->n; c++) {
     const struct gs_frag_entry *e = &t->c[c];
-    double w = e->weight, u = (double)unusable[c], r = room1[c], alpha, beta = 0;
-    ft->mib[c] = e->mib;
-    /* case C: unusable − mib (only used when such a GPU exists, so ≥ 0) */
-    ft->c[c + 1] =
-        ft->c[c] + w * (class_frag(e, fit[c], unusable[c] > mib ? unusable[c] - mib : 0,
-                                   fn->all - mib, r) -
-                        before[c]);
-    /* case B: fit − 1 GPUs (fit ≥ 1: the candidate takes m), unusable + after */
-    if (fit[c] <= e->k || r < 1) {
-      alpha = all1;
-    } else {
-      double slots = (double)((fit[c] - 1) / e->k);
-      if (r >= slots) {
-        alpha = u;
-        beta = 1;
-      } else {
-        alpha = u * r / slots + all1 * (slots - r) / slots;
-        beta = r / slots;
-      }
-    }
-    ft->alpha[c + 1] = ft->alpha[c] + w * (alpha - before[c]);
-    ft->beta[c + 1] = ft->beta[c] + w * beta;
+    double w = e->weight, u = (double)unusable[c], r = host_room(&fn1, e);
+    double slots = (double)(fit[c] / e->k), s1, sb;
+    /* case B: fit − 1 GPUs (fit ≥ 1: the candidate takes m) */
+    double slots_b = (double)((fit[c] > 0 ? fit[c] - 1 : 0) / e->k);
+    double uc = u > m ? u - m : 0; /* case C (used when such a GPU exists) */
+    room1[c] = r;
+    before[c] = u + (all - u) * stranded(slots, host_room(fn, e));
+    s1 = stranded(slots, r);
+    sb = stranded(slots_b, r);
+    ft->c[c + 1] = ft->c[c] + w * (uc + (all1 - uc) * s1 - before[c]);
+    /* case B: unusable + after of all1: alpha + beta × after */
+    ft->alpha[c + 1] = ft->alpha[c] + w * (u * (1 - sb) + all1 * sb - before[c]);
+    ft->beta[c + 1] = ft->beta[c] + w * (1 - sb);
+    /* case A, summed from the end below */
+    ft->a[c] = w * (u + (all1 - u) * s1 - before[c]);
   }
   ft->a[t->n] = 0;
   for (uint32_t c = t->n; c-- > 0;)
-    ft->a[c] = ft->a[c + 1] + t->c[c].weight * (class_frag(&t->c[c], fit[c], unusable[c],
-                                                           fn->all - mib, room1[c]) -
-                                                before[c]);
+    ft->a[c] += ft->a[c + 1];
 }
 
 /* The weighted growth for a candidate with f free losing mib (not capped
- * by it). */
-static double frag_terms_delta(const struct frag_terms *ft, uint64_t f, uint64_t mib) {
+ * by it), whose first class is i1 (frag_states). */
+static double frag_terms_delta(const struct frag_terms *ft, uint32_t i1, uint64_t f,
+                               uint64_t mib) {
   uint64_t after = f - mib;
-  uint32_t i1 = 0, i2;
-  while (i1 < ft->n && ft->mib[i1] > f)
-    i1++;
-  i2 = i1;
-  while (i2 < ft->n && ft->mib[i2] > after)
-    i2++;
+  uint32_t i2 = classes_above(ft->fn, after);
   return ft->c[i1] + (ft->alpha[i2] - ft->alpha[i1]) +
          (ft->beta[i2] - ft->beta[i1]) * (double)after + ft->a[i2];
 }
@@ -381,51 +458,55 @@ enum gs_code gs_place_choose_frag(void *ctx, const struct gs_node *node,
   struct frag_terms ft;
   uint32_t fit[GS_FRAG_CLASSES], best = GS_MAX_GPUS;
   uint64_t unusable[GS_FRAG_CLASSES], best_key = UINT64_MAX;
-  bool cgpu = node->mode == GS_MODE_CGPU && policy->cgpu_max_pods != 0;
+  uint64_t flip = gs__place_spread_flip(node);
+  uint32_t cap = node->mode == GS_MODE_CGPU ? policy->cgpu_max_pods : 0, nc = 0;
+  uint8_t gpu[GS_MAX_GPUS];
   uint64_t cpu = req ? req->cpu_milli : 0, mem = req ? req->mem_mib : 0;
-  double before[GS_FRAG_CLASSES], room1[GS_FRAG_CLASSES], best_delta = HUGE_VAL;
+  double before[GS_FRAG_CLASSES], room1[GS_FRAG_CLASSES], best_delta = HUGE_VAL, eps;
+  double delta[GS_MAX_GPUS], delta_of[GS_MAX_GPUS]; /* by candidate, by GPU */
   if (pick != NULL)
     pick->has_delta = false;
   if (k != 1 || mib_per_gpu == 0)
     return gs_place_choose_default(NULL, node, req, policy, candidates, k, mib_per_gpu,
                                    ret_gpus, reason);
   t = table_or_self(pick ? pick->table : NULL, 1, mib_per_gpu, cpu, mem, &self);
-  frag_node_init(node, policy, &fn);
-  frag_states(&fn, t, fit, unusable);
-  for (uint32_t c = 0; c < t->n; c++)
-    before[c] = class_frag(&t->c[c], fit[c], unusable[c], fn.all, host_room(&fn, &t->c[c]));
-  frag_node_take_host(&fn, cpu, mem);
-  for (uint32_t c = 0; c < t->n; c++)
-    room1[c] = host_room(&fn, &t->c[c]);
-  frag_terms_build(&fn, t, fit, unusable, before, room1, mib_per_gpu, &ft);
-  for (uint32_t x = 0; x < fn.n; x++) {
+  frag_node_init(node, policy, t, &fn);
+  frag_states(&fn, fit, unusable);
+  frag_terms_build(&fn, t, fit, unusable, mib_per_gpu, cpu, mem, before, room1, &ft);
+  /* Two passes: every candidate's delta (independent of one another), then
+   * the least one and, among those as good, the placement order's first.
+   * Compared only: the weighted sums, not the averages. One pass keeping
+   * the best so far waited on each comparison before the next (a quarter
+   * of the node's cost). */
+  for (uint64_t left = candidates & gpus_mask(fn.n); left != 0; left &= left - 1) {
+    uint32_t x = (uint32_t)__builtin_ctzll(left);
     uint64_t f = fn.free[x];
-    bool cap1 = cgpu && node->gpus[x].npods + 1 >= policy->cgpu_max_pods;
-    double delta, eps; /* compared only: the weighted sum, not the average */
     /* Candidates are under the cgpu cap and have room (place.c). */
-    if (!(candidates >> x & 1) || fn.capped[x] || f < mib_per_gpu)
+    if (fn.capped[x] | (f < mib_per_gpu))
       continue;
-    delta = cap1 ? frag_candidate_delta(&fn, t, fit, unusable, before, room1, f,
-                                        f - mib_per_gpu, false, true)
-                 : frag_terms_delta(&ft, f, mib_per_gpu);
-    /* Sums of the same terms in another order may differ in the last
-     * bits: nearly equal deltas are a tie, which the placement order
-     * breaks (its key is computed only then). */
-    eps = 1e-9 * (fabs(best_delta) + 1);
-    if (best == GS_MAX_GPUS || delta < best_delta - eps) {
-      best_delta = delta;
-      best_key = UINT64_MAX; /* not computed yet */
-      best = x;
-    } else if (delta <= best_delta + eps) {
-      uint64_t key = gs__place_mem_key(node, policy, mib_per_gpu, x);
-      if (best_key == UINT64_MAX)
-        best_key = gs__place_mem_key(node, policy, mib_per_gpu, best);
-      if (key < best_key) {
-        best_delta = delta;
-        best_key = key;
-        best = x;
-      }
-    }
+    if ((cap != 0) & (node->gpus[x].npods + 1 >= cap))
+      delta[nc] = frag_candidate_delta(&fn, t, fit, unusable, before, room1, f,
+                                       f - mib_per_gpu, false, true);
+    else
+      delta[nc] = frag_terms_delta(&ft, t->n <= 4 ? classes_above4(fn.mib4, f) : fn.first[x], f,
+                                   mib_per_gpu);
+    best_delta = delta[nc] < best_delta ? delta[nc] : best_delta;
+    delta_of[x] = delta[nc];
+    gpu[nc++] = (uint8_t)x;
+  }
+  /* Sums of the same terms in another order may differ in the last bits:
+   * deltas within eps of the least are a tie, which the placement order
+   * breaks (the key of a GPU that is no tie: all ones). */
+  eps = best_delta + 1e-9 * (fabs(best_delta) + 1);
+  for (uint32_t j = 0; j < nc; j++) {
+    uint64_t key = gs__place_mem_key_of(fn.free[gpu[j]], mib_per_gpu, policy->frag_aware, flip,
+                                        gpu[j]) |
+                   (0 - (uint64_t)(delta[j] > eps));
+    best_key = key < best_key ? key : best_key;
+  }
+  if (nc > 0) {
+    best = (uint32_t)(best_key & 63);
+    best_delta = delta_of[best];
   }
   if (best == GS_MAX_GPUS) {
     if (reason != NULL)
@@ -433,7 +514,7 @@ enum gs_code gs_place_choose_frag(void *ctx, const struct gs_node *node,
     return GS_CODE_UNSCHEDULABLE;
   }
   if (pick != NULL && t->total > 0) {
-    pick->delta = (int64_t)llround(best_delta / t->total);
+    pick->delta = round_mib(best_delta / t->total);
     pick->has_delta = true;
   }
   ret_gpus[0] = best;

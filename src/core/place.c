@@ -202,44 +202,10 @@ enum gs_code gs_place_prepare(const struct gs_pod_request *req, const struct gs_
 
 /* ---- choosing GPUs ------------------------------------------------------------ */
 
-/* Fragmentation class of what a GPU keeps after taking need: a GPU filled
- * exactly wastes nothing; one that can still take another pod of this size
- * is not stranded; a smaller remainder likely stays unused. Lower is
- * better. This is the policy->frag_aware hook. */
-static int frag_class(uint64_t free_mib, uint64_t need_mib) {
-  uint64_t rest = free_mib - need_mib;
-  if (rest == 0)
-    return 0;
-  return rest >= need_mib ? 1 : 2;
-}
-
-/* The order of GPUs for a memory pod as one integer per GPU, smaller
- * first: the fragmentation class (policy->frag_aware), then free memory
- * (binpack: least first; spread: most first), then the index. Comparing
- * integers is what made the choice cheap enough to run for every node of
- * every request (docs/benchmarks.md, core). Free memory is below 2^41 MiB
- * (parts are capped at 2^40): 54 bits hold it. */
-#define KEY_FREE_MAX ((UINT64_C(1) << 54) - 1)
-/* mem_key from a GPU's free memory; spread_flip is KEY_FREE_MAX under
- * spread, else 0 (x ^ KEY_FREE_MAX = KEY_FREE_MAX − x for x ≤ KEY_FREE_MAX). */
-static uint64_t key_of(uint64_t free_mib, uint64_t need_mib, bool frag_aware,
-                       uint64_t spread_flip, uint32_t g) {
-  uint64_t cls = 0;
-  if (free_mib > KEY_FREE_MAX)
-    free_mib = KEY_FREE_MAX;
-  if (frag_aware)
-    cls = (uint64_t)frag_class(free_mib, need_mib);
-  return cls << 60 | (free_mib ^ spread_flip) << 6 | g;
-}
-
-static uint64_t spread_flip(const struct gs_node *node) {
-  return node->placement == GS_PLACE_SPREAD ? KEY_FREE_MAX : 0;
-}
-
 uint64_t gs__place_mem_key(const struct gs_node *node, const struct gs_policy *policy,
                            uint64_t need_mib, uint32_t g) {
-  return key_of(gpu_free_mib(&node->gpus[g]), need_mib, policy->frag_aware, spread_flip(node),
-                g);
+  return gs__place_mem_key_of(gpu_free_mib(&node->gpus[g]), need_mib, policy->frag_aware,
+                              gs__place_spread_flip(node), g);
 }
 
 /* Keeps best[0..k) the k smallest keys seen, ascending: the new key sinks
@@ -327,7 +293,7 @@ struct mem_scan {
 static inline void mem_scan(const struct gs_node *node, const struct gs_policy *policy,
                             uint64_t need_mib, uint32_t m, uint64_t *best,
                             struct mem_scan *out) {
-  uint64_t roomy = 0, candidates = 0, total = 0, best1 = UINT64_MAX, flip = spread_flip(node);
+  uint64_t roomy = 0, candidates = 0, total = 0, best1 = UINT64_MAX, flip = gs__place_spread_flip(node);
   uint32_t healthy = 0;
   uint32_t cap = node->mode == GS_MODE_CGPU && policy->cgpu_max_pods != 0
                      ? policy->cgpu_max_pods
@@ -350,7 +316,7 @@ static inline void mem_scan(const struct gs_node *node, const struct gs_policy *
       continue;
     /* A GPU that cannot take the pod gets the largest key: ok − 1 is all
      * ones then, 0 otherwise. */
-    key = key_of(free_mib, need_mib, frag_aware, flip, g) | (ok - 1);
+    key = gs__place_mem_key_of(free_mib, need_mib, frag_aware, flip, g) | (ok - 1);
     if (m == 1)
       best1 = key < best1 ? key : best1;
     else
