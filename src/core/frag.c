@@ -139,13 +139,6 @@ static uint32_t classes_above(const struct frag_node *fn, uint64_t f) {
   return (uint32_t)(b - fn->t->c) + (b->mib > f);
 }
 
-/* Sets GPU g's free memory and cap, and its first class. */
-static void frag_node_set(struct frag_node *fn, uint32_t g, uint64_t free_mib, bool capped) {
-  fn->free[g] = free_mib;
-  fn->capped[g] = capped;
-  fn->first[g] = (uint8_t)(capped ? fn->t->n : classes_above(fn, free_mib));
-}
-
 /* One pass over the GPUs, without a branch on a GPU's state: GPUs pass or
  * fail at random (place.c). */
 static void frag_node_init(const struct gs_node *node, const struct gs_policy *policy,
@@ -277,19 +270,15 @@ static void frag_states(const struct frag_node *fn, uint32_t *fit, uint64_t *unu
   }
 }
 
-/* The node's fragmentation: the weighted average over the classes. */
-static double frag_avg(const struct frag_node *fn) {
+/* The weighted sum over the classes of their fragmentation (the average
+ * times t->total). */
+static double frag_sum(const struct frag_node *fn, const uint32_t *fit, const uint64_t *unusable) {
   const struct gs_frag_table *t = fn->t;
-  uint32_t fit[GS_FRAG_CLASSES];
-  uint64_t unusable[GS_FRAG_CLASSES];
   double sum = 0;
-  if (t->total <= 0)
-    return 0;
-  frag_states(fn, fit, unusable);
   for (uint32_t c = 0; c < t->n; c++)
     sum += t->c[c].weight *
            class_frag(&t->c[c], fit[c], unusable[c], fn->all, host_room(fn, &t->c[c]));
-  return sum / t->total;
+  return sum;
 }
 
 /* x rounded half away from zero, as llround, for |x| < 2^62 (MiB of a
@@ -306,22 +295,43 @@ int64_t gs_place_frag_delta(const struct gs_node *node, const struct gs_policy *
   struct frag_node fn;
   struct gs_frag_table self;
   uint32_t cap = node->mode == GS_MODE_CGPU ? policy->cgpu_max_pods : 0;
+  uint32_t fit[GS_FRAG_CLASSES];
+  uint64_t unusable[GS_FRAG_CLASSES], usable[GS_FRAG_CLASSES];
   double before, after;
   t = table_or_self(t, k, mib_per_gpu, cpu_milli, mem_mib, &self);
+  if (t->total <= 0)
+    return 0;
   frag_node_init(node, policy, t, &fn);
-  before = frag_avg(&fn);
+  frag_states(&fn, fit, unusable);
+  before = frag_sum(&fn, fit, unusable);
+  /* After: only the chosen GPUs change, class by class (the counts are
+   * modulo 2^32 and 2^64 on the way, exact at the end). */
+  for (uint32_t c = 0; c < t->n; c++)
+    usable[c] = fn.all - unusable[c];
   for (uint32_t i = 0; i < k; i++) {
     uint32_t x = gpus[i];
-    uint64_t f;
+    uint64_t f0, f1;
+    bool cap0, cap1;
     if (x >= fn.n)
       continue;
-    f = sub0(fn.free[x], mib_per_gpu);
-    fn.all -= fn.free[x] - f;
-    frag_node_set(&fn, x, f, fn.capped[x] || (cap != 0 && node->gpus[x].npods + 1 >= cap));
+    f0 = fn.free[x];
+    f1 = sub0(f0, mib_per_gpu);
+    cap0 = fn.capped[x];
+    cap1 = cap0 || (cap != 0 && node->gpus[x].npods + 1 >= cap);
+    for (uint32_t c = 0; c < t->n; c++) {
+      bool ok0 = !cap0 && f0 >= t->c[c].mib, ok1 = !cap1 && f1 >= t->c[c].mib;
+      fit[c] += (uint32_t)ok1 - (uint32_t)ok0;
+      usable[c] += (ok1 ? f1 : 0) - (ok0 ? f0 : 0);
+    }
+    fn.all -= f0 - f1;
+    fn.free[x] = f1;
+    fn.capped[x] = cap1;
   }
+  for (uint32_t c = 0; c < t->n; c++)
+    unusable[c] = fn.all - usable[c];
   frag_node_take_host(&fn, cpu_milli, mem_mib);
-  after = frag_avg(&fn);
-  return round_mib(after - before);
+  after = frag_sum(&fn, fit, unusable);
+  return round_mib((after - before) / t->total);
 }
 
 int64_t gs_place_frag_delta_score(int64_t delta, int64_t scale_mib, int64_t max) {
