@@ -13,6 +13,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -58,6 +59,7 @@ const defaultConfigMap = "kube-system/gpushare-config"
 // Bind over one C service.
 type Plugin struct {
 	core  *shim.Shim
+	nodes atomic.Pointer[nodeIndex] // the last node list PreFilter saw
 	h     fwk.Handle
 	wait  time.Duration
 	mu    sync.Mutex // orders the Allow calls of waiting gang members
@@ -66,10 +68,29 @@ type Plugin struct {
 
 // cycle is what one scheduling cycle carries between extension points.
 type cycle struct {
-	pod     []byte             // the pod as JSON
-	managed bool               // gpushare manages the pod
-	verdict map[string]verdict // PreFilter's answer per node, with its score
-	annots  map[string]string  // Reserve's annotations for the Binding
+	pod     []byte            // the pod as JSON
+	managed bool              // gpushare manages the pod
+	nodes   *nodeIndex        // the nodes PreFilter answered for
+	verdict []verdict         // PreFilter's answer per node (nodes' order), with its score
+	annots  map[string]string // Reserve's annotations for the Binding
+}
+
+// nodeIndex is a node list and each name's position in it. Made when the
+// list kube-scheduler passes to PreFilter changes (it passes the same one
+// pod after pod), then shared, read-only, by every cycle over that list.
+type nodeIndex struct {
+	names []string
+	at    map[string]int
+}
+
+// answer is PreFilter's verdict for a node, false when it did not answer
+// for the node.
+func (c *cycle) answer(name string) (verdict, bool) {
+	i, ok := c.nodes.at[name]
+	if !ok {
+		return verdict{}, false
+	}
+	return c.verdict[i], true
 }
 
 type verdict struct {
@@ -380,10 +401,8 @@ func (p *Plugin) PreFilter(ctx context.Context, state fwk.CycleState, pod *v1.Po
 	if err != nil {
 		return nil, fwk.AsStatus(err)
 	}
-	names := make([]string, 0, len(nodes))
-	for _, n := range nodes {
-		names = append(names, n.Node().Name)
-	}
+	ix := p.index(nodes)
+	names := ix.names
 	var host []int64
 	if p.core.WantsHost() { // nodePolicy frag weighs the nodes' CPU and memory
 		host = make([]int64, 0, 4*len(nodes))
@@ -402,11 +421,38 @@ func (p *Plugin) PreFilter(ctx context.Context, state fwk.CycleState, pod *v1.Po
 		return nil, status(rc, vs[0].Reason)
 	}
 	c.managed = rc == shim.OK // ScoreOnly: scored, nothing to filter or reserve
-	c.verdict = make(map[string]verdict, len(names))
-	for i, name := range names {
-		c.verdict[name] = verdict{vs[i].Code, vs[i].Reason, vs[i].Score}
+	c.nodes = ix
+	c.verdict = make([]verdict, len(names))
+	for i := range names {
+		c.verdict[i] = verdict{vs[i].Code, vs[i].Reason, vs[i].Score}
 	}
 	return nil, nil
+}
+
+// index is the nodeIndex of nodes: the last one when the list is the same
+// (the common case: a map of 5,000 names per pod was measurable), else a
+// new one.
+func (p *Plugin) index(nodes []fwk.NodeInfo) *nodeIndex {
+	ix := p.nodes.Load()
+	if ix != nil && len(ix.names) == len(nodes) {
+		same := true
+		for i, n := range nodes {
+			if n.Node().Name != ix.names[i] {
+				same = false
+				break
+			}
+		}
+		if same {
+			return ix
+		}
+	}
+	ix = &nodeIndex{names: make([]string, len(nodes)), at: make(map[string]int, len(nodes))}
+	for i, n := range nodes {
+		ix.names[i] = n.Node().Name
+		ix.at[ix.names[i]] = i
+	}
+	p.nodes.Store(ix)
+	return ix
 }
 
 // PreFilterExtensions: none (the C core sees nominated pods in its ledger).
@@ -427,7 +473,7 @@ func (p *Plugin) Filter(ctx context.Context, state fwk.CycleState, pod *v1.Pod, 
 	if c == nil || !c.managed {
 		return nil
 	}
-	v, ok := c.verdict[nodeInfo.Node().Name]
+	v, ok := c.answer(nodeInfo.Node().Name)
 	if !ok {
 		return fwk.NewStatus(fwk.Unschedulable, "node unknown to gpushare")
 	}
@@ -451,7 +497,8 @@ func (p *Plugin) Score(ctx context.Context, state fwk.CycleState, pod *v1.Pod, n
 	if c == nil || c.verdict == nil {
 		return 0, nil
 	}
-	return c.verdict[nodeInfo.Node().Name].score, nil
+	v, _ := c.answer(nodeInfo.Node().Name)
+	return v.score, nil
 }
 
 // ScoreExtensions: none.
@@ -592,9 +639,9 @@ func (p *Plugin) PostFilter(ctx context.Context, state fwk.CycleState, pod *v1.P
 		return nil, fwk.NewStatus(fwk.Unschedulable, "preemptionPolicy: Never")
 	}
 	names := []string{}
-	for name, v := range c.verdict {
+	for i, v := range c.verdict {
 		if v.code == shim.Unschedulable {
-			names = append(names, name)
+			names = append(names, c.nodes.names[i])
 		}
 	}
 	sort.Strings(names)

@@ -9,6 +9,7 @@ package shim
 /*
 #cgo CFLAGS: -I${SRCDIR}/../../../src/shim
 #include <stdlib.h>
+#include <string.h>
 #include "shim.h"
 */
 import "C"
@@ -36,6 +37,17 @@ const reasonMax = int(C.GS_SHIM_REASON)
 type Shim struct {
 	c     *C.struct_gs_shim
 	names sync.Map // node name → *C.char, made once (each verb names every node)
+
+	// Filter's buffers, kept between calls (kube-scheduler filters one pod
+	// at a time over the same nodes): the C array of the last node list and
+	// the answers' arrays. mu guards them for the length of a call.
+	mu        sync.Mutex
+	lastNames []string
+	lastArr   **C.char
+	codes     *C.int
+	reasons   *C.char
+	scores    *C.int64_t
+	capacity  int // entries in codes, reasons and scores
 }
 
 // New makes the service from the ConfigMap cmNs/cmName's data as read at
@@ -138,6 +150,44 @@ type Verdict struct {
 // WantsHost: whether Filter wants the nodes' host resources (nodePolicy frag).
 func (s *Shim) WantsHost() bool { return C.gs_shim_wants_host(s.c) != 0 }
 
+// sameNames: whether a and b list the same names in the same order.
+func sameNames(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// buffers readies Filter's arrays for n nodes (under s.mu): the C array of
+// names, rebuilt only when the list changed, and room for n answers.
+func (s *Shim) buffers(names []string) {
+	n := len(names)
+	if s.lastArr == nil || !sameNames(names, s.lastNames) {
+		if s.lastArr != nil {
+			C.free(unsafe.Pointer(s.lastArr))
+		}
+		s.lastArr = s.nameArray(names)
+		s.lastNames = append(s.lastNames[:0], names...)
+	}
+	if n+1 > s.capacity {
+		C.free(unsafe.Pointer(s.codes))
+		C.free(unsafe.Pointer(s.reasons))
+		C.free(unsafe.Pointer(s.scores))
+		s.capacity = 2 * (n + 1)
+		s.codes = (*C.int)(C.calloc(C.size_t(s.capacity), C.size_t(unsafe.Sizeof(C.int(0)))))
+		s.reasons = (*C.char)(C.calloc(C.size_t(s.capacity), C.size_t(reasonMax)))
+		s.scores = (*C.int64_t)(C.calloc(C.size_t(s.capacity), 8))
+		if s.codes == nil || s.reasons == nil || s.scores == nil {
+			panic("gpushare: out of memory")
+		}
+	}
+}
+
 // Filter (score false) or prioritize (score true) of pod over the nodes.
 // host is nil or 4 numbers per node: CPU allocatable and requested
 // (milli), memory allocatable and requested (bytes). rc is OK, Skip (not
@@ -145,17 +195,14 @@ func (s *Shim) WantsHost() bool { return C.gs_shim_wants_host(s.c) != 0 }
 // pod asking no GPU) or Error (reason in the first verdict).
 func (s *Shim) Filter(pod []byte, names []string, host []int64, nowNs int64, score bool) (int, []Verdict) {
 	n := len(names)
-	arr := s.nameArray(names)
-	defer C.free(unsafe.Pointer(arr))
-	codes := (*C.int)(C.calloc(C.size_t(n+1), C.size_t(unsafe.Sizeof(C.int(0)))))
-	defer C.free(unsafe.Pointer(codes))
-	reasons := (*C.char)(C.calloc(C.size_t(n+1), C.size_t(reasonMax)))
-	defer C.free(unsafe.Pointer(reasons))
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.buffers(names)
 	var scores *C.int64_t
 	if score {
-		scores = (*C.int64_t)(C.calloc(C.size_t(n+1), 8))
-		defer C.free(unsafe.Pointer(scores))
+		scores = s.scores
 	}
+	*s.reasons = 0
 	var rc int
 	withBytes(pod, func(b *C.char, l C.size_t) {
 		var h *C.int64_t
@@ -164,20 +211,32 @@ func (s *Shim) Filter(pod []byte, names []string, host []int64, nowNs int64, sco
 			// (the shim copies it into the ledger): no copy needed.
 			h = (*C.int64_t)(unsafe.Pointer(&host[0]))
 		}
-		rc = int(C.gs_shim_filter(s.c, b, l, arr, C.size_t(n), h, C.int64_t(nowNs), codes, reasons, scores))
+		rc = int(C.gs_shim_filter(s.c, b, l, s.lastArr, C.size_t(n), h, C.int64_t(nowNs), s.codes,
+			s.reasons, scores))
 	})
 	if rc != OK && rc != ScoreOnly {
-		return rc, []Verdict{{rc, C.GoString(reasons), 0}}
+		return rc, []Verdict{{rc, C.GoString(s.reasons), 0}}
 	}
-	cs := unsafe.Slice(codes, n+1)
+	cs := unsafe.Slice(s.codes, n)
 	vs := make([]Verdict, n)
 	var ss []C.int64_t
 	if score {
-		ss = unsafe.Slice(scores, n+1)
+		ss = unsafe.Slice(s.scores, n)
 	}
+	last := ""
 	for i := range vs {
-		vs[i] = Verdict{Code: int(cs[i]),
-			Reason: C.GoString((*C.char)(unsafe.Add(unsafe.Pointer(reasons), i*reasonMax)))}
+		// Most nodes pass ("") or fail for the reason the node before them
+		// did: such a reason is not copied again.
+		r := (*C.char)(unsafe.Add(unsafe.Pointer(s.reasons), i*reasonMax))
+		reason := ""
+		if *r != 0 {
+			view := unsafe.String((*byte)(unsafe.Pointer(r)), int(C.strlen(r)))
+			if view != last {
+				last = C.GoString(r)
+			}
+			reason = last
+		}
+		vs[i] = Verdict{Code: int(cs[i]), Reason: reason}
 		if score {
 			vs[i].Score = int64(ss[i])
 		}

@@ -70,6 +70,48 @@ func TestVerbs(t *testing.T) {
 	}
 }
 
+// Filter keeps its C arrays between calls: the same list again, the same
+// names in another order, a longer list and a shorter one each get the
+// answers of their own nodes; a reason repeated from node to node is the
+// same text, an empty one stays empty.
+func TestFilterKeepsNoStaleList(t *testing.T) {
+	s, err := New([]byte(`{"gpuMemoryUnit":"1GiB"}`), nil, "kube-system", "gpushare-config", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Node(node("big", 1, 32))
+	s.Node(node("small1", 1, 8))
+	s.Node(node("small2", 1, 8))
+	want := map[string]int{"big": OK, "small1": Unschedulable, "small2": Unschedulable, "none": Unschedulable}
+	for _, names := range [][]string{
+		{"big", "small1", "small2"},
+		{"big", "small1", "small2"},
+		{"small2", "small1", "big"},
+		{"small1", "none", "small2", "big", "big"},
+		{"big"},
+		{},
+		{"small1"},
+	} {
+		rc, vs := s.Filter(pod("p", 10), names, nil, 1, true)
+		if rc != OK || len(vs) != len(names) {
+			t.Fatalf("%v: %d %+v", names, rc, vs)
+		}
+		for i, n := range names {
+			if vs[i].Code != want[n] {
+				t.Fatalf("%v: node %s got %+v", names, n, vs[i])
+			}
+			if want[n] == OK && (vs[i].Reason != "" || vs[i].Score != 30) { // 10 of 32 GiB: round(3.1) × 10
+				t.Fatalf("%v: node %s got %+v", names, n, vs[i])
+			}
+			if n == "small1" || n == "small2" {
+				if vs[i].Reason != "insufficient GPU memory on any single GPU" {
+					t.Fatalf("%v: node %s reason %q", names, n, vs[i].Reason)
+				}
+			}
+		}
+	}
+}
+
 // Many goroutines at once, as kube-scheduler calls the plugin (scheduling
 // cycle, binding goroutines, informers): run with -race in the test
 // command. No GPU is over-committed: each reserve that succeeds fits.
