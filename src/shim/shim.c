@@ -297,8 +297,11 @@ int gs_shim_filter(struct gs_shim *s, const char *pod, size_t len, const char *c
     goto out;
   }
   for (size_t i = 0; i < n; i++) {
+    /* A copy, not a formatter: most reasons are "" (the node passes). */
+    size_t rlen = strnlen(res[i].reason, GS_SHIM_REASON - 1);
     codes[i] = code_of(res[i].code);
-    snprintf(reasons + i * GS_SHIM_REASON, GS_SHIM_REASON, "%s", res[i].reason);
+    memcpy(reasons + i * GS_SHIM_REASON, res[i].reason, rlen);
+    reasons[i * GS_SHIM_REASON + rlen] = '\0';
     if (scores != NULL)
       scores[i] = res[i].score100;
   }

@@ -142,6 +142,15 @@ def run(mode, nodes, pods, workdir, pprof=None):
         out = {"mode": mode, "nodes": nodes, "pods": pods, "seconds": round(took, 2),
                "pods_per_s": round(pods / took, 1), "setup_s": round(setup_s, 1),
                "attempts": int(att_n), "attempt_mean_ms": round(1000 * att_s / att_n, 3) if att_n else None}
+        # where an attempt's time goes: kube-scheduler's own mean per extension point (--json)
+        points = {}
+        for pt in ("PreFilter", "Filter", "PostFilter", "PreScore", "Score", "Reserve", "Permit",
+                   "PreBind", "Bind"):
+            n = metric_sum(sm, "scheduler_framework_extension_point_duration_seconds_count", extension_point=pt)
+            if n:
+                points[pt] = round(1000 * metric_sum(
+                    sm, "scheduler_framework_extension_point_duration_seconds_sum", extension_point=pt) / n, 3)
+        out["extension_point_mean_ms"] = points
         if ext:
             em = ext.metrics()
             fp_s = sum(metric_sum(em, "gpushare_request_duration_seconds_sum", verb=v) for v in ("filter", "prioritize"))
