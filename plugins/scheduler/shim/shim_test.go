@@ -28,13 +28,19 @@ func pod(name string, units int) []byte {
 	return b
 }
 
-// The shim's answers are the core's: filter reasons, scores, reserve's
-// annotations, the ledger, and bad input refused with a reason.
-func TestVerbs(t *testing.T) {
+// gibShim is a service counting GiB, without a ConfigMap.
+func gibShim(t *testing.T) *Shim {
 	s, err := New([]byte(`{"gpuMemoryUnit":"1GiB"}`), nil, "kube-system", "gpushare-config", false)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return s
+}
+
+// The shim's answers are the core's: filter reasons, scores, reserve's
+// annotations, the ledger, and bad input refused with a reason.
+func TestVerbs(t *testing.T) {
+	s := gibShim(t)
 	s.Node(node("a", 2, 32))
 	s.Node(node("b", 1, 8))
 	rc, vs := s.Filter(pod("p", 10), []string{"a", "b", "zz"}, nil, 1, false)
@@ -75,10 +81,7 @@ func TestVerbs(t *testing.T) {
 // answers of their own nodes; a reason repeated from node to node is the
 // same text, an empty one stays empty.
 func TestFilterKeepsNoStaleList(t *testing.T) {
-	s, err := New([]byte(`{"gpuMemoryUnit":"1GiB"}`), nil, "kube-system", "gpushare-config", false)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := gibShim(t)
 	s.Node(node("big", 1, 32))
 	s.Node(node("small1", 1, 8))
 	s.Node(node("small2", 1, 8))
