@@ -117,15 +117,16 @@ static uint64_t sub0(uint64_t a, uint64_t b) { return a > b ? a - b : 0; }
 /* The bits of GPUs 0..n-1. */
 static uint64_t gpus_mask(uint32_t n) { return n >= 64 ? UINT64_MAX : (UINT64_C(1) << n) - 1; }
 
+/* classes_above for at most four classes, m padded with 0 (never above). */
+static inline uint32_t classes_above4(const uint64_t m[4], uint64_t f) {
+  return (uint32_t)(m[0] > f) + (m[1] > f) + (m[2] > f) + (m[3] > f);
+}
+
 /* How many of the classes (largest per-GPU memory first) need more than
  * f: the index of the first class a GPU with f free can take. Without a
  * branch on f (free memory differs at random from GPU to GPU): four
  * compares for a few classes (the common case), else a binary search
  * whose steps depend on t->n alone. */
-static inline uint32_t classes_above4(const uint64_t m[4], uint64_t f) {
-  return (uint32_t)(m[0] > f) + (m[1] > f) + (m[2] > f) + (m[3] > f);
-}
-
 static uint32_t classes_above(const struct frag_node *fn, uint64_t f) {
   const struct gs_frag_entry *b = fn->t->c;
   uint32_t len = fn->t->n;
@@ -201,7 +202,7 @@ static double host_room(const struct frag_node *fn, const struct gs_frag_entry *
 /* The share of a class's usable memory its pods cannot reach: all of it
  * (1) when the class has no slot or the host no room for one pod, none
  * when the host has room for every slot, else the slots it cannot fill.
- * (Branches: a division every time cost more than they do.) */
+ * (Branches: a division every time, branch-free, measured no faster.) */
 static double stranded(double slots, double room) {
   if (slots < 1 || room < 1)
     return 1;
