@@ -1,6 +1,11 @@
 /* The framework's worker pool (pool.h). One mutex guards the job slot;
  * chunks are handed out with an atomic counter, so workers and the caller
- * take the next chunk without the mutex. */
+ * take the next chunk without the mutex.
+ *
+ * The caller waits only for the workers that joined the job: once its own
+ * chunks are done it closes the job, and a worker woken after that (late:
+ * the CPUs were busy, as inside kube-scheduler beside its goroutines) finds
+ * nothing to do. Waiting for every worker to wake cost milliseconds there. */
 #include "pool.h"
 
 #include <gpushare/alloc.h>
@@ -26,9 +31,9 @@ struct gs_pool {
   pthread_t tid[POOL_MAX];
   size_t want, nthreads;
   bool started, busy, stop;
-  uint64_t gen; /* jobs posted */
-  size_t active; /* workers not yet done with the current job */
-  struct job *job;
+  uint64_t gen;  /* jobs posted */
+  size_t active; /* workers running the current job's chunks */
+  struct job *job; /* the open job, NULL once its caller closed it */
 };
 
 static void run_chunks(struct job *job) {
@@ -54,6 +59,9 @@ static void *worker(void *arg) {
       break;
     seen = p->gen;
     job = p->job;
+    if (job == NULL)
+      continue; /* closed before this worker woke: nothing left */
+    p->active++;
     pthread_mutex_unlock(&p->mu);
     run_chunks(job);
     pthread_mutex_lock(&p->mu);
@@ -121,7 +129,6 @@ void gs_pool_run(struct gs_pool *p, size_t n, size_t chunk,
       if (p->nthreads > 0) {
         p->busy = shared = true;
         p->job = &job;
-        p->active = p->nthreads;
         p->gen++;
         pthread_cond_broadcast(&p->wake);
       }
@@ -132,9 +139,9 @@ void gs_pool_run(struct gs_pool *p, size_t n, size_t chunk,
   if (!shared)
     return;
   pthread_mutex_lock(&p->mu);
+  p->job = NULL; /* closed: a worker not yet woken will not join */
   while (p->active > 0)
     pthread_cond_wait(&p->done, &p->mu);
-  p->job = NULL;
   p->busy = false;
   pthread_mutex_unlock(&p->mu);
 }

@@ -446,6 +446,14 @@ static enum gs_err kube_start(void *self, const struct gs_cluster_sink *sink) {
     if (k->sink.leader)
       k->sink.leader(k->sink.ctx, true);
   }
+  /* The event thread first: the informers' first lists may already report
+   * something (an invalid ConfigMap at start-up), and an event queued
+   * before the thread ran was dropped. */
+  if (pthread_create(&k->event_th, NULL, event_main, k) != 0)
+    goto fail;
+  pthread_mutex_lock(&k->mu);
+  k->event_started = true;
+  pthread_mutex_unlock(&k->mu);
   for (int i = 0; i < GS__INF_COUNT; i++) {
     if (pthread_create(&k->inf[i].th, NULL, gs__informer_main, &k->inf[i]) != 0)
       goto fail;
@@ -456,11 +464,6 @@ static enum gs_err kube_start(void *self, const struct gs_cluster_sink *sink) {
       goto fail;
     k->lease_started = true;
   }
-  if (pthread_create(&k->event_th, NULL, event_main, k) != 0)
-    goto fail;
-  pthread_mutex_lock(&k->mu);
-  k->event_started = true;
-  pthread_mutex_unlock(&k->mu);
   return GS_EOK;
 fail:
   kube_stop(k);
