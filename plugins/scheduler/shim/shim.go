@@ -150,10 +150,14 @@ type Verdict struct {
 // WantsHost: whether Filter wants the nodes' host resources (nodePolicy frag).
 func (s *Shim) WantsHost() bool { return C.gs_shim_wants_host(s.c) != 0 }
 
-// sameNames: whether a and b list the same names in the same order.
+// sameNames: whether a and b list the same names in the same order; the
+// same slice is (Filter's callers do not change a list they passed).
 func sameNames(a, b []string) bool {
 	if len(a) != len(b) {
 		return false
+	}
+	if len(a) == 0 || &a[0] == &b[0] {
+		return true
 	}
 	for i := range a {
 		if a[i] != b[i] {
@@ -172,8 +176,8 @@ func (s *Shim) buffers(names []string) {
 			C.free(unsafe.Pointer(s.lastArr))
 		}
 		s.lastArr = s.nameArray(names)
-		s.lastNames = append(s.lastNames[:0], names...)
 	}
+	s.lastNames = names // kept: the next call with this slice compares nothing
 	if n+1 > s.capacity {
 		C.free(unsafe.Pointer(s.codes))
 		C.free(unsafe.Pointer(s.reasons))
@@ -189,7 +193,9 @@ func (s *Shim) buffers(names []string) {
 }
 
 // Filter (score false) or prioritize (score true) of pod over the nodes.
-// host is nil or 4 numbers per node: CPU allocatable and requested
+// names is kept until a call with another list: the caller must not change
+// it (the plugin passes its node index's names, never changed). host is nil
+// or 4 numbers per node: CPU allocatable and requested
 // (milli), memory allocatable and requested (bytes). rc is OK, Skip (not
 // managed), ScoreOnly (scored, nothing to reserve: nodePolicy frag and a
 // pod asking no GPU) or Error (reason in the first verdict).
