@@ -394,10 +394,10 @@ struct frag_terms {
 
 /* Also fills before[] and room1[] (the host's room per class once the pod
  * is placed: fn is the node before it). One loop over the classes. */
-static void frag_terms_build(const struct frag_node *fn, const struct gs_frag_table *t,
-                             const uint32_t *fit, const uint64_t *unusable, uint64_t mib,
-                             uint64_t cpu, uint64_t mem, double *before, double *room1,
-                             struct frag_terms *ft) {
+static void frag_terms_build(const struct frag_node *fn, const uint32_t *fit,
+                             const uint64_t *unusable, uint64_t mib, uint64_t cpu, uint64_t mem,
+                             double *before, double *room1, struct frag_terms *ft) {
+  const struct gs_frag_table *t = fn->t;
   struct frag_node fn1;
   double all = (double)fn->all, all1 = all - (double)mib, m = (double)mib;
   fn1.cpu_free = fn->cpu_free;
@@ -440,18 +440,18 @@ static double frag_terms_delta(const struct frag_terms *ft, uint32_t i1, uint64_
          (ft->beta[i2] - ft->beta[i1]) * (double)after + ft->a[i2];
 }
 
-/* The same for any candidate, class by class (a GPU the pod caps). */
-static double frag_candidate_delta(const struct frag_node *fn, const struct gs_frag_table *t,
-                                   const uint32_t *fit, const uint64_t *unusable,
-                                   const double *before, const double *room1, uint64_t f,
-                                   uint64_t after, bool cap0, bool cap1) {
-  uint64_t all1 = fn->all - (f - after);
+/* The same, class by class, for a candidate with f free that the pod
+ * caps (cgpu): before it, the GPU offers f; after, nothing. */
+static double frag_capping_delta(const struct frag_node *fn, const uint32_t *fit,
+                                 const uint64_t *unusable, const double *before,
+                                 const double *room1, uint64_t f, uint64_t mib) {
+  const struct gs_frag_table *t = fn->t;
+  uint64_t after = f - mib, all1 = fn->all - mib;
   double delta = 0;
   for (uint32_t c = 0; c < t->n; c++) {
-    uint64_t m = t->c[c].mib;
-    bool ok0 = !cap0 && f >= m, ok1 = !cap1 && after >= m;
-    uint32_t fit1 = fit[c] - ok0 + ok1;
-    uint64_t unusable1 = unusable[c] - (ok0 ? 0 : f) + (ok1 ? 0 : after);
+    bool ok0 = f >= t->c[c].mib;
+    uint32_t fit1 = fit[c] - ok0;
+    uint64_t unusable1 = unusable[c] - (ok0 ? 0 : f) + after;
     delta += t->c[c].weight * (class_frag(&t->c[c], fit1, unusable1, all1, room1[c]) - before[c]);
   }
   return delta;
@@ -467,14 +467,14 @@ enum gs_code gs_place_choose_frag(void *ctx, const struct gs_node *node,
   struct gs_frag_table self;
   struct frag_node fn;
   struct frag_terms ft;
-  uint32_t fit[GS_FRAG_CLASSES], best = GS_MAX_GPUS;
+  uint32_t fit[GS_FRAG_CLASSES], best;
   uint64_t unusable[GS_FRAG_CLASSES], best_key = UINT64_MAX;
   uint64_t flip = gs__place_spread_flip(node);
   uint32_t cap = node->mode == GS_MODE_CGPU ? policy->cgpu_max_pods : 0, nc = 0;
-  uint8_t gpu[GS_MAX_GPUS];
+  uint8_t gpu[GS_MAX_GPUS]; /* the candidates */
   uint64_t cpu = req ? req->cpu_milli : 0, mem = req ? req->mem_mib : 0;
-  double before[GS_FRAG_CLASSES], room1[GS_FRAG_CLASSES], best_delta = HUGE_VAL, eps;
-  double delta[GS_MAX_GPUS], delta_of[GS_MAX_GPUS]; /* by candidate, by GPU */
+  double before[GS_FRAG_CLASSES], room1[GS_FRAG_CLASSES], least = HUGE_VAL, tie;
+  double delta[GS_MAX_GPUS]; /* by GPU */
   if (pick != NULL)
     pick->has_delta = false;
   if (k != 1 || mib_per_gpu == 0)
@@ -483,7 +483,7 @@ enum gs_code gs_place_choose_frag(void *ctx, const struct gs_node *node,
   t = table_or_self(pick ? pick->table : NULL, 1, mib_per_gpu, cpu, mem, &self);
   frag_node_init(node, policy, t, &fn);
   frag_states(&fn, fit, unusable);
-  frag_terms_build(&fn, t, fit, unusable, mib_per_gpu, cpu, mem, before, room1, &ft);
+  frag_terms_build(&fn, fit, unusable, mib_per_gpu, cpu, mem, before, room1, &ft);
   /* Two passes: every candidate's delta (independent of one another), then
    * the least one and, among those as good, the placement order's first.
    * Compared only: the weighted sums, not the averages. One pass keeping
@@ -496,36 +496,31 @@ enum gs_code gs_place_choose_frag(void *ctx, const struct gs_node *node,
     if (fn.capped[x] | (f < mib_per_gpu))
       continue;
     if ((cap != 0) & (node->gpus[x].npods + 1 >= cap))
-      delta[nc] = frag_candidate_delta(&fn, t, fit, unusable, before, room1, f,
-                                       f - mib_per_gpu, false, true);
+      delta[x] = frag_capping_delta(&fn, fit, unusable, before, room1, f, mib_per_gpu);
     else
-      delta[nc] = frag_terms_delta(&ft, t->n <= 4 ? classes_above4(fn.mib4, f) : fn.first[x], f,
-                                   mib_per_gpu);
-    best_delta = delta[nc] < best_delta ? delta[nc] : best_delta;
-    delta_of[x] = delta[nc];
+      delta[x] = frag_terms_delta(&ft, t->n <= 4 ? classes_above4(fn.mib4, f) : fn.first[x], f,
+                                  mib_per_gpu);
+    least = delta[x] < least ? delta[x] : least;
     gpu[nc++] = (uint8_t)x;
   }
-  /* Sums of the same terms in another order may differ in the last bits:
-   * deltas within eps of the least are a tie, which the placement order
-   * breaks (the key of a GPU that is no tie: all ones). */
-  eps = best_delta + 1e-9 * (fabs(best_delta) + 1);
-  for (uint32_t j = 0; j < nc; j++) {
-    uint64_t key = gs__place_mem_key_of(fn.free[gpu[j]], mib_per_gpu, policy->frag_aware, flip,
-                                        gpu[j]) |
-                   (0 - (uint64_t)(delta[j] > eps));
-    best_key = key < best_key ? key : best_key;
-  }
-  if (nc > 0) {
-    best = (uint32_t)(best_key & 63);
-    best_delta = delta_of[best];
-  }
-  if (best == GS_MAX_GPUS) {
+  if (nc == 0) {
     if (reason != NULL)
       snprintf(reason, GS_REASON_MAX, "fewer than %u usable GPUs", (unsigned)k);
     return GS_CODE_UNSCHEDULABLE;
   }
+  /* Sums of the same terms in another order may differ in the last bits:
+   * deltas within 1e-9 (relative) of the least are a tie, which the
+   * placement order breaks (the key of a GPU that is no tie: all ones). */
+  tie = least + 1e-9 * (fabs(least) + 1);
+  for (uint32_t j = 0; j < nc; j++) {
+    uint64_t key = gs__place_mem_key_of(fn.free[gpu[j]], mib_per_gpu, policy->frag_aware, flip,
+                                        gpu[j]) |
+                   (0 - (uint64_t)(delta[gpu[j]] > tie));
+    best_key = key < best_key ? key : best_key;
+  }
+  best = (uint32_t)(best_key & 63);
   if (pick != NULL && t->total > 0) {
-    pick->delta = round_mib(best_delta / t->total);
+    pick->delta = round_mib(delta[best] / t->total);
     pick->has_delta = true;
   }
   ret_gpus[0] = best;

@@ -293,7 +293,8 @@ struct mem_scan {
 static inline void mem_scan(const struct gs_node *node, const struct gs_policy *policy,
                             uint64_t need_mib, uint32_t m, uint64_t *best,
                             struct mem_scan *out) {
-  uint64_t roomy = 0, candidates = 0, total = 0, best1 = UINT64_MAX, flip = gs__place_spread_flip(node);
+  uint64_t roomy = 0, candidates = 0, total = 0, best1 = UINT64_MAX;
+  uint64_t flip = gs__place_spread_flip(node);
   uint32_t healthy = 0;
   uint32_t cap = node->mode == GS_MODE_CGPU && policy->cgpu_max_pods != 0
                      ? policy->cgpu_max_pods

@@ -261,7 +261,8 @@ out:
 
 static void usage(void) {
   fprintf(stderr, "usage: gpushare-bench core [--nodes 1000,5000] [--gpus 8] [--iters N] "
-                  "[--topo FILE] [--only 1-4] [--policy binpack|spread|frag] [--workers N] [--json]\n"
+                  "[--topo FILE] [--only 1-4] [--policy binpack|spread|frag] [--workers N] "
+                  "[--json]\n"
                   "  --only K: time one pod kind of the mix (1 card 2 GiB, 1 card 12 GiB,\n"
                   "            2 cards 8 GiB, 2 whole GPUs)\n");
 }

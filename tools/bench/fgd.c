@@ -79,7 +79,6 @@ static const char *const policy_names[] = {"binpack", "spread", "frag", "frag-fi
 
 /* ---- input ---------------------------------------------------------------------- */
 
-
 /* A non-negative decimal field, or -1. */
 static int64_t num(const char *s) {
   char *end;

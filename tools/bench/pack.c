@@ -82,7 +82,6 @@ struct trace {
   uint64_t gpus, total_gib;
 };
 
-
 static FILE *open_in(const char *dir, const char *file, char *path, size_t len) {
   FILE *f;
   if (strchr(file, '/') != NULL)

@@ -144,12 +144,12 @@ def run(mode, nodes, pods, workdir, pprof=None):
                "attempts": int(att_n), "attempt_mean_ms": round(1000 * att_s / att_n, 3) if att_n else None}
         # where an attempt's time goes: kube-scheduler's own mean per extension point (--json)
         points = {}
+        ext_point = "scheduler_framework_extension_point_duration_seconds"
         for pt in ("PreFilter", "Filter", "PostFilter", "PreScore", "Score", "Reserve", "Permit",
                    "PreBind", "Bind"):
-            n = metric_sum(sm, "scheduler_framework_extension_point_duration_seconds_count", extension_point=pt)
+            n = metric_sum(sm, ext_point + "_count", extension_point=pt)
             if n:
-                points[pt] = round(1000 * metric_sum(
-                    sm, "scheduler_framework_extension_point_duration_seconds_sum", extension_point=pt) / n, 3)
+                points[pt] = round(1000 * metric_sum(sm, ext_point + "_sum", extension_point=pt) / n, 3)
         out["extension_point_mean_ms"] = points
         if ext:
             em = ext.metrics()

@@ -71,7 +71,7 @@ type cycle struct {
 	pod     []byte            // the pod as JSON
 	managed bool              // gpushare manages the pod
 	nodes   *nodeIndex        // the nodes PreFilter answered for
-	verdict []verdict         // PreFilter's answer per node (nodes' order), with its score
+	verdict []shim.Verdict    // PreFilter's answer per node (nodes' order), with its score
 	annots  map[string]string // Reserve's annotations for the Binding
 }
 
@@ -86,18 +86,12 @@ type nodeIndex struct {
 
 // answer is PreFilter's verdict for a node, false when it did not answer
 // for the node.
-func (c *cycle) answer(name string) (verdict, bool) {
+func (c *cycle) answer(name string) (shim.Verdict, bool) {
 	i, ok := c.nodes.at[name]
 	if !ok {
-		return verdict{}, false
+		return shim.Verdict{}, false
 	}
 	return c.verdict[i], true
-}
-
-type verdict struct {
-	code   int
-	reason string
-	score  int64 // 0..100
 }
 
 func (c *cycle) Clone() fwk.StateData { return c }
@@ -403,7 +397,6 @@ func (p *Plugin) PreFilter(ctx context.Context, state fwk.CycleState, pod *v1.Po
 		return nil, fwk.AsStatus(err)
 	}
 	ix := p.index(nodes)
-	names := ix.names
 	var host []int64
 	if p.core.WantsHost() { // nodePolicy frag weighs the nodes' CPU and memory
 		host = make([]int64, 0, 4*len(nodes))
@@ -412,7 +405,7 @@ func (p *Plugin) PreFilter(ctx context.Context, state fwk.CycleState, pod *v1.Po
 			host = append(host, a.GetMilliCPU(), r.GetMilliCPU(), a.GetMemory(), r.GetMemory())
 		}
 	}
-	rc, vs := p.core.Filter(b, names, host, time.Now().UnixNano(), true)
+	rc, vs := p.core.Filter(b, ix.names, host, time.Now().UnixNano(), true)
 	c := &cycle{pod: b}
 	state.Write(stateKey, c)
 	if rc == shim.Skip {
@@ -423,10 +416,7 @@ func (p *Plugin) PreFilter(ctx context.Context, state fwk.CycleState, pod *v1.Po
 	}
 	c.managed = rc == shim.OK // ScoreOnly: scored, nothing to filter or reserve
 	c.nodes = ix
-	c.verdict = make([]verdict, len(names))
-	for i := range names {
-		c.verdict[i] = verdict{vs[i].Code, vs[i].Reason, vs[i].Score}
-	}
+	c.verdict = vs
 	return nil, nil
 }
 
@@ -482,7 +472,7 @@ func (p *Plugin) Filter(ctx context.Context, state fwk.CycleState, pod *v1.Pod, 
 	if !ok {
 		return fwk.NewStatus(fwk.Unschedulable, "node unknown to gpushare")
 	}
-	return status(v.code, v.reason)
+	return status(v.Code, v.Reason)
 }
 
 // PreScore: the scores came with PreFilter's verdicts; a pod gpushare does not
@@ -503,7 +493,7 @@ func (p *Plugin) Score(ctx context.Context, state fwk.CycleState, pod *v1.Pod, n
 		return 0, nil
 	}
 	v, _ := c.answer(nodeInfo.Node().Name)
-	return v.score, nil
+	return v.Score, nil
 }
 
 // ScoreExtensions: none.
@@ -645,7 +635,7 @@ func (p *Plugin) PostFilter(ctx context.Context, state fwk.CycleState, pod *v1.P
 	}
 	names := []string{}
 	for i, v := range c.verdict {
-		if v.code == shim.Unschedulable {
+		if v.Code == shim.Unschedulable {
 			names = append(names, c.nodes.names[i])
 		}
 	}

@@ -85,7 +85,8 @@ func TestFilterKeepsNoStaleList(t *testing.T) {
 	s.Node(node("big", 1, 32))
 	s.Node(node("small1", 1, 8))
 	s.Node(node("small2", 1, 8))
-	want := map[string]int{"big": OK, "small1": Unschedulable, "small2": Unschedulable, "none": Unschedulable}
+	want := map[string]int{"big": OK, "small1": Unschedulable, "small2": Unschedulable,
+		"none": Unschedulable}
 	for _, names := range [][]string{
 		{"big", "small1", "small2"},
 		{"big", "small1", "small2"},
