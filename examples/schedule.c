@@ -13,10 +13,9 @@
 
 /* The cluster's side of a bind: here, print what the Binding would carry. */
 static enum gs_err print_binding(void *ctx, const struct gs_pod_request *pod, const char *node,
-                                 const struct gs_annotations *annots, char *err, size_t errlen) {
+                                 const struct gs_annotations *annots, struct gs_diag *diag) {
   (void)ctx;
-  (void)err;
-  (void)errlen;
+  (void)diag;
   printf("Binding %s/%s -> %s\n", pod->ns, pod->name, node);
   for (size_t i = 0; i < annots->n; i++)
     printf("  %s: %s\n", annots->kv[i].key, annots->kv[i].value);
@@ -71,18 +70,18 @@ int main(void) {
   if (gs_sched_filter(s, &pod, names, 2, 0, res) != GS_EOK)
     return 1;
   for (int i = 0; i < 2; i++)
-    printf("filter %s: %s%s%s\n", names[i], res[i].code == GS_CODE_SUCCESS ? "fits" : "refused",
-           res[i].code == GS_CODE_SUCCESS ? "" : ": ", res[i].reason);
+    printf("filter %s: %s%s%s\n", names[i], res[i].code == GS_EOK ? "fits" : "refused",
+           res[i].code == GS_EOK ? "" : ": ", res[i].reason);
   if (gs_sched_prioritize(s, &pod, names, 2, 0, res) != GS_EOK)
     return 1;
   for (int i = 0; i < 2; i++)
-    if (res[i].code == GS_CODE_SUCCESS && (best < 0 || res[i].score > res[best].score))
+    if (res[i].code == GS_EOK && (best < 0 || res[i].score > res[best].score))
       best = i;
   if (best < 0)
     return 1;
   printf("prioritize: %s scores %lld\n", names[best], (long long)res[best].score);
   if (gs_sched_bind(s, &pod, NULL, names[best], 0, &binder, &r) != GS_EOK) {
-    fprintf(stderr, "bind: %s\n", r.err);
+    fprintf(stderr, "bind: %s\n", r.diag.text);
     return 1;
   }
   gs_annotations_clear(&r.annots);

@@ -1,4 +1,7 @@
-/* gpushare — error codes of the whole project.
+/* gpushare — the one code of the whole project: whether a call worked
+ * (errno-like, every layer) and, in a struct gs_status, a scheduling
+ * verdict (gpushare/status.h: GS_EOK, GS_ENOFIT, GS_EUNRESOLVABLE,
+ * GS_ESKIP, GS_EWAIT, or any other code for an internal error).
  *
  * One X-macro list generates the enum and its strings. Values are append-only:
  * never renumber or remove an entry, only add at the end (curl's rule).
@@ -23,7 +26,10 @@
   X(TIMEOUT, "timed out")                                                    \
   X(HTTP, "HTTP error")                                                      \
   X(NOTLEADER, "not leader")                                                 \
-  X(AGAIN, "try again")
+  X(AGAIN, "try again")                                                      \
+  X(UNRESOLVABLE, "cannot fit on any node")                                  \
+  X(SKIP, "not applicable")                                                  \
+  X(WAIT, "waiting")
 
 enum gs_err {
 #define GS__ERR_ENUM(name, text) GS_E##name,
@@ -43,11 +49,16 @@ const char *gs_strerror(enum gs_err err);
 /* Returns the symbolic name ("GS_ENOMEM"); never NULL. */
 const char *gs_err_name(enum gs_err err);
 
-/* Caller-owned diagnostic filled by parsers. The first error wins: a
- * function writes it only when diag->text[0] == '\0'. Nothing is allocated. */
+/* The text of an error, beside its enum gs_err: what was wrong and where
+ * (like jansson's json_error_t). Caller-owned; filled by the decoders and
+ * config readers, by a cluster's binder (the apiserver's answer) and by the
+ * service's bind. The first error wins: gs_diag_set writes it only when
+ * diag->text[0] == '\0'. Nothing is allocated. A scheduling verdict is a
+ * struct gs_status instead (gpushare/status.h). */
+#define GS_DIAG_TEXT_MAX 1024 /* room for two object names and an apiserver message */
 struct gs_diag {
-  char where[128]; /* JSON path ("Pod.spec.containers[0]") or file:line:col */
-  char text[256];
+  char where[128]; /* JSON path ("Pod.spec.containers[0]"), file:line:col, or "" */
+  char text[GS_DIAG_TEXT_MAX];
 };
 
 /* Records an error in diag (if non-NULL and still empty). printf-style. */

@@ -34,12 +34,12 @@ struct gs_choice {
 };
 
 /* Checks the pod on its own (no node): N % M, counts, caps.
- * Returns GS_CODE_SUCCESS, GS_CODE_SKIP, or GS_CODE_UNRESOLVABLE with reason written
+ * Returns GS_EOK, GS_ESKIP, or GS_EUNRESOLVABLE with reason written
  * (reason never contains a node name; "" for OK and SKIP). */
-enum gs_code gs_place_check_pod(const struct gs_pod_request *req, const struct gs_policy *policy,
+enum gs_err gs_place_check_pod(const struct gs_pod_request *req, const struct gs_policy *policy,
                                char reason[GS_REASON_MAX]);
 
-/* Picks GPUs for req on node. GS_CODE_SUCCESS fills *ret_choice; otherwise the
+/* Picks GPUs for req on node. GS_EOK fills *ret_choice; otherwise the
  * reason (same text for the same cause on every node) is written.
  * GPU choice inside the node follows node->placement (binpack: fullest GPU
  * that fits; spread: emptiest; lowest index on ties; policy->frag_aware
@@ -50,7 +50,7 @@ enum gs_code gs_place_check_pod(const struct gs_pod_request *req, const struct g
  *                total_mib summed over the chosen GPUs;
  *   whole pods:  f = (GPUs busy on the node + the k chosen) / node GPUs;
  *   binpack: score = round(10 × f); spread: score = 10 − round(10 × f). */
-enum gs_code gs_place_pick(const struct gs_node *node, const struct gs_pod_request *req,
+enum gs_err gs_place_pick(const struct gs_node *node, const struct gs_pod_request *req,
                           const struct gs_policy *policy, struct gs_choice *ret_choice,
                           char reason[GS_REASON_MAX]);
 
@@ -68,8 +68,8 @@ struct gs_place_pod {
   uint64_t mib_per_gpu; /* memory charged on each chosen GPU (0: whole GPUs) */
 };
 /* Checks the pod as gs_place_check_pod does and returns its verdict;
- * *ret_pod is written on GS_CODE_SUCCESS only. */
-enum gs_code gs_place_prepare(const struct gs_pod_request *req, const struct gs_policy *policy,
+ * *ret_pod is written on GS_EOK only. */
+enum gs_err gs_place_prepare(const struct gs_pod_request *req, const struct gs_policy *policy,
                              struct gs_place_pod *ret_pod, char reason[GS_REASON_MAX]);
 
 /* The seam for choosing which k GPUs of a node (a topology-aware chooser
@@ -77,9 +77,9 @@ enum gs_code gs_place_prepare(const struct gs_pod_request *req, const struct gs_
  * not owned, enough free memory and under the cgpu cap for memory pods;
  * no pod at all for whole-GPU pods); at least k bits are set. Writes k
  * distinct candidate indices, in any order, to ret_gpus and returns
- * GS_CODE_SUCCESS, or returns GS_CODE_UNSCHEDULABLE with a reason (node-independent text).
+ * GS_EOK, or returns GS_ENOFIT with a reason (node-independent text).
  * mib_per_gpu is 0 for whole-GPU pods. ctx is the chooser's own state. */
-typedef enum gs_code (*gs_place_choose_fn)(void *ctx, const struct gs_node *node,
+typedef enum gs_err (*gs_place_choose_fn)(void *ctx, const struct gs_node *node,
                                           const struct gs_pod_request *req,
                                           const struct gs_policy *policy, uint64_t candidates,
                                           uint32_t k, uint64_t mib_per_gpu,
@@ -91,21 +91,21 @@ typedef enum gs_code (*gs_place_choose_fn)(void *ctx, const struct gs_node *node
  * With policy->frag_aware, GPUs are first ranked by what placement leaves:
  * exactly 0 MiB, then at least mib_per_gpu (room for another pod like this
  * one, our proxy for a typical request), then a stranded remainder. */
-enum gs_code gs_place_choose_default(void *ctx, const struct gs_node *node,
+enum gs_err gs_place_choose_default(void *ctx, const struct gs_node *node,
                                     const struct gs_pod_request *req,
                                     const struct gs_policy *policy, uint64_t candidates,
                                     uint32_t k, uint64_t mib_per_gpu,
                                     uint32_t ret_gpus[GS_MAX_GPUS], char reason[GS_REASON_MAX]);
 /* gs_place_pick with another chooser; choose NULL = gs_place_choose_default.
  * The chooser's answer is checked (k distinct candidates) and sorted. */
-enum gs_code gs_place_pick_with(const struct gs_node *node, const struct gs_pod_request *req,
+enum gs_err gs_place_pick_with(const struct gs_node *node, const struct gs_pod_request *req,
                                const struct gs_policy *policy, gs_place_choose_fn choose,
                                void *choose_ctx, struct gs_choice *ret_choice,
                                char reason[GS_REASON_MAX]);
 
 /* gs_place_pick_with for a prepared pod: the same verdict, choice and
  * reason, without checking the pod again. */
-enum gs_code gs_place_pick_prepared(const struct gs_node *node, const struct gs_place_pod *pod,
+enum gs_err gs_place_pick_prepared(const struct gs_node *node, const struct gs_place_pod *pod,
                                    gs_place_choose_fn choose, void *choose_ctx,
                                    struct gs_choice *ret_choice, char reason[GS_REASON_MAX]);
 
@@ -212,7 +212,7 @@ struct gs_frag_pick {
  * candidate with the least delta (req's host request included), then the
  * placement order of gs_place_choose_default; several GPUs — as
  * gs_place_choose_default. */
-enum gs_code gs_place_choose_frag(void *ctx, const struct gs_node *node,
+enum gs_err gs_place_choose_frag(void *ctx, const struct gs_node *node,
                                  const struct gs_pod_request *req,
                                  const struct gs_policy *policy, uint64_t candidates, uint32_t k,
                                  uint64_t mib_per_gpu, uint32_t ret_gpus[GS_MAX_GPUS],

@@ -16,10 +16,10 @@
 #include <gpushare/annot.h>  /* struct gs_annotations: what bind writes */
 #include <gpushare/ledger.h>
 #include <gpushare/place.h>
-#include <gpushare/status.h> /* enum gs_code, struct gs_status, struct gs_node_result */
+#include <gpushare/status.h> /* enum gs_err, struct gs_status, struct gs_node_result */
 
-#define GS_PLUGIN_API_VERSION 5u /* 2: notices, pod_seen; 3: cycle state; 4: may_evict;
-                                    5: scores 0..GS_SCORE_MAX */
+#define GS_PLUGIN_API_VERSION 6u /* 2: notices, pod_seen; 3: cycle state; 4: may_evict;
+                                    5: scores 0..GS_SCORE_MAX; 6: hooks return enum gs_err */
 /* The scale of plugin scores: kube-scheduler's framework (MaxNodeScore). The
  * extender's 0..10 (MaxExtenderPriority) is the framework's rounding. */
 #define GS_SCORE_MAX 100
@@ -90,18 +90,18 @@ struct gs_plugin_ops {
   /* Long-lived plugin state (NULL allowed). destroy accepts NULL. */
   void *(*create)(const struct gs_policy *policy);
   void (*destroy)(void *self);
-  enum gs_code (*pre_filter)(void *self, const struct gs_cycle *c, struct gs_status *st);
-  enum gs_code (*filter)(void *self, const struct gs_cycle *c, const struct gs_node *node,
+  enum gs_err (*pre_filter)(void *self, const struct gs_cycle *c, struct gs_status *st);
+  enum gs_err (*filter)(void *self, const struct gs_cycle *c, const struct gs_node *node,
                          struct gs_status *st);
   /* *ret_score in 0..GS_SCORE_MAX. */
-  enum gs_code (*score)(void *self, const struct gs_cycle *c, const struct gs_node *node,
+  enum gs_err (*score)(void *self, const struct gs_cycle *c, const struct gs_node *node,
                         int64_t *ret_score);
-  enum gs_code (*reserve)(void *self, struct gs_cycle *c, const struct gs_node *node,
+  enum gs_err (*reserve)(void *self, struct gs_cycle *c, const struct gs_node *node,
                           struct gs_status *st);
   void (*unreserve)(void *self, struct gs_cycle *c, const char *node);
-  enum gs_code (*permit)(void *self, struct gs_cycle *c, const char *node, struct gs_status *st);
+  enum gs_err (*permit)(void *self, struct gs_cycle *c, const char *node, struct gs_status *st);
   /* Adds the pod's annotations for the Binding; alloc is the reservation. */
-  enum gs_code (*bind)(void *self, const struct gs_cycle *c, const struct gs_alloc *alloc,
+  enum gs_err (*bind)(void *self, const struct gs_cycle *c, const struct gs_alloc *alloc,
                        struct gs_annotations *ret, struct gs_status *st);
   /* Time passes (gang timeouts). Called periodically under the lock;
    * notify (never NULL; its notice may be) gets what the front end should
@@ -116,7 +116,7 @@ struct gs_plugin_ops {
    * *ret_scored says whether score would have scored (false = SKIP) and
    * *ret_score holds that score. When set, prioritize calls it instead of
    * filter and score; filter still serves the filter verb. */
-  enum gs_code (*filter_score)(void *self, const struct gs_cycle *c, const struct gs_node *node,
+  enum gs_err (*filter_score)(void *self, const struct gs_cycle *c, const struct gs_node *node,
                                struct gs_status *st, int64_t *ret_score, bool *ret_scored);
   /* Optional, for debug views and metrics: emit each plan the plugin holds
    * (called with the lock held shared). Appended. */

@@ -109,14 +109,13 @@ enum gs_err gs_sched_prioritize(struct gs_sched *s, const struct gs_pod_request 
                                 struct gs_node_result *ret) GS_WUR;
 
 /* The cluster's side of a bind: write the Binding of pod to node carrying
- * annots, in one step. GS_EOK or an error with err (errlen bytes) saying why. */
+ * annots, in one step. GS_EOK, or an error with diag->text saying why
+ * (diag arrives empty). */
 struct gs_binder {
   enum gs_err (*bind)(void *ctx, const struct gs_pod_request *pod, const char *node,
-                      const struct gs_annotations *annots, char *err, size_t errlen);
+                      const struct gs_annotations *annots, struct gs_diag *diag);
   void *ctx;
 };
-
-#define GS_SCHED_ERR_MAX 1024
 
 /* What a bind did. */
 struct gs_sched_bind_result {
@@ -124,7 +123,7 @@ struct gs_sched_bind_result {
   bool already;        /* the pod was already bound there with its allocation: success, nothing written */
   bool cluster_failed; /* the ledger had room but the cluster's Binding failed (and was undone) */
   bool no_fit;         /* refused by the ledger or the plugins: no room, pod invalid for gpushare */
-  char err[GS_SCHED_ERR_MAX]; /* why, when the call failed ("" on success) */
+  struct gs_diag diag; /* why, when the call failed (text "" on success) */
   struct gs_annotations annots; /* what the Binding carried (bound only); gs_annotations_clear */
 };
 
@@ -156,10 +155,10 @@ void gs_sched_confirm(struct gs_sched *s, const char *uid);
 /* Permit, for a front end that can hold a pod between its reservation and
  * its Binding (the scheduling framework's Permit; the extender cannot and
  * never calls it, docs/gangs.md). pod must hold a reservation on node.
- * GS_CODE_SUCCESS: bind it now. GS_CODE_WAIT: hold it and ask again when
+ * GS_EOK: bind it now. GS_EWAIT: hold it and ask again when
  * another pod was reserved (a gang member waits for its job: st says how
  * many are reserved). Anything else: reject it. */
-enum gs_code gs_sched_permit(struct gs_sched *s, const struct gs_pod_request *pod,
+enum gs_err gs_sched_permit(struct gs_sched *s, const struct gs_pod_request *pod,
                              const char *node, int64_t now_ns, struct gs_status *st);
 
 /* ---- preemption -------------------------------------------------------------- */

@@ -362,7 +362,7 @@ static bool disagreement(const struct gang *g, struct gs_status *st) {
     return false;
   if (ref == NULL)
     ref = &g->members[0] == odd && g->nmembers > 1 ? &g->members[1] : &g->members[0];
-  gs_status_set(st, GS_CODE_UNRESOLVABLE,
+  gs_status_set(st, GS_EUNRESOLVABLE,
                 "gang %s/%s: members disagree: pod %s asks %" PRIu64 " GPUs x %" PRIu32
                 " replicas, pod %s asks %" PRIu64 " GPUs x %" PRIu32 " replicas",
                 g->ns, g->job, ref->name, ref->k, ref->replicas, odd->name, odd->k,
@@ -390,14 +390,14 @@ static void destroy(void *self) {
 }
 
 /* The member's slot for the rest of its cycle. */
-static enum gs_code remember(const struct gs_cycle *c, const struct slot *s) {
+static enum gs_err remember(const struct gs_cycle *c, const struct slot *s) {
   struct gang_cycle *gc = c->state;
   gc->member = true;
   snprintf(gc->node, sizeof gc->node, "%s", s->node);
-  return GS_CODE_SUCCESS;
+  return GS_EOK;
 }
 
-static enum gs_code pre_filter(void *self, const struct gs_cycle *c, struct gs_status *status) {
+static enum gs_err pre_filter(void *self, const struct gs_cycle *c, struct gs_status *status) {
   struct gang_state *st = self;
   const struct gs_pod_request *pod = c->pod;
   struct gang *g;
@@ -405,27 +405,27 @@ static enum gs_code pre_filter(void *self, const struct gs_cycle *c, struct gs_s
   uint32_t have;
 
   if (!gs_pod_request_is_gang_member(pod))
-    return GS_CODE_SKIP;
+    return GS_ESKIP;
   if (pod->gang_replicas == 0 || pod->gang_replicas > GS_GANG_REPLICAS_MAX)
-    return gs_status_set(status, GS_CODE_UNRESOLVABLE,
+    return gs_status_set(status, GS_EUNRESOLVABLE,
                          "gang %s/%s: label gpu-topology-replica must be 1..%d", pod->ns,
                          pod->gang_job, GS_GANG_REPLICAS_MAX);
   g = find(st, pod->ns, pod->gang_job, NULL);
   if (g == NULL && (g = gang_new(st, pod)) == NULL)
-    return gs_status_set(status, GS_CODE_UNSCHEDULABLE, "too many gangs waiting");
+    return gs_status_set(status, GS_ENOFIT, "too many gangs waiting");
   if (!member_add(g, pod))
-    return gs_status_set(status, GS_CODE_UNSCHEDULABLE,
+    return gs_status_set(status, GS_ENOFIT,
                          "gang %s/%s: all %" PRIu32 " replica slots are taken", g->ns, g->job,
                          g->replicas);
   if (disagreement(g, status)) {
     release_held(c->ledger, g); /* nothing stays held for a job that cannot run */
-    return GS_CODE_UNRESOLVABLE;
+    return GS_EUNRESOLVABLE;
   }
   if ((s = slot_of(g, pod->uid)) != NULL)
     return remember(c, s);
   have = present(g);
   if (have < g->replicas)
-    return gs_status_set(status, GS_CODE_UNRESOLVABLE,
+    return gs_status_set(status, GS_EUNRESOLVABLE,
                          "gang %s/%s: %" PRIu32 " of %" PRIu32 " members present", g->ns,
                          g->job, have, g->replicas);
   for (uint32_t i = 0; i < g->replicas && s == NULL; i++)
@@ -434,7 +434,7 @@ static enum gs_code pre_filter(void *self, const struct gs_cycle *c, struct gs_s
   if (s == NULL) {
     uint32_t fit = plan(c->ledger, g, c->now_ns);
     if (fit < g->replicas)
-      return gs_status_set(status, GS_CODE_UNSCHEDULABLE,
+      return gs_status_set(status, GS_ENOFIT,
                            "gang %s/%s: only %" PRIu32 " of %" PRIu32
                            " replicas fit (%" PRIu64 " whole GPUs each)",
                            g->ns, g->job, fit, g->replicas, g->k);
@@ -443,7 +443,7 @@ static enum gs_code pre_filter(void *self, const struct gs_cycle *c, struct gs_s
         s = &g->slots[i];
   }
   if (s == NULL)
-    return gs_status_set(status, GS_CODE_UNSCHEDULABLE,
+    return gs_status_set(status, GS_ENOFIT,
                          "gang %s/%s: all %" PRIu32 " replica slots are taken", g->ns, g->job,
                          g->replicas);
   snprintf(s->member, sizeof s->member, "%s", pod->uid);
@@ -452,32 +452,32 @@ static enum gs_code pre_filter(void *self, const struct gs_cycle *c, struct gs_s
 
 /* Filter and score read the slot pre_filter found (cycle state): no lookup
  * per node. A member whose pre_filter failed never reaches them. */
-static enum gs_code filter(void *self, const struct gs_cycle *c, const struct gs_node *node,
+static enum gs_err filter(void *self, const struct gs_cycle *c, const struct gs_node *node,
                            struct gs_status *status) {
   const struct gang_cycle *gc = c->state;
   (void)self;
   if (!gs_pod_request_is_gang_member(c->pod))
-    return GS_CODE_SKIP;
+    return GS_ESKIP;
   if (!gc->member)
-    return gs_status_set(status, GS_CODE_UNSCHEDULABLE, "gang member has no replica slot");
+    return gs_status_set(status, GS_ENOFIT, "gang member has no replica slot");
   if (strcmp(gc->node, node->name) != 0)
-    return gs_status_set(status, GS_CODE_UNSCHEDULABLE,
+    return gs_status_set(status, GS_ENOFIT,
                          "gang %s/%s: this replica's slot is on another node", c->pod->ns,
                          c->pod->gang_job);
-  return GS_CODE_SUCCESS;
+  return GS_EOK;
 }
 
-static enum gs_code score(void *self, const struct gs_cycle *c, const struct gs_node *node,
+static enum gs_err score(void *self, const struct gs_cycle *c, const struct gs_node *node,
                           int64_t *ret_score) {
   const struct gang_cycle *gc = c->state;
   (void)self;
   if (!gs_pod_request_is_gang_member(c->pod))
-    return GS_CODE_SKIP;
+    return GS_ESKIP;
   *ret_score = gc->member && strcmp(gc->node, node->name) == 0 ? GS_SCORE_MAX : 0;
-  return GS_CODE_SUCCESS;
+  return GS_EOK;
 }
 
-static enum gs_code reserve(void *self, struct gs_cycle *c, const struct gs_node *node,
+static enum gs_err reserve(void *self, struct gs_cycle *c, const struct gs_node *node,
                             struct gs_status *status) {
   struct gang_state *st = self;
   struct gang *g;
@@ -488,17 +488,17 @@ static enum gs_code reserve(void *self, struct gs_cycle *c, const struct gs_node
   enum gs_err err;
 
   if (!gs_pod_request_is_gang_member(c->pod))
-    return GS_CODE_SKIP;
+    return GS_ESKIP;
   g = find(st, c->pod->ns, c->pod->gang_job, NULL);
   s = slot_of(g, c->pod->uid);
   if (s == NULL)
-    return gs_status_set(status, GS_CODE_UNSCHEDULABLE,
+    return gs_status_set(status, GS_ENOFIT,
                          "gang member has no replica slot (plan expired?)");
   if (strcmp(s->node, node->name) != 0)
-    return gs_status_set(status, GS_CODE_UNSCHEDULABLE,
+    return gs_status_set(status, GS_ENOFIT,
                          "gang %s/%s: this replica's slot is on another node", g->ns, g->job);
   if (s->state != SLOT_HELD)
-    return GS_CODE_SUCCESS;
+    return GS_EOK;
   for (uint32_t i = 0; i < GS_MAX_GPUS; i++)
     if (s->gpus & (UINT64_C(1) << i))
       choice.gpus[choice.ngpus++] = i;
@@ -518,17 +518,17 @@ static enum gs_code reserve(void *self, struct gs_cycle *c, const struct gs_node
   /* Swap placeholder for the member's own allocation, atomically under the
    * framework's write lock; on failure the placeholder comes back. */
   if (gs_ledger_release(c->ledger, s->placeholder) != GS_EOK)
-    return gs_status_set(status, GS_CODE_ERROR, "gang slot lost its reservation");
+    return gs_status_set(status, GS_ECONFLICT, "gang slot lost its reservation");
   err = gs_ledger_reserve(c->ledger, &a, c->policy->cgpu_max_pods);
   if (err != GS_EOK) {
     if (hold(c->ledger, g, s) != GS_EOK) {
       /* the GPUs were free a moment ago under the same lock */
     }
-    return gs_status_set(status, GS_CODE_ERROR, "cannot reserve the gang slot: %s",
+    return gs_status_set(status, GS_ECONFLICT, "cannot reserve the gang slot: %s",
                          gs_strerror(err));
   }
   s->state = SLOT_PLACED;
-  return GS_CODE_SUCCESS;
+  return GS_EOK;
 }
 
 static void unreserve(void *self, struct gs_cycle *c, const char *node) {
@@ -555,24 +555,24 @@ static void unreserve(void *self, struct gs_cycle *c, const char *node) {
 /* Permit, for front ends that can hold a reserved member (the in-process
  * plugin): it may bind once every slot of its job is reserved by its
  * member or bound; until then it waits. */
-static enum gs_code permit(void *self, struct gs_cycle *c, const char *node,
+static enum gs_err permit(void *self, struct gs_cycle *c, const char *node,
                            struct gs_status *status) {
   struct gang_state *st = self;
   struct gang *g;
   uint32_t ready;
   (void)node;
   if (!gs_pod_request_is_gang_member(c->pod))
-    return GS_CODE_SKIP;
+    return GS_ESKIP;
   g = find(st, c->pod->ns, c->pod->gang_job, NULL);
   if (slot_of(g, c->pod->uid) == NULL)
-    return gs_status_set(status, GS_CODE_UNSCHEDULABLE,
+    return gs_status_set(status, GS_ENOFIT,
                          "gang member has no replica slot (plan expired?)");
   ready = count_slots(g, SLOT_PLACED) + count_slots(g, SLOT_BOUND);
   if (ready < g->replicas)
-    return gs_status_set(status, GS_CODE_WAIT,
+    return gs_status_set(status, GS_EWAIT,
                          "gang %s/%s: %" PRIu32 " of %" PRIu32 " members reserved", g->ns,
                          g->job, ready, g->replicas);
-  return GS_CODE_SUCCESS;
+  return GS_EOK;
 }
 
 static void pod_gone(void *self, struct gs_ledger *ledger, const char *uid) {

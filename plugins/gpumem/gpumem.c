@@ -64,28 +64,28 @@ static bool frag_policy(const struct gpumem *g, const struct gs_cycle *c) {
  * framework's prepared pod (c->place) spares checking the pod per node.
  * fit_only: the verdict alone is wanted (filter), which no policy changes:
  * the fragmentation-aware choice is skipped. */
-static enum gs_code pick(const struct gpumem *g, const struct gs_cycle *c,
+static enum gs_err pick(const struct gpumem *g, const struct gs_cycle *c,
                         const struct gs_node *node, bool fit_only, struct gs_choice *ret,
                         char reason[GS_REASON_MAX]) {
   struct gs_place_pod own;
   const struct gs_place_pod *pod = c->place;
   struct gs_frag_pick fp;
-  enum gs_code fit;
+  enum gs_err fit;
   if (pod == NULL) {
     fit = gs_place_prepare(c->pod, c->policy, &own, reason);
-    if (fit != GS_CODE_SUCCESS)
+    if (fit != GS_EOK)
       return fit;
     pod = &own;
   }
   if (fit_only || !frag_policy(g, c) || !pod->mem) {
     fit = gs_place_pick_prepared(node, pod, NULL, NULL, ret, reason);
-    if (fit == GS_CODE_SUCCESS)
+    if (fit == GS_EOK)
       ret->score *= GS_SCORE_MAX / 10; /* placement's 0..10, exactly */
     return fit;
   }
   fp = (struct gs_frag_pick){.table = &g->table};
   fit = gs_place_pick_prepared(node, pod, gs_place_choose_frag, &fp, ret, reason);
-  if (fit == GS_CODE_SUCCESS)
+  if (fit == GS_EOK)
     ret->score = fp.has_delta
                      ? gs_place_frag_delta_score(fp.delta, (int64_t)(ret->mib_per_gpu * ret->ngpus),
                                                  GS_SCORE_MAX)
@@ -101,85 +101,85 @@ static bool host_only(const struct gpumem *g, const struct gs_cycle *c) {
 
 /* A placement verdict as the hook returns it; st->code is set on refusals
  * (the reason was written by the core). */
-static enum gs_code fit_code(enum gs_code fit, struct gs_status *st) {
-  if (fit == GS_CODE_UNSCHEDULABLE || fit == GS_CODE_UNRESOLVABLE)
+static enum gs_err fit_code(enum gs_err fit, struct gs_status *st) {
+  if (fit == GS_ENOFIT || fit == GS_EUNRESOLVABLE)
     st->code = fit;
   return fit;
 }
 
-static enum gs_code pre_filter(void *self, const struct gs_cycle *c, struct gs_status *st) {
-  enum gs_code code;
+static enum gs_err pre_filter(void *self, const struct gs_cycle *c, struct gs_status *st) {
+  enum gs_err code;
   if (gs_pod_request_is_gang_member(c->pod))
-    return GS_CODE_SKIP;
+    return GS_ESKIP;
   code = fit_code(gs_place_check_pod(c->pod, c->policy, st->reason), st);
-  if (code == GS_CODE_SUCCESS)
+  if (code == GS_EOK)
     learn(self, c);
-  if (code == GS_CODE_SKIP && c->scoring && host_only(self, c))
-    return GS_CODE_SUCCESS; /* scored per node (filter and bind: not ours) */
+  if (code == GS_ESKIP && c->scoring && host_only(self, c))
+    return GS_EOK; /* scored per node (filter and bind: not ours) */
   return code;
 }
 
 /* Filter and score share one pick: prioritize calls this once per node
  * (filter_score) rather than picking twice. *ret_scored is false when the
  * pod is not ours (SKIP) or does not fit. */
-static enum gs_code pick_node(const struct gpumem *g, const struct gs_cycle *c,
+static enum gs_err pick_node(const struct gpumem *g, const struct gs_cycle *c,
                               const struct gs_node *node, bool fit_only, struct gs_status *st,
                               int64_t *ret_score, bool *ret_scored) {
   struct gs_choice choice;
-  enum gs_code code;
+  enum gs_err code;
   *ret_scored = false;
   if (gs_pod_request_is_gang_member(c->pod))
-    return GS_CODE_SKIP;
+    return GS_ESKIP;
   /* pick checks the pod first (or the framework did, once for the
    * request): SKIP means it asks for nothing gpushare manages. */
   code = fit_code(pick(g, c, node, fit_only, &choice, st->reason), st);
-  if (code == GS_CODE_SKIP && !fit_only && host_only(g, c)) {
+  if (code == GS_ESKIP && !fit_only && host_only(g, c)) {
     *ret_score = gs_place_frag_score(node, c->policy, &g->table, c->pod, NULL, GS_SCORE_MAX);
     *ret_scored = true;
-    return GS_CODE_SUCCESS;
+    return GS_EOK;
   }
-  if (code == GS_CODE_SUCCESS) {
+  if (code == GS_EOK) {
     *ret_score = choice.score;
     *ret_scored = true;
   }
   return code;
 }
 
-static enum gs_code filter(void *self, const struct gs_cycle *c, const struct gs_node *node,
+static enum gs_err filter(void *self, const struct gs_cycle *c, const struct gs_node *node,
                            struct gs_status *st) {
   int64_t unused;
   bool scored;
   return pick_node(self, c, node, true, st, &unused, &scored);
 }
 
-static enum gs_code filter_score(void *self, const struct gs_cycle *c, const struct gs_node *node,
+static enum gs_err filter_score(void *self, const struct gs_cycle *c, const struct gs_node *node,
                                  struct gs_status *st, int64_t *ret_score, bool *ret_scored) {
   return pick_node(self, c, node, false, st, ret_score, ret_scored);
 }
 
-static enum gs_code score(void *self, const struct gs_cycle *c, const struct gs_node *node,
+static enum gs_err score(void *self, const struct gs_cycle *c, const struct gs_node *node,
                           int64_t *ret_score) {
   struct gs_status st;
   bool scored;
   /* Not ours, invalid or not fitting: no opinion (filter says why). */
-  if (pick_node(self, c, node, false, &st, ret_score, &scored) != GS_CODE_SUCCESS || !scored)
-    return GS_CODE_SKIP;
-  return GS_CODE_SUCCESS;
+  if (pick_node(self, c, node, false, &st, ret_score, &scored) != GS_EOK || !scored)
+    return GS_ESKIP;
+  return GS_EOK;
 }
 
-static enum gs_code reserve(void *self, struct gs_cycle *c, const struct gs_node *node,
+static enum gs_err reserve(void *self, struct gs_cycle *c, const struct gs_node *node,
                             struct gs_status *st) {
   struct gs_alloc_part parts[GS_MAX_PARTS];
   struct gs_choice choice;
   struct gs_alloc alloc;
-  enum gs_code code;
+  enum gs_err code;
   enum gs_err err;
 
   if (gs_pod_request_is_gang_member(c->pod) || gs_ledger_alloc_get(c->ledger, c->pod->uid) != NULL)
-    return GS_CODE_SKIP; /* the gang plugin reserves its members' slots */
+    return GS_ESKIP; /* the gang plugin reserves its members' slots */
   /* pick checks the pod first (SKIP: nothing gpushare manages). */
   code = fit_code(pick(self, c, node, false, &choice, st->reason), st);
-  if (code != GS_CODE_SUCCESS)
+  if (code != GS_EOK)
     return code;
   alloc = (struct gs_alloc){
       .ns = c->pod->ns,
@@ -195,16 +195,16 @@ static enum gs_code reserve(void *self, struct gs_cycle *c, const struct gs_node
   alloc.nparts = gs_place_parts(c->pod, &choice, parts, GS_MAX_PARTS);
   alloc.parts = parts;
   if (alloc.nparts == 0)
-    return gs_status_set(st, GS_CODE_UNRESOLVABLE, "pod needs more than %d GPU shares",
+    return gs_status_set(st, GS_EUNRESOLVABLE, "pod needs more than %d GPU shares",
                          GS_MAX_PARTS);
   err = gs_ledger_reserve(c->ledger, &alloc, c->policy->cgpu_max_pods);
   switch (err) {
   case GS_EOK:
-    return GS_CODE_SUCCESS;
+    return GS_EOK;
   case GS_ENOFIT:
-    return gs_status_set(st, GS_CODE_UNSCHEDULABLE, "no room left on the chosen GPUs");
+    return gs_status_set(st, GS_ENOFIT, "no room left on the chosen GPUs");
   default:
-    return gs_status_set(st, GS_CODE_ERROR, "cannot reserve GPUs: %s", gs_strerror(err));
+    return gs_status_set(st, err, "cannot reserve GPUs: %s", gs_strerror(err));
   }
 }
 
@@ -216,17 +216,17 @@ static void unreserve(void *self, struct gs_cycle *c, const char *node) {
       return; /* already gone: nothing to undo */
 }
 
-static enum gs_code bind(void *self, const struct gs_cycle *c, const struct gs_alloc *alloc,
+static enum gs_err bind(void *self, const struct gs_cycle *c, const struct gs_alloc *alloc,
                          struct gs_annotations *ret, struct gs_status *st) {
   const struct gs_node *node = gs_ledger_node_get(c->ledger, alloc->node);
   enum gs_err err;
   (void)self;
   if (node == NULL)
-    return gs_status_set(st, GS_CODE_ERROR, "node unknown to gpushare");
+    return gs_status_set(st, GS_ENOTFOUND, "node unknown to gpushare");
   err = alloc->kind == GS_ALLOC_WHOLE ? gs_annot_whole(alloc, ret) : gs_annot_mem(alloc, node, ret);
   if (err != GS_EOK)
-    return gs_status_set(st, GS_CODE_ERROR, "cannot write annotations: %s", gs_strerror(err));
-  return GS_CODE_SUCCESS;
+    return gs_status_set(st, err, "cannot write annotations: %s", gs_strerror(err));
+  return GS_EOK;
 }
 
 const struct gs_plugin_ops gs_plugin_gpumem = {

@@ -457,7 +457,7 @@ static double frag_capping_delta(const struct frag_node *fn, const uint32_t *fit
   return delta;
 }
 
-enum gs_code gs_place_choose_frag(void *ctx, const struct gs_node *node,
+enum gs_err gs_place_choose_frag(void *ctx, const struct gs_node *node,
                                  const struct gs_pod_request *req,
                                  const struct gs_policy *policy, uint64_t candidates, uint32_t k,
                                  uint64_t mib_per_gpu, uint32_t ret_gpus[GS_MAX_GPUS],
@@ -506,7 +506,7 @@ enum gs_code gs_place_choose_frag(void *ctx, const struct gs_node *node,
   if (nc == 0) {
     if (reason != NULL)
       snprintf(reason, GS_REASON_MAX, "fewer than %u usable GPUs", (unsigned)k);
-    return GS_CODE_UNSCHEDULABLE;
+    return GS_ENOFIT;
   }
   /* Sums of the same terms in another order may differ in the last bits:
    * deltas within 1e-9 (relative) of the least are a tie, which the
@@ -524,5 +524,5 @@ enum gs_code gs_place_choose_frag(void *ctx, const struct gs_node *node,
     pick->has_delta = true;
   }
   ret_gpus[0] = best;
-  return GS_CODE_SUCCESS;
+  return GS_EOK;
 }

@@ -42,7 +42,7 @@ static void copy_reason(char reason[GS_REASON_MAX], const char *text) {
   reason[n] = '\0';
 }
 
-static enum gs_code clear_reason(enum gs_code fit, char reason[GS_REASON_MAX]) {
+static enum gs_err clear_reason(enum gs_err fit, char reason[GS_REASON_MAX]) {
   if (reason != NULL)
     reason[0] = '\0';
   return fit;
@@ -51,7 +51,7 @@ static enum gs_code clear_reason(enum gs_code fit, char reason[GS_REASON_MAX]) {
 #if defined(__GNUC__)
 __attribute__((format(printf, 3, 4)))
 #endif
-static enum gs_code verdict(enum gs_code fit, char reason[GS_REASON_MAX], const char *fmt, ...) {
+static enum gs_err verdict(enum gs_err fit, char reason[GS_REASON_MAX], const char *fmt, ...) {
   va_list ap;
   if (reason == NULL)
     return fit;
@@ -75,7 +75,7 @@ static enum gs_code verdict(enum gs_code fit, char reason[GS_REASON_MAX], const 
 #define FIXED(fit, reason, text)                                                              \
   fixed_verdict((fit), (reason), (text),                                                      \
                 sizeof(char[sizeof(text) <= GS_REASON_MAX ? sizeof(text) : -1]))
-static enum gs_code fixed_verdict(enum gs_code fit, char reason[GS_REASON_MAX], const char *text,
+static enum gs_err fixed_verdict(enum gs_err fit, char reason[GS_REASON_MAX], const char *text,
                                  size_t size) {
   if (reason != NULL)
     memcpy(reason, text, size);
@@ -119,13 +119,13 @@ struct pod_info {
 
 static uint64_t sat_add(uint64_t a, uint64_t b) { return a > UINT64_MAX - b ? UINT64_MAX : a + b; }
 
-static enum gs_code check(const struct gs_pod_request *req, const struct gs_policy *policy,
+static enum gs_err check(const struct gs_pod_request *req, const struct gs_policy *policy,
                          char reason[GS_REASON_MAX], struct pod_info *info) {
   uint64_t sum = 0, wsum = 0;
   uint32_t m, nmem = 0;
   assert(policy->unit_mib == GS_UNIT_GIB || policy->unit_mib == GS_UNIT_128MIB);
   if (req->ncontainers > GS_MAX_CONTAINERS)
-    return verdict(GS_CODE_UNRESOLVABLE, reason, "pod has more than %u containers",
+    return verdict(GS_EUNRESOLVABLE, reason, "pod has more than %u containers",
                    (unsigned)GS_MAX_CONTAINERS);
   for (uint32_t c = 0; c < req->ncontainers; c++) {
     sum = sat_add(sum, req->mem_units[c]);
@@ -137,59 +137,59 @@ static enum gs_code check(const struct gs_pod_request *req, const struct gs_poli
   info->mem = info->mem_eff > 0;
   info->whole = info->whole_eff > 0;
   if (!info->mem && !info->whole)
-    return clear_reason(GS_CODE_SKIP, reason);
+    return clear_reason(GS_ESKIP, reason);
   if (info->mem && info->whole)
-    return verdict(GS_CODE_UNRESOLVABLE, reason,
+    return verdict(GS_EUNRESOLVABLE, reason,
                    "pod requests both aliyun.com/gpu-mem and aliyun.com/gpu; "
                    "a pod gets either shared GPU memory or whole GPUs");
   if (info->whole) {
     if (info->whole_eff > GS_MAX_GPUS)
-      return verdict(GS_CODE_UNRESOLVABLE, reason, "aliyun.com/gpu %llu exceeds %u GPUs per node",
+      return verdict(GS_EUNRESOLVABLE, reason, "aliyun.com/gpu %llu exceeds %u GPUs per node",
                      (unsigned long long)info->whole_eff, (unsigned)GS_MAX_GPUS);
-    return clear_reason(GS_CODE_SUCCESS, reason);
+    return clear_reason(GS_EOK, reason);
   }
   m = req->gpu_count;
   if (m == 0 && req->gpu_count_text[0] != '\0')
-    return verdict(GS_CODE_UNRESOLVABLE, reason,
+    return verdict(GS_EUNRESOLVABLE, reason,
                    "aliyun.com/gpu-count \"%s\" is not a number from 1 to %u",
                    req->gpu_count_text, (unsigned)GS_MAX_GPUS);
   if (m < 1 || m > GS_MAX_GPUS)
-    return verdict(GS_CODE_UNRESOLVABLE, reason, "aliyun.com/gpu-count %u is out of range 1..%u",
+    return verdict(GS_EUNRESOLVABLE, reason, "aliyun.com/gpu-count %u is out of range 1..%u",
                    (unsigned)m, (unsigned)GS_MAX_GPUS);
   if (m > 1) {
     for (uint32_t c = 0; c < req->ncontainers; c++) {
       if (req->mem_units[c] % m != 0)
-        return verdict(GS_CODE_UNRESOLVABLE, reason,
+        return verdict(GS_EUNRESOLVABLE, reason,
                        "aliyun.com/gpu-mem %llu is not divisible by aliyun.com/gpu-count %u",
                        (unsigned long long)req->mem_units[c], (unsigned)m);
     }
     if (req->init_mem_units % m != 0)
-      return verdict(GS_CODE_UNRESOLVABLE, reason,
+      return verdict(GS_EUNRESOLVABLE, reason,
                      "aliyun.com/gpu-mem %llu (init container) is not divisible by "
                      "aliyun.com/gpu-count %u",
                      (unsigned long long)req->init_mem_units, (unsigned)m);
   }
   if (info->mem_eff / m > GS__PART_MIB_MAX / policy->unit_mib)
-    return verdict(GS_CODE_UNRESOLVABLE, reason, "aliyun.com/gpu-mem %llu is too large",
+    return verdict(GS_EUNRESOLVABLE, reason, "aliyun.com/gpu-mem %llu is too large",
                    (unsigned long long)info->mem_eff);
   /* Init-only request: the excess goes to container 0 (one part set). */
   if ((nmem > 0 ? nmem : 1) * m > GS_MAX_PARTS)
-    return verdict(GS_CODE_UNRESOLVABLE, reason,
+    return verdict(GS_EUNRESOLVABLE, reason,
                    "pod needs more than %u (container, GPU) shares", (unsigned)GS_MAX_PARTS);
-  return clear_reason(GS_CODE_SUCCESS, reason);
+  return clear_reason(GS_EOK, reason);
 }
 
-enum gs_code gs_place_check_pod(const struct gs_pod_request *req, const struct gs_policy *policy,
+enum gs_err gs_place_check_pod(const struct gs_pod_request *req, const struct gs_policy *policy,
                                char reason[GS_REASON_MAX]) {
   struct pod_info info;
   return check(req, policy, reason, &info);
 }
 
-enum gs_code gs_place_prepare(const struct gs_pod_request *req, const struct gs_policy *policy,
+enum gs_err gs_place_prepare(const struct gs_pod_request *req, const struct gs_policy *policy,
                              struct gs_place_pod *ret_pod, char reason[GS_REASON_MAX]) {
   struct pod_info info;
-  enum gs_code fit = check(req, policy, reason, &info);
-  if (fit != GS_CODE_SUCCESS)
+  enum gs_err fit = check(req, policy, reason, &info);
+  if (fit != GS_EOK)
     return fit;
   ret_pod->req = req;
   ret_pod->policy = policy;
@@ -197,7 +197,7 @@ enum gs_code gs_place_prepare(const struct gs_pod_request *req, const struct gs_
   /* check() bounds both: 1..GS_MAX_GPUS GPUs, parts far below 2^64. */
   ret_pod->k = info.mem ? req->gpu_count : (uint32_t)info.whole_eff;
   ret_pod->mib_per_gpu = info.mem ? info.mem_eff / req->gpu_count * policy->unit_mib : 0;
-  return GS_CODE_SUCCESS;
+  return GS_EOK;
 }
 
 /* ---- choosing GPUs ------------------------------------------------------------ */
@@ -220,7 +220,7 @@ static void keep_smallest(uint64_t *best, uint32_t k, uint64_t key) {
   }
 }
 
-enum gs_code gs_place_choose_default(void *ctx, const struct gs_node *node,
+enum gs_err gs_place_choose_default(void *ctx, const struct gs_node *node,
                                     const struct gs_pod_request *req,
                                     const struct gs_policy *policy, uint64_t candidates,
                                     uint32_t k, uint64_t mib_per_gpu,
@@ -233,7 +233,7 @@ enum gs_code gs_place_choose_default(void *ctx, const struct gs_node *node,
     if (candidates >> g & 1)
       order[n++] = g;
   if (n < k)
-    return verdict(GS_CODE_UNSCHEDULABLE, reason, "fewer than %u usable GPUs", (unsigned)k);
+    return verdict(GS_ENOFIT, reason, "fewer than %u usable GPUs", (unsigned)k);
   /* Several GPUs (or a whole GPU) on a node with a known interconnect: the
    * set that is best connected while keeping good sets free for later
    * (docs/topology.md). A single memory share keeps binpack/spread. */
@@ -249,7 +249,7 @@ enum gs_code gs_place_choose_default(void *ctx, const struct gs_node *node,
         if (set >> g & 1)
           ret_gpus[i++] = g;
       if (i == k)
-        return GS_CODE_SUCCESS;
+        return GS_EOK;
     }
   }
   /* Whole GPUs: lowest indices (order is already ascending). */
@@ -264,7 +264,7 @@ enum gs_code gs_place_choose_default(void *ctx, const struct gs_node *node,
   }
   for (uint32_t i = 0; i < k; i++)
     ret_gpus[i] = order[i];
-  return GS_CODE_SUCCESS;
+  return GS_EOK;
 }
 
 /* ---- one node ------------------------------------------------------------------ */
@@ -339,7 +339,7 @@ static bool has_bits(uint64_t x, uint32_t m) {
  * ret_best (room for m keys), also the m smallest mem_keys among them,
  * ascending: the default choice of GPUs without an interconnect to weigh,
  * found in the same pass. */
-static enum gs_code mem_candidates(const struct gs_node *node, const struct gs_policy *policy,
+static enum gs_err mem_candidates(const struct gs_node *node, const struct gs_policy *policy,
                                   uint32_t m, uint64_t need_mib, uint64_t *ret_candidates,
                                   uint64_t *ret_best, char reason[GS_REASON_MAX]) {
   struct mem_scan sc;
@@ -358,23 +358,23 @@ static enum gs_code mem_candidates(const struct gs_node *node, const struct gs_p
   total = sc.total;
   healthy = sc.healthy;
   if (total == 0)
-    return FIXED(GS_CODE_UNSCHEDULABLE, reason, REASON_NOT_SHARING);
+    return FIXED(GS_ENOFIT, reason, REASON_NOT_SHARING);
   if (healthy == 0)
-    return FIXED(GS_CODE_UNSCHEDULABLE, reason, REASON_NO_HEALTHY);
+    return FIXED(GS_ENOFIT, reason, REASON_NO_HEALTHY);
   if (has_bits(candidates, m)) {
     *ret_candidates = candidates;
-    return GS_CODE_SUCCESS;
+    return GS_EOK;
   }
   /* Memory would do; only the pod cap stands in the way. */
   if (has_bits(roomy, m))
-    return FIXED(GS_CODE_UNSCHEDULABLE, reason, REASON_CGPU_CAP);
+    return FIXED(GS_ENOFIT, reason, REASON_CGPU_CAP);
   if (m == 1)
-    return FIXED(GS_CODE_UNSCHEDULABLE, reason, REASON_NO_SINGLE);
-  return verdict(GS_CODE_UNSCHEDULABLE, reason, "fewer than %u GPUs with %llu MiB free", (unsigned)m,
+    return FIXED(GS_ENOFIT, reason, REASON_NO_SINGLE);
+  return verdict(GS_ENOFIT, reason, "fewer than %u GPUs with %llu MiB free", (unsigned)m,
                  (unsigned long long)need_mib);
 }
 
-static enum gs_code whole_candidates(const struct gs_node *node, uint32_t k,
+static enum gs_err whole_candidates(const struct gs_node *node, uint32_t k,
                                     uint64_t *ret_candidates, char reason[GS_REASON_MAX]) {
   uint64_t candidates = 0;
   uint32_t healthy = 0;
@@ -387,14 +387,14 @@ static enum gs_code whole_candidates(const struct gs_node *node, uint32_t k,
       candidates |= UINT64_C(1) << g;
   }
   if (healthy == 0)
-    return FIXED(GS_CODE_UNSCHEDULABLE, reason, REASON_NO_HEALTHY);
+    return FIXED(GS_ENOFIT, reason, REASON_NO_HEALTHY);
   if (!has_bits(candidates, k))
-    return verdict(GS_CODE_UNSCHEDULABLE, reason, "fewer than %u free whole GPUs", (unsigned)k);
+    return verdict(GS_ENOFIT, reason, "fewer than %u free whole GPUs", (unsigned)k);
   *ret_candidates = candidates;
-  return GS_CODE_SUCCESS;
+  return GS_EOK;
 }
 
-enum gs_code gs_place_pick_prepared(const struct gs_node *node, const struct gs_place_pod *pod,
+enum gs_err gs_place_pick_prepared(const struct gs_node *node, const struct gs_place_pod *pod,
                                    gs_place_choose_fn choose, void *choose_ctx,
                                    struct gs_choice *ret_choice, char reason[GS_REASON_MAX]) {
   struct gs_choice choice; /* gpus[] past ngpus stays unset: 300 bytes a node */
@@ -403,20 +403,20 @@ enum gs_code gs_place_pick_prepared(const struct gs_node *node, const struct gs_
   uint64_t candidates = 0, seen = 0, total = 0, used = 0, best[GS_MAX_GPUS];
   uint32_t k = pod->k;
   bool mem = pod->mem, fast;
-  enum gs_code fit;
+  enum gs_err fit;
   choice.ngpus = 0;
   choice.mib_per_gpu = pod->mib_per_gpu;
   choice.score = 0;
   if (node->mode == GS_MODE_NONE)
-    return FIXED(GS_CODE_UNSCHEDULABLE, reason, REASON_NOT_SHARING);
+    return FIXED(GS_ENOFIT, reason, REASON_NOT_SHARING);
   if (mem && node->mode == GS_MODE_TOPOLOGY)
-    return FIXED(GS_CODE_UNSCHEDULABLE, reason, REASON_TOPOLOGY_ONLY);
+    return FIXED(GS_ENOFIT, reason, REASON_TOPOLOGY_ONLY);
   if (!mem && gs_mode_is_memory(node->mode))
-    return FIXED(GS_CODE_UNSCHEDULABLE, reason, REASON_NO_WHOLE);
+    return FIXED(GS_ENOFIT, reason, REASON_NO_WHOLE);
   if (node->ngpus == 0)
-    return FIXED(GS_CODE_UNSCHEDULABLE, reason, REASON_NOT_SHARING);
+    return FIXED(GS_ENOFIT, reason, REASON_NOT_SHARING);
   if (mem && k > 1 && node->single_card)
-    return FIXED(GS_CODE_UNSCHEDULABLE, reason, REASON_SINGLE_CARD);
+    return FIXED(GS_ENOFIT, reason, REASON_SINGLE_CARD);
   if (mem) {
     /* The default chooser without an interconnect to weigh (one GPU, or a
      * node without a topology): its choice is the k best keys, found while
@@ -429,7 +429,7 @@ enum gs_code gs_place_pick_prepared(const struct gs_node *node, const struct gs_
     fast = false;
     fit = whole_candidates(node, k, &candidates, reason);
   }
-  if (fit != GS_CODE_SUCCESS)
+  if (fit != GS_EOK)
     return fit;
   if (fast) {
     for (uint32_t i = 0; i < k; i++)
@@ -442,13 +442,13 @@ enum gs_code gs_place_pick_prepared(const struct gs_node *node, const struct gs_
   fit = (choose ? choose : gs_place_choose_default)(choose_ctx, node, pod->req, policy,
                                                     candidates, k, choice.mib_per_gpu, picked,
                                                     reason);
-  if (fit != GS_CODE_SUCCESS)
-    return fit == GS_CODE_UNRESOLVABLE ? GS_CODE_UNRESOLVABLE : GS_CODE_UNSCHEDULABLE;
+  if (fit != GS_EOK)
+    return fit == GS_EUNRESOLVABLE ? GS_EUNRESOLVABLE : GS_ENOFIT;
   /* A chooser is plugin code: check its answer rather than trust it. */
   for (uint32_t i = 0; i < k; i++) {
     uint32_t g = picked[i];
     if (g >= node->ngpus || !(candidates >> g & 1) || (seen >> g & 1))
-      return FIXED(GS_CODE_UNSCHEDULABLE, reason, "GPU chooser returned an invalid set");
+      return FIXED(GS_ENOFIT, reason, "GPU chooser returned an invalid set");
     seen |= UINT64_C(1) << g;
   }
   for (uint32_t g = 0; g < node->ngpus; g++)
@@ -486,21 +486,21 @@ score:
     ret_choice->gpus[i] = choice.gpus[i];
   ret_choice->mib_per_gpu = choice.mib_per_gpu;
   ret_choice->score = choice.score;
-  return clear_reason(GS_CODE_SUCCESS, reason);
+  return clear_reason(GS_EOK, reason);
 }
 
-enum gs_code gs_place_pick_with(const struct gs_node *node, const struct gs_pod_request *req,
+enum gs_err gs_place_pick_with(const struct gs_node *node, const struct gs_pod_request *req,
                                const struct gs_policy *policy, gs_place_choose_fn choose,
                                void *choose_ctx, struct gs_choice *ret_choice,
                                char reason[GS_REASON_MAX]) {
   struct gs_place_pod pod;
-  enum gs_code fit = gs_place_prepare(req, policy, &pod, reason);
-  if (fit != GS_CODE_SUCCESS)
+  enum gs_err fit = gs_place_prepare(req, policy, &pod, reason);
+  if (fit != GS_EOK)
     return fit;
   return gs_place_pick_prepared(node, &pod, choose, choose_ctx, ret_choice, reason);
 }
 
-enum gs_code gs_place_pick(const struct gs_node *node, const struct gs_pod_request *req,
+enum gs_err gs_place_pick(const struct gs_node *node, const struct gs_pod_request *req,
                           const struct gs_policy *policy, struct gs_choice *ret_choice,
                           char reason[GS_REASON_MAX]) {
   return gs_place_pick_with(node, req, policy, NULL, NULL, ret_choice, reason);

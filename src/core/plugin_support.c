@@ -8,25 +8,24 @@
 #include <stdlib.h>
 #include <string.h>
 
-const char *gs_code_name(enum gs_code code) {
+const char *gs_status_name(enum gs_err code) {
   switch (code) {
-  case GS_CODE_SUCCESS:
+  case GS_EOK:
     return "Success";
-  case GS_CODE_UNSCHEDULABLE:
+  case GS_ENOFIT:
     return "Unschedulable";
-  case GS_CODE_UNRESOLVABLE:
+  case GS_EUNRESOLVABLE:
     return "UnschedulableAndUnresolvable";
-  case GS_CODE_ERROR:
-    return "Error";
-  case GS_CODE_SKIP:
+  case GS_ESKIP:
     return "Skip";
-  case GS_CODE_WAIT:
+  case GS_EWAIT:
     return "Wait";
+  default:
+    return "Error";
   }
-  return "Unknown";
 }
 
-enum gs_code gs_status_set(struct gs_status *st, enum gs_code code, const char *fmt, ...) {
+enum gs_err gs_status_set(struct gs_status *st, enum gs_err code, const char *fmt, ...) {
   va_list ap;
   if (st == NULL)
     return code;

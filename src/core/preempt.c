@@ -313,7 +313,7 @@ static struct cost set_cost(const struct gs_preempt_candidate *cands, size_t n, 
 
 /* With the pods in pre gone already: each GPU's cheapest set, the k
  * cheapest GPUs' sets joined (with pre), then the spares. out: the set. */
-static enum gs_code solve(const struct gs_node *node, const struct gs_place_pod *pod,
+static enum gs_err solve(const struct gs_node *node, const struct gs_place_pod *pod,
                           uint32_t cap, const struct gs_preempt_candidate *cands, size_t n,
                           const bool *allowed, const bool *pre, struct gpu_cost *costs,
                           bool *scratch, bool *out) {
@@ -326,7 +326,7 @@ static enum gs_code solve(const struct gs_node *node, const struct gs_place_pod 
     feasible += costs[g].c.ok;
   }
   if (feasible < pod->k)
-    return GS_CODE_UNSCHEDULABLE;
+    return GS_ENOFIT;
   qsort(costs, node->ngpus, sizeof *costs, gpu_cost_cmp);
   memcpy(out, pre, n * sizeof *out);
   for (uint32_t j = 0; j < pod->k; j++) {
@@ -340,26 +340,26 @@ static enum gs_code solve(const struct gs_node *node, const struct gs_place_pod 
   }
   if (pod->k > 1)
     spare(node, pod, cap, cands, n, out);
-  return fits_after(node, pod, cap, cands, n, out) ? GS_CODE_SUCCESS : GS_CODE_UNSCHEDULABLE;
+  return fits_after(node, pod, cap, cands, n, out) ? GS_EOK : GS_ENOFIT;
 }
 
 /* Over several GPUs one pod may free more than one: besides the plain
  * solution, each allowed pod spanning two or more GPUs is tried as the
  * first victim, and the cheapest result wins. */
-static enum gs_code pick_from(const struct gs_node *node, const struct gs_place_pod *pod,
+static enum gs_err pick_from(const struct gs_node *node, const struct gs_place_pod *pod,
                               uint32_t cap, const struct gs_preempt_candidate *cands, size_t n,
                               const bool *allowed, bool *out) {
   struct gpu_cost *costs = gs_calloc(node->ngpus ? node->ngpus : 1, sizeof *costs);
   bool *scratch = gs_calloc(n ? n : 1, sizeof *scratch);
   bool *pre = gs_calloc(n ? n : 1, sizeof *pre);
   bool *trial = gs_calloc(n ? n : 1, sizeof *trial);
-  enum gs_code code = GS_CODE_ERROR;
+  enum gs_err code = GS_ENOMEM;
   struct cost best;
 
   if (costs == NULL || scratch == NULL || pre == NULL || trial == NULL)
     goto done;
   code = solve(node, pod, cap, cands, n, allowed, pre, costs, scratch, out);
-  best = code == GS_CODE_SUCCESS ? set_cost(cands, n, out) : (struct cost){false, 0, 0, 0};
+  best = code == GS_EOK ? set_cost(cands, n, out) : (struct cost){false, 0, 0, 0};
   for (size_t i = 0; pod->k > 1 && i < n; i++) {
     uint64_t gpus = 0;
     struct cost c;
@@ -370,13 +370,13 @@ static enum gs_code pick_from(const struct gs_node *node, const struct gs_place_
       continue; /* one GPU: the plain solution covers it */
     memset(pre, 0, n * sizeof *pre);
     pre[i] = true;
-    if (solve(node, pod, cap, cands, n, allowed, pre, costs, scratch, trial) != GS_CODE_SUCCESS)
+    if (solve(node, pod, cap, cands, n, allowed, pre, costs, scratch, trial) != GS_EOK)
       continue;
     c = set_cost(cands, n, trial);
     if (cost_cmp(&c, &best) < 0) {
       best = c;
       memcpy(out, trial, n * sizeof *out);
-      code = GS_CODE_SUCCESS;
+      code = GS_EOK;
     }
   }
 done:
@@ -387,26 +387,26 @@ done:
   return code;
 }
 
-enum gs_code gs_preempt_pick(const struct gs_node *node, const struct gs_place_pod *pod,
+enum gs_err gs_preempt_pick(const struct gs_node *node, const struct gs_place_pod *pod,
                              uint32_t cgpu_max_pods, const struct gs_preempt_candidate *cands,
                              size_t n, uint32_t *ret_idx, size_t *ret_n,
                              char reason[GS_REASON_MAX]) {
   uint32_t cap = node->mode == GS_MODE_CGPU ? cgpu_max_pods : 0;
   bool *allowed = NULL, *out = NULL;
-  enum gs_code code;
+  enum gs_err code;
 
   if (pod->mem ? !gs_mode_is_memory(node->mode) : node->mode != GS_MODE_TOPOLOGY) {
     snprintf(reason, GS_REASON_MAX, "%s",
              node->mode == GS_MODE_NONE ? "node is not a GPU-sharing node"
              : pod->mem                 ? "node serves whole GPUs only (topology mode)"
                                         : "node does not serve whole GPUs");
-    return GS_CODE_UNRESOLVABLE;
+    return GS_EUNRESOLVABLE;
   }
   allowed = gs_calloc(n ? n : 1, sizeof *allowed);
   out = gs_calloc(n ? n : 1, sizeof *out);
   if (allowed == NULL || out == NULL) {
     snprintf(reason, GS_REASON_MAX, "out of memory");
-    code = GS_CODE_ERROR;
+    code = GS_ENOMEM;
     goto done;
   }
   /* kube-scheduler's own victims first; the node's other candidates only
@@ -414,18 +414,18 @@ enum gs_code gs_preempt_pick(const struct gs_node *node, const struct gs_place_p
   for (size_t i = 0; i < n; i++)
     allowed[i] = cands[i].proposed;
   code = pick_from(node, pod, cap, cands, n, allowed, out);
-  if (code == GS_CODE_UNSCHEDULABLE) {
+  if (code == GS_ENOFIT) {
     for (size_t i = 0; i < n; i++)
       allowed[i] = true;
     code = pick_from(node, pod, cap, cands, n, allowed, out);
   }
-  if (code == GS_CODE_SUCCESS) {
+  if (code == GS_EOK) {
     *ret_n = 0;
     for (size_t i = 0; i < n; i++)
       if (out[i])
         ret_idx[(*ret_n)++] = (uint32_t)i;
     reason[0] = '\0';
-  } else if (code == GS_CODE_UNSCHEDULABLE) {
+  } else if (code == GS_ENOFIT) {
     if (pod->k == 1)
       snprintf(reason, GS_REASON_MAX, "no lower-priority pods free one GPU for the pod");
     else

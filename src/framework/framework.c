@@ -148,24 +148,24 @@ static inline const struct gs_cycle *node_view(const struct cycle *cy, size_t i,
 
 /* Runs pre_filter of every plugin. Returns SUCCESS, SKIP (no plugin cares:
  * every node passes), or the first failing code with st filled. */
-static enum gs_code run_pre_filter(struct gs_fw *fw, struct cycle *cy, struct gs_status *st) {
+static enum gs_err run_pre_filter(struct gs_fw *fw, struct cycle *cy, struct gs_status *st) {
   bool any = false;
   for (size_t i = 0; i < fw->nplugins; i++) {
-    enum gs_code code;
+    enum gs_err code;
     if (fw->plugins[i]->pre_filter == NULL)
       continue;
-    st->code = GS_CODE_SUCCESS;
+    st->code = GS_EOK;
     st->reason[0] = '\0';
     code = fw->plugins[i]->pre_filter(fw->state[i], at(cy, i), st);
-    if (code == GS_CODE_SKIP)
+    if (code == GS_ESKIP)
       continue;
-    if (code != GS_CODE_SUCCESS) {
+    if (code != GS_EOK) {
       st->code = code;
       return code;
     }
     any = true;
   }
-  return any ? GS_CODE_SUCCESS : GS_CODE_SKIP;
+  return any ? GS_EOK : GS_ESKIP;
 }
 
 #define RESOLVE_BATCH 64
@@ -196,14 +196,14 @@ static void run_node(struct gs_fw *fw, const struct cycle *cy, const struct gs_n
 
   r->score = r->score100 = 0;
   if (node == NULL) {
-    r->code = GS_CODE_UNSCHEDULABLE;
+    r->code = GS_ENOFIT;
     snprintf(r->reason, sizeof r->reason, "node unknown to gpushare");
     return;
   }
   for (size_t i = 0; i < fw->nplugins; i++) {
     const struct gs_plugin_ops *p = fw->plugins[i];
-    enum gs_code code;
-    st->code = GS_CODE_SUCCESS;
+    enum gs_err code;
+    st->code = GS_EOK;
     st->reason[0] = '\0';
     early_scored[i] = false;
     if (score && p->filter_score != NULL)
@@ -213,14 +213,14 @@ static void run_node(struct gs_fw *fw, const struct cycle *cy, const struct gs_n
       code = p->filter(fw->state[i], node_view(cy, i, &view), node, st);
     else
       continue;
-    if (code == GS_CODE_SUCCESS || code == GS_CODE_SKIP)
+    if (code == GS_EOK || code == GS_ESKIP)
       continue;
-    r->code = code == GS_CODE_UNRESOLVABLE ? GS_CODE_UNRESOLVABLE : GS_CODE_UNSCHEDULABLE;
+    r->code = code == GS_EUNRESOLVABLE ? GS_EUNRESOLVABLE : GS_ENOFIT;
     r->reason[GS_REASON_MAX - 1] = '\0'; /* as the copy it replaces did */
     return;
   }
   /* A plugin may have left text and passed anyway. */
-  r->code = GS_CODE_SUCCESS;
+  r->code = GS_EOK;
   r->reason[0] = '\0';
   if (!score)
     return;
@@ -235,7 +235,7 @@ static void run_node(struct gs_fw *fw, const struct cycle *cy, const struct gs_n
     }
     if (fw->plugins[i]->score == NULL)
       continue;
-    if (fw->plugins[i]->score(fw->state[i], node_view(cy, i, &view), node, &s) != GS_CODE_SUCCESS)
+    if (fw->plugins[i]->score(fw->state[i], node_view(cy, i, &view), node, &s) != GS_EOK)
       continue;
     total += s;
     scored++;
@@ -282,8 +282,8 @@ static enum gs_err run_verb(struct gs_fw *fw, const struct gs_pod_request *pod,
                             struct gs_node_result *ret) {
   struct cycle cy;
   struct gs_place_pod place;
-  struct gs_status st = {GS_CODE_SUCCESS, ""};
-  enum gs_code pre;
+  struct gs_status st = {GS_EOK, ""};
+  enum gs_err pre;
 
   pthread_rwlock_wrlock(&fw->lock);
   cycle_init(fw, &cy, pod, now_ns);
@@ -291,15 +291,15 @@ static enum gs_err run_verb(struct gs_fw *fw, const struct gs_pod_request *pod,
   pre = run_pre_filter(fw, &cy, &st);
   pthread_rwlock_unlock(&fw->lock);
 
-  if (pre == GS_CODE_SKIP) {
+  if (pre == GS_ESKIP) {
     for (size_t i = 0; i < n; i++)
-      ret[i] = (struct gs_node_result){.score = 0, .code = GS_CODE_SUCCESS, .reason = ""};
+      ret[i] = (struct gs_node_result){.score = 0, .code = GS_EOK, .reason = ""};
     return GS_EOK;
   }
-  if (pre == GS_CODE_ERROR)
+  if (gs_status_is_error(pre))
     return GS_EINVAL;
-  if (pre != GS_CODE_SUCCESS) {
-    enum gs_code code = pre == GS_CODE_UNRESOLVABLE ? GS_CODE_UNRESOLVABLE : GS_CODE_UNSCHEDULABLE;
+  if (pre != GS_EOK) {
+    enum gs_err code = pre == GS_EUNRESOLVABLE ? GS_EUNRESOLVABLE : GS_ENOFIT;
     for (size_t i = 0; i < n; i++) {
       ret[i].code = code;
       ret[i].score = ret[i].score100 = 0;
@@ -309,7 +309,7 @@ static enum gs_err run_verb(struct gs_fw *fw, const struct gs_pod_request *pod,
   }
   /* The pod is checked once here rather than by a plugin for every node
    * (docs/benchmarks.md, core). */
-  if (gs_place_prepare(pod, &fw->policy, &place, NULL) == GS_CODE_SUCCESS)
+  if (gs_place_prepare(pod, &fw->policy, &place, NULL) == GS_EOK)
     cy.c.place = &place;
   pthread_rwlock_rdlock(&fw->lock);
   {
@@ -346,32 +346,32 @@ static void run_unreserve(struct gs_fw *fw, struct cycle *cy, const char *node, 
 
 /* Reserve of every plugin; on failure everything is undone. Permit is not
  * part of it: a front end that can hold a pod asks gs_fw_permit. */
-static enum gs_code run_reserve(struct gs_fw *fw, struct cycle *cy, const struct gs_node *node,
+static enum gs_err run_reserve(struct gs_fw *fw, struct cycle *cy, const struct gs_node *node,
                                 struct gs_status *st) {
   for (size_t i = 0; i < fw->nplugins; i++) {
-    enum gs_code code;
+    enum gs_err code;
     if (fw->plugins[i]->reserve == NULL)
       continue;
     code = fw->plugins[i]->reserve(fw->state[i], at(cy, i), node, st);
-    if (code != GS_CODE_SUCCESS && code != GS_CODE_SKIP) {
+    if (code != GS_EOK && code != GS_ESKIP) {
       run_unreserve(fw, cy, node->name, i);
       return code;
     }
   }
-  return GS_CODE_SUCCESS;
+  return GS_EOK;
 }
 
-static enum gs_code run_bind(struct gs_fw *fw, struct cycle *cy, const struct gs_alloc *alloc,
+static enum gs_err run_bind(struct gs_fw *fw, struct cycle *cy, const struct gs_alloc *alloc,
                              struct gs_annotations *ret, struct gs_status *st) {
   for (size_t i = 0; i < fw->nplugins; i++) {
-    enum gs_code code;
+    enum gs_err code;
     if (fw->plugins[i]->bind == NULL)
       continue;
     code = fw->plugins[i]->bind(fw->state[i], at(cy, i), alloc, ret, st);
-    if (code != GS_CODE_SUCCESS && code != GS_CODE_SKIP)
+    if (code != GS_EOK && code != GS_ESKIP)
       return code;
   }
-  return GS_CODE_SUCCESS;
+  return GS_EOK;
 }
 
 enum gs_err gs_fw_bind_prepare(struct gs_fw *fw, const struct gs_pod_request *pod,
@@ -380,7 +380,7 @@ enum gs_err gs_fw_bind_prepare(struct gs_fw *fw, const struct gs_pod_request *po
   struct cycle cy;
   const struct gs_node *n;
   const struct gs_alloc *alloc;
-  enum gs_code code;
+  enum gs_err code;
   enum gs_err err = GS_EOK;
   bool fresh = false;
 
@@ -388,44 +388,44 @@ enum gs_err gs_fw_bind_prepare(struct gs_fw *fw, const struct gs_pod_request *po
   cycle_init(fw, &cy, pod, now_ns);
   n = gs_ledger_node_get(fw->ledger, node);
   if (n == NULL) {
-    gs_status_set(st, GS_CODE_UNSCHEDULABLE, "node unknown to gpushare");
+    gs_status_set(st, GS_ENOFIT, "node unknown to gpushare");
     err = GS_ENOTFOUND;
     goto unlock;
   }
   alloc = pod->uid[0] != '\0' ? gs_ledger_alloc_get(fw->ledger, pod->uid) : NULL;
   if (alloc != NULL && strcmp(alloc->node, node) != 0) {
-    gs_status_set(st, GS_CODE_ERROR, "pod already has GPUs reserved on another node");
+    gs_status_set(st, GS_ECONFLICT, "pod already has GPUs reserved on another node");
     err = GS_ECONFLICT;
     goto unlock;
   }
   if (alloc == NULL) {
-    struct gs_status pre = {GS_CODE_SUCCESS, ""};
+    struct gs_status pre = {GS_EOK, ""};
     code = run_pre_filter(fw, &cy, &pre);
-    if (code == GS_CODE_SKIP) {
-      gs_status_set(st, GS_CODE_ERROR, "pod requests no GPU resource managed by gpushare");
+    if (code == GS_ESKIP) {
+      gs_status_set(st, GS_EINVAL, "pod requests no GPU resource managed by gpushare");
       err = GS_EINVAL;
       goto unlock;
     }
-    if (code != GS_CODE_SUCCESS) {
+    if (code != GS_EOK) {
       *st = pre;
       err = GS_ENOFIT;
       goto unlock;
     }
     code = run_reserve(fw, &cy, n, st);
-    if (code != GS_CODE_SUCCESS) {
+    if (code != GS_EOK) {
       err = GS_ENOFIT;
       goto unlock;
     }
     fresh = true;
     alloc = gs_ledger_alloc_get(fw->ledger, pod->uid);
     if (alloc == NULL) {
-      gs_status_set(st, GS_CODE_ERROR, "no plugin reserved GPUs for the pod");
+      gs_status_set(st, GS_EINVAL, "no plugin reserved GPUs for the pod");
       err = GS_EINVAL;
       goto unlock;
     }
   }
   code = run_bind(fw, &cy, alloc, ret, st);
-  if (code != GS_CODE_SUCCESS) {
+  if (code != GS_EOK) {
     gs_annotations_clear(ret);
     if (fresh)
       run_unreserve(fw, &cy, node, fw->nplugins);
@@ -462,9 +462,9 @@ enum gs_err gs_fw_preempt(struct gs_fw *fw, const struct gs_pod_request *pod, co
   *ret_n = 0;
   *ret_uids = NULL;
   st->code = gs_place_prepare(pod, &fw->policy, &place, st->reason);
-  if (st->code != GS_CODE_SUCCESS) {
-    if (st->code == GS_CODE_SKIP)
-      gs_status_set(st, GS_CODE_UNRESOLVABLE, "pod requests no GPU resource managed by gpushare");
+  if (st->code != GS_EOK) {
+    if (st->code == GS_ESKIP)
+      gs_status_set(st, GS_EUNRESOLVABLE, "pod requests no GPU resource managed by gpushare");
     return GS_EOK;
   }
   pthread_rwlock_rdlock(&fw->lock);
@@ -490,7 +490,7 @@ enum gs_err gs_fw_preempt(struct gs_fw *fw, const struct gs_pod_request *pod, co
     cands[nc++] = (struct gs_preempt_candidate){a, named};
   }
   st->code = gs_preempt_pick(n, &place, fw->policy.cgpu_max_pods, cands, nc, idx, &nv, st->reason);
-  if (st->code == GS_CODE_SUCCESS) {
+  if (st->code == GS_EOK) {
     uids = gs_calloc(nv + nproposed ? nv + nproposed : 1, sizeof *uids);
     if (uids == NULL) {
       err = GS_ENOMEM;
@@ -509,8 +509,8 @@ enum gs_err gs_fw_preempt(struct gs_fw *fw, const struct gs_pod_request *pod, co
         snprintf(uids[(*ret_n)++], GS_UID_MAX + 1, "%s", proposed[j]);
     }
     *ret_uids = uids;
-  } else if (st->code == GS_CODE_ERROR) {
-    err = GS_ENOMEM;
+  } else if (gs_status_is_error(st->code)) {
+    err = st->code;
   }
 unlock:
   pthread_rwlock_unlock(&fw->lock);
@@ -535,20 +535,20 @@ void gs_fw_bind_abort(struct gs_fw *fw, const struct gs_pod_request *pod, const 
   pthread_rwlock_unlock(&fw->lock);
 }
 
-enum gs_code gs_fw_permit(struct gs_fw *fw, const struct gs_pod_request *pod, const char *node,
+enum gs_err gs_fw_permit(struct gs_fw *fw, const struct gs_pod_request *pod, const char *node,
                           int64_t now_ns, struct gs_status *st) {
   struct cycle cy;
-  enum gs_code code = GS_CODE_SUCCESS;
-  st->code = GS_CODE_SUCCESS;
+  enum gs_err code = GS_EOK;
+  st->code = GS_EOK;
   st->reason[0] = '\0';
   pthread_rwlock_wrlock(&fw->lock);
   cycle_init(fw, &cy, pod, now_ns);
-  for (size_t i = 0; i < fw->nplugins && code == GS_CODE_SUCCESS; i++) {
+  for (size_t i = 0; i < fw->nplugins && code == GS_EOK; i++) {
     if (fw->plugins[i]->permit == NULL)
       continue;
     code = fw->plugins[i]->permit(fw->state[i], at(&cy, i), node, st);
-    if (code == GS_CODE_SKIP)
-      code = GS_CODE_SUCCESS;
+    if (code == GS_ESKIP)
+      code = GS_EOK;
   }
   pthread_rwlock_unlock(&fw->lock);
   st->code = code;

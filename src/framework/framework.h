@@ -57,7 +57,7 @@ enum gs_err gs_fw_bind_prepare(struct gs_fw *fw, const struct gs_pod_request *po
  * reserved yet); anything else: reject it (unreserve). st says why. For
  * front ends that can hold a pod between reserve and bind; the extender's
  * bind cannot (docs/gangs.md). */
-enum gs_code gs_fw_permit(struct gs_fw *fw, const struct gs_pod_request *pod, const char *node,
+enum gs_err gs_fw_permit(struct gs_fw *fw, const struct gs_pod_request *pod, const char *node,
                           int64_t now_ns, struct gs_status *st);
 /* Preemption on one node, a what-if under the read lock: the cheapest set
  * of pods of lower priority than pod (that no plugin protects) whose

@@ -41,10 +41,11 @@ struct gs_cluster_ops {
   /* The pod as the backend knows it: new reference, or NULL. */
   json_t *(*pod_get)(void *self, const char *ns, const char *name);
   /* Binds ns/name (UID precondition) to node, writing annots in the
-   * Binding's metadata.annotations. On failure err says why. */
+   * Binding's metadata.annotations. On failure diag->text says why (diag
+   * arrives empty). */
   enum gs_err (*bind)(void *self, const char *ns, const char *name, const char *uid,
-                      const char *node, const struct gs_annotations *annots, char *err,
-                      size_t errlen);
+                      const char *node, const struct gs_annotations *annots,
+                      struct gs_diag *diag);
   /* Posts a Warning event about the pod (best effort); about another object
    * when it carries "kind" (a ConfigMap). */
   void (*event)(void *self, const json_t *pod, const char *reason, const char *message);

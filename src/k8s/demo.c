@@ -227,8 +227,8 @@ static void demo_pod_offered(void *self, const json_t *pod) {
 }
 
 static enum gs_err demo_bind(void *self, const char *ns, const char *name, const char *uid,
-                             const char *node, const struct gs_annotations *annots, char *err,
-                             size_t errlen) {
+                             const char *node, const struct gs_annotations *annots,
+                             struct gs_diag *diag) {
   struct demo *d = self;
   json_t *pod, *meta, *spec, *ann, *updated = NULL;
   const char *have_uid, *have_node;
@@ -237,7 +237,7 @@ static enum gs_err demo_bind(void *self, const char *ns, const char *name, const
   pthread_mutex_lock(&d->mu);
   pod = find_pod(d, ns, name);
   if (pod == NULL) {
-    snprintf(err, errlen, "pods \"%s\" not found", name);
+    gs_diag_set(diag, "", "pods \"%s\" not found", name);
     rc = GS_ENOTFOUND;
     goto unlock;
   }
@@ -247,13 +247,13 @@ static enum gs_err demo_bind(void *self, const char *ns, const char *name, const
     gs__entry_ids(pod, &ids);
     if (uid != NULL && uid[0] != '\0' && ids.f[0] != NULL &&
         (strlen(uid) != ids.len[0] || memcmp(uid, ids.f[0], ids.len[0]) != 0)) {
-      snprintf(err, errlen,
+      gs_diag_set(diag, "",
                "Precondition failed: UID in precondition: %s, UID in object meta: %.*s", uid,
                (int)ids.len[0], ids.f[0]);
       rc = GS_ECONFLICT;
     } else if (ids.f[2] == NULL || strlen(node) != ids.len[2] ||
                memcmp(node, ids.f[2], ids.len[2]) != 0) {
-      snprintf(err, errlen, "pod %s is already assigned to node \"%.*s\"", name,
+      gs_diag_set(diag, "", "pod %s is already assigned to node \"%.*s\"", name,
                (int)ids.len[2], ids.f[2] ? ids.f[2] : "");
       rc = GS_ECONFLICT;
     }
@@ -261,7 +261,7 @@ static enum gs_err demo_bind(void *self, const char *ns, const char *name, const
   }
   have_uid = meta_str(pod, "uid");
   if (uid != NULL && uid[0] != '\0' && have_uid != NULL && strcmp(uid, have_uid) != 0) {
-    snprintf(err, errlen, "Precondition failed: UID in precondition: %s, UID in object meta: %s",
+    gs_diag_set(diag, "", "Precondition failed: UID in precondition: %s, UID in object meta: %s",
              uid, have_uid);
     rc = GS_ECONFLICT;
     goto unlock;
@@ -277,7 +277,7 @@ static enum gs_err demo_bind(void *self, const char *ns, const char *name, const
   have_node = json_string_value(json_object_get(spec, "nodeName"));
   if (have_node != NULL && have_node[0] != '\0') {
     if (strcmp(have_node, node) != 0) {
-      snprintf(err, errlen, "pod %s is already assigned to node \"%s\"", name, have_node);
+      gs_diag_set(diag, "", "pod %s is already assigned to node \"%s\"", name, have_node);
       rc = GS_ECONFLICT;
     }
     goto unlock; /* same node: already bound, idempotent */
@@ -302,7 +302,7 @@ static enum gs_err demo_bind(void *self, const char *ns, const char *name, const
 unlock:
   pthread_mutex_unlock(&d->mu);
   if (rc == GS_ENOMEM)
-    snprintf(err, errlen, "out of memory");
+    gs_diag_set(diag, "", "out of memory");
   if (updated != NULL) {
     if (d->sink.pod_upsert)
       d->sink.pod_upsert(d->sink.ctx, updated);

@@ -87,20 +87,22 @@ static void pool_put(struct gs__kube *k, struct gs__kube_handle *h) {
 
 /* ---- ops: bind ------------------------------------------------------------ */
 
-/* kube-scheduler uses the error as a format string: no '%'. */
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
+/* The last attempt's error wins. kube-scheduler uses the error as a format
+ * string: no '%'. */
+static void set_err(struct gs_diag *diag, const char *fmt, ...)
 #if defined(__GNUC__)
-    __attribute__((format(printf, 3, 4)))
+    __attribute__((format(printf, 2, 3)))
 #endif
     ;
-static void set_err(char *err, size_t errlen, const char *fmt, ...) {
+static void set_err(struct gs_diag *diag, const char *fmt, ...) {
   va_list ap;
-  if (err == NULL || errlen == 0)
+  if (diag == NULL)
     return;
+  diag->where[0] = '\0';
   va_start(ap, fmt);
-  vsnprintf(err, errlen, fmt, ap);
+  vsnprintf(diag->text, sizeof diag->text, fmt, ap);
   va_end(ap);
-  for (char *p = err; *p; p++)
+  for (char *p = diag->text; *p; p++)
     if (*p == '%')
       *p = ' ';
 }
@@ -215,8 +217,8 @@ static json_t *kube_pod_get(void *self, const char *ns, const char *name) {
 }
 
 static enum gs_err kube_bind(void *self, const char *ns, const char *name, const char *uid,
-                             const char *node, const struct gs_annotations *annots, char *err,
-                             size_t errlen) {
+                             const char *node, const struct gs_annotations *annots,
+                             struct gs_diag *diag) {
   struct gs__kube *k = self;
   struct gs_buf path = {.max = 4096};
   struct gs__kube_handle h;
@@ -225,24 +227,22 @@ static enum gs_err kube_bind(void *self, const char *ns, const char *name, const
   uint32_t delay = 100;
   uint64_t rng = 0;
   enum gs_err ret = GS_EIO;
-  if (err != NULL && errlen > 0)
-    err[0] = '\0';
   if (ns == NULL || ns[0] == '\0')
     ns = "default";
   if (name == NULL || name[0] == '\0' || node == NULL || node[0] == '\0') {
-    set_err(err, errlen, "bind: pod name and node are required");
+    set_err(diag, "bind: pod name and node are required");
     return GS_EINVAL;
   }
   if (pod_path(&path, ns, name, "/binding") != GS_EOK ||
       (body = binding_body(ns, name, uid, node, annots)) == NULL) {
     gs_buf_release(&path);
-    set_err(err, errlen, "bind %s/%s: out of memory", ns, name);
+    set_err(diag, "bind %s/%s: out of memory", ns, name);
     return GS_ENOMEM;
   }
   if (!pool_take(k, &h)) {
     gs_buf_release(&path);
     gs_free(body);
-    set_err(err, errlen, "bind %s/%s: out of memory", ns, name);
+    set_err(diag, "bind %s/%s: out of memory", ns, name);
     return GS_ENOMEM;
   }
   for (;;) {
@@ -253,7 +253,7 @@ static enum gs_err kube_bind(void *self, const char *ns, const char *name, const
     long wait_ms;
     enum gs_err e;
     if (left < 50) {
-      set_err(err, errlen, "binding pod %s/%s to node %s: timed out", ns, name, node);
+      set_err(diag, "binding pod %s/%s to node %s: timed out", ns, name, node);
       ret = GS_ETIMEOUT;
       break;
     }
@@ -266,7 +266,7 @@ static enum gs_err kube_bind(void *self, const char *ns, const char *name, const
     }
     if (e == GS_EAGAIN) {
       gs__kube_resp_release(&resp);
-      set_err(err, errlen, "binding pod %s/%s to node %s: extender is stopping", ns, name, node);
+      set_err(diag, "binding pod %s/%s to node %s: extender is stopping", ns, name, node);
       ret = GS_EAGAIN;
       break;
     }
@@ -280,22 +280,22 @@ static enum gs_err kube_bind(void *self, const char *ns, const char *name, const
         ret = GS_EOK;
         break;
       }
-      set_err(err, errlen, "binding pod %s/%s to node %s: %s", ns, name, node, st.message);
+      set_err(diag, "binding pod %s/%s to node %s: %s", ns, name, node, st.message);
       gs__kube_resp_release(&resp);
       ret = GS_ECONFLICT;
       break;
     }
     if (e == GS_EOK && !gs__kube_http_is_retryable(resp.code)) {
-      set_err(err, errlen, "binding pod %s/%s to node %s: %s", ns, name, node, st.message);
+      set_err(diag, "binding pod %s/%s to node %s: %s", ns, name, node, st.message);
       ret = resp.code == 404 ? GS_ENOTFOUND : GS_EHTTP;
       gs__kube_resp_release(&resp);
       break;
     }
     /* Transport error, 5xx or 429: retry while the budget lasts. */
     if (e == GS_EOK)
-      set_err(err, errlen, "binding pod %s/%s to node %s: %s", ns, name, node, st.message);
+      set_err(diag, "binding pod %s/%s to node %s: %s", ns, name, node, st.message);
     else
-      set_err(err, errlen, "binding pod %s/%s to node %s: %s", ns, name, node,
+      set_err(diag, "binding pod %s/%s to node %s: %s", ns, name, node,
               resp.error[0] ? resp.error : gs_strerror(e));
     ret = e == GS_ETIMEOUT ? GS_ETIMEOUT : (e == GS_EOK ? GS_EHTTP : GS_EIO);
     wait_ms = (long)delay + (long)(gs__kube_rand(&rng) % delay);
@@ -319,7 +319,7 @@ static enum gs_err kube_bind(void *self, const char *ns, const char *name, const
     gs__kube_log(GS_LVL_DEBUG, "binding posted", "pod=%s/%s node=%s", ns, name, node);
   else
     gs__kube_log(GS_LVL_DEBUG, "binding failed", "pod=%s/%s node=%s error=\"%s\"", ns, name, node,
-                 err ? err : "");
+                 diag ? diag->text : "");
   return ret;
 }
 

@@ -367,22 +367,22 @@ enum gs_err gs_sched_prioritize(struct gs_sched *s, const struct gs_pod_request 
 enum gs_err gs_sched_bind(struct gs_sched *s, const struct gs_pod_request *pod,
                           const char *bound_node, const char *node, int64_t now_ns,
                           const struct gs_binder *binder, struct gs_sched_bind_result *ret) {
-  struct gs_status st = {GS_CODE_SUCCESS, ""};
-  char cerr[GS_SCHED_ERR_MAX] = "";
+  struct gs_status st = {GS_EOK, ""};
+  struct gs_diag cdiag = {"", ""};
   bool fresh = false, bound = bound_node != NULL && bound_node[0] != '\0';
   enum gs_err e;
 
   memset(ret, 0, sizeof *ret);
   if (bound && strcmp(bound_node, node) != 0) {
-    snprintf(ret->err, sizeof ret->err, "pod %s/%s is already assigned to node %s", pod->ns,
-             pod->name, bound_node);
+    gs_diag_set(&ret->diag, "", "pod %s/%s is already assigned to node %s", pod->ns, pod->name,
+                bound_node);
     return GS_ECONFLICT;
   }
   e = gs_fw_bind_prepare(s->fw, pod, node, now_ns, &ret->annots, &fresh, &st);
   if (e != GS_EOK) {
     ret->no_fit = true;
-    snprintf(ret->err, sizeof ret->err, "cannot bind pod %s/%s: %s", pod->ns, pod->name,
-             st.reason[0] ? st.reason : gs_strerror(e));
+    gs_diag_set(&ret->diag, "", "cannot bind pod %s/%s: %s", pod->ns, pod->name,
+                st.reason[0] ? st.reason : gs_strerror(e));
     return e;
   }
   if (bound && !fresh) {
@@ -393,18 +393,19 @@ enum gs_err gs_sched_bind(struct gs_sched *s, const struct gs_pod_request *pod,
   if (bound) {
     gs_fw_bind_abort(s->fw, pod, node);
     gs_annotations_clear(&ret->annots);
-    snprintf(ret->err, sizeof ret->err, "pod %s/%s is already bound without a GPU allocation",
-             pod->ns, pod->name);
+    gs_diag_set(&ret->diag, "", "pod %s/%s is already bound without a GPU allocation", pod->ns,
+                pod->name);
     return GS_ECONFLICT;
   }
-  e = binder->bind(binder->ctx, pod, node, &ret->annots, cerr, sizeof cerr);
+  e = binder->bind(binder->ctx, pod, node, &ret->annots, &cdiag);
   if (e != GS_EOK) {
     if (fresh)
       gs_fw_bind_abort(s->fw, pod, node);
     gs_annotations_clear(&ret->annots);
     ret->cluster_failed = true;
-    snprintf(ret->err, sizeof ret->err, "binding to %.*s failed: %.*s", GS_NAME_MAX, node,
-             (int)(sizeof ret->err - GS_NAME_MAX - 32), cerr[0] ? cerr : gs_strerror(e));
+    gs_diag_set(&ret->diag, "", "binding to %.*s failed: %.*s", GS_NAME_MAX, node,
+                (int)(sizeof ret->diag.text - GS_NAME_MAX - 32),
+                cdiag.text[0] ? cdiag.text : gs_strerror(e));
     return e;
   }
   gs_fw_bind_commit(s->fw, pod->uid);
@@ -425,7 +426,7 @@ void gs_sched_unreserve(struct gs_sched *s, const struct gs_pod_request *pod, co
 
 void gs_sched_confirm(struct gs_sched *s, const char *uid) { gs_fw_bind_commit(s->fw, uid); }
 
-enum gs_code gs_sched_permit(struct gs_sched *s, const struct gs_pod_request *pod,
+enum gs_err gs_sched_permit(struct gs_sched *s, const struct gs_pod_request *pod,
                              const char *node, int64_t now_ns, struct gs_status *st) {
   return gs_fw_permit(s->fw, pod, node, now_ns, st);
 }
@@ -438,7 +439,7 @@ enum gs_err gs_sched_preempt(struct gs_sched *s, const struct gs_pod_request *po
   enum gs_err worst = GS_EOK;
   for (size_t i = 0; i < n; i++) {
     struct gs_preempt_answer *a = &ret[i];
-    struct gs_status st = {GS_CODE_SUCCESS, ""};
+    struct gs_status st = {GS_EOK, ""};
     enum gs_err e;
     memset(a, 0, sizeof *a);
     e = gs_fw_preempt(s->fw, pod, offers[i].node, offers[i].victims, offers[i].nvictims,
@@ -448,7 +449,7 @@ enum gs_err gs_sched_preempt(struct gs_sched *s, const struct gs_pod_request *po
     } else if (e != GS_EOK) {
       snprintf(a->reason, sizeof a->reason, "%s", gs_strerror(e));
       worst = e == GS_ENOMEM ? e : worst;
-    } else if (st.code != GS_CODE_SUCCESS) {
+    } else if (st.code != GS_EOK) {
       snprintf(a->reason, sizeof a->reason, "%s", st.reason);
     } else if (a->nvictims == 0) {
       snprintf(a->reason, sizeof a->reason, "the pod fits here without evicting anything");

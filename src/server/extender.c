@@ -37,20 +37,17 @@ static void count(struct gs_server *s, const char *verb, const char *result, dou
 }
 
 /* Decodes the args and the pod of a filter/prioritize body. On failure
- * writes the error text and returns false. */
-static bool decode_args(const struct gs_http_request *req, struct gs_api_args *args,
-                        struct gs_pod_request *pod, char *err, size_t errlen) {
-  struct gs_diag diag = {"", ""};
-  if (gs_api_args_decode(req->body, req->body_len, args, &diag) != GS_EOK) {
-    gs__diag_text(&diag, "invalid ExtenderArgs", err, errlen);
-    return false;
-  }
-  if (gs_api_pod_decode(args->pod, pod, &diag) != GS_EOK) {
-    gs__diag_text(&diag, "invalid Pod", err, errlen);
+ * returns what was invalid ("invalid Pod"), with diag saying why; NULL
+ * when both decoded. */
+static const char *decode_args(const struct gs_http_request *req, struct gs_api_args *args,
+                               struct gs_pod_request *pod, struct gs_diag *diag) {
+  if (gs_api_args_decode(req->body, req->body_len, args, diag) != GS_EOK)
+    return "invalid ExtenderArgs";
+  if (gs_api_pod_decode(args->pod, pod, diag) != GS_EOK) {
     gs_api_args_release(args);
-    return false;
+    return "invalid Pod";
   }
-  return true;
+  return NULL;
 }
 
 /* The demo takes a pod it does not hold as created (cluster.h). */
@@ -85,8 +82,9 @@ static void route_filter(struct gs_server *s, const struct gs_http_request *req,
   struct gs_pod_request *pod = gs_malloc(sizeof *pod);
   struct gs_node_result *res = NULL;
   struct gs_api_filter_result *out = NULL;
+  struct gs_diag diag = {"", ""};
   char err[512];
-  const char *result = "error";
+  const char *what, *result = "error";
   size_t passed = 0, run = 0;
   const char *last_code = NULL;
 
@@ -98,7 +96,8 @@ static void route_filter(struct gs_server *s, const struct gs_http_request *req,
     respond(resp, 200, "application/json", gs_api_filter_error_dump("not leader"));
     goto done;
   }
-  if (!decode_args(req, &args, pod, err, sizeof err)) {
+  if ((what = decode_args(req, &args, pod, &diag)) != NULL) {
+    gs__diag_text(&diag, what, err, sizeof err);
     result = "invalid";
     respond(resp, 200, "application/json", gs_api_filter_error_dump(err));
     goto done;
@@ -114,12 +113,12 @@ static void route_filter(struct gs_server *s, const struct gs_http_request *req,
   }
   for (size_t i = 0; i < args.nnodes; i++) {
     enum gs_err e;
-    if (res[i].code == GS_CODE_SUCCESS) {
+    if (res[i].code == GS_EOK) {
       e = gs_api_filter_result_pass(out, args.names[i], args.nodes[i]);
       passed++;
     } else {
       e = gs_api_filter_result_fail(out, args.names[i], res[i].reason,
-                                    res[i].code == GS_CODE_UNRESOLVABLE);
+                                    res[i].code == GS_EUNRESOLVABLE);
       count_rejection(s, gs__reason_code(res[i].reason), &last_code, &run);
     }
     if (e != GS_EOK) {
@@ -148,8 +147,9 @@ static void route_prioritize(struct gs_server *s, const struct gs_http_request *
   struct gs_pod_request *pod = gs_malloc(sizeof *pod);
   struct gs_node_result *res = NULL;
   int64_t *scores = NULL;
+  struct gs_diag diag = {"", ""};
   char err[512];
-  const char *result = "error";
+  const char *what, *result = "error";
 
   if (pod == NULL) {
     respond_error(resp, 500, "out of memory");
@@ -159,7 +159,8 @@ static void route_prioritize(struct gs_server *s, const struct gs_http_request *
     respond_error(resp, 503, "not leader");
     goto done;
   }
-  if (!decode_args(req, &args, pod, err, sizeof err)) {
+  if ((what = decode_args(req, &args, pod, &diag)) != NULL) {
+    gs__diag_text(&diag, what, err, sizeof err);
     result = "invalid";
     respond_error(resp, 400, err);
     goto done;
@@ -173,7 +174,7 @@ static void route_prioritize(struct gs_server *s, const struct gs_http_request *
     goto release;
   }
   for (size_t i = 0; i < args.nnodes; i++)
-    scores[i] = res[i].code == GS_CODE_SUCCESS ? res[i].score : 0;
+    scores[i] = res[i].code == GS_EOK ? res[i].score : 0;
   result = "ok";
   respond(resp, 200, "application/json",
           gs_api_priorities_dump(args.names, scores, args.nnodes));
@@ -188,10 +189,9 @@ done:
 
 /* The cluster's side of a bind: the backend's Binding. */
 static enum gs_err cluster_bind(void *ctx, const struct gs_pod_request *pod, const char *node,
-                                const struct gs_annotations *annots, char *err, size_t errlen) {
+                                const struct gs_annotations *annots, struct gs_diag *diag) {
   struct gs_server *s = ctx;
-  return s->cluster.ops->bind(s->cluster.self, pod->ns, pod->name, pod->uid, node, annots, err,
-                              errlen);
+  return s->cluster.ops->bind(s->cluster.self, pod->ns, pod->name, pod->uid, node, annots, diag);
 }
 
 /* decode → one service call → encode. */
@@ -205,7 +205,7 @@ static void route_bind(struct gs_server *s, const struct gs_http_request *req,
   struct gs_diag diag = {"", ""};
   json_t *obj = NULL;
   const char *uid, *result = "error";
-  char err[GS_SCHED_ERR_MAX] = "";
+  char err[GS_DIAG_TEXT_MAX] = "";
 
   if (pod == NULL || r == NULL) {
     snprintf(err, sizeof err, "out of memory");
@@ -237,7 +237,7 @@ static void route_bind(struct gs_server *s, const struct gs_http_request *req,
   }
   if (gs_sched_bind(s->sched, pod, gs_api_pod_node(obj), args.node, gs__now_ns(), &binder, r) !=
       GS_EOK) {
-    snprintf(err, sizeof err, "%s", r->err);
+    snprintf(err, sizeof err, "%s", r->diag.text);
     if (r->no_fit)
       result = "nofit";
     if (r->cluster_failed)
@@ -290,7 +290,7 @@ static void route_preempt(struct gs_server *s, const struct gs_http_request *req
   const char **uids = NULL;
   struct gs_diag diag = {"", ""};
   const char *result = "error";
-  char err[GS_SCHED_ERR_MAX] = "";
+  char err[GS_DIAG_TEXT_MAX] = "";
   size_t nkept = 0, nuids = 0, total = 0;
   int status = 500;
 

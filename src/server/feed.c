@@ -201,7 +201,9 @@ bool gs__feed_configmap(struct gs_sched *sched, const struct gs__feed_cm *f, con
     bool fresh = false;
     if (json_is_object(data) && gs_config_apply_data(&p, data, &diag) != GS_EOK) {
       char text[GS_FEED_CONFIG_ERROR_MAX];
-      snprintf(text, sizeof text, "ConfigMap %s/%s: %s", f->ns, f->name, diag.text);
+      /* A text longer than text is cut (the result looked at so the compiler knows). */
+      if (snprintf(text, sizeof text, "ConfigMap %s/%s: %s", f->ns, f->name, diag.text) < 0)
+        text[0] = '\0';
       fresh = set_error(c, text);
       if (fresh)
         gs_log(GS_LVL_ERROR, "invalid configuration; the running configuration stays",

@@ -51,10 +51,13 @@ static inline const char *gs__meta_str(const json_t *obj, const char *key) {
 
 static inline void gs__diag_text(const struct gs_diag *diag, const char *what, char *out,
                                  size_t len) {
+  int n; /* a text longer than out is cut: the result is looked at so the compiler knows */
   if (diag->where[0] != '\0')
-    snprintf(out, len, "%s: %s: %s", what, diag->where, diag->text);
+    n = snprintf(out, len, "%s: %s: %s", what, diag->where, diag->text);
   else
-    snprintf(out, len, "%s: %s", what, diag->text[0] ? diag->text : "malformed input");
+    n = snprintf(out, len, "%s: %s", what, diag->text[0] ? diag->text : "malformed input");
+  if (n < 0 && len > 0)
+    out[0] = '\0';
 }
 
 /* The cluster sink (sink.c): the cluster's objects decoded and handed to

@@ -62,19 +62,19 @@ static void on_notice(void *ctx, const struct gs_notice *n) {
 
 /* The ConfigMap's data, then the args over it (key by key). */
 static bool configure(struct gs_policy *policy, const json_t *cm, const json_t *args,
-                      const struct gs_shim *s, bool ignore_invalid, char *err, size_t errlen) {
+                      const struct gs_shim *s, bool ignore_invalid, struct gs_diag *ret_diag) {
   struct gs_diag diag = {"", ""};
   char source[GS_NS_MAX + GS_NAME_MAX + 2];
   if (cm != NULL && gs_config_apply_data(policy, cm, &diag) != GS_EOK) {
     if (!ignore_invalid) {
-      snprintf(err, errlen, "gpushare: ConfigMap %s/%s: %s", s->cm_ns, s->cm_name, diag.text);
+      gs_diag_set(ret_diag, "", "gpushare: ConfigMap %s/%s: %s", s->cm_ns, s->cm_name, diag.text);
       return false;
     }
     snprintf(source, sizeof source, "%s/%s", s->cm_ns, s->cm_name);
     gs_config_apply_each_key(policy, cm, source);
   }
   if (args != NULL && gs_config_apply_data(policy, args, &diag) != GS_EOK) {
-    snprintf(err, errlen, "gpushare plugin args: %s: %s", diag.where, diag.text);
+    gs_diag_set(ret_diag, "", "gpushare plugin args: %s: %s", diag.where, diag.text);
     return false;
   }
   return true;
@@ -82,7 +82,7 @@ static bool configure(struct gs_policy *policy, const json_t *cm, const json_t *
 
 struct gs_shim *gs_shim_new(const char *args_json, size_t len, const char *cm_json,
                             size_t cm_len, const char *cm_ns, const char *cm_name,
-                            int ignore_invalid, char *err, size_t errlen) {
+                            int ignore_invalid, struct gs_diag *diag) {
   struct gs_policy policy;
   json_t *args = load(args_json, len), *cm = load(cm_json, cm_len);
   struct gs_shim *s = gs_calloc(1, sizeof *s);
@@ -90,11 +90,11 @@ struct gs_shim *gs_shim_new(const char *args_json, size_t len, const char *cm_js
   gs_policy_init(&policy);
   gs_log_set_style(GS_LOG_KLOG); /* inside kube-scheduler: its log's format */
   if (s == NULL) {
-    snprintf(err, errlen, "out of memory");
+    gs_diag_set(diag, "", "out of memory");
   } else {
     snprintf(s->cm_ns, sizeof s->cm_ns, "%s", cm_ns ? cm_ns : "");
     snprintf(s->cm_name, sizeof s->cm_name, "%s", cm_name ? cm_name : "");
-    ok = configure(&policy, cm, args, s, ignore_invalid != 0, err, errlen);
+    ok = configure(&policy, cm, args, s, ignore_invalid != 0, diag);
   }
   if (ok) {
     s->cm = (struct gs__feed_cm){s->cm_ns, s->cm_name,
@@ -105,7 +105,7 @@ struct gs_shim *gs_shim_new(const char *args_json, size_t len, const char *cm_js
     s->sched = gs_sched_new(&policy);
     s->metrics = gs_metrics_new();
     if (s->sched == NULL || s->metrics == NULL) {
-      snprintf(err, errlen, "out of memory");
+      gs_diag_set(diag, "", "out of memory");
       gs_sched_free(s->sched);
       gs_metrics_free(s->metrics);
       gs__feed_config_destroy(&s->config);
@@ -224,17 +224,17 @@ static int decode_pod(struct gs_shim *s, const char *json, size_t len, struct gs
   return code;
 }
 
-static int code_of(enum gs_code c) {
+static int code_of(enum gs_err c) {
   switch (c) {
-  case GS_CODE_SUCCESS:
+  case GS_EOK:
     return GS_SHIM_OK;
-  case GS_CODE_UNSCHEDULABLE:
+  case GS_ENOFIT:
     return GS_SHIM_UNSCHEDULABLE;
-  case GS_CODE_UNRESOLVABLE:
+  case GS_EUNRESOLVABLE:
     return GS_SHIM_UNRESOLVABLE;
-  case GS_CODE_SKIP:
+  case GS_ESKIP:
     return GS_SHIM_SKIP;
-  case GS_CODE_WAIT:
+  case GS_EWAIT:
     return GS_SHIM_WAIT;
   default:
     return GS_SHIM_ERROR;
@@ -279,7 +279,7 @@ int gs_shim_filter(struct gs_shim *s, const char *pod, size_t len, const char *c
   }
   if ((code = decode_pod(s, pod, len, req, reasons)) != GS_SHIM_OK)
     goto out;
-  if (gs_place_check_pod(req, gs_sched_policy(s->sched), st.reason) == GS_CODE_SKIP &&
+  if (gs_place_check_pod(req, gs_sched_policy(s->sched), st.reason) == GS_ESKIP &&
       !gs_pod_request_is_gang_member(req) &&
       !(scores != NULL && gs_place_frag_scores_host(req, gs_sched_policy(s->sched)))) {
     code = GS_SHIM_SKIP; /* no GPU resource gpushare manages */
@@ -317,7 +317,7 @@ int gs_shim_reserve(struct gs_shim *s, const char *pod, size_t len, const char *
                     int64_t now_ns, char **ret_annots, char *reason) {
   struct gs_pod_request req;
   struct gs_annotations a = {0};
-  struct gs_status st = {GS_CODE_SUCCESS, ""};
+  struct gs_status st = {GS_EOK, ""};
   json_t *obj;
   int code;
   *ret_annots = NULL;
@@ -325,7 +325,7 @@ int gs_shim_reserve(struct gs_shim *s, const char *pod, size_t len, const char *
     return code;
   if (gs_sched_reserve(s->sched, &req, node, now_ns, &a, &st) != GS_EOK) {
     snprintf(reason, GS_SHIM_REASON, "%s", st.reason[0] ? st.reason : "cannot reserve");
-    return st.code == GS_CODE_UNRESOLVABLE ? GS_SHIM_UNRESOLVABLE : GS_SHIM_UNSCHEDULABLE;
+    return st.code == GS_EUNRESOLVABLE ? GS_SHIM_UNRESOLVABLE : GS_SHIM_UNSCHEDULABLE;
   }
   obj = json_object();
   for (size_t i = 0; obj != NULL && i < a.n; i++)

@@ -10,6 +10,8 @@
 #ifndef GPUSHARE_PLUGIN_SHIM_H
 #define GPUSHARE_PLUGIN_SHIM_H
 
+#include <gpushare/err.h>
+
 #include <stddef.h>
 #include <stdint.h>
 
@@ -20,11 +22,11 @@ struct gs_shim;
  * plugin's args as {"key":"value"} with the same keys (gpuMemoryUnit,
  * nodePolicy, cgpuMaxPodsPerGPU, gangTimeoutSeconds), which win key by key.
  * A bad value in the args, or in the ConfigMap unless ignore_invalid: NULL
- * and err (errlen bytes). With ignore_invalid a bad ConfigMap key is logged
+ * and diag->text saying why (diag arrives empty). With ignore_invalid a bad ConfigMap key is logged
  * and keeps its default (the extender's --on-invalid-config ignore). */
 struct gs_shim *gs_shim_new(const char *args_json, size_t len, const char *cm_json,
                             size_t cm_len, const char *cm_ns, const char *cm_name,
-                            int ignore_invalid, char *err, size_t errlen);
+                            int ignore_invalid, struct gs_diag *diag);
 void gs_shim_free(struct gs_shim *s);
 void gs_shim_free_string(char *p);
 

@@ -163,11 +163,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     fr = gs_api_filter_result_new(args.by_names);
     FUZZ_CHECK(fr != NULL);
     for (size_t i = 0; i < args.nnodes; i++) {
-      if (res[i].code == GS_CODE_SUCCESS)
+      if (res[i].code == GS_EOK)
         err = gs_api_filter_result_pass(fr, args.names[i], args.nodes[i]);
       else
         err = gs_api_filter_result_fail(fr, args.names[i], res[i].reason,
-                                        res[i].code == GS_CODE_UNRESOLVABLE);
+                                        res[i].code == GS_EUNRESOLVABLE);
       FUZZ_CHECK(err == GS_EOK);
     }
     check_dump(gs_api_filter_result_dump(fr));
@@ -183,9 +183,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
 
     for (size_t i = 0; i < args.nnodes; i++) {
       struct gs_annotations ann = {0};
-      struct gs_status st = {GS_CODE_SUCCESS, ""};
+      struct gs_status st = {GS_EOK, ""};
       bool fresh = false;
-      if (res[i].code != GS_CODE_SUCCESS)
+      if (res[i].code != GS_EOK)
         continue;
       err = gs_fw_bind_prepare(fw, &req, args.names[i], NOW_NS, &ann, &fresh, &st);
       if (err == GS_EOK) {

@@ -10,6 +10,12 @@
 #include <string.h>
 
 /* A memory-sharing node spec: gpus GPUs sharing units (of the active unit). */
+/* An empty diag, for a call that expects one (a cluster's binder). */
+static inline struct gs_diag *gs_test_diag(struct gs_diag *d) {
+  d->where[0] = d->text[0] = '\0';
+  return d;
+}
+
 static inline struct gs_node_spec gs_test_node(const char *name, enum gs_mode mode, uint32_t gpus,
                                                uint64_t units) {
   struct gs_node_spec spec;

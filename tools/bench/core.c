@@ -199,7 +199,7 @@ int bench_core_run(size_t n, uint32_t gpus, size_t iters, const char *topo_path,
       bench_samples_add(&per[k], c - a);
       if (it == 0)
         for (size_t i = 0; i < n; i++)
-          feasible[k] += res[i].code == GS_CODE_SUCCESS;
+          feasible[k] += res[i].code == GS_EOK;
     }
   }
   bench_samples_sort(&all);

@@ -264,7 +264,7 @@ static bool score_node(const struct replay *r, const struct gs_node *v,
   int64_t max = r->scoring == FGD_SCORING_KUBE ? 10 : GS_SCORE_MAX;
   if (prep != NULL) {
     if (gs_place_pick_prepared(v, prep, frag ? gs_place_choose_frag : NULL, &fp, choice, NULL) !=
-        GS_CODE_SUCCESS)
+        GS_EOK)
       return false;
     if (!frag)
       *ret = choice->score * max / 10;
@@ -350,7 +350,7 @@ static int run(const struct fgd_data *d, struct replay *r) {
     req.cpu_milli = p->cpu;
     req.mem_mib = p->mem;
     if (p->ngpu > 0) {
-      if (gs_place_prepare(&req, &policy, &prep, NULL) != GS_CODE_SUCCESS) {
+      if (gs_place_prepare(&req, &policy, &prep, NULL) != GS_EOK) {
         r->failed++;
         goto logged;
       }

@@ -355,7 +355,7 @@ static int replay(const struct trace *t, const struct policy_def *pol, const str
     if (gs_fw_filter(fw, pod, names, t->nnodes, 0, res) != GS_EOK)
       goto out;
     for (size_t k = 0; k < t->nnodes; k++)
-      if (res[k].code == GS_CODE_SUCCESS)
+      if (res[k].code == GS_EOK)
         feasible[nf++] = names[k];
     if (nf == 0) {
       ret->end.failed++;
@@ -375,7 +375,7 @@ static int replay(const struct trace *t, const struct policy_def *pol, const str
       if (gs_fw_prioritize(fw, pod, feasible, nf, 0, res) != GS_EOK)
         goto out;
       for (size_t k = 0; k < nf; k++) {
-        if (res[k].code != GS_CODE_SUCCESS)
+        if (res[k].code != GS_EOK)
           continue;
         if (res[k].score > best_score) {
           best_score = res[k].score;

@@ -87,7 +87,7 @@ static int run(size_t nodes, size_t victims, size_t iters, struct bench_table *t
         proposed[v] = uids[i * victims + v];
       if (gs_fw_preempt(fw, &pod, names[i], proposed, victims, &out, &n, &st) != GS_EOK)
         goto out;
-      kept += st.code == GS_CODE_SUCCESS && n > 0;
+      kept += st.code == GS_EOK && n > 0;
       total_victims += n;
       gs_free(out);
     }

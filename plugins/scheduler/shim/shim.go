@@ -7,7 +7,7 @@
 package shim
 
 /*
-#cgo CFLAGS: -I${SRCDIR}/../../../src/shim
+#cgo CFLAGS: -I${SRCDIR}/../../../src/shim -I${SRCDIR}/../../../include
 #include <stdlib.h>
 #include <string.h>
 #include "shim.h"
@@ -55,7 +55,7 @@ type Shim struct {
 // ConfigMap's keys (CONTRACT §6); args win key by key.
 // With ignoreInvalid a bad ConfigMap value is logged and keeps its default.
 func New(args, cmData []byte, cmNs, cmName string, ignoreInvalid bool) (*Shim, error) {
-	var errbuf [512]C.char
+	var diag C.struct_gs_diag
 	cargs := C.CBytes(args)
 	defer C.free(cargs)
 	var ccm unsafe.Pointer
@@ -71,9 +71,9 @@ func New(args, cmData []byte, cmNs, cmName string, ignoreInvalid bool) (*Shim, e
 		ign = 1
 	}
 	c := C.gs_shim_new((*C.char)(cargs), C.size_t(len(args)), (*C.char)(ccm), C.size_t(len(cmData)),
-		ns, name, ign, &errbuf[0], C.size_t(len(errbuf)))
+		ns, name, ign, &diag)
 	if c == nil {
-		return nil, fmt.Errorf("%s", C.GoString(&errbuf[0]))
+		return nil, fmt.Errorf("%s", C.GoString(&diag.text[0]))
 	}
 	return &Shim{c: c}, nil
 }

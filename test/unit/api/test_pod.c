@@ -319,7 +319,7 @@ static void test_bad_gpu_count_label(void **state) {
     assert_int_equal(decode_text(json, &req, &diag), GS_EOK);
     assert_int_equal(req.gpu_count, cases[i].count);
     assert_string_equal(req.gpu_count_text, cases[i].text);
-    assert_int_equal(gs_place_check_pod(&req, &policy, reason), GS_CODE_UNRESOLVABLE);
+    assert_int_equal(gs_place_check_pod(&req, &policy, reason), GS_EUNRESOLVABLE);
     assert_string_equal(reason, cases[i].reason);
   }
 }

@@ -69,7 +69,7 @@ static struct gs_frag_pick *pick_of(const struct gs_frag_dist *d) {
   return &p;
 }
 
-static enum gs_code choose(const char *name, const struct gs_pod_request *req,
+static enum gs_err choose(const char *name, const struct gs_pod_request *req,
                           struct gs_frag_pick *pick, struct gs_choice *c) {
   char reason[GS_REASON_MAX];
   return gs_place_pick_with(node(name), req, &policy, gs_place_choose_frag, pick, c, reason);
@@ -176,10 +176,10 @@ static void test_choose_and_score(void **state) {
   for (int i = 0; i < 10; i++)
     gs_frag_dist_add(&d, 1, 6 * GIB);
   gs_frag_dist_add(&d, 1, 4 * GIB);
-  assert_int_equal(gs_place_pick(node("f"), &req, &policy, &c, reason), GS_CODE_SUCCESS);
+  assert_int_equal(gs_place_pick(node("f"), &req, &policy, &c, reason), GS_EOK);
   assert_int_equal(c.gpus[0], 0); /* binpack: 10 → 4, strands a 6 GiB slot */
   pick = pick_of(&d);
-  assert_int_equal(choose("f", &req, pick, &c), GS_CODE_SUCCESS);
+  assert_int_equal(choose("f", &req, pick, &c), GS_EOK);
   assert_int_equal(c.gpus[0], 1); /* 12 → 6: another 6 GiB still fits */
   assert_true(pick->has_delta);
   assert_int_equal(pick->delta, 0);
@@ -190,7 +190,7 @@ static void test_choose_and_score(void **state) {
   assert_int_equal(gs_place_frag_score(node("f"), &policy, tbl(&d), NULL, &c, 10), 2);
   /* Several GPUs: the default choice, no delta handed back. */
   req = gs_test_mem_pod("p2", 4, 2);
-  assert_int_equal(choose("f", &req, pick, &c), GS_CODE_SUCCESS);
+  assert_int_equal(choose("f", &req, pick, &c), GS_EOK);
   assert_int_equal(c.ngpus, 2);
   assert_false(pick->has_delta);
   /* Score ends: all of it out of stranded space → 10; as much stranded
@@ -237,9 +237,9 @@ static void test_keeps_empty_nodes(void **state) {
   for (int i = 0; i < 50; i++)
     gs_frag_dist_add(&d, 1, 8 * GIB);
   gs_frag_dist_add(&d, 8, 32 * GIB);
-  assert_int_equal(choose("empty", &req, pick_of(&d), &c), GS_CODE_SUCCESS);
+  assert_int_equal(choose("empty", &req, pick_of(&d), &c), GS_EOK);
   on_empty = gs_place_frag_score(node("empty"), &policy, tbl(&d), NULL, &c, 10);
-  assert_int_equal(choose("used", &req, pick_of(&d), &c), GS_CODE_SUCCESS);
+  assert_int_equal(choose("used", &req, pick_of(&d), &c), GS_EOK);
   on_used = gs_place_frag_score(node("used"), &policy, tbl(&d), NULL, &c, 10);
   /* Empty: 248 GiB stranded for 1 of 51 requests (4.86 GiB) → 2; used:
    * the 8-GPU class was stranded anyway and loses 8 GiB of it → 5. */
@@ -294,7 +294,7 @@ static void test_host_strands_gpus(void **state) {
                    12 * (int64_t)GIB);
   {
     struct gs_frag_pick *pick = pick_of(&d);
-    assert_int_equal(choose("n", &gpu_pod, pick, &c), GS_CODE_SUCCESS);
+    assert_int_equal(choose("n", &gpu_pod, pick, &c), GS_EOK);
     assert_int_equal(c.gpus[0], 0); /* alike GPUs: the first */
     assert_true(pick->has_delta);
     assert_int_equal(pick->delta, 12 * (int64_t)GIB);
@@ -418,7 +418,7 @@ static void test_reference_random(void **state) {
     char name[16], reason[GS_REASON_MAX];
     uint32_t ngpus = 1 + rnd(&s, 8), ncls = 1 + rnd(&s, 6), units = rnd(&s, 2) ? 128 : 256;
     uint64_t used[8] = {0};
-    enum gs_code rc;
+    enum gs_err rc;
     snprintf(name, sizeof name, "r%d", round);
     policy.cgpu_max_pods = rnd(&s, 3) == 0 ? 2 : 16;
     add_node(name, rnd(&s, 3) == 0 ? GS_MODE_CGPU : GS_MODE_SHARE, ngpus, units, NULL);
@@ -469,7 +469,7 @@ static void test_reference_random(void **state) {
                      ref_frag_cpu_only(name, &req, cls, ncls)) <= 1);
     pick = (struct gs_frag_pick){.table = &t};
     rc = gs_place_pick_with(node(name), &req, &policy, gs_place_choose_frag, &pick, &c, reason);
-    if (rc != GS_CODE_SUCCESS)
+    if (rc != GS_EOK)
       continue;
     chosen++;
     {

@@ -80,13 +80,13 @@ static struct gs_pod_request whole_pod(const char *uid, uint64_t gpus) {
 }
 
 /* Filter, then reserve what filter chose, as the framework does. */
-static enum gs_code place(const char *node_name, const struct gs_pod_request *req,
+static enum gs_err place(const char *node_name, const struct gs_pod_request *req,
                          struct gs_choice *ret_choice, char reason[GS_REASON_MAX]) {
   struct gs_choice choice;
   struct gs_alloc_part parts[GS_MAX_PARTS];
   struct gs_alloc a;
-  enum gs_code fit = gs_place_pick(node(node_name), req, &fx.policy, &choice, reason);
-  if (fit != GS_CODE_SUCCESS)
+  enum gs_err fit = gs_place_pick(node(node_name), req, &fx.policy, &choice, reason);
+  if (fit != GS_EOK)
     return fit;
   a = (struct gs_alloc){.ns = req->ns, .name = req->name, .uid = req->uid, .node = node_name,
                         .kind = gs_pod_request_is_whole(req) ? GS_ALLOC_WHOLE : GS_ALLOC_MEM,
@@ -131,14 +131,14 @@ static void test_share_128mib_fill(void **state) {
   for (int i = 0; i < 8; i++) {
     snprintf(uid, sizeof uid, "p%d", i);
     req = mem_pod(uid, 16, 1);
-    assert_int_equal(place("gpu-a", &req, &c, reason), GS_CODE_SUCCESS);
+    assert_int_equal(place("gpu-a", &req, &c, reason), GS_EOK);
     assert_int_equal(c.ngpus, 1);
     assert_int_equal(c.gpus[0], 0);
     assert_int_equal(c.mib_per_gpu, 2048);
     assert_int_equal(node("gpu-a")->gpus[0].used_mib, 2048u * (i + 1));
   }
   req = mem_pod("p8", 16, 1);
-  assert_int_equal(gs_place_pick(node("gpu-a"), &req, &fx.policy, &c, reason), GS_CODE_UNSCHEDULABLE);
+  assert_int_equal(gs_place_pick(node("gpu-a"), &req, &fx.policy, &c, reason), GS_ENOFIT);
   assert_string_equal(reason, "insufficient GPU memory on any single GPU");
   assert_int_equal(gs_ledger_reserve(fx.ledger, &a, 16), GS_ENOFIT);
   assert_int_equal(node("gpu-a")->gpus[0].used_mib, 16384);
@@ -154,9 +154,9 @@ static void test_multi_card(void **state) {
   const struct gs_alloc *a;
   (void)state;
   add_node("gpu-a", GS_MODE_SHARE, GS_PLACE_BINPACK, 4, 16);
-  assert_int_equal(gs_place_check_pod(&req, &fx.policy, reason), GS_CODE_SUCCESS);
+  assert_int_equal(gs_place_check_pod(&req, &fx.policy, reason), GS_EOK);
   assert_string_equal(reason, "");
-  assert_int_equal(place("gpu-a", &req, &c, reason), GS_CODE_SUCCESS);
+  assert_int_equal(place("gpu-a", &req, &c, reason), GS_EOK);
   assert_int_equal(c.ngpus, 2);
   assert_int_equal(c.gpus[0], 0);
   assert_int_equal(c.gpus[1], 1);
@@ -175,20 +175,20 @@ static void test_multi_card(void **state) {
   assert_int_equal(node("gpu-a")->gpus[2].used_mib, 0);
 
   req = mem_pod("q", 9, 2);
-  assert_int_equal(gs_place_check_pod(&req, &fx.policy, reason), GS_CODE_UNRESOLVABLE);
+  assert_int_equal(gs_place_check_pod(&req, &fx.policy, reason), GS_EUNRESOLVABLE);
   assert_string_equal(reason, "aliyun.com/gpu-mem 9 is not divisible by aliyun.com/gpu-count 2");
-  assert_int_equal(gs_place_pick(node("gpu-a"), &req, &fx.policy, &c, reason), GS_CODE_UNRESOLVABLE);
+  assert_int_equal(gs_place_pick(node("gpu-a"), &req, &fx.policy, &c, reason), GS_EUNRESOLVABLE);
   assert_non_null(strstr(reason, "9"));
   assert_non_null(strstr(reason, "2"));
   /* A second container that does not divide is just as invalid. */
   req = mem_pod("q", 8, 2);
   req.ncontainers = 2;
   req.mem_units[1] = 3;
-  assert_int_equal(gs_place_check_pod(&req, &fx.policy, reason), GS_CODE_UNRESOLVABLE);
+  assert_int_equal(gs_place_check_pod(&req, &fx.policy, reason), GS_EUNRESOLVABLE);
   assert_string_equal(reason, "aliyun.com/gpu-mem 3 is not divisible by aliyun.com/gpu-count 2");
   req.mem_units[1] = 0;
   req.init_mem_units = 5;
-  assert_int_equal(gs_place_check_pod(&req, &fx.policy, reason), GS_CODE_UNRESOLVABLE);
+  assert_int_equal(gs_place_check_pod(&req, &fx.policy, reason), GS_EUNRESOLVABLE);
   assert_non_null(strstr(reason, "5"));
 }
 
@@ -203,10 +203,10 @@ static void test_binpack_spread(void **state) {
   add_node("spr", GS_MODE_SHARE, GS_PLACE_SPREAD, 4, 16);
   load("bin", used, 4);
   load("spr", used, 4);
-  assert_int_equal(gs_place_pick(node("bin"), &req, &fx.policy, &c, reason), GS_CODE_SUCCESS);
+  assert_int_equal(gs_place_pick(node("bin"), &req, &fx.policy, &c, reason), GS_EOK);
   assert_int_equal(c.ngpus, 1);
   assert_int_equal(c.gpus[0], 1);
-  assert_int_equal(gs_place_pick(node("spr"), &req, &fx.policy, &c, reason), GS_CODE_SUCCESS);
+  assert_int_equal(gs_place_pick(node("spr"), &req, &fx.policy, &c, reason), GS_EOK);
   assert_int_equal(c.gpus[0], 3);
   /* Ties go to the lowest index, either way. */
   add_node("tie", GS_MODE_SHARE, GS_PLACE_BINPACK, 4, 16);
@@ -216,17 +216,17 @@ static void test_binpack_spread(void **state) {
     load("tie", tie, 4);
     load("tie-s", tie, 4);
   }
-  assert_int_equal(gs_place_pick(node("tie"), &req, &fx.policy, &c, reason), GS_CODE_SUCCESS);
+  assert_int_equal(gs_place_pick(node("tie"), &req, &fx.policy, &c, reason), GS_EOK);
   assert_int_equal(c.gpus[0], 0);
-  assert_int_equal(gs_place_pick(node("tie-s"), &req, &fx.policy, &c, reason), GS_CODE_SUCCESS);
+  assert_int_equal(gs_place_pick(node("tie-s"), &req, &fx.policy, &c, reason), GS_EOK);
   assert_int_equal(c.gpus[0], 1);
   /* M > 1: binpack takes the M fullest that fit, spread the M emptiest. */
   req = mem_pod("m", 8, 2);
-  assert_int_equal(gs_place_pick(node("bin"), &req, &fx.policy, &c, reason), GS_CODE_SUCCESS);
+  assert_int_equal(gs_place_pick(node("bin"), &req, &fx.policy, &c, reason), GS_EOK);
   assert_int_equal(c.ngpus, 2);
   assert_int_equal(c.gpus[0], 1);
   assert_int_equal(c.gpus[1], 2);
-  assert_int_equal(gs_place_pick(node("spr"), &req, &fx.policy, &c, reason), GS_CODE_SUCCESS);
+  assert_int_equal(gs_place_pick(node("spr"), &req, &fx.policy, &c, reason), GS_EOK);
   assert_int_equal(c.gpus[0], 0);
   assert_int_equal(c.gpus[1], 3);
 }
@@ -243,8 +243,8 @@ static void test_multi_card_reason(void **state) {
   add_node("node-b", GS_MODE_SHARE, GS_PLACE_SPREAD, 3, 16);
   load("node-a", a_used, 2);
   load("node-b", b_used, 3);
-  assert_int_equal(gs_place_pick(node("node-a"), &req, &fx.policy, &c, ra), GS_CODE_UNSCHEDULABLE);
-  assert_int_equal(gs_place_pick(node("node-b"), &req, &fx.policy, &c, rb), GS_CODE_UNSCHEDULABLE);
+  assert_int_equal(gs_place_pick(node("node-a"), &req, &fx.policy, &c, ra), GS_ENOFIT);
+  assert_int_equal(gs_place_pick(node("node-b"), &req, &fx.policy, &c, rb), GS_ENOFIT);
   assert_string_equal(ra, "fewer than 2 GPUs with 4096 MiB free");
   assert_string_equal(ra, rb);
   assert_null(strstr(ra, "node-"));
@@ -268,16 +268,16 @@ static void test_single_card_node(void **state) {
   assert_int_equal(gs_ledger_node_upsert(fx.ledger, &s), GS_EOK);
   assert_true(node("aliyun-plugin")->single_card);
   assert_int_equal(gs_place_pick(node("aliyun-plugin"), &two, &fx.policy, &c, reason),
-                   GS_CODE_UNSCHEDULABLE);
+                   GS_ENOFIT);
   assert_string_equal(reason,
                       "node's device plugin runs one GPU per pod (label gpushare.io/multi-card=false)");
   assert_int_equal(gs_place_pick(node("aliyun-plugin"), &one, &fx.policy, &c, reason),
-                   GS_CODE_SUCCESS);
+                   GS_EOK);
   /* the label removed (an update of the node): the split fits again */
   s.single_card = false;
   assert_int_equal(gs_ledger_node_upsert(fx.ledger, &s), GS_EOK);
   assert_int_equal(gs_place_pick(node("aliyun-plugin"), &two, &fx.policy, &c, reason),
-                   GS_CODE_SUCCESS);
+                   GS_EOK);
 }
 
 /* cgpu caps pods per GPU; share does not. 128 MiB pods on 16 GiB GPUs. */
@@ -292,19 +292,19 @@ static void test_cgpu_cap(void **state) {
   for (int i = 0; i < 16; i++) {
     snprintf(uid, sizeof uid, "c%d", i);
     req = mem_pod(uid, 1, 1);
-    assert_int_equal(place("cgpu", &req, NULL, reason), GS_CODE_SUCCESS);
+    assert_int_equal(place("cgpu", &req, NULL, reason), GS_EOK);
     snprintf(uid, sizeof uid, "s%d", i);
     req = mem_pod(uid, 1, 1);
-    assert_int_equal(place("share", &req, NULL, reason), GS_CODE_SUCCESS);
+    assert_int_equal(place("share", &req, NULL, reason), GS_EOK);
   }
   req = mem_pod("c16", 1, 1);
-  assert_int_equal(gs_place_pick(node("cgpu"), &req, &fx.policy, &c, reason), GS_CODE_UNSCHEDULABLE);
+  assert_int_equal(gs_place_pick(node("cgpu"), &req, &fx.policy, &c, reason), GS_ENOFIT);
   assert_string_equal(reason, "GPU pod limit reached (cgpu)");
   req = mem_pod("s16", 1, 1);
-  assert_int_equal(place("share", &req, NULL, reason), GS_CODE_SUCCESS);
+  assert_int_equal(place("share", &req, NULL, reason), GS_EOK);
   /* When memory is what is short, say so even under the cap. */
   req = mem_pod("big", 127, 1);
-  assert_int_equal(gs_place_pick(node("cgpu"), &req, &fx.policy, &c, reason), GS_CODE_UNSCHEDULABLE);
+  assert_int_equal(gs_place_pick(node("cgpu"), &req, &fx.policy, &c, reason), GS_ENOFIT);
   assert_string_equal(reason, "insufficient GPU memory on any single GPU");
 }
 
@@ -320,20 +320,20 @@ static void test_not_sharing(void **state) {
   add_node("topo-empty", GS_MODE_TOPOLOGY, GS_PLACE_BINPACK, 0, 0);
   add_node("topo", GS_MODE_TOPOLOGY, GS_PLACE_BINPACK, 4, 0);
   add_node("share", GS_MODE_SHARE, GS_PLACE_BINPACK, 4, 16);
-  assert_int_equal(gs_place_pick(node("plain"), &req, &fx.policy, &c, reason), GS_CODE_UNSCHEDULABLE);
+  assert_int_equal(gs_place_pick(node("plain"), &req, &fx.policy, &c, reason), GS_ENOFIT);
   assert_string_equal(reason, "node is not a GPU-sharing node");
-  assert_int_equal(gs_place_pick(node("zero-cap"), &req, &fx.policy, &c, reason), GS_CODE_UNSCHEDULABLE);
+  assert_int_equal(gs_place_pick(node("zero-cap"), &req, &fx.policy, &c, reason), GS_ENOFIT);
   assert_string_equal(reason, "node is not a GPU-sharing node");
-  assert_int_equal(gs_place_pick(node("zero-gpus"), &req, &fx.policy, &c, reason), GS_CODE_UNSCHEDULABLE);
+  assert_int_equal(gs_place_pick(node("zero-gpus"), &req, &fx.policy, &c, reason), GS_ENOFIT);
   assert_string_equal(reason, "node is not a GPU-sharing node");
   assert_int_equal(gs_place_pick(node("topo-empty"), &whole, &fx.policy, &c, reason),
-                   GS_CODE_UNSCHEDULABLE);
+                   GS_ENOFIT);
   assert_string_equal(reason, "node is not a GPU-sharing node");
-  assert_int_equal(gs_place_pick(node("plain"), &whole, &fx.policy, &c, reason), GS_CODE_UNSCHEDULABLE);
+  assert_int_equal(gs_place_pick(node("plain"), &whole, &fx.policy, &c, reason), GS_ENOFIT);
   assert_string_equal(reason, "node is not a GPU-sharing node");
-  assert_int_equal(gs_place_pick(node("topo"), &req, &fx.policy, &c, reason), GS_CODE_UNSCHEDULABLE);
+  assert_int_equal(gs_place_pick(node("topo"), &req, &fx.policy, &c, reason), GS_ENOFIT);
   assert_string_equal(reason, "node serves whole GPUs only (topology mode)");
-  assert_int_equal(gs_place_pick(node("share"), &whole, &fx.policy, &c, reason), GS_CODE_UNSCHEDULABLE);
+  assert_int_equal(gs_place_pick(node("share"), &whole, &fx.policy, &c, reason), GS_ENOFIT);
   assert_string_equal(reason, "node does not serve whole GPUs");
 }
 
@@ -345,25 +345,25 @@ static void test_unhealthy(void **state) {
   (void)state;
   add_node("gpu-a", GS_MODE_SHARE, GS_PLACE_BINPACK, 3, 16);
   load("gpu-a", used, 3);
-  assert_int_equal(gs_place_pick(node("gpu-a"), &req, &fx.policy, &c, reason), GS_CODE_SUCCESS);
+  assert_int_equal(gs_place_pick(node("gpu-a"), &req, &fx.policy, &c, reason), GS_EOK);
   assert_int_equal(c.gpus[0], 0); /* the fullest... */
   assert_int_equal(gs_ledger_node_set_unhealthy(fx.ledger, "gpu-a", 0x1), GS_EOK);
-  assert_int_equal(gs_place_pick(node("gpu-a"), &req, &fx.policy, &c, reason), GS_CODE_SUCCESS);
+  assert_int_equal(gs_place_pick(node("gpu-a"), &req, &fx.policy, &c, reason), GS_EOK);
   assert_int_equal(c.gpus[0], 1); /* ...until it is unhealthy */
   req.gpu_count = 2;
   assert_int_equal(gs_ledger_node_set_unhealthy(fx.ledger, "gpu-a", 0x2), GS_EOK);
-  assert_int_equal(gs_place_pick(node("gpu-a"), &req, &fx.policy, &c, reason), GS_CODE_SUCCESS);
+  assert_int_equal(gs_place_pick(node("gpu-a"), &req, &fx.policy, &c, reason), GS_EOK);
   assert_int_equal(c.gpus[0], 0);
   assert_int_equal(c.gpus[1], 2);
   assert_int_equal(gs_ledger_node_set_unhealthy(fx.ledger, "gpu-a", 0x7), GS_EOK);
-  assert_int_equal(gs_place_pick(node("gpu-a"), &req, &fx.policy, &c, reason), GS_CODE_UNSCHEDULABLE);
+  assert_int_equal(gs_place_pick(node("gpu-a"), &req, &fx.policy, &c, reason), GS_ENOFIT);
   assert_string_equal(reason, "no healthy GPU");
   /* Never chosen, whatever the policy. */
   assert_int_equal(gs_ledger_node_set_unhealthy(fx.ledger, "gpu-a", 0x6), GS_EOK);
   req.gpu_count = 1;
   for (int frag = 0; frag < 2; frag++) {
     fx.policy.frag_aware = frag;
-    assert_int_equal(gs_place_pick(node("gpu-a"), &req, &fx.policy, &c, reason), GS_CODE_SUCCESS);
+    assert_int_equal(gs_place_pick(node("gpu-a"), &req, &fx.policy, &c, reason), GS_EOK);
     assert_int_equal(c.gpus[0], 0);
   }
 }
@@ -374,29 +374,29 @@ static void test_check_pod(void **state) {
   struct gs_pod_request req = mem_pod("p", 0, 1);
   (void)state;
   add_node("gpu-a", GS_MODE_SHARE, GS_PLACE_BINPACK, 1, 16);
-  assert_int_equal(gs_place_check_pod(&req, &fx.policy, reason), GS_CODE_SKIP);
-  assert_int_equal(gs_place_pick(node("gpu-a"), &req, &fx.policy, &c, reason), GS_CODE_SKIP);
+  assert_int_equal(gs_place_check_pod(&req, &fx.policy, reason), GS_ESKIP);
+  assert_int_equal(gs_place_pick(node("gpu-a"), &req, &fx.policy, &c, reason), GS_ESKIP);
   req.mem_units[0] = 2;
   req.whole_gpus[0] = 1;
-  assert_int_equal(gs_place_check_pod(&req, &fx.policy, reason), GS_CODE_UNRESOLVABLE);
+  assert_int_equal(gs_place_check_pod(&req, &fx.policy, reason), GS_EUNRESOLVABLE);
   assert_non_null(strstr(reason, "both aliyun.com/gpu-mem and aliyun.com/gpu"));
   req = mem_pod("p", 2, 0);
-  assert_int_equal(gs_place_check_pod(&req, &fx.policy, reason), GS_CODE_UNRESOLVABLE);
+  assert_int_equal(gs_place_check_pod(&req, &fx.policy, reason), GS_EUNRESOLVABLE);
   assert_string_equal(reason, "aliyun.com/gpu-count 0 is out of range 1..64");
   req.gpu_count = GS_MAX_GPUS + 1;
-  assert_int_equal(gs_place_check_pod(&req, &fx.policy, reason), GS_CODE_UNRESOLVABLE);
+  assert_int_equal(gs_place_check_pod(&req, &fx.policy, reason), GS_EUNRESOLVABLE);
   req = whole_pod("w", GS_MAX_GPUS + 1);
-  assert_int_equal(gs_place_check_pod(&req, &fx.policy, reason), GS_CODE_UNRESOLVABLE);
+  assert_int_equal(gs_place_check_pod(&req, &fx.policy, reason), GS_EUNRESOLVABLE);
   req = mem_pod("p", UINT64_C(1) << 62, 1);
-  assert_int_equal(gs_place_check_pod(&req, &fx.policy, reason), GS_CODE_UNRESOLVABLE);
+  assert_int_equal(gs_place_check_pod(&req, &fx.policy, reason), GS_EUNRESOLVABLE);
   /* 64 containers on 8 GPUs would need 512 parts. */
   req = mem_pod("p", 8, 8);
   req.ncontainers = GS_MAX_CONTAINERS;
   for (int i = 0; i < GS_MAX_CONTAINERS; i++)
     req.mem_units[i] = 8;
-  assert_int_equal(gs_place_check_pod(&req, &fx.policy, reason), GS_CODE_UNRESOLVABLE);
+  assert_int_equal(gs_place_check_pod(&req, &fx.policy, reason), GS_EUNRESOLVABLE);
   req.ncontainers = GS_MAX_CONTAINERS + 1;
-  assert_int_equal(gs_place_check_pod(&req, &fx.policy, reason), GS_CODE_UNRESOLVABLE);
+  assert_int_equal(gs_place_check_pod(&req, &fx.policy, reason), GS_EUNRESOLVABLE);
 }
 
 /* Whole GPUs on a topology node: lowest free indices, owned whole. */
@@ -409,7 +409,7 @@ static void test_whole(void **state) {
   add_node("topo", GS_MODE_TOPOLOGY, GS_PLACE_BINPACK, 4, 0);
   a.ncontainers = 2;
   a.whole_gpus[1] = 1; /* two containers, one GPU each */
-  assert_int_equal(place("topo", &a, &c, reason), GS_CODE_SUCCESS);
+  assert_int_equal(place("topo", &a, &c, reason), GS_EOK);
   assert_int_equal(c.ngpus, 2);
   assert_int_equal(c.gpus[0], 0);
   assert_int_equal(c.gpus[1], 1);
@@ -422,13 +422,13 @@ static void test_whole(void **state) {
   assert_int_equal(parts[1].gpu, 1);
   assert_int_equal(parts[1].units, 0);
   assert_ptr_equal(node("topo")->gpus[1].owner, gs_ledger_alloc_get(fx.ledger, "a"));
-  assert_int_equal(place("topo", &b, &c, reason), GS_CODE_SUCCESS);
+  assert_int_equal(place("topo", &b, &c, reason), GS_EOK);
   assert_int_equal(c.gpus[0], 2);
   assert_int_equal(c.gpus[1], 3);
-  assert_int_equal(gs_place_pick(node("topo"), &d, &fx.policy, &c, reason), GS_CODE_UNSCHEDULABLE);
+  assert_int_equal(gs_place_pick(node("topo"), &d, &fx.policy, &c, reason), GS_ENOFIT);
   assert_string_equal(reason, "fewer than 2 free whole GPUs");
   assert_int_equal(gs_ledger_release(fx.ledger, "a"), GS_EOK);
-  assert_int_equal(place("topo", &d, &c, reason), GS_CODE_SUCCESS);
+  assert_int_equal(place("topo", &d, &c, reason), GS_EOK);
   assert_int_equal(c.gpus[0], 0);
   assert_int_equal(c.gpus[1], 1);
 }
@@ -442,7 +442,7 @@ static void test_whole_skips_shared_gpu(void **state) {
   (void)state;
   add_node("topo", GS_MODE_TOPOLOGY, GS_PLACE_BINPACK, 3, 16);
   load("topo", used, 3);
-  assert_int_equal(gs_place_pick(node("topo"), &w, &fx.policy, &c, reason), GS_CODE_SUCCESS);
+  assert_int_equal(gs_place_pick(node("topo"), &w, &fx.policy, &c, reason), GS_EOK);
   assert_int_equal(c.gpus[0], 1);
   assert_int_equal(c.gpus[1], 2);
 }
@@ -456,22 +456,22 @@ static void test_score(void **state) {
   add_node("gpu-a", GS_MODE_SHARE, GS_PLACE_BINPACK, 1, 16);
   load("gpu-a", used, 1);
   /* (8 + 4) / 16 = 0.75 → round(7.5) = 8; spread 10 − 8 = 2. */
-  assert_int_equal(gs_place_pick(node("gpu-a"), &req, &fx.policy, &c, reason), GS_CODE_SUCCESS);
+  assert_int_equal(gs_place_pick(node("gpu-a"), &req, &fx.policy, &c, reason), GS_EOK);
   assert_int_equal(c.score, 8);
   fx.policy.node_policy = GS_PLACE_SPREAD;
-  assert_int_equal(gs_place_pick(node("gpu-a"), &req, &fx.policy, &c, reason), GS_CODE_SUCCESS);
+  assert_int_equal(gs_place_pick(node("gpu-a"), &req, &fx.policy, &c, reason), GS_EOK);
   assert_int_equal(c.score, 2);
   /* Over two GPUs: (8 + 2 + 0 + 2) / 32 = 0.375 → 4 (binpack). */
   add_node("gpu-b", GS_MODE_SHARE, GS_PLACE_SPREAD, 2, 16);
   load("gpu-b", used, 1);
   fx.policy.node_policy = GS_PLACE_BINPACK;
   req.gpu_count = 2;
-  assert_int_equal(gs_place_pick(node("gpu-b"), &req, &fx.policy, &c, reason), GS_CODE_SUCCESS);
+  assert_int_equal(gs_place_pick(node("gpu-b"), &req, &fx.policy, &c, reason), GS_EOK);
   assert_int_equal(c.score, 4);
   /* Exactly full: 10. */
   req = mem_pod("f", 16, 1);
   add_node("gpu-c", GS_MODE_SHARE, GS_PLACE_BINPACK, 1, 16);
-  assert_int_equal(gs_place_pick(node("gpu-c"), &req, &fx.policy, &c, reason), GS_CODE_SUCCESS);
+  assert_int_equal(gs_place_pick(node("gpu-c"), &req, &fx.policy, &c, reason), GS_EOK);
   assert_int_equal(c.score, 10);
 }
 
@@ -488,7 +488,7 @@ static void test_parts_init_and_containers(void **state) {
   req.mem_units[1] = 2; /* container 0 asks nothing */
   req.mem_units[2] = 4;
   req.init_mem_units = 10; /* excess 4 */
-  assert_int_equal(gs_place_pick(node("gpu-a"), &req, &fx.policy, &c, reason), GS_CODE_SUCCESS);
+  assert_int_equal(gs_place_pick(node("gpu-a"), &req, &fx.policy, &c, reason), GS_EOK);
   assert_int_equal(c.mib_per_gpu, 5 * 1024);
   assert_int_equal(gs_place_parts(&req, &c, parts, 16), 4);
   assert_int_equal(parts[0].container, 1);
@@ -501,7 +501,7 @@ static void test_parts_init_and_containers(void **state) {
   /* Init only: container 0 carries it. */
   req = mem_pod("q", 0, 1);
   req.init_mem_units = 6;
-  assert_int_equal(gs_place_pick(node("gpu-a"), &req, &fx.policy, &c, reason), GS_CODE_SUCCESS);
+  assert_int_equal(gs_place_pick(node("gpu-a"), &req, &fx.policy, &c, reason), GS_EOK);
   assert_int_equal(gs_place_parts(&req, &c, parts, 16), 1);
   assert_int_equal(parts[0].container, 0);
   assert_int_equal(parts[0].units, 6);
@@ -511,7 +511,7 @@ static void test_parts_init_and_containers(void **state) {
   req.ncontainers = 2;
   req.whole_gpus[1] = 1;
   req.init_whole_gpus = 3;
-  assert_int_equal(gs_place_pick(node("topo"), &req, &fx.policy, &c, reason), GS_CODE_SUCCESS);
+  assert_int_equal(gs_place_pick(node("topo"), &req, &fx.policy, &c, reason), GS_EOK);
   assert_int_equal(c.ngpus, 3);
   assert_int_equal(gs_place_parts(&req, &c, parts, 16), 3);
   for (int i = 0; i < 3; i++) {
@@ -533,18 +533,18 @@ static void test_frag_aware(void **state) {
   add_node("spr", GS_MODE_SHARE, GS_PLACE_SPREAD, 2, 16);
   load("bin", used, 3);
   load("spr", used2, 2);
-  assert_int_equal(gs_place_pick(node("bin"), &req, &fx.policy, &c, reason), GS_CODE_SUCCESS);
+  assert_int_equal(gs_place_pick(node("bin"), &req, &fx.policy, &c, reason), GS_EOK);
   assert_int_equal(c.gpus[0], 2); /* plain binpack leaves 2 stranded */
-  assert_int_equal(gs_place_pick(node("spr"), &req, &fx.policy, &c, reason), GS_CODE_SUCCESS);
+  assert_int_equal(gs_place_pick(node("spr"), &req, &fx.policy, &c, reason), GS_EOK);
   assert_int_equal(c.gpus[0], 0);
   fx.policy.frag_aware = true;
-  assert_int_equal(gs_place_pick(node("bin"), &req, &fx.policy, &c, reason), GS_CODE_SUCCESS);
+  assert_int_equal(gs_place_pick(node("bin"), &req, &fx.policy, &c, reason), GS_EOK);
   assert_int_equal(c.gpus[0], 1); /* leaves 4: room for another */
-  assert_int_equal(gs_place_pick(node("spr"), &req, &fx.policy, &c, reason), GS_CODE_SUCCESS);
+  assert_int_equal(gs_place_pick(node("spr"), &req, &fx.policy, &c, reason), GS_EOK);
   assert_int_equal(c.gpus[0], 1); /* exact fit */
 }
 
-static enum gs_code choose_last(void *ctx, const struct gs_node *n,
+static enum gs_err choose_last(void *ctx, const struct gs_node *n,
                                const struct gs_pod_request *req, const struct gs_policy *policy,
                                uint64_t candidates, uint32_t k, uint64_t mib_per_gpu,
                                uint32_t ret_gpus[GS_MAX_GPUS], char reason[GS_REASON_MAX]) {
@@ -555,17 +555,17 @@ static enum gs_code choose_last(void *ctx, const struct gs_node *n,
   (void)mib_per_gpu;
   if (*mode == 1) {
     snprintf(reason, GS_REASON_MAX, "no NVLink pair free");
-    return GS_CODE_UNSCHEDULABLE;
+    return GS_ENOFIT;
   }
   if (*mode == 2) {
     for (uint32_t i = 0; i < k; i++)
       ret_gpus[i] = 0; /* duplicates: invalid */
-    return GS_CODE_SUCCESS;
+    return GS_EOK;
   }
   for (uint32_t g = n->ngpus; g-- > 0 && got < k;)
     if (candidates >> g & 1)
       ret_gpus[got++] = g; /* descending: the caller sorts */
-  return GS_CODE_SUCCESS;
+  return GS_EOK;
 }
 
 static void test_chooser_seam(void **state) {
@@ -577,19 +577,19 @@ static void test_chooser_seam(void **state) {
   add_node("topo", GS_MODE_TOPOLOGY, GS_PLACE_BINPACK, 4, 0);
   assert_int_equal(gs_place_pick_with(node("topo"), &req, &fx.policy, choose_last, &mode, &c,
                                       reason),
-                   GS_CODE_SUCCESS);
+                   GS_EOK);
   assert_int_equal(c.ngpus, 2);
   assert_int_equal(c.gpus[0], 2);
   assert_int_equal(c.gpus[1], 3);
   mode = 1;
   assert_int_equal(gs_place_pick_with(node("topo"), &req, &fx.policy, choose_last, &mode, &c,
                                       reason),
-                   GS_CODE_UNSCHEDULABLE);
+                   GS_ENOFIT);
   assert_string_equal(reason, "no NVLink pair free");
   mode = 2;
   assert_int_equal(gs_place_pick_with(node("topo"), &req, &fx.policy, choose_last, &mode, &c,
                                       reason),
-                   GS_CODE_UNSCHEDULABLE);
+                   GS_ENOFIT);
   assert_string_equal(reason, "GPU chooser returned an invalid set");
 }
 
@@ -615,7 +615,7 @@ static void test_pick_then_reserve(void **state) {
     snprintf(uid, sizeof uid, "p%d", i);
     req = mem_pod(uid, 0, counts[(rng >> 8) % 5]);
     req.mem_units[0] = req.gpu_count * (1 + (rng >> 20) % 24);
-    if (place(n, &req, NULL, reason) == GS_CODE_SUCCESS)
+    if (place(n, &req, NULL, reason) == GS_EOK)
       placed++;
     if ((rng >> 4) % 3 == 0 && i > 10) {
       snprintf(uid, sizeof uid, "p%d", i - 10);
@@ -727,7 +727,7 @@ static void test_one_gpu_shortcut(void **state) {
         struct gs_pod_request r = mem_pod("p", units * k, k);
         struct gs_choice a, b;
         char ra[GS_REASON_MAX], rb[GS_REASON_MAX];
-        enum gs_code fa, fb;
+        enum gs_err fa, fb;
         fx.policy.frag_aware = frag % 2;
         fx.policy.node_policy = round % 4 < 2 ? GS_PLACE_BINPACK : GS_PLACE_SPREAD;
         /* cgpu nodes: no cap, a cap of 1 (GPUs holding a pod are out), 16. */
@@ -736,7 +736,7 @@ static void test_one_gpu_shortcut(void **state) {
         fb = gs_place_pick_with(n, &r, &fx.policy, gs_place_choose_default, NULL, &b, rb);
         assert_int_equal(fa, fb);
         assert_string_equal(ra, rb);
-        if (fa != GS_CODE_SUCCESS)
+        if (fa != GS_EOK)
           continue;
         assert_int_equal(a.ngpus, k);
         assert_int_equal(b.ngpus, k);
@@ -797,7 +797,7 @@ static void test_prepared_pod(void **state) {
     struct gs_pod_request r = mem_pod("p", 0, 1);
     struct gs_place_pod pod;
     char ra[GS_REASON_MAX], rb[GS_REASON_MAX];
-    enum gs_code fa, fb;
+    enum gs_err fa, fb;
     rng = rng * 1103515245u + 12345u;
     r.ncontainers = 1 + (rng >> 8) % 3;
     for (uint32_t c = 0; c < r.ncontainers; c++) {
@@ -817,7 +817,7 @@ static void test_prepared_pod(void **state) {
     fb = gs_place_prepare(&r, &fx.policy, &pod, rb);
     assert_int_equal(fa, fb);
     assert_string_equal(ra, rb);
-    if (fb != GS_CODE_SUCCESS) {
+    if (fb != GS_EOK) {
       assert_int_equal(pod.k, 0xa5a5a5a5u); /* written on success only */
       continue;
     }

@@ -52,7 +52,7 @@ static void test_two_cards_get_a_double_nvlink_pair(void **state) {
   req.mem_units[0] = 8;
   req.gpu_count = 2;
   assert_int_equal(gs_place_pick(gs_ledger_node_get(l, "dgx"), &req, &policy, &c, reason),
-                   GS_CODE_SUCCESS);
+                   GS_EOK);
   assert_int_equal(c.ngpus, 2);
   assert_int_equal(link_nv(c.gpus[0], c.gpus[1]), 2);
   assert_int_equal(c.mib_per_gpu, 4096);
@@ -72,7 +72,7 @@ static void test_whole_quad_is_all_nvlink(void **state) {
   req.whole_gpus[0] = 4;
   req.gpu_count = 1;
   assert_int_equal(gs_place_pick(gs_ledger_node_get(l, "dgx"), &req, &policy, &c, reason),
-                   GS_CODE_SUCCESS);
+                   GS_EOK);
   assert_int_equal(c.ngpus, 4);
   assert_true((c.gpus[0] == 0 && c.gpus[3] == 3) || (c.gpus[0] == 4 && c.gpus[3] == 7));
   gs_ledger_free(l);
@@ -92,9 +92,9 @@ static void test_better_connected_node_scores_higher(void **state) {
   req.mem_units[0] = 8;
   req.gpu_count = 2;
   assert_int_equal(gs_place_pick(gs_ledger_node_get(with, "dgx"), &req, &policy, &a, reason),
-                   GS_CODE_SUCCESS);
+                   GS_EOK);
   assert_int_equal(gs_place_pick(gs_ledger_node_get(without, "dgx"), &req, &policy, &b, reason),
-                   GS_CODE_SUCCESS);
+                   GS_EOK);
   assert_true(a.score > b.score);
   gs_ledger_free(with);
   gs_ledger_free(without);

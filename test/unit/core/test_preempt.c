@@ -53,18 +53,18 @@ static void candidates(struct fx *f, const char *node, int32_t below, const char
 }
 
 /* The chosen victims' UIDs, sorted, comma-joined. */
-static enum gs_code pick(struct fx *f, const char *node, const struct gs_pod_request *req,
+static enum gs_err pick(struct fx *f, const char *node, const struct gs_pod_request *req,
                          char *out, size_t len, char *reason) {
   struct gs_place_pod pod;
   uint32_t idx[64];
   size_t n = 0;
   const char *names[64];
-  enum gs_code code;
-  assert_int_equal(gs_place_prepare(req, &f->policy, &pod, NULL), GS_CODE_SUCCESS);
+  enum gs_err code;
+  assert_int_equal(gs_place_prepare(req, &f->policy, &pod, NULL), GS_EOK);
   code = gs_preempt_pick(gs_ledger_node_get(f->l, node), &pod, f->policy.cgpu_max_pods,
                          f->cands, f->n, idx, &n, reason);
   out[0] = '\0';
-  if (code != GS_CODE_SUCCESS)
+  if (code != GS_EOK)
     return code;
   for (size_t i = 0; i < n; i++)
     names[i] = f->cands[idx[i]].alloc->uid;
@@ -110,18 +110,18 @@ static void test_cheapest_set_on_one_gpu(void **state) {
   put(f, "n", "b6b", 0, 6, 1, -1);
   put(f, "n", "b4", 0, 4, 1, -1);
   candidates(f, "n", 1000, NULL);
-  assert_int_equal(pick(f, "n", &p, got, sizeof got, reason), GS_CODE_SUCCESS);
+  assert_int_equal(pick(f, "n", &p, got, sizeof got, reason), GS_EOK);
   assert_string_equal(got, "a4,a6"); /* GPU 0 first on a tie */
   /* kube-scheduler's spread proposal frees no GPU: others are taken */
   candidates(f, "n", 1000, spread);
-  assert_int_equal(pick(f, "n", &p, got, sizeof got, reason), GS_CODE_SUCCESS);
+  assert_int_equal(pick(f, "n", &p, got, sizeof got, reason), GS_EOK);
   assert_true(strcmp(got, "a4,a6") == 0 || strcmp(got, "a4,a6b") == 0 ||
               strcmp(got, "b4,b6") == 0 || strcmp(got, "b4,b6b") == 0);
   /* a proposal that works is kept to: its pods only */
   {
     static const char *ok[] = {"b6", "b6b", NULL};
     candidates(f, "n", 1000, ok);
-    assert_int_equal(pick(f, "n", &p, got, sizeof got, reason), GS_CODE_SUCCESS);
+    assert_int_equal(pick(f, "n", &p, got, sizeof got, reason), GS_EOK);
     assert_string_equal(got, "b6,b6b");
   }
   gs_ledger_free(f->l);
@@ -141,18 +141,18 @@ static void test_priority_then_count_then_memory(void **state) {
   put(f, "n", "p1a", 1, 4, 0, -1);
   put(f, "n", "p1b", 1, 4, 0, -1);
   candidates(f, "n", 10, NULL);
-  assert_int_equal(pick(f, "n", &p, got, sizeof got, reason), GS_CODE_SUCCESS);
+  assert_int_equal(pick(f, "n", &p, got, sizeof got, reason), GS_EOK);
   assert_string_equal(got, "p1a,p1b");
   /* the preemptor at priority 5: p5 is not a candidate; the two p1 still do */
   p.priority = 5;
   candidates(f, "n", 5, NULL);
-  assert_int_equal(pick(f, "n", &p, got, sizeof got, reason), GS_CODE_SUCCESS);
+  assert_int_equal(pick(f, "n", &p, got, sizeof got, reason), GS_EOK);
   assert_string_equal(got, "p1a,p1b");
   /* at priority 1 nothing may go */
   p.priority = 1;
   candidates(f, "n", 1, NULL);
   assert_int_equal(f->n, 0);
-  assert_int_equal(pick(f, "n", &p, got, sizeof got, reason), GS_CODE_UNSCHEDULABLE);
+  assert_int_equal(pick(f, "n", &p, got, sizeof got, reason), GS_ENOFIT);
   assert_string_equal(reason, "no lower-priority pods free one GPU for the pod");
   gs_ledger_free(f->l);
   f->l = NULL;
@@ -173,7 +173,7 @@ static void test_multi_card_frees_m_gpus(void **state) {
   put(f, "n", "g2-4", 0, 4, 2, -1);
   put(f, "n", "g3-12", 50, 12, 3, -1);
   candidates(f, "n", 100, NULL);
-  assert_int_equal(pick(f, "n", &p, got, sizeof got, reason), GS_CODE_SUCCESS);
+  assert_int_equal(pick(f, "n", &p, got, sizeof got, reason), GS_EOK);
   assert_string_equal(got, "g0-4,g2-4");
   /* one pod across GPUs 1 and 3 (6 GiB on each): evicting it frees both */
   f = fx_new(4, 16, GS_MODE_SHARE);
@@ -183,13 +183,13 @@ static void test_multi_card_frees_m_gpus(void **state) {
   put(f, "n", "g1", 0, 4, 1, -1);
   put(f, "n", "g3", 0, 4, 3, -1);
   candidates(f, "n", 100, NULL);
-  assert_int_equal(pick(f, "n", &p, got, sizeof got, reason), GS_CODE_SUCCESS);
+  assert_int_equal(pick(f, "n", &p, got, sizeof got, reason), GS_EOK);
   assert_string_equal(got, "both");
   /* three GPUs full of high priority: never */
   p = gs_test_mem_pod("hi", 24, 3);
   p.priority = 100;
   candidates(f, "n", 100, NULL);
-  assert_int_equal(pick(f, "n", &p, got, sizeof got, reason), GS_CODE_UNSCHEDULABLE);
+  assert_int_equal(pick(f, "n", &p, got, sizeof got, reason), GS_ENOFIT);
   assert_string_equal(reason, "no lower-priority pods free 3 GPUs for the pod");
   gs_ledger_free(f->l);
   f->l = NULL;
@@ -209,10 +209,10 @@ static void test_whole_gpus(void **state) {
   whole(f, "n", "w2", 5, 2);
   candidates(f, "n", 100, NULL);
   /* GPU 3 is free; one more: GPU 0 (priority 0) beats GPU 2 (priority 5) */
-  assert_int_equal(pick(f, "n", &p, got, sizeof got, reason), GS_CODE_SUCCESS);
+  assert_int_equal(pick(f, "n", &p, got, sizeof got, reason), GS_EOK);
   assert_string_equal(got, "w0");
   p.whole_gpus[0] = 4; /* w1 may not go */
-  assert_int_equal(pick(f, "n", &p, got, sizeof got, reason), GS_CODE_UNSCHEDULABLE);
+  assert_int_equal(pick(f, "n", &p, got, sizeof got, reason), GS_ENOFIT);
   gs_ledger_free(f->l);
   f->l = NULL;
 }
@@ -229,7 +229,7 @@ static void test_cgpu_cap(void **state) {
   put(f, "n", "c2", 0, 2, 0, -1);
   put(f, "n", "c3", 0, 3, 0, -1);
   candidates(f, "n", 9, NULL);
-  assert_int_equal(pick(f, "n", &p, got, sizeof got, reason), GS_CODE_SUCCESS);
+  assert_int_equal(pick(f, "n", &p, got, sizeof got, reason), GS_EOK);
   assert_string_equal(got, "c1"); /* one slot, the least memory */
   gs_ledger_free(f->l);
   f->l = NULL;
@@ -244,11 +244,11 @@ static void test_fits_and_wrong_node(void **state) {
   p.priority = 1;
   put(f, "n", "x", 0, 14, 0, -1);
   candidates(f, "n", 1, NULL);
-  assert_int_equal(pick(f, "n", &p, got, sizeof got, reason), GS_CODE_SUCCESS);
+  assert_int_equal(pick(f, "n", &p, got, sizeof got, reason), GS_EOK);
   assert_string_equal(got, "");
   p.mem_units[0] = 0;
   p.whole_gpus[0] = 1;
-  assert_int_equal(pick(f, "n", &p, got, sizeof got, reason), GS_CODE_UNRESOLVABLE);
+  assert_int_equal(pick(f, "n", &p, got, sizeof got, reason), GS_EUNRESOLVABLE);
   assert_string_equal(reason, "node does not serve whole GPUs");
   gs_ledger_free(f->l);
   f->l = NULL;
@@ -267,7 +267,7 @@ static void test_many_pods_bounded(void **state) {
     put(f, "n", uid, 0, 1, 0, -1);
   }
   candidates(f, "n", 1, NULL);
-  assert_int_equal(pick(f, "n", &p, got, sizeof got, reason), GS_CODE_SUCCESS);
+  assert_int_equal(pick(f, "n", &p, got, sizeof got, reason), GS_EOK);
   assert_int_equal(strlen(got), 36 * 3 + 35); /* 36 pods of 1 GiB: 60 - 36 + 40 = 64 */
   gs_ledger_free(f->l);
   f->l = NULL;

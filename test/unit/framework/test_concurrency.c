@@ -73,7 +73,7 @@ static void *binder(void *arg) {
     CHECK(gs_fw_filter(fw, &p, node_names, NODES, 1000, res) == GS_EOK);
     CHECK(gs_fw_prioritize(fw, &p, node_names, NODES, 1000, res) == GS_EOK);
     for (int i = 0; i < NODES; i++)
-      if (res[i].code == GS_CODE_SUCCESS && (best < 0 || res[i].score > res[best].score))
+      if (res[i].code == GS_EOK && (best < 0 || res[i].score > res[best].score))
         best = i;
     if (best >= 0) {
       struct gs_annotations a = {0};

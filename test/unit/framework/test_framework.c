@@ -71,7 +71,7 @@ static void test_unit_128mib_fills_one_gpu(void **state) {
     snprintf(name, sizeof name, "p%d", i);
     p = gs_test_mem_pod(name, 16, 1);
     assert_int_equal(gs_fw_filter(fw, &p, nodes, 1, 0, &r), GS_EOK);
-    assert_int_equal(r.code, GS_CODE_SUCCESS);
+    assert_int_equal(r.code, GS_EOK);
     assert_int_equal(bind(fw, &p, "gpu-a", &a, &st), GS_EOK);
     assert_int_equal(used_mib(fw, "gpu-a", 0), (uint64_t)(i + 1) * 2048);
     if (i == 0) {
@@ -86,7 +86,7 @@ static void test_unit_128mib_fills_one_gpu(void **state) {
     struct gs_pod_request p = gs_test_mem_pod("p8", 16, 1);
     struct gs_annotations a = {0};
     assert_int_equal(gs_fw_filter(fw, &p, nodes, 1, 0, &r), GS_EOK);
-    assert_int_equal(r.code, GS_CODE_UNSCHEDULABLE);
+    assert_int_equal(r.code, GS_ENOFIT);
     assert_string_equal(r.reason, "insufficient GPU memory on any single GPU");
     assert_int_not_equal(bind(fw, &p, "gpu-a", &a, &st), GS_EOK);
     assert_int_equal(a.n, 0);
@@ -107,7 +107,7 @@ static void test_multi_card_split_and_refusal(void **state) {
   add_node(fw, "gpu-b", GS_MODE_SHARE, 4, 64);
   add_node(fw, "gpu-c", GS_MODE_SHARE, 4, 64);
   assert_int_equal(gs_fw_filter(fw, &p, nodes, 2, 0, r), GS_EOK);
-  assert_int_equal(r[0].code, GS_CODE_SUCCESS);
+  assert_int_equal(r[0].code, GS_EOK);
   assert_int_equal(bind(fw, &p, "gpu-b", &a, &st), GS_EOK);
   assert_string_equal(gs_annotations_get(&a, GS_ANN_ALLOCATION), "{\"0\":{\"0\":4,\"1\":4}}");
   assert_string_equal(gs_annotations_get(&a, GS_ANN_LEGACY_IDX), "0,1");
@@ -118,7 +118,7 @@ static void test_multi_card_split_and_refusal(void **state) {
 
   assert_int_equal(gs_fw_filter(fw, &bad, nodes, 2, 0, r), GS_EOK);
   for (int i = 0; i < 2; i++) {
-    assert_int_equal(r[i].code, GS_CODE_UNRESOLVABLE);
+    assert_int_equal(r[i].code, GS_EUNRESOLVABLE);
     assert_non_null(strstr(r[i].reason, "9"));
     assert_non_null(strstr(r[i].reason, "2"));
   }
@@ -140,7 +140,7 @@ static void test_reasons_never_name_nodes(void **state) {
   assert_string_equal(r[1].reason, "node is not a GPU-sharing node");
   assert_string_equal(r[2].reason, "node unknown to gpushare");
   for (int i = 0; i < 3; i++) {
-    assert_int_equal(r[i].code, GS_CODE_UNSCHEDULABLE);
+    assert_int_equal(r[i].code, GS_ENOFIT);
     assert_null(strstr(r[i].reason, nodes[i]));
   }
   gs_fw_free(fw);
@@ -168,6 +168,11 @@ static void test_bind_is_idempotent_and_abort_frees(void **state) {
   /* Another node for a pod that already has GPUs: refused. */
   add_node(fw, "gpu-e", GS_MODE_SHARE, 1, 16);
   assert_int_equal(gs_fw_bind_prepare(fw, &p, "gpu-e", 2000, &a2, &fresh, &st), GS_ECONFLICT);
+  /* The verdict keeps its cause: an internal error, with its own code. */
+  assert_int_equal(st.code, GS_ECONFLICT);
+  assert_true(gs_status_is_error(st.code));
+  assert_string_equal(gs_status_name(st.code), "Error");
+  assert_string_equal(st.reason, "pod already has GPUs reserved on another node");
 
   /* A failed apiserver bind undoes a fresh reservation. */
   assert_int_equal(gs_fw_bind_prepare(fw, &q, "gpu-d", 3000, &a2, &fresh, &st), GS_EOK);
@@ -206,50 +211,50 @@ static void test_unmanaged_pod_passes(void **state) {
   struct gs_node_result r;
   (void)state;
   assert_int_equal(gs_fw_filter(fw, &p, nodes, 1, 0, &r), GS_EOK);
-  assert_int_equal(r.code, GS_CODE_SUCCESS);
+  assert_int_equal(r.code, GS_EOK);
   gs_fw_free(fw);
 }
 
 /* A plugin with filter_score: prioritize takes its one-pass answer and
  * never calls its score hook; filter still calls filter. */
 static int fs_filter_calls, fs_score_calls, fs_combined_calls;
-static enum gs_code fs_filter(void *self, const struct gs_cycle *c, const struct gs_node *node,
+static enum gs_err fs_filter(void *self, const struct gs_cycle *c, const struct gs_node *node,
                               struct gs_status *st) {
   (void)self;
   (void)c;
   fs_filter_calls++;
   if (strcmp(node->name, "b") == 0)
-    return gs_status_set(st, GS_CODE_UNSCHEDULABLE, "no b");
-  return GS_CODE_SUCCESS;
+    return gs_status_set(st, GS_ENOFIT, "no b");
+  return GS_EOK;
 }
-static enum gs_code fs_score(void *self, const struct gs_cycle *c, const struct gs_node *node,
+static enum gs_err fs_score(void *self, const struct gs_cycle *c, const struct gs_node *node,
                              int64_t *ret) {
   (void)self;
   (void)c;
   (void)node;
   fs_score_calls++;
   *ret = 1;
-  return GS_CODE_SUCCESS;
+  return GS_EOK;
 }
-static enum gs_code fs_combined(void *self, const struct gs_cycle *c, const struct gs_node *node,
+static enum gs_err fs_combined(void *self, const struct gs_cycle *c, const struct gs_node *node,
                                 struct gs_status *st, int64_t *ret_score, bool *ret_scored) {
   (void)self;
   (void)c;
   fs_combined_calls++;
   *ret_scored = false;
   if (strcmp(node->name, "b") == 0)
-    return gs_status_set(st, GS_CODE_UNSCHEDULABLE, "no b");
+    return gs_status_set(st, GS_ENOFIT, "no b");
   if (strcmp(node->name, "c") == 0)
-    return GS_CODE_SKIP; /* no opinion: not scored */
+    return GS_ESKIP; /* no opinion: not scored */
   *ret_score = 65; /* 0..GS_SCORE_MAX: the extender's 7 (6.5 rounded up) */
   *ret_scored = true;
-  return GS_CODE_SUCCESS;
+  return GS_EOK;
 }
-static enum gs_code fs_pre(void *self, const struct gs_cycle *c, struct gs_status *st) {
+static enum gs_err fs_pre(void *self, const struct gs_cycle *c, struct gs_status *st) {
   (void)self;
   (void)c;
   (void)st;
-  return GS_CODE_SUCCESS;
+  return GS_EOK;
 }
 static const struct gs_plugin_ops fs_plugin = {
     .name = "fs",
@@ -259,6 +264,34 @@ static const struct gs_plugin_ops fs_plugin = {
     .score = fs_score,
     .filter_score = fs_combined,
 };
+
+/* One code: the framework's verdicts are values of enum gs_err. */
+static void test_verdicts_are_error_codes(void **state) {
+  (void)state;
+  assert_string_equal(gs_status_name(GS_EOK), "Success");
+  assert_string_equal(gs_status_name(GS_ENOFIT), "Unschedulable");
+  assert_string_equal(gs_status_name(GS_EUNRESOLVABLE), "UnschedulableAndUnresolvable");
+  assert_string_equal(gs_status_name(GS_ESKIP), "Skip");
+  assert_string_equal(gs_status_name(GS_EWAIT), "Wait");
+  assert_string_equal(gs_status_name(GS_ENOMEM), "Error");
+  assert_string_equal(gs_status_name((enum gs_err)999), "Error");
+  assert_false(gs_status_is_error(GS_EOK));
+  assert_false(gs_status_is_error(GS_ENOFIT));
+  assert_false(gs_status_is_error(GS_EUNRESOLVABLE));
+  assert_false(gs_status_is_error(GS_ESKIP));
+  assert_false(gs_status_is_error(GS_EWAIT));
+  assert_true(gs_status_is_error(GS_ENOMEM));
+  assert_true(gs_status_is_error(GS_ECONFLICT));
+  assert_string_equal(gs_err_name(GS_EUNRESOLVABLE), "GS_EUNRESOLVABLE");
+  assert_string_equal(gs_strerror(GS_EUNRESOLVABLE), "cannot fit on any node");
+  assert_string_equal(gs_err_name(GS_ESKIP), "GS_ESKIP");
+  assert_string_equal(gs_err_name(GS_EWAIT), "GS_EWAIT");
+  /* append-only: the old values keep their numbers */
+  assert_int_equal(GS_EOK, 0);
+  assert_int_equal(GS_EAGAIN, 16);
+  assert_int_equal(GS_EUNRESOLVABLE, 17);
+  assert_int_equal(GS_ERR_COUNT_, 20);
+}
 
 static void test_filter_score_hook(void **state) {
   static const struct gs_plugin_ops *const list[] = {&fs_plugin};
@@ -278,18 +311,18 @@ static void test_filter_score_hook(void **state) {
   assert_int_equal(fs_score_calls, 0);
   assert_int_equal(fs_filter_calls, 0);
   assert_int_equal(fs_combined_calls, 3); /* zz is unknown to the ledger */
-  assert_int_equal(res[0].code, GS_CODE_SUCCESS);
+  assert_int_equal(res[0].code, GS_EOK);
   assert_int_equal(res[0].score, 7);
   assert_int_equal(res[0].score100, 65);
-  assert_int_equal(res[1].code, GS_CODE_UNSCHEDULABLE);
+  assert_int_equal(res[1].code, GS_ENOFIT);
   assert_string_equal(res[1].reason, "no b");
-  assert_int_equal(res[2].code, GS_CODE_SUCCESS);
+  assert_int_equal(res[2].code, GS_EOK);
   assert_int_equal(res[2].score, 0);
-  assert_int_equal(res[3].code, GS_CODE_UNSCHEDULABLE);
+  assert_int_equal(res[3].code, GS_ENOFIT);
   assert_int_equal(gs_fw_filter(fw, &pod, names, 4, 1, res), GS_EOK);
   assert_int_equal(fs_filter_calls, 3);
   assert_int_equal(fs_combined_calls, 3);
-  assert_int_equal(res[1].code, GS_CODE_UNSCHEDULABLE);
+  assert_int_equal(res[1].code, GS_ENOFIT);
   gs_fw_free(fw);
 }
 
@@ -298,15 +331,15 @@ static void test_filter_score_hook(void **state) {
  * bind of the same cycle. Two copies of one plugin ("cs1", "cs2") stamp
  * their own marks and must never see the other's. */
 static int cs_seen_dirty, cs_seen_foreign, cs_filter_ok, cs_reserve_ok;
-static enum gs_code cs_pre(void *self, const struct gs_cycle *c, struct gs_status *st) {
+static enum gs_err cs_pre(void *self, const struct gs_cycle *c, struct gs_status *st) {
   unsigned char *b = c->state;
   (void)st;
   for (size_t i = 0; i < GS_CYCLE_STATE_MAX; i++)
     cs_seen_dirty += b[i] != 0;
   memset(b, (int)(uintptr_t)self, GS_CYCLE_STATE_MAX); /* self: 1 or 2 */
-  return GS_CODE_SUCCESS;
+  return GS_EOK;
 }
-static enum gs_code cs_filter(void *self, const struct gs_cycle *c, const struct gs_node *node,
+static enum gs_err cs_filter(void *self, const struct gs_cycle *c, const struct gs_node *node,
                               struct gs_status *st) {
   const unsigned char *b = c->state;
   (void)node;
@@ -314,15 +347,15 @@ static enum gs_code cs_filter(void *self, const struct gs_cycle *c, const struct
   cs_seen_foreign += b[0] != (unsigned char)(uintptr_t)self ||
                      b[GS_CYCLE_STATE_MAX - 1] != (unsigned char)(uintptr_t)self;
   cs_filter_ok++;
-  return GS_CODE_SUCCESS;
+  return GS_EOK;
 }
-static enum gs_code cs_reserve(void *self, struct gs_cycle *c, const struct gs_node *node,
+static enum gs_err cs_reserve(void *self, struct gs_cycle *c, const struct gs_node *node,
                                struct gs_status *st) {
   (void)node;
   (void)st;
   cs_seen_foreign += ((unsigned char *)c->state)[7] != (unsigned char)(uintptr_t)self;
   cs_reserve_ok++;
-  return GS_CODE_SKIP;
+  return GS_ESKIP;
 }
 static void *cs_create1(const struct gs_policy *p) {
   (void)p;
@@ -378,7 +411,7 @@ static struct gs_pod_request prio_pod;
 struct pick_call {
   const char *node;
   int64_t score;
-  enum gs_code fit;
+  enum gs_err fit;
 };
 static void pick_fn(const struct gs_ledger *l, void *arg) {
   struct pick_call *c = arg;
@@ -387,7 +420,7 @@ static void pick_fn(const struct gs_ledger *l, void *arg) {
   char reason[GS_REASON_MAX];
   gs_policy_init(&policy);
   c->fit = gs_place_pick(gs_ledger_node_get(l, c->node), &prio_pod, &policy, &choice, reason);
-  c->score = c->fit == GS_CODE_SUCCESS ? choice.score : 0;
+  c->score = c->fit == GS_EOK ? choice.score : 0;
 }
 
 static void test_prioritize_matches_placement(void **state) {
@@ -411,9 +444,9 @@ static void test_prioritize_matches_placement(void **state) {
   prio_pod = gs_test_mem_pod("new", 4, 1);
   assert_int_equal(gs_fw_prioritize(fw, &prio_pod, names, 4, 1, res), GS_EOK);
   for (int i = 0; i < 4; i++) {
-    struct pick_call c = {names[i], 0, GS_CODE_UNSCHEDULABLE};
+    struct pick_call c = {names[i], 0, GS_ENOFIT};
     gs_fw_read(fw, pick_fn, &c);
-    assert_int_equal(res[i].code, c.fit == GS_CODE_SUCCESS ? GS_CODE_SUCCESS : GS_CODE_UNSCHEDULABLE);
+    assert_int_equal(res[i].code, c.fit == GS_EOK ? GS_EOK : GS_ENOFIT);
     assert_int_equal(res[i].score, c.score);
   }
   gs_fw_free(fw);
@@ -456,8 +489,8 @@ static void test_frag_policy(void **state) {
   {
     struct gs_pod_request p = gs_test_mem_pod("newsmall", 8, 1);
     assert_int_equal(gs_fw_prioritize(fw, &p, names, 2, 1, res), GS_EOK);
-    assert_int_equal(res[0].code, GS_CODE_SUCCESS);
-    assert_int_equal(res[1].code, GS_CODE_SUCCESS);
+    assert_int_equal(res[0].code, GS_EOK);
+    assert_int_equal(res[1].code, GS_EOK);
     assert_true(res[1].score > res[0].score);
     assert_int_equal(gs_fw_bind_prepare(fw, &p, "used", 1, &ann, &fresh, &st), GS_EOK);
     assert_true(fresh);
@@ -474,14 +507,14 @@ static void test_frag_policy(void **state) {
     cpu.cpu_milli = 2000;
     assert_int_equal(gs_fw_filter(fw, &cpu, three, 3, 1, r3), GS_EOK);
     for (int i = 0; i < 3; i++) {
-      assert_int_equal(r3[i].code, GS_CODE_SUCCESS);
+      assert_int_equal(r3[i].code, GS_EOK);
       assert_string_equal(r3[i].reason, "");
     }
     assert_int_equal(gs_fw_prioritize(fw, &cpu, three, 3, 1, r3), GS_EOK);
-    assert_int_equal(r3[0].code, GS_CODE_SUCCESS);
+    assert_int_equal(r3[0].code, GS_EOK);
     assert_int_equal(r3[0].score100, 50);
     assert_int_equal(r3[0].score, 5);
-    assert_int_equal(r3[2].code, GS_CODE_UNSCHEDULABLE); /* not scored */
+    assert_int_equal(r3[2].code, GS_ENOFIT); /* not scored */
     assert_int_equal(r3[2].score, 0);
     assert_int_equal(gs_fw_bind_prepare(fw, &cpu, "empty", 1, &ann, &fresh, &st), GS_EINVAL);
     assert_string_equal(st.reason, "pod requests no GPU resource managed by gpushare");
@@ -503,35 +536,35 @@ static void probe(int hook, const struct gs_cycle *c) {
   assert_ptr_equal(c->place->policy, c->policy);
   probe_seen_place[hook]++;
 }
-static enum gs_code probe_pre(void *self, const struct gs_cycle *c, struct gs_status *st) {
+static enum gs_err probe_pre(void *self, const struct gs_cycle *c, struct gs_status *st) {
   (void)self;
   (void)st;
   probe(0, c);
-  return GS_CODE_SUCCESS;
+  return GS_EOK;
 }
-static enum gs_code probe_filter(void *self, const struct gs_cycle *c, const struct gs_node *node,
+static enum gs_err probe_filter(void *self, const struct gs_cycle *c, const struct gs_node *node,
                                  struct gs_status *st) {
   (void)self;
   (void)node;
   (void)st;
   probe(1, c);
-  return GS_CODE_SUCCESS;
+  return GS_EOK;
 }
-static enum gs_code probe_score(void *self, const struct gs_cycle *c, const struct gs_node *node,
+static enum gs_err probe_score(void *self, const struct gs_cycle *c, const struct gs_node *node,
                                 int64_t *ret) {
   (void)self;
   (void)node;
   probe(2, c);
   *ret = 1;
-  return GS_CODE_SUCCESS;
+  return GS_EOK;
 }
-static enum gs_code probe_reserve(void *self, struct gs_cycle *c, const struct gs_node *node,
+static enum gs_err probe_reserve(void *self, struct gs_cycle *c, const struct gs_node *node,
                                   struct gs_status *st) {
   (void)self;
   (void)node;
   (void)st;
   probe(3, c);
-  return GS_CODE_SUCCESS;
+  return GS_EOK;
 }
 static const struct gs_plugin_ops probe_plugin = {
     .name = "probe",
@@ -604,11 +637,11 @@ static void gpumem_same_fn(const struct gs_ledger *l, void *arg) {
     struct gs_cycle with = {&pods[i], call->policy, (struct gs_ledger *)l, 1, NULL, NULL, false};
     struct gs_cycle without = with;
     struct gs_place_pod place;
-    if (gs_place_prepare(&pods[i], call->policy, &place, NULL) == GS_CODE_SUCCESS)
+    if (gs_place_prepare(&pods[i], call->policy, &place, NULL) == GS_EOK)
       with.place = &place;
     for (size_t j = 0; j < call->n; j++) {
       const struct gs_node *node = gs_ledger_node_get(l, call->names[j]);
-      struct gs_status sa = {GS_CODE_SUCCESS, ""}, sb = {GS_CODE_SUCCESS, ""};
+      struct gs_status sa = {GS_EOK, ""}, sb = {GS_EOK, ""};
       int64_t a = -1, b = -1;
       bool ka = false, kb = false;
       assert_int_equal(gs_plugin_gpumem.filter(call->self, &with, node, &sa),
@@ -669,19 +702,19 @@ static void test_gpumem_prepared_same(void **state) {
  * a passing plugin is cleared, a refusal's reason arrives whole, and one
  * that fills the buffer without a terminator is cut at GS_REASON_MAX − 1
  * as the copy did. */
-static enum gs_code scribble_filter(void *self, const struct gs_cycle *c,
+static enum gs_err scribble_filter(void *self, const struct gs_cycle *c,
                                     const struct gs_node *node, struct gs_status *st) {
   (void)self;
   (void)c;
   if (strcmp(node->name, "pass") == 0) {
     snprintf(st->reason, sizeof st->reason, "left over");
-    return GS_CODE_SUCCESS;
+    return GS_EOK;
   }
   if (strcmp(node->name, "long") == 0) {
     memset(st->reason, 'x', sizeof st->reason); /* no terminator */
-    return st->code = GS_CODE_UNSCHEDULABLE;
+    return st->code = GS_ENOFIT;
   }
-  return gs_status_set(st, GS_CODE_UNRESOLVABLE, "refused %s", "here");
+  return gs_status_set(st, GS_EUNRESOLVABLE, "refused %s", "here");
 }
 static const struct gs_plugin_ops scribble_plugin = {
     .name = "scribble",
@@ -708,14 +741,14 @@ static void test_result_is_plugin_status(void **state) {
       assert_int_equal(gs_fw_filter(fw, &pod, names, 3, 1, res), GS_EOK);
     else
       assert_int_equal(gs_fw_prioritize(fw, &pod, names, 3, 1, res), GS_EOK);
-    assert_int_equal(res[0].code, GS_CODE_SUCCESS);
+    assert_int_equal(res[0].code, GS_EOK);
     assert_string_equal(res[0].reason, "");
     assert_int_equal(res[0].score, verb == 0 ? 0 : 7); /* fs_combined's score */
     assert_int_equal(res[0].score100, verb == 0 ? 0 : 65);
-    assert_int_equal(res[1].code, GS_CODE_UNSCHEDULABLE);
+    assert_int_equal(res[1].code, GS_ENOFIT);
     assert_int_equal(strlen(res[1].reason), GS_REASON_MAX - 1);
     assert_int_equal(res[1].score, 0);
-    assert_int_equal(res[2].code, GS_CODE_UNRESOLVABLE);
+    assert_int_equal(res[2].code, GS_EUNRESOLVABLE);
     assert_string_equal(res[2].reason, "refused here");
   }
   gs_fw_free(fw);
@@ -729,6 +762,7 @@ int main(void) {
       cmocka_unit_test(test_bind_is_idempotent_and_abort_frees),
       cmocka_unit_test(test_expire_assumed),
       cmocka_unit_test(test_unmanaged_pod_passes),
+      cmocka_unit_test(test_verdicts_are_error_codes),
       cmocka_unit_test(test_filter_score_hook),
       cmocka_unit_test(test_cycle_state),
       cmocka_unit_test(test_prioritize_matches_placement),

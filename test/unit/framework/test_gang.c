@@ -106,7 +106,7 @@ static size_t plans(struct gs_fw *fw) {
  * the one that passed. Returns the node or NULL (then *code and reason say
  * why: the last node's). */
 static const char *schedule_code(struct gs_fw *fw, const struct gs_pod_request *p, int64_t now,
-                                 char *reason, size_t len, enum gs_code *code) {
+                                 char *reason, size_t len, enum gs_err *code) {
   static const char *nodes[] = {"topo-a", "topo-b"};
   struct gs_node_result r[2];
   struct gs_annotations a = {0};
@@ -115,7 +115,7 @@ static const char *schedule_code(struct gs_fw *fw, const struct gs_pod_request *
   const char *chosen = NULL;
   assert_int_equal(gs_fw_filter(fw, p, nodes, 2, now, r), GS_EOK);
   for (int i = 0; i < 2; i++) {
-    if (r[i].code == GS_CODE_SUCCESS) {
+    if (r[i].code == GS_EOK) {
       assert_null(chosen); /* a member passes only on its slot's node */
       chosen = nodes[i];
     } else {
@@ -174,13 +174,13 @@ static void test_no_member_binds_before_all_exist(void **state) {
   struct gs_pod_request m0 = member("pytorch", 0, 3, 1), m1 = member("pytorch", 1, 3, 1),
                         m2 = member("pytorch", 2, 3, 1);
   char reason[GS_REASON_MAX] = "";
-  enum gs_code code = GS_CODE_SUCCESS;
+  enum gs_err code = GS_EOK;
   (void)state;
   add_topo_node(fw, "topo-a");
   add_topo_node(fw, "topo-b");
   assert_null(schedule_code(fw, &m0, 1 * SEC, reason, sizeof reason, &code));
   assert_string_equal(reason, "gang default/pytorch: 1 of 3 members present");
-  assert_int_equal(code, GS_CODE_UNRESOLVABLE);
+  assert_int_equal(code, GS_EUNRESOLVABLE);
   assert_int_equal(held(fw), 0);
   assert_int_equal(plans(fw), 0);
   seen(fw, &m1); /* the watch saw the second one */
@@ -399,7 +399,7 @@ static void test_disagreeing_members_refuse_the_job(void **state) {
   struct gs_pod_request m0 = member("mix", 0, 2, 2), m1 = member("mix", 1, 2, 4),
                         m2 = member("mix", 2, 2, 2);
   char reason[GS_REASON_MAX] = "";
-  enum gs_code code = GS_CODE_SUCCESS;
+  enum gs_err code = GS_EOK;
   const char *want = "gang default/mix: members disagree: pod mix-0 asks 2 GPUs x 2 replicas, "
                      "pod mix-1 asks 4 GPUs x 2 replicas";
   (void)state;
@@ -409,7 +409,7 @@ static void test_disagreeing_members_refuse_the_job(void **state) {
   assert_string_equal(reason, "gang default/mix: 1 of 2 members present");
   assert_null(schedule_code(fw, &m1, 2 * SEC, reason, sizeof reason, &code));
   assert_string_equal(reason, want);
-  assert_int_equal(code, GS_CODE_UNRESOLVABLE);
+  assert_int_equal(code, GS_EUNRESOLVABLE);
   assert_null(schedule_code(fw, &m0, 3 * SEC, reason, sizeof reason, &code));
   assert_string_equal(reason, want);
   assert_int_equal(held(fw), 0);
@@ -458,21 +458,21 @@ static void test_permit_waits_for_the_whole_job(void **state) {
   add_topo_node(fw, "topo-b");
   seen(fw, &m1);
   assert_int_equal(gs_fw_filter(fw, &m0, nodes, 2, SEC, r), GS_EOK);
-  n0 = r[0].code == GS_CODE_SUCCESS ? nodes[0] : nodes[1];
+  n0 = r[0].code == GS_EOK ? nodes[0] : nodes[1];
   assert_int_equal(gs_fw_bind_prepare(fw, &m0, n0, SEC, &a, &fresh, &st), GS_EOK);
   gs_annotations_clear(&a);
-  assert_int_equal(gs_fw_permit(fw, &m0, n0, SEC, &st), GS_CODE_WAIT);
+  assert_int_equal(gs_fw_permit(fw, &m0, n0, SEC, &st), GS_EWAIT);
   assert_string_equal(st.reason, "gang default/perm: 1 of 2 members reserved");
   assert_int_equal(gs_fw_filter(fw, &m1, nodes, 2, SEC, r), GS_EOK);
-  n1 = r[0].code == GS_CODE_SUCCESS ? nodes[0] : nodes[1];
+  n1 = r[0].code == GS_EOK ? nodes[0] : nodes[1];
   assert_int_equal(gs_fw_bind_prepare(fw, &m1, n1, SEC, &a, &fresh, &st), GS_EOK);
   gs_annotations_clear(&a);
-  assert_int_equal(gs_fw_permit(fw, &m1, n1, SEC, &st), GS_CODE_SUCCESS);
-  assert_int_equal(gs_fw_permit(fw, &m0, n0, SEC, &st), GS_CODE_SUCCESS);
+  assert_int_equal(gs_fw_permit(fw, &m1, n1, SEC, &st), GS_EOK);
+  assert_int_equal(gs_fw_permit(fw, &m0, n0, SEC, &st), GS_EOK);
   /* not a member with a slot: refused; not a gang member at all: allowed */
-  assert_int_equal(gs_fw_permit(fw, &loner, "topo-a", SEC, &st), GS_CODE_UNSCHEDULABLE);
+  assert_int_equal(gs_fw_permit(fw, &loner, "topo-a", SEC, &st), GS_ENOFIT);
   loner.gang_job[0] = '\0';
-  assert_int_equal(gs_fw_permit(fw, &loner, "topo-a", SEC, &st), GS_CODE_SUCCESS);
+  assert_int_equal(gs_fw_permit(fw, &loner, "topo-a", SEC, &st), GS_EOK);
   gs_fw_free(fw);
 }
 
@@ -494,7 +494,7 @@ static void test_undone_reservation_is_held_again_at_once(void **state) {
   add_topo_node(fw, "topo-b");
   seen(fw, &m1);
   assert_int_equal(gs_fw_filter(fw, &m0, nodes, 2, SEC, r), GS_EOK);
-  n0 = r[0].code == GS_CODE_SUCCESS ? nodes[0] : nodes[1];
+  n0 = r[0].code == GS_EOK ? nodes[0] : nodes[1];
   assert_int_equal(gs_fw_bind_prepare(fw, &m0, n0, SEC, &a, &fresh, &st), GS_EOK);
   gs_annotations_clear(&a);
   assert_int_equal(by_members(fw), 2);

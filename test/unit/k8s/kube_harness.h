@@ -8,6 +8,7 @@
 
 #include "arena.h"
 #include "kube_int.h"
+#include "../testutil.h"
 
 #include <errno.h>
 #include <fcntl.h>

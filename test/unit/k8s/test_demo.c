@@ -7,6 +7,7 @@
 #include <cmocka.h>
 
 #include "demo.h"
+#include "../testutil.h"
 
 #include <gpushare/plugin.h>
 
@@ -68,7 +69,6 @@ static void test_start_compacts_bound_pods(void **state) {
   struct gs_cluster_sink sink = {.ctx = &r, .node_upsert = rec_node, .pod_upsert = rec_pod,
                                  .synced = rec_synced};
   struct gs_annotations ann = {0};
-  char err[512];
   json_t *p;
   (void)state;
   assert_true(fd >= 0);
@@ -108,18 +108,18 @@ static void test_start_compacts_bound_pods(void **state) {
   assert_null(c.ops->pod_get(c.self, "ml", "nope"));
 
   /* Bind of a compact pod: as for the whole one. */
-  assert_int_equal(c.ops->bind(c.self, "ml", "bound", "u-bound", "n1", &ann, err, sizeof err),
+  assert_int_equal(c.ops->bind(c.self, "ml", "bound", "u-bound", "n1", &ann, gs_test_diag(&diag)),
                    GS_EOK);
-  assert_int_equal(c.ops->bind(c.self, "ml", "bound", "u-bound", "n2", &ann, err, sizeof err),
+  assert_int_equal(c.ops->bind(c.self, "ml", "bound", "u-bound", "n2", &ann, gs_test_diag(&diag)),
                    GS_ECONFLICT);
-  assert_string_equal(err, "pod bound is already assigned to node \"n1\"");
-  assert_int_equal(c.ops->bind(c.self, "ml", "bound", "u-other", "n1", &ann, err, sizeof err),
+  assert_string_equal(diag.text, "pod bound is already assigned to node \"n1\"");
+  assert_int_equal(c.ops->bind(c.self, "ml", "bound", "u-other", "n1", &ann, gs_test_diag(&diag)),
                    GS_ECONFLICT);
-  assert_string_equal(err, "Precondition failed: UID in precondition: u-other, UID in object "
+  assert_string_equal(diag.text, "Precondition failed: UID in precondition: u-other, UID in object "
                            "meta: u-bound");
   /* A pending pod binds, and the sink hears of it. */
   assert_int_equal(gs_annotations_set(&ann, "ALIYUN_COM_GPU_MEM_IDX", "0"), GS_EOK);
-  assert_int_equal(c.ops->bind(c.self, "ml", "waiting", "u-wait", "n1", &ann, err, sizeof err),
+  assert_int_equal(c.ops->bind(c.self, "ml", "waiting", "u-wait", "n1", &ann, gs_test_diag(&diag)),
                    GS_EOK);
   assert_string_equal(at(json_object_get(r.pods, "ml/waiting"), "spec", "nodeName"), "n1");
   p = c.ops->pod_get(c.self, "ml", "waiting");

@@ -165,7 +165,7 @@ static void test_bind(void **state) {
   struct env *e = *state;
   struct gs_kube_opts o = h_opts(e->kubeconfig);
   struct gs_annotations a = {0};
-  char err[512];
+  struct gs_diag diag;
   json_t *pod, *ann;
   const char *uid;
   char uid_copy[64];
@@ -185,7 +185,7 @@ static void test_bind(void **state) {
   assert_int_equal(gs_annotations_set(&a, "ALIYUN_COM_GPU_MEM_IDX", "1"), GS_EOK);
   assert_int_equal(gs_annotations_set(&a, "gpushare.io/unit-mib", "1024"), GS_EOK);
   assert_int_equal(
-      e->cluster.ops->bind(e->cluster.self, "default", "p1", uid_copy, "gpu-b", &a, err, sizeof err),
+      e->cluster.ops->bind(e->cluster.self, "default", "p1", uid_copy, "gpu-b", &a, gs_test_diag(&diag)),
       GS_EOK);
   pod = h_get_pod(&e->fake, "default", "p1");
   assert_string_equal(json_string_value(json_object_get(json_object_get(pod, "spec"), "nodeName")),
@@ -199,28 +199,28 @@ static void test_bind(void **state) {
 
   /* The same bind again (a retry): idempotent. */
   assert_int_equal(
-      e->cluster.ops->bind(e->cluster.self, "default", "p1", uid_copy, "gpu-b", &a, err, sizeof err),
+      e->cluster.ops->bind(e->cluster.self, "default", "p1", uid_copy, "gpu-b", &a, gs_test_diag(&diag)),
       GS_EOK);
   /* Bound elsewhere already: error. */
   assert_int_not_equal(
-      e->cluster.ops->bind(e->cluster.self, "default", "p1", uid_copy, "gpu-a", &a, err, sizeof err),
+      e->cluster.ops->bind(e->cluster.self, "default", "p1", uid_copy, "gpu-a", &a, gs_test_diag(&diag)),
       GS_EOK);
-  assert_true(strlen(err) > 0);
-  assert_null(strchr(err, '%'));
+  assert_true(strlen(diag.text) > 0);
+  assert_null(strchr(diag.text, '%'));
   /* Wrong uid (the pod was recreated): error, nothing written. */
   assert_int_not_equal(e->cluster.ops->bind(e->cluster.self, "ml", "p2",
                                             "00000000-0000-0000-0000-000000000000", "gpu-a", &a,
-                                            err, sizeof err),
+                                            gs_test_diag(&diag)),
                        GS_EOK);
-  assert_true(strlen(err) > 0);
+  assert_true(strlen(diag.text) > 0);
   pod = h_get_pod(&e->fake, "ml", "p2");
   assert_null(json_object_get(json_object_get(pod, "spec"), "nodeName"));
   json_decref(pod);
   /* A pod that does not exist. */
   assert_int_equal(
-      e->cluster.ops->bind(e->cluster.self, "default", "ghost", "x", "gpu-a", &a, err, sizeof err),
+      e->cluster.ops->bind(e->cluster.self, "default", "ghost", "x", "gpu-a", &a, gs_test_diag(&diag)),
       GS_ENOTFOUND);
-  assert_non_null(strstr(err, "ghost"));
+  assert_non_null(strstr(diag.text, "ghost"));
   gs_annotations_clear(&a);
 
   /* The bound pod reaches the sink through the watch. */
@@ -233,7 +233,7 @@ static void test_bind_retries(void **state) {
   struct env *e = *state;
   struct gs_kube_opts o = h_opts(e->kubeconfig);
   struct gs_annotations a = {0};
-  char err[512];
+  struct gs_diag diag;
   int64_t t0;
   seed(e);
   h_create_pod(&e->fake, "default", "p4");
@@ -243,24 +243,24 @@ static void test_bind_retries(void **state) {
 
   h_admin_fault(&e->fake, "POST", "/binding$", 503, 2, -1);
   assert_int_equal(
-      e->cluster.ops->bind(e->cluster.self, "default", "p1", NULL, "gpu-a", &a, err, sizeof err),
+      e->cluster.ops->bind(e->cluster.self, "default", "p1", NULL, "gpu-a", &a, gs_test_diag(&diag)),
       GS_EOK);
 
   h_admin_fault(&e->fake, "POST", "/binding$", 429, 1, 1);
   t0 = h_now_ms();
   assert_int_equal(
-      e->cluster.ops->bind(e->cluster.self, "ml", "p2", NULL, "gpu-a", &a, err, sizeof err),
+      e->cluster.ops->bind(e->cluster.self, "ml", "p2", NULL, "gpu-a", &a, gs_test_diag(&diag)),
       GS_EOK);
   assert_true(h_now_ms() - t0 >= 900);
 
   h_admin_fault(&e->fake, "POST", "/binding$", 500, -1, -1);
   t0 = h_now_ms();
   assert_int_not_equal(
-      e->cluster.ops->bind(e->cluster.self, "default", "p4", NULL, "gpu-a", &a, err, sizeof err),
+      e->cluster.ops->bind(e->cluster.self, "default", "p4", NULL, "gpu-a", &a, gs_test_diag(&diag)),
       GS_EOK);
   assert_true(h_now_ms() - t0 < 4000);
-  assert_true(err[0] != '\0');
-  assert_null(strchr(err, '%'));
+  assert_true(diag.text[0] != '\0');
+  assert_null(strchr(diag.text, '%'));
   h_admin_clear_faults(&e->fake);
   gs_annotations_clear(&a);
 }
@@ -538,7 +538,8 @@ static void test_compact_cache(void **state) {
   struct env *e = *state;
   struct gs_kube_opts o = h_opts(e->kubeconfig);
   struct gs_annotations a = {0};
-  char err[512], uid[64];
+  struct gs_diag diag;
+  char uid[64];
   json_t *pod, *got;
   seed(e);
   start_client(e, &o);
@@ -555,7 +556,7 @@ static void test_compact_cache(void **state) {
                                       "{\"0\":{\"0\":4}}"),
                    GS_EOK);
   assert_int_equal(
-      e->cluster.ops->bind(e->cluster.self, "default", "p1", uid, "gpu-a", &a, err, sizeof err),
+      e->cluster.ops->bind(e->cluster.self, "default", "p1", uid, "gpu-a", &a, gs_test_diag(&diag)),
       GS_EOK);
   gs_annotations_clear(&a);
   /* Bound: the watch brings it; the cache keeps the compact form, which

@@ -238,7 +238,7 @@ static void test_token_rotation(void **state) {
   struct gs_diag d = {0};
   struct gs_cluster_sink s;
   struct gs_annotations a = {0};
-  char err[256];
+  struct gs_diag diag;
   snprintf(tok, sizeof tok, "%s/rot-token", e->dir);
   h_write(tok, "tls-token\n");
   {
@@ -258,7 +258,7 @@ static void test_token_rotation(void **state) {
   h_write(tok, "rotated-token\n");
   h_create_pod(&e->fake, "default", "rot");
   /* bind works at once: its 401 → re-read → retry. */
-  assert_int_equal(c.ops->bind(c.self, "default", "rot", NULL, "gpu-a", &a, err, sizeof err),
+  assert_int_equal(c.ops->bind(c.self, "default", "rot", NULL, "gpu-a", &a, gs_test_diag(&diag)),
                    GS_EOK);
   c.ops->destroy(c.self);
   h_rec_free(&rec);

@@ -22,10 +22,11 @@ struct rec_binder {
   enum gs_err answer;
   char node[GS_NAME_MAX + 1];
   char alloc[256];
+  const char *why; /* the error text; NULL: "apiserver said no" */
 };
 
 static enum gs_err rec_bind(void *ctx, const struct gs_pod_request *pod, const char *node,
-                            const struct gs_annotations *annots, char *err, size_t errlen) {
+                            const struct gs_annotations *annots, struct gs_diag *diag) {
   struct rec_binder *b = ctx;
   const char *a = gs_annotations_get(annots, GS_ANN_ALLOCATION);
   (void)pod;
@@ -33,7 +34,7 @@ static enum gs_err rec_bind(void *ctx, const struct gs_pod_request *pod, const c
   snprintf(b->node, sizeof b->node, "%s", node);
   snprintf(b->alloc, sizeof b->alloc, "%s", a ? a : "");
   if (b->answer != GS_EOK)
-    snprintf(err, errlen, "apiserver said no");
+    gs_diag_set(diag, "", "%s", b->why ? b->why : "apiserver said no");
   return b->answer;
 }
 
@@ -136,21 +137,21 @@ static void test_unhealthy_gpus_recorded_before_the_node_apply_when_it_comes(voi
   struct gs_pod_request p = gs_test_mem_pod("p", 4, 1);
   const char *nodes[] = {"sick"};
   struct gs_node_result r;
-  struct rec_binder rb = {0, GS_EOK, "", ""};
+  struct rec_binder rb = {0, GS_EOK, "", "", NULL};
   struct gs_binder b = {rec_bind, &rb};
   struct gs_sched_bind_result res;
   (void)state;
   assert_int_equal(gs_sched_set_unhealthy(s, "sick", 0x1), GS_EOK);
   assert_int_equal(gs_sched_node_upsert(s, &n), GS_EOK);
   assert_int_equal(gs_sched_filter(s, &p, nodes, 1, NOW, &r), GS_EOK);
-  assert_int_equal(r.code, GS_CODE_SUCCESS);
+  assert_int_equal(r.code, GS_EOK);
   assert_int_equal(gs_sched_bind(s, &p, NULL, "sick", NOW, &b, &res), GS_EOK);
   assert_string_equal(rb.alloc, "{\"0\":{\"1\":4}}"); /* GPU 0 is unhealthy */
   gs_annotations_clear(&res.annots);
   /* both unhealthy: no room */
   assert_int_equal(gs_sched_set_unhealthy(s, "sick", 0x3), GS_EOK);
   assert_int_equal(gs_sched_filter(s, &p, nodes, 1, NOW, &r), GS_EOK);
-  assert_int_equal(r.code, GS_CODE_UNSCHEDULABLE);
+  assert_int_equal(r.code, GS_ENOFIT);
   gs_sched_free(s);
 }
 
@@ -158,7 +159,7 @@ static void test_bind_is_one_call_and_idempotent(void **state) {
   struct gs_sched *s = sched_new();
   struct gs_node_spec n = gs_test_node("gpu-a", GS_MODE_SHARE, 2, 32);
   struct gs_pod_request p = gs_test_mem_pod("p", 8, 2);
-  struct rec_binder rb = {0, GS_EOK, "", ""};
+  struct rec_binder rb = {0, GS_EOK, "", "", NULL};
   struct gs_binder b = {rec_bind, &rb};
   struct gs_sched_bind_result res;
   (void)state;
@@ -166,7 +167,7 @@ static void test_bind_is_one_call_and_idempotent(void **state) {
   assert_int_equal(gs_sched_bind(s, &p, NULL, "gpu-a", NOW, &b, &res), GS_EOK);
   assert_true(res.bound);
   assert_false(res.already);
-  assert_string_equal(res.err, "");
+  assert_string_equal(res.diag.text, "");
   assert_string_equal(gs_annotations_get(&res.annots, GS_ANN_ALLOCATION), "{\"0\":{\"0\":4,\"1\":4}}");
   gs_annotations_clear(&res.annots);
   assert_int_equal(rb.calls, 1);
@@ -180,7 +181,7 @@ static void test_bind_is_one_call_and_idempotent(void **state) {
   assert_int_equal(used_mib(s, "gpu-a", 0), 4096);
   /* bound elsewhere: refused, nothing changes */
   assert_int_equal(gs_sched_bind(s, &p, "gpu-b", "gpu-a", NOW, &b, &res), GS_ECONFLICT);
-  assert_string_equal(res.err, "pod default/p is already assigned to node gpu-b");
+  assert_string_equal(res.diag.text, "pod default/p is already assigned to node gpu-b");
   assert_int_equal(rb.calls, 1);
   gs_sched_free(s);
 }
@@ -189,7 +190,7 @@ static void test_a_failed_cluster_bind_is_undone(void **state) {
   struct gs_sched *s = sched_new();
   struct gs_node_spec n = gs_test_node("gpu-a", GS_MODE_SHARE, 1, 16);
   struct gs_pod_request p = gs_test_mem_pod("p", 6, 1);
-  struct rec_binder rb = {0, GS_ETIMEOUT, "", ""};
+  struct rec_binder rb = {0, GS_ETIMEOUT, "", "", NULL};
   struct gs_binder b = {rec_bind, &rb};
   struct gs_sched_bind_result res;
   (void)state;
@@ -197,7 +198,7 @@ static void test_a_failed_cluster_bind_is_undone(void **state) {
   assert_int_equal(gs_sched_bind(s, &p, NULL, "gpu-a", NOW, &b, &res), GS_ETIMEOUT);
   assert_true(res.cluster_failed);
   assert_false(res.bound);
-  assert_string_equal(res.err, "binding to gpu-a failed: apiserver said no");
+  assert_string_equal(res.diag.text, "binding to gpu-a failed: apiserver said no");
   assert_int_equal(used_mib(s, "gpu-a", 0), 0);
   /* the apiserver is back: the same pod binds */
   rb.answer = GS_EOK;
@@ -207,23 +208,47 @@ static void test_a_failed_cluster_bind_is_undone(void **state) {
   gs_sched_free(s);
 }
 
+/* The apiserver's whole answer reaches kube-scheduler: a reason of 700
+ * bytes (long names and an RBAC message) is not cut. */
+static void test_a_long_cluster_reason_is_kept(void **state) {
+  struct gs_sched *s = sched_new();
+  struct gs_node_spec n = gs_test_node("gpu-a", GS_MODE_SHARE, 1, 16);
+  struct gs_pod_request p = gs_test_mem_pod("p", 6, 1);
+  char why[701];
+  struct rec_binder rb = {0, GS_EHTTP, "", "", why};
+  struct gs_binder b = {rec_bind, &rb};
+  struct gs_sched_bind_result res;
+  (void)state;
+  memset(why, 'x', sizeof why - 2);
+  why[sizeof why - 2] = 'z';
+  why[sizeof why - 1] = '\0';
+  assert_int_equal(gs_sched_node_upsert(s, &n), GS_EOK);
+  assert_int_equal(gs_sched_bind(s, &p, NULL, "gpu-a", NOW, &b, &res), GS_EHTTP);
+  assert_true(res.cluster_failed);
+  assert_int_equal(strlen(res.diag.text), strlen("binding to gpu-a failed: ") + 700);
+  assert_int_equal(strncmp(res.diag.text, "binding to gpu-a failed: xxx", 28), 0);
+  assert_int_equal(res.diag.text[strlen(res.diag.text) - 1], 'z');
+  assert_int_equal(used_mib(s, "gpu-a", 0), 0);
+  gs_sched_free(s);
+}
+
 static void test_no_room_never_reaches_the_cluster(void **state) {
   struct gs_sched *s = sched_new();
   struct gs_node_spec n = gs_test_node("gpu-a", GS_MODE_SHARE, 1, 16);
   struct gs_pod_request big = gs_test_mem_pod("big", 17, 1), odd = gs_test_mem_pod("odd", 9, 2);
-  struct rec_binder rb = {0, GS_EOK, "", ""};
+  struct rec_binder rb = {0, GS_EOK, "", "", NULL};
   struct gs_binder b = {rec_bind, &rb};
   struct gs_sched_bind_result res;
   (void)state;
   assert_int_equal(gs_sched_node_upsert(s, &n), GS_EOK);
   assert_int_not_equal(gs_sched_bind(s, &big, NULL, "gpu-a", NOW, &b, &res), GS_EOK);
   assert_true(res.no_fit);
-  assert_non_null(strstr(res.err, "cannot bind pod default/big: "));
+  assert_non_null(strstr(res.diag.text, "cannot bind pod default/big: "));
   assert_int_not_equal(gs_sched_bind(s, &odd, NULL, "gpu-a", NOW, &b, &res), GS_EOK);
   assert_true(res.no_fit);
-  assert_non_null(strstr(res.err, "9 is not divisible by aliyun.com/gpu-count 2"));
+  assert_non_null(strstr(res.diag.text, "9 is not divisible by aliyun.com/gpu-count 2"));
   assert_int_not_equal(gs_sched_bind(s, &big, NULL, "nowhere", NOW, &b, &res), GS_EOK);
-  assert_string_equal(res.err, "cannot bind pod default/big: node unknown to gpushare");
+  assert_string_equal(res.diag.text, "cannot bind pod default/big: node unknown to gpushare");
   assert_int_equal(rb.calls, 0);
   assert_int_equal(used_mib(s, "gpu-a", 0), 0);
   gs_sched_free(s);
@@ -237,6 +262,7 @@ int main(void) {
       cmocka_unit_test(test_unhealthy_gpus_recorded_before_the_node_apply_when_it_comes),
       cmocka_unit_test(test_bind_is_one_call_and_idempotent),
       cmocka_unit_test(test_a_failed_cluster_bind_is_undone),
+      cmocka_unit_test(test_a_long_cluster_reason_is_kept),
       cmocka_unit_test(test_no_room_never_reaches_the_cluster),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -30,8 +30,8 @@ static int load(void **state) {
 }
 
 static enum gs_err ok_bind(void *ctx, const struct gs_pod_request *pod, const char *node,
-                           const struct gs_annotations *annots, char *err, size_t errlen) {
-  (void)ctx, (void)pod, (void)node, (void)annots, (void)err, (void)errlen;
+                           const struct gs_annotations *annots, struct gs_diag *diag) {
+  (void)ctx, (void)pod, (void)node, (void)annots, (void)diag;
   return GS_EOK;
 }
 
@@ -110,7 +110,7 @@ static enum gs_err op_gang(struct gs_sched *s) {
   if (e != GS_EOK)
     return e;
   /* the plan holds both slots, or it failed as a whole */
-  return r[0].code == GS_CODE_SUCCESS || r[1].code == GS_CODE_SUCCESS ? GS_EOK : GS_ENOMEM;
+  return r[0].code == GS_EOK || r[1].code == GS_EOK ? GS_EOK : GS_ENOMEM;
 }
 
 static enum gs_err op_node(struct gs_sched *s) {
