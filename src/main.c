@@ -22,7 +22,7 @@ static void on_signal(int sig) {
 
 /* Start-up configuration from the ConfigMap (§6), unless a flag overrides
  * the unit. An invalid value is a start-up error naming the key
- * (CONTRACT §6), or, with --on-invalid-config ignore, reported while the
+ * (docs/contract.md §6), or, with --on-invalid-config ignore, reported while the
  * valid keys apply and scheduling goes on. */
 static int apply_configmap(struct gs_config *cfg, const json_t *data) {
   struct gs_diag diag = {"", ""};

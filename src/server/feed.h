@@ -19,7 +19,7 @@ void gs__feed_node_delete(struct gs_sched *sched, const char *name);
  * allocation is restored; a member of a distributed job is counted. */
 void gs__feed_pod(struct gs_sched *sched, const json_t *pod);
 
-/* Which ConfigMap holds the configuration (CONTRACT §6), and whether a
+/* Which ConfigMap holds the configuration (docs/contract.md §6), and whether a
  * flag or the plugin's args fixed the unit (then a change is not pending). */
 struct gs__feed_cm {
   const char *ns, *name;

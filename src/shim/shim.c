@@ -139,7 +139,7 @@ void gs_shim_free(struct gs_shim *s) {
   gs_free(s);
 }
 
-void gs_shim_free_string(char *p) { free(p); }
+void gs_shim_free_string(char *p) { gs_free(p); }
 
 unsigned gs_shim_gang_timeout_s(const struct gs_shim *s) {
   return gs_sched_policy(s->sched)->gang_timeout_s;
@@ -173,7 +173,7 @@ char *gs_shim_configmap(struct gs_shim *s, const char *json, size_t len, int del
     gs__feed_configmap_delete(s->sched, &s->cm, cm, &s->config);
   else if (cm != NULL && gs__feed_configmap(s->sched, &s->cm, cm, &s->config) &&
            gs__feed_config_error(&s->config, text, sizeof text))
-    out = strdup(text);
+    out = gs_strdup(text);
   json_decref(cm);
   return out;
 }

@@ -17,7 +17,7 @@
 
 struct gs_shim;
 
-/* The configuration (CONTRACT §6): cm_json, the data of the ConfigMap
+/* The configuration (docs/contract.md §6): cm_json, the data of the ConfigMap
  * cm_ns/cm_name as read at start-up (NULL: none), then args_json, the
  * plugin's args as {"key":"value"} with the same keys (gpuMemoryUnit,
  * nodePolicy, cgpuMaxPodsPerGPU, gangTimeoutSeconds), which win key by key.

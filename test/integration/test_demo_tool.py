@@ -1,5 +1,5 @@
 """tools/demo.py, the README's first command without its set-up (issue 16
-item 7): the seed scenarios placed as CONTRACT §8 says, one cluster total,
+item 7): the seed scenarios placed as docs/contract.md §8 says, one cluster total,
 no colour when not on a terminal, a multi-document cluster file read whole,
 and --keep-running keeping the printed URL alive."""
 import json

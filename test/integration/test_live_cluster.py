@@ -293,7 +293,7 @@ class LiveCluster(unittest.TestCase):
         extender serves; a bad value at runtime is reported (log, Warning
         Event on the ConfigMap, metric, configError) while the running
         configuration stays; fixing it clears the report. Without the flag
-        the start-up error stays CONTRACT §6's: exit 2 naming the key."""
+        the start-up error stays docs/contract.md §6's: exit 2 naming the key."""
         cm = configmap("128MiB")
         cm["data"]["nodePolicy"] = "bogus"
         srv = self.start_server([cm, node("c", "share", gpus=1, units=128), pod("p", units=8)])
@@ -410,7 +410,7 @@ class LiveCluster(unittest.TestCase):
         self.assertEqual(len(ready), 1)
         leader, standby = (a, b) if ready[0] is a else (b, a)
         # both are Ready as replicas (the Deployment's readiness probe): a
-        # rollout can complete; /readyz stays the leader's (CONTRACT)
+        # rollout can complete; /readyz stays the leader's (docs/contract.md)
         wait_until(lambda: standby.status("/readyz/replica") == (200, b"ok\n"), 30,
                    "the standby ready as a replica")
         self.assertEqual(leader.status("/readyz/replica"), (200, b"ok\n"))

@@ -2,7 +2,7 @@
 pods (and deletions between them) is run twice on the real control plane:
 once through kube-scheduler + the extender, once through gpushare-scheduler
 (the in-process plugin). Every pod must get the same answer in both: bound
-with the same allocation annotations (CONTRACT §4), or refused with the same
+with the same allocation annotations (docs/contract.md §4), or refused with the same
 gpushare reason.
 
 Each pod is pinned to one node (nodeSelector), so kube-scheduler's choice of

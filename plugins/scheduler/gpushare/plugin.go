@@ -601,7 +601,7 @@ func nominated(pod *v1.Pod) string {
 	return pod.Status.NominatedNodeName
 }
 
-// Bind writes the Binding with the allocation annotations (CONTRACT §4),
+// Bind writes the Binding with the allocation annotations (docs/contract.md §4),
 // then records it.
 func (p *Plugin) Bind(ctx context.Context, state fwk.CycleState, pod *v1.Pod, nodeName string) *fwk.Status {
 	c := read(state)

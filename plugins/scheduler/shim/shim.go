@@ -52,7 +52,7 @@ type Shim struct {
 
 // New makes the service from the ConfigMap cmNs/cmName's data as read at
 // start-up (nil: none) and args over it, both {"key":"value"} with the
-// ConfigMap's keys (CONTRACT §6); args win key by key.
+// ConfigMap's keys (docs/contract.md §6); args win key by key.
 // With ignoreInvalid a bad ConfigMap value is logged and keeps its default.
 func New(args, cmData []byte, cmNs, cmName string, ignoreInvalid bool) (*Shim, error) {
 	var diag C.struct_gs_diag
