@@ -4,7 +4,6 @@ ApiHandler: requests, authentication, routing and replies (its verbs: kapi_verbs
 import email.utils
 import gzip
 import http.server
-import socket
 import sys
 import time
 import traceback
@@ -143,11 +142,7 @@ class ApiHandler(ApiVerbs, http.server.BaseHTTPRequestHandler):
                     time.sleep(fault.delay)
                 if fault.action == "reset":
                     entry["status"] = "reset"
-                    self.close_connection = True
-                    try:
-                        socket.socket.shutdown(self.connection, socket.SHUT_RDWR)
-                    except OSError:
-                        pass
+                    self.hang_up()
                     return
                 if fault.action == "fail":
                     raise fault.error()

@@ -313,11 +313,7 @@ class ApiVerbs:
             for type_, o in items:
                 self.write_event(res, w, type_, o)
             if closing == "close" or closing == "overflow":
-                self.close_connection = True
-                try:
-                    socket.socket.shutdown(self.connection, socket.SHUT_RDWR)
-                except OSError:
-                    pass
+                self.hang_up()
                 return
             if closing == "error":
                 st = make_status(410, "Expired", "too old resource version: %d (%d)"
@@ -350,11 +346,10 @@ class ApiVerbs:
             raise err_bad_request('Invalid dry run value: %s' % dr)
         return dr == "All"
 
-    def do_create(self, res, ns, body, q):
+    def decode_for(self, res, ns, body, q):
+        """The body of a create or update, its namespace checked against the URL's."""
         self.check_accept()
-        api = self.server.api
-        strict = self.field_validation_strict(q)
-        obj = self.decode_body(body, res, strict=strict)
+        obj = self.decode_body(body, res, strict=self.field_validation_strict(q))
         meta = obj["metadata"]
         if res.namespaced:
             bns = meta.get("namespace", "")
@@ -363,6 +358,19 @@ class ApiVerbs:
             meta["namespace"] = ns
         else:
             meta.pop("namespace", None)
+        return obj
+
+    def hang_up(self):
+        """Closes the connection at once, as a dropped stream or a reset does."""
+        self.close_connection = True
+        try:
+            socket.socket.shutdown(self.connection, socket.SHUT_RDWR)
+        except OSError:
+            pass
+
+    def do_create(self, res, ns, body, q):
+        api = self.server.api
+        obj = self.decode_for(res, ns, body, q)
         if res.view == "eventsv1":
             core = event_from_v1(obj)
             errs = validate_event(core, "events.k8s.io/v1")
@@ -375,18 +383,9 @@ class ApiVerbs:
         self.send_obj(code, view_obj(res, stored), self.warning_headers())
 
     def do_update(self, res, ns, name, body, q, subresource=None):
-        self.check_accept()
         api = self.server.api
-        strict = self.field_validation_strict(q)
-        obj = self.decode_body(body, res, strict=strict)
+        obj = self.decode_for(res, ns, body, q)
         meta = obj["metadata"]
-        if res.namespaced:
-            bns = meta.get("namespace", "")
-            if bns and bns != ns:
-                raise err_bad_request(NS_MISMATCH_MSG)
-            meta["namespace"] = ns
-        else:
-            meta.pop("namespace", None)
         if meta.get("name", "") != name:
             raise err_bad_request("the name of the object (%s) does not match the name on the URL (%s)"
                                   % (meta.get("name", ""), name))
