@@ -11,6 +11,9 @@
 #                     the same tests under AddressSanitizer (go test -asan)
 #                     with the C side from a -DGS_SANITIZE=ON build (ASan +
 #                     UBSan): memory errors and leaks on both sides of cgo
+#   plugins/scheduler/build.sh --bench [BUILD_DIR]
+#                     the shim's benchmarks (a Release-like C build; no
+#                     race detector): BenchmarkFilter5000, PreFilter's call
 #
 # BUILD_DIR: a configured and built CMake folder (default build/);
 # OUT: where the binary goes (default BUILD_DIR/k8s/bin). Cached by a stamp
@@ -23,6 +26,9 @@ if [ "${1:-}" = "--test" ]; then
   shift
 elif [ "${1:-}" = "--test-asan" ]; then
   test_mode=2
+  shift
+elif [ "${1:-}" = "--bench" ]; then
+  test_mode=3
   shift
 fi
 here=$(cd "$(dirname "$0")" && pwd)
@@ -48,6 +54,11 @@ done
 if [ $test_mode = 1 ]; then
   cd "$here"
   CGO_ENABLED=1 CGO_LDFLAGS="$ld -ljansson -lyaml -lpthread -lm" go test -race -count=1 ./shim/
+  exit
+fi
+if [ $test_mode = 3 ]; then
+  cd "$here"
+  CGO_ENABLED=1 CGO_LDFLAGS="$ld -ljansson -lyaml -lpthread -lm" go test -run '^$' -bench . -count=5 ./shim/
   exit
 fi
 if [ $test_mode = 2 ]; then

@@ -37,6 +37,13 @@ struct gs_shim {
   char *last_json;
   size_t last_len;
   struct gs_pod_request last_req;
+  /* gs_shim_filter's per-node results, kept between calls: at 5,000 nodes
+   * they are 1.4 MB, which a fresh allocation per pod had the kernel map
+   * and zero every time (docs/benchmarks.md §9). Guarded by res_mu; a call
+   * that finds it taken allocates its own. */
+  pthread_mutex_t res_mu;
+  struct gs_node_result *res;
+  size_t res_cap;
 };
 
 static json_t *load(const char *json, size_t len) {
@@ -102,6 +109,7 @@ struct gs_shim *gs_shim_new(const char *args_json, size_t len, const char *cm_js
     gs__feed_config_init(&s->config);
     pthread_mutex_init(&s->mu, NULL);
     pthread_mutex_init(&s->last_mu, NULL);
+    pthread_mutex_init(&s->res_mu, NULL);
     s->sched = gs_sched_new(&policy);
     s->metrics = gs_metrics_new();
     if (s->sched == NULL || s->metrics == NULL) {
@@ -111,6 +119,7 @@ struct gs_shim *gs_shim_new(const char *args_json, size_t len, const char *cm_js
       gs__feed_config_destroy(&s->config);
       pthread_mutex_destroy(&s->mu);
       pthread_mutex_destroy(&s->last_mu);
+      pthread_mutex_destroy(&s->res_mu);
       ok = false;
     } else {
       struct gs_notify notify = {on_notice, s};
@@ -135,7 +144,9 @@ void gs_shim_free(struct gs_shim *s) {
   gs__feed_config_destroy(&s->config);
   pthread_mutex_destroy(&s->mu);
   pthread_mutex_destroy(&s->last_mu);
+  pthread_mutex_destroy(&s->res_mu);
   gs_free(s->last_json);
+  gs_free(s->res);
   gs_free(s);
 }
 
@@ -265,11 +276,40 @@ static enum gs_err set_hosts(struct gs_shim *s, const char *const *nodes, size_t
   return GS_EOK;
 }
 
+/* Room for n results: the kept array when it is free (grown as needed),
+ * else one of the call's own. Every result is written by the service
+ * before it is read: nothing needs zeroing. */
+static struct gs_node_result *results_take(struct gs_shim *s, size_t n, bool *kept) {
+  *kept = pthread_mutex_trylock(&s->res_mu) == 0;
+  if (!*kept)
+    return gs_malloc((n ? n : 1) * sizeof(struct gs_node_result));
+  if (n > s->res_cap || s->res == NULL) {
+    struct gs_node_result *grown = gs_malloc((n ? n : 1) * sizeof *grown);
+    if (grown == NULL) {
+      pthread_mutex_unlock(&s->res_mu);
+      *kept = false;
+      return NULL;
+    }
+    gs_free(s->res);
+    s->res = grown;
+    s->res_cap = n ? n : 1;
+  }
+  return s->res;
+}
+
+static void results_give(struct gs_shim *s, struct gs_node_result *res, bool kept) {
+  if (kept)
+    pthread_mutex_unlock(&s->res_mu);
+  else
+    gs_free(res);
+}
+
 int gs_shim_filter(struct gs_shim *s, const char *pod, size_t len, const char *const *nodes,
                    size_t n, const int64_t *host, int64_t now_ns, int *codes, char *reasons,
                    int64_t *scores) {
   struct gs_pod_request *req = gs_malloc(sizeof *req);
-  struct gs_node_result *res = gs_calloc(n ? n : 1, sizeof *res);
+  bool kept;
+  struct gs_node_result *res = results_take(s, n, &kept);
   struct gs_status st;
   int code = GS_SHIM_OK;
   if (req == NULL || res == NULL) {
@@ -297,11 +337,14 @@ int gs_shim_filter(struct gs_shim *s, const char *pod, size_t len, const char *c
     goto out;
   }
   for (size_t i = 0; i < n; i++) {
-    /* A copy, not a formatter: most reasons are "" (the node passes). */
-    size_t rlen = strnlen(res[i].reason, GS_SHIM_REASON - 1);
     codes[i] = code_of(res[i].code);
-    memcpy(reasons + i * GS_SHIM_REASON, res[i].reason, rlen);
-    reasons[i * GS_SHIM_REASON + rlen] = '\0';
+    if (codes[i] != GS_SHIM_OK) {
+      /* A copy, not a formatter; a node that passes has no reason, and
+       * its slot is neither written nor read (5,000 cache lines a pod). */
+      size_t rlen = strnlen(res[i].reason, GS_SHIM_REASON - 1);
+      memcpy(reasons + i * GS_SHIM_REASON, res[i].reason, rlen);
+      reasons[i * GS_SHIM_REASON + rlen] = '\0';
+    }
     if (scores != NULL)
       scores[i] = res[i].score100;
   }
@@ -309,7 +352,8 @@ int gs_shim_filter(struct gs_shim *s, const char *pod, size_t len, const char *c
     code = GS_SHIM_SCORE_ONLY;
 out:
   gs_free(req);
-  gs_free(res);
+  if (res != NULL)
+    results_give(s, res, kept);
   return code;
 }
 

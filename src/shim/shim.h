@@ -55,7 +55,8 @@ enum { GS_SHIM_OK = 0, GS_SHIM_UNSCHEDULABLE = 1, GS_SHIM_UNRESOLVABLE = 2, GS_S
  * them: docs/placement.md). */
 int gs_shim_wants_host(const struct gs_shim *s);
 /* Filter (prioritize: with scores 0..100) of pod over n nodes: codes[i],
- * reasons + i * GS_SHIM_REASON. host: NULL, or 4 numbers per node (CPU
+ * and reasons + i * GS_SHIM_REASON for each node whose code is not OK (a
+ * node that passes has no reason: its slot is left as it was). host: NULL, or 4 numbers per node (CPU
  * allocatable and requested in milli, memory allocatable and requested in
  * bytes, as kube-scheduler's NodeInfo has them), recorded first. Returns
  * SKIP when gpushare does not manage the pod, ERROR (reason in reasons[0])

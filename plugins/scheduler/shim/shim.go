@@ -231,20 +231,22 @@ func (s *Shim) Filter(pod []byte, names []string, host []int64, nowNs int64, sco
 	}
 	last := ""
 	for i := range vs {
-		// Most nodes pass ("") or fail for the reason the node before them
-		// did: such a reason is not copied again.
+		vs[i].Code = int(cs[i])
+		if score {
+			vs[i].Score = int64(ss[i])
+		}
+		if vs[i].Code == OK {
+			continue // a node that passes has no reason (its slot is not written)
+		}
+		// Most refused nodes fail for the reason the node before them did:
+		// such a reason is not copied again.
 		r := (*C.char)(unsafe.Add(unsafe.Pointer(s.reasons), i*reasonMax))
-		reason := ""
 		if *r != 0 {
 			view := unsafe.String((*byte)(unsafe.Pointer(r)), int(C.strlen(r)))
 			if view != last {
 				last = C.GoString(r)
 			}
-			reason = last
-		}
-		vs[i] = Verdict{Code: int(cs[i]), Reason: reason}
-		if score {
-			vs[i].Score = int64(ss[i])
+			vs[i].Reason = last
 		}
 	}
 	return rc, vs

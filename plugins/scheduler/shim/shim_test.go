@@ -381,3 +381,26 @@ func TestFragHost(t *testing.T) {
 		t.Fatalf("binpack scores a cpu pod: %d", rc)
 	}
 }
+
+// PreFilter's call at 5,000 nodes (8 GPUs of 16 GiB each), warm: run with
+// `plugins/scheduler/build.sh --bench BUILD` (docs/benchmarks.md §9). The
+// live figure is larger: between two pods kube-scheduler's own work evicts
+// the ledger from the caches.
+func BenchmarkFilter5000(b *testing.B) {
+	s, err := New([]byte(`{"gpuMemoryUnit":"1GiB"}`), nil, "kube-system", "gpushare-config", false)
+	if err != nil {
+		b.Fatal(err)
+	}
+	names := make([]string, 5000)
+	for i := range names {
+		names[i] = fmt.Sprintf("gpu-%05d", i)
+		s.Node(node(names[i], 8, 128))
+	}
+	p := pod("p", 4)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if rc, vs := s.Filter(p, names, nil, 1, true); rc != OK || len(vs) != 5000 || vs[0].Code != OK {
+			b.Fatalf("filter: %d", rc)
+		}
+	}
+}
