@@ -79,15 +79,22 @@ type cycle struct {
 // list kube-scheduler passes to PreFilter changes (it passes the same one
 // pod after pod), then shared, read-only, by every cycle over that list.
 type nodeIndex struct {
-	infos []fwk.NodeInfo
-	names []string
-	at    map[string]int
+	infos  []fwk.NodeInfo
+	names  []string
+	at     map[string]int
+	byInfo map[fwk.NodeInfo]int // the same positions by object: no name to hash and compare
 }
 
 // answer is PreFilter's verdict for a node, false when it did not answer
-// for the node.
-func (c *cycle) answer(name string) (shim.Verdict, bool) {
-	i, ok := c.nodes.at[name]
+// for the node. Filter and Score are mostly handed the very NodeInfo
+// objects PreFilter was (found by identity: one probe, the node's name
+// never read); a copy (kube-scheduler's view with nominated pods added)
+// is found by its name.
+func (c *cycle) answer(n fwk.NodeInfo) (shim.Verdict, bool) {
+	i, ok := c.nodes.byInfo[n]
+	if !ok {
+		i, ok = c.nodes.at[n.Node().Name]
+	}
 	if !ok {
 		return shim.Verdict{}, false
 	}
@@ -441,10 +448,11 @@ func (p *Plugin) index(nodes []fwk.NodeInfo) *nodeIndex {
 		}
 	}
 	ix = &nodeIndex{infos: append([]fwk.NodeInfo(nil), nodes...), names: make([]string, len(nodes)),
-		at: make(map[string]int, len(nodes))}
+		at: make(map[string]int, len(nodes)), byInfo: make(map[fwk.NodeInfo]int, len(nodes))}
 	for i, n := range nodes {
 		ix.names[i] = n.Node().Name
 		ix.at[ix.names[i]] = i
+		ix.byInfo[n] = i
 	}
 	p.nodes.Store(ix)
 	return ix
@@ -468,7 +476,7 @@ func (p *Plugin) Filter(ctx context.Context, state fwk.CycleState, pod *v1.Pod, 
 	if c == nil || !c.managed {
 		return nil
 	}
-	v, ok := c.answer(nodeInfo.Node().Name)
+	v, ok := c.answer(nodeInfo)
 	if !ok {
 		return fwk.NewStatus(fwk.Unschedulable, "node unknown to gpushare")
 	}
@@ -492,7 +500,7 @@ func (p *Plugin) Score(ctx context.Context, state fwk.CycleState, pod *v1.Pod, n
 	if c == nil || c.verdict == nil {
 		return 0, nil
 	}
-	v, _ := c.answer(nodeInfo.Node().Name)
+	v, _ := c.answer(nodeInfo)
 	return v.Score, nil
 }
 
