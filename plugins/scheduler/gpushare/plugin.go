@@ -60,6 +60,7 @@ const defaultConfigMap = "kube-system/gpushare-config"
 type Plugin struct {
 	core  *shim.Shim
 	nodes atomic.Pointer[nodeIndex] // the last node list PreFilter saw
+	last  atomic.Pointer[lastCycle] // the last cycle PreFilter wrote
 	h     fwk.Handle
 	wait  time.Duration
 	mu    sync.Mutex // orders the Allow calls of waiting gang members
@@ -73,6 +74,16 @@ type cycle struct {
 	nodes   *nodeIndex        // the nodes PreFilter answered for
 	verdict []shim.Verdict    // PreFilter's answer per node (nodes' order), with its score
 	annots  map[string]string // Reserve's annotations for the Binding
+}
+
+// lastCycle is a CycleState with the cycle PreFilter wrote into it: Filter
+// and Score, called once per node, find their cycle by comparing the state
+// object instead of reading it (kube-scheduler's CycleState is a map behind
+// a lock-free read: a hash of the key per node and call). A copy of the
+// state (preemption's dry runs clone it) is read as before.
+type lastCycle struct {
+	state fwk.CycleState
+	c     *cycle
 }
 
 // nodeIndex is a node list and each name's position in it. Made when the
@@ -415,6 +426,7 @@ func (p *Plugin) PreFilter(ctx context.Context, state fwk.CycleState, pod *v1.Po
 	rc, vs := p.core.Filter(b, ix.names, host, time.Now().UnixNano(), true)
 	c := &cycle{pod: b}
 	state.Write(stateKey, c)
+	p.last.Store(&lastCycle{state, c})
 	if rc == shim.Skip {
 		return nil, fwk.NewStatus(fwk.Skip)
 	}
@@ -461,6 +473,14 @@ func (p *Plugin) index(nodes []fwk.NodeInfo) *nodeIndex {
 // PreFilterExtensions: none (the C core sees nominated pods in its ledger).
 func (p *Plugin) PreFilterExtensions() fwk.PreFilterExtensions { return nil }
 
+// cycleOf is the cycle PreFilter wrote into state.
+func (p *Plugin) cycleOf(state fwk.CycleState) *cycle {
+	if l := p.last.Load(); l != nil && l.state == state {
+		return l.c
+	}
+	return read(state)
+}
+
 func read(state fwk.CycleState) *cycle {
 	d, err := state.Read(stateKey)
 	if err != nil {
@@ -472,7 +492,7 @@ func read(state fwk.CycleState) *cycle {
 
 // Filter answers from PreFilter's verdicts.
 func (p *Plugin) Filter(ctx context.Context, state fwk.CycleState, pod *v1.Pod, nodeInfo fwk.NodeInfo) *fwk.Status {
-	c := read(state)
+	c := p.cycleOf(state)
 	if c == nil || !c.managed {
 		return nil
 	}
@@ -496,7 +516,7 @@ func (p *Plugin) PreScore(ctx context.Context, state fwk.CycleState, pod *v1.Pod
 // Score is the core's 0..100 (the framework's scale: nodePolicy frag uses all
 // of it; binpack and spread give multiples of 10, the extender's 0..10).
 func (p *Plugin) Score(ctx context.Context, state fwk.CycleState, pod *v1.Pod, nodeInfo fwk.NodeInfo) (int64, *fwk.Status) {
-	c := read(state)
+	c := p.cycleOf(state)
 	if c == nil || c.verdict == nil {
 		return 0, nil
 	}
