@@ -6,8 +6,7 @@
 #   plugins/scheduler/build.sh [BUILD_DIR] [OUT]
 #   plugins/scheduler/build.sh --test [BUILD_DIR]
 #                     runs the cgo boundary's tests (package shim) under
-#                     Go's race detector, and the plugin package's tests,
-#                     instead of building
+#                     Go's race detector instead of building
 #   plugins/scheduler/build.sh --test-asan ASAN_BUILD_DIR
 #                     the same tests under AddressSanitizer (go test -asan)
 #                     with the C side from a -DGS_SANITIZE=ON build (ASan +
@@ -55,9 +54,6 @@ done
 if [ $test_mode = 1 ]; then
   cd "$here"
   CGO_ENABLED=1 CGO_LDFLAGS="$ld -ljansson -lyaml -lpthread -lm" go test -race -count=1 ./shim/
-  # the plugin package's own tests (its node index): without the race
-  # detector, so it reuses the build of gpushare-scheduler's packages
-  CGO_ENABLED=1 CGO_LDFLAGS="$ld -ljansson -lyaml -lpthread -lm" go test -count=1 ./gpushare/
   exit
 fi
 if [ $test_mode = 3 ]; then

@@ -93,16 +93,16 @@ type nodeIndex struct {
 	infos  []fwk.NodeInfo
 	names  []string
 	at     map[string]int
-	byAddr ptrIndex // the same positions by object: no name to hash and compare
+	byInfo map[fwk.NodeInfo]int // the same positions by object: no name to hash and compare
 }
 
 // answer is PreFilter's verdict for a node, false when it did not answer
 // for the node. Filter and Score are mostly handed the very NodeInfo
-// objects PreFilter was (found by address: one probe, the node's name
+// objects PreFilter was (found by identity: one probe, the node's name
 // never read); a copy (kube-scheduler's view with nominated pods added)
 // is found by its name.
 func (c *cycle) answer(n fwk.NodeInfo) (shim.Verdict, bool) {
-	i, ok := c.nodes.byAddr.get(n)
+	i, ok := c.nodes.byInfo[n]
 	if !ok {
 		i, ok = c.nodes.at[n.Node().Name]
 	}
@@ -460,10 +460,11 @@ func (p *Plugin) index(nodes []fwk.NodeInfo) *nodeIndex {
 		}
 	}
 	ix = &nodeIndex{infos: append([]fwk.NodeInfo(nil), nodes...), names: make([]string, len(nodes)),
-		at: make(map[string]int, len(nodes)), byAddr: newPtrIndex(nodes)}
+		at: make(map[string]int, len(nodes)), byInfo: make(map[fwk.NodeInfo]int, len(nodes))}
 	for i, n := range nodes {
 		ix.names[i] = n.Node().Name
 		ix.at[ix.names[i]] = i
+		ix.byInfo[n] = i
 	}
 	p.nodes.Store(ix)
 	return ix
