@@ -13,7 +13,8 @@
 #                     UBSan): memory errors and leaks on both sides of cgo
 #   plugins/scheduler/build.sh --bench [BUILD_DIR]
 #                     the shim's benchmarks (a Release-like C build; no
-#                     race detector): BenchmarkFilter5000, PreFilter's call
+#                     race detector): BenchmarkFilter500 and 5000,
+#                     PreFilter's call
 #
 # BUILD_DIR: a configured and built CMake folder (default build/);
 # OUT: where the binary goes (default BUILD_DIR/k8s/bin). Cached by a stamp
