@@ -52,21 +52,17 @@ for l in "${libs[@]}"; do
   [ -f "$build/$l" ] || { echo "plugin-build: FAILED: $build/$l missing (build the C side first)" >&2; exit 1; }
   ld="$ld $build/$l"
 done
-if [ $test_mode = 1 ]; then
+libs_ld="$ld -ljansson -lyaml -lpthread -lm"
+# The shim package's tests (1), under ASan (2), or its benchmarks (3).
+if [ $test_mode != 0 ]; then
   cd "$here"
-  CGO_ENABLED=1 CGO_LDFLAGS="$ld -ljansson -lyaml -lpthread -lm" go test -race -count=1 ./shim/
-  exit
-fi
-if [ $test_mode = 3 ]; then
-  cd "$here"
-  CGO_ENABLED=1 CGO_LDFLAGS="$ld -ljansson -lyaml -lpthread -lm" go test -run '^$' -bench . -count=5 ./shim/
-  exit
-fi
-if [ $test_mode = 2 ]; then
-  cd "$here"
-  san="-fsanitize=address,undefined -fno-omit-frame-pointer"
-  CGO_ENABLED=1 CGO_CFLAGS="$san" CGO_LDFLAGS="$ld -ljansson -lyaml -lpthread -lm $san" \
-    ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1} go test -asan -count=1 ./shim/
+  case $test_mode in
+    1) CGO_ENABLED=1 CGO_LDFLAGS="$libs_ld" go test -race -count=1 ./shim/ ;;
+    2) san="-fsanitize=address,undefined -fno-omit-frame-pointer"
+       CGO_ENABLED=1 CGO_CFLAGS="$san" CGO_LDFLAGS="$libs_ld $san" \
+         ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1} go test -asan -count=1 ./shim/ ;;
+    3) CGO_ENABLED=1 CGO_LDFLAGS="$libs_ld" go test -run '^$' -bench . -count=5 ./shim/ ;;
+  esac
   exit
 fi
 stamp_want=$( (go version; cat "$here/go.mod" "$here/go.sum" "$here"/cmd/*/*.go "$here"/gpushare/* "$here"/shim/*;
@@ -84,7 +80,7 @@ ldflags="-X k8s.io/component-base/version.gitVersion=$version
  -X k8s.io/component-base/version.gitTreeState=clean"
 t0=$(date +%s)
 cd "$here"
-CGO_ENABLED=1 CGO_LDFLAGS="$ld -ljansson -lyaml -lpthread -lm" \
+CGO_ENABLED=1 CGO_LDFLAGS="$libs_ld" \
   go build -trimpath -tags providerless -ldflags "$ldflags" -o "$out/gpushare-scheduler" \
   ./cmd/gpushare-scheduler
 echo "$stamp_want" > "$out/.gpushare-scheduler.stamp"

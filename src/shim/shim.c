@@ -280,11 +280,12 @@ static enum gs_err set_hosts(struct gs_shim *s, const char *const *nodes, size_t
  * else one of the call's own. Every result is written by the service
  * before it is read: nothing needs zeroing. */
 static struct gs_node_result *results_take(struct gs_shim *s, size_t n, bool *kept) {
+  size_t want = n ? n : 1;
   *kept = pthread_mutex_trylock(&s->res_mu) == 0;
   if (!*kept)
-    return gs_malloc((n ? n : 1) * sizeof(struct gs_node_result));
-  if (n > s->res_cap || s->res == NULL) {
-    struct gs_node_result *grown = gs_malloc((n ? n : 1) * sizeof *grown);
+    return gs_malloc(want * sizeof(struct gs_node_result));
+  if (want > s->res_cap) { /* res_cap is 0 while res is NULL */
+    struct gs_node_result *grown = gs_malloc(want * sizeof *grown);
     if (grown == NULL) {
       pthread_mutex_unlock(&s->res_mu);
       *kept = false;
@@ -292,7 +293,7 @@ static struct gs_node_result *results_take(struct gs_shim *s, size_t n, bool *ke
     }
     gs_free(s->res);
     s->res = grown;
-    s->res_cap = n ? n : 1;
+    s->res_cap = want;
   }
   return s->res;
 }

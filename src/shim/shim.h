@@ -22,8 +22,9 @@ struct gs_shim;
  * plugin's args as {"key":"value"} with the same keys (gpuMemoryUnit,
  * nodePolicy, cgpuMaxPodsPerGPU, gangTimeoutSeconds), which win key by key.
  * A bad value in the args, or in the ConfigMap unless ignore_invalid: NULL
- * and diag->text saying why (diag arrives empty). With ignore_invalid a bad ConfigMap key is logged
- * and keeps its default (the extender's --on-invalid-config ignore). */
+ * and diag->text saying why (diag arrives empty). With ignore_invalid a bad
+ * ConfigMap key is logged and keeps its default (the extender's
+ * --on-invalid-config ignore). */
 struct gs_shim *gs_shim_new(const char *args_json, size_t len, const char *cm_json,
                             size_t cm_len, const char *cm_ns, const char *cm_name,
                             int ignore_invalid, struct gs_diag *diag);
@@ -56,7 +57,8 @@ enum { GS_SHIM_OK = 0, GS_SHIM_UNSCHEDULABLE = 1, GS_SHIM_UNRESOLVABLE = 2, GS_S
 int gs_shim_wants_host(const struct gs_shim *s);
 /* Filter (prioritize: with scores 0..100) of pod over n nodes: codes[i],
  * and reasons + i * GS_SHIM_REASON for each node whose code is not OK (a
- * node that passes has no reason: its slot is left as it was). host: NULL, or 4 numbers per node (CPU
+ * node that passes has no reason: its slot is left as it was). host: NULL,
+ * or 4 numbers per node (CPU
  * allocatable and requested in milli, memory allocatable and requested in
  * bytes, as kube-scheduler's NodeInfo has them), recorded first. Returns
  * SKIP when gpushare does not manage the pod, ERROR (reason in reasons[0])
