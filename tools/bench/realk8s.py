@@ -129,11 +129,20 @@ def run(mode, nodes, pods, workdir, pprof=None):
             prof = threading.Thread(target=fetch_profile, args=(cp, 5, f"{pprof}-{mode}-{nodes}.pprof"))
             prof.start()
 
+        first = []  # (time, pods bound) when the first Bindings are seen
+
         def bound():
             items = k.call("GET", "/api/v1/namespaces/default/pods?fieldSelector=spec.nodeName%3D")["items"]
+            if not first and len(items) < pods:
+                first.append((time.time(), pods - len(items)))
             return not items
         kcluster.wait_for(bound, 3600, "every pod bound", 0.2)
         took = time.time() - t0
+        # steady state: from the first Bindings seen to the last, without
+        # kube-scheduler's start-up (informer sync, leader election, and the
+        # plugin's core fed every node) that the total includes
+        t_first, n_first = first[0]
+        steady = (pods - n_first) / max(1e-9, time.time() - t_first) if n_first < pods else None
         if prof:
             prof.join()
         sm = scheduler_metrics(cp)
@@ -141,6 +150,8 @@ def run(mode, nodes, pods, workdir, pprof=None):
         att_s = metric_sum(sm, "scheduler_scheduling_attempt_duration_seconds_sum")
         out = {"mode": mode, "nodes": nodes, "pods": pods, "seconds": round(took, 2),
                "pods_per_s": round(pods / took, 1), "setup_s": round(setup_s, 1),
+               "startup_s": round(t_first - t0, 2),
+               "steady_pods_per_s": round(steady, 1) if steady else None,
                "attempts": int(att_n), "attempt_mean_ms": round(1000 * att_s / att_n, 3) if att_n else None}
         # where an attempt's time goes: kube-scheduler's own mean per extension point (--json)
         points = {}
@@ -151,6 +162,16 @@ def run(mode, nodes, pods, workdir, pprof=None):
             if n:
                 points[pt] = round(1000 * metric_sum(sm, ext_point + "_sum", extension_point=pt) / n, 3)
         out["extension_point_mean_ms"] = points
+        # kube-scheduler's opportunistic batching (v1.35+): pods like the one
+        # before reuse its filter and score results when every plugin signs them
+        batch = {r: int(metric_sum(sm, "scheduler_batch_attempts_total", result=r))
+                 for r in ("hint_used", "hint_not_used", "no_hint")}
+        flushed = {}
+        for line in sm.splitlines():
+            m = re.match(r'^scheduler_batch_cache_flushed_total\{.*reason="([^"]+)".*\}\s+(\S+)', line)
+            if m:
+                flushed[m.group(1)] = flushed.get(m.group(1), 0) + int(float(m.group(2)))
+        out["batch"] = {"attempts": batch, "flushed": flushed}
         if ext:
             em = ext.metrics()
             fp_s = sum(metric_sum(em, "gpushare_request_duration_seconds_sum", verb=v) for v in ("filter", "prioritize"))
@@ -188,8 +209,11 @@ def main():
                      f" bind {r['extender_bind_mean_ms']} ms" if mode == "extender" else ""), flush=True)
         for pm, base in (("plugin", "plain"), ("plugin-unthrottled", "plain-unthrottled")):
             if pm in row and base in row:
+                st = ""
+                if row[pm]["steady_pods_per_s"] and row[base]["steady_pods_per_s"]:
+                    st = f", steady state {row[pm]['steady_pods_per_s'] / row[base]['steady_pods_per_s']:.2f}"
                 print(f"{n:6d} nodes ratio {pm}/{base} = "
-                      f"{row[pm]['pods_per_s'] / row[base]['pods_per_s']:.2f}", flush=True)
+                      f"{row[pm]['pods_per_s'] / row[base]['pods_per_s']:.2f}{st}", flush=True)
         if "extender" in row:
             e = row["extender"]
             for base in ("plain", "plain-unthrottled"):

@@ -436,7 +436,24 @@ func (p *Plugin) PreFilter(ctx context.Context, state fwk.CycleState, pod *v1.Po
 	c.managed = rc == shim.OK // ScoreOnly: scored, nothing to filter or reserve
 	c.nodes = ix
 	c.verdict = vs
+	if allPass(vs) {
+		// Filter would answer Success for every node: Skip spares the
+		// framework a call per node (docs/plugin.md). Score, Reserve, Permit
+		// and Bind still run; so does PostFilter, which finds no node where
+		// GPU preemption helps, as Filter's answers would have said.
+		return nil, fwk.NewStatus(fwk.Skip)
+	}
 	return nil, nil
+}
+
+// allPass: every node passes (the common case while the cluster has room).
+func allPass(vs []shim.Verdict) bool {
+	for i := range vs {
+		if vs[i].Code != shim.OK {
+			return false
+		}
+	}
+	return true
 }
 
 // index is the nodeIndex of nodes: the last one when the list is the same

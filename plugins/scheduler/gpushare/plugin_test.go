@@ -1,0 +1,143 @@
+package gpushare
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"testing"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/framework"
+
+	"gpushare.io/scheduler/shim"
+)
+
+// The extension points below are driven the way kube-scheduler's framework
+// drives them (a CycleState per cycle, the snapshot's NodeInfo objects),
+// without an apiserver: Bind and the informers are covered by the real
+// control-plane tier (test/realk8s).
+
+func gibPlugin(t *testing.T) *Plugin {
+	t.Helper()
+	s, err := shim.New([]byte(`{"gpuMemoryUnit":"1GiB"}`), nil, "", "", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &Plugin{core: s}
+}
+
+// shareNode is a share node of gpus GPUs with units GiB in all, fed to the
+// core as the informer would, and its NodeInfo.
+func shareNode(t *testing.T, p *Plugin, name string, gpus, units int) fwk.NodeInfo {
+	t.Helper()
+	n := &v1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"ack.node.gpu.schedule": "share"}},
+		Status: v1.NodeStatus{Capacity: v1.ResourceList{
+			"aliyun.com/gpu-mem":   resource.MustParse(fmt.Sprint(units)),
+			"aliyun.com/gpu-count": resource.MustParse(fmt.Sprint(gpus)),
+		}},
+	}
+	b, err := json.Marshal(n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.core.Node(b)
+	ni := framework.NewNodeInfo()
+	ni.SetNode(n)
+	return ni
+}
+
+func gpuPod(name string, units int) *v1.Pod {
+	return &v1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", UID: types.UID("uid-" + name)},
+		Spec: v1.PodSpec{Containers: []v1.Container{{Name: "c", Resources: v1.ResourceRequirements{
+			Limits: v1.ResourceList{"aliyun.com/gpu-mem": resource.MustParse(fmt.Sprint(units))}}}}},
+	}
+}
+
+// A pod every node fits: PreFilter answers Skip, so the framework calls no
+// Filter of this plugin, and the cycle still scores and reserves.
+func TestPreFilterSkipsFilterWhenEveryNodeFits(t *testing.T) {
+	ctx := context.Background()
+	p := gibPlugin(t)
+	nodes := []fwk.NodeInfo{shareNode(t, p, "a", 2, 32), shareNode(t, p, "b", 1, 16)}
+	state := framework.NewCycleState()
+	pod := gpuPod("p", 10)
+	if _, st := p.PreFilter(ctx, state, pod, nodes); !st.IsSkip() {
+		t.Fatalf("PreFilter: %v, want Skip", st)
+	}
+	if st := p.PreScore(ctx, state, pod, nodes); !st.IsSuccess() {
+		t.Fatalf("PreScore: %v", st)
+	}
+	// binpack over 16 GiB GPUs: 10 of 16 on either node
+	for _, n := range nodes {
+		if s, st := p.Score(ctx, state, pod, n); !st.IsSuccess() || s != 60 {
+			t.Fatalf("Score %s: %d %v, want 60", n.Node().Name, s, st)
+		}
+	}
+	if st := p.Reserve(ctx, state, pod, "b"); !st.IsSuccess() {
+		t.Fatalf("Reserve: %v", st)
+	}
+	ledger, _ := p.core.View("b", false)
+	if want := `"pods":[{"namespace":"default","name":"p","uid":"uid-p","container":0,"usedMiB":10240}]`; !contains(ledger, want) {
+		t.Fatalf("ledger of b after Reserve: %s, want %s", ledger, want)
+	}
+}
+
+// Once a node is refused, PreFilter answers Success and Filter gives each
+// node its verdict, the refused one with the core's reason; PostFilter sees
+// the same verdicts.
+func TestFilterAnswersWhenANodeIsRefused(t *testing.T) {
+	ctx := context.Background()
+	p := gibPlugin(t)
+	nodes := []fwk.NodeInfo{shareNode(t, p, "a", 2, 32), shareNode(t, p, "b", 1, 8)}
+	state := framework.NewCycleState()
+	pod := gpuPod("p", 10)
+	if _, st := p.PreFilter(ctx, state, pod, nodes); !st.IsSuccess() {
+		t.Fatalf("PreFilter: %v, want Success", st)
+	}
+	if st := p.Filter(ctx, state, pod, nodes[0]); !st.IsSuccess() {
+		t.Fatalf("Filter a: %v", st)
+	}
+	st := p.Filter(ctx, state, pod, nodes[1])
+	if st.Code() != fwk.Unschedulable || st.Message() != "insufficient GPU memory on any single GPU" {
+		t.Fatalf("Filter b: %v", st)
+	}
+	// a copy of the NodeInfo (kube-scheduler adds nominated pods to one) is
+	// answered by its name
+	if st := p.Filter(ctx, state, pod, nodes[1].Snapshot()); st.Code() != fwk.Unschedulable {
+		t.Fatalf("Filter on a copy of b: %v", st)
+	}
+}
+
+// A pod asking no GPU: PreFilter skips, and so do PreScore and Bind.
+func TestPodWithoutGPUIsSkipped(t *testing.T) {
+	ctx := context.Background()
+	p := gibPlugin(t)
+	nodes := []fwk.NodeInfo{shareNode(t, p, "a", 2, 32)}
+	state := framework.NewCycleState()
+	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "c", Namespace: "default", UID: "uid-c"},
+		Spec: v1.PodSpec{Containers: []v1.Container{{Name: "c"}}}}
+	if _, st := p.PreFilter(ctx, state, pod, nodes); !st.IsSkip() {
+		t.Fatalf("PreFilter: %v, want Skip", st)
+	}
+	if st := p.PreScore(ctx, state, pod, nodes); !st.IsSkip() {
+		t.Fatalf("PreScore: %v, want Skip", st)
+	}
+	if st := p.Bind(ctx, state, pod, "a"); !st.IsSkip() {
+		t.Fatalf("Bind: %v, want Skip", st)
+	}
+}
+
+func contains(s, sub string) bool {
+	for i := 0; i+len(sub) <= len(s); i++ {
+		if s[i:i+len(sub)] == sub {
+			return true
+		}
+	}
+	return false
+}
