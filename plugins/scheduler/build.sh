@@ -5,8 +5,10 @@
 #
 #   plugins/scheduler/build.sh [BUILD_DIR] [OUT]
 #   plugins/scheduler/build.sh --test [BUILD_DIR]
-#                     runs the cgo boundary's tests (package shim) under
-#                     Go's race detector instead of building
+#                     runs the cgo boundary's tests (package shim) and the
+#                     plugin's (package gpushare: its extension points
+#                     driven with the framework's own CycleState and
+#                     NodeInfos) under Go's race detector instead of building
 #   plugins/scheduler/build.sh --test-asan ASAN_BUILD_DIR
 #                     the same tests under AddressSanitizer (go test -asan)
 #                     with the C side from a -DGS_SANITIZE=ON build (ASan +
@@ -53,14 +55,14 @@ for l in "${libs[@]}"; do
   ld="$ld $build/$l"
 done
 libs_ld="$ld -ljansson -lyaml -lpthread -lm"
-# The shim package's tests (1), under ASan (2), or its benchmarks (3).
+# The shim's and the plugin's tests (1), under ASan (2), or the shim's benchmarks (3).
 if [ $test_mode != 0 ]; then
   cd "$here"
   case $test_mode in
-    1) CGO_ENABLED=1 CGO_LDFLAGS="$libs_ld" go test -race -count=1 ./shim/ ;;
+    1) CGO_ENABLED=1 CGO_LDFLAGS="$libs_ld" go test -race -count=1 ./shim/ ./gpushare/ ;;
     2) san="-fsanitize=address,undefined -fno-omit-frame-pointer"
        CGO_ENABLED=1 CGO_CFLAGS="$san" CGO_LDFLAGS="$libs_ld $san" \
-         ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1} go test -asan -count=1 ./shim/ ;;
+         ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1} go test -asan -count=1 ./shim/ ./gpushare/ ;;
     3) CGO_ENABLED=1 CGO_LDFLAGS="$libs_ld" go test -run '^$' -bench . -count=5 ./shim/ ;;
   esac
   exit
