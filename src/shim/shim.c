@@ -358,12 +358,31 @@ out:
   return code;
 }
 
+/* The annotations as key NUL value NUL pairs ended by an empty key (no
+ * JSON to write here and parse again in Go, every pod). NULL when out of
+ * memory. */
+static char *annotations_pairs(const struct gs_annotations *a) {
+  size_t len = 1;
+  char *out, *p;
+  for (size_t i = 0; i < a->n; i++)
+    len += strlen(a->kv[i].key) + strlen(a->kv[i].value) + 2;
+  if ((out = p = gs_malloc(len)) == NULL)
+    return NULL;
+  for (size_t i = 0; i < a->n; i++) {
+    size_t k = strlen(a->kv[i].key) + 1, v = strlen(a->kv[i].value) + 1;
+    memcpy(p, a->kv[i].key, k);
+    memcpy(p + k, a->kv[i].value, v);
+    p += k + v;
+  }
+  *p = '\0';
+  return out;
+}
+
 int gs_shim_reserve(struct gs_shim *s, const char *pod, size_t len, const char *node,
                     int64_t now_ns, char **ret_annots, char *reason) {
   struct gs_pod_request req;
   struct gs_annotations a = {0};
   struct gs_status st = {GS_EOK, ""};
-  json_t *obj;
   int code;
   *ret_annots = NULL;
   if ((code = decode_pod(s, pod, len, &req, reason)) != GS_SHIM_OK)
@@ -372,13 +391,8 @@ int gs_shim_reserve(struct gs_shim *s, const char *pod, size_t len, const char *
     snprintf(reason, GS_SHIM_REASON, "%s", st.reason[0] ? st.reason : "cannot reserve");
     return st.code == GS_EUNRESOLVABLE ? GS_SHIM_UNRESOLVABLE : GS_SHIM_UNSCHEDULABLE;
   }
-  obj = json_object();
-  for (size_t i = 0; obj != NULL && i < a.n; i++)
-    if (json_object_set_new(obj, a.kv[i].key, json_string(a.kv[i].value)) != 0)
-      json_decref(obj), obj = NULL;
+  *ret_annots = annotations_pairs(&a);
   gs_annotations_clear(&a);
-  *ret_annots = obj != NULL ? gs_api_dump(obj) : NULL;
-  json_decref(obj);
   if (*ret_annots == NULL) {
     gs_sched_unreserve(s->sched, &req, node);
     snprintf(reason, GS_SHIM_REASON, "out of memory");

@@ -69,8 +69,9 @@ int gs_shim_filter(struct gs_shim *s, const char *pod, size_t len, const char *c
                    size_t n, const int64_t *host, int64_t now_ns, int *codes, char *reasons,
                    int64_t *scores);
 
-/* Reserve pod on node: *ret_annots is the Binding's annotations as a JSON
- * object {"key":"value"} (free it). OK, or a failure code with reason. */
+/* Reserve pod on node: *ret_annots is the Binding's annotations as
+ * key NUL value NUL pairs, ended by an empty key (free it with
+ * gs_shim_free_string). OK, or a failure code with reason. */
 int gs_shim_reserve(struct gs_shim *s, const char *pod, size_t len, const char *node,
                     int64_t now_ns, char **ret_annots, char *reason);
 void gs_shim_unreserve(struct gs_shim *s, const char *pod, size_t len, const char *node);

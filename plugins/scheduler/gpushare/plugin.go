@@ -72,7 +72,8 @@ type cycle struct {
 	pod     []byte            // the pod as JSON
 	managed bool              // gpushare manages the pod
 	nodes   *nodeIndex        // the nodes PreFilter answered for
-	verdict []shim.Verdict    // PreFilter's answer per node (nodes' order), with its score
+	scored  bool              // verdicts holds PreFilter's answers
+	verdict shim.Verdicts     // PreFilter's answer per node (nodes' order), with its score
 	annots  map[string]string // Reserve's annotations for the Binding
 }
 
@@ -96,20 +97,17 @@ type nodeIndex struct {
 	byInfo map[fwk.NodeInfo]int // the same positions by object: no name to hash and compare
 }
 
-// answer is PreFilter's verdict for a node, false when it did not answer
-// for the node. Filter and Score are mostly handed the very NodeInfo
-// objects PreFilter was (found by identity: one probe, the node's name
-// never read); a copy (kube-scheduler's view with nominated pods added)
-// is found by its name.
-func (c *cycle) answer(n fwk.NodeInfo) (shim.Verdict, bool) {
+// answer is where PreFilter's verdict for a node is, false when it did
+// not answer for the node. Filter and Score are mostly handed the very
+// NodeInfo objects PreFilter was (found by identity: one probe, the node's
+// name never read); a copy (kube-scheduler's view with nominated pods
+// added) is found by its name.
+func (c *cycle) answer(n fwk.NodeInfo) (int, bool) {
 	i, ok := c.nodes.byInfo[n]
 	if !ok {
 		i, ok = c.nodes.at[n.Node().Name]
 	}
-	if !ok {
-		return shim.Verdict{}, false
-	}
-	return c.verdict[i], true
+	return i, ok
 }
 
 func (c *cycle) Clone() fwk.StateData { return c }
@@ -216,10 +214,28 @@ func (p *Plugin) watch() {
 
 func (p *Plugin) node(o interface{}) {
 	if n, ok := o.(*v1.Node); ok {
+		if len(n.ManagedFields) > 0 {
+			cp := *n
+			cp.ManagedFields = nil
+			n = &cp
+		}
 		if b, err := json.Marshal(n); err == nil {
 			p.core.Node(b)
 		}
 	}
+}
+
+// podJSON is the pod as the core reads it, without its managedFields: no
+// decoder of the core reads them, and on a pod a client created they are
+// a good part of its bytes, written here and parsed again in C every
+// cycle (docs/plugin.md).
+func podJSON(pod *v1.Pod) ([]byte, error) {
+	if len(pod.ManagedFields) > 0 {
+		cp := *pod
+		cp.ManagedFields = nil
+		pod = &cp
+	}
+	return json.Marshal(pod)
 }
 
 // pod hands a pod to the core when it can matter there: bound (an
@@ -242,7 +258,7 @@ func (p *Plugin) pod(o interface{}) {
 			return
 		}
 	}
-	if b, err := json.Marshal(pod); err == nil {
+	if b, err := podJSON(pod); err == nil {
 		p.core.Pod(b)
 	}
 }
@@ -410,7 +426,7 @@ func status(code int, reason string) *fwk.Status {
 // prioritize runs them): one decode of the pod per cycle, and PreScore has
 // nothing left to ask. The C core plans gangs here.
 func (p *Plugin) PreFilter(ctx context.Context, state fwk.CycleState, pod *v1.Pod, nodes []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
-	b, err := json.Marshal(pod)
+	b, err := podJSON(pod)
 	if err != nil {
 		return nil, fwk.AsStatus(err)
 	}
@@ -431,12 +447,13 @@ func (p *Plugin) PreFilter(ctx context.Context, state fwk.CycleState, pod *v1.Po
 		return nil, fwk.NewStatus(fwk.Skip)
 	}
 	if rc != shim.OK && rc != shim.ScoreOnly {
-		return nil, status(rc, vs[0].Reason)
+		return nil, status(rc, vs.Reason(0))
 	}
 	c.managed = rc == shim.OK // ScoreOnly: scored, nothing to filter or reserve
 	c.nodes = ix
 	c.verdict = vs
-	if allPass(vs) {
+	c.scored = true
+	if vs.AllPass() {
 		// Filter would answer Success for every node: Skip spares the
 		// framework a call per node (docs/plugin.md). Score, Reserve, Permit
 		// and Bind still run; so does PostFilter, which finds no node where
@@ -444,16 +461,6 @@ func (p *Plugin) PreFilter(ctx context.Context, state fwk.CycleState, pod *v1.Po
 		return nil, fwk.NewStatus(fwk.Skip)
 	}
 	return nil, nil
-}
-
-// allPass: every node passes (the common case while the cluster has room).
-func allPass(vs []shim.Verdict) bool {
-	for i := range vs {
-		if vs[i].Code != shim.OK {
-			return false
-		}
-	}
-	return true
 }
 
 // index is the nodeIndex of nodes: the last one when the list is the same
@@ -513,18 +520,18 @@ func (p *Plugin) Filter(ctx context.Context, state fwk.CycleState, pod *v1.Pod, 
 	if c == nil || !c.managed {
 		return nil
 	}
-	v, ok := c.answer(nodeInfo)
+	i, ok := c.answer(nodeInfo)
 	if !ok {
 		return fwk.NewStatus(fwk.Unschedulable, "node unknown to gpushare")
 	}
-	return status(v.Code, v.Reason)
+	return status(c.verdict.Code(i), c.verdict.Reason(i))
 }
 
 // PreScore: the scores came with PreFilter's verdicts; a pod gpushare does not
 // manage is skipped.
 func (p *Plugin) PreScore(ctx context.Context, state fwk.CycleState, pod *v1.Pod, nodes []fwk.NodeInfo) *fwk.Status {
 	c := read(state)
-	if c == nil || c.verdict == nil {
+	if c == nil || !c.scored {
 		return fwk.NewStatus(fwk.Skip)
 	}
 	return nil // scored in PreFilter
@@ -534,11 +541,14 @@ func (p *Plugin) PreScore(ctx context.Context, state fwk.CycleState, pod *v1.Pod
 // of it; binpack and spread give multiples of 10, the extender's 0..10).
 func (p *Plugin) Score(ctx context.Context, state fwk.CycleState, pod *v1.Pod, nodeInfo fwk.NodeInfo) (int64, *fwk.Status) {
 	c := p.cycleOf(state)
-	if c == nil || c.verdict == nil {
+	if c == nil || !c.scored {
 		return 0, nil
 	}
-	v, _ := c.answer(nodeInfo)
-	return v.Score, nil
+	i, ok := c.answer(nodeInfo)
+	if !ok {
+		return 0, nil
+	}
+	return c.verdict.Score(i), nil
 }
 
 // ScoreExtensions: none.
@@ -554,11 +564,7 @@ func (p *Plugin) Reserve(ctx context.Context, state fwk.CycleState, pod *v1.Pod,
 	if rc != shim.OK {
 		return status(rc, reason)
 	}
-	c.annots = map[string]string{}
-	if err := json.Unmarshal([]byte(annots), &c.annots); err != nil {
-		p.core.Unreserve(c.pod, nodeName)
-		return fwk.AsStatus(err)
-	}
+	c.annots = annots
 	return nil
 }
 
@@ -627,7 +633,7 @@ func (p *Plugin) allowWaiting() {
 	defer p.mu.Unlock()
 	p.h.IterateOverWaitingPods(func(wp fwk.WaitingPod) {
 		pod := wp.GetPod()
-		b, err := json.Marshal(pod)
+		b, err := podJSON(pod)
 		if err != nil {
 			return
 		}
@@ -679,8 +685,8 @@ func (p *Plugin) PostFilter(ctx context.Context, state fwk.CycleState, pod *v1.P
 		return nil, fwk.NewStatus(fwk.Unschedulable, "preemptionPolicy: Never")
 	}
 	names := []string{}
-	for i, v := range c.verdict {
-		if v.Code == shim.Unschedulable {
+	for i := 0; i < c.verdict.Len(); i++ {
+		if c.verdict.Code(i) == shim.Unschedulable {
 			names = append(names, c.nodes.names[i])
 		}
 	}

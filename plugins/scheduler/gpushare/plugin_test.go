@@ -141,3 +141,25 @@ func contains(s, sub string) bool {
 	}
 	return false
 }
+
+// The core is handed a pod without its managedFields (no decoder reads
+// them); the informer's object is left as it was.
+func TestPodJSONLeavesManagedFieldsOut(t *testing.T) {
+	pod := gpuPod("p", 4)
+	pod.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "kubectl", Operation: metav1.ManagedFieldsOperationUpdate}}
+	b, err := podJSON(pod)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back v1.Pod
+	if err := json.Unmarshal(b, &back); err != nil {
+		t.Fatal(err)
+	}
+	if back.ManagedFields != nil || back.Name != "p" || back.UID != pod.UID ||
+		!back.Spec.Containers[0].Resources.Limits["aliyun.com/gpu-mem"].Equal(resource.MustParse("4")) {
+		t.Fatalf("podJSON: %s", b)
+	}
+	if len(pod.ManagedFields) != 1 {
+		t.Fatalf("the pod itself changed: %+v", pod.ManagedFields)
+	}
+}

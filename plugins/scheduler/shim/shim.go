@@ -140,11 +140,51 @@ func (s *Shim) PodDelete(uid string) {
 // Tick lets time pass (unix ns).
 func (s *Shim) Tick(nowNs int64) { C.gs_shim_tick(s.c, C.int64_t(nowNs)) }
 
-// Verdict is one node's answer.
-type Verdict struct {
-	Code   int
-	Reason string
-	Score  int64 // 0..100 when scored
+// Verdicts is a verb's answer for each node of its list. Nothing in it
+// points anywhere per node (the garbage collector scans none of it, and
+// kube-scheduler keeps a cycle's answers until the pod's binding ends), and
+// a list where every node passed carries no codes or reasons at all.
+type Verdicts struct {
+	n       int
+	code    []uint8  // per node; nil when every node passed
+	reason  []uint32 // per node, an index in reasons; nil with code
+	reasons []string // the distinct reasons, in the order first met
+	score   []uint8  // 0..100 per node; nil when not scored
+}
+
+// Len is the number of nodes answered for.
+func (v *Verdicts) Len() int { return v.n }
+
+// AllPass: every node passed.
+func (v *Verdicts) AllPass() bool { return v.code == nil }
+
+// Code is node i's code (OK, Unschedulable, Unresolvable).
+func (v *Verdicts) Code(i int) int {
+	if v.code == nil {
+		return OK
+	}
+	return int(v.code[i])
+}
+
+// Reason is why node i was refused ("" when it passed).
+func (v *Verdicts) Reason(i int) string {
+	if v.code == nil || int(v.code[i]) == OK {
+		return ""
+	}
+	return v.reasons[v.reason[i]]
+}
+
+// Score is node i's score, 0..100 (0 when not scored).
+func (v *Verdicts) Score(i int) int64 {
+	if v.score == nil {
+		return 0
+	}
+	return int64(v.score[i])
+}
+
+// failed is the answer of a verb that could not run: one entry, code rc.
+func failed(rc int, reason string) Verdicts {
+	return Verdicts{n: 1, code: []uint8{uint8(rc)}, reason: []uint32{0}, reasons: []string{reason}}
 }
 
 // WantsHost: whether Filter wants the nodes' host resources (nodePolicy frag).
@@ -199,7 +239,7 @@ func (s *Shim) buffers(names []string) {
 // (milli), memory allocatable and requested (bytes). rc is OK, Skip (not
 // managed), ScoreOnly (scored, nothing to reserve: nodePolicy frag and a
 // pod asking no GPU) or Error (reason in the first verdict).
-func (s *Shim) Filter(pod []byte, names []string, host []int64, nowNs int64, score bool) (int, []Verdict) {
+func (s *Shim) Filter(pod []byte, names []string, host []int64, nowNs int64, score bool) (int, Verdicts) {
 	n := len(names)
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -221,39 +261,48 @@ func (s *Shim) Filter(pod []byte, names []string, host []int64, nowNs int64, sco
 			s.reasons, scores))
 	})
 	if rc != OK && rc != ScoreOnly {
-		return rc, []Verdict{{rc, C.GoString(s.reasons), 0}}
+		return rc, failed(rc, C.GoString(s.reasons))
+	}
+	v := Verdicts{n: n}
+	if score {
+		v.score = make([]uint8, n)
+		for i, sc := range unsafe.Slice(s.scores, n) {
+			v.score[i] = uint8(sc) // 0..100 (shim.h)
+		}
 	}
 	cs := unsafe.Slice(s.codes, n)
-	vs := make([]Verdict, n)
-	var ss []C.int64_t
-	if score {
-		ss = unsafe.Slice(s.scores, n)
-	}
-	last := ""
-	for i := range vs {
-		vs[i].Code = int(cs[i])
-		if score {
-			vs[i].Score = int64(ss[i])
+	first := -1
+	for i, c := range cs {
+		if int(c) != OK {
+			first = i
+			break
 		}
-		if vs[i].Code == OK {
+	}
+	if first < 0 {
+		return rc, v
+	}
+	v.code = make([]uint8, n)
+	v.reason = make([]uint32, n)
+	last := ""
+	for i := first; i < n; i++ {
+		if v.code[i] = uint8(cs[i]); int(cs[i]) == OK {
 			continue // a node that passes has no reason (its slot is not written)
 		}
 		// Most refused nodes fail for the reason the node before them did:
-		// such a reason is not copied again.
+		// such a reason is neither copied nor stored again.
 		r := (*C.char)(unsafe.Add(unsafe.Pointer(s.reasons), i*reasonMax))
-		if *r != 0 {
-			view := unsafe.String((*byte)(unsafe.Pointer(r)), int(C.strlen(r)))
-			if view != last {
-				last = C.GoString(r)
-			}
-			vs[i].Reason = last
+		view := unsafe.String((*byte)(unsafe.Pointer(r)), int(C.strlen(r)))
+		if len(v.reasons) == 0 || view != last {
+			last = C.GoString(r)
+			v.reasons = append(v.reasons, last)
 		}
+		v.reason[i] = uint32(len(v.reasons) - 1)
 	}
-	return rc, vs
+	return rc, v
 }
 
-// Reserve pod on node: the annotations its Binding carries (a JSON object).
-func (s *Shim) Reserve(pod []byte, node string, nowNs int64) (int, string, string) {
+// Reserve pod on node: the annotations its Binding carries.
+func (s *Shim) Reserve(pod []byte, node string, nowNs int64) (int, map[string]string, string) {
 	var annots *C.char
 	reason := (*C.char)(C.calloc(1, C.size_t(reasonMax)))
 	defer C.free(unsafe.Pointer(reason))
@@ -264,10 +313,19 @@ func (s *Shim) Reserve(pod []byte, node string, nowNs int64) (int, string, strin
 		})
 	})
 	if rc != OK {
-		return rc, "", C.GoString(reason)
+		return rc, nil, C.GoString(reason)
 	}
-	out := C.GoString(annots)
-	C.gs_shim_free_string(annots)
+	defer C.gs_shim_free_string(annots)
+	// key NUL value NUL ..., ended by an empty key (shim.h)
+	out := map[string]string{}
+	p := unsafe.Pointer(annots)
+	for *(*C.char)(p) != 0 {
+		k := C.GoString((*C.char)(p))
+		p = unsafe.Add(p, len(k)+1)
+		v := C.GoString((*C.char)(p))
+		p = unsafe.Add(p, len(v)+1)
+		out[k] = v
+	}
 	return OK, out, ""
 }
 

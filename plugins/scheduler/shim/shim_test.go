@@ -44,21 +44,40 @@ func TestVerbs(t *testing.T) {
 	s.Node(node("a", 2, 32))
 	s.Node(node("b", 1, 8))
 	rc, vs := s.Filter(pod("p", 10), []string{"a", "b", "zz"}, nil, 1, false)
-	if rc != OK || vs[0].Code != OK || vs[1].Code != Unschedulable || vs[2].Code != Unschedulable {
+	if rc != OK || vs.Code(0) != OK || vs.Code(1) != Unschedulable || vs.Code(2) != Unschedulable {
 		t.Fatalf("filter: %d %+v", rc, vs)
 	}
-	if vs[1].Reason != "insufficient GPU memory on any single GPU" {
-		t.Fatalf("reason %q", vs[1].Reason)
+	if vs.Reason(0) != "" || vs.Reason(1) != "insufficient GPU memory on any single GPU" ||
+		vs.Reason(2) != "node unknown to gpushare" || vs.AllPass() {
+		t.Fatalf("reasons %q %q %q", vs.Reason(0), vs.Reason(1), vs.Reason(2))
+	}
+	if rc, vs = s.Filter(pod("p", 10), []string{"a"}, nil, 1, false); rc != OK || !vs.AllPass() ||
+		vs.Len() != 1 || vs.Code(0) != OK {
+		t.Fatalf("filter over a: %d %d", rc, vs.Code(0))
 	}
 	rc, vs = s.Filter(pod("p", 10), []string{"a"}, nil, 1, true)
 	// binpack: 10 of a 16 GiB GPU, round(6.25) = 6 on the extender's scale,
 	// 60 on the framework's
-	if rc != OK || vs[0].Score != 60 {
+	if rc != OK || vs.Score(0) != 60 {
 		t.Fatalf("prioritize: %d %+v", rc, vs)
 	}
 	rc, annots, reason := s.Reserve(pod("p", 10), "a", 1)
-	if rc != OK || !strings.Contains(annots, `"scheduler.framework.gpushare.allocation":"{\"0\":{\"0\":10}}"`) {
+	// every annotation of docs/contract.md §4, key for key (the pairs the C
+	// side hands over, decoded into the Binding's map)
+	want := map[string]string{
+		"ALIYUN_COM_GPU_MEM_ASSIGNED": "false", "ALIYUN_COM_GPU_MEM_ASSUME_TIME": "1",
+		"ALIYUN_COM_GPU_MEM_DEV": "16", "ALIYUN_COM_GPU_MEM_IDX": "0", "ALIYUN_COM_GPU_MEM_POD": "10",
+		"gpushare.alibabacloud.com/device-resource": `{"0":16,"1":16}`, "gpushare.io/unit-mib": "1024",
+		"scheduler.framework.gpushare.allocation": `{"0":{"0":10}}`,
+		"scheduler.framework.gpushare.assigned":   "false", "scheduler.framework.gpushare.assume-time": "1",
+	}
+	if rc != OK || len(annots) != len(want) {
 		t.Fatalf("reserve: %d %q %q", rc, annots, reason)
+	}
+	for k, v := range want {
+		if annots[k] != v {
+			t.Fatalf("reserve: %s = %q, want %q (all: %q)", k, annots[k], v, annots)
+		}
 	}
 	s.Confirm("uid-p")
 	led, ok := s.Ledger()
@@ -97,19 +116,19 @@ func TestFilterKeepsNoStaleList(t *testing.T) {
 		{"small1"},
 	} {
 		rc, vs := s.Filter(pod("p", 10), names, nil, 1, true)
-		if rc != OK || len(vs) != len(names) {
+		if rc != OK || vs.Len() != len(names) {
 			t.Fatalf("%v: %d %+v", names, rc, vs)
 		}
 		for i, n := range names {
-			if vs[i].Code != want[n] {
-				t.Fatalf("%v: node %s got %+v", names, n, vs[i])
+			if vs.Code(i) != want[n] {
+				t.Fatalf("%v: node %s got %d %q %d", names, n, vs.Code(i), vs.Reason(i), vs.Score(i))
 			}
-			if want[n] == OK && (vs[i].Reason != "" || vs[i].Score != 30) { // 10 of 32 GiB: round(3.1) × 10
-				t.Fatalf("%v: node %s got %+v", names, n, vs[i])
+			if want[n] == OK && (vs.Reason(i) != "" || vs.Score(i) != 30) { // 10 of 32 GiB: round(3.1) × 10
+				t.Fatalf("%v: node %s got %d %q %d", names, n, vs.Code(i), vs.Reason(i), vs.Score(i))
 			}
 			if n == "small1" || n == "small2" {
-				if vs[i].Reason != "insufficient GPU memory on any single GPU" {
-					t.Fatalf("%v: node %s reason %q", names, n, vs[i].Reason)
+				if vs.Reason(i) != "insufficient GPU memory on any single GPU" {
+					t.Fatalf("%v: node %s reason %q", names, n, vs.Reason(i))
 				}
 			}
 		}
@@ -141,8 +160,8 @@ func TestConcurrent(t *testing.T) {
 				name := fmt.Sprintf("p-%d-%d", g, i)
 				p := pod(name, 4)
 				_, vs := s.Filter(p, names, nil, 1, true)
-				for j, v := range vs {
-					if v.Code != OK {
+				for j := 0; j < vs.Len(); j++ {
+					if vs.Code(j) != OK {
 						continue
 					}
 					if rc, _, _ := s.Reserve(p, names[j], 1); rc == OK {
@@ -198,7 +217,7 @@ func TestConfig(t *testing.T) {
 	b.Reserve(pod("r", 32), "a", 1)
 	_, spread := s.Filter(pod("p", 8), []string{"a"}, nil, 1, true)
 	_, binpack := b.Filter(pod("p", 8), []string{"a"}, nil, 1, true)
-	if spread[0].Score >= binpack[0].Score {
+	if spread.Score(0) >= binpack.Score(0) {
 		t.Fatalf("args' spread not in force over the ConfigMap's binpack: %+v %+v", spread, binpack)
 	}
 	if strings.Contains(led, "pendingUnit") {
@@ -272,7 +291,7 @@ func TestViews(t *testing.T) {
 		t.Fatalf("unknown node: %d %s", status, out)
 	}
 	s.ConfigMap(configMap("kube-system", "unhealthy-gpu-a", nil), true)
-	if rc, vs := s.Filter(pod("q", 16), []string{"a"}, nil, 1, false); rc != OK || vs[0].Code != OK {
+	if rc, vs := s.Filter(pod("q", 16), []string{"a"}, nil, 1, false); rc != OK || vs.Code(0) != OK {
 		t.Fatalf("GPU 0 still unhealthy: %+v", vs)
 	}
 }
@@ -306,7 +325,7 @@ func TestNotices(t *testing.T) {
 		t.Fatal("notices before any timeout")
 	}
 	rc, vs := s.Filter(member("m0"), []string{"a"}, nil, 1e9, false)
-	if rc != OK || vs[0].Code != OK {
+	if rc != OK || vs.Code(0) != OK {
 		t.Fatalf("gang plan: %d %+v", rc, vs)
 	}
 	s.Tick(5e9)
@@ -358,16 +377,16 @@ func TestFragHost(t *testing.T) {
 	names := []string{"a", "b"}
 	// a: 8 CPUs, 5 requested; b: 64 CPUs, none requested; 64 GiB memory each.
 	host := []int64{8000, 5000, 64 << 30, 0, 64000, 0, 64 << 30, 0}
-	if rc, vs := s.Filter(gpuPod("g"), names, host, 1, true); rc != OK || vs[0].Code != OK {
+	if rc, vs := s.Filter(gpuPod("g"), names, host, 1, true); rc != OK || vs.Code(0) != OK {
 		t.Fatalf("gpu pod: %d %+v", rc, vs)
 	}
 	rc, vs := s.Filter(cpuPod("c", "2"), names, host, 1, true)
-	if rc != ScoreOnly || vs[0].Code != OK || vs[1].Code != OK {
+	if rc != ScoreOnly || vs.Code(0) != OK || vs.Code(1) != OK {
 		t.Fatalf("cpu pod: %d %+v", rc, vs)
 	}
 	// On a, 2 of 3 CPUs leave room for none of the GPUs' pods: all 64 GiB
 	// stranded → 0; b keeps room → 50 (the framework's 0..100).
-	if vs[0].Score != 0 || vs[1].Score != 50 {
+	if vs.Score(0) != 0 || vs.Score(1) != 50 {
 		t.Fatalf("cpu pod scores: %+v", vs)
 	}
 	if rc, _ := s.Filter(cpuPod("c", "2"), names, host, 1, false); rc != Skip {
@@ -399,7 +418,7 @@ func benchmarkFilter(b *testing.B, n int) {
 	p := pod("p", 4)
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		if rc, vs := s.Filter(p, names, nil, 1, true); rc != OK || len(vs) != n || vs[0].Code != OK {
+		if rc, vs := s.Filter(p, names, nil, 1, true); rc != OK || vs.Len() != n || vs.Code(0) != OK {
 			b.Fatalf("filter: %d", rc)
 		}
 	}
