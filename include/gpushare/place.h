@@ -72,6 +72,21 @@ struct gs_place_pod {
 enum gs_err gs_place_prepare(const struct gs_pod_request *req, const struct gs_policy *policy,
                              struct gs_place_pod *ret_pod, char reason[GS_REASON_MAX]);
 
+/* What makes two pods the same to placement, for kube-scheduler's pod
+ * signatures (its opportunistic batching reuses one pod's node ranking for
+ * the next pod with an equal signature, re-checking only the node it picks:
+ * docs/plugin.md). Pods with equal texts get the same verdict and score on
+ * a node in the same state: the text holds the GPUs to choose, the memory
+ * charged on each, every container's request and the priority. GS_EOK
+ * with sig written; GS_ESKIP when the pod asks for nothing gpushare
+ * manages (and nodePolicy frag does not score it): sig is ""; else
+ * GS_EUNRESOLVABLE with why it cannot be signed in sig: a member of a
+ * distributed job (placed by its job's plan, slot by slot), nodePolicy
+ * frag (a node's score weighs the shares of the whole cluster), a pod
+ * gs_place_check_pod refuses, or a request too long to write. */
+enum gs_err gs_place_signature(const struct gs_pod_request *req, const struct gs_policy *policy,
+                               char sig[GS_REASON_MAX]);
+
 /* The seam for choosing which k GPUs of a node (a topology-aware chooser
  * plugs in here). candidates: bit i set = GPU i can take the pod (healthy,
  * not owned, enough free memory and under the cgpu cap for memory pods;

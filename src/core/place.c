@@ -200,6 +200,37 @@ enum gs_err gs_place_prepare(const struct gs_pod_request *req, const struct gs_p
   return GS_EOK;
 }
 
+enum gs_err gs_place_signature(const struct gs_pod_request *req, const struct gs_policy *policy,
+                               char sig[GS_REASON_MAX]) {
+  struct gs_place_pod pod;
+  char why[GS_REASON_MAX];
+  size_t at;
+  int n;
+  enum gs_err fit = gs_place_prepare(req, policy, &pod, why);
+  bool frag_host = gs_place_frag_scores_host(req, policy);
+  if (gs_pod_request_is_gang_member(req))
+    return verdict(GS_EUNRESOLVABLE, sig, "a member of a distributed job is placed by its plan");
+  if (fit == GS_ESKIP && !frag_host)
+    return clear_reason(GS_ESKIP, sig);
+  if (policy->node_policy == GS_PLACE_FRAG)
+    return verdict(GS_EUNRESOLVABLE, sig, "nodePolicy frag weighs the whole cluster's shares");
+  if (fit != GS_EOK)
+    return verdict(GS_EUNRESOLVABLE, sig, "%s", why);
+  n = snprintf(sig, GS_REASON_MAX, "%s k=%u mib=%llu prio=%d init=%llu/%llu c=",
+               pod.mem ? "mem" : "whole", (unsigned)pod.k, (unsigned long long)pod.mib_per_gpu,
+               (int)req->priority, (unsigned long long)req->init_mem_units,
+               (unsigned long long)req->init_whole_gpus);
+  at = n > 0 ? (size_t)n : 0;
+  for (uint32_t c = 0; c < req->ncontainers && at < GS_REASON_MAX; c++) {
+    n = snprintf(sig + at, GS_REASON_MAX - at, "%llu/%llu,",
+                 (unsigned long long)req->mem_units[c], (unsigned long long)req->whole_gpus[c]);
+    at += n > 0 ? (size_t)n : 0;
+  }
+  if (at >= GS_REASON_MAX)
+    return verdict(GS_EUNRESOLVABLE, sig, "too many containers to sign");
+  return GS_EOK;
+}
+
 /* ---- choosing GPUs ------------------------------------------------------------ */
 
 uint64_t gs__place_mem_key(const struct gs_node *node, const struct gs_policy *policy,

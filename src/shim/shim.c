@@ -358,6 +358,21 @@ out:
   return code;
 }
 
+int gs_shim_sign(struct gs_shim *s, const char *pod, size_t len, char *sig) {
+  struct gs_pod_request req;
+  int code = decode_pod(s, pod, len, &req, sig);
+  if (code != GS_SHIM_OK)
+    return code;
+  switch (gs_place_signature(&req, gs_sched_policy(s->sched), sig)) {
+  case GS_EOK:
+    return GS_SHIM_OK;
+  case GS_ESKIP:
+    return GS_SHIM_SKIP;
+  default:
+    return GS_SHIM_UNSCHEDULABLE;
+  }
+}
+
 /* The annotations as key NUL value NUL pairs ended by an empty key (no
  * JSON to write here and parse again in Go, every pod). NULL when out of
  * memory. */

@@ -69,6 +69,13 @@ int gs_shim_filter(struct gs_shim *s, const char *pod, size_t len, const char *c
                    size_t n, const int64_t *host, int64_t now_ns, int *codes, char *reasons,
                    int64_t *scores);
 
+/* kube-scheduler's pod signature (SignPod): what makes pods the same to
+ * gpushare (gs_place_signature), written to sig (GS_SHIM_REASON bytes).
+ * OK with the text; SKIP: the pod asks for nothing gpushare manages (no
+ * fragment); UNSCHEDULABLE: it cannot be signed, sig saying why; ERROR: the
+ * pod cannot be read. */
+int gs_shim_sign(struct gs_shim *s, const char *pod, size_t len, char *sig);
+
 /* Reserve pod on node: *ret_annots is the Binding's annotations as
  * key NUL value NUL pairs, ended by an empty key (free it with
  * gs_shim_free_string). OK, or a failure code with reason. */

@@ -122,6 +122,7 @@ var (
 	_ fwk.BindPlugin        = &Plugin{}
 	_ fwk.EnqueueExtensions = &Plugin{}
 	_ fwk.PostFilterPlugin  = &Plugin{}
+	_ fwk.SignPlugin        = &Plugin{}
 )
 
 // New makes the plugin: the C service from the args, fed by the scheduler's
@@ -418,6 +419,33 @@ func status(code int, reason string) *fwk.Status {
 		return fwk.NewStatus(fwk.Wait, reason)
 	default:
 		return fwk.AsStatus(fmt.Errorf("%s", reason))
+	}
+}
+
+// signKey names the plugin's signature fragment (kube-scheduler's naming:
+// the state it is made from, then what is done to it).
+const signKey = "v1.Pod.Spec.Containers.GpuShareRequest()"
+
+// SignPod tells kube-scheduler's opportunistic batching which pods are the
+// same to gpushare, as the core decides (gs_place_signature): a pod asking
+// no GPU adds nothing; a member of a distributed job, a pod under
+// nodePolicy frag or one the core refuses is not signable, and kube-scheduler
+// schedules it on its own. Without this, every pod of the profile would
+// lose batching (docs/plugin.md).
+func (p *Plugin) SignPod(ctx context.Context, pod *v1.Pod) ([]fwk.SignFragment, *fwk.Status) {
+	b, err := podJSON(pod)
+	if err != nil {
+		return nil, fwk.AsStatus(err)
+	}
+	switch rc, sig := p.core.Sign(b); rc {
+	case shim.OK:
+		return []fwk.SignFragment{{Key: signKey, Value: sig}}, nil
+	case shim.Skip:
+		return nil, nil
+	case shim.Unschedulable:
+		return nil, fwk.NewStatus(fwk.Unschedulable, "gpushare: "+sig)
+	default:
+		return nil, fwk.AsStatus(fmt.Errorf("gpushare: %s", sig))
 	}
 }
 

@@ -163,3 +163,37 @@ func TestPodJSONLeavesManagedFieldsOut(t *testing.T) {
 		t.Fatalf("the pod itself changed: %+v", pod.ManagedFields)
 	}
 }
+
+// SignPod hands kube-scheduler the core's signature: pods asking the same
+// are signed alike (whatever their names), a pod asking no GPU adds no
+// fragment, a member of a distributed job is not signable.
+func TestSignPod(t *testing.T) {
+	ctx := context.Background()
+	p := gibPlugin(t)
+	sign := func(pod *v1.Pod) ([]fwk.SignFragment, *fwk.Status) { return p.SignPod(ctx, pod) }
+	a, st := sign(gpuPod("a", 4))
+	if !st.IsSuccess() || len(a) != 1 || a[0].Key != signKey ||
+		a[0].Value != "mem k=1 mib=4096 prio=0 init=0/0 c=4/0," {
+		t.Fatalf("SignPod a: %+v %v", a, st)
+	}
+	b, _ := sign(gpuPod("b", 4))
+	c, _ := sign(gpuPod("c", 8))
+	if len(b) != 1 || b[0] != a[0] || len(c) != 1 || c[0] == a[0] {
+		t.Fatalf("SignPod: a %+v, b %+v, c %+v", a, b, c)
+	}
+	cpu := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "cpu", Namespace: "default"},
+		Spec: v1.PodSpec{Containers: []v1.Container{{Name: "c"}}}}
+	if f, st := sign(cpu); !st.IsSuccess() || f != nil {
+		t.Fatalf("SignPod of a pod asking no GPU: %+v %v", f, st)
+	}
+	member := &v1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "m", Namespace: "default",
+			Labels: map[string]string{"gpu-topology": "job", "gpu-topology-replica": "2"}},
+		Spec: v1.PodSpec{Containers: []v1.Container{{Name: "c", Resources: v1.ResourceRequirements{
+			Limits: v1.ResourceList{"aliyun.com/gpu": resource.MustParse("1")}}}}},
+	}
+	if f, st := sign(member); st.Code() != fwk.Unschedulable || f != nil ||
+		st.Message() != "gpushare: a member of a distributed job is placed by its plan" {
+		t.Fatalf("SignPod of a gang member: %+v %v", f, st)
+	}
+}

@@ -301,6 +301,17 @@ func (s *Shim) Filter(pod []byte, names []string, host []int64, nowNs int64, sco
 	return rc, v
 }
 
+// Sign: kube-scheduler's pod signature for gpushare (shim.h
+// gs_shim_sign): OK with the text, Skip (nothing to sign), Unschedulable
+// (not signable: the text says why) or Error.
+func (s *Shim) Sign(pod []byte) (int, string) {
+	sig := (*C.char)(C.calloc(1, C.size_t(reasonMax)))
+	defer C.free(unsafe.Pointer(sig))
+	var rc int
+	withBytes(pod, func(b *C.char, l C.size_t) { rc = int(C.gs_shim_sign(s.c, b, l, sig)) })
+	return rc, C.GoString(sig)
+}
+
 // Reserve pod on node: the annotations its Binding carries.
 func (s *Shim) Reserve(pod []byte, node string, nowNs int64) (int, map[string]string, string) {
 	var annots *C.char

@@ -1,0 +1,114 @@
+/* Pod signatures (gs_place_signature): what makes two pods the same to
+ * placement, for kube-scheduler's opportunistic batching. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <gpushare/place.h>
+
+#include <stdio.h>
+#include <string.h>
+
+static struct gs_pod_request mem_pod(const char *name, uint64_t units, uint32_t count) {
+  struct gs_pod_request r;
+  memset(&r, 0, sizeof r);
+  snprintf(r.ns, sizeof r.ns, "default");
+  snprintf(r.name, sizeof r.name, "%s", name);
+  snprintf(r.uid, sizeof r.uid, "uid-%s", name);
+  r.ncontainers = 1;
+  r.mem_units[0] = units;
+  r.gpu_count = count;
+  return r;
+}
+
+static enum gs_err sign(const struct gs_pod_request *r, const struct gs_policy *policy,
+                        char sig[GS_REASON_MAX]) {
+  memset(sig, 'x', GS_REASON_MAX);
+  return gs_place_signature(r, policy, sig);
+}
+
+/* Two pods asking the same are signed alike whatever their names; any
+ * difference placement could see makes another text. */
+static void test_same_request_same_text(void **state) {
+  struct gs_policy policy;
+  char a[GS_REASON_MAX], b[GS_REASON_MAX];
+  struct gs_pod_request p = mem_pod("p", 4, 1), q = mem_pod("q", 4, 1), r;
+  (void)state;
+  gs_policy_init(&policy);
+  snprintf(q.ns, sizeof q.ns, "other");
+  assert_int_equal(sign(&p, &policy, a), GS_EOK);
+  assert_int_equal(sign(&q, &policy, b), GS_EOK);
+  assert_string_equal(a, "mem k=1 mib=4096 prio=0 init=0/0 c=4/0,");
+  assert_string_equal(a, b);
+
+  r = mem_pod("r", 8, 2); /* 4 GiB on each of two GPUs */
+  assert_int_equal(sign(&r, &policy, b), GS_EOK);
+  assert_string_equal(b, "mem k=2 mib=4096 prio=0 init=0/0 c=8/0,");
+
+  r = mem_pod("r", 4, 1); /* the same total in two containers */
+  r.ncontainers = 2;
+  r.mem_units[0] = r.mem_units[1] = 2;
+  assert_int_equal(sign(&r, &policy, b), GS_EOK);
+  assert_string_not_equal(a, b);
+
+  r = mem_pod("r", 4, 1);
+  r.priority = 10;
+  assert_int_equal(sign(&r, &policy, b), GS_EOK);
+  assert_string_not_equal(a, b);
+
+  r = mem_pod("r", 0, 1); /* two whole GPUs */
+  r.whole_gpus[0] = 2;
+  assert_int_equal(sign(&r, &policy, b), GS_EOK);
+  assert_string_equal(b, "whole k=2 mib=0 prio=0 init=0/0 c=0/2,");
+
+  policy.unit_mib = 128; /* the same units are another amount of memory */
+  assert_int_equal(sign(&p, &policy, b), GS_EOK);
+  assert_string_equal(b, "mem k=1 mib=512 prio=0 init=0/0 c=4/0,");
+}
+
+/* What cannot be signed says why; a pod asking no GPU adds nothing. */
+static void test_unsignable(void **state) {
+  struct gs_policy policy;
+  char sig[GS_REASON_MAX];
+  struct gs_pod_request r = mem_pod("m", 0, 1);
+  (void)state;
+  gs_policy_init(&policy);
+
+  assert_int_equal(sign(&r, &policy, sig), GS_ESKIP);
+  assert_string_equal(sig, "");
+
+  r.whole_gpus[0] = 1;
+  snprintf(r.gang_job, sizeof r.gang_job, "job");
+  r.gang_replicas = 2;
+  assert_int_equal(sign(&r, &policy, sig), GS_EUNRESOLVABLE);
+  assert_string_equal(sig, "a member of a distributed job is placed by its plan");
+
+  r = mem_pod("u", 5, 2); /* 5 is not divisible by 2: refused everywhere */
+  assert_int_equal(sign(&r, &policy, sig), GS_EUNRESOLVABLE);
+  assert_string_equal(sig, "aliyun.com/gpu-mem 5 is not divisible by aliyun.com/gpu-count 2");
+
+  r = mem_pod("f", 4, 1);
+  policy.node_policy = GS_PLACE_FRAG;
+  assert_int_equal(sign(&r, &policy, sig), GS_EUNRESOLVABLE);
+  assert_string_equal(sig, "nodePolicy frag weighs the whole cluster's shares");
+  r = mem_pod("c", 0, 1); /* a CPU-only pod frag scores: not signable either */
+  r.cpu_milli = 1000;
+  assert_int_equal(sign(&r, &policy, sig), GS_EUNRESOLVABLE);
+
+  policy.node_policy = GS_PLACE_BINPACK;
+  r = mem_pod("many", 1, 1);
+  r.ncontainers = GS_MAX_CONTAINERS;
+  for (uint32_t c = 0; c < GS_MAX_CONTAINERS; c++)
+    r.mem_units[c] = 1000000 + c;
+  assert_int_equal(sign(&r, &policy, sig), GS_EUNRESOLVABLE);
+  assert_string_equal(sig, "too many containers to sign");
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_same_request_same_text),
+      cmocka_unit_test(test_unsignable),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
