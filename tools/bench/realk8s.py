@@ -19,6 +19,11 @@ until every pod is bound. Two modes, same everything else:
   plugin-unthrottled
             the same with clientConnection qps/burst 1000 (the plugin's Bindings
             go through kube-scheduler's client, as in plain mode)
+  plain-batch, plugin-batch
+            the unthrottled modes with PodTopologySpread's default constraints
+            off: kube-scheduler's opportunistic batching (v1.35+) then reuses a
+            pod's node ranking for the next pod signed alike (the plugin signs
+            with the core's gs_place_signature)
 
 Prints pods/s per mode, the ratio, kube-scheduler's own mean scheduling
 attempt latency (scheduler_scheduling_attempt_duration_seconds) and the
@@ -78,15 +83,27 @@ def fetch_profile(cp, seconds, path):
         f.write(r.read())
 
 
+def no_default_spread(c, scheduler_name):
+    """PodTopologySpread without its default constraints (defaultingType
+    List, none listed): with them no pod is signable and kube-scheduler's
+    opportunistic batching never runs."""
+    profiles = c.setdefault("profiles", [{"schedulerName": scheduler_name}])
+    profiles[0].setdefault("pluginConfig", []).append(
+        {"name": "PodTopologySpread", "args": {"defaultingType": "List"}})
+
+
 def run(mode, nodes, pods, workdir, pprof=None):
     cfg = os.path.join(kcluster.SOURCE, "deploy", "scheduler", "kube-scheduler-config.yaml")
+    unthrottled = mode.endswith("-unthrottled") or mode.endswith("-batch")
     if mode.startswith("plain"):
         with open(cfg) as f:
             c = yaml.safe_load(f)
         c.pop("extenders", None)
-        if mode == "plain-unthrottled":
+        if unthrottled:
             c["clientConnection"]["qps"] = 1000
             c["clientConnection"]["burst"] = 1000
+        if mode.endswith("-batch"):
+            no_default_spread(c, "default-scheduler")
         cfg = os.path.join(workdir, "plain-scheduler.yaml")
         with open(cfg, "w") as f:
             yaml.safe_dump(c, f)
@@ -94,11 +111,13 @@ def run(mode, nodes, pods, workdir, pprof=None):
     if mode.startswith("plugin"):
         cfg = os.path.join(kcluster.SOURCE, "deploy", "scheduler", "gpushare-scheduler-config.yaml")
         kw["scheduler_binary"] = os.path.join(kcluster.k8s_bin_dir(), "gpushare-scheduler")
-        if mode == "plugin-unthrottled":
+        if unthrottled:
             with open(cfg) as f:
                 c = yaml.safe_load(f)
             c["clientConnection"]["qps"] = 1000
             c["clientConnection"]["burst"] = 1000
+            if mode.endswith("-batch"):
+                no_default_spread(c, "gpushare-scheduler")
             cfg = os.path.join(workdir, "plugin-scheduler.yaml")
             with open(cfg, "w") as f:
                 yaml.safe_dump(c, f)
@@ -207,7 +226,8 @@ def main():
                   f"  attempt mean {r['attempt_mean_ms']} ms"
                   + (f"  extender filter+prioritize {r['extender_filter_prioritize_mean_ms']} ms,"
                      f" bind {r['extender_bind_mean_ms']} ms" if mode == "extender" else ""), flush=True)
-        for pm, base in (("plugin", "plain"), ("plugin-unthrottled", "plain-unthrottled")):
+        for pm, base in (("plugin", "plain"), ("plugin-unthrottled", "plain-unthrottled"),
+                         ("plugin-batch", "plain-batch")):
             if pm in row and base in row:
                 st = ""
                 if row[pm]["steady_pods_per_s"] and row[base]["steady_pods_per_s"]:

@@ -65,7 +65,25 @@ type Plugin struct {
 	wait  time.Duration
 	mu    sync.Mutex // orders the Allow calls of waiting gang members
 	bound sync.Map   // UIDs this plugin bound: their informer updates carry nothing new
+
+	// The signature and time of the last pod evaluated on every node:
+	// kube-scheduler reuses that pod's ranking for the next pods signed alike
+	// for up to batchWindow (its opportunistic batching), so PreFilter
+	// evaluates such a pod only on the nodes it is asked about.
+	batchMu  sync.Mutex
+	batchSig string
+	batchAt  time.Time
 }
+
+// batchWindow is how long kube-scheduler keeps a ranking for the pods that
+// follow (maxBatchAge in its framework/runtime/batch.go).
+const batchWindow = 500 * time.Millisecond
+
+// lazyNodes is how many nodes a lazy cycle evaluates one by one: a batched
+// pod is filtered on the last pod's node and on the hinted one. A third
+// node means kube-scheduler is filtering every node: all are evaluated at
+// once.
+const lazyNodes = 2
 
 // cycle is what one scheduling cycle carries between extension points.
 type cycle struct {
@@ -75,6 +93,59 @@ type cycle struct {
 	scored  bool              // verdicts holds PreFilter's answers
 	verdict shim.Verdicts     // PreFilter's answer per node (nodes' order), with its score
 	annots  map[string]string // Reserve's annotations for the Binding
+
+	// A lazy cycle (PreFilter expected kube-scheduler to reuse the last
+	// pod's ranking) has no verdicts at first: the first lazyNodes nodes
+	// asked about are evaluated one by one, then every node at once.
+	lazy  bool
+	core  *shim.Shim
+	now   int64
+	mu    sync.Mutex
+	asked map[int]single
+	once  sync.Once
+	full  atomic.Bool // verdict holds every node's answer
+	err   string      // the full evaluation failed (an Error for every node)
+}
+
+// single is one node's answer in a lazy cycle.
+type single struct {
+	code   int
+	reason string
+	score  int64
+}
+
+// at is node i's code, reason and score. In a lazy cycle a node already
+// answered keeps its answer for the cycle (Filter and Score agree).
+func (c *cycle) at(i int) (int, string, int64) {
+	if c.lazy {
+		c.mu.Lock()
+		v, ok := c.asked[i]
+		if !ok && !c.full.Load() && len(c.asked) < lazyNodes {
+			v.code, v.reason, v.score = c.core.FilterOne(c.pod, c.nodes.names[i], c.now)
+			c.asked[i], ok = v, true
+		}
+		c.mu.Unlock()
+		if ok {
+			return v.code, v.reason, v.score
+		}
+		c.evalAll()
+		if c.err != "" {
+			return shim.Error, c.err, 0
+		}
+	}
+	return c.verdict.Code(i), c.verdict.Reason(i), c.verdict.Score(i)
+}
+
+// evalAll evaluates a lazy cycle's pod on every node, once.
+func (c *cycle) evalAll() {
+	c.once.Do(func() {
+		rc, vs := c.core.Filter(c.pod, c.nodes.names, nil, c.now, true)
+		if rc != shim.OK {
+			c.err = vs.Reason(0)
+		}
+		c.verdict = vs
+		c.full.Store(true)
+	})
 }
 
 // lastCycle is a CycleState with the cycle PreFilter wrote into it: Filter
@@ -467,10 +538,18 @@ func (p *Plugin) PreFilter(ctx context.Context, state fwk.CycleState, pod *v1.Po
 			host = append(host, a.GetMilliCPU(), r.GetMilliCPU(), a.GetMemory(), r.GetMemory())
 		}
 	}
-	rc, vs := p.core.Filter(b, ix.names, host, time.Now().UnixNano(), true)
+	now := time.Now()
 	c := &cycle{pod: b}
 	state.Write(stateKey, c)
 	p.last.Store(&lastCycle{state, c})
+	if host == nil && p.batched(b, now) {
+		// kube-scheduler will most likely filter this pod on two nodes only
+		// (the last pod's and its hint): no evaluation of every node
+		c.managed, c.nodes, c.scored = true, ix, true
+		c.lazy, c.core, c.now, c.asked = true, p.core, now.UnixNano(), make(map[int]single, lazyNodes)
+		return nil, nil
+	}
+	rc, vs := p.core.Filter(b, ix.names, host, now.UnixNano(), true)
 	if rc == shim.Skip {
 		return nil, fwk.NewStatus(fwk.Skip)
 	}
@@ -489,6 +568,25 @@ func (p *Plugin) PreFilter(ctx context.Context, state fwk.CycleState, pod *v1.Po
 		return nil, fwk.NewStatus(fwk.Skip)
 	}
 	return nil, nil
+}
+
+// batched: whether kube-scheduler will most likely reuse the last ranking
+// for pod — it is signed as the last pod evaluated on every node, less than
+// batchWindow ago. A pod that is not is evaluated on every node and starts a
+// new window when it can be signed. A wrong guess costs little: a third
+// node asked about makes the cycle evaluate every node.
+func (p *Plugin) batched(pod []byte, now time.Time) bool {
+	rc, sig := p.core.Sign(pod)
+	p.batchMu.Lock()
+	defer p.batchMu.Unlock()
+	if rc == shim.OK && sig == p.batchSig && now.Sub(p.batchAt) < batchWindow {
+		return true
+	}
+	p.batchSig, p.batchAt = "", time.Time{}
+	if rc == shim.OK {
+		p.batchSig, p.batchAt = sig, now
+	}
+	return false
 }
 
 // index is the nodeIndex of nodes: the last one when the list is the same
@@ -552,7 +650,8 @@ func (p *Plugin) Filter(ctx context.Context, state fwk.CycleState, pod *v1.Pod, 
 	if !ok {
 		return fwk.NewStatus(fwk.Unschedulable, "node unknown to gpushare")
 	}
-	return status(c.verdict.Code(i), c.verdict.Reason(i))
+	code, reason, _ := c.at(i)
+	return status(code, reason)
 }
 
 // PreScore: the scores came with PreFilter's verdicts; a pod gpushare does not
@@ -576,7 +675,8 @@ func (p *Plugin) Score(ctx context.Context, state fwk.CycleState, pod *v1.Pod, n
 	if !ok {
 		return 0, nil
 	}
-	return c.verdict.Score(i), nil
+	_, _, score := c.at(i)
+	return score, nil
 }
 
 // ScoreExtensions: none.
@@ -711,6 +811,11 @@ func (p *Plugin) PostFilter(ctx context.Context, state fwk.CycleState, pod *v1.P
 	}
 	if pod.Spec.PreemptionPolicy != nil && *pod.Spec.PreemptionPolicy == v1.PreemptNever {
 		return nil, fwk.NewStatus(fwk.Unschedulable, "preemptionPolicy: Never")
+	}
+	if c.lazy {
+		if c.evalAll(); c.err != "" {
+			return nil, fwk.AsStatus(fmt.Errorf("%s", c.err))
+		}
 	}
 	names := []string{}
 	for i := 0; i < c.verdict.Len(); i++ {

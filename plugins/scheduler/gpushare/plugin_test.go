@@ -197,3 +197,61 @@ func TestSignPod(t *testing.T) {
 		t.Fatalf("SignPod of a gang member: %+v %v", f, st)
 	}
 }
+
+// A pod signed as the one before it, within kube-scheduler's batching
+// window, is evaluated only on the nodes it is asked about (kube-scheduler
+// filters it on the last pod's node and its hint); a third node asked
+// about means a full pass: every node is evaluated at once. The answers are
+// the core's, node for node, as in a full evaluation.
+func TestLazyCycleForABatchedPod(t *testing.T) {
+	ctx := context.Background()
+	p := gibPlugin(t)
+	nodes := []fwk.NodeInfo{shareNode(t, p, "a", 2, 32), shareNode(t, p, "b", 1, 8),
+		shareNode(t, p, "c", 1, 16)}
+	first := framework.NewCycleState()
+	if _, st := p.PreFilter(ctx, first, gpuPod("p1", 10), nodes); !st.IsSuccess() {
+		t.Fatalf("PreFilter p1: %v", st)
+	}
+	if c := read(first); c.lazy || c.verdict.Len() != 3 {
+		t.Fatalf("p1 evaluated lazily or not on every node: lazy %v, %d verdicts", c.lazy, c.verdict.Len())
+	}
+	state := framework.NewCycleState()
+	pod := gpuPod("p2", 10)
+	if _, st := p.PreFilter(ctx, state, pod, nodes); !st.IsSuccess() {
+		t.Fatalf("PreFilter p2: %v", st)
+	}
+	c := read(state)
+	if !c.lazy || c.verdict.Len() != 0 {
+		t.Fatalf("p2 not lazy: lazy %v, %d verdicts", c.lazy, c.verdict.Len())
+	}
+	st := p.Filter(ctx, state, pod, nodes[1])
+	if st.Code() != fwk.Unschedulable || st.Message() != "insufficient GPU memory on any single GPU" {
+		t.Fatalf("Filter b: %v", st)
+	}
+	if st := p.Filter(ctx, state, pod, nodes[0]); !st.IsSuccess() {
+		t.Fatalf("Filter a: %v", st)
+	}
+	if s, st := p.Score(ctx, state, pod, nodes[0]); !st.IsSuccess() || s != 60 { // binpack: 10 of a 16 GiB GPU
+		t.Fatalf("Score a: %d %v, want 60", s, st)
+	}
+	if len(c.asked) != 2 || c.full.Load() {
+		t.Fatalf("after two nodes: %d asked, full %v", len(c.asked), c.full.Load())
+	}
+	// a third node: every node at once, the first two keeping their answers
+	if st := p.Filter(ctx, state, pod, nodes[2]); !st.IsSuccess() || !c.full.Load() || c.verdict.Len() != 3 {
+		t.Fatalf("Filter c: %v, full %v, %d verdicts", st, c.full.Load(), c.verdict.Len())
+	}
+	for i, n := range nodes {
+		code, reason, score := c.at(i)
+		want := read(first)
+		if code != want.verdict.Code(i) || reason != want.verdict.Reason(i) || score != want.verdict.Score(i) {
+			t.Fatalf("node %s: lazy %d %q %d, full %d %q %d", n.Node().Name, code, reason, score,
+				want.verdict.Code(i), want.verdict.Reason(i), want.verdict.Score(i))
+		}
+	}
+	// another request is signed otherwise: evaluated on every node again
+	other := framework.NewCycleState()
+	if _, st := p.PreFilter(ctx, other, gpuPod("p3", 4), nodes); !st.IsSkip() || read(other).lazy {
+		t.Fatalf("PreFilter p3: %v, lazy %v", st, read(other).lazy)
+	}
+}
