@@ -92,6 +92,20 @@ def no_default_spread(c, scheduler_name):
         {"name": "PodTopologySpread", "args": {"defaultingType": "List"}})
 
 
+def cpu_seconds(cp):
+    """CPU seconds (user + system) each control-plane process has used so far."""
+    hz = os.sysconf("SC_CLK_TCK")
+    out = {}
+    for name, p in cp.procs.items():
+        try:
+            with open(f"/proc/{p.pid}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            out[name] = (int(fields[11]) + int(fields[12])) / hz
+        except (OSError, IndexError, ValueError):
+            pass
+    return out
+
+
 def run(mode, nodes, pods, workdir, pprof=None):
     cfg = os.path.join(kcluster.SOURCE, "deploy", "scheduler", "kube-scheduler-config.yaml")
     unthrottled = mode.endswith("-unthrottled") or mode.endswith("-batch")
@@ -153,15 +167,21 @@ def run(mode, nodes, pods, workdir, pprof=None):
         def bound():
             items = k.call("GET", "/api/v1/namespaces/default/pods?fieldSelector=spec.nodeName%3D")["items"]
             if not first and len(items) < pods:
-                first.append((time.time(), pods - len(items)))
+                first.append((time.time(), pods - len(items), cpu_seconds(cp)))
             return not items
         kcluster.wait_for(bound, 3600, "every pod bound", 0.2)
         took = time.time() - t0
         # steady state: from the first Bindings seen to the last, without
         # kube-scheduler's start-up (informer sync, leader election, and the
         # plugin's core fed every node) that the total includes
-        t_first, n_first = first[0]
+        t_first, n_first, cpu_first = first[0]
         steady = (pods - n_first) / max(1e-9, time.time() - t_first) if n_first < pods else None
+        # CPU per pod scheduled in the steady state, by process: what each
+        # mode costs, which the machine's speed of the moment moves far less
+        # than pods/s
+        cpu_last = cpu_seconds(cp)
+        cpu_ms = {name: round(1000 * (cpu_last[name] - cpu_first.get(name, 0)) / (pods - n_first), 3)
+                  for name in cpu_last if n_first < pods}
         if prof:
             prof.join()
         sm = scheduler_metrics(cp)
@@ -171,6 +191,7 @@ def run(mode, nodes, pods, workdir, pprof=None):
                "pods_per_s": round(pods / took, 1), "setup_s": round(setup_s, 1),
                "startup_s": round(t_first - t0, 2),
                "steady_pods_per_s": round(steady, 1) if steady else None,
+               "cpu_ms_per_pod": cpu_ms,
                "attempts": int(att_n), "attempt_mean_ms": round(1000 * att_s / att_n, 3) if att_n else None}
         # where an attempt's time goes: kube-scheduler's own mean per extension point (--json)
         points = {}
@@ -221,8 +242,10 @@ def main():
                 r = run(mode, n, a.pods, d, a.pprof)
             results.append(r)
             row[mode] = r
-            print(json.dumps(r) if a.json else
-                  f"{n:6d} nodes {mode:17s} {r['pods']} pods in {r['seconds']:7.2f} s = {r['pods_per_s']:7.1f} pods/s"
+            if a.json:
+                print(json.dumps(r), flush=True)
+                continue
+            print(f"{n:6d} nodes {mode:17s} {r['pods']} pods in {r['seconds']:7.2f} s = {r['pods_per_s']:7.1f} pods/s"
                   f"  attempt mean {r['attempt_mean_ms']} ms"
                   + (f"  extender filter+prioritize {r['extender_filter_prioritize_mean_ms']} ms,"
                      f" bind {r['extender_bind_mean_ms']} ms" if mode == "extender" else ""), flush=True)
@@ -232,8 +255,12 @@ def main():
                 st = ""
                 if row[pm]["steady_pods_per_s"] and row[base]["steady_pods_per_s"]:
                     st = f", steady state {row[pm]['steady_pods_per_s'] / row[base]['steady_pods_per_s']:.2f}"
+                cpu = ""
+                a, b = (row[m]["cpu_ms_per_pod"].get("kube-scheduler") for m in (pm, base))
+                if a and b:
+                    cpu = f"; kube-scheduler CPU per pod {a:.2f} / {b:.2f} ms"
                 print(f"{n:6d} nodes ratio {pm}/{base} = "
-                      f"{row[pm]['pods_per_s'] / row[base]['pods_per_s']:.2f}{st}", flush=True)
+                      f"{row[pm]['pods_per_s'] / row[base]['pods_per_s']:.2f}{st}{cpu}", flush=True)
         if "extender" in row:
             e = row["extender"]
             for base in ("plain", "plain-unthrottled"):
