@@ -10,12 +10,12 @@
 
 #define GS_VERSION_MAJOR 0
 #define GS_VERSION_MINOR 3
-#define GS_VERSION_PATCH 0
-#define GS_VERSION_STRING "0.3.0"
+#define GS_VERSION_PATCH 1
+#define GS_VERSION_STRING "0.3.1"
 /* One number that compares: 0xMMmmpp. */
 #define GS_VERSION_NUM ((GS_VERSION_MAJOR << 16) | (GS_VERSION_MINOR << 8) | GS_VERSION_PATCH)
 
-/* The library's version string ("0.3.0"); static storage. Thread-safe. */
+/* The library's version string ("0.3.1"); static storage. Thread-safe. */
 const char *gs_version(void);
 
 #endif

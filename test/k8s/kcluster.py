@@ -255,6 +255,22 @@ class ControlPlane:
         self.procs[name] = Proc(name, cmd, d)
         wait_for(lambda: self._scheduler_leads(), START_TIMEOUT, "kube-scheduler leadership", 0.2)
 
+    def scheduler_get(self, path, timeout=30):
+        """GET path from kube-scheduler's own port (its self-signed serving
+        certificate, the admin token): /metrics, /debug/pprof/..."""
+        import ssl
+        req = urllib.request.Request(f"https://127.0.0.1:{self.sched_port}{path}")
+        req.add_header("Authorization", "Bearer " + self.tokens["admin"])
+        ctx = ssl.create_default_context()
+        ctx.check_hostname = False
+        ctx.verify_mode = ssl.CERT_NONE
+        with urllib.request.urlopen(req, context=ctx, timeout=timeout) as r:
+            return r.read()
+
+    def scheduler_metrics(self):
+        """kube-scheduler's own /metrics text."""
+        return self.scheduler_get("/metrics").decode()
+
     def _alive(self, name):
         p = self.procs[name]
         if not p.alive():
@@ -624,6 +640,17 @@ def gpu_node_capacity(gpus=0, units=0, whole=0):
     if whole:
         cap["aliyun.com/gpu"] = str(whole)
     return cap
+
+
+def no_default_spread(config, scheduler_name):
+    """A KubeSchedulerConfiguration (dict) whose first profile's
+    PodTopologySpread has no default constraints (defaultingType List, none
+    listed): with them no pod is signable, and kube-scheduler's opportunistic
+    batching never runs (docs/plugin.md)."""
+    profiles = config.setdefault("profiles", [{"schedulerName": scheduler_name}])
+    profiles[0].setdefault("pluginConfig", []).append(
+        {"name": "PodTopologySpread", "args": {"defaultingType": "List"}})
+    return config
 
 
 def gpu_pod(name, ns="default", units=0, whole=0, count=None, labels=None, node_selector=None,

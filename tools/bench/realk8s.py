@@ -40,7 +40,6 @@ import re
 import sys
 import tempfile
 import time
-import urllib.request
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "test", "k8s"))
@@ -60,36 +59,10 @@ def metric_sum(text, name, **labels):
     return total
 
 
-def scheduler_metrics(cp):
-    req = urllib.request.Request(f"https://127.0.0.1:{cp.sched_port}/metrics")
-    req.add_header("Authorization", "Bearer " + cp.tokens["admin"])
-    import ssl
-    ctx = ssl.create_default_context()
-    ctx.check_hostname = False
-    ctx.verify_mode = ssl.CERT_NONE  # kube-scheduler's self-signed serving cert
-    with urllib.request.urlopen(req, context=ctx, timeout=30) as r:
-        return r.read().decode()
-
-
 def fetch_profile(cp, seconds, path):
     """kube-scheduler's own CPU profile (/debug/pprof/profile) while it works."""
-    import ssl
-    req = urllib.request.Request(f"https://127.0.0.1:{cp.sched_port}/debug/pprof/profile?seconds={seconds}")
-    req.add_header("Authorization", "Bearer " + cp.tokens["admin"])
-    ctx = ssl.create_default_context()
-    ctx.check_hostname = False
-    ctx.verify_mode = ssl.CERT_NONE
-    with urllib.request.urlopen(req, context=ctx, timeout=seconds + 60) as r, open(path, "wb") as f:
-        f.write(r.read())
-
-
-def no_default_spread(c, scheduler_name):
-    """PodTopologySpread without its default constraints (defaultingType
-    List, none listed): with them no pod is signable and kube-scheduler's
-    opportunistic batching never runs."""
-    profiles = c.setdefault("profiles", [{"schedulerName": scheduler_name}])
-    profiles[0].setdefault("pluginConfig", []).append(
-        {"name": "PodTopologySpread", "args": {"defaultingType": "List"}})
+    with open(path, "wb") as f:
+        f.write(cp.scheduler_get(f"/debug/pprof/profile?seconds={seconds}", timeout=seconds + 60))
 
 
 def cpu_seconds(cp):
@@ -117,7 +90,7 @@ def run(mode, nodes, pods, workdir, pprof=None):
             c["clientConnection"]["qps"] = 1000
             c["clientConnection"]["burst"] = 1000
         if mode.endswith("-batch"):
-            no_default_spread(c, "default-scheduler")
+            kcluster.no_default_spread(c, "default-scheduler")
         cfg = os.path.join(workdir, "plain-scheduler.yaml")
         with open(cfg, "w") as f:
             yaml.safe_dump(c, f)
@@ -131,7 +104,7 @@ def run(mode, nodes, pods, workdir, pprof=None):
             c["clientConnection"]["qps"] = 1000
             c["clientConnection"]["burst"] = 1000
             if mode.endswith("-batch"):
-                no_default_spread(c, "gpushare-scheduler")
+                kcluster.no_default_spread(c, "gpushare-scheduler")
             cfg = os.path.join(workdir, "plugin-scheduler.yaml")
             with open(cfg, "w") as f:
                 yaml.safe_dump(c, f)
@@ -184,7 +157,7 @@ def run(mode, nodes, pods, workdir, pprof=None):
                   for name in cpu_last if n_first < pods}
         if prof:
             prof.join()
-        sm = scheduler_metrics(cp)
+        sm = cp.scheduler_metrics()
         att_n = metric_sum(sm, "scheduler_scheduling_attempt_duration_seconds_count")
         att_s = metric_sum(sm, "scheduler_scheduling_attempt_duration_seconds_sum")
         out = {"mode": mode, "nodes": nodes, "pods": pods, "seconds": round(took, 2),
