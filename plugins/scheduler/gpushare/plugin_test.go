@@ -89,8 +89,7 @@ func TestPreFilterSkipsFilterWhenEveryNodeFits(t *testing.T) {
 }
 
 // Once a node is refused, PreFilter answers Success and Filter gives each
-// node its verdict, the refused one with the core's reason; PostFilter sees
-// the same verdicts.
+// node its verdict, the refused one with the core's reason.
 func TestFilterAnswersWhenANodeIsRefused(t *testing.T) {
 	ctx := context.Background()
 	p := gibPlugin(t)
