@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"sync"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
@@ -252,5 +253,54 @@ func TestLazyCycleForABatchedPod(t *testing.T) {
 	other := framework.NewCycleState()
 	if _, st := p.PreFilter(ctx, other, gpuPod("p3", 4), nodes); !st.IsSkip() || read(other).lazy {
 		t.Fatalf("PreFilter p3: %v, lazy %v", st, read(other).lazy)
+	}
+}
+
+// kube-scheduler filters and scores nodes from 16 goroutines at once: a
+// lazy cycle asked about every node from many goroutines (run under the
+// race detector) answers each node as the full evaluation does.
+func TestLazyCycleFromManyGoroutines(t *testing.T) {
+	ctx := context.Background()
+	p := gibPlugin(t)
+	var nodes []fwk.NodeInfo
+	for i := 0; i < 24; i++ {
+		units := 32
+		if i%3 == 0 {
+			units = 8 // one 8 GiB GPU: a 10 GiB pod does not fit
+		}
+		nodes = append(nodes, shareNode(t, p, fmt.Sprintf("n%02d", i), units/16+units%16/8, units))
+	}
+	full := framework.NewCycleState()
+	if _, st := p.PreFilter(ctx, full, gpuPod("q1", 10), nodes); !st.IsSuccess() {
+		t.Fatalf("PreFilter q1: %v", st)
+	}
+	state := framework.NewCycleState()
+	pod := gpuPod("q2", 10)
+	if _, st := p.PreFilter(ctx, state, pod, nodes); !st.IsSuccess() || !read(state).lazy {
+		t.Fatalf("PreFilter q2: %v, lazy %v", st, read(state).lazy)
+	}
+	want := read(full)
+	var wg sync.WaitGroup
+	errs := make(chan string, 8*len(nodes))
+	for g := 0; g < 8; g++ {
+		wg.Add(1)
+		go func(g int) {
+			defer wg.Done()
+			for k := range nodes {
+				i := (k + 3*g) % len(nodes)
+				st := p.Filter(ctx, state, pod, nodes[i])
+				s, _ := p.Score(ctx, state, pod, nodes[i])
+				if st.IsSuccess() != (want.verdict.Code(i) == shim.OK) || (st.IsSuccess() && s != want.verdict.Score(i)) ||
+					(!st.IsSuccess() && st.Message() != want.verdict.Reason(i)) {
+					errs <- fmt.Sprintf("node %d: %v %d, want %d %q %d", i, st, s,
+						want.verdict.Code(i), want.verdict.Reason(i), want.verdict.Score(i))
+				}
+			}
+		}(g)
+	}
+	wg.Wait()
+	close(errs)
+	for e := range errs {
+		t.Error(e)
 	}
 }
