@@ -73,7 +73,16 @@ type Plugin struct {
 	batchMu  sync.Mutex
 	batchSig string
 	batchAt  time.Time
+	// Until when no cycle is lazy: kube-scheduler filtered every node of
+	// the last lazy cycle, so it is not batching these pods (as shipped its
+	// PodTopologySpread's default constraints make no pod signable).
+	lazyOff time.Time
 }
+
+// lazyBackoff is how long a lazy cycle that kube-scheduler did not batch
+// keeps the next ones eager: one mistaken cycle per lazyBackoff costs a
+// few single-node evaluations.
+const lazyBackoff = 10 * time.Second
 
 // batchWindow is how long kube-scheduler keeps a ranking for the pods that
 // follow (maxBatchAge in its framework/runtime/batch.go).
@@ -99,6 +108,7 @@ type cycle struct {
 	// asked about are evaluated one by one, then every node at once.
 	lazy  bool
 	core  *shim.Shim
+	plug  *Plugin
 	now   int64
 	mu    sync.Mutex
 	asked map[int]single
@@ -136,9 +146,11 @@ func (c *cycle) at(i int) (int, string, int64) {
 	return c.verdict.Code(i), c.verdict.Reason(i), c.verdict.Score(i)
 }
 
-// evalAll evaluates a lazy cycle's pod on every node, once.
+// evalAll evaluates a lazy cycle's pod on every node, once; kube-scheduler
+// did not batch the pod, so the next cycles are eager for a while.
 func (c *cycle) evalAll() {
 	c.once.Do(func() {
+		c.plug.notBatched()
 		rc, vs := c.core.Filter(c.pod, c.nodes.names, nil, c.now, true)
 		if rc != shim.OK {
 			c.err = vs.Reason(0)
@@ -546,7 +558,8 @@ func (p *Plugin) PreFilter(ctx context.Context, state fwk.CycleState, pod *v1.Po
 		// kube-scheduler will most likely filter this pod on two nodes only
 		// (the last pod's and its hint): no evaluation of every node
 		c.managed, c.nodes, c.scored = true, ix, true
-		c.lazy, c.core, c.now, c.asked = true, p.core, now.UnixNano(), make(map[int]single, lazyNodes)
+		c.lazy, c.core, c.plug, c.now = true, p.core, p, now.UnixNano()
+		c.asked = make(map[int]single, lazyNodes)
 		return nil, nil
 	}
 	rc, vs := p.core.Filter(b, ix.names, host, now.UnixNano(), true)
@@ -579,7 +592,7 @@ func (p *Plugin) batched(pod []byte, now time.Time) bool {
 	rc, sig := p.core.Sign(pod)
 	p.batchMu.Lock()
 	defer p.batchMu.Unlock()
-	if rc == shim.OK && sig == p.batchSig && now.Sub(p.batchAt) < batchWindow {
+	if rc == shim.OK && sig == p.batchSig && now.Sub(p.batchAt) < batchWindow && now.After(p.lazyOff) {
 		return true
 	}
 	p.batchSig, p.batchAt = "", time.Time{}
@@ -587,6 +600,13 @@ func (p *Plugin) batched(pod []byte, now time.Time) bool {
 		p.batchSig, p.batchAt = sig, now
 	}
 	return false
+}
+
+// notBatched: a lazy cycle was filtered on every node after all.
+func (p *Plugin) notBatched() {
+	p.batchMu.Lock()
+	p.lazyOff = time.Now().Add(lazyBackoff)
+	p.batchMu.Unlock()
 }
 
 // index is the nodeIndex of nodes: the last one when the list is the same

@@ -249,6 +249,12 @@ func TestLazyCycleForABatchedPod(t *testing.T) {
 				want.verdict.Code(i), want.verdict.Reason(i), want.verdict.Score(i))
 		}
 	}
+	// kube-scheduler filtered every node of that lazy cycle: it is not
+	// batching, and the next pod signed alike is evaluated on every node
+	again := framework.NewCycleState()
+	if _, st := p.PreFilter(ctx, again, gpuPod("p2b", 10), nodes); !st.IsSuccess() || read(again).lazy {
+		t.Fatalf("PreFilter after a full pass: %v, lazy %v", st, read(again).lazy)
+	}
 	// another request is signed otherwise: evaluated on every node again
 	other := framework.NewCycleState()
 	if _, st := p.PreFilter(ctx, other, gpuPod("p3", 4), nodes); !st.IsSkip() || read(other).lazy {
