@@ -175,6 +175,14 @@ def run(mode, nodes, pods, workdir, pprof=None):
             if n:
                 points[pt] = round(1000 * metric_sum(sm, ext_point + "_sum", extension_point=pt) / n, 3)
         out["extension_point_mean_ms"] = points
+        # how often kube-scheduler called GpuShare per extension point (its
+        # plugin metrics sample about one cycle in ten): Filter stays near 0
+        # while PreFilter's Skip holds
+        calls = {pt: int(metric_sum(sm, "scheduler_plugin_execution_duration_seconds_count",
+                                    plugin="GpuShare", extension_point=pt))
+                 for pt in ("PreFilter", "Filter", "Score")}
+        if any(calls.values()):
+            out["gpushare_sampled_calls"] = calls
         # kube-scheduler's opportunistic batching (v1.35+): pods like the one
         # before reuse its filter and score results when every plugin signs them
         batch = {r: int(metric_sum(sm, "scheduler_batch_attempts_total", result=r))
