@@ -148,7 +148,7 @@ def run(mode, nodes, pods, workdir, pprof=None):
         # kube-scheduler's start-up (informer sync, leader election, and the
         # plugin's core fed every node) that the total includes
         t_first, n_first, cpu_first = first[0]
-        steady = (pods - n_first) / max(1e-9, time.time() - t_first) if n_first < pods else None
+        steady = (pods - n_first) / max(1e-9, t0 + took - t_first) if n_first < pods else None
         # CPU per pod scheduled in the steady state, by process: what each
         # mode costs, which the machine's speed of the moment moves far less
         # than pods/s

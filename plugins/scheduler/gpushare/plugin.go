@@ -98,8 +98,7 @@ const lazyNodes = 2
 type cycle struct {
 	pod     []byte            // the pod as JSON
 	managed bool              // gpushare manages the pod
-	nodes   *nodeIndex        // the nodes PreFilter answered for
-	scored  bool              // verdicts holds PreFilter's answers
+	nodes   *nodeIndex        // the nodes PreFilter answered for (nil: no verdicts, nothing scored)
 	verdict shim.Verdicts     // PreFilter's answer per node (nodes' order), with its score
 	annots  map[string]string // Reserve's annotations for the Binding
 
@@ -107,7 +106,6 @@ type cycle struct {
 	// pod's ranking) has no verdicts at first: the first lazyNodes nodes
 	// asked about are evaluated one by one, then every node at once.
 	lazy  bool
-	core  *shim.Shim
 	plug  *Plugin
 	now   int64
 	mu    sync.Mutex
@@ -131,7 +129,7 @@ func (c *cycle) at(i int) (int, string, int64) {
 		c.mu.Lock()
 		v, ok := c.asked[i]
 		if !ok && !c.full.Load() && len(c.asked) < lazyNodes {
-			v.code, v.reason, v.score = c.core.FilterOne(c.pod, c.nodes.names[i], c.now)
+			v.code, v.reason, v.score = c.plug.core.FilterOne(c.pod, c.nodes.names[i], c.now)
 			c.asked[i], ok = v, true
 		}
 		c.mu.Unlock()
@@ -151,7 +149,7 @@ func (c *cycle) at(i int) (int, string, int64) {
 func (c *cycle) evalAll() {
 	c.once.Do(func() {
 		c.plug.notBatched()
-		rc, vs := c.core.Filter(c.pod, c.nodes.names, nil, c.now, true)
+		rc, vs := c.plug.core.Filter(c.pod, c.nodes.names, nil, c.now, true)
 		if rc != shim.OK {
 			c.err = vs.Reason(0)
 		}
@@ -298,29 +296,30 @@ func (p *Plugin) watch() {
 
 func (p *Plugin) node(o interface{}) {
 	if n, ok := o.(*v1.Node); ok {
-		if len(n.ManagedFields) > 0 {
-			cp := *n
-			cp.ManagedFields = nil
-			n = &cp
-		}
-		if b, err := json.Marshal(n); err == nil {
+		if b, err := coreJSON(n); err == nil {
 			p.core.Node(b)
 		}
 	}
 }
 
-// podJSON is the pod as the core reads it, without its managedFields: no
-// decoder of the core reads them, and on a pod a client created they are
-// a good part of its bytes, written here and parsed again in C every
-// cycle (docs/plugin.md).
-func podJSON(pod *v1.Pod) ([]byte, error) {
-	if len(pod.ManagedFields) > 0 {
-		cp := *pod
-		cp.ManagedFields = nil
-		pod = &cp
+// coreJSON is an object as the core reads it, without its managedFields:
+// no decoder of the core reads them, and on an object a client wrote they
+// are a good part of its bytes, written here and parsed again in C (a pod
+// every cycle: docs/plugin.md). The object itself is not changed.
+func coreJSON[T any, P interface {
+	*T
+	metav1.Object
+}](o P) ([]byte, error) {
+	if len(o.GetManagedFields()) > 0 {
+		cp := *o
+		P(&cp).SetManagedFields(nil)
+		o = &cp
 	}
-	return json.Marshal(pod)
+	return json.Marshal(o)
 }
+
+// podJSON is the pod as the core reads it (coreJSON).
+func podJSON(pod *v1.Pod) ([]byte, error) { return coreJSON(pod) }
 
 // pod hands a pod to the core when it can matter there: bound (an
 // allocation to restore, or GPUs to free when it ends), or a member of a
@@ -557,8 +556,8 @@ func (p *Plugin) PreFilter(ctx context.Context, state fwk.CycleState, pod *v1.Po
 	if host == nil && p.batched(b, now) {
 		// kube-scheduler will most likely filter this pod on two nodes only
 		// (the last pod's and its hint): no evaluation of every node
-		c.managed, c.nodes, c.scored = true, ix, true
-		c.lazy, c.core, c.plug, c.now = true, p.core, p, now.UnixNano()
+		c.managed, c.nodes = true, ix
+		c.lazy, c.plug, c.now = true, p, now.UnixNano()
 		c.asked = make(map[int]single, lazyNodes)
 		return nil, nil
 	}
@@ -572,7 +571,6 @@ func (p *Plugin) PreFilter(ctx context.Context, state fwk.CycleState, pod *v1.Po
 	c.managed = rc == shim.OK // ScoreOnly: scored, nothing to filter or reserve
 	c.nodes = ix
 	c.verdict = vs
-	c.scored = true
 	if vs.AllPass() {
 		// Filter would answer Success for every node: Skip spares the
 		// framework a call per node (docs/plugin.md). Score, Reserve, Permit
@@ -588,11 +586,17 @@ func (p *Plugin) PreFilter(ctx context.Context, state fwk.CycleState, pod *v1.Po
 // batchWindow ago. A pod that is not is evaluated on every node and starts a
 // new window when it can be signed. A wrong guess costs little: a third
 // node asked about makes the cycle evaluate every node.
+// While a miss keeps cycles eager, the pod is not even signed (as shipped,
+// that is almost every pod).
 func (p *Plugin) batched(pod []byte, now time.Time) bool {
-	rc, sig := p.core.Sign(pod)
 	p.batchMu.Lock()
 	defer p.batchMu.Unlock()
-	if rc == shim.OK && sig == p.batchSig && now.Sub(p.batchAt) < batchWindow && now.After(p.lazyOff) {
+	if now.Before(p.lazyOff) {
+		p.batchSig = ""
+		return false
+	}
+	rc, sig := p.core.Sign(pod)
+	if rc == shim.OK && sig == p.batchSig && now.Sub(p.batchAt) < batchWindow {
 		return true
 	}
 	p.batchSig, p.batchAt = "", time.Time{}
@@ -678,7 +682,7 @@ func (p *Plugin) Filter(ctx context.Context, state fwk.CycleState, pod *v1.Pod, 
 // manage is skipped.
 func (p *Plugin) PreScore(ctx context.Context, state fwk.CycleState, pod *v1.Pod, nodes []fwk.NodeInfo) *fwk.Status {
 	c := read(state)
-	if c == nil || !c.scored {
+	if c == nil || c.nodes == nil {
 		return fwk.NewStatus(fwk.Skip)
 	}
 	return nil // scored in PreFilter
@@ -688,7 +692,7 @@ func (p *Plugin) PreScore(ctx context.Context, state fwk.CycleState, pod *v1.Pod
 // of it; binpack and spread give multiples of 10, the extender's 0..10).
 func (p *Plugin) Score(ctx context.Context, state fwk.CycleState, pod *v1.Pod, nodeInfo fwk.NodeInfo) (int64, *fwk.Status) {
 	c := p.cycleOf(state)
-	if c == nil || !c.scored {
+	if c == nil || c.nodes == nil {
 		return 0, nil
 	}
 	i, ok := c.answer(nodeInfo)

@@ -316,25 +316,24 @@ func (s *Shim) Sign(pod []byte) (int, string) {
 // from the same verb as Filter's (the nodes are independent lanes). It
 // leaves Filter's kept buffers alone.
 func (s *Shim) FilterOne(pod []byte, name string, nowNs int64) (int, string, int64) {
-	arr := s.nameArray([]string{name})
-	defer C.free(unsafe.Pointer(arr))
-	code := (*C.int)(C.calloc(1, C.size_t(unsafe.Sizeof(C.int(0)))))
-	defer C.free(unsafe.Pointer(code))
-	reason := (*C.char)(C.calloc(1, C.size_t(reasonMax)))
-	defer C.free(unsafe.Pointer(reason))
-	score := (*C.int64_t)(C.calloc(1, 8))
-	defer C.free(unsafe.Pointer(score))
+	// Go memory without Go pointers, read and written by C during the call
+	// only (the name array holds C strings)
+	names := [2]*C.char{s.cname(name), nil}
+	var code C.int
+	var score C.int64_t
+	var reason [reasonMax]C.char
 	var rc int
 	withBytes(pod, func(b *C.char, l C.size_t) {
-		rc = int(C.gs_shim_filter(s.c, b, l, arr, 1, nil, C.int64_t(nowNs), code, reason, score))
+		rc = int(C.gs_shim_filter(s.c, b, l, &names[0], 1, nil, C.int64_t(nowNs), &code, &reason[0],
+			&score))
 	})
-	if rc != OK && rc != ScoreOnly {
-		return rc, C.GoString(reason), 0
+	switch {
+	case rc != OK && rc != ScoreOnly:
+		return rc, C.GoString(&reason[0]), 0
+	case int(code) != OK:
+		return int(code), C.GoString(&reason[0]), 0
 	}
-	if int(*code) == OK {
-		return OK, "", int64(*score)
-	}
-	return int(*code), C.GoString(reason), 0
+	return OK, "", int64(score)
 }
 
 // Reserve pod on node: the annotations its Binding carries.
