@@ -77,6 +77,16 @@ type Plugin struct {
 	// the last lazy cycle, so it is not batching these pods (as shipped its
 	// PodTopologySpread's default constraints make no pod signable).
 	lazyOff time.Time
+	// clock is the batching guess's time (nil: time.Now); tests fix it, so
+	// that a slow machine cannot stretch two calls past batchWindow.
+	clock func() time.Time
+}
+
+func (p *Plugin) now() time.Time {
+	if p.clock != nil {
+		return p.clock()
+	}
+	return time.Now()
 }
 
 // lazyBackoff is how long a lazy cycle that kube-scheduler did not batch
@@ -549,7 +559,7 @@ func (p *Plugin) PreFilter(ctx context.Context, state fwk.CycleState, pod *v1.Po
 			host = append(host, a.GetMilliCPU(), r.GetMilliCPU(), a.GetMemory(), r.GetMemory())
 		}
 	}
-	now := time.Now()
+	now := p.now()
 	c := &cycle{pod: b}
 	state.Write(stateKey, c)
 	p.last.Store(&lastCycle{state, c})
@@ -609,7 +619,7 @@ func (p *Plugin) batched(pod []byte, now time.Time) bool {
 // notBatched: a lazy cycle was filtered on every node after all.
 func (p *Plugin) notBatched() {
 	p.batchMu.Lock()
-	p.lazyOff = time.Now().Add(lazyBackoff)
+	p.lazyOff = p.now().Add(lazyBackoff)
 	p.batchMu.Unlock()
 }
 

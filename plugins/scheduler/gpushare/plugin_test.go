@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -28,7 +29,10 @@ func gibPlugin(t *testing.T) *Plugin {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &Plugin{core: s}
+	// a fixed clock: the batching guess's 500 ms window cannot run out
+	// between two calls of a test, however loaded the machine
+	t0 := time.Now()
+	return &Plugin{core: s, clock: func() time.Time { return t0 }}
 }
 
 // shareNode is a share node of gpus GPUs with units GiB in all, fed to the
