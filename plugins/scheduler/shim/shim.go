@@ -33,6 +33,12 @@ const (
 
 const reasonMax = int(C.GS_SHIM_REASON)
 
+// services holds every Shim made: a service lives as long as the process
+// (the plugin makes one, for kube-scheduler's life; the tests make several),
+// so its C memory is never freed while a C call might still use it, and it
+// stays reachable to the leak checker of the -asan tests.
+var services sync.Map
+
 // Shim is one C scheduler service.
 type Shim struct {
 	c     *C.struct_gs_shim
@@ -75,7 +81,9 @@ func New(args, cmData []byte, cmNs, cmName string, ignoreInvalid bool) (*Shim, e
 	if c == nil {
 		return nil, fmt.Errorf("%s", C.GoString(&diag.text[0]))
 	}
-	return &Shim{c: c}, nil
+	sh := &Shim{c: c}
+	services.Store(sh, struct{}{})
+	return sh, nil
 }
 
 // withBytes calls fn with a C copy of b, freed when fn returns.
