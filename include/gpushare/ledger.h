@@ -148,6 +148,20 @@ const struct gs_alloc *gs_ledger_node_alloc_at(const struct gs_ledger *ledger,
                                                const char *node, size_t i);
 /* Total number of allocations. */
 size_t gs_ledger_alloc_count(const struct gs_ledger *ledger);
+/* Change tracking, for a caller that keeps per-node results between calls
+ * (the framework's memo of the last prioritize). gs_ledger_gen counts the
+ * changes of node views (an allocation recorded or freed, health, host,
+ * mode, GPUs, topology) and of the node set. gs_ledger_changed_since
+ * writes to ret the nodes whose views changed after generation gen, each
+ * once, and returns how many; it returns SIZE_MAX when it cannot tell: a
+ * node was added or removed since gen, more than GS_LEDGER_CHANGES_MAX
+ * changes were made since, or more than max. Pointers as node views
+ * (borrowed). */
+#define GS_LEDGER_CHANGES_MAX 256u
+uint64_t gs_ledger_gen(const struct gs_ledger *ledger);
+size_t gs_ledger_changed_since(const struct gs_ledger *ledger, uint64_t gen,
+                               const struct gs_node **ret, size_t max);
+
 /* MiB of a part: units × the allocation's unit. */
 uint64_t gs_alloc_part_mib(const struct gs_alloc *alloc, const struct gs_alloc_part *part);
 

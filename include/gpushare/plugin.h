@@ -91,6 +91,11 @@ struct gs_plugin_ops {
   void *(*create)(const struct gs_policy *policy);
   void (*destroy)(void *self);
   enum gs_err (*pre_filter)(void *self, const struct gs_cycle *c, struct gs_status *st);
+  /* filter, score and filter_score: for a pod gs_place_signature signs,
+   * the answer may depend only on what the signature says of the pod, on
+   * the node's view and on the policy: a front end reuses it for the next
+   * pod signed alike on every node the ledger has not changed since
+   * (gs_ledger_changed_since; the framework's memo). */
   enum gs_err (*filter)(void *self, const struct gs_cycle *c, const struct gs_node *node,
                          struct gs_status *st);
   /* *ret_score in 0..GS_SCORE_MAX. */

@@ -108,6 +108,25 @@ enum gs_err gs_sched_prioritize(struct gs_sched *s, const struct gs_pod_request 
                                 const char *const *nodes, size_t n, int64_t now_ns,
                                 struct gs_node_result *ret) GS_WUR;
 
+/* Prioritize over a node list the caller keeps (the same array, unchanged)
+ * from call to call, remembering the results in memo (a caller's own:
+ * gs_sched_memo_new; calls with one memo must not overlap): the same
+ * results as gs_sched_prioritize, in *ret (n of them, valid until the next
+ * call with memo). A pod signed as the last one (gs_place_signature) is
+ * evaluated again only on the nodes whose ledger views changed since;
+ * kube-scheduler's plugin calls it for every pod (docs/plugin.md).
+ * gs_sched_memo_forget when the list changes or its array may be reused. */
+struct gs_sched_memo;
+struct gs_sched_memo *gs_sched_memo_new(void);
+void gs_sched_memo_free(struct gs_sched_memo *memo); /* accepts NULL */
+void gs_sched_memo_forget(struct gs_sched_memo *memo);
+/* Nodes the memo's last call evaluated (tests, benchmarks). */
+size_t gs_sched_memo_evaluated(const struct gs_sched_memo *memo);
+enum gs_err gs_sched_prioritize_memo(struct gs_sched *s, struct gs_sched_memo *memo,
+                                     const struct gs_pod_request *pod, const char *const *nodes,
+                                     size_t n, int64_t now_ns,
+                                     const struct gs_node_result **ret) GS_WUR;
+
 /* The cluster's side of a bind: write the Binding of pod to node carrying
  * annots, in one step. GS_EOK, or an error with diag->text saying why
  * (diag arrives empty). */

@@ -17,12 +17,17 @@
  *
  * Charges (used_mib, npods, owner) are always derived from the allocation
  * parts by charge()/discharge(), so release frees exactly what was charged
- * and a node rebuild is a plain re-charge.
+ * and a node rebuild is a plain re-charge. Every change of a node's view is
+ * logged (ledger_log.h).
+ *
+ * One file of a little over 800 lines: the records, their charges and
+ * their lookups share one private layout that no other file should see.
  */
 #include <gpushare/ledger.h>
 
 #include "alloc.h"
 #include "caps.h"
+#include "ledger_log.h"
 #include "strmap.h"
 
 #include <gpushare/topo.h>
@@ -71,6 +76,7 @@ struct gs_ledger {
   struct gs_strmap *by_name; /* node name → struct node_rec */
   struct topo_ref **topos;
   size_t ntopos, cap_topos;
+  struct gs__ledger_log log; /* which node views changed (gs_ledger_changed_since) */
 };
 
 /* Grows *arr (elements of size elem) so it holds at least need. */
@@ -405,6 +411,7 @@ static enum gs_err node_update(struct gs_ledger *ledger, struct node_rec *node,
   node->view.topo = ref ? &ref->topo : NULL;
   node->view.topo_choice = ref && ref->has_choice ? ref->choice : NULL;
   node->view.topo_set_score = ref && ref->has_choice ? ref->set_score : NULL;
+  gs__ledger_log_touch(&ledger->log, &node->view);
   return GS_EOK;
 
 free_gpus:
@@ -454,6 +461,7 @@ static enum gs_err node_insert(struct gs_ledger *ledger, size_t pos,
           (ledger->nnodes - pos) * sizeof *ledger->nodes);
   ledger->nodes[pos] = node;
   ledger->nnodes++;
+  gs__ledger_log_barrier(&ledger->log);
   return GS_EOK;
 
 free_node:
@@ -497,6 +505,7 @@ enum gs_err gs_ledger_node_remove(struct gs_ledger *ledger, const char *name) {
   memmove(&ledger->nodes[pos], &ledger->nodes[pos + 1],
           (ledger->nnodes - pos - 1) * sizeof *ledger->nodes);
   ledger->nnodes--;
+  gs__ledger_log_barrier(&ledger->log);
   return GS_EOK;
 }
 
@@ -509,6 +518,7 @@ enum gs_err gs_ledger_node_set_unhealthy(struct gs_ledger *ledger, const char *n
   node->view.unhealthy_mask = mask;
   for (uint32_t i = 0; i < node->view.ngpus; i++)
     node->view.gpus[i].healthy = !(mask >> i & 1);
+  gs__ledger_log_touch(&ledger->log, &node->view);
   return GS_EOK;
 }
 
@@ -520,6 +530,7 @@ enum gs_err gs_ledger_node_set_host(struct gs_ledger *ledger, const char *name,
   if (node == NULL)
     return GS_ENOTFOUND;
   node->view.host = *host;
+  gs__ledger_log_touch(&ledger->log, &node->view);
   return GS_EOK;
 }
 
@@ -682,6 +693,7 @@ static enum gs_err alloc_insert(struct gs_ledger *ledger, struct node_rec *node,
   rec->slot = node->nallocs;
   node->allocs[node->nallocs++] = rec;
   charge(node, rec);
+  gs__ledger_log_touch(&ledger->log, &node->view);
   return GS_EOK;
 
 free_rec:
@@ -757,6 +769,7 @@ enum gs_err gs_ledger_release(struct gs_ledger *ledger, const char *uid) {
     return GS_ENOTFOUND;
   node = rec->node;
   discharge(node, rec);
+  gs__ledger_log_touch(&ledger->log, &node->view);
   last = node->allocs[--node->nallocs];
   node->allocs[rec->slot] = last;
   last->slot = rec->slot;
@@ -793,6 +806,13 @@ const struct gs_alloc *gs_ledger_node_alloc_at(const struct gs_ledger *ledger,
 
 size_t gs_ledger_alloc_count(const struct gs_ledger *ledger) {
   return gs_strmap_count(ledger->allocs);
+}
+
+uint64_t gs_ledger_gen(const struct gs_ledger *ledger) { return ledger->log.gen; }
+
+size_t gs_ledger_changed_since(const struct gs_ledger *ledger, uint64_t gen,
+                               const struct gs_node **ret, size_t max) {
+  return gs__ledger_log_since(&ledger->log, gen, ret, max);
 }
 
 uint64_t gs_alloc_part_mib(const struct gs_alloc *alloc, const struct gs_alloc_part *part) {

@@ -254,6 +254,7 @@ struct verb_job {
   const char *const *nodes;
   bool score;
   struct gs_node_result *ret;
+  const struct gs_node **resolved; /* NULL, or where each name's node goes (a memo) */
 };
 
 /* Names are resolved a batch at a time, then each node's GPUs are
@@ -267,6 +268,8 @@ static void verb_chunk(void *ctx, size_t begin, size_t end) {
     const struct gs_node *batch[RESOLVE_BATCH];
     size_t m = end - base < RESOLVE_BATCH ? end - base : RESOLVE_BATCH;
     gs_ledger_nodes_get(job->cy->c.ledger, job->nodes + base, m, batch);
+    if (job->resolved != NULL)
+      memcpy(job->resolved + base, batch, m * sizeof batch[0]);
     for (size_t j = 0; j < m && j < PREFETCH_AHEAD; j++)
       prefetch_gpus(batch[j]);
     for (size_t j = 0; j < m; j++) {
@@ -277,20 +280,112 @@ static void verb_chunk(void *ctx, size_t begin, size_t end) {
   }
 }
 
+/* The memo of the last prioritize over a node list its caller keeps
+ * (framework.h): the results, each name's node, the ledger's generation
+ * when they were computed, and the pod's signature ("": nothing to reuse). */
+struct gs_fw_memo {
+  const struct gs_fw *fw;
+  const char *const *nodes;
+  size_t n, cap;
+  uint64_t gen;
+  char sig[GS_REASON_MAX];
+  const struct gs_node **resolved;
+  struct gs_node_result *res;
+  size_t evaluated; /* nodes the last call evaluated */
+};
+
+struct gs_fw_memo *gs_fw_memo_new(void) { return gs_calloc(1, sizeof(struct gs_fw_memo)); }
+
+void gs_fw_memo_free(struct gs_fw_memo *memo) {
+  if (memo == NULL)
+    return;
+  gs_free(memo->resolved);
+  gs_free(memo->res);
+  gs_free(memo);
+}
+
+void gs_fw_memo_forget(struct gs_fw_memo *memo) { memo->sig[0] = '\0'; }
+
+size_t gs_fw_memo_evaluated(const struct gs_fw_memo *memo) { return memo->evaluated; }
+
+/* Room for n results in memo; whatever it held is forgotten. */
+static enum gs_err memo_reserve(struct gs_fw_memo *memo, size_t n) {
+  memo->sig[0] = '\0';
+  if (n > memo->cap) {
+    struct gs_node_result *res = gs_calloc(n, sizeof *res);
+    const struct gs_node **resolved = gs_calloc(n, sizeof *resolved);
+    if (res == NULL || resolved == NULL) {
+      gs_free(res);
+      gs_free(resolved);
+      return GS_ENOMEM;
+    }
+    gs_free(memo->res);
+    gs_free(memo->resolved);
+    memo->res = res;
+    memo->resolved = resolved;
+    memo->cap = n;
+  }
+  return GS_EOK;
+}
+
+/* At most this many changed nodes are looked for in a memo's list, in one
+ * pass over it; more are evaluated as every node is. */
+#define MEMO_CHANGES_MAX 16
+
+/* Reuses the memo's results for a pod signed as its last one: only the
+ * nodes the ledger changed since are evaluated again. Under the read
+ * lock. false: the memo cannot answer (every node is to be evaluated). */
+static bool memo_update(struct gs_fw *fw, struct cycle *cy, struct gs_fw_memo *memo) {
+  const struct gs_node *changed[MEMO_CHANGES_MAX];
+  size_t k = gs_ledger_changed_since(fw->ledger, memo->gen, changed, MEMO_CHANGES_MAX);
+  if (k == SIZE_MAX)
+    return false;
+  memo->evaluated = 0;
+  for (size_t i = 0; k > 0 && i < memo->n; i++) {
+    for (size_t j = 0; j < k; j++) {
+      if (memo->resolved[i] == changed[j]) {
+        run_node(fw, cy, changed[j], true, &memo->res[i]);
+        memo->evaluated++;
+        break;
+      }
+    }
+  }
+  return true;
+}
+
+/* Filter or prioritize; with memo (prioritize only), into memo->res. */
 static enum gs_err run_verb(struct gs_fw *fw, const struct gs_pod_request *pod,
                             const char *const *nodes, size_t n, int64_t now_ns, bool score,
-                            struct gs_node_result *ret) {
+                            struct gs_node_result *ret, struct gs_fw_memo *memo) {
   struct cycle cy;
   struct gs_place_pod place;
   struct gs_status st = {GS_EOK, ""};
+  char sig[GS_REASON_MAX] = "";
   enum gs_err pre;
 
+  if (memo != NULL) {
+    bool same = memo->fw == fw && memo->nodes == nodes && memo->n == n && memo->sig[0] != '\0';
+    if (gs_place_signature(pod, &fw->policy, sig) != GS_EOK)
+      sig[0] = '\0';
+    if (!same || strcmp(sig, memo->sig) != 0) {
+      if (memo_reserve(memo, n) != GS_EOK)
+        return GS_ENOMEM;
+      memo->fw = fw;
+      memo->nodes = nodes;
+      memo->n = n;
+    }
+    ret = memo->res;
+  }
   pthread_rwlock_wrlock(&fw->lock);
   cycle_init(fw, &cy, pod, now_ns);
   cy.c.scoring = score;
   pre = run_pre_filter(fw, &cy, &st);
   pthread_rwlock_unlock(&fw->lock);
 
+  if (pre != GS_EOK && memo != NULL) {
+    memo->sig[0] = '\0';
+    memo->evaluated = 0;
+  }
   if (pre == GS_ESKIP) {
     for (size_t i = 0; i < n; i++)
       ret[i] = (struct gs_node_result){.score = 0, .code = GS_EOK, .reason = ""};
@@ -312,14 +407,22 @@ static enum gs_err run_verb(struct gs_fw *fw, const struct gs_pod_request *pod,
   if (gs_place_prepare(pod, &fw->policy, &place, NULL) == GS_EOK)
     cy.c.place = &place;
   pthread_rwlock_rdlock(&fw->lock);
-  {
-    struct verb_job job = {fw, &cy, nodes, score, ret};
+  if (memo == NULL || memo->sig[0] == '\0' || !memo_update(fw, &cy, memo)) {
+    struct verb_job job = {fw, &cy, nodes, score, ret, memo ? memo->resolved : NULL};
     /* Over many nodes the pool's workers take chunks beside this thread,
      * under the read lock this thread holds for them. */
     if (n >= fw->parallel_min)
       gs_pool_run(fw->pool, n, RESOLVE_BATCH, verb_chunk, &job);
     else
       verb_chunk(&job, 0, n);
+    if (memo != NULL)
+      memo->evaluated = n;
+  }
+  if (memo != NULL) {
+    /* Read under the same lock as the results: a change after it is
+     * logged past this generation. */
+    memo->gen = gs_ledger_gen(fw->ledger);
+    memcpy(memo->sig, sig, sizeof sig);
   }
   pthread_rwlock_unlock(&fw->lock);
   return GS_EOK;
@@ -328,13 +431,24 @@ static enum gs_err run_verb(struct gs_fw *fw, const struct gs_pod_request *pod,
 enum gs_err gs_fw_filter(struct gs_fw *fw, const struct gs_pod_request *pod,
                          const char *const *nodes, size_t n, int64_t now_ns,
                          struct gs_node_result *ret) {
-  return run_verb(fw, pod, nodes, n, now_ns, false, ret);
+  return run_verb(fw, pod, nodes, n, now_ns, false, ret, NULL);
 }
 
 enum gs_err gs_fw_prioritize(struct gs_fw *fw, const struct gs_pod_request *pod,
                              const char *const *nodes, size_t n, int64_t now_ns,
                              struct gs_node_result *ret) {
-  return run_verb(fw, pod, nodes, n, now_ns, true, ret);
+  return run_verb(fw, pod, nodes, n, now_ns, true, ret, NULL);
+}
+
+enum gs_err gs_fw_prioritize_memo(struct gs_fw *fw, struct gs_fw_memo *memo,
+                                  const struct gs_pod_request *pod, const char *const *nodes,
+                                  size_t n, int64_t now_ns, const struct gs_node_result **ret) {
+  enum gs_err e = run_verb(fw, pod, nodes, n, now_ns, true, NULL, memo);
+  if (e != GS_EOK)
+    memo->sig[0] = '\0';
+  else
+    *ret = memo->res;
+  return e;
 }
 
 /* Runs unreserve of plugins [0, upto) in reverse order. */

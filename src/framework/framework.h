@@ -43,6 +43,31 @@ enum gs_err gs_fw_prioritize(struct gs_fw *fw, const struct gs_pod_request *pod,
                              const char *const *nodes, size_t n, int64_t now_ns,
                              struct gs_node_result *ret) GS_WUR;
 
+/* The memo of one caller's prioritize over a node list it keeps between
+ * calls (gs_fw_prioritize_memo). Owned by the caller; calls with one memo
+ * must not overlap. */
+struct gs_fw_memo;
+/* NULL on allocation failure. */
+struct gs_fw_memo *gs_fw_memo_new(void);
+/* Accepts NULL. */
+void gs_fw_memo_free(struct gs_fw_memo *memo);
+/* The node list changed (or its array may be reused): nothing is reused. */
+void gs_fw_memo_forget(struct gs_fw_memo *memo);
+/* Nodes the memo's last call evaluated (the others' results were reused). */
+size_t gs_fw_memo_evaluated(const struct gs_fw_memo *memo);
+/* Prioritize into the memo's own results (*ret: n of them, valid until the
+ * next call with memo), the same results as gs_fw_prioritize. nodes must be
+ * the same array, unchanged, for as long as the memo is to be reused (else
+ * gs_fw_memo_forget). When pod is signed as the memo's last pod was
+ * (gs_place_signature) over the same array and the ledger can tell which
+ * nodes changed since (gs_ledger_changed_since), only those are evaluated:
+ * the per-node hooks of a signed pod depend on nothing but its signature,
+ * the node's view and the policy (plugin.h). */
+enum gs_err gs_fw_prioritize_memo(struct gs_fw *fw, struct gs_fw_memo *memo,
+                                  const struct gs_pod_request *pod, const char *const *nodes,
+                                  size_t n, int64_t now_ns,
+                                  const struct gs_node_result **ret) GS_WUR;
+
 /* Bind, step 1: under the lock, reserve room for pod on node (or reuse the
  * pod's existing allocation when the UID already has one on that node:
  * idempotent, never re-picks devices), and produce the

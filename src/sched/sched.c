@@ -364,6 +364,30 @@ enum gs_err gs_sched_prioritize(struct gs_sched *s, const struct gs_pod_request 
   return gs_fw_prioritize(s->fw, pod, nodes, n, now_ns, ret);
 }
 
+/* The framework's memo, under the service's name. */
+struct gs_sched_memo *gs_sched_memo_new(void) {
+  return (struct gs_sched_memo *)gs_fw_memo_new();
+}
+
+void gs_sched_memo_free(struct gs_sched_memo *memo) {
+  gs_fw_memo_free((struct gs_fw_memo *)memo);
+}
+
+void gs_sched_memo_forget(struct gs_sched_memo *memo) {
+  gs_fw_memo_forget((struct gs_fw_memo *)memo);
+}
+
+size_t gs_sched_memo_evaluated(const struct gs_sched_memo *memo) {
+  return gs_fw_memo_evaluated((const struct gs_fw_memo *)memo);
+}
+
+enum gs_err gs_sched_prioritize_memo(struct gs_sched *s, struct gs_sched_memo *memo,
+                                     const struct gs_pod_request *pod, const char *const *nodes,
+                                     size_t n, int64_t now_ns,
+                                     const struct gs_node_result **ret) {
+  return gs_fw_prioritize_memo(s->fw, (struct gs_fw_memo *)memo, pod, nodes, n, now_ns, ret);
+}
+
 enum gs_err gs_sched_bind(struct gs_sched *s, const struct gs_pod_request *pod,
                           const char *bound_node, const char *node, int64_t now_ns,
                           const struct gs_binder *binder, struct gs_sched_bind_result *ret) {

@@ -69,6 +69,16 @@ int gs_shim_filter(struct gs_shim *s, const char *pod, size_t len, const char *c
                    size_t n, const int64_t *host, int64_t now_ns, int *codes, char *reasons,
                    int64_t *scores);
 
+/* The node list the plugin keeps from pod to pod (the same array,
+ * unchanged, until the next call): gs_shim_filter's prioritize over it
+ * remembers its results, and a pod signed as the last one is evaluated
+ * again only on the nodes whose ledger changed since
+ * (gs_sched_prioritize_memo). Call it whenever the array changes (its
+ * address may be reused), NULL to keep none. */
+void gs_shim_set_list(struct gs_shim *s, const char *const *nodes, size_t n);
+/* Nodes the last prioritize over the kept list evaluated (tests). */
+size_t gs_shim_evaluated(struct gs_shim *s);
+
 /* kube-scheduler's pod signature (SignPod): what makes pods the same to
  * gpushare (gs_place_signature), written to sig (GS_SHIM_REASON bytes).
  * OK with the text; SKIP: the pod asks for nothing gpushare manages (no

@@ -220,10 +220,13 @@ func sameNames(a, b []string) bool {
 func (s *Shim) buffers(names []string) {
 	n := len(names)
 	if s.lastArr == nil || !sameNames(names, s.lastNames) {
-		if s.lastArr != nil {
-			C.free(unsafe.Pointer(s.lastArr))
-		}
+		old := s.lastArr
 		s.lastArr = s.nameArray(names)
+		// the C side remembers results over this list until told of the next
+		C.gs_shim_set_list(s.c, s.lastArr, C.size_t(n))
+		if old != nil {
+			C.free(unsafe.Pointer(old))
+		}
 	}
 	s.lastNames = names // kept: the next call with this slice compares nothing
 	if n+1 > s.capacity {
@@ -308,6 +311,11 @@ func (s *Shim) Filter(pod []byte, names []string, host []int64, nowNs int64, sco
 	}
 	return rc, v
 }
+
+// Evaluated is how many nodes the last Filter with scores over the kept
+// list evaluated (the others' verdicts were the last pod's: shim.h
+// gs_shim_set_list).
+func (s *Shim) Evaluated() int { return int(C.gs_shim_evaluated(s.c)) }
 
 // Sign: kube-scheduler's pod signature for gpushare (shim.h
 // gs_shim_sign): OK with the text, Skip (nothing to sign), Unschedulable

@@ -135,6 +135,46 @@ func TestFilterKeepsNoStaleList(t *testing.T) {
 	}
 }
 
+// Over the kept list, a pod signed as the last one is evaluated again only
+// on the nodes whose ledger changed (shim.h gs_shim_set_list), and sees
+// their new state: a reservation, a node's new capacity, a pod gone; a
+// node that comes has every node evaluated.
+func TestFilterMemo(t *testing.T) {
+	s := gibShim(t)
+	for _, n := range []string{"a", "b", "c"} {
+		s.Node(node(n, 1, 16))
+	}
+	names := []string{"a", "b", "c", "d"}
+	step := func(p string, evaluated int, want ...int) {
+		t.Helper()
+		rc, vs := s.Filter(pod(p, 16), names, nil, 1, true)
+		if rc != OK || s.Evaluated() != evaluated {
+			t.Fatalf("%s: rc %d, %d nodes evaluated, want %d", p, rc, s.Evaluated(), evaluated)
+		}
+		for i, w := range want {
+			if vs.Code(i) != w {
+				t.Fatalf("%s: node %s: %d %q, want %d", p, names[i], vs.Code(i), vs.Reason(i), w)
+			}
+		}
+	}
+	step("p1", 4, OK, OK, OK, Unschedulable)
+	if rc, _, reason := s.Reserve(pod("p1", 16), "b", 1); rc != OK {
+		t.Fatalf("reserve: %d %s", rc, reason)
+	}
+	step("p2", 1, OK, Unschedulable, OK, Unschedulable)
+	step("p3", 0, OK, Unschedulable, OK, Unschedulable)
+	s.Node(node("a", 1, 8)) // a's GPU now has 8 GiB
+	step("p4", 1, Unschedulable, Unschedulable, OK, Unschedulable)
+	s.PodDelete("uid-p1")
+	step("p5", 1, Unschedulable, OK, OK, Unschedulable)
+	s.Node(node("d", 1, 16))
+	step("p6", 4, Unschedulable, OK, OK, OK)
+	if rc, vs := s.Filter(pod("p7", 4), names, nil, 1, true); rc != OK || s.Evaluated() != 4 ||
+		vs.Code(0) != OK {
+		t.Fatalf("another shape: %d, %d evaluated", rc, s.Evaluated())
+	}
+}
+
 // Many goroutines at once, as kube-scheduler calls the plugin (scheduling
 // cycle, binding goroutines, informers): run with -race in the test
 // command. No GPU is over-committed: each reserve that succeeds fits.
