@@ -122,6 +122,12 @@ void gs_sched_memo_free(struct gs_sched_memo *memo); /* accepts NULL */
 void gs_sched_memo_forget(struct gs_sched_memo *memo);
 /* Nodes the memo's last call evaluated (tests, benchmarks). */
 size_t gs_sched_memo_evaluated(const struct gs_sched_memo *memo);
+/* The positions whose results the memo's last call may have changed from
+ * the call's before (ascending, borrowed until the next call), so that a
+ * caller keeping its own copy of the answers updates only those: true
+ * with them in *ret_idx and *ret_n; false when any may have. */
+bool gs_sched_memo_changed(const struct gs_sched_memo *memo, const size_t **ret_idx,
+                           size_t *ret_n);
 enum gs_err gs_sched_prioritize_memo(struct gs_sched *s, struct gs_sched_memo *memo,
                                      const struct gs_pod_request *pod, const char *const *nodes,
                                      size_t n, int64_t now_ns,

@@ -63,7 +63,7 @@ if [ $test_mode != 0 ]; then
     2) san="-fsanitize=address,undefined -fno-omit-frame-pointer"
        CGO_ENABLED=1 CGO_CFLAGS="$san" CGO_LDFLAGS="$libs_ld $san" \
          ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1} go test -asan -count=1 ./shim/ ./gpushare/ ;;
-    3) CGO_ENABLED=1 CGO_LDFLAGS="$libs_ld" go test -run '^$' -bench . -count=5 ./shim/ ;;
+    3) CGO_ENABLED=1 CGO_LDFLAGS="$libs_ld" go test -run "^$" -bench . -count=5 ./shim/ ;;
   esac
   exit
 fi

@@ -7,6 +7,7 @@
  * events take the write lock.
  */
 #include "framework.h"
+#include "memo.h"
 #include "pool.h"
 
 #include <gpushare/alloc.h>
@@ -280,54 +281,6 @@ static void verb_chunk(void *ctx, size_t begin, size_t end) {
   }
 }
 
-/* The memo of the last prioritize over a node list its caller keeps
- * (framework.h): the results, each name's node, the ledger's generation
- * when they were computed, and the pod's signature ("": nothing to reuse). */
-struct gs_fw_memo {
-  const struct gs_fw *fw;
-  const char *const *nodes;
-  size_t n, cap;
-  uint64_t gen;
-  char sig[GS_REASON_MAX];
-  const struct gs_node **resolved;
-  struct gs_node_result *res;
-  size_t evaluated; /* nodes the last call evaluated */
-};
-
-struct gs_fw_memo *gs_fw_memo_new(void) { return gs_calloc(1, sizeof(struct gs_fw_memo)); }
-
-void gs_fw_memo_free(struct gs_fw_memo *memo) {
-  if (memo == NULL)
-    return;
-  gs_free(memo->resolved);
-  gs_free(memo->res);
-  gs_free(memo);
-}
-
-void gs_fw_memo_forget(struct gs_fw_memo *memo) { memo->sig[0] = '\0'; }
-
-size_t gs_fw_memo_evaluated(const struct gs_fw_memo *memo) { return memo->evaluated; }
-
-/* Room for n results in memo; whatever it held is forgotten. */
-static enum gs_err memo_reserve(struct gs_fw_memo *memo, size_t n) {
-  memo->sig[0] = '\0';
-  if (n > memo->cap) {
-    struct gs_node_result *res = gs_calloc(n, sizeof *res);
-    const struct gs_node **resolved = gs_calloc(n, sizeof *resolved);
-    if (res == NULL || resolved == NULL) {
-      gs_free(res);
-      gs_free(resolved);
-      return GS_ENOMEM;
-    }
-    gs_free(memo->res);
-    gs_free(memo->resolved);
-    memo->res = res;
-    memo->resolved = resolved;
-    memo->cap = n;
-  }
-  return GS_EOK;
-}
-
 /* At most this many changed nodes are looked for in a memo's list, in one
  * pass over it; more are evaluated as every node is. */
 #define MEMO_CHANGES_MAX 16
@@ -345,11 +298,15 @@ static bool memo_update(struct gs_fw *fw, struct cycle *cy, struct gs_fw_memo *m
     for (size_t j = 0; j < k; j++) {
       if (memo->resolved[i] == changed[j]) {
         run_node(fw, cy, changed[j], true, &memo->res[i]);
+        if (memo->evaluated < GS__MEMO_INDEX_MAX)
+          memo->changed[memo->evaluated] = i;
         memo->evaluated++;
         break;
       }
     }
   }
+  memo->all = memo->evaluated > GS__MEMO_INDEX_MAX;
+  memo->nchanged = memo->evaluated;
   return true;
 }
 
@@ -368,7 +325,7 @@ static enum gs_err run_verb(struct gs_fw *fw, const struct gs_pod_request *pod,
     if (gs_place_signature(pod, &fw->policy, sig) != GS_EOK)
       sig[0] = '\0';
     if (!same || strcmp(sig, memo->sig) != 0) {
-      if (memo_reserve(memo, n) != GS_EOK)
+      if (gs__fw_memo_reserve(memo, n) != GS_EOK)
         return GS_ENOMEM;
       memo->fw = fw;
       memo->nodes = nodes;
@@ -385,6 +342,7 @@ static enum gs_err run_verb(struct gs_fw *fw, const struct gs_pod_request *pod,
   if (pre != GS_EOK && memo != NULL) {
     memo->sig[0] = '\0';
     memo->evaluated = 0;
+    memo->all = true;
   }
   if (pre == GS_ESKIP) {
     for (size_t i = 0; i < n; i++)
@@ -415,8 +373,10 @@ static enum gs_err run_verb(struct gs_fw *fw, const struct gs_pod_request *pod,
       gs_pool_run(fw->pool, n, RESOLVE_BATCH, verb_chunk, &job);
     else
       verb_chunk(&job, 0, n);
-    if (memo != NULL)
+    if (memo != NULL) {
       memo->evaluated = n;
+      memo->all = true;
+    }
   }
   if (memo != NULL) {
     /* Read under the same lock as the results: a change after it is
@@ -444,8 +404,10 @@ enum gs_err gs_fw_prioritize_memo(struct gs_fw *fw, struct gs_fw_memo *memo,
                                   const struct gs_pod_request *pod, const char *const *nodes,
                                   size_t n, int64_t now_ns, const struct gs_node_result **ret) {
   enum gs_err e = run_verb(fw, pod, nodes, n, now_ns, true, NULL, memo);
-  if (e != GS_EOK)
+  if (e != GS_EOK) {
     memo->sig[0] = '\0';
+    memo->all = true;
+  }
   else
     *ret = memo->res;
   return e;

@@ -55,6 +55,11 @@ void gs_fw_memo_free(struct gs_fw_memo *memo);
 void gs_fw_memo_forget(struct gs_fw_memo *memo);
 /* Nodes the memo's last call evaluated (the others' results were reused). */
 size_t gs_fw_memo_evaluated(const struct gs_fw_memo *memo);
+/* The positions whose results the memo's last call may have changed from
+ * the call's before (ascending, borrowed until the next call): true with
+ * them in *ret_idx and *ret_n; false when any position may have (a whole
+ * evaluation, an error, a call before it with another pod or list). */
+bool gs_fw_memo_changed(const struct gs_fw_memo *memo, const size_t **ret_idx, size_t *ret_n);
 /* Prioritize into the memo's own results (*ret: n of them, valid until the
  * next call with memo), the same results as gs_fw_prioritize. nodes must be
  * the same array, unchanged, for as long as the memo is to be reused (else

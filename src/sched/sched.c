@@ -381,6 +381,11 @@ size_t gs_sched_memo_evaluated(const struct gs_sched_memo *memo) {
   return gs_fw_memo_evaluated((const struct gs_fw_memo *)memo);
 }
 
+bool gs_sched_memo_changed(const struct gs_sched_memo *memo, const size_t **ret_idx,
+                           size_t *ret_n) {
+  return gs_fw_memo_changed((const struct gs_fw_memo *)memo, ret_idx, ret_n);
+}
+
 enum gs_err gs_sched_prioritize_memo(struct gs_sched *s, struct gs_sched_memo *memo,
                                      const struct gs_pod_request *pod, const char *const *nodes,
                                      size_t n, int64_t now_ns,

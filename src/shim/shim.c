@@ -51,6 +51,12 @@ struct gs_shim {
   const char *const *list;
   size_t list_n;
   struct gs_sched_memo *memo;
+  /* The codes array the memo's last answers were written to (NULL: none):
+   * the next memo call writes there only the entries that changed, with
+   * their reasons and scores (gs_sched_memo_changed). Any other call
+   * writing into that array, or a new list, clears it. Guarded by fill_mu. */
+  pthread_mutex_t fill_mu;
+  const int *filled;
 };
 
 static json_t *load(const char *json, size_t len) {
@@ -117,6 +123,7 @@ struct gs_shim *gs_shim_new(const char *args_json, size_t len, const char *cm_js
     pthread_mutex_init(&s->mu, NULL);
     pthread_mutex_init(&s->last_mu, NULL);
     pthread_mutex_init(&s->res_mu, NULL);
+    pthread_mutex_init(&s->fill_mu, NULL);
     s->sched = gs_sched_new(&policy);
     s->metrics = gs_metrics_new();
     s->memo = gs_sched_memo_new();
@@ -129,6 +136,7 @@ struct gs_shim *gs_shim_new(const char *args_json, size_t len, const char *cm_js
       pthread_mutex_destroy(&s->mu);
       pthread_mutex_destroy(&s->last_mu);
       pthread_mutex_destroy(&s->res_mu);
+      pthread_mutex_destroy(&s->fill_mu);
       ok = false;
     } else {
       struct gs_notify notify = {on_notice, s};
@@ -154,6 +162,7 @@ void gs_shim_free(struct gs_shim *s) {
   pthread_mutex_destroy(&s->mu);
   pthread_mutex_destroy(&s->last_mu);
   pthread_mutex_destroy(&s->res_mu);
+  pthread_mutex_destroy(&s->fill_mu);
   gs_free(s->last_json);
   gs_free(s->res);
   gs_sched_memo_free(s->memo);
@@ -166,6 +175,9 @@ void gs_shim_set_list(struct gs_shim *s, const char *const *nodes, size_t n) {
   s->list_n = n;
   gs_sched_memo_forget(s->memo);
   pthread_mutex_unlock(&s->res_mu);
+  pthread_mutex_lock(&s->fill_mu);
+  s->filled = NULL; /* the caller's buffers may be new too */
+  pthread_mutex_unlock(&s->fill_mu);
 }
 
 size_t gs_shim_evaluated(struct gs_shim *s) {
@@ -331,13 +343,50 @@ static void results_give(struct gs_shim *s, struct gs_node_result *res, bool kep
     gs_free(res);
 }
 
+/* Whether codes holds the memo's last answers (a memo call may then write
+ * only what changed); then, with done, who holds them now: after a memo
+ * call that wrote them, codes; after any other write to codes, nobody. */
+static bool filled_by_memo(struct gs_shim *s, const int *codes) {
+  bool yes;
+  pthread_mutex_lock(&s->fill_mu);
+  yes = s->filled == codes;
+  pthread_mutex_unlock(&s->fill_mu);
+  return yes;
+}
+
+static void fill_done(struct gs_shim *s, const int *codes, bool by_memo) {
+  pthread_mutex_lock(&s->fill_mu);
+  if (by_memo)
+    s->filled = codes;
+  else if (s->filled == codes)
+    s->filled = NULL;
+  pthread_mutex_unlock(&s->fill_mu);
+}
+
+/* Node i's answer into the caller's arrays. A copy, not a formatter; a
+ * node that passes has no reason, and its slot is neither written nor
+ * read (5,000 cache lines a pod). */
+static void answer_out(const struct gs_node_result *r, size_t i, int *codes, char *reasons,
+                       int64_t *scores) {
+  codes[i] = code_of(r->code);
+  if (codes[i] != GS_SHIM_OK) {
+    size_t rlen = strnlen(r->reason, GS_SHIM_REASON - 1);
+    memcpy(reasons + i * GS_SHIM_REASON, r->reason, rlen);
+    reasons[i * GS_SHIM_REASON + rlen] = '\0';
+  }
+  if (scores != NULL)
+    scores[i] = r->score100;
+}
+
 int gs_shim_filter(struct gs_shim *s, const char *pod, size_t len, const char *const *nodes,
                    size_t n, const int64_t *host, int64_t now_ns, int *codes, char *reasons,
                    int64_t *scores) {
   struct gs_pod_request *req = gs_malloc(sizeof *req);
-  bool kept, memo = false;
+  bool kept = false, memo = false, written = false;
   struct gs_node_result *res;
   const struct gs_node_result *out;
+  const size_t *idx;
+  size_t nidx;
   struct gs_status st;
   int code = GS_SHIM_OK;
   /* The kept list, scored, without host figures (nodePolicy frag signs no
@@ -376,18 +425,15 @@ int gs_shim_filter(struct gs_shim *s, const char *pod, size_t len, const char *c
   }
   if (!memo)
     out = res;
-  for (size_t i = 0; i < n; i++) {
-    codes[i] = code_of(out[i].code);
-    if (codes[i] != GS_SHIM_OK) {
-      /* A copy, not a formatter; a node that passes has no reason, and
-       * its slot is neither written nor read (5,000 cache lines a pod). */
-      size_t rlen = strnlen(out[i].reason, GS_SHIM_REASON - 1);
-      memcpy(reasons + i * GS_SHIM_REASON, out[i].reason, rlen);
-      reasons[i * GS_SHIM_REASON + rlen] = '\0';
-    }
-    if (scores != NULL)
-      scores[i] = out[i].score100;
+  if (memo && filled_by_memo(s, codes) && gs_sched_memo_changed(s->memo, &idx, &nidx)) {
+    /* the arrays hold the memo's last answers: only what changed */
+    for (size_t j = 0; j < nidx; j++)
+      answer_out(&out[idx[j]], idx[j], codes, reasons, scores);
+  } else {
+    for (size_t i = 0; i < n; i++)
+      answer_out(&out[i], i, codes, reasons, scores);
   }
+  written = true;
   if (gs_place_frag_scores_host(req, gs_sched_policy(s->sched)))
     code = GS_SHIM_SCORE_ONLY;
 out:
@@ -396,6 +442,10 @@ out:
     pthread_mutex_unlock(&s->res_mu);
   else if (res != NULL)
     results_give(s, res, kept);
+  if (code == GS_SHIM_SKIP)
+    reasons[0] = '\0';
+  /* an error's or a skip's reason went to reasons[0] */
+  fill_done(s, codes, memo && written && code == GS_SHIM_OK);
   return code;
 }
 

@@ -259,7 +259,6 @@ func (s *Shim) Filter(pod []byte, names []string, host []int64, nowNs int64, sco
 	if score {
 		scores = s.scores
 	}
-	*s.reasons = 0
 	var rc int
 	withBytes(pod, func(b *C.char, l C.size_t) {
 		var h *C.int64_t
