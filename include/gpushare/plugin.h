@@ -18,8 +18,9 @@
 #include <gpushare/place.h>
 #include <gpushare/status.h> /* enum gs_err, struct gs_status, struct gs_node_result */
 
-#define GS_PLUGIN_API_VERSION 6u /* 2: notices, pod_seen; 3: cycle state; 4: may_evict;
-                                    5: scores 0..GS_SCORE_MAX; 6: hooks return enum gs_err */
+#define GS_PLUGIN_API_VERSION 7u /* 2: notices, pod_seen; 3: cycle state; 4: may_evict;
+                                    5: scores 0..GS_SCORE_MAX; 6: hooks return enum gs_err;
+                                    7: a signed pod's per-node answers are reused */
 /* The scale of plugin scores: kube-scheduler's framework (MaxNodeScore). The
  * extender's 0..10 (MaxExtenderPriority) is the framework's rounding. */
 #define GS_SCORE_MAX 100

@@ -9,13 +9,13 @@
 #define GPUSHARE_VERSION_H
 
 #define GS_VERSION_MAJOR 0
-#define GS_VERSION_MINOR 3
-#define GS_VERSION_PATCH 1
-#define GS_VERSION_STRING "0.3.1"
+#define GS_VERSION_MINOR 4
+#define GS_VERSION_PATCH 0
+#define GS_VERSION_STRING "0.4.0"
 /* One number that compares: 0xMMmmpp. */
 #define GS_VERSION_NUM ((GS_VERSION_MAJOR << 16) | (GS_VERSION_MINOR << 8) | GS_VERSION_PATCH)
 
-/* The library's version string ("0.3.1"); static storage. Thread-safe. */
+/* The library's version string ("0.4.0"); static storage. Thread-safe. */
 const char *gs_version(void);
 
 #endif

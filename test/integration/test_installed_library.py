@@ -31,7 +31,7 @@ class InstalledLibrary(unittest.TestCase):
                                    capture_output=True, text=True, check=True).stdout.split()
             self.assertNotIn(SOURCE, " ".join(flags))
             self.assertEqual(subprocess.run(["pkg-config", "--modversion", "gpushare"], env=env,
-                                            capture_output=True, text=True).stdout.strip(), "0.3.1")
+                                            capture_output=True, text=True).stdout.strip(), "0.4.0")
             exe = os.path.join(d, "schedule")
             extra = shlex.split(os.environ.get("GS_C_FLAGS", ""))
             cc = subprocess.run(["cc", "-std=c11", "-Wall", "-Wextra", "-Werror", *extra, src, "-o", exe,
@@ -40,7 +40,7 @@ class InstalledLibrary(unittest.TestCase):
             run = subprocess.run([exe], capture_output=True, text=True, timeout=60)
             self.assertEqual(run.returncode, 0, run.stderr)
             out = run.stdout.splitlines()
-            self.assertEqual(out[0], "libgpushare 0.3.1 (header 0.3.1)")
+            self.assertEqual(out[0], "libgpushare 0.4.0 (header 0.4.0)")
             self.assertIn("filter gpu-a: refused: fewer than 2 GPUs with 4096 MiB free", out)
             self.assertIn("filter gpu-b: fits", out)
             self.assertIn("Binding default/multi-gpu-8gib -> gpu-b", out)
