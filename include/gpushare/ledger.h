@@ -155,7 +155,8 @@ size_t gs_ledger_alloc_count(const struct gs_ledger *ledger);
  * writes to ret the nodes whose views changed after generation gen, each
  * once, and returns how many; it returns SIZE_MAX when it cannot tell: a
  * node was added or removed since gen, more than GS_LEDGER_CHANGES_MAX
- * changes were made since, or more than max. Pointers as node views
+ * changes were made since, or more than max (changes, counted before
+ * the repeats are dropped). Pointers as node views
  * (borrowed). */
 #define GS_LEDGER_CHANGES_MAX 256u
 uint64_t gs_ledger_gen(const struct gs_ledger *ledger);
