@@ -106,7 +106,7 @@ const lazyNodes = 2
 
 // cycle is what one scheduling cycle carries between extension points.
 type cycle struct {
-	pod     []byte            // the pod as JSON
+	pod     []byte            // the pod as the core's verbs read it (cycleJSON)
 	managed bool              // gpushare manages the pod
 	nodes   *nodeIndex        // the nodes PreFilter answered for (nil: no verdicts, nothing scored)
 	verdict shim.Verdicts     // PreFilter's answer per node (nodes' order), with its score
@@ -331,6 +331,34 @@ func coreJSON[T any, P interface {
 // podJSON is the pod as the core reads it (coreJSON).
 func podJSON(pod *v1.Pod) ([]byte, error) { return coreJSON(pod) }
 
+// cycleJSON is the pod as the core's verbs read it (filter, sign, reserve,
+// permit, preempt: gs_api_pod_decode in src/api/pod.c): its name,
+// namespace, UID and labels, every container's resources, every init
+// container's resources and restartPolicy (sidecars), the overhead and the
+// priority. Nothing else of the pod is written: marshalling the whole pod
+// took ≈ 90 µs of PreFilter's ≈ 200 in the live process (docs/benchmarks.md
+// §9), and the C side parsed all of it again. A test holds the core's
+// answers for both forms equal (TestCycleJSON). The informers still hand
+// the core whole pods (podJSON): a bound pod's annotations are read there.
+func cycleJSON(pod *v1.Pod) ([]byte, error) {
+	q := v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: pod.Name, Namespace: pod.Namespace,
+		UID: pod.UID, Labels: pod.Labels}}
+	q.Spec.Priority = pod.Spec.Priority
+	q.Spec.Overhead = pod.Spec.Overhead
+	q.Spec.Containers = make([]v1.Container, len(pod.Spec.Containers))
+	for i := range pod.Spec.Containers {
+		q.Spec.Containers[i].Resources = pod.Spec.Containers[i].Resources
+	}
+	if n := len(pod.Spec.InitContainers); n > 0 {
+		q.Spec.InitContainers = make([]v1.Container, n)
+		for i := range pod.Spec.InitContainers {
+			c := &pod.Spec.InitContainers[i]
+			q.Spec.InitContainers[i] = v1.Container{Resources: c.Resources, RestartPolicy: c.RestartPolicy}
+		}
+	}
+	return json.Marshal(&q)
+}
+
 // pod hands a pod to the core when it can matter there: bound (an
 // allocation to restore, or GPUs to free when it ends), or a member of a
 // distributed job (counted while pending). A pending pod outside any job is
@@ -525,7 +553,7 @@ const signKey = "v1.Pod.Spec.Containers.GpuShareRequest()"
 // schedules it on its own. Without this, every pod of the profile would
 // lose batching (docs/plugin.md).
 func (p *Plugin) SignPod(ctx context.Context, pod *v1.Pod) ([]fwk.SignFragment, *fwk.Status) {
-	b, err := podJSON(pod)
+	b, err := cycleJSON(pod)
 	if err != nil {
 		return nil, fwk.AsStatus(err)
 	}
@@ -546,7 +574,7 @@ func (p *Plugin) SignPod(ctx context.Context, pod *v1.Pod) ([]fwk.SignFragment, 
 // prioritize runs them): one decode of the pod per cycle, and PreScore has
 // nothing left to ask. The C core plans gangs here.
 func (p *Plugin) PreFilter(ctx context.Context, state fwk.CycleState, pod *v1.Pod, nodes []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
-	b, err := podJSON(pod)
+	b, err := cycleJSON(pod)
 	if err != nil {
 		return nil, fwk.AsStatus(err)
 	}
@@ -795,7 +823,7 @@ func (p *Plugin) allowWaiting() {
 	defer p.mu.Unlock()
 	p.h.IterateOverWaitingPods(func(wp fwk.WaitingPod) {
 		pod := wp.GetPod()
-		b, err := podJSON(pod)
+		b, err := cycleJSON(pod)
 		if err != nil {
 			return
 		}

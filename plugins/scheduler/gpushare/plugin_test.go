@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"sync"
 	"testing"
 	"time"
@@ -312,5 +313,112 @@ func TestLazyCycleFromManyGoroutines(t *testing.T) {
 	close(errs)
 	for e := range errs {
 		t.Error(e)
+	}
+}
+
+// cyclePods are pods in the shapes the core's decoder tells apart: several
+// containers, init containers with a sidecar, overhead, host requests, the
+// gpu-count label, a distributed job's labels, a priority, whole GPUs, a
+// request too large for any GPU, an invalid label, and kube-scheduler's
+// defaulted fields (volumes, tolerations) that the core never reads.
+func cyclePods(t *testing.T) []*v1.Pod {
+	t.Helper()
+	q := resource.MustParse
+	prio := int32(1000)
+	exp := int64(300)
+	always := v1.ContainerRestartPolicyAlways
+	mem := func(n string) v1.ResourceList { return v1.ResourceList{"aliyun.com/gpu-mem": q(n)} }
+	pods := []*v1.Pod{gpuPod("one", 4)}
+	multi := gpuPod("multi", 2)
+	multi.Labels = map[string]string{"aliyun.com/gpu-count": "2", "app": "x"}
+	multi.Spec.Containers = append(multi.Spec.Containers, v1.Container{Name: "d",
+		Resources: v1.ResourceRequirements{Limits: mem("6"),
+			Requests: v1.ResourceList{"cpu": q("1500m"), "memory": q("3Gi")}}})
+	multi.Spec.InitContainers = []v1.Container{
+		{Name: "side", RestartPolicy: &always, Resources: v1.ResourceRequirements{Limits: mem("2")}},
+		{Name: "init", Resources: v1.ResourceRequirements{Limits: mem("12"),
+			Requests: v1.ResourceList{"cpu": q("2")}}}}
+	multi.Spec.Overhead = v1.ResourceList{"cpu": q("250m"), "memory": q("120Mi")}
+	multi.Spec.Priority = &prio
+	multi.Spec.Tolerations = []v1.Toleration{{Key: "node.kubernetes.io/not-ready",
+		Operator: "Exists", Effect: "NoExecute", TolerationSeconds: &exp}}
+	multi.Spec.Volumes = []v1.Volume{{Name: "token", VolumeSource: v1.VolumeSource{
+		Projected: &v1.ProjectedVolumeSource{Sources: []v1.VolumeProjection{{
+			ServiceAccountToken: &v1.ServiceAccountTokenProjection{Path: "token", ExpirationSeconds: &exp}}}}}}}
+	multi.Annotations = map[string]string{"scheduler.framework.gpushare.allocation": `{"0":{"0":9}}`}
+	multi.Status.Phase = v1.PodPending
+	gang := gpuPod("gang", 0)
+	gang.Labels = map[string]string{"gpu-topology": "job", "gpu-topology-replica": "2"}
+	gang.Spec.Containers[0].Resources.Limits = v1.ResourceList{"aliyun.com/gpu": q("1")}
+	big := gpuPod("big", 99)
+	bad := gpuPod("bad", 4)
+	bad.Labels = map[string]string{"aliyun.com/gpu-count": "two"}
+	cpu := gpuPod("cpu", 0)
+	cpu.Spec.Containers[0].Resources.Limits = v1.ResourceList{"cpu": q("1")}
+	pods = append(pods, multi, gang, big, bad, cpu)
+	// the fuzzed round-trip Pod of the Kubernetes API tests (every field set)
+	raw, err := os.ReadFile("../../../test/data/reference/kube-fixtures/api-roundtrip-v1.34.0-core.v1.Pod.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var fuzzed v1.Pod
+	if err := json.Unmarshal(raw, &fuzzed); err != nil {
+		t.Fatal(err)
+	}
+	return append(pods, &fuzzed)
+}
+
+// The core answers the cycle's short form of a pod (cycleJSON) exactly as
+// the whole pod: signature, verdicts and scores on every node, the
+// reservation's annotations, Permit; errors alike, text for text.
+func TestCycleJSON(t *testing.T) {
+	for _, pod := range cyclePods(t) {
+		short, err := cycleJSON(pod)
+		if err != nil {
+			t.Fatal(err)
+		}
+		whole, err := podJSON(pod)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(short) >= len(whole) && pod.Name != "one" {
+			t.Fatalf("%s: the short form is %d bytes, the whole pod %d", pod.Name, len(short), len(whole))
+		}
+		type answers struct {
+			signRC                 int
+			sig                    string
+			filterRC               int
+			codes, reasons, scores []string
+			reserveRC              int
+			annots                 map[string]string
+			reason                 string
+			permitRC               int
+			permitWhy              string
+		}
+		ask := func(b []byte) answers {
+			p := gibPlugin(t)
+			for _, n := range []string{"a", "b"} {
+				shareNode(t, p, n, 2, 32)
+			}
+			var a answers
+			a.signRC, a.sig = p.core.Sign(b)
+			rc, vs := p.core.Filter(b, []string{"a", "b", "none"}, nil, 1, true)
+			a.filterRC = rc
+			for i := 0; rc == shim.OK && i < vs.Len(); i++ {
+				a.codes = append(a.codes, fmt.Sprint(vs.Code(i)))
+				a.reasons = append(a.reasons, vs.Reason(i))
+				a.scores = append(a.scores, fmt.Sprint(vs.Score(i)))
+			}
+			if rc != shim.OK {
+				a.reasons = append(a.reasons, vs.Reason(0))
+			}
+			a.reserveRC, a.annots, a.reason = p.core.Reserve(b, "a", 7)
+			a.permitRC, a.permitWhy = p.core.Permit(b, "a", 7)
+			return a
+		}
+		s, w := ask(short), ask(whole)
+		if fmt.Sprintf("%#v", s) != fmt.Sprintf("%#v", w) {
+			t.Fatalf("%s:\nshort %#v\nwhole %#v", pod.Name, s, w)
+		}
 	}
 }
