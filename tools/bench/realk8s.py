@@ -37,6 +37,7 @@ import concurrent.futures
 import json
 import os
 import re
+import urllib.request
 import sys
 import tempfile
 import time
@@ -77,6 +78,24 @@ def cpu_seconds(cp):
         except (OSError, IndexError, ValueError):
             pass
     return out
+
+
+def apiserver_requests(k):
+    """kube-apiserver's apiserver_request_total summed by verb and
+    resource[/subresource], largest first."""
+    req = urllib.request.Request(k.server + "/metrics")
+    req.add_header("Authorization", "Bearer " + k.token)
+    with urllib.request.urlopen(req, context=k.ctx, timeout=30) as r:
+        text = r.read().decode()
+    counts = {}
+    for line in text.splitlines():
+        if not line.startswith("apiserver_request_total{"):
+            continue
+        labels = dict(re.findall(r'(\w+)="([^"]*)"', line.split("}")[0]))
+        key = f'{labels.get("verb")} {labels.get("resource")}' + (
+            f'/{labels["subresource"]}' if labels.get("subresource") else "")
+        counts[key] = counts.get(key, 0) + int(float(line.rsplit(" ", 1)[1]))
+    return dict(sorted(counts.items(), key=lambda kv: -kv[1])[:12])
 
 
 def run(mode, nodes, pods, workdir, pprof=None):
@@ -193,6 +212,9 @@ def run(mode, nodes, pods, workdir, pprof=None):
             if m:
                 flushed[m.group(1)] = flushed.get(m.group(1), 0) + int(float(m.group(2)))
         out["batch"] = {"attempts": batch, "flushed": flushed}
+        # what kube-apiserver served over the whole run (set-up included,
+        # the same in every mode): requests by verb and resource
+        out["apiserver_requests"] = apiserver_requests(k)
         if ext:
             em = ext.metrics()
             fp_s = sum(metric_sum(em, "gpushare_request_duration_seconds_sum", verb=v) for v in ("filter", "prioritize"))
