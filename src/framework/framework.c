@@ -403,12 +403,10 @@ enum gs_err gs_fw_prioritize(struct gs_fw *fw, const struct gs_pod_request *pod,
 enum gs_err gs_fw_prioritize_memo(struct gs_fw *fw, struct gs_fw_memo *memo,
                                   const struct gs_pod_request *pod, const char *const *nodes,
                                   size_t n, int64_t now_ns, const struct gs_node_result **ret) {
+  /* on failure the memo is already forgotten (gs__fw_memo_reserve, or
+   * the pre-filter's error) */
   enum gs_err e = run_verb(fw, pod, nodes, n, now_ns, true, NULL, memo);
-  if (e != GS_EOK) {
-    memo->sig[0] = '\0';
-    memo->all = true;
-  }
-  else
+  if (e == GS_EOK)
     *ret = memo->res;
   return e;
 }

@@ -382,7 +382,7 @@ int gs_shim_filter(struct gs_shim *s, const char *pod, size_t len, const char *c
                    size_t n, const int64_t *host, int64_t now_ns, int *codes, char *reasons,
                    int64_t *scores) {
   struct gs_pod_request *req = gs_malloc(sizeof *req);
-  bool kept = false, memo = false, written = false;
+  bool kept = false, memo = false;
   struct gs_node_result *res;
   const struct gs_node_result *out;
   const size_t *idx;
@@ -433,7 +433,6 @@ int gs_shim_filter(struct gs_shim *s, const char *pod, size_t len, const char *c
     for (size_t i = 0; i < n; i++)
       answer_out(&out[i], i, codes, reasons, scores);
   }
-  written = true;
   if (gs_place_frag_scores_host(req, gs_sched_policy(s->sched)))
     code = GS_SHIM_SCORE_ONLY;
 out:
@@ -444,8 +443,9 @@ out:
     results_give(s, res, kept);
   if (code == GS_SHIM_SKIP)
     reasons[0] = '\0';
-  /* an error's or a skip's reason went to reasons[0] */
-  fill_done(s, codes, memo && written && code == GS_SHIM_OK);
+  /* code OK: the answers were written, whole or by change; else an
+   * error's or a skip's reason went to reasons[0] */
+  fill_done(s, codes, memo && code == GS_SHIM_OK);
   return code;
 }
 

@@ -63,7 +63,7 @@ static struct gs_fw *cluster(enum gs_placement node_policy, uint32_t *s) {
 }
 
 /* Three pod shapes (so that signatures repeat and change) and, now and
- * then, one that cannot be signed or asks for no GPU. */
+ * then, one that asks for no GPU or one too large for any GPU. */
 static struct gs_pod_request pod_of(uint32_t seq, uint32_t *s) {
   struct gs_pod_request p;
   char name[24];
