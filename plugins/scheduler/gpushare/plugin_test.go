@@ -119,6 +119,39 @@ func TestFilterAnswersWhenANodeIsRefused(t *testing.T) {
 	}
 }
 
+// otherInfo is a NodeInfo of another type than kube-scheduler's own.
+type otherInfo struct{ *framework.NodeInfo }
+
+// Nodes of another NodeInfo type are found by identity too, and a copy of
+// one by its name.
+func TestFilterAnswersForAnotherNodeInfoType(t *testing.T) {
+	ctx := context.Background()
+	p := gibPlugin(t)
+	a := shareNode(t, p, "a", 2, 32)
+	b := otherInfo{shareNode(t, p, "b", 1, 8).(*framework.NodeInfo)}
+	nodes := []fwk.NodeInfo{a, b}
+	state := framework.NewCycleState()
+	pod := gpuPod("p", 10)
+	if _, st := p.PreFilter(ctx, state, pod, nodes); !st.IsSuccess() {
+		t.Fatalf("PreFilter: %v, want Success", st)
+	}
+	if i, ok := p.cycleOf(state).nodes.byInfo[b]; !ok || i != 1 {
+		t.Fatalf("b's position by object: %d %v, want 1", i, ok)
+	}
+	if st := p.Filter(ctx, state, pod, b); st.Code() != fwk.Unschedulable {
+		t.Fatalf("Filter b: %v", st)
+	}
+	if st := p.Filter(ctx, state, pod, otherInfo{b.Snapshot().(*framework.NodeInfo)}); st.Code() != fwk.Unschedulable {
+		t.Fatalf("Filter on a copy of b: %v", st)
+	}
+	if st := p.Filter(ctx, state, pod, otherInfo{a.Snapshot().(*framework.NodeInfo)}); !st.IsSuccess() {
+		t.Fatalf("Filter on a copy of a: %v", st)
+	}
+	if _, ok := p.cycleOf(state).nodes.byPtr[a.(*framework.NodeInfo)]; !ok {
+		t.Fatal("a not indexed by its pointer")
+	}
+}
+
 // A pod asking no GPU: PreFilter skips, and so do PreScore and Bind.
 func TestPodWithoutGPUIsSkipped(t *testing.T) {
 	ctx := context.Background()
