@@ -63,8 +63,9 @@ def metric_sum(text, name, **labels):
     return total
 
 
-def fetch_profile(cp, seconds, path):
+def fetch_profile(cp, seconds, path, delay=0):
     """kube-scheduler's own CPU profile (/debug/pprof/profile) while it works."""
+    time.sleep(delay)  # a profile's window, not a wait for a condition
     with open(path, "wb") as f:
         f.write(cp.scheduler_get(f"/debug/pprof/profile?seconds={seconds}", timeout=seconds + 60))
 
@@ -141,13 +142,26 @@ class Bindings(threading.Thread):
             raise self.error
 
 
-def apiserver_requests(k):
-    """kube-apiserver's apiserver_request_total summed by verb and
-    resource[/subresource], largest first."""
+def cpu_ticks():
+    """The machine's CPU time so far (/proc/stat's first line, in ticks): busy
+    (user, nice, system, irq, softirq), idle (with iowait) and steal — time
+    the hypervisor gave another guest: a run with steal was slowed from
+    outside."""
+    with open("/proc/stat") as f:
+        v = [int(x) for x in f.readline().split()[1:9]]
+    return {"busy": v[0] + v[1] + v[2] + v[5] + v[6], "idle": v[3] + v[4], "steal": v[7]}
+
+
+def apiserver_metrics(k):
     req = urllib.request.Request(k.server + "/metrics")
     req.add_header("Authorization", "Bearer " + k.token)
     with urllib.request.urlopen(req, context=k.ctx, timeout=30) as r:
-        text = r.read().decode()
+        return r.read().decode()
+
+
+def apiserver_requests(text):
+    """kube-apiserver's apiserver_request_total (its /metrics text) summed by
+    verb and resource[/subresource], largest first."""
     counts = {}
     for line in text.splitlines():
         if not line.startswith("apiserver_request_total{"):
@@ -159,7 +173,11 @@ def apiserver_requests(k):
     return dict(sorted(counts.items(), key=lambda kv: -kv[1])[:12])
 
 
-def run(mode, nodes, pods, workdir, pprof=None):
+# the CPU profile's window: seconds after kube-scheduler starts, length
+PPROF_WINDOW = (0, 5)
+
+
+def run(mode, nodes, pods, workdir, pprof=None, dump=None):
     cfg = os.path.join(kcluster.SOURCE, "deploy", "scheduler", "kube-scheduler-config.yaml")
     unthrottled = mode.endswith("-unthrottled") or mode.endswith("-batch")
     if mode.startswith("plain"):
@@ -212,14 +230,17 @@ def run(mode, nodes, pods, workdir, pprof=None):
             ext = kcluster.Extender(cp, args=("--log-level", "warn")).wait_ready(timeout=300)
         watch = Bindings(cp, k, pods)
         watch.start()
+        ticks0 = cpu_ticks()
         t0 = time.time()
         cp.start_scheduler()
         prof = None
         if pprof:
-            prof = threading.Thread(target=fetch_profile, args=(cp, 5, f"{pprof}-{mode}-{nodes}.pprof"))
+            prof = threading.Thread(target=fetch_profile, args=(cp, PPROF_WINDOW[1], f"{pprof}-{mode}-{nodes}.pprof",
+                                                              PPROF_WINDOW[0]))
             prof.start()
 
         watch.wait(3600)
+        ticks = {k_: v - ticks0[k_] for k_, v in cpu_ticks().items()}
         took = watch.last - t0
         # steady state: from the first Binding seen to the last, without
         # kube-scheduler's start-up (informer sync, leader election, and the
@@ -234,6 +255,9 @@ def run(mode, nodes, pods, workdir, pprof=None):
                   for name in cpu_last if n_first < pods}
         if prof:
             prof.join()
+            # and what it allocated over the whole run (alloc_space)
+            with open(f"{pprof}-{mode}-{nodes}.allocs.pprof", "wb") as f:
+                f.write(cp.scheduler_get("/debug/pprof/allocs"))
         sm = cp.scheduler_metrics()
         att_n = metric_sum(sm, "scheduler_scheduling_attempt_duration_seconds_count")
         att_s = metric_sum(sm, "scheduler_scheduling_attempt_duration_seconds_sum")
@@ -252,6 +276,17 @@ def run(mode, nodes, pods, workdir, pprof=None):
             if n:
                 points[pt] = round(1000 * metric_sum(sm, ext_point + "_sum", extension_point=pt) / n, 3)
         out["extension_point_mean_ms"] = points
+        # the machine while the clock ran: how busy, and how much time the
+        # hypervisor took for other guests
+        total = max(1, sum(ticks.values()))
+        out["machine_pct"] = {k_: round(100 * v / total, 1) for k_, v in ticks.items()}
+        # kube-scheduler's Go runtime over the whole run (start-up included,
+        # alike in every mode): what it allocated, how often it collected
+        out["scheduler_go"] = {
+            "alloc_mb": round(metric_sum(sm, "go_memstats_alloc_bytes_total") / 2**20, 1),
+            "gc_cycles": int(metric_sum(sm, "go_gc_duration_seconds_count")),
+            "heap_mb": round(metric_sum(sm, "go_memstats_heap_alloc_bytes") / 2**20, 1),
+            "rss_mb": round(metric_sum(sm, "process_resident_memory_bytes") / 2**20, 1)}
         # how often kube-scheduler called GpuShare per extension point (its
         # plugin metrics sample about one cycle in ten): Filter stays near 0
         # while PreFilter's Skip holds
@@ -272,7 +307,12 @@ def run(mode, nodes, pods, workdir, pprof=None):
         out["batch"] = {"attempts": batch, "flushed": flushed}
         # what kube-apiserver served over the whole run (set-up included,
         # the same in every mode): requests by verb and resource
-        out["apiserver_requests"] = apiserver_requests(k)
+        am = apiserver_metrics(k)
+        out["apiserver_requests"] = apiserver_requests(am)
+        if dump:
+            for name, text in (("kube-apiserver", am), ("kube-scheduler", sm)):
+                with open(f"{dump}-{mode}-{nodes}.{name}.metrics", "w") as f:
+                    f.write(text)
         if ext:
             em = ext.metrics()
             fp_s = sum(metric_sum(em, "gpushare_request_duration_seconds_sum", verb=v) for v in ("filter", "prioritize"))
@@ -293,14 +333,22 @@ def main():
     ap.add_argument("--modes", default="plain,plain-unthrottled,extender,plugin")
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--pprof", metavar="PREFIX",
-                    help="save kube-scheduler's CPU profile of the first 5 s to PREFIX-MODE-NODES.pprof")
+                    help="save kube-scheduler's CPU profile (--pprof-window) to PREFIX-MODE-NODES.pprof"
+                         " and its allocations over the run to PREFIX-MODE-NODES.allocs.pprof")
+    ap.add_argument("--dump", metavar="PREFIX",
+                    help="save kube-apiserver's and kube-scheduler's /metrics at the end of each run"
+                         " to PREFIX-MODE-NODES.COMPONENT.metrics")
+    ap.add_argument("--pprof-window", metavar="START,SECONDS", default="0,5",
+                    help="the CPU profile's window after kube-scheduler starts (default 0,5)")
     a = ap.parse_args()
+    global PPROF_WINDOW
+    PPROF_WINDOW = tuple(int(x) for x in a.pprof_window.split(","))
     results = []
     for n in [int(x) for x in a.nodes.split(",")]:
         row = {}
         for mode in a.modes.split(","):
             with tempfile.TemporaryDirectory(prefix="gs-bench-k8s-") as d:
-                r = run(mode, n, a.pods, d, a.pprof)
+                r = run(mode, n, a.pods, d, a.pprof, a.dump)
             results.append(r)
             row[mode] = r
             if a.json:
