@@ -19,6 +19,11 @@ until every pod is bound. Two modes, same everything else:
   plugin-unthrottled
             the same with clientConnection qps/burst 1000 (the plugin's Bindings
             go through kube-scheduler's client, as in plain mode)
+  plain-gsbin-unthrottled
+            a control: plain-unthrottled's configuration (no GpuShare in the
+            profile) run by the gpushare-scheduler binary as its ServiceAccount,
+            as the plugin modes are: what the binary and the identity cost
+            without the plugin's work
   plain-batch, plugin-batch
             the unthrottled modes with PodTopologySpread's default constraints
             off: kube-scheduler's opportunistic batching (v1.35+) then reuses a
@@ -193,6 +198,8 @@ def run(mode, nodes, pods, workdir, pprof=None, dump=None):
         with open(cfg, "w") as f:
             yaml.safe_dump(c, f)
     kw = {}
+    if mode.startswith("plain-gsbin"):
+        kw["scheduler_binary"] = os.path.join(kcluster.k8s_bin_dir(), "gpushare-scheduler")
     if mode.startswith("plugin"):
         cfg = os.path.join(kcluster.SOURCE, "deploy", "scheduler", "gpushare-scheduler-config.yaml")
         kw["scheduler_binary"] = os.path.join(kcluster.k8s_bin_dir(), "gpushare-scheduler")
@@ -210,7 +217,7 @@ def run(mode, nodes, pods, workdir, pprof=None, dump=None):
     # no audit log in any mode: the tests' policy logs every request of
     # gpushare's ServiceAccounts, none of kube-scheduler's own user
     cp.audit_policy = None
-    if mode.startswith("plugin"):
+    if mode.startswith("plugin") or mode.startswith("plain-gsbin"):
         cp.scheduler_sa = "gpushare-scheduler"
     cp.start()
     try:
