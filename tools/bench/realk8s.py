@@ -24,6 +24,10 @@ until every pod is bound. Two modes, same everything else:
             profile) run by the gpushare-scheduler binary as its ServiceAccount,
             as the plugin modes are: what the binary and the identity cost
             without the plugin's work
+  plugin-noscore-unthrottled
+            a diagnostic: plugin-unthrottled without GpuShare at the Score
+            extension point (placements differ: no binpack ranking): what
+            kube-scheduler's per-node Score loop for one more plugin costs
   plain-batch, plugin-batch
             the unthrottled modes with PodTopologySpread's default constraints
             off: kube-scheduler's opportunistic batching (v1.35+) then reuses a
@@ -210,6 +214,8 @@ def run(mode, nodes, pods, workdir, pprof=None, dump=None):
             c["clientConnection"]["burst"] = 1000
             if mode.endswith("-batch"):
                 kcluster.no_default_spread(c, "gpushare-scheduler")
+            if mode.startswith("plugin-noscore"):
+                c["profiles"][0]["plugins"]["score"] = {"disabled": [{"name": "GpuShare"}]}
             cfg = os.path.join(workdir, "plugin-scheduler.yaml")
             with open(cfg, "w") as f:
                 yaml.safe_dump(c, f)
