@@ -372,7 +372,9 @@ def main():
                   + (f"  extender filter+prioritize {r['extender_filter_prioritize_mean_ms']} ms,"
                      f" bind {r['extender_bind_mean_ms']} ms" if mode == "extender" else ""), flush=True)
         for pm, base in (("plugin", "plain"), ("plugin-unthrottled", "plain-unthrottled"),
-                         ("plugin-batch", "plain-batch")):
+                         ("plugin-batch", "plain-batch"),
+                         ("plain-gsbin-unthrottled", "plain-unthrottled"),
+                         ("plugin-noscore-unthrottled", "plain-unthrottled")):
             if pm in row and base in row:
                 st = ""
                 if row[pm]["steady_pods_per_s"] and row[base]["steady_pods_per_s"]:
