@@ -48,11 +48,11 @@ import concurrent.futures
 import json
 import os
 import re
-import urllib.request
 import sys
 import tempfile
 import threading
 import time
+import urllib.request
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "test", "k8s"))
@@ -70,6 +70,14 @@ def metric_sum(text, name, **labels):
         if all(got.get(k) == v for k, v in labels.items()):
             total += float(m.group(3))
     return total
+
+
+def get(k, path, timeout):
+    """GET path from kube-apiserver with k's token: the open response, to
+    read or to stream."""
+    req = urllib.request.Request(k.server + path)
+    req.add_header("Authorization", "Bearer " + k.token)
+    return urllib.request.urlopen(req, context=k.ctx, timeout=timeout)
 
 
 def fetch_profile(cp, seconds, path, delay=0):
@@ -97,8 +105,8 @@ class Bindings(threading.Thread):
     """Counts the benchmark's pods as they are bound, from one watch of the
     namespace: when the first was bound (with every process's CPU seconds
     then) and when the last was. Polling the list of unbound pods instead
-    (up to 3,000 of them, every 200 ms) made kube-apiserver serialise
-    ≈ 100 MB of JSON per run, beside the work measured."""
+    (up to 3,000 of them, every 200 ms) made kube-apiserver serialise of
+    the order of 100 MB of JSON per run, beside the work measured."""
 
     def __init__(self, cp, k, pods):
         super().__init__(daemon=True)
@@ -122,9 +130,7 @@ class Bindings(threading.Thread):
     def _watch(self):
         path = (f"/api/v1/namespaces/default/pods?watch=1&allowWatchBookmarks=true"
                 f"&timeoutSeconds=3600&resourceVersion={self.rv}")
-        req = urllib.request.Request(self.k.server + path)
-        req.add_header("Authorization", "Bearer " + self.k.token)
-        with urllib.request.urlopen(req, context=self.k.ctx, timeout=3600) as r:
+        with get(self.k, path, 3600) as r:
             for line in r:
                 ev = json.loads(line)
                 if ev["type"] == "ERROR":
@@ -161,13 +167,6 @@ def cpu_ticks():
     return {"busy": v[0] + v[1] + v[2] + v[5] + v[6], "idle": v[3] + v[4], "steal": v[7]}
 
 
-def apiserver_metrics(k):
-    req = urllib.request.Request(k.server + "/metrics")
-    req.add_header("Authorization", "Bearer " + k.token)
-    with urllib.request.urlopen(req, context=k.ctx, timeout=30) as r:
-        return r.read().decode()
-
-
 def apiserver_requests(text):
     """kube-apiserver's apiserver_request_total (its /metrics text) summed by
     verb and resource[/subresource], largest first."""
@@ -182,11 +181,9 @@ def apiserver_requests(text):
     return dict(sorted(counts.items(), key=lambda kv: -kv[1])[:12])
 
 
-# the CPU profile's window: seconds after kube-scheduler starts, length
-PPROF_WINDOW = (0, 5)
-
-
-def run(mode, nodes, pods, workdir, pprof=None, dump=None):
+def run(mode, nodes, pods, workdir, pprof=None, dump=None, pprof_window=(0, 5)):
+    """One mode's run; pprof_window: the CPU profile's start (seconds after
+    kube-scheduler starts) and length."""
     cfg = os.path.join(kcluster.SOURCE, "deploy", "scheduler", "kube-scheduler-config.yaml")
     unthrottled = mode.endswith("-unthrottled") or mode.endswith("-batch")
     if mode.startswith("plain"):
@@ -202,11 +199,12 @@ def run(mode, nodes, pods, workdir, pprof=None, dump=None):
         with open(cfg, "w") as f:
             yaml.safe_dump(c, f)
     kw = {}
-    if mode.startswith("plain-gsbin"):
+    # gpushare-scheduler runs as its ServiceAccount, as deploy/plugin installs it
+    gs_binary = mode.startswith(("plugin", "plain-gsbin"))
+    if gs_binary:
         kw["scheduler_binary"] = os.path.join(kcluster.k8s_bin_dir(), "gpushare-scheduler")
     if mode.startswith("plugin"):
         cfg = os.path.join(kcluster.SOURCE, "deploy", "scheduler", "gpushare-scheduler-config.yaml")
-        kw["scheduler_binary"] = os.path.join(kcluster.k8s_bin_dir(), "gpushare-scheduler")
         if unthrottled:
             with open(cfg) as f:
                 c = yaml.safe_load(f)
@@ -223,7 +221,7 @@ def run(mode, nodes, pods, workdir, pprof=None, dump=None):
     # no audit log in any mode: the tests' policy logs every request of
     # gpushare's ServiceAccounts, none of kube-scheduler's own user
     cp.audit_policy = None
-    if mode.startswith("plugin") or mode.startswith("plain-gsbin"):
+    if gs_binary:
         cp.scheduler_sa = "gpushare-scheduler"
     cp.start()
     try:
@@ -248,8 +246,9 @@ def run(mode, nodes, pods, workdir, pprof=None, dump=None):
         cp.start_scheduler()
         prof = None
         if pprof:
-            prof = threading.Thread(target=fetch_profile, args=(cp, PPROF_WINDOW[1], f"{pprof}-{mode}-{nodes}.pprof",
-                                                              PPROF_WINDOW[0]))
+            start, seconds = pprof_window
+            prof = threading.Thread(target=fetch_profile,
+                                    args=(cp, seconds, f"{pprof}-{mode}-{nodes}.pprof", start))
             prof.start()
 
         watch.wait(3600)
@@ -258,7 +257,8 @@ def run(mode, nodes, pods, workdir, pprof=None, dump=None):
         # steady state: from the first Binding seen to the last, without
         # kube-scheduler's start-up (informer sync, leader election, and the
         # plugin's core fed every node) that the total includes
-        (t_first, cpu_first), n_first = watch.first, 1
+        t_first, cpu_first = watch.first
+        n_first = 1  # pods bound at t_first
         steady = (pods - n_first) / max(1e-9, t0 + took - t_first) if n_first < pods else None
         # CPU per pod scheduled in the steady state, by process: what each
         # mode costs, which the machine's speed of the moment moves far less
@@ -320,7 +320,8 @@ def run(mode, nodes, pods, workdir, pprof=None, dump=None):
         out["batch"] = {"attempts": batch, "flushed": flushed}
         # what kube-apiserver served over the whole run (set-up included,
         # the same in every mode): requests by verb and resource
-        am = apiserver_metrics(k)
+        with get(k, "/metrics", 30) as r:
+            am = r.read().decode()
         out["apiserver_requests"] = apiserver_requests(am)
         if dump:
             for name, text in (("kube-apiserver", am), ("kube-scheduler", sm)):
@@ -354,14 +355,13 @@ def main():
     ap.add_argument("--pprof-window", metavar="START,SECONDS", default="0,5",
                     help="the CPU profile's window after kube-scheduler starts (default 0,5)")
     a = ap.parse_args()
-    global PPROF_WINDOW
-    PPROF_WINDOW = tuple(int(x) for x in a.pprof_window.split(","))
+    window = tuple(int(x) for x in a.pprof_window.split(","))
     results = []
     for n in [int(x) for x in a.nodes.split(",")]:
         row = {}
         for mode in a.modes.split(","):
             with tempfile.TemporaryDirectory(prefix="gs-bench-k8s-") as d:
-                r = run(mode, n, a.pods, d, a.pprof, a.dump)
+                r = run(mode, n, a.pods, d, a.pprof, a.dump, window)
             results.append(r)
             row[mode] = r
             if a.json:
