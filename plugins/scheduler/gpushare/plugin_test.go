@@ -76,10 +76,12 @@ func TestPreFilterSkipsFilterWhenEveryNodeFits(t *testing.T) {
 	if _, st := p.PreFilter(ctx, state, pod, nodes); !st.IsSkip() {
 		t.Fatalf("PreFilter: %v, want Skip", st)
 	}
-	if st := p.PreScore(ctx, state, pod, nodes); !st.IsSuccess() {
-		t.Fatalf("PreScore: %v", st)
+	// binpack over 16 GiB GPUs: 10 of 16 on either node, so PreScore
+	// skips (a score the same on every node ranks nothing); Score, were it
+	// called, would say so
+	if st := p.PreScore(ctx, state, pod, nodes); !st.IsSkip() {
+		t.Fatalf("PreScore: %v, want Skip", st)
 	}
-	// binpack over 16 GiB GPUs: 10 of 16 on either node
 	for _, n := range nodes {
 		if s, st := p.Score(ctx, state, pod, n); !st.IsSuccess() || s != 60 {
 			t.Fatalf("Score %s: %d %v, want 60", n.Node().Name, s, st)
@@ -91,6 +93,37 @@ func TestPreFilterSkipsFilterWhenEveryNodeFits(t *testing.T) {
 	ledger, _ := p.core.View("b", false)
 	if want := `"pods":[{"namespace":"default","name":"p","uid":"uid-p","container":0,"usedMiB":10240}]`; !contains(ledger, want) {
 		t.Fatalf("ledger of b after Reserve: %s, want %s", ledger, want)
+	}
+}
+
+// PreScore keeps Score when the feasible nodes score differently, and
+// skips it when those it is given score alike, whatever the other nodes
+// score.
+func TestPreScoreSkipsOnlyWhenEveryNodeScoresAlike(t *testing.T) {
+	ctx := context.Background()
+	p := gibPlugin(t)
+	nodes := []fwk.NodeInfo{shareNode(t, p, "a", 2, 32), shareNode(t, p, "b", 1, 20),
+		shareNode(t, p, "c", 1, 16)}
+	state := framework.NewCycleState()
+	pod := gpuPod("p", 10)
+	if _, st := p.PreFilter(ctx, state, pod, nodes); !st.IsSkip() {
+		t.Fatalf("PreFilter: %v, want Skip", st)
+	}
+	if st := p.PreScore(ctx, state, pod, nodes); !st.IsSuccess() {
+		t.Fatalf("PreScore over a, b, c: %v, want Success", st)
+	}
+	for i, want := range []int64{60, 50, 60} {
+		if s, st := p.Score(ctx, state, pod, nodes[i]); !st.IsSuccess() || s != want {
+			t.Fatalf("Score %s: %d %v, want %d", nodes[i].Node().Name, s, st, want)
+		}
+	}
+	// b filtered out by another plugin: a and c are left, alike
+	if st := p.PreScore(ctx, state, pod, []fwk.NodeInfo{nodes[0], nodes[2]}); !st.IsSkip() {
+		t.Fatalf("PreScore over a, c: %v, want Skip", st)
+	}
+	// a copy of b (nominated pods added) still scores as b
+	if st := p.PreScore(ctx, state, pod, []fwk.NodeInfo{nodes[0], nodes[1].Snapshot()}); !st.IsSuccess() {
+		t.Fatalf("PreScore over a and a copy of b: %v, want Success", st)
 	}
 }
 
