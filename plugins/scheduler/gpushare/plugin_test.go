@@ -65,6 +65,16 @@ func gpuPod(name string, units int) *v1.Pod {
 	}
 }
 
+// wantScores checks Score's answer for each node.
+func wantScores(t *testing.T, p *Plugin, state fwk.CycleState, pod *v1.Pod, nodes []fwk.NodeInfo, want ...int64) {
+	t.Helper()
+	for i, n := range nodes {
+		if s, st := p.Score(context.Background(), state, pod, n); !st.IsSuccess() || s != want[i] {
+			t.Fatalf("Score %s: %d %v, want %d", n.Node().Name, s, st, want[i])
+		}
+	}
+}
+
 // A pod every node fits: PreFilter answers Skip, so the framework calls no
 // Filter of this plugin, and the cycle still scores and reserves.
 func TestPreFilterSkipsFilterWhenEveryNodeFits(t *testing.T) {
@@ -82,11 +92,7 @@ func TestPreFilterSkipsFilterWhenEveryNodeFits(t *testing.T) {
 	if st := p.PreScore(ctx, state, pod, nodes); !st.IsSkip() {
 		t.Fatalf("PreScore: %v, want Skip", st)
 	}
-	for _, n := range nodes {
-		if s, st := p.Score(ctx, state, pod, n); !st.IsSuccess() || s != 60 {
-			t.Fatalf("Score %s: %d %v, want 60", n.Node().Name, s, st)
-		}
-	}
+	wantScores(t, p, state, pod, nodes, 60, 60)
 	if st := p.Reserve(ctx, state, pod, "b"); !st.IsSuccess() {
 		t.Fatalf("Reserve: %v", st)
 	}
@@ -112,11 +118,7 @@ func TestPreScoreSkipsOnlyWhenEveryNodeScoresAlike(t *testing.T) {
 	if st := p.PreScore(ctx, state, pod, nodes); !st.IsSuccess() {
 		t.Fatalf("PreScore over a, b, c: %v, want Success", st)
 	}
-	for i, want := range []int64{60, 50, 60} {
-		if s, st := p.Score(ctx, state, pod, nodes[i]); !st.IsSuccess() || s != want {
-			t.Fatalf("Score %s: %d %v, want %d", nodes[i].Node().Name, s, st, want)
-		}
-	}
+	wantScores(t, p, state, pod, nodes, 60, 50, 60)
 	// b filtered out by another plugin: a and c are left, alike
 	if st := p.PreScore(ctx, state, pod, []fwk.NodeInfo{nodes[0], nodes[2]}); !st.IsSkip() {
 		t.Fatalf("PreScore over a, c: %v, want Skip", st)
