@@ -500,3 +500,29 @@ func BenchmarkFilter500(b *testing.B)       { benchmarkFilter(b, 500, true) }
 func BenchmarkFilter5000(b *testing.B)      { benchmarkFilter(b, 5000, true) }
 func BenchmarkFilter500Mixed(b *testing.B)  { benchmarkFilter(b, 500, false) }
 func BenchmarkFilter5000Mixed(b *testing.B) { benchmarkFilter(b, 5000, false) }
+
+// Reserve's call (its annotations included) and the pod's deletion, on one
+// of 500 nodes: the C call kube-scheduler's profile shows as the plugin's
+// largest (docs/benchmarks.md §9, fifth session).
+func BenchmarkReserve500(b *testing.B) {
+	s, err := New([]byte(`{"gpuMemoryUnit":"1GiB"}`), nil, "kube-system", "gpushare-config", false)
+	if err != nil {
+		b.Fatal(err)
+	}
+	names := make([]string, 500)
+	for i := range names {
+		names[i] = fmt.Sprintf("gpu-%05d", i)
+		s.Node(node(names[i], 8, 128))
+	}
+	pods := make([][]byte, 1024)
+	for i := range pods {
+		pods[i] = pod(fmt.Sprintf("p%d", i), 4)
+	}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if rc, _, reason := s.Reserve(pods[i%len(pods)], names[(i*7)%len(names)], 1); rc != OK {
+			b.Fatalf("reserve: %d %s", rc, reason)
+		}
+		s.PodDelete(fmt.Sprintf("uid-p%d", i%len(pods)))
+	}
+}
