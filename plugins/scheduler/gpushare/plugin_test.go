@@ -65,6 +65,17 @@ func gpuPod(name string, units int) *v1.Pod {
 	}
 }
 
+// preFiltered is a cycle's state after PreFilter, which must answer want
+// (fwk.Success or fwk.Skip).
+func preFiltered(t *testing.T, p *Plugin, pod *v1.Pod, nodes []fwk.NodeInfo, want fwk.Code) fwk.CycleState {
+	t.Helper()
+	state := framework.NewCycleState()
+	if _, st := p.PreFilter(context.Background(), state, pod, nodes); st.Code() != want {
+		t.Fatalf("PreFilter: %v, want %v", st, want)
+	}
+	return state
+}
+
 // wantScores checks Score's answer for each node.
 func wantScores(t *testing.T, p *Plugin, state fwk.CycleState, pod *v1.Pod, nodes []fwk.NodeInfo, want ...int64) {
 	t.Helper()
@@ -81,11 +92,8 @@ func TestPreFilterSkipsFilterWhenEveryNodeFits(t *testing.T) {
 	ctx := context.Background()
 	p := gibPlugin(t)
 	nodes := []fwk.NodeInfo{shareNode(t, p, "a", 2, 32), shareNode(t, p, "b", 1, 16)}
-	state := framework.NewCycleState()
 	pod := gpuPod("p", 10)
-	if _, st := p.PreFilter(ctx, state, pod, nodes); !st.IsSkip() {
-		t.Fatalf("PreFilter: %v, want Skip", st)
-	}
+	state := preFiltered(t, p, pod, nodes, fwk.Skip)
 	// binpack over 16 GiB GPUs: 10 of 16 on either node, so PreScore
 	// skips (a score the same on every node ranks nothing); Score, were it
 	// called, would say so
@@ -110,11 +118,8 @@ func TestPreScoreSkipsOnlyWhenEveryNodeScoresAlike(t *testing.T) {
 	p := gibPlugin(t)
 	nodes := []fwk.NodeInfo{shareNode(t, p, "a", 2, 32), shareNode(t, p, "b", 1, 20),
 		shareNode(t, p, "c", 1, 16)}
-	state := framework.NewCycleState()
 	pod := gpuPod("p", 10)
-	if _, st := p.PreFilter(ctx, state, pod, nodes); !st.IsSkip() {
-		t.Fatalf("PreFilter: %v, want Skip", st)
-	}
+	state := preFiltered(t, p, pod, nodes, fwk.Skip)
 	if st := p.PreScore(ctx, state, pod, nodes); !st.IsSuccess() {
 		t.Fatalf("PreScore over a, b, c: %v, want Success", st)
 	}
@@ -135,11 +140,8 @@ func TestFilterAnswersWhenANodeIsRefused(t *testing.T) {
 	ctx := context.Background()
 	p := gibPlugin(t)
 	nodes := []fwk.NodeInfo{shareNode(t, p, "a", 2, 32), shareNode(t, p, "b", 1, 8)}
-	state := framework.NewCycleState()
 	pod := gpuPod("p", 10)
-	if _, st := p.PreFilter(ctx, state, pod, nodes); !st.IsSuccess() {
-		t.Fatalf("PreFilter: %v, want Success", st)
-	}
+	state := preFiltered(t, p, pod, nodes, fwk.Success)
 	if st := p.Filter(ctx, state, pod, nodes[0]); !st.IsSuccess() {
 		t.Fatalf("Filter a: %v", st)
 	}
@@ -165,11 +167,8 @@ func TestFilterAnswersForAnotherNodeInfoType(t *testing.T) {
 	a := shareNode(t, p, "a", 2, 32)
 	b := otherInfo{shareNode(t, p, "b", 1, 8).(*framework.NodeInfo)}
 	nodes := []fwk.NodeInfo{a, b}
-	state := framework.NewCycleState()
 	pod := gpuPod("p", 10)
-	if _, st := p.PreFilter(ctx, state, pod, nodes); !st.IsSuccess() {
-		t.Fatalf("PreFilter: %v, want Success", st)
-	}
+	state := preFiltered(t, p, pod, nodes, fwk.Success)
 	if i, ok := p.cycleOf(state).nodes.byInfo[b]; !ok || i != 1 {
 		t.Fatalf("b's position by object: %d %v, want 1", i, ok)
 	}
