@@ -105,18 +105,24 @@ class Kube:
         self.token = token
         self.ctx = ssl.create_default_context(cafile=ca_file)
 
-    def call(self, method, path, body=None, ctype="application/json", timeout=30):
+    def open(self, method, path, body=None, ctype="application/json", timeout=30,
+             accept="application/json"):
+        """The open response, to read or to stream (a watch); KubeError on an
+        HTTP error."""
         data = None if body is None else (body if isinstance(body, bytes) else json.dumps(body).encode())
         req = urllib.request.Request(self.server + path, data=data, method=method)
         req.add_header("Authorization", "Bearer " + self.token)
-        req.add_header("Accept", "application/json")
+        req.add_header("Accept", accept)
         if data is not None:
             req.add_header("Content-Type", ctype)
         try:
-            with urllib.request.urlopen(req, context=self.ctx, timeout=timeout) as r:
-                raw = r.read()
+            return urllib.request.urlopen(req, context=self.ctx, timeout=timeout)
         except urllib.error.HTTPError as e:
             raise KubeError(e.code, e.read()) from None
+
+    def call(self, method, path, body=None, ctype="application/json", timeout=30):
+        with self.open(method, path, body, ctype, timeout) as r:
+            raw = r.read()
         return json.loads(raw) if raw else None
 
     @staticmethod

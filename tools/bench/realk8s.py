@@ -52,7 +52,6 @@ import sys
 import tempfile
 import threading
 import time
-import urllib.request
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "test", "k8s"))
@@ -70,16 +69,6 @@ def metric_sum(text, name, **labels):
         if all(got.get(k) == v for k, v in labels.items()):
             total += float(m.group(3))
     return total
-
-
-def get(k, path, timeout, accept=None):
-    """GET path from kube-apiserver with k's token (and an Accept header):
-    the open response, to read or to stream."""
-    req = urllib.request.Request(k.server + path)
-    req.add_header("Authorization", "Bearer " + k.token)
-    if accept:
-        req.add_header("Accept", accept)
-    return urllib.request.urlopen(req, context=k.ctx, timeout=timeout)
 
 
 def fetch_profile(cp, seconds, path, delay=0):
@@ -139,7 +128,7 @@ class Bindings(threading.Thread):
         path = (f"/api/v1/namespaces/default/pods?watch=1&allowWatchBookmarks=true"
                 f"&fieldSelector=spec.nodeName%21%3D"
                 f"&timeoutSeconds=3600&resourceVersion={self.rv}")
-        with get(self.k, path, 3600, METADATA_ONLY) as r:
+        with self.k.open("GET", path, timeout=3600, accept=METADATA_ONLY) as r:
             for line in r:
                 ev = json.loads(line)
                 if ev["type"] == "ERROR":
@@ -329,7 +318,7 @@ def run(mode, nodes, pods, workdir, pprof=None, dump=None, pprof_window=(0, 5)):
         out["batch"] = {"attempts": batch, "flushed": flushed}
         # what kube-apiserver served over the whole run (set-up included,
         # the same in every mode): requests by verb and resource
-        with get(k, "/metrics", 30) as r:
+        with k.open("GET", "/metrics", accept="text/plain") as r:
             am = r.read().decode()
         out["apiserver_requests"] = apiserver_requests(am)
         if dump:

@@ -464,6 +464,25 @@ func TestFragHost(t *testing.T) {
 // memo evaluates on the changed nodes only; else two shapes in turn, every
 // node evaluated every time.
 func benchmarkFilter(b *testing.B, n int, alike bool) {
+	s, names, pods := benchCluster(b, n, alike)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		p := pods[i%len(pods)]
+		if rc, vs := s.Filter(p, names, nil, 1, true); rc != OK || vs.Len() != n || vs.Code(0) != OK {
+			b.Fatalf("filter: %d", rc)
+		}
+		if rc, _, reason := s.Reserve(p, names[(i*7)%n], 1); rc != OK {
+			b.Fatalf("reserve: %d %s", rc, reason)
+		}
+		if i > 0 {
+			s.PodDelete(fmt.Sprintf("uid-p%d", (i-1)%len(pods)))
+		}
+	}
+}
+
+// benchCluster is a shim with n nodes of 8 GPUs x 16 GiB and 1,024 pods of
+// 4 GiB (alike) or of 4 and 5 GiB in turn.
+func benchCluster(b *testing.B, n int, alike bool) (*Shim, []string, [][]byte) {
 	s, err := New([]byte(`{"gpuMemoryUnit":"1GiB"}`), nil, "kube-system", "gpushare-config", false)
 	if err != nil {
 		b.Fatal(err)
@@ -481,19 +500,7 @@ func benchmarkFilter(b *testing.B, n int, alike bool) {
 		}
 		pods[i] = pod(fmt.Sprintf("p%d", i), units)
 	}
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		p := pods[i%len(pods)]
-		if rc, vs := s.Filter(p, names, nil, 1, true); rc != OK || vs.Len() != n || vs.Code(0) != OK {
-			b.Fatalf("filter: %d", rc)
-		}
-		if rc, _, reason := s.Reserve(p, names[(i*7)%n], 1); rc != OK {
-			b.Fatalf("reserve: %d %s", rc, reason)
-		}
-		if i > 0 {
-			s.PodDelete(fmt.Sprintf("uid-p%d", (i-1)%len(pods)))
-		}
-	}
+	return s, names, pods
 }
 
 func BenchmarkFilter500(b *testing.B)       { benchmarkFilter(b, 500, true) }
@@ -505,19 +512,7 @@ func BenchmarkFilter5000Mixed(b *testing.B) { benchmarkFilter(b, 5000, false) }
 // of 500 nodes: the C call kube-scheduler's profile shows as the plugin's
 // largest (docs/benchmarks.md §9, fifth session).
 func BenchmarkReserve500(b *testing.B) {
-	s, err := New([]byte(`{"gpuMemoryUnit":"1GiB"}`), nil, "kube-system", "gpushare-config", false)
-	if err != nil {
-		b.Fatal(err)
-	}
-	names := make([]string, 500)
-	for i := range names {
-		names[i] = fmt.Sprintf("gpu-%05d", i)
-		s.Node(node(names[i], 8, 128))
-	}
-	pods := make([][]byte, 1024)
-	for i := range pods {
-		pods[i] = pod(fmt.Sprintf("p%d", i), 4)
-	}
+	s, names, pods := benchCluster(b, 500, true)
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		if rc, _, reason := s.Reserve(pods[i%len(pods)], names[(i*7)%len(names)], 1); rc != OK {
