@@ -1,7 +1,9 @@
 /* Informers: list (paged) + watch, modelled on client-go's Reflector
  * (docs/kube-protocol.md §C.3, §C.4). Each keeps a cache keyed by namespace/name,
  * so a relist reports objects gone since (or replaced under the same name,
- * by uid) as deletions. Events reach the sink under k->sink_mu, in order. */
+ * by uid) as deletions. Events reach the sink under k->sink_mu, in order.
+ * One file of a little over 800 lines: the paged list, the watch and the
+ * cache they both keep are one state machine, as client-go's Reflector is. */
 #include "arena.h"
 #include <gpushare/alloc.h>
 #include "kube_entry.h"

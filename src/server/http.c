@@ -20,6 +20,9 @@
  * socket open and reads and drops what still arrives until the client
  * closes, for at most GS_HTTP_LINGER_MS and GS_HTTP_DRAIN_MAX bytes: the
  * lingering close of Apache and nginx, without blocking an MHD worker.
+ *
+ * One file of about 800 lines: the MHD callbacks, the body caps and the
+ * linger thread share struct req and the reasoning above.
  */
 #include "http.h"
 #include <gpushare/alloc.h>

@@ -11,7 +11,8 @@ subresources, real Status error bodies, bearer-token and client-cert auth,
 HTTPS, and a fault-injection admin API.
 
 See docs/test-apiserver.md for what it implements and what it does not.
-This file is the server object and the CLI; the rest is split by layer into
+This file is the server object and the CLI (a little over 800 lines: one
+class, whose fault-injection admin API acts on the state it holds); the rest is split by layer into
 kapi_errors.py, kapi_objects.py, kapi_store.py, kapi_http.py, kapi_verbs.py,
 kapi_handler.py and kapi_admin.py beside it (imported from this directory).
 

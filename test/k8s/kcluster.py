@@ -16,7 +16,9 @@ v1.25 fallback unpacked from ../shared/k8s (docs/real-cluster.md).
     python3 test/k8s/kcluster.py down [--dir D]   stop every process by PID
 
 Stdlib + PyYAML only. Every process is stopped by PID at the end, also on
-failure (ControlPlane.stop, atexit).
+failure (ControlPlane.stop, atexit). One file of a little over 800 lines: every
+real-cluster test imports these pieces (ControlPlane, Extender, ServiceProxy,
+RealApiServer, the object makers) as one module.
 """
 import atexit
 import copy

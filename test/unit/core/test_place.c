@@ -1,5 +1,6 @@
 /* Placement: pod checks, GPU choice, reasons, scores and parts, driven
- * through a real ledger. */
+ * through a real ledger. One file (over 800 lines) because it is one
+ * module's test binary, as the test layout wants. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>

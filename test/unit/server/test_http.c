@@ -1,6 +1,7 @@
 /* Tests of the HTTP adapter over loopback, with libcurl as the client:
  * round trips, body caps (Content-Length and chunked), keep-alive under
- * concurrency, slow clients, bind errors, IPv6 and HTTPS. */
+ * concurrency, slow clients, bind errors, IPv6 and HTTPS. One file (over
+ * 800 lines) because it is one module's test binary, as the test layout wants. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
