@@ -41,7 +41,12 @@ attempt latency (scheduler_scheduling_attempt_duration_seconds) and the
 extender's mean time per filter+prioritize (gpushare_request_duration_seconds),
 so the extender's share of an attempt. Figures go to docs/benchmarks.md.
 
-  python3 tools/bench/realk8s.py [--nodes 500,5000] [--pods 1000] [--modes plain,extender]
+--pin gives kube-scheduler the last CPU to itself and the rest of the control
+plane and the harness the others: on a machine of two vCPUs the scheduler's
+own cost per pod is then measured beside, not mixed with, the apiserver's
+and etcd's (its Go runtime sees one CPU: GOMAXPROCS 1).
+
+  python3 tools/bench/realk8s.py [--nodes 500,5000] [--pods 1000] [--modes plain,extender] [--pin]
 """
 import argparse
 import concurrent.futures
@@ -71,11 +76,20 @@ def metric_sum(text, name, **labels):
     return total
 
 
-def fetch_profile(cp, seconds, path, delay=0):
-    """kube-scheduler's own CPU profile (/debug/pprof/profile) while it works."""
+def fetch_profile(get, seconds, path, delay=0):
+    """A component's CPU profile (/debug/pprof/profile) while it works; get
+    reads a path of its port."""
     time.sleep(delay)  # a profile's window, not a wait for a condition
     with open(path, "wb") as f:
-        f.write(cp.scheduler_get(f"/debug/pprof/profile?seconds={seconds}", timeout=seconds + 60))
+        f.write(get(f"/debug/pprof/profile?seconds={seconds}", timeout=seconds + 60))
+
+
+def apiserver_get(k):
+    """A GET of kube-apiserver's port as the admin, the bytes as served."""
+    def get(path, timeout=30):
+        with k.open("GET", path, timeout=timeout, accept="*/*") as r:
+            return r.read()
+    return get
 
 
 def cpu_seconds(cp):
@@ -179,9 +193,22 @@ def apiserver_requests(text):
     return dict(sorted(counts.items(), key=lambda kv: -kv[1])[:12])
 
 
-def run(mode, nodes, pods, workdir, pprof=None, dump=None, pprof_window=(0, 5)):
+def run(mode, nodes, pods, workdir, pprof=None, dump=None, pprof_window=(0, 5), pin=False):
     """One mode's run; pprof_window: the CPU profile's start (seconds after
-    kube-scheduler starts) and length."""
+    kube-scheduler starts) and length. pin: kube-scheduler alone on the last
+    CPU, everything else (etcd, kube-apiserver, kube-controller-manager, the
+    harness) on the others, so the scheduler's own cost per pod is measured
+    without the others' contention (a process inherits the CPUs of the
+    thread that starts it)."""
+    if pin is True:
+        cpus = sorted(os.sched_getaffinity(0))
+        if len(cpus) < 2:
+            raise SystemExit("--pin needs two CPUs or more")
+        os.sched_setaffinity(0, cpus[:-1])
+        try:
+            return run(mode, nodes, pods, workdir, pprof, dump, pprof_window, pin=cpus)
+        finally:
+            os.sched_setaffinity(0, cpus)
     cfg = os.path.join(kcluster.SOURCE, "deploy", "scheduler", "kube-scheduler-config.yaml")
     unthrottled = mode.endswith("-unthrottled") or mode.endswith("-batch")
     if mode.startswith("plain"):
@@ -241,13 +268,21 @@ def run(mode, nodes, pods, workdir, pprof=None, dump=None, pprof_window=(0, 5)):
         watch.start()
         ticks0 = cpu_ticks()
         t0 = time.time()
-        cp.start_scheduler()
-        prof = None
-        if pprof:
+        if pin:  # the CPUs; this thread starts kube-scheduler on the last one
+            os.sched_setaffinity(0, pin[-1:])
+            try:
+                cp.start_scheduler()
+            finally:
+                os.sched_setaffinity(0, pin[:-1])
+        else:
+            cp.start_scheduler()
+        profs = []
+        if pprof:  # kube-scheduler's and kube-apiserver's, over the same window
             start, seconds = pprof_window
-            prof = threading.Thread(target=fetch_profile,
-                                    args=(cp, seconds, f"{pprof}-{mode}-{nodes}.pprof", start))
-            prof.start()
+            for get, name in ((cp.scheduler_get, ""), (apiserver_get(k), ".kube-apiserver")):
+                profs.append(threading.Thread(target=fetch_profile,
+                                              args=(get, seconds, f"{pprof}-{mode}-{nodes}{name}.pprof", start)))
+                profs[-1].start()
 
         watch.wait(3600)
         ticks = {k_: v - ticks0[k_] for k_, v in cpu_ticks().items()}
@@ -264,8 +299,9 @@ def run(mode, nodes, pods, workdir, pprof=None, dump=None, pprof_window=(0, 5)):
         cpu_last = cpu_seconds(cp)
         cpu_ms = {name: round(1000 * (cpu_last[name] - cpu_first.get(name, 0)) / (pods - n_first), 3)
                   for name in cpu_last if n_first < pods}
-        if prof:
-            prof.join()
+        if profs:
+            for t_ in profs:
+                t_.join()
             # and what it allocated over the whole run (alloc_space)
             with open(f"{pprof}-{mode}-{nodes}.allocs.pprof", "wb") as f:
                 f.write(cp.scheduler_get("/debug/pprof/allocs"))
@@ -346,10 +382,14 @@ def main():
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--pprof", metavar="PREFIX",
                     help="save kube-scheduler's CPU profile (--pprof-window) to PREFIX-MODE-NODES.pprof"
-                         " and its allocations over the run to PREFIX-MODE-NODES.allocs.pprof")
+                         " and its allocations over the run to PREFIX-MODE-NODES.allocs.pprof;"
+                         " kube-apiserver's CPU profile to PREFIX-MODE-NODES.kube-apiserver.pprof")
     ap.add_argument("--dump", metavar="PREFIX",
                     help="save kube-apiserver's and kube-scheduler's /metrics at the end of each run"
                          " to PREFIX-MODE-NODES.COMPONENT.metrics")
+    ap.add_argument("--pin", action="store_true",
+                    help="kube-scheduler alone on the last CPU, the rest of the control plane and the"
+                         " harness on the others")
     ap.add_argument("--pprof-window", metavar="START,SECONDS", default="0,5",
                     help="the CPU profile's window after kube-scheduler starts (default 0,5)")
     a = ap.parse_args()
@@ -359,7 +399,7 @@ def main():
         row = {}
         for mode in a.modes.split(","):
             with tempfile.TemporaryDirectory(prefix="gs-bench-k8s-") as d:
-                r = run(mode, n, a.pods, d, a.pprof, a.dump, window)
+                r = run(mode, n, a.pods, d, a.pprof, a.dump, window, a.pin)
             results.append(r)
             row[mode] = r
             if a.json:
