@@ -50,6 +50,7 @@ and etcd's (its Go runtime sees one CPU: GOMAXPROCS 1).
 """
 import argparse
 import concurrent.futures
+import contextlib
 import json
 import os
 import re
@@ -193,22 +194,26 @@ def apiserver_requests(text):
     return dict(sorted(counts.items(), key=lambda kv: -kv[1])[:12])
 
 
-def run(mode, nodes, pods, workdir, pprof=None, dump=None, pprof_window=(0, 5), pin=False):
+@contextlib.contextmanager
+def on_cpus(cpus):
+    """This thread, and the processes and threads it starts meanwhile (they
+    inherit its CPUs), on cpus only; None: wherever they were."""
+    before = os.sched_getaffinity(0)
+    if cpus:
+        os.sched_setaffinity(0, cpus)
+    try:
+        yield
+    finally:
+        os.sched_setaffinity(0, before)
+
+
+def run(mode, nodes, pods, workdir, pprof=None, dump=None, pprof_window=(0, 5), pin=None):
     """One mode's run; pprof_window: the CPU profile's start (seconds after
-    kube-scheduler starts) and length. pin: kube-scheduler alone on the last
-    CPU, everything else (etcd, kube-apiserver, kube-controller-manager, the
-    harness) on the others, so the scheduler's own cost per pod is measured
-    without the others' contention (a process inherits the CPUs of the
-    thread that starts it)."""
-    if pin is True:
-        cpus = sorted(os.sched_getaffinity(0))
-        if len(cpus) < 2:
-            raise SystemExit("--pin needs two CPUs or more")
-        os.sched_setaffinity(0, cpus[:-1])
-        try:
-            return run(mode, nodes, pods, workdir, pprof, dump, pprof_window, pin=cpus)
-        finally:
-            os.sched_setaffinity(0, cpus)
+    kube-scheduler starts) and length. pin (a list of CPUs, or None):
+    kube-scheduler alone on the last, everything else (etcd, kube-apiserver,
+    kube-controller-manager, the harness) on the others, so the scheduler's
+    own cost per pod is measured without the others' contention. The caller
+    runs it on pin[:-1] (on_cpus)."""
     cfg = os.path.join(kcluster.SOURCE, "deploy", "scheduler", "kube-scheduler-config.yaml")
     unthrottled = mode.endswith("-unthrottled") or mode.endswith("-batch")
     if mode.startswith("plain"):
@@ -268,13 +273,7 @@ def run(mode, nodes, pods, workdir, pprof=None, dump=None, pprof_window=(0, 5), 
         watch.start()
         ticks0 = cpu_ticks()
         t0 = time.time()
-        if pin:  # the CPUs; this thread starts kube-scheduler on the last one
-            os.sched_setaffinity(0, pin[-1:])
-            try:
-                cp.start_scheduler()
-            finally:
-                os.sched_setaffinity(0, pin[:-1])
-        else:
+        with on_cpus(pin[-1:] if pin else None):
             cp.start_scheduler()
         profs = []
         if pprof:  # kube-scheduler's and kube-apiserver's, over the same window
@@ -394,12 +393,16 @@ def main():
                     help="the CPU profile's window after kube-scheduler starts (default 0,5)")
     a = ap.parse_args()
     window = tuple(int(x) for x in a.pprof_window.split(","))
+    pin = sorted(os.sched_getaffinity(0)) if a.pin else None
+    if pin and len(pin) < 2:
+        raise SystemExit("--pin needs two CPUs or more")
     results = []
     for n in [int(x) for x in a.nodes.split(",")]:
         row = {}
         for mode in a.modes.split(","):
             with tempfile.TemporaryDirectory(prefix="gs-bench-k8s-") as d:
-                r = run(mode, n, a.pods, d, a.pprof, a.dump, window, a.pin)
+                with on_cpus(pin[:-1] if pin else None):
+                    r = run(mode, n, a.pods, d, a.pprof, a.dump, window, pin)
             results.append(r)
             row[mode] = r
             if a.json:

@@ -32,10 +32,7 @@ func (p *Plugin) watch() {
 		AddFunc:    func(o interface{}) { p.node(o) },
 		UpdateFunc: func(_, o interface{}) { p.node(o) },
 		DeleteFunc: func(o interface{}) {
-			if d, ok := o.(cache.DeletedFinalStateUnknown); ok {
-				o = d.Obj
-			}
-			if n, ok := o.(*v1.Node); ok {
+			if n, ok := final(o).(*v1.Node); ok {
 				p.core.NodeDelete(n.Name)
 			}
 		},
@@ -44,15 +41,21 @@ func (p *Plugin) watch() {
 		AddFunc:    func(o interface{}) { p.pod(o) },
 		UpdateFunc: func(_, o interface{}) { p.pod(o) },
 		DeleteFunc: func(o interface{}) {
-			if d, ok := o.(cache.DeletedFinalStateUnknown); ok {
-				o = d.Obj
-			}
-			if pod, ok := o.(*v1.Pod); ok {
+			if pod, ok := final(o).(*v1.Pod); ok {
 				p.bound.Delete(pod.UID)
 				p.core.PodDelete(string(pod.UID))
 			}
 		},
 	})
+}
+
+// final is a deleted object as its informer last knew it: the object, or
+// the last state a tombstone (a deletion the watch missed) carries.
+func final(o interface{}) interface{} {
+	if d, ok := o.(cache.DeletedFinalStateUnknown); ok {
+		return d.Obj
+	}
+	return o
 }
 
 func (p *Plugin) node(o interface{}) {
@@ -194,10 +197,7 @@ func (p *Plugin) watchConfigMaps(ctx context.Context, cmNs string) {
 		namespaces = append(namespaces, cmNs)
 	}
 	send := func(o interface{}, deleted bool) {
-		if d, ok := o.(cache.DeletedFinalStateUnknown); ok {
-			o = d.Obj
-		}
-		if cm, ok := o.(*v1.ConfigMap); ok {
+		if cm, ok := final(o).(*v1.ConfigMap); ok {
 			if b, err := json.Marshal(cm); err == nil {
 				if text := p.core.ConfigMap(b, deleted); text != "" {
 					// as the extender: a Warning Event on the ConfigMap
