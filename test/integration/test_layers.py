@@ -27,6 +27,9 @@ ALLOWED = {
     # the C side of the scheduling-framework plugin's cgo shim (src/shim/): a
     # front end beside the extender, feeding the service as its sink does
     "shim": {"util", "api", "config", "server"},
+    # what node programs read from the machine (NVML through dlopen): beside
+    # the service, for gpushare-topo and the node agent
+    "node": {"util", "core"},
 }
 # public headers (include/gpushare/) a layer may include: util only the
 # error codes; nothing below the service its header
@@ -34,6 +37,9 @@ PUBLIC_LIMITS = {
     "util": {"err.h", "alloc.h"},
 }
 SERVICE_USERS = {"sched", "server", "main", "shim"}
+# the NVML reader (gpushare/nvml.h) loads a driver library: the node layer
+# only, never the core or the scheduler's side
+NVML_USERS = {"node"}
 
 
 def layer_of(path):
@@ -85,6 +91,8 @@ class Layers(unittest.TestCase):
                                     problems.append(f"{where} (a {me} file may include only {sorted(limit)})")
                                 if h == "sched.h" and me not in SERVICE_USERS:
                                     problems.append(f"{where} (only the service and its front ends)")
+                                if h == "nvml.h" and me not in NVML_USERS:
+                                    problems.append(f"{where} (only the node layer reads NVML)")
                                 continue
                             if m.group(1) == "<":
                                 continue  # libc, jansson, curl, ...
