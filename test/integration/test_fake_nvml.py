@@ -189,11 +189,16 @@ class FakeNvmlTopo(unittest.TestCase):
 
 
 # Runs Aliyun's plugin in a mount namespace of its own, where its fixed
-# paths (the ServiceAccount token, the kubelet's device-plugins directory)
-# are this test's temporary directories: nothing of the host is touched.
+# paths (the ServiceAccount token under /var/run/secrets, the kubelet's
+# /var/lib/kubelet/device-plugins) lie on empty tmpfs mounts over /run and
+# /var/lib and this test's directory: nothing of the host is seen or
+# touched, a kubelet running beside it included.
 ALIYUN_RUN = """set -e
-mount -t tmpfs tmpfs /var/run/secrets/kubernetes.io/serviceaccount
-printf token > /var/run/secrets/kubernetes.io/serviceaccount/token
+mount -t tmpfs tmpfs /run
+mkdir -p /run/secrets/kubernetes.io/serviceaccount
+printf token > /run/secrets/kubernetes.io/serviceaccount/token
+mount -t tmpfs tmpfs /var/lib
+mkdir -p /var/lib/kubelet/device-plugins
 mount --bind "$1" /var/lib/kubelet/device-plugins
 shift
 exec "$@"
@@ -226,8 +231,6 @@ class AliyunDevicePlugin(unittest.TestCase):
                 f.write(data)
             os.chmod(tmp, 0o755)
             os.rename(tmp, cls.bin)
-        for d in ("/var/run/secrets/kubernetes.io/serviceaccount", "/var/lib/kubelet/device-plugins"):
-            os.makedirs(d, exist_ok=True)  # mount points; stay empty on the host
 
     def setUp(self):
         self.tmp = tempfile.mkdtemp(prefix="gs-aliyun-")
