@@ -30,6 +30,7 @@ struct rd {
   size_t errlen;
 };
 
+static bool fail(struct rd *rd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static bool fail(struct rd *rd, const char *fmt, ...) {
   char text[512];
   va_list ap;
@@ -267,7 +268,7 @@ static bool statement(struct rd *rd, struct fk_inv *inv, char *line) {
   }
   if (strcmp(word, "xid") == 0 || strcmp(word, "unhealthy") == 0) {
     char *ref = rest;
-    unsigned gpu;
+    unsigned gpu = 0;
     end = ref + strcspn(ref, " \t");
     rest = end + strspn(end, " \t");
     *end = '\0';
