@@ -17,9 +17,10 @@ typedef int nvret;               /* nvmlReturn_t */
 typedef struct nvdev_st *nvdev;  /* nvmlDevice_t */
 typedef struct nvset_st *nvset;  /* nvmlEventSet_t */
 #define NV_SUCCESS 0
+#define NV_INVALID_ARGUMENT 2
 #define NV_NOT_SUPPORTED 3
 #define NV_TIMEOUT 10
-#define NV_MAX_LINKS 18               /* NVML_NVLINK_MAX_LINKS */
+#define NV_MAX_LINKS 36 /* NVML_NVLINK_MAX_LINKS of NVML 13 (12: 18, beyond: INVALID_ARGUMENT) */
 #define NV_EVENT_XID 0x8ull           /* nvmlEventTypeXidCriticalError */
 #define NV_LINK_DEVICE_SWITCH 2       /* NVML_NVLINK_DEVICE_TYPE_SWITCH */
 
@@ -260,8 +261,8 @@ enum gs_err gs_nvml_topo(struct gs_nvml *nv, struct gs_topo *ret, struct gs_diag
       int active = 0, type = -1;
       struct nvpci remote;
       nvret rc = nv->fn.link_state(dev[i], l, &active);
-      if (rc == NV_NOT_SUPPORTED || (rc == NV_SUCCESS && !active))
-        continue; /* no such link, or down */
+      if (rc == NV_NOT_SUPPORTED || rc == NV_INVALID_ARGUMENT || (rc == NV_SUCCESS && !active))
+        continue; /* no such link (on this board, or in this driver's NVML), or down */
       if (rc != NV_SUCCESS) {
         gs_diag_set(diag, "nvmlDeviceGetNvLinkState", "GPU %u link %u: %s (%d)", i, l,
                     nverr(nv, rc), rc);

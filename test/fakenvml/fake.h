@@ -12,6 +12,7 @@
 #define FK_LINE_MAX 4096
 #define FK_TEXT_MAX 96
 #define FK_FILE_MAX (1u << 20)
+#define FK_LINKS_MAX 18 /* NVLinks of one GPU (V100 6, A100 12, H100 and B200 18) */
 
 struct fk_gpu {
   char name[FK_TEXT_MAX];

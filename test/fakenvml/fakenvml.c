@@ -40,13 +40,13 @@ static struct nvmlDevice_st devs[FK_MAX_GPUS];
 /* NVLink slots: the remote GPU's index, or FK_SWITCH, or FK_NONE */
 #define FK_SWITCH (-1)
 #define FK_NONE (-2)
-static int link_peer[FK_MAX_GPUS][NVML_NVLINK_MAX_LINKS];
+static int link_peer[FK_MAX_GPUS][FK_LINKS_MAX];
 
 /* ---- init ----------------------------------------------------------------- */
 
 static void plan_links(void) {
   for (unsigned i = 0; i < FK_MAX_GPUS; i++)
-    for (unsigned l = 0; l < NVML_NVLINK_MAX_LINKS; l++)
+    for (unsigned l = 0; l < FK_LINKS_MAX; l++)
       link_peer[i][l] = FK_NONE;
   for (unsigned i = 0; i < inv->n; i++) {
     unsigned l = 0;
@@ -455,6 +455,12 @@ static nvmlReturn_t link_enter(nvmlDevice_t device, unsigned int link, const str
   return NVML_SUCCESS;
 }
 
+/* The GPU behind a link: a peer's index, FK_SWITCH, or FK_NONE for a link
+ * index the board does not have (answered NOT_SUPPORTED). */
+static int peer_of(nvmlDevice_t device, unsigned int link) {
+  return link < FK_LINKS_MAX ? link_peer[device->index][link] : FK_NONE;
+}
+
 FK_API nvmlReturn_t nvmlDeviceGetNvLinkState(nvmlDevice_t device, unsigned int link,
                                              nvmlEnableState_t *isActive) {
   const struct fk_gpu *g;
@@ -462,7 +468,7 @@ FK_API nvmlReturn_t nvmlDeviceGetNvLinkState(nvmlDevice_t device, unsigned int l
   if (rc != NVML_SUCCESS)
     return rc;
   /* a link with nothing behind it: the board has fewer links */
-  if (link_peer[device->index][link] == FK_NONE)
+  if (peer_of(device, link) == FK_NONE)
     return leave(NVML_ERROR_NOT_SUPPORTED);
   *isActive = NVML_FEATURE_ENABLED;
   return leave(NVML_SUCCESS);
@@ -475,7 +481,7 @@ FK_API nvmlReturn_t nvmlDeviceGetNvLinkRemotePciInfo_v2(nvmlDevice_t device, uns
   nvmlReturn_t rc = pci == NULL ? NVML_ERROR_INVALID_ARGUMENT : link_enter(device, link, &g);
   if (rc != NVML_SUCCESS)
     return rc;
-  peer = link_peer[device->index][link];
+  peer = peer_of(device, link);
   if (peer == FK_NONE)
     return leave(NVML_ERROR_NOT_SUPPORTED);
   if (peer == FK_SWITCH) /* one NVSwitch per link index, off the GPUs' buses */
@@ -502,7 +508,7 @@ FK_API nvmlReturn_t nvmlDeviceGetNvLinkRemoteDeviceType(nvmlDevice_t device, uns
   nvmlReturn_t rc = type == NULL ? NVML_ERROR_INVALID_ARGUMENT : link_enter(device, link, &g);
   if (rc != NVML_SUCCESS)
     return rc;
-  peer = link_peer[device->index][link];
+  peer = peer_of(device, link);
   if (peer == FK_NONE)
     return leave(NVML_ERROR_NOT_SUPPORTED);
   *type = peer == FK_SWITCH ? NVML_NVLINK_DEVICE_TYPE_SWITCH : NVML_NVLINK_DEVICE_TYPE_GPU;

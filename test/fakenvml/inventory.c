@@ -261,8 +261,8 @@ static bool statement(struct rd *rd, struct fk_inv *inv, char *line) {
     return true;
   }
   if (strcmp(word, "nvswitch") == 0) {
-    if (!parse_ull(rest, NVML_NVLINK_MAX_LINKS, &v) || v == 0)
-      return fail(rd, "nvswitch '%s': links per GPU, 1..%d", rest, NVML_NVLINK_MAX_LINKS);
+    if (!parse_ull(rest, FK_LINKS_MAX, &v) || v == 0)
+      return fail(rd, "nvswitch '%s': links per GPU, 1..%d", rest, FK_LINKS_MAX);
     inv->nvswitch = (unsigned)v;
     return true;
   }
@@ -295,9 +295,9 @@ static bool check_links(struct rd *rd, struct fk_inv *inv) {
     unsigned total = inv->nvswitch;
     for (unsigned j = 0; j < inv->n; j++)
       total += inv->nv[i][j];
-    if (total > NVML_NVLINK_MAX_LINKS)
-      return fail(rd, "GPU %u has %u NVLinks, NVML has at most %d (an NVSwitch fabric is "
-                      "'nvswitch K', not NV<K> rows)", i, total, NVML_NVLINK_MAX_LINKS);
+    if (total > FK_LINKS_MAX)
+      return fail(rd, "GPU %u has %u NVLinks, a GPU has at most %d (an NVSwitch fabric is "
+                      "'nvswitch K', not NV<K> rows)", i, total, FK_LINKS_MAX);
   }
   return true;
 }

@@ -66,7 +66,8 @@ typedef enum nvmlEnableState_enum {
 #define NVML_DEVICE_PCI_BUS_ID_BUFFER_SIZE 32
 #define NVML_DEVICE_PCI_BUS_ID_BUFFER_V2_SIZE 16
 #define NVML_DEVICE_PCI_BUS_ID_LEGACY_FMT_SIZE 16
-#define NVML_NVLINK_MAX_LINKS 18
+/* NVML 13's nvml.h (12's said 18): link indices a client may ask about */
+#define NVML_NVLINK_MAX_LINKS 36
 
 /* nvmlDeviceGetPciInfo_v2/_v3 (and the _v2 remote NVLink query). */
 typedef struct nvmlPciInfo_st {

@@ -3,6 +3,9 @@
 - gpushare-topo --nvml (src/node's reader) prints, for every topology in
   test/data/topologies, exactly what gpushare-topo prints from the
   `nvidia-smi topo -m` text of the same matrix;
+- NVIDIA's go-nvml binding (test/fakenvml/gonvml, built with Go from the
+  module proxy) reads every entry point back as the inventory says: struct
+  layouts and versioned symbols as NVIDIA's own nvml.h declares them;
 - Aliyun's device plugin (../shared/aliyun, unpacked into the build dir)
   finds the fake GPUs, their minor numbers and memory through it.
 
@@ -26,7 +29,7 @@ from gsutil import BUILD, SOURCE
 TOPO = os.path.join(BUILD, "tools", "topo", "gpushare-topo")
 FAKE_DIR = os.path.join(BUILD, "fakenvml")  # the plain copy: Go programs load it
 DATA = os.path.join(SOURCE, "test", "data", "topologies")
-NVML_MAX_LINKS = 18
+GPU_MAX_LINKS = 18  # NVLinks of one GPU (H100: 18)
 
 
 def shared_dir():
@@ -63,7 +66,7 @@ def rows_for(links):
     off = {links[i][j] for i in range(n) for j in range(n) if i != j}
     if len(off) == 1 and next(iter(off)).startswith("NV"):
         k = int(next(iter(off))[2:])
-        if (n - 1) * k > NVML_MAX_LINKS:
+        if (n - 1) * k > GPU_MAX_LINKS:
             return [["X" if i == j else "SYS" for j in range(n)] for i in range(n)], k
     return links, 0
 
@@ -178,7 +181,7 @@ class FakeNvmlTopo(unittest.TestCase):
         # more direct links than a GPU has
         rc, _, err = self.from_nvml(inventory(gpus, [["X", "NV19"], ["NV19", "X"]]))
         self.assertEqual(rc, 1)
-        self.assertIn("GPU 0 has 19 NVLinks, NVML has at most 18", err)
+        self.assertIn("GPU 0 has 19 NVLinks, a GPU has at most 18", err)
         # no GPU: nothing to print
         rc, _, err = self.from_nvml("driver 550.1\n")
         self.assertEqual(rc, 1)
@@ -186,6 +189,72 @@ class FakeNvmlTopo(unittest.TestCase):
         rc, _, err = self.from_nvml(inventory(gpus), args=("--nvml", "topo.txt"))
         self.assertEqual(rc, 2)
         self.assertIn("--nvml reads no FILE", err)
+
+
+class GoNvml(unittest.TestCase):
+    """go-nvml v0.13 (NVML 13's header) on the fake: a second client, built
+    against NVIDIA's declarations rather than ours."""
+
+    @classmethod
+    def setUpClass(cls):
+        go = shutil.which("go") or "/usr/local/go/bin/go"
+        if not os.path.exists(go):
+            raise AssertionError("Go is needed to build the go-nvml probe (as for test/k8s/build.sh)")
+        cls.bin = os.path.join(BUILD, "gonvml", "gonvml-probe")
+        p = subprocess.run([go, "build", "-o", cls.bin, "."], capture_output=True, timeout=900,
+                           cwd=os.path.join(SOURCE, "test", "fakenvml", "gonvml"),
+                           env=dict(os.environ, CGO_ENABLED="1"))
+        if p.returncode != 0:
+            raise AssertionError("go build of test/fakenvml/gonvml failed:\n" + p.stderr.decode()[-3000:])
+
+    def test_every_entry_point(self):
+        tmp = tempfile.mkdtemp(prefix="gs-gonvml-")
+        self.addCleanup(shutil.rmtree, tmp, True)
+        inv = os.path.join(tmp, "inventory")
+        with open(inv, "w") as f:
+            f.write("driver 535.104.05\ncuda 12020\n"
+                    "gpu mem=16384 uuid=GPU-g-0 minor=2 bus=00000000:06:00.0 name=Tesla V100-SXM2-16GB\n"
+                    "gpu mem=40960 uuid=GPU-g-1 minor=3 bus=0000:07:00.0 arch=7 cc=8.0 name=A100-SXM4-40GB\n"
+                    "gpu mem=40960 uuid=GPU-g-2 minor=4 bus=08:00.0\n"
+                    "nvswitch 1\nrow X NV2 PIX\nrow NV2 X NODE\nrow PIX NODE X\n"
+                    "xid GPU-g-1 79\n")
+        p = subprocess.run([self.bin], capture_output=True, timeout=60,
+                           env=dict(os.environ, GS_FAKE_NVML_INVENTORY=inv, LD_LIBRARY_PATH=FAKE_DIR))
+        self.assertEqual(p.returncode, 0, p.stderr.decode())
+        got = json.loads(p.stdout)
+        gpus = got.pop("gpus")
+        self.assertEqual(got, {"driver": "535.104.05", "cuda": 12020,
+                               "ancestors": [[0, 50, 10], [50, 0, 40], [10, 40, 0]],
+                               "event_gpu": 1, "event_xid": 79, "event_type": 8,
+                               "next_wait": 10})  # NVML_ERROR_TIMEOUT
+        switch = {"link": 0, "remote_bus": "00000000:E0:00.0", "type": 2}
+        self.assertEqual(gpus, [
+            {"index": 0, "uuid": "GPU-g-0", "name": "Tesla V100-SXM2-16GB", "minor": 2,
+             "mem_total": 16 << 30, "mem2_total": 16 << 30, "bus_id": "00000000:06:00.0",
+             "arch": 5, "cc": [7, 0], "mig": [0, 0], "by_uuid": True, "by_bus": True,
+             "links": [switch, {"link": 1, "remote_bus": "00000000:07:00.0", "type": 0},
+                       {"link": 2, "remote_bus": "00000000:07:00.0", "type": 0}]},
+            {"index": 1, "uuid": "GPU-g-1", "name": "A100-SXM4-40GB", "minor": 3,
+             "mem_total": 40 << 30, "mem2_total": 40 << 30, "bus_id": "00000000:07:00.0",
+             "arch": 7, "cc": [8, 0], "mig": [0, 0], "by_uuid": True, "by_bus": True,
+             "links": [switch, {"link": 1, "remote_bus": "00000000:06:00.0", "type": 0},
+                       {"link": 2, "remote_bus": "00000000:06:00.0", "type": 0}]},
+            {"index": 2, "uuid": "GPU-g-2", "name": "NVIDIA Fake GPU", "minor": 4,
+             "mem_total": 40 << 30, "mem2_total": 40 << 30, "bus_id": "00000000:08:00.0",
+             "arch": 5, "cc": [7, 0], "mig": [0, 0], "by_uuid": True, "by_bus": True,
+             "links": [switch]},
+        ])
+
+    def test_init_error_reaches_it(self):
+        tmp = tempfile.mkdtemp(prefix="gs-gonvml-")
+        self.addCleanup(shutil.rmtree, tmp, True)
+        inv = os.path.join(tmp, "inventory")
+        with open(inv, "w") as f:
+            f.write("gpu mem=1 uuid=GPU-0\ninit-error 9\n")
+        p = subprocess.run([self.bin], capture_output=True, timeout=60,
+                           env=dict(os.environ, GS_FAKE_NVML_INVENTORY=inv, LD_LIBRARY_PATH=FAKE_DIR))
+        self.assertEqual(p.returncode, 2)
+        self.assertEqual(p.stderr.decode(), "gonvml-probe: Init: Driver Not Loaded (9)\n")
 
 
 # Runs Aliyun's plugin in a mount namespace of its own, where its fixed

@@ -422,6 +422,8 @@ static void test_topology_dgx1(void **state) {
     }
     assert_int_equal(FN(f_state, "nvmlDeviceGetNvLinkState")(dev(i), NVML_NVLINK_MAX_LINKS, &on),
                      NVML_ERROR_INVALID_ARGUMENT);
+    assert_int_equal(FN(f_state, "nvmlDeviceGetNvLinkState")(dev(i), 20, &on),
+                     NVML_ERROR_NOT_SUPPORTED); /* NVML 13 asks up to 35 */
     assert_int_equal(active, 6); /* a V100 SXM2 has six NVLinks */
     for (unsigned j = 0; j < dgx1.n; j++) {
       uint8_t link = dgx1.link[i * dgx1.n + j];
