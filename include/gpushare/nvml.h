@@ -9,9 +9,12 @@
  * NVML calls used are listed in docs/fake-nvml.md; the test suite runs them
  * against its fake library (test/fakenvml).
  *
- * A struct gs_nvml is one loaded, initialized library; its calls are not
- * thread-safe among themselves (NVML itself is), so a program that waits
- * for events on one thread and reads on another opens it twice.
+ * A struct gs_nvml is one loaded, initialized library. After gs_nvml_watch
+ * it is read-only, so one thread may block in gs_nvml_wait while others
+ * call gs_nvml_gpus and gs_nvml_topo (NVML itself is thread-safe);
+ * gs_nvml_watch and gs_nvml_close must not run beside any other call.
+ * The annotation text of a gs_topo: gs_api_topo_encode (src/api), which
+ * writes what gpushare-topo prints (without its newline).
  */
 #ifndef GPUSHARE_NVML_H
 #define GPUSHARE_NVML_H
