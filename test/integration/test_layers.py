@@ -27,6 +27,9 @@ ALLOWED = {
     # the C side of the scheduling-framework plugin's cgo shim (src/shim/): a
     # front end beside the extender, feeding the service as its sink does
     "shim": {"util", "api", "config", "server"},
+    # gpushare-node's decisions (src/agent/): the annotation codec and the
+    # core's types; the device-plugin plumbing (plugins/node/) is Go
+    "agent": {"util", "core", "api"},
 }
 # public headers (include/gpushare/) a layer may include: util only the
 # error codes; nothing below the service its header
