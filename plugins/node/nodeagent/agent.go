@@ -45,9 +45,9 @@ type Options struct {
 	InventoryPath string        // the inventory file (docs/node-agent.md)
 	Config        cagent.Config // unit, mode ("" = the node's label), MPS pipe directory
 	Client        kubernetes.Interface
-	Poll          time.Duration              // how often the kubelet socket and inventory are checked
-	Logf          func(string, ...any)       // one line per event
-	Now           func() time.Time           // the assign time (tests)
+	Poll          time.Duration        // how often the kubelet socket and inventory are checked
+	Logf          func(string, ...any) // one line per event
+	Now           func() time.Time     // the assign time (tests)
 }
 
 // Agent is gpushare-node.
