@@ -318,7 +318,9 @@ enum gs_err gs_agent_allocate(const struct gs_agent_config *cfg,
       }
       continue;
     }
-    if (a->assigned)
+    /* assigned by either key: a pod Aliyun's plugin marked is never re-served */
+    if (a->assigned || (!whole && annotation(pod, GS_ANN_LEGACY_ASSIGNED) != NULL &&
+                        strcmp(annotation(pod, GS_ANN_LEGACY_ASSIGNED), "true") == 0))
       continue;
     c.assume_ns = a->assume_time_ns;
     cands[ncand++] = c;

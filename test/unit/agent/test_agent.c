@@ -456,6 +456,12 @@ static void test_refusals(void **state) {
   refused(&cfg, 4, p, GS_ENOTFOUND,
           "no pending pod on node gpu-a has a container asking aliyun.com/gpu-mem: 4 with a "
           "gpushare allocation not yet assigned");
+  p = mem_pod("done-legacy", 4, "{\"0\":{\"0\":4}}", 1);
+  json_object_set_new(json_object_get(json_object_get(p, "metadata"), "annotations"),
+                      GS_ANN_LEGACY_ASSIGNED, json_string("true"));
+  refused(&cfg, 4, p, GS_ENOTFOUND,
+          "no pending pod on node gpu-a has a container asking aliyun.com/gpu-mem: 4 with a "
+          "gpushare allocation not yet assigned");
   p = mem_pod("running", 4, "{\"0\":{\"0\":4}}", 1);
   json_object_set_new(json_object_get(p, "status"), "phase", json_string("Running"));
   refused(&cfg, 4, p, GS_ENOTFOUND,
