@@ -37,6 +37,16 @@ var (
 	ErrRefused  = errors.New("refused")
 )
 
+// Refusal is C's refusal of an Allocate: its text alone (what the kubelet
+// shows in the pod's events), and ErrNotFound or ErrRefused to errors.Is.
+type Refusal struct {
+	kind error
+	Text string
+}
+
+func (r *Refusal) Error() string { return r.Text }
+func (r *Refusal) Unwrap() error { return r.kind }
+
 // Inventory is the node's GPUs (struct gs_agent_inventory), owned by C
 // memory for the life of the value.
 type Inventory struct {
@@ -247,7 +257,7 @@ func Allocate(c Config, inv *Inventory, node, resource string, n uint64, podsJSO
 		if rc == C.GS_ENOTFOUND {
 			kind = ErrNotFound
 		}
-		return nil, fmt.Errorf("%w: %s", kind, C.GoString(&diag.text[0]))
+		return nil, &Refusal{kind: kind, Text: C.GoString(&diag.text[0])}
 	}
 	s, _ := take(out)
 	var a Answer
