@@ -382,3 +382,46 @@ func TestReregistersWhenTheKubeletRestarts(t *testing.T) {
 	_ = os.Remove(filepath.Join(dir, SocketName(cagent.ResourceMem)))
 	k2.registrations(t, 3)
 }
+
+// kill -9 leaves the sockets behind; the restarted agent (the DaemonSet's
+// next pod) replaces them and registers again.
+func TestStartsOverStaleSockets(t *testing.T) {
+	root := t.TempDir()
+	dir := filepath.Join(root, "device-plugins")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, res := range []string{cagent.ResourceMem, cagent.ResourceCount} {
+		l, err := net.Listen("unix", filepath.Join(dir, SocketName(res)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		// a listener closed without unlinking its file: what a killed process leaves
+		l.(*net.UnixListener).SetUnlinkOnClose(false)
+		l.Close()
+	}
+	invPath := filepath.Join(root, "inventory.json")
+	if err := os.WriteFile(invPath, []byte(inventory(true)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	k := startKubelet(t, root)
+	a, err := New(Options{Node: node, RootDir: root, InventoryPath: invPath,
+		Config: cagent.Config{UnitMiB: 1024, Mode: "share"}, Client: fake.NewClientset(gpuNode("share")),
+		Poll: 20 * time.Millisecond, Logf: t.Logf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = a.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	k.registrations(t, 2)
+	r := &rig{root: root}
+	stream, err := r.plugin(t, cagent.ResourceMem).ListAndWatch(ctx, &pluginapi.Empty{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l, err := stream.Recv(); err != nil || len(l.Devices) != 32 {
+		t.Fatalf("devices after a restart over stale sockets: %v", err)
+	}
+}
