@@ -51,7 +51,7 @@ static json_t *pod_of(const char *ns, const char *name, const char *resource,
   json_t *containers = json_array(), *anns = json_object();
   char ts[24];
   for (size_t i = 0; i < n; i++) {
-    char cname[16];
+    char cname[24];
     snprintf(cname, sizeof cname, "c%zu", i);
     json_t *c = json_pack("{ss}", "name", cname);
     char q[24];
