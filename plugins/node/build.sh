@@ -43,7 +43,7 @@ if [ $test_mode = 1 ]; then
   CGO_ENABLED=1 CGO_LDFLAGS="$libs_ld" go test -race -count=1 ./cagent/ ./nodeagent/
   exit
 fi
-stamp_want=$( (go version; cat go.mod go.sum cmd/*/*.go cagent/*.go nodeagent/*.go;
+stamp_want=$( (go version; cat go.mod go.sum "$root/CMakeLists.txt" cmd/*/*.go cagent/*.go nodeagent/*.go;
                for l in "${libs[@]}"; do sha256sum "$build/$l"; done) | sha256sum | cut -c1-64)
 if [ -x "$out/gpushare-node" ] && [ -f "$out/.gpushare-node.stamp" ] &&
    [ "$(cat "$out/.gpushare-node.stamp")" = "$stamp_want" ]; then
@@ -52,6 +52,8 @@ if [ -x "$out/gpushare-node" ] && [ -f "$out/.gpushare-node.stamp" ] &&
 fi
 mkdir -p "$out"
 t0=$(date +%s)
-CGO_ENABLED=1 CGO_LDFLAGS="$libs_ld" go build -trimpath -o "$out/gpushare-node" ./cmd/gpushare-node
+version=$(sed -n 's/^project(gpushare VERSION \([0-9.]*\).*/\1/p' "$root/CMakeLists.txt")
+CGO_ENABLED=1 CGO_LDFLAGS="$libs_ld" go build -trimpath -ldflags "-X main.version=$version" \
+  -o "$out/gpushare-node" ./cmd/gpushare-node
 echo "$stamp_want" > "$out/.gpushare-node.stamp"
 echo "node-build: gpushare-node in $(( $(date +%s) - t0 )) s"

@@ -1326,6 +1326,13 @@ class NodeAgentTest(unittest.TestCase):
                                  ("nodes", "patch"), ("configmaps", "create"),
                                  ("configmaps", "update")})
 
+    def test_image_tag_is_the_project_version(self):
+        k = load_all(os.path.join(NODE_DEPLOY, "kustomization.yaml"))[0]
+        image = self.container()["image"]
+        self.assertEqual(image, f'{k["images"][0]["name"]}:{project_version()}')
+        self.assertEqual(k["images"][0]["newTag"], project_version())
+        self.assertIn("-X main.version=$version", node_go("build.sh"))
+
     def test_kustomize_builds_the_node_agent(self):
         kubectl = shutil.which("kubectl")
         if kubectl is None:

@@ -20,7 +20,8 @@ import (
 	"gpushare.io/node/nodeagent"
 )
 
-var version = "0.4.0"
+// version is the project's (CMakeLists.txt), set by build.sh.
+var version = "dev"
 
 func envOr(key, def string) string {
 	if v := os.Getenv(key); v != "" {
