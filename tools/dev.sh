@@ -150,6 +150,14 @@ case "${1:-help}" in
     # the cgo boundary (plugins/scheduler/shim) under Go's race detector
     "$root/plugins/scheduler/build.sh" --test "$root/build-valgrind"
 
+    # 3c. gpushare-node, the node agent (docs/node-agent.md): the device
+    #     plugin's Go plumbing over src/agent, beside the Kubernetes binaries
+    #     (the real-node tier starts it next to the kubelet); its tests (a
+    #     test kubelet's Registration service, a fake clientset) under -race.
+    echo "== node: gpushare-node (the kubelet device plugin over src/agent)"
+    "$root/plugins/node/build.sh" "$root/build-valgrind" "$root/build/k8s/bin"
+    "$root/plugins/node/build.sh" --test "$root/build-valgrind"
+
     # 4. Every test (unit, integration, fuzz replays, and the realk8s_*
     #    tier: the real kube-apiserver, kube-scheduler and
     #    kube-controller-manager with the sanitized extender) under ASan+UBSan.

@@ -99,6 +99,25 @@ def main():
         b'"visibleGPUs":["0","1","2"],"assumeTime":1700000000000000000,"assigned":false}')
     copy("alloc", os.path.join(api, "pod-share-multi.json"), "pod", header=b"\x03")
 
+    # gpushare-node: an inventory, and the node's pods at Allocate
+    put("agent", "inventory", '{"gpus":[{"uuid":"GPU-a","memoryMiB":16384,"minor":0},'
+        '{"uuid":"GPU-b","memoryMiB":16384,"healthy":false}],"links":[["X","NV1"],["NV1","X"]]}')
+    pod = ('{"metadata":{"namespace":"default","name":"%s","uid":"u-%s","annotations":{'
+           '"scheduler.framework.gpushare.allocation":"%s","scheduler.framework.gpushare.assigned":'
+           '"false","scheduler.framework.gpushare.assume-time":"%d"%s}},"spec":{"nodeName":"gpu-a",'
+           '"containers":[{"name":"c0","resources":{"limits":{"aliyun.com/gpu-mem":"%d"}}}]},'
+           '"status":{"phase":"Pending"}}')
+    put("agent", "pods", '{"items":[' + ",".join([
+        pod % ("p1", "p1", '{\\"0\\":{\\"1\\":4}}', 5, "", 4),
+        pod % ("p2", "p2", '{\\"0\\":{\\"0\\":4,\\"1\\":4}}', 3, "", 8),
+        pod % ("p3", "p3", '{\\"0\\":{\\"0\\":16}}', 1, ',"gpushare.io/unit-mib":"128"', 16),
+        pod % ("p4", "p4", '{\\"0\\":{\\"2\\":1}}', 1, ',"gpushare.io/allocated-containers":"0"', 1),
+    ]) + "]}")
+    put("agent", "whole", '[{"metadata":{"name":"w","uid":"w","annotations":{'
+        '"gputopology.alibabacloud.com/allocation":"{\\"allocatedGPUs\\":{\\"0\\":[\\"0\\",\\"1\\"]},'
+        '\\"assumeTime\\":1,\\"assigned\\":false}"}},"spec":{"nodeName":"gpu-a","containers":['
+        '{"name":"c","resources":{"limits":{"aliyun.com/gpu":"2"}}}]}}]')
+
     # topology annotation JSON and nvidia-smi text.
     put("topo_json", "two", '{"links":[["X","NV2"],["NV2","X"]]}')
     put("topo_json", "four", '{"links":[["X","NV1","SYS","SOC"],["NV1","X","PIX","PXB"],'

@@ -382,9 +382,12 @@ class KustomizationTest(unittest.TestCase):
         k = load_one("kustomization.yaml")
         self.assertEqual(k["kind"], "Kustomization")
         self.assertEqual(sorted(k["resources"]),
-                         ["configmap.yaml", "deployment.yaml", "pdb.yaml", "rbac.yaml", "service.yaml"])
+                         ["configmap.yaml", "deployment.yaml", "node", "pdb.yaml", "rbac.yaml",
+                          "service.yaml"])
         for r in k["resources"]:
-            self.assertTrue(os.path.isfile(os.path.join(DEPLOY, r)), r)
+            path = os.path.join(DEPLOY, r)
+            self.assertTrue(os.path.isfile(path) or
+                            os.path.isfile(os.path.join(path, "kustomization.yaml")), r)
 
     def test_image_entry_names_the_deployment_image(self):
         k = load_one("kustomization.yaml")
@@ -407,7 +410,12 @@ class KustomizationTest(unittest.TestCase):
         built = self.kustomize(DEPLOY)
         expected = []
         for f in load_one("kustomization.yaml")["resources"]:
-            expected += load_all(os.path.join(DEPLOY, f))
+            path = os.path.join(DEPLOY, f)
+            if os.path.isdir(path):  # a kustomization of its own (node/)
+                for g in load_all(os.path.join(path, "kustomization.yaml"))[0]["resources"]:
+                    expected += load_all(os.path.join(path, g))
+            else:
+                expected += load_all(path)
         key = lambda d: (d["kind"], d["metadata"].get("namespace") or "", d["metadata"]["name"])
         self.assertEqual(sorted(map(key, built)), sorted(map(key, expected)))
 
@@ -1220,6 +1228,121 @@ class DocsTest(unittest.TestCase):
                 chunk = chunk.strip(" ;:()")
                 if len(chunk) >= 6:
                     self.assertIn(chunk, doc, f"reason {t!r}")
+
+
+NODE_DEPLOY = os.path.join(DEPLOY, "node")
+NODE_GO = os.path.join(SRC, "plugins", "node")
+
+
+def node_go(*parts):
+    with open(os.path.join(NODE_GO, *parts), encoding="utf-8") as f:
+        return f.read()
+
+
+class NodeAgentTest(unittest.TestCase):
+    """deploy/node/ against plugins/node/: flags, env, paths, resource
+    names, and RBAC equal to the API calls the agent makes."""
+
+    def daemonset(self):
+        return [d for d in load_all(os.path.join(NODE_DEPLOY, "daemonset.yaml"))
+                if d["kind"] == "DaemonSet"][0]
+
+    def container(self):
+        return self.daemonset()["spec"]["template"]["spec"]["containers"][0]
+
+    def test_args_are_flags_of_the_binary(self):
+        main = node_go("cmd", "gpushare-node", "main.go")
+        flags = set(re.findall(r'fs\.\w+\("([a-z-]+)"', main))
+        self.assertIn("kubelet-root-dir", flags)
+        for a in self.container()["args"]:
+            name = a[2:].split("=", 1)[0]
+            self.assertIn(name, flags, a)
+
+    def test_env_is_what_the_binary_reads(self):
+        main = node_go("cmd", "gpushare-node", "main.go")
+        env = {e["name"]: e for e in self.container()["env"]}
+        self.assertEqual(env["NODE_NAME"]["valueFrom"]["fieldRef"]["fieldPath"], "spec.nodeName")
+        self.assertIn('os.Getenv("NODE_NAME")', main)
+        unit = env["GPUSHARE_GPU_MEMORY_UNIT"]["valueFrom"]["configMapKeyRef"]
+        self.assertIn('"GPUSHARE_GPU_MEMORY_UNIT"', main)
+        cm = load_one("configmap.yaml")
+        self.assertEqual(unit["name"], cm["metadata"]["name"])
+        self.assertIn(unit["key"], cm["data"])
+
+    def test_sockets_and_inventory_paths(self):
+        spec = self.daemonset()["spec"]["template"]["spec"]
+        args = dict(a[2:].split("=", 1) for a in self.container()["args"])
+        mounts = {m["name"]: m for m in self.container()["volumeMounts"]}
+        vols = {v["name"]: v for v in spec["volumes"]}
+        # the kubelet's socket directory: <root>/device-plugins, host and container alike
+        dp = args["kubelet-root-dir"] + "/device-plugins"
+        self.assertEqual(mounts["device-plugins"]["mountPath"], dp)
+        self.assertEqual(vols["device-plugins"]["hostPath"]["path"], dp)
+        self.assertIn('filepath.Join(a.o.RootDir, "device-plugins")', node_go("nodeagent", "agent.go"))
+        inv = args["inventory"]
+        self.assertTrue(inv.startswith(mounts["inventory"]["mountPath"] + "/"), inv)
+
+    def test_runs_on_gpu_sharing_nodes_only(self):
+        spec = self.daemonset()["spec"]["template"]["spec"]
+        terms = spec["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+        expr = terms["nodeSelectorTerms"][0]["matchExpressions"][0]
+        self.assertEqual(expr["key"], "ack.node.gpu.schedule")
+        self.assertIn('ModeLabel          = "ack.node.gpu.schedule"', node_go("nodeagent", "agent.go"))
+        # the modes the C core serves (gs_mode_parse), nothing else
+        types = read("src", "core", "types.c")
+        for mode in expr["values"]:
+            self.assertIn(f'"{mode}"', types)
+        self.assertEqual(sorted(expr["values"]), ["cgpu", "mps", "share", "topology"])
+
+    def test_resource_names(self):
+        header = read("src", "agent", "agent.h")
+        names = set(re.findall(r'#define GS_AGENT_RES_\w+ "([^"]+)"', header))
+        self.assertEqual(names, {"aliyun.com/gpu-mem", "aliyun.com/gpu-count", "aliyun.com/gpu"})
+        doc = read("docs", "node-agent.md")
+        for n in names:
+            self.assertIn(f"`{n}`", doc)
+
+    def test_rbac_is_the_calls_the_agent_makes(self):
+        text = node_go("nodeagent", "agent.go")
+        calls = set()
+        for res, verb in re.findall(r"CoreV1\(\)\.(Pods|Nodes|ConfigMaps)\([^)]*\)\.(\w+)\(", text):
+            calls.add((res.lower(), verb.lower()))
+        # cms := ...ConfigMaps(ns); cms.Update / cms.Create
+        if "cms := a.o.Client.CoreV1().ConfigMaps(" in text:
+            calls |= {("configmaps", v.lower()) for v in re.findall(r"\bcms\.(\w+)\(", text)}
+        grants = set()
+        for d in load_all(os.path.join(NODE_DEPLOY, "rbac.yaml")):
+            if d["kind"] in ("ClusterRole", "Role"):
+                for rule in d["rules"]:
+                    for r in rule["resources"]:
+                        for v in rule["verbs"]:
+                            grants.add((r, v))
+                if d["kind"] == "Role":
+                    self.assertEqual(d["metadata"]["namespace"], "kube-system")
+                    self.assertEqual({r for rule in d["rules"] for r in rule["resources"]},
+                                     {"configmaps"})
+        self.assertEqual(grants, calls)
+        self.assertEqual(calls, {("pods", "list"), ("pods", "patch"), ("nodes", "get"),
+                                 ("nodes", "patch"), ("configmaps", "create"),
+                                 ("configmaps", "update")})
+
+    def test_image_tag_is_the_project_version(self):
+        k = load_all(os.path.join(NODE_DEPLOY, "kustomization.yaml"))[0]
+        image = self.container()["image"]
+        self.assertEqual(image, f'{k["images"][0]["name"]}:{project_version()}')
+        self.assertEqual(k["images"][0]["newTag"], project_version())
+        self.assertIn("-X main.version=$version", node_go("build.sh"))
+
+    def test_kustomize_builds_the_node_agent(self):
+        kubectl = shutil.which("kubectl")
+        if kubectl is None:
+            self.skipTest("kubectl (kustomize) not installed")
+        r = subprocess.run([kubectl, "kustomize", NODE_DEPLOY], capture_output=True, text=True,
+                           timeout=120)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        kinds = sorted(d["kind"] for d in yaml.safe_load_all(r.stdout) if d)
+        self.assertEqual(kinds, ["ClusterRole", "ClusterRoleBinding", "DaemonSet", "Role",
+                                 "RoleBinding", "ServiceAccount"])
 
 
 if __name__ == "__main__":

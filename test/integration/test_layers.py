@@ -30,6 +30,9 @@ ALLOWED = {
     # what node programs read from the machine (NVML through dlopen): beside
     # the service, for gpushare-topo and the node agent
     "node": {"util", "core"},
+    # gpushare-node's decisions (src/agent/): the annotation codec and the
+    # core's types; the device-plugin plumbing (plugins/node/) is Go
+    "agent": {"util", "core", "api"},
 }
 # public headers (include/gpushare/) a layer may include: util only the
 # error codes; nothing below the service its header

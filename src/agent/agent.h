@@ -1,0 +1,143 @@
+/* gpushare — the node agent's decisions (gpushare-node, docs/node-agent.md).
+ *
+ * gpushare-node is a kubelet device plugin; its gRPC plumbing is Go
+ * (plugins/node/), and every decision is here: what capacity to advertise,
+ * which fake devices ListAndWatch lists and whether they are healthy, which
+ * pod and container an Allocate call is for, what that container receives
+ * (env, mounts), what is patched on the pod afterwards, the node's topology
+ * annotation and the unhealthy-gpu-<node> ConfigMap's data.
+ *
+ * The node's GPUs come in a struct gs_agent_inventory: filled from an
+ * inventory file (gs_agent_inventory_decode, the --inventory flag) today,
+ * and by an NVML reader later: it only has to fill the struct.
+ *
+ * Memory: nothing passed in is kept; strings returned are malloc'd and the
+ * caller frees them with free(). No function keeps state: safe from any
+ * thread. */
+#ifndef GPUSHARE_AGENT_H
+#define GPUSHARE_AGENT_H
+
+#include <gpushare/err.h>
+#include <gpushare/types.h>
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define GS_AGENT_UUID_MAX 95      /* "GPU-" + 36; NVML's buffer is 96 */
+#define GS_AGENT_PATH_MAX 255     /* the MPS pipe directory */
+#define GS_AGENT_INVENTORY_MAX (1u << 20) /* inventory file bytes */
+
+/* Resource names the agent serves (one device-plugin server each). */
+#define GS_AGENT_RES_MEM "aliyun.com/gpu-mem"
+#define GS_AGENT_RES_COUNT "aliyun.com/gpu-count"
+#define GS_AGENT_RES_WHOLE "aliyun.com/gpu"
+
+/* Env keys the agent sets (docs/node-agent.md). */
+#define GS_AGENT_ENV_VISIBLE "NVIDIA_VISIBLE_DEVICES"
+#define GS_AGENT_ENV_IDX "ALIYUN_COM_GPU_MEM_IDX"
+#define GS_AGENT_ENV_POD "ALIYUN_COM_GPU_MEM_POD"
+#define GS_AGENT_ENV_CONTAINER "ALIYUN_COM_GPU_MEM_CONTAINER"
+#define GS_AGENT_ENV_DEV "ALIYUN_COM_GPU_MEM_DEV"
+#define GS_AGENT_ENV_LIMIT "GPUSHARE_GPU_MEM_LIMIT_MIB"
+#define GS_AGENT_ENV_UNIT "GPUSHARE_GPU_MEM_UNIT_MIB"
+#define GS_AGENT_ENV_MPS_LIMIT "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT"
+#define GS_AGENT_ENV_MPS_PIPE "CUDA_MPS_PIPE_DIRECTORY"
+
+/* Annotations the agent patches on a pod after Allocate. */
+#define GS_AGENT_ANN_CONTAINERS "gpushare.io/allocated-containers"
+#define GS_AGENT_ANN_ASSIGN_TIME "ALIYUN_COM_GPU_MEM_ASSIGN_TIME"
+
+/* One GPU of the node; its index is its position in the inventory (NVML's
+ * device index). */
+struct gs_agent_gpu {
+  char uuid[GS_AGENT_UUID_MAX + 1];
+  uint32_t minor;   /* /dev/nvidia<minor> */
+  uint64_t mem_mib; /* total memory */
+  bool healthy;
+};
+
+/* What the node has. has_topo: topo holds the GPU-by-GPU link matrix
+ * (topo.n == n). */
+struct gs_agent_inventory {
+  uint32_t n;
+  struct gs_agent_gpu gpu[GS_MAX_GPUS];
+  bool has_topo;
+  struct gs_topo topo;
+};
+
+/* The agent's settings: the ConfigMap's unit (GS_UNIT_GIB or
+ * GS_UNIT_128MIB), the node's mode (label ack.node.gpu.schedule) and, on
+ * mps nodes, the MPS pipe directory (host path, mounted at the same path). */
+struct gs_agent_config {
+  uint32_t unit_mib;
+  enum gs_mode mode;
+  char mps_pipe_dir[GS_AGENT_PATH_MAX + 1];
+};
+
+/* Reads an inventory (docs/node-agent.md):
+ *   {"gpus":[{"uuid":"GPU-…","memoryMiB":16384,"minor":0,"healthy":true},…],
+ *    "links":[["X","NV1"],["NV1","X"]]}
+ * ("minor" defaults to the index, "healthy" to true, "links" is optional
+ * and is the topology annotation's matrix). Bad input: GS_EPARSE (or
+ * GS_ETOOBIG) with diag; ret is written only on success. */
+enum gs_err gs_agent_inventory_decode(const char *text, size_t len,
+                                      struct gs_agent_inventory *ret,
+                                      struct gs_diag *diag) GS_WUR;
+
+/* Checks cfg: unit 1024 or 128, mps_pipe_dir an absolute path on mps nodes. */
+enum gs_err gs_agent_config_check(const struct gs_agent_config *cfg, struct gs_diag *diag) GS_WUR;
+
+/* The resources to serve on this node as a JSON array of names, in the
+ * order to register: gpu-mem and gpu-count always, aliyun.com/gpu on
+ * topology nodes. */
+char *gs_agent_resources(const struct gs_agent_config *cfg);
+
+/* The devices ListAndWatch sends for resource: a JSON array of
+ * {"id":"…","health":"Healthy"|"Unhealthy"}. gpu-mem: one per unit of each
+ * GPU (units per GPU = floor(memory MiB / unit MiB)), id "<uuid>-_-<k>";
+ * gpu-count and aliyun.com/gpu: one per GPU, id "<uuid>". A GPU's devices
+ * carry its health. NULL for an unknown resource (or out of memory). */
+char *gs_agent_devices(const struct gs_agent_config *cfg, const struct gs_agent_inventory *inv,
+                       const char *resource);
+/* Units the node advertises for aliyun.com/gpu-mem: the sum over GPUs of
+ * floor(memory MiB / unit MiB). */
+uint64_t gs_agent_mem_units(const struct gs_agent_config *cfg,
+                            const struct gs_agent_inventory *inv);
+
+/* The data of ConfigMap kube-system/unhealthy-gpu-<node> (contract §3):
+ * {"gpus":"0,2"}, unhealthy indices ascending; {"gpus":""} when all are
+ * healthy. */
+char *gs_agent_unhealthy_data(const struct gs_agent_inventory *inv);
+/* The node annotation gpushare.io/topology (contract §7), byte for byte
+ * what gpushare-topo prints for the same matrix (without its newline);
+ * NULL when the inventory has no matrix. */
+char *gs_agent_topology(const struct gs_agent_inventory *inv);
+
+/* One Allocate call: the kubelet asks n devices of resource for one
+ * container; pods_json is the node's pods (a JSON array of v1.Pod, or a
+ * PodList object with "items"). The matching rule (docs/node-agent.md):
+ * candidates are the pods with spec.nodeName == node, phase Pending, not
+ * being deleted, carrying a gpushare allocation not yet assigned; a
+ * candidate's next container is its first container (spec.containers
+ * order) that asks resource and is not listed in
+ * gpushare.io/allocated-containers; it matches when that container asks
+ * exactly n. Among matches the first by (assume time, namespace, name, UID)
+ * wins. On success *ret_json (free it) is
+ *   {"pod":{"namespace","name","uid"},"container":"<name>","containerIndex":i,
+ *    "envs":{…},"mounts":[{"hostPath","containerPath","readOnly"}],
+ *    "annotations":{…}}
+ * where "annotations" is what to merge-patch on the pod (the container
+ * recorded; once every container is served the pod marked assigned and its
+ * assign time now_ns). gpu-count asks nothing of a pod: {"envs":{}}.
+ * Refusals (GS_ENOTFOUND no matching pod or no annotation, GS_ERANGE a GPU
+ * the node lacks or units over its memory, GS_EPARSE a malformed
+ * annotation, GS_EINVAL bad arguments) with diag->text saying which pod and
+ * why. */
+enum gs_err gs_agent_allocate(const struct gs_agent_config *cfg,
+                              const struct gs_agent_inventory *inv, const char *node,
+                              const char *resource, uint64_t n, const char *pods_json,
+                              size_t len, int64_t now_ns, char **ret_json,
+                              struct gs_diag *diag) GS_WUR;
+
+#endif
