@@ -7,9 +7,10 @@
  * (env, mounts), what is patched on the pod afterwards, the node's topology
  * annotation and the unhealthy-gpu-<node> ConfigMap's data.
  *
- * The node's GPUs come in a struct gs_agent_inventory: filled from an
- * inventory file (gs_agent_inventory_decode, the --inventory flag) today,
- * and by an NVML reader later: it only has to fill the struct.
+ * The node's GPUs come in a struct gs_agent_inventory: filled from NVML
+ * (gs_agent_inventory_nvml, src/node's reader: the default) or from an
+ * inventory file (gs_agent_inventory_decode, the --inventory flag); XID
+ * events mark its GPUs unhealthy (gs_agent_inventory_xid).
  *
  * Memory: nothing passed in is kept; strings returned are malloc'd and the
  * caller frees them with free(). No function keeps state: safe from any
@@ -18,6 +19,7 @@
 #define GPUSHARE_AGENT_H
 
 #include <gpushare/err.h>
+#include <gpushare/nvml.h>
 #include <gpushare/types.h>
 
 #include <stdbool.h>
@@ -84,6 +86,24 @@ struct gs_agent_config {
 enum gs_err gs_agent_inventory_decode(const char *text, size_t len,
                                       struct gs_agent_inventory *ret,
                                       struct gs_diag *diag) GS_WUR;
+
+/* Fills ret from NVML (nv open, gs_nvml_open): the GPUs by NVML index
+ * (UUID, minor, memory MiB), all healthy, and the link matrix gs_nvml_topo
+ * reads, has_topo set: the topology annotation is then byte for byte what
+ * `gpushare-topo --nvml` prints. GS_ENOTFOUND no GPU; GS_EPARSE a UUID
+ * over GS_AGENT_UUID_MAX; the reader's errors (GS_EIO, GS_ETOOBIG) with
+ * diag. ret is written only on success. Not beside gs_nvml_watch or
+ * gs_nvml_close (gpushare/nvml.h). */
+enum gs_err gs_agent_inventory_nvml(struct gs_nvml *nv, struct gs_agent_inventory *ret,
+                                    struct gs_diag *diag) GS_WUR;
+
+/* One XID event (gs_nvml_wait) on inv: a critical XID
+ * (gs_nvml_xid_is_critical) marks its GPU unhealthy, for good: as NVIDIA's
+ * device plugin, only a restart of the agent reads the GPU healthy again.
+ * True when a GPU's health changed (ListAndWatch to re-send, the ConfigMap
+ * to rewrite); false for an application XID, a GPU already unhealthy or an
+ * index the inventory lacks. */
+bool gs_agent_inventory_xid(struct gs_agent_inventory *inv, const struct gs_nvml_event *ev);
 
 /* Checks cfg: unit 1024 or 128, mps_pipe_dir an absolute path on mps nodes. */
 enum gs_err gs_agent_config_check(const struct gs_agent_config *cfg, struct gs_diag *diag) GS_WUR;

@@ -31,8 +31,10 @@ ALLOWED = {
     # the service, for gpushare-topo and the node agent
     "node": {"util", "core"},
     # gpushare-node's decisions (src/agent/): the annotation codec and the
-    # core's types; the device-plugin plumbing (plugins/node/) is Go
-    "agent": {"util", "core", "api"},
+    # core's types; the device-plugin plumbing (plugins/node/) is Go. It
+    # reads the node's GPUs and their health through the node layer's NVML
+    # reader (gs_agent_inventory_nvml): a node program, as gpushare-topo
+    "agent": {"util", "core", "api", "node"},
 }
 # public headers (include/gpushare/) a layer may include: util only the
 # error codes; nothing below the service its header
@@ -41,8 +43,9 @@ PUBLIC_LIMITS = {
 }
 SERVICE_USERS = {"sched", "server", "main", "shim"}
 # the NVML reader (gpushare/nvml.h) loads a driver library: the node layer
-# only, never the core or the scheduler's side
-NVML_USERS = {"node"}
+# and the node agent that fills its inventory from it (src/agent: a node
+# program like gpushare-topo), never the core or the scheduler's side
+NVML_USERS = {"node", "agent"}
 
 
 def layer_of(path):
@@ -95,7 +98,7 @@ class Layers(unittest.TestCase):
                                 if h == "sched.h" and me not in SERVICE_USERS:
                                     problems.append(f"{where} (only the service and its front ends)")
                                 if h == "nvml.h" and me not in NVML_USERS:
-                                    problems.append(f"{where} (only the node layer reads NVML)")
+                                    problems.append(f"{where} (only the node layer and the node agent read NVML)")
                                 continue
                             if m.group(1) == "<":
                                 continue  # libc, jansson, curl, ...
