@@ -7,7 +7,8 @@
 #   plugins/node/build.sh --test [BUILD_DIR]
 #                     the cgo boundary's and the plumbing's tests (packages
 #                     cagent, nodeagent: a test kubelet's Registration
-#                     service, a fake clientset) under Go's race detector
+#                     service, a fake clientset, the fake NVML of
+#                     BUILD_DIR/fakenvml) under Go's race detector
 #
 # BUILD_DIR: a configured and built CMake folder (default build/);
 # OUT: where the binary goes (default BUILD_DIR/k8s/bin). Cached by a stamp
@@ -31,16 +32,21 @@ if ! command -v go >/dev/null 2>&1; then
 fi
 command -v go >/dev/null 2>&1 || { echo "node-build: FAILED: no Go toolchain" >&2; exit 1; }
 
-libs=(src/agent/libgs_agent.a src/api/libgs_api.a src/core/libgs_core.a src/util/libgs_util.a)
+libs=(src/agent/libgs_agent.a src/node/libgs_node.a src/api/libgs_api.a src/core/libgs_core.a
+      src/util/libgs_util.a)
 ld=""
 for l in "${libs[@]}"; do
   [ -f "$build/$l" ] || { echo "node-build: FAILED: $build/$l missing (build the C side first)" >&2; exit 1; }
   ld="$ld $build/$l"
 done
-libs_ld="$ld -ljansson -lm"
+libs_ld="$ld -ljansson -lm -ldl"
 cd "$here"
 if [ $test_mode = 1 ]; then
-  CGO_ENABLED=1 CGO_LDFLAGS="$libs_ld" go test -race -count=1 ./cagent/ ./nodeagent/
+  # the NVML tests load the fake NVML and compare with gpushare-topo --nvml
+  for f in fakenvml/libnvidia-ml.so.1 tools/topo/gpushare-topo; do
+    [ -e "$build/$f" ] || { echo "node-build: FAILED: $build/$f missing (build the C side first)" >&2; exit 1; }
+  done
+  GS_BUILD_DIR="$build" CGO_ENABLED=1 CGO_LDFLAGS="$libs_ld" go test -race -count=1 ./cagent/ ./nodeagent/
   exit
 fi
 stamp_want=$( (go version; cat go.mod go.sum "$root/CMakeLists.txt" cmd/*/*.go cagent/*.go nodeagent/*.go;

@@ -1,7 +1,8 @@
 // Package nodeagent is gpushare-node's plumbing (docs/node-agent.md): one
 // kubelet device-plugin server per resource, registered with the kubelet
-// and registered again when the kubelet restarts; the inventory watched
-// for health changes; the node's topology annotation and the
+// and registered again when the kubelet restarts; the node's GPUs read
+// from NVML and its XID events watched for health changes (or an
+// inventory file, polled); the node's topology annotation and the
 // unhealthy-gpu-<node> ConfigMap written; Allocate's pod patched. Every
 // decision comes from C (package cagent); this package converts and calls.
 package nodeagent
@@ -42,10 +43,11 @@ const (
 type Options struct {
 	Node          string        // this node's name (spec.nodeName of its pods)
 	RootDir       string        // the kubelet's root directory (/var/lib/kubelet)
-	InventoryPath string        // the inventory file (docs/node-agent.md)
+	InventoryPath string        // an inventory file (docs/node-agent.md); "" = NVML
+	NVMLLibrary   string        // libnvidia-ml.so.1's path; "" = the loader's search path
 	Config        cagent.Config // unit, mode ("" = the node's label), MPS pipe directory
 	Client        kubernetes.Interface
-	Poll          time.Duration        // how often the kubelet socket and inventory are checked
+	Poll          time.Duration        // how often the kubelet socket (and an inventory file) are checked
 	Logf          func(string, ...any) // one line per event
 	Now           func() time.Time     // the assign time (tests)
 }
@@ -59,10 +61,15 @@ type Agent struct {
 	invText []byte
 	changed chan struct{} // closed and replaced when the inventory changes
 
+	nv       *cagent.NVML  // nil with an inventory file
+	watching bool          // nv reports XID events
+	health   chan struct{} // a GPU turned unhealthy (buffered: one pending is enough)
+
 	allocMu sync.Mutex // one Allocate at a time: a pod's patch lands before the next match
 }
 
-// New checks the options and reads the inventory.
+// New checks the options and reads the node's GPUs: from NVML, or from
+// the inventory file when one is named. With NVML, Run closes it.
 func New(o Options) (*Agent, error) {
 	if o.Node == "" {
 		return nil, errors.New("no node name (--node-name or NODE_NAME)")
@@ -76,11 +83,68 @@ func New(o Options) (*Agent, error) {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	a := &Agent{o: o, changed: make(chan struct{})}
-	if _, err := a.reload(); err != nil {
+	a := &Agent{o: o, changed: make(chan struct{}), health: make(chan struct{}, 1)}
+	if o.InventoryPath != "" {
+		if _, err := a.reload(); err != nil {
+			return nil, err
+		}
+		return a, nil
+	}
+	nv, err := cagent.OpenNVML(o.NVMLLibrary)
+	if err != nil {
 		return nil, err
 	}
+	inv, err := nv.Inventory()
+	if err == nil {
+		err = nv.Watch()
+		if errors.Is(err, cagent.ErrUnsupported) {
+			o.Logf("level=warn msg=\"no XID events: GPU health is not watched\" error=%q", err.Error())
+			err = nil
+		} else if err == nil {
+			a.watching = true
+		}
+	}
+	if err != nil {
+		inv.Free()
+		nv.Close()
+		return nil, fmt.Errorf("NVML: %w", err)
+	}
+	a.nv, a.inv = nv, inv
 	return a, nil
+}
+
+// watchHealth waits for XID events until ctx ends; C decides which make
+// their GPU unhealthy. A change re-sends ListAndWatch (a.changed) and asks
+// Run to rewrite the ConfigMap (a.health).
+func (a *Agent) watchHealth(ctx context.Context) {
+	for ctx.Err() == nil {
+		ev, ok, err := a.nv.Wait(250 * time.Millisecond)
+		if err != nil {
+			a.o.Logf("level=warn msg=\"waiting for XID events failed (retrying)\" error=%q", err.Error())
+			select {
+			case <-ctx.Done():
+			case <-time.After(a.o.Poll):
+			}
+			continue
+		}
+		if !ok {
+			continue
+		}
+		a.mu.Lock()
+		changed := a.inv.ApplyXID(ev)
+		if changed {
+			close(a.changed)
+			a.changed = make(chan struct{})
+		}
+		a.mu.Unlock()
+		a.o.Logf("level=info msg=\"XID event\" gpu=%d xid=%d unhealthy_now=%t", ev.GPU, ev.XID, changed)
+		if changed {
+			select {
+			case a.health <- struct{}{}:
+			default:
+			}
+		}
+	}
 }
 
 func (a *Agent) pluginDir() string { return filepath.Join(a.o.RootDir, "device-plugins") }
@@ -232,8 +296,20 @@ func (a *Agent) register(ctx context.Context, resource string) error {
 // every Poll: the kubelet's socket recreated or one of ours removed (a
 // kubelet restart clears the directory) → servers restarted and
 // registered again; the inventory changed → ListAndWatch streams re-sent
-// and the node's annotation and ConfigMap rewritten.
+// and the node's annotation and ConfigMap rewritten; with NVML, the same
+// at a GPU's critical XID event.
 func (a *Agent) Run(ctx context.Context) error {
+	if a.nv != nil {
+		wctx, stop := context.WithCancel(ctx)
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			if a.watching {
+				a.watchHealth(wctx)
+			}
+		}()
+		defer func() { stop(); <-done; a.nv.Close() }()
+	}
 	if a.o.Config.Mode == "" {
 		node, err := a.o.Client.CoreV1().Nodes().Get(ctx, a.o.Node, metav1.GetOptions{})
 		if err != nil {
@@ -298,7 +374,13 @@ func (a *Agent) Run(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 			return nil
+		case <-a.health:
+			nodeDirty = true
+			continue
 		case <-tick.C:
+		}
+		if a.o.InventoryPath == "" {
+			continue
 		}
 		if changed, err := a.reload(); err != nil {
 			a.o.Logf("level=warn msg=\"inventory unreadable, keeping the last one\" error=%q", err.Error())

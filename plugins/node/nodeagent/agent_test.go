@@ -139,14 +139,22 @@ type rig struct {
 
 func start(t *testing.T, mode string, unit uint32, objs ...runtime.Object) *rig {
 	t.Helper()
-	r := &rig{root: t.TempDir(), done: make(chan struct{})}
-	r.invPath = filepath.Join(r.root, "inventory.json")
-	if err := os.WriteFile(r.invPath, []byte(inventory(true)), 0o644); err != nil {
+	root := t.TempDir()
+	invPath := filepath.Join(root, "inventory.json")
+	if err := os.WriteFile(invPath, []byte(inventory(true)), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	return startOn(t, root, invPath, "", unit, objs...)
+}
+
+// startOn starts the agent on the inventory file invPath or, when it is
+// "", on the NVML library nvml.
+func startOn(t *testing.T, root, invPath, nvml string, unit uint32, objs ...runtime.Object) *rig {
+	t.Helper()
+	r := &rig{root: root, invPath: invPath, done: make(chan struct{})}
 	r.kubelet = startKubelet(t, r.root)
 	r.client = fake.NewClientset(objs...)
-	a, err := New(Options{Node: node, RootDir: r.root, InventoryPath: r.invPath,
+	a, err := New(Options{Node: node, RootDir: r.root, InventoryPath: r.invPath, NVMLLibrary: nvml,
 		Config: cagent.Config{UnitMiB: unit, MPSPipeDir: "/run/nvidia/mps"}, Client: r.client,
 		Poll: 20 * time.Millisecond, Logf: t.Logf,
 		Now: func() time.Time { return time.Unix(0, now) }})

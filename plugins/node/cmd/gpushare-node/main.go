@@ -34,14 +34,16 @@ func main() {
 	fs := flag.NewFlagSet("gpushare-node", flag.ContinueOnError)
 	node := fs.String("node-name", os.Getenv("NODE_NAME"), "this node's name (default $NODE_NAME)")
 	root := fs.String("kubelet-root-dir", "/var/lib/kubelet", "the kubelet's root directory; sockets in its device-plugins/")
-	inventory := fs.String("inventory", envOr("GPUSHARE_INVENTORY", "/etc/gpushare/inventory.json"),
-		"the node's GPUs as JSON (docs/node-agent.md; default $GPUSHARE_INVENTORY)")
+	inventory := fs.String("inventory", os.Getenv("GPUSHARE_INVENTORY"),
+		"the node's GPUs from a JSON file instead of NVML (docs/node-agent.md; default $GPUSHARE_INVENTORY, unset: NVML)")
+	nvml := fs.String("nvml-library", os.Getenv("GPUSHARE_NVML_LIBRARY"),
+		"the path of libnvidia-ml.so.1 (default $GPUSHARE_NVML_LIBRARY, unset: the loader's search path, e.g. LD_LIBRARY_PATH)")
 	unit := fs.String("unit", envOr("GPUSHARE_GPU_MEMORY_UNIT", "1GiB"),
 		"gpu-mem unit, the ConfigMap's gpuMemoryUnit: 1GiB or 128MiB (default $GPUSHARE_GPU_MEMORY_UNIT)")
 	mode := fs.String("mode", "", "share|cgpu|mps|topology (default: the node's label ack.node.gpu.schedule)")
 	mps := fs.String("mps-pipe-dir", "/tmp/nvidia-mps", "the MPS pipe directory on mps nodes (mounted at the same path)")
 	kubeconfig := fs.String("kubeconfig", "", "kubeconfig file (default: in-cluster configuration)")
-	poll := fs.Duration("poll-interval", time.Second, "how often the kubelet socket and the inventory are checked")
+	poll := fs.Duration("poll-interval", time.Second, "how often the kubelet socket (and an --inventory file) are checked")
 	showVersion := fs.Bool("version", false, "print the version and exit")
 	if err := fs.Parse(os.Args[1:]); err != nil {
 		os.Exit(2)
@@ -75,14 +77,19 @@ func main() {
 		fmt.Fprintf(os.Stderr, "ts=%s "+format+"\n", append([]any{time.Now().UTC().Format(time.RFC3339Nano)}, args...)...)
 	}
 	a, err := nodeagent.New(nodeagent.Options{Node: *node, RootDir: *root, InventoryPath: *inventory,
-		Config: cagent.Config{UnitMiB: unitMiB, Mode: *mode, MPSPipeDir: *mps},
-		Client: client, Poll: *poll, Logf: logf})
+		NVMLLibrary: *nvml,
+		Config:      cagent.Config{UnitMiB: unitMiB, Mode: *mode, MPSPipeDir: *mps},
+		Client:      client, Poll: *poll, Logf: logf})
 	if err != nil {
 		fail(err)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	logf("level=info msg=\"gpushare-node starting\" node=%s unit=%s inventory=%s", *node, *unit, *inventory)
+	source := "nvml"
+	if *inventory != "" {
+		source = "inventory " + *inventory
+	}
+	logf("level=info msg=\"gpushare-node starting\" node=%s unit=%s gpus=%q", *node, *unit, source)
 	if err := a.Run(ctx); err != nil {
 		fail(err)
 	}
