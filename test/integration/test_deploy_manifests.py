@@ -1279,8 +1279,16 @@ class NodeAgentTest(unittest.TestCase):
         self.assertEqual(mounts["device-plugins"]["mountPath"], dp)
         self.assertEqual(vols["device-plugins"]["hostPath"]["path"], dp)
         self.assertIn('filepath.Join(a.o.RootDir, "device-plugins")', node_go("nodeagent", "agent.go"))
-        inv = args["inventory"]
-        self.assertTrue(inv.startswith(mounts["inventory"]["mountPath"] + "/"), inv)
+        # NVML: the host driver's library, one file read-only, the flag naming it
+        self.assertNotIn("inventory", args)
+        self.assertEqual(args["nvml-library"], mounts["nvml"]["mountPath"])
+        self.assertTrue(mounts["nvml"]["readOnly"])
+        self.assertEqual(vols["nvml"]["hostPath"]["type"], "File")
+        self.assertTrue(vols["nvml"]["hostPath"]["path"].endswith("/libnvidia-ml.so.1"))
+        self.assertIn('"nvml-library"', node_go("cmd", "gpushare-node", "main.go"))
+        # the device nodes NVML opens come from NVIDIA's container runtime
+        env = {e["name"]: e for e in self.container()["env"]}
+        self.assertEqual(env["NVIDIA_VISIBLE_DEVICES"]["value"], "all")
 
     def test_runs_on_gpu_sharing_nodes_only(self):
         spec = self.daemonset()["spec"]["template"]["spec"]
