@@ -172,6 +172,8 @@ class ControlPlane:
                "--service-cluster-ip-range=10.0.0.0/24",
                # the kubernetes Service's endpoint may not be a loopback address
                "--endpoint-reconciler-type=none",
+               # a real node's name does not resolve: /containerLogs goes to its IP
+               "--kubelet-preferred-address-types=InternalIP,Hostname",
                f"--requestheader-client-ca-file={pki}/front-proxy-ca.crt",
                "--requestheader-allowed-names=front-proxy-client",
                "--requestheader-extra-headers-prefix=X-Remote-Extra-",
