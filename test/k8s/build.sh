@@ -15,6 +15,8 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 out=${1:-$root/build/k8s/bin}
+# absolute: the builds below run in test/k8s
+mkdir -p "$out" && out=$(cd "$out" && pwd)
 bins=(etcd kube-apiserver kube-controller-manager kube-scheduler kubectl kubelet)
 
 if ! command -v go >/dev/null 2>&1; then

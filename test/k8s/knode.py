@@ -22,6 +22,7 @@ by its socket), unmounts what is left under node.dir and removes the cgroups
 and the bridge. The same teardown runs from a state file (down(dir)) for
 `kcluster.py down`.
 """
+import atexit
 import json
 import os
 import random
@@ -178,6 +179,7 @@ class Node:
                       "cgroup_root": f"/gpushare-{self.name}",
                       "bridge": "gsbr" + os.urandom(4).hex(), "sysctls": {}}
         self._stopped = False
+        atexit.register(self.stop)
 
     # -- start ----------------------------------------------------------
     def start(self, timeout=START_TIMEOUT):
@@ -402,7 +404,7 @@ state = "{cd}/state"
                 for p in self.pods():
                     self.cp.admin.delete("pods", p["metadata"]["namespace"], p["metadata"]["name"], grace=0)
                 wait_for(lambda: not self.pods() and not self.tasks()
-                         and not _mounts_under(self.root_dir), 60, "the node's pods torn down", 0.2)
+                         and not _mounts_under(self.dir), 60, "the node's pods torn down", 0.2)
             except (AssertionError, OSError) as e:
                 print(f"knode: {self.name}: pods not torn down by the kubelet ({e}); killing them",
                       flush=True)
