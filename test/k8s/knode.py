@@ -26,6 +26,7 @@ import atexit
 import json
 import os
 import random
+import shlex
 import shutil
 import signal
 import subprocess
@@ -59,10 +60,11 @@ def _free_subnet():
     raise RuntimeError("no free 10.x.y.0/24 for the node's pod network")
 
 
-def _mounts_under(d):
+def _mounts_under(d, pid="self"):
+    """Mount points under d in the mount namespace of pid."""
     d = os.path.realpath(d).rstrip("/") + "/"
     out = []
-    with open("/proc/self/mounts") as f:
+    with open(f"/proc/{pid}/mounts") as f:
         for line in f:
             mp = line.split()[1].replace("\\040", " ")
             if (mp + "/").startswith(d):
@@ -166,8 +168,12 @@ class Node:
         self.dir = workdir or os.path.join(cp.dir, self.name)
         self.labels = dict(labels or {})
         self.images = images
+        self.runc = shutil.which("runc") or "runc"  # a wrapper may stand in (debugging)
         self.root_dir = os.path.join(self.dir, "kubelet")
         self.device_plugin_dir = os.path.join(self.root_dir, "device-plugins")
+        # in the node's mount namespace: host path -> the node's own directory
+        self.ns_binds = {"/var/lib/kubelet/device-plugins": self.device_plugin_dir,
+                         "/var/log/containers": os.path.join(self.dir, "container-logs")}
         self.plugins_registry_dir = os.path.join(self.root_dir, "plugins_registry")
         self.pod_resources_socket = os.path.join(self.root_dir, "pod-resources", "kubelet.sock")
         self.containerd_sock = os.path.join(self.dir, "containerd", "containerd.sock")
@@ -238,6 +244,8 @@ state = "{cd}/state"
   sandbox_image = "{kimages.PAUSE}"
   netns_mounts_under_state_dir = true
   disable_apparmor = true
+  # no CAP_SYS_RESOURCE here: a pod's oom_score_adj may not go below ours
+  restrict_oom_score_adj = true
   stream_server_address = "127.0.0.1"
   stream_server_port = "0"
 [{cri}.containerd]
@@ -247,6 +255,7 @@ state = "{cd}/state"
   runtime_type = "io.containerd.runc.v2"
 [{cri}.containerd.runtimes.runc.options]
   SystemdCgroup = false
+  BinaryName = "{self.runc}"
   Root = "{cd}/runc"
 [{cri}.cni]
   bin_dir = "{CNI_BIN}"
@@ -256,7 +265,20 @@ state = "{cd}/state"
         path = os.path.join(cd, "config.toml")
         with open(path, "w") as f:
             f.write(config)
-        self.procs["containerd"] = Proc("containerd", ["containerd", "--config", path], self.dir)
+        # The node's own mount namespace (slave: the machine's mounts show in
+        # it, none of its mounts show outside), where its directories stand at
+        # the paths the kubelet hard-codes: /var/lib/kubelet/device-plugins
+        # (the device plugins' kubelet.sock, not under --root-dir) and
+        # /var/log/containers. Two nodes on one machine, of one test run or of
+        # several, never share them. The kubelet and what run() starts join it.
+        binds = []
+        for host, own in self.ns_binds.items():
+            os.makedirs(host, exist_ok=True)
+            os.makedirs(own, exist_ok=True)
+            binds.append(f"mount --bind {shlex.quote(own)} {shlex.quote(host)}")
+        self.procs["containerd"] = Proc("containerd", [
+            "unshare", "--mount", "--propagation", "slave", "sh", "-c",
+            " && ".join([*binds, f"exec containerd --config {shlex.quote(path)}"])], self.dir)
 
         def up():
             if not self.procs["containerd"].alive():
@@ -332,7 +354,7 @@ state = "{cd}/state"
                f"--hostname-override={self.name}", f"--node-ip={self.node_ip}", "--v=2"]
         if labels:
             cmd.append(f"--node-labels={labels}")
-        self.procs["kubelet"] = Proc("kubelet", cmd, self.dir)
+        self.procs["kubelet"] = Proc("kubelet", self.in_ns(cmd), self.dir)
         self.wait_ready(timeout)
         # TaintNodesByCondition taints a new Node not-ready; the node-lifecycle
         # controller is off in these control planes (its fake nodes send no
@@ -363,12 +385,19 @@ state = "{cd}/state"
         env.update(extra or {})
         return env
 
-    def run(self, name, cmd, env=None):
+    def in_ns(self, cmd):
+        """cmd run in the node's mount namespace (nsenter execs it: same PID)."""
+        return ["nsenter", "-t", str(self.procs["containerd"].pid), "-m", "--", *cmd]
+
+    def run(self, name, cmd, env=None, in_ns=True):
         """Starts cmd beside the kubelet (its log: node.dir/NAME.log), stopped
-        by stop() before the kubelet. env: added to node.env()."""
+        by stop() before the kubelet, in the node's mount namespace (so
+        /var/lib/kubelet/device-plugins is this node's, as a DaemonSet's
+        hostPath would be; in_ns=False: the machine's, where the same
+        directory is node.device_plugin_dir). env: added to node.env()."""
         if name in self.procs:
             raise ValueError(f"{name}: already running beside node {self.name}")
-        self.procs[name] = Proc(name, cmd, self.dir, env=self.env(env))
+        self.procs[name] = Proc(name, self.in_ns(cmd) if in_ns else cmd, self.dir, env=self.env(env))
         self.beside.append(name)
         return self.procs[name]
 
@@ -403,17 +432,27 @@ state = "{cd}/state"
             try:
                 for p in self.pods():
                     self.cp.admin.delete("pods", p["metadata"]["namespace"], p["metadata"]["name"], grace=0)
-                wait_for(lambda: not self.pods() and not self.tasks()
-                         and not _mounts_under(self.dir), 60, "the node's pods torn down", 0.2)
+                wait_for(lambda: not self.pods() and not self.tasks() and not self._pod_mounts(),
+                         60, "the node's pods torn down", 0.2)
             except (AssertionError, OSError) as e:
-                print(f"knode: {self.name}: pods not torn down by the kubelet ({e}); killing them",
-                      flush=True)
+                print(f"knode: {self.name}: pods not torn down by the kubelet ({e}): pods "
+                      f"{[p['metadata']['name'] for p in self.pods()]}, tasks {self.tasks()}, "
+                      f"mounts {self._pod_mounts()}; killing them", flush=True)
         for name in [*reversed(self.beside), "kubelet", "containerd"]:
             if name in self.procs:
                 self.procs[name].stop()
         teardown(self.state)
         if not self.cp._stopped:
             self.cp.admin.delete("nodes", None, self.name)
+
+    def _pod_mounts(self):
+        # the kubelet bind-mounts its root dir on itself (rshared) while it runs
+        pid = self.procs["kubelet"].pid
+        return [m for m in _mounts_under(self.dir, pid) if m != self.root_dir]
+
+    def mounts(self):
+        """The mounts under node.dir in the node's mount namespace (while it runs)."""
+        return _mounts_under(self.dir, self.procs["containerd"].pid)
 
     def dump_logs(self, n=3000):
         return "\n".join(f"--- {k} ---\n{p.tail(n)}" for k, p in self.procs.items())

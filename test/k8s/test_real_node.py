@@ -83,9 +83,11 @@ class NodeRuns(unittest.TestCase):
         self.assertEqual(n["metadata"]["labels"]["gpushare.io/test"], "node")
         addr = {a["type"]: a["address"] for a in n["status"]["addresses"]}
         self.assertEqual(addr["InternalIP"], node.node_ip)
-        # where a device plugin registers (kubelet.sock) and puts its own socket
-        self.assertTrue(os.path.isdir(node.device_plugin_dir))
+        # where a device plugin registers (kubelet.sock) and puts its own
+        # socket: /var/lib/kubelet/device-plugins in the node's mount namespace
         self.assertTrue(os.path.exists(os.path.join(node.device_plugin_dir, "kubelet.sock")))
+        self.assertEqual(os.listdir(f"/proc/{node.procs['kubelet'].pid}/root/var/lib/kubelet/device-plugins"),
+                         os.listdir(node.device_plugin_dir))
         self.assertTrue(os.path.exists(node.pod_resources_socket))
 
     def test_busybox_sees_env_and_configmap_then_succeeds(self):
@@ -154,15 +156,19 @@ class NodeStops(unittest.TestCase):
         second = knode.Node(cp, name="gs-real-b", labels={"gpushare.io/test": "stop"})
         second.start()
         try:
-            beside = second.run("beside", ["sh", "-c", 'echo "$NODE_NAME $DEVICE_PLUGIN_DIR"; exec sleep 600'])
-            wait_for(lambda: "gs-real-b" in beside.tail(), 30, "the process beside the node")
-            self.assertIn(second.device_plugin_dir, beside.tail())
+            # beside the kubelet, in its mount namespace: the hard-coded
+            # device-plugin directory is this node's
+            beside = second.run("beside", ["sh", "-c", 'echo "$NODE_NAME $DEVICE_PLUGIN_DIR"; '
+                                           'ls /var/lib/kubelet/device-plugins; exec sleep 600'])
+            wait_for(lambda: "kubelet.sock" in beside.tail(), 30, "the process beside the node")
+            self.assertEqual(beside.tail().split(), ["gs-real-b", second.device_plugin_dir, "kubelet.sock"])
             pod = busybox_pod("long", "sleep 600", nodeSelector={"gpushare.io/test": "stop"})
             cp.admin.create(pod)
             wait_phase("long", "Running")
             # a running pod holds mounts (its rootfs, the token's tmpfs, the
             # sandbox's /dev/shm and netns) and a shim outside our sessions
-            self.assertTrue(knode._mounts_under(second.dir))
+            self.assertTrue([m for m in second.mounts() if "/volumes/" in m])
+            self.assertTrue([m for m in second.mounts() if m.endswith("/rootfs")])
             self.assertTrue(knode._shims_of(second.containerd_sock))
             pids = {n: p.pid for n, p in second.procs.items()}
         finally:
