@@ -11,6 +11,8 @@ its binary changes (a stamp of the binary's SHA-256 and the image's recipe).
     pause    gpushare.local/pause:catatonit   catatonit -P of Debian's catatonit
              (what podman uses as its pause process): the pod sandbox, set as
              containerd's sandbox_image so nothing is ever pulled
+    gpushare gpushare.local/gpushare-extender:dev   gpushare_recipe(): the
+             extender of a build with the libraries ldd names for it
 """
 import hashlib
 import json
@@ -24,6 +26,7 @@ from kbase import BUILD
 
 BUSYBOX = "gpushare.local/busybox:static"
 PAUSE = "gpushare.local/pause:catatonit"
+GPUSHARE = "gpushare.local/gpushare-extender:dev"
 
 # name -> (reference, [(host file, path in the image)], entrypoint, cmd, symlinks)
 _BUSYBOX_APPLETS = ("sh", "cat", "env", "ls", "sleep", "echo", "true", "false", "wget", "nc",
@@ -52,16 +55,41 @@ def _buildah(storage, *args):
     return r.stdout.strip()
 
 
-def build_image(name, outdir=None):
-    """The OCI archive of image `name` (a key of RECIPES), built if missing or stale."""
-    ref, files, entrypoint, cmd, links = RECIPES[name]
+def gpushare_recipe(build_dir=None, binaries=("gpushare-extender",)):
+    """gpushare's own image (issue 31 item 4), FROM scratch: the binaries of
+    a build (build_dir/src, tools/...) with the shared libraries ldd names for
+    them and the dynamic loader, at their paths on this machine; the
+    extender is the entrypoint, as in deploy/Dockerfile."""
+    build_dir = build_dir or BUILD
+    paths = {"gpushare-extender": os.path.join(build_dir, "src", "gpushare-extender"),
+             "gpushare-inspect": os.path.join(build_dir, "tools", "inspect", "gpushare-inspect"),
+             "gpushare-topo": os.path.join(build_dir, "tools", "topo", "gpushare-topo")}
+    files, libs = [], set()
+    for b in binaries:
+        files.append((paths[b], "/usr/local/bin/" + b))
+        out = subprocess.run(["ldd", paths[b]], capture_output=True, text=True, check=True).stdout
+        for line in out.splitlines():
+            parts = line.split()
+            # "libx.so => /lib/.../libx.so (0x..)" or "/lib64/ld-linux-x86-64.so.2 (0x..)"
+            lib = parts[2] if "=>" in parts and len(parts) > 3 else parts[0]
+            if lib.startswith("/"):
+                libs.add(lib)
+    files += [(os.path.realpath(lib), lib) for lib in sorted(libs)]
+    return (GPUSHARE, files, ["/usr/local/bin/gpushare-extender"], None, [])
+
+
+def build_image(name, outdir=None, recipe=None):
+    """The OCI archive of image `name` (a key of RECIPES, or recipe given),
+    built if missing or stale."""
+    recipe = recipe or RECIPES[name]
+    ref, files, entrypoint, cmd, links = recipe
     outdir = outdir or os.path.join(BUILD, "k8s", "images")
     os.makedirs(outdir, exist_ok=True)
     for src, _dst in files:
         if not os.path.exists(src):
             raise FileNotFoundError(f"{src}: missing; tools/dev.sh setup installs it "
                                     "(busybox-static, catatonit)")
-    stamp = hashlib.sha256(json.dumps([RECIPES[name], [_sha(s) for s, _ in files]]).encode()).hexdigest()
+    stamp = hashlib.sha256(json.dumps([recipe, [_sha(s) for s, _ in files]]).encode()).hexdigest()
     tar = os.path.join(outdir, name + ".oci.tar")
     stampfile = tar + ".stamp"
     try:

@@ -151,6 +151,33 @@ class NodeRuns(unittest.TestCase):
         node.set_capacity({"aliyun.com/gpu-mem": None, "aliyun.com/gpu-count": None})
 
 
+class GpushareImage(unittest.TestCase):
+    def test_the_extender_image_from_scratch_runs_on_the_node(self):
+        """gpushare's own image (issue 31 item 4, first step): FROM scratch
+        with the extender and the libraries ldd names; as deploy/ runs it
+        (non-root 65532, RuntimeDefault seccomp) it starts in a container."""
+        tar = kimages.build_image("gpushare", recipe=kimages.gpushare_recipe())
+        node.import_image(tar)
+        binary = kimages.gpushare_recipe()[1][0][0]
+        want = subprocess.run([binary, "--version"], capture_output=True, text=True,
+                              env=dict(os.environ, ASAN_OPTIONS="detect_leaks=0")).stdout
+        pod = busybox_pod("extender-version", "", image=kimages.GPUSHARE,
+                          securityContext={"runAsNonRoot": True, "runAsUser": 65532,
+                                           "runAsGroup": 65532,
+                                           "seccompProfile": {"type": "RuntimeDefault"}})
+        c = pod["spec"]["containers"][0]
+        del c["command"]  # the image's entrypoint
+        c["args"] = ["--version"]
+        # an ASan build's extender: no leak check (LeakSanitizer needs ptrace)
+        c["env"] = [{"name": "ASAN_OPTIONS", "value": "detect_leaks=0"}]
+        cp.admin.create(pod)
+        wait_phase("extender-version", "Succeeded")
+        log = cp.admin.open("GET", "/api/v1/namespaces/default/pods/extender-version/log",
+                            accept="*/*").read().decode()
+        self.assertEqual(log, want)
+        self.assertTrue(want.startswith("gpushare-extender "), want)
+
+
 class NodeStops(unittest.TestCase):
     def test_stop_leaves_no_process_mount_cgroup_or_bridge(self):
         second = knode.Node(cp, name="gs-real-b", labels={"gpushare.io/test": "stop"})
