@@ -6,7 +6,8 @@ StatefulSets and ReplicaSets create real pods; no node-lifecycle controller,
 there is no kubelet) + kube-scheduler configured from deploy/scheduler/ (only
 the extender URL and the kubeconfig rewritten) + gpushare-extender
 authenticated as the ServiceAccount of deploy/rbac.yaml (a token from the
-TokenRequest API). Nodes are API objects whose status the harness sets.
+TokenRequest API). Nodes are API objects whose status the harness sets; a
+real node (kubelet + containerd) is knode.Node.
 
 The binaries come from test/k8s/build.sh (the pinned release built from the
 official Go modules, build/k8s/bin); GS_K8S_BIN names another folder, e.g. the

@@ -348,7 +348,11 @@ state = "{cd}/state"
         with open(path, "w") as f:
             yaml.safe_dump(self.kubelet_config(), f)
         labels = ",".join(f"{k}={v}" for k, v in self.labels.items())
-        cmd = [os.path.join(k8s_bin_dir(), "kubelet"), f"--config={path}",
+        kubelet = os.path.join(k8s_bin_dir(), "kubelet")
+        if not os.access(kubelet, os.X_OK):
+            raise FileNotFoundError(f"{kubelet}: missing. Build it with test/k8s/build.sh "
+                                    "(docs/real-cluster.md), or set GS_K8S_BIN")
+        cmd = [kubelet, f"--config={path}",
                f"--kubeconfig={self.kubeconfig}", f"--root-dir={self.root_dir}",
                f"--cert-dir={os.path.join(self.dir, 'kubelet-pki')}",
                f"--hostname-override={self.name}", f"--node-ip={self.node_ip}", "--v=2"]
