@@ -11,6 +11,8 @@ import subprocess
 import tempfile
 import unittest
 
+import yaml
+
 import kcluster
 import kimages
 import knode
@@ -176,6 +178,62 @@ class GpushareImage(unittest.TestCase):
                             accept="*/*").read().decode()
         self.assertEqual(log, want)
         self.assertTrue(want.startswith("gpushare-extender "), want)
+
+
+class ExtenderFromDeploy(unittest.TestCase):
+    def test_deploy_extender_as_a_pod_schedules_a_gpu_pod_that_runs(self):
+        """deploy/deployment.yaml on the node with gpushare's image: its
+        probes pass, it leads, and kube-scheduler's extender calls reach it;
+        a GPU pod it binds runs on the node. What the harness changes, and
+        why: one replica on host network at the port kube-scheduler calls
+        (one node; no kube-proxy, so no Service address and no
+        KUBERNETES_SERVICE_HOST of the cluster: the apiserver's loopback
+        address instead)."""
+        node.import_image(kimages.build_image("gpushare", recipe=kimages.gpushare_recipe()))
+        cp.admin.apply_file(os.path.join(kcluster.SOURCE, "deploy", "configmap.yaml"))
+        with open(os.path.join(kcluster.SOURCE, "deploy", "deployment.yaml")) as f:
+            dep = [d for d in yaml.safe_load_all(f) if d and d["kind"] == "Deployment"][0]
+        port = cp.ext_port
+        dep["spec"]["replicas"] = 1
+        spec = dep["spec"]["template"]["spec"]
+        spec.update({"hostNetwork": True, "dnsPolicy": "ClusterFirstWithHostNet",
+                     "nodeSelector": {"gpushare.io/test": "node"}})
+        c = spec["containers"][0]
+        c["image"] = kimages.GPUSHARE
+        c["args"] = [f"0.0.0.0:{port}" if a == "0.0.0.0:32766" else a for a in c["args"]]
+        c["ports"][0]["containerPort"] = port
+        for probe in ("livenessProbe", "readinessProbe"):
+            c[probe]["httpGet"]["port"] = port
+        c["env"] += [{"name": "KUBERNETES_SERVICE_HOST", "value": "127.0.0.1"},
+                     {"name": "KUBERNETES_SERVICE_PORT", "value": str(cp.api_port)},
+                     {"name": "ASAN_OPTIONS", "value": "detect_leaks=0"}]
+        cp.admin.apply(dep)
+        try:
+            def available():
+                d = cp.admin.get("deployments", "kube-system", "gpushare-extender")
+                return d.get("status", {}).get("availableReplicas") == 1 and d
+            wait_for(available, 180, "the extender Deployment available", 0.5)
+            cp.admin.patch("nodes", None, node.name, {"metadata": {"labels": {"ack.node.gpu.schedule": "share"}}})
+            node.set_capacity({"aliyun.com/gpu-mem": "32", "aliyun.com/gpu-count": "2"})
+            pod = busybox_pod("gpu-4", "echo ran on $(hostname)")
+            pod["spec"]["containers"][0]["resources"] = {"limits": {"aliyun.com/gpu-mem": "4"}}
+            cp.admin.create(pod)
+            p = wait_phase("gpu-4", "Succeeded", timeout=180)
+            self.assertEqual(p["spec"]["nodeName"], node.name)
+            ann = p["metadata"]["annotations"]
+            self.assertEqual(ann["ALIYUN_COM_GPU_MEM_POD"], "4")
+            log = cp.admin.open("GET", "/api/v1/namespaces/default/pods/gpu-4/log", accept="*/*").read()
+            self.assertEqual(log, b"ran on gpu-4\n")
+            # the extender in its pod bound it, as its ServiceAccount
+            self.assertEqual([e["user"]["username"] for e in cp.audit_bindings("gpu-4")],
+                             [kcluster.EXTENDER_SA])
+        finally:
+            cp.admin.delete("pods", "default", "gpu-4")
+            cp.admin.delete("deployments", "kube-system", "gpushare-extender")
+            node.set_capacity({"aliyun.com/gpu-mem": None, "aliyun.com/gpu-count": None})
+            wait_for(lambda: not [p for p in cp.admin.list("pods", "kube-system")
+                                  if p["metadata"]["name"].startswith("gpushare-extender")],
+                     120, "the extender's pods gone", 0.5)
 
 
 class NodeStops(unittest.TestCase):
