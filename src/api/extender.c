@@ -554,18 +554,13 @@ enum gs_err gs_api_filter_result_fail(struct gs_api_filter_result *r, const char
                                       const char *reason, bool unresolvable) {
   struct fail_map *m;
   const char *rcopy;
-  uintptr_t at;
+  enum gs_err e;
   if (r == NULL || name == NULL || reason == NULL)
     return GS_EINVAL;
   m = unresolvable ? &r->unresolvable : &r->failed;
   rcopy = arena_copy(r, reason);
   if (rcopy == NULL)
     return GS_ENOMEM;
-  at = (uintptr_t)gs_strmap_get(m->index, name);
-  if (at != 0) {
-    m->v[at - 1].reason = rcopy; /* same key again: the last value wins */
-    return GS_EOK;
-  }
   if (m->n == m->cap) {
     size_t cap = m->cap ? m->cap * 2 : 64;
     struct fail_entry *v = gs_realloc(m->v, cap * sizeof *v);
@@ -574,10 +569,20 @@ enum gs_err gs_api_filter_result_fail(struct gs_api_filter_result *r, const char
     m->v = v;
     m->cap = cap;
   }
+  /* Insert first: names are almost never repeated, so one hash and probe
+   * per refused node instead of a lookup and then an insert (the repeat's
+   * name copy stays unused in the arena). */
   m->v[m->n].name = arena_copy(r, name);
   m->v[m->n].reason = rcopy;
-  if (m->v[m->n].name == NULL ||
-      gs_strmap_put(m->index, m->v[m->n].name, (void *)(uintptr_t)(m->n + 1)) != GS_EOK)
+  if (m->v[m->n].name == NULL)
+    return GS_ENOMEM;
+  e = gs_strmap_put(m->index, m->v[m->n].name, (void *)(uintptr_t)(m->n + 1));
+  if (e == GS_EEXISTS) {
+    uintptr_t at = (uintptr_t)gs_strmap_get(m->index, name);
+    m->v[at - 1].reason = rcopy; /* same key again: the last value wins */
+    return GS_EOK;
+  }
+  if (e != GS_EOK)
     return GS_ENOMEM;
   m->n++;
   return GS_EOK;

@@ -79,8 +79,9 @@ static void make_args(struct buf *b, size_t nodes, uint32_t gpus, int kind) {
   buf_str(b, "]}");
 }
 
-enum verb { V_FILTER, V_PRIORITIZE, V_BIND };
-static const char *const verb_names[] = {"filter", "prioritize", "bind"};
+enum verb { V_FILTER, V_PRIORITIZE, V_BIND, V_VERSION };
+static const char *const verb_names[BENCH_HTTP_VERBS] = {"filter", "prioritize", "bind",
+                                                         "version"};
 
 struct run {
   enum verb verb;
@@ -126,7 +127,10 @@ static void *client_main(void *arg) {
   }
   hdr = curl_slist_append(hdr, "Content-Type: application/json");
   hdr = curl_slist_append(hdr, "Expect:"); /* no 100-continue round trip */
-  snprintf(url, sizeof url, "%s/gpushare-scheduler/%s", r->base, verb_names[r->verb]);
+  if (r->verb == V_VERSION) /* the floor: a GET the server answers without work */
+    snprintf(url, sizeof url, "%s/version", r->base);
+  else
+    snprintf(url, sizeof url, "%s/gpushare-scheduler/%s", r->base, verb_names[r->verb]);
   curl_easy_setopt(h, CURLOPT_URL, url);
   curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdr);
   curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, collect);
@@ -154,7 +158,7 @@ static void *client_main(void *arg) {
       buf_str(&bind_body, tmp);
       curl_easy_setopt(h, CURLOPT_POSTFIELDS, bind_body.p);
       curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE, (long)bind_body.len);
-    } else {
+    } else if (r->verb != V_VERSION) {
       const struct buf *b = &r->bodies[k++ % BODY_KINDS];
       curl_easy_setopt(h, CURLOPT_POSTFIELDS, b->p);
       curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE, (long)b->len);
@@ -175,7 +179,7 @@ static void *client_main(void *arg) {
       note_error(c, what);
       continue;
     }
-    if (r->verb != V_PRIORITIZE && (resp.p == NULL || strstr(resp.p, "\"Error\":\"\"") == NULL)) {
+    if ((r->verb == V_FILTER || r->verb == V_BIND) && (resp.p == NULL || strstr(resp.p, "\"Error\":\"\"") == NULL)) {
       /* A node that has no room left is an answer, not a failure. */
       if (r->verb == V_BIND && resp.p != NULL &&
           (strstr(resp.p, "insufficient GPU memory") != NULL ||
@@ -270,7 +274,7 @@ static int run_verb(struct run *r, unsigned nclients, double seconds, double war
 }
 
 int bench_http_size(size_t nodes, const struct http_opts *o, struct bench_table *t,
-                    struct http_figures ret[3][BENCH_SIZES_MAX], double *ret_ready_s) {
+                    struct http_figures ret[BENCH_HTTP_VERBS][BENCH_SIZES_MAX], double *ret_ready_s) {
   char dir[BENCH_PATH_MAX], file[BENCH_PATH_MAX + 32], log[BENCH_PATH_MAX + 32];
   char kubeconfig[BENCH_PATH_MAX + 32];
   struct demo_spec spec = {.nodes = nodes, .gpus = BENCH_GPUS_PER_NODE, .half_full = true};
@@ -335,7 +339,7 @@ int bench_http_size(size_t nodes, const struct http_opts *o, struct bench_table 
              nodes, o->apiserver ? "~" : "", o->apiserver ? nodes * 98 / 10 : bound,
              spec.pending_pods, proc.ready_s, bodies[0].len);
   atomic_init(&next_pod, 0);
-  for (int v = 0; v < 3; v++) {
+  for (int v = 0; v < BENCH_HTTP_VERBS; v++) {
     if (!o->verbs[v])
       continue;
     for (size_t ci = 0; ci < o->nclients; ci++) {
@@ -371,7 +375,7 @@ const char *const bench_http_cols[] = {"nodes",  "verb",    "clients",       "re
 static void usage(void) {
   fprintf(stderr,
           "usage: gpushare-bench http [--nodes 1000,5000] [--clients 1,8] [--seconds 5]\n"
-          "       [--verbs filter,prioritize,bind] [--extender PATH] [--apiserver] "
+          "       [--verbs filter,prioritize,bind,version] [--extender PATH] [--apiserver] "
           "[--keep-files] [--json]\n");
 }
 
@@ -400,6 +404,7 @@ int bench_http(int argc, char **argv) {
       o.verbs[0] = strstr(v, "filter") != NULL;
       o.verbs[1] = strstr(v, "prioritize") != NULL;
       o.verbs[2] = strstr(v, "bind") != NULL;
+      o.verbs[3] = strstr(v, "version") != NULL;
       i++;
     } else if (strcmp(argv[i], "--extender") == 0 && v != NULL) {
       ext = v;

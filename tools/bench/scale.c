@@ -63,7 +63,7 @@ int bench_scale(int argc, char **argv) {
   for (size_t s = 0; s < nsizes; s++) {
     size_t n = (size_t)sizes[s];
     struct core_figures cf = {0};
-    struct http_figures hf[3][BENCH_SIZES_MAX];
+    struct http_figures hf[BENCH_HTTP_VERBS][BENCH_SIZES_MAX];
     double rss = 0, ready = 0;
     memset(hf, 0, sizeof hf);
     bench_table_init(&core_t, "core", core_cols);

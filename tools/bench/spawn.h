@@ -60,11 +60,15 @@ long bench_http_get(const char *url, double timeout_s);
 
 /* ---- http bench pieces shared with scale -------------------------------------------- */
 
+/* filter, prioritize, bind, and GET /version: the loopback floor, a request
+ * that does no work, to which a verb's latency is compared */
+#define BENCH_HTTP_VERBS 4
+
 struct http_opts {
   uint64_t clients[BENCH_SIZES_MAX];
   size_t nclients;
   double seconds;
-  bool verbs[3]; /* filter, prioritize, bind */
+  bool verbs[BENCH_HTTP_VERBS]; /* filter, prioritize, bind, version (the floor) */
   const char *extender;
   bool keep;
   bool apiserver;
@@ -72,7 +76,7 @@ struct http_opts {
 /* One cluster size: rows into t; figures per verb and client count into
  * ret (may be NULL); the extender's time to ready. */
 int bench_http_size(size_t nodes, const struct http_opts *o, struct bench_table *t,
-                    struct http_figures ret[3][BENCH_SIZES_MAX], double *ret_ready_s);
+                    struct http_figures ret[BENCH_HTTP_VERBS][BENCH_SIZES_MAX], double *ret_ready_s);
 extern const char *const bench_http_cols[];
 
 /* memory: one cluster size, runs times; rows into t; the last run's
