@@ -11,10 +11,10 @@ import socket
 import tempfile
 import unittest
 
-from test_kube_apiserver import (  # the helpers, and the path set up
+from test_kube_apiserver import (  # the helpers
     Base, RawWatch, binding, core_event, fixture, node, pod, shape, v1_event)
-import kube_apiserver  # noqa: E402
-from kube_apiserver import FakeApiServer  # noqa: E402
+import kube_apiserver
+from kube_apiserver import FakeApiServer
 
 
 # ---------------------------------------------------------------------------

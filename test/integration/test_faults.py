@@ -16,7 +16,7 @@ import urllib.error
 import urllib.request
 
 from gsutil import EXTENDER, free_port, node, pod
-from test_live_cluster import Ext, FakeApiServer, expected_from_pods, kubeconfig, used_by_gpu, wait_until
+from live_cases import Ext, FakeApiServer, expected_from_pods, kubeconfig, used_by_gpu, wait_until
 
 
 class Faults(unittest.TestCase):

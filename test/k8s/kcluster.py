@@ -38,7 +38,9 @@ import urllib.request
 import yaml
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
+# run as a script (`kcluster.py up`) or imported by tools/bench: the shared
+# test/lib, which ctest puts on PYTHONPATH
+sys.path.insert(0, os.path.join(os.path.dirname(HERE), "lib"))
 from kbase import (AUDIT_POLICY, BUILD, EXTENDER_SA, Fatal, KINDS, Kube, KubeError,
     Proc, RESOURCES, SOURCE, START_TIMEOUT, free_port, gsutil, k8s_bin_dir, make_pki,
     wait_for, write_kubeconfig)  # noqa: F401  (re-exported: tests use kcluster.X)
