@@ -6,7 +6,7 @@ extender uses (core/v1 nodes, pods, configmaps, events; coordination.k8s.io/v1
 leases; events.k8s.io/v1 events): GET, LIST (pagination, label and field
 selectors, resourceVersion semantics), WATCH (chunked HTTP/1.1 streams,
 bookmarks, 410 Expired in-stream), POST, PUT (optimistic concurrency), PATCH
-(merge, strategic merge, JSON patch), DELETE, pods/binding, status
+(JSON merge patch, the one gpushare sends), DELETE, pods/binding, status
 subresources, real Status error bodies, bearer-token and client-cert auth,
 HTTPS, and a fault-injection admin API.
 
