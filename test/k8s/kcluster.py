@@ -643,15 +643,7 @@ class RealApiServer:
 
 
 # -- objects as their users write them ---------------------------------
-def gpu_node_capacity(gpus=0, units=0, whole=0):
-    cap = {}
-    if gpus:
-        cap["aliyun.com/gpu-count"] = str(gpus)
-    if units:
-        cap["aliyun.com/gpu-mem"] = str(units)
-    if whole:
-        cap["aliyun.com/gpu"] = str(whole)
-    return cap
+gpu_node_capacity = gsutil.gpu_capacity
 
 
 def no_default_spread(config, scheduler_name):

@@ -114,19 +114,25 @@ def free_port():
         return s.getsockname()[1]
 
 
-def node(name, mode=None, gpus=0, units=0, placement=None, whole=0, annotations=None):
-    labels = {"kubernetes.io/hostname": name}
-    if mode:
-        labels["ack.node.gpu.schedule"] = mode
-    if placement:
-        labels["ack.node.gpu.placement"] = placement
-    cap = {"cpu": "32", "pods": "110"}
+def gpu_capacity(gpus=0, units=0, whole=0):
+    """A node's GPU resources as the device plugins advertise them."""
+    cap = {}
     if gpus:
         cap["aliyun.com/gpu-count"] = str(gpus)
     if units:
         cap["aliyun.com/gpu-mem"] = str(units)
     if whole:
         cap["aliyun.com/gpu"] = str(whole)
+    return cap
+
+
+def node(name, mode=None, gpus=0, units=0, placement=None, whole=0, annotations=None):
+    labels = {"kubernetes.io/hostname": name}
+    if mode:
+        labels["ack.node.gpu.schedule"] = mode
+    if placement:
+        labels["ack.node.gpu.placement"] = placement
+    cap = {"cpu": "32", "pods": "110", **gpu_capacity(gpus, units, whole)}
     md = {"name": name, "labels": labels}
     if annotations:
         md["annotations"] = annotations

@@ -114,10 +114,15 @@ def expected_from_pods(server, unit_default=1024):
     return truth_from_pods(server.list("pods"), unit_default)
 
 
-class LiveCluster(unittest.TestCase):
+class ExtenderCase(unittest.TestCase):
+    """A test with extenders (self.exts, stopped at the end: valgrind's
+    report fails the test) against an apiserver (self.server), in a
+    temporary folder (self.tmp)."""
+
     def setUp(self):
         self.tmp = tempfile.TemporaryDirectory()
         self.exts = []
+        self.server = None
 
     def tearDown(self):
         problems = []
@@ -128,12 +133,14 @@ class LiveCluster(unittest.TestCase):
                 problems.append(str(err))
             except Exception:
                 pass
-        if getattr(self, "server", None):
+        if self.server:
             self.server.stop()
         self.tmp.cleanup()
         if problems:
             self.fail("\n".join(problems))
 
+
+class LiveCluster(ExtenderCase):
     def start_server(self, items, **kw):
         self.server = FakeApiServer(state=items, token="test-token", **kw)
         self.server.start()
