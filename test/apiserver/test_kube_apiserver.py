@@ -174,16 +174,6 @@ def core_event(name, ns="default", **kw):
     return e
 
 
-def v1_event(name, ns="default", **kw):
-    e = {"apiVersion": "events.k8s.io/v1", "kind": "Event", "metadata": {"name": name, "namespace": ns},
-         "eventTime": "2025-03-04T05:06:07.123456Z", "reportingController": "example.com/gpushare-extender",
-         "reportingInstance": "gpushare-extender-abc", "action": "Binding", "reason": "FailedBinding",
-         "regarding": {"apiVersion": "v1", "kind": "Pod", "namespace": ns, "name": "trainer-0"},
-         "note": "no GPU on gpu-node-2 has 4 GiB free", "type": "Warning"}
-    e.update(kw)
-    return e
-
-
 class Base(unittest.TestCase):
     server_kwargs = {}
 
@@ -662,19 +652,6 @@ class TestWatch(Base):
         self.srv.add(node("n1"))
         w = RawWatch(self.srv, "/api/v1/watch/nodes/n1?timeoutSeconds=1")
         self.assertEqual(w.next_event()["object"]["metadata"]["name"], "n1")
-        w.close()
-
-    def test_events_k8s_io_watch_converts(self):
-        st, l = self.c.req("GET", "/apis/events.k8s.io/v1/namespaces/default/events")
-        w = RawWatch(self.srv, "/apis/events.k8s.io/v1/namespaces/default/events?watch=1&resourceVersion=%s"
-                     % l["metadata"]["resourceVersion"])
-        self.assertTrue(self.srv.wait_for_watches("events", 1))
-        st, out = self.c.req("POST", "/api/v1/namespaces/default/events", core_event("e1"))
-        self.assertEqual(st, 201, out)
-        ev = w.next_event()
-        self.assertEqual(ev["object"]["apiVersion"], "events.k8s.io/v1")
-        self.assertEqual(ev["object"]["note"], "no GPU has room")
-        self.assertEqual(ev["object"]["regarding"]["name"], "trainer-0")
         w.close()
 
 

@@ -69,10 +69,6 @@ EVENT_CORE = S("Event", True, kind=STR, apiVersion=STR, metadata=META, involvedO
                reason=STR, message=STR, source=EVSOURCE, firstTimestamp=TIME, lastTimestamp=TIME,
                count=I32, type=STR, eventTime=MICRO, series=EVSERIES, action=STR, related=OBJREF,
                reportingComponent=STR, reportingInstance=STR)
-EVENT_V1 = S("Event", True, kind=STR, apiVersion=STR, metadata=META, eventTime=MICRO, series=EVSERIES,
-             reportingController=STR, reportingInstance=STR, action=STR, reason=STR, regarding=OBJREF,
-             related=OBJREF, note=STR, type=STR, deprecatedSource=EVSOURCE,
-             deprecatedFirstTimestamp=TIME, deprecatedLastTimestamp=TIME, deprecatedCount=I32)
 BINDING = S("Binding", True, kind=STR, apiVersion=STR, metadata=META, target=OBJREF)
 DELETE_OPTIONS = S("DeleteOptions", kind=STR, apiVersion=STR, gracePeriodSeconds=I64,
                    preconditions=S("Preconditions", uid=STR, resourceVersion=STR),
@@ -193,7 +189,7 @@ def typecheck(value, schema, path, struct, unknown):
 
 
 class Res:
-    def __init__(self, group, version, plural, kind, namespaced, storage, schema, fields, view=None):
+    def __init__(self, group, version, plural, kind, namespaced, storage, schema, fields):
         self.group = group
         self.version = version
         self.plural = plural
@@ -202,7 +198,6 @@ class Res:
         self.storage = storage
         self.schema = schema
         self.fields = fields
-        self.view = view  # None (storage form) or "eventsv1"
 
     @property
     def api_version(self):
@@ -236,10 +231,9 @@ RESOURCES = [
     Res("", "v1", "configmaps", "ConfigMap", True, "configmaps", CONFIGMAP, META_FIELDS),
     Res("", "v1", "events", "Event", True, "events", EVENT_CORE, EVENT_FIELDS),
     Res("coordination.k8s.io", "v1", "leases", "Lease", True, "leases", LEASE, META_FIELDS),
-    Res("events.k8s.io", "v1", "events", "Event", True, "events", EVENT_V1, EVENT_FIELDS, view="eventsv1"),
 ]
 RES_BY_PATH = {(r.group, r.version, r.plural): r for r in RESOURCES}
-STORAGE_RES = {r.storage: r for r in RESOURCES if r.view is None}
+STORAGE_RES = {r.storage: r for r in RESOURCES}
 BINDING_RES = Res("", "v1", "bindings", "Binding", True, "pods", BINDING, set())
 RES_BY_KIND = {}
 for _r in RESOURCES:
@@ -247,14 +241,14 @@ for _r in RESOURCES:
 
 
 def resource_for(name):
-    """'pods', 'nodes', 'configmaps', 'events', 'leases', 'events.events.k8s.io', a Res -> Res."""
+    """'pods', 'nodes', 'configmaps', 'events', 'leases' (or the qualified name), a Res -> Res."""
     if isinstance(name, Res):
         return name
     for r in RESOURCES:
-        if name in (r.plural, r.qualified) and (r.view is None or name == r.qualified):
+        if name in (r.plural, r.qualified):
             return r
     for r in RESOURCES:
-        if name.lower() == r.kind.lower() and r.view is None:
+        if name.lower() == r.kind.lower():
             return r
     raise KeyError("unknown resource %r" % (name,))
 
@@ -273,11 +267,6 @@ META_ORDER = ["name", "generateName", "namespace", "selfLink", "uid", "resourceV
 EVENT_CORE_ORDER = ["kind", "apiVersion", "metadata", "involvedObject", "reason", "message", "source",
                     "firstTimestamp", "lastTimestamp", "count", "type", "eventTime", "series", "action",
                     "related", "reportingComponent", "reportingInstance"]
-EVENT_V1_ORDER = ["kind", "apiVersion", "metadata", "eventTime", "series", "reportingController",
-                  "reportingInstance", "action", "reason", "regarding", "related", "note", "type",
-                  "deprecatedSource", "deprecatedFirstTimestamp", "deprecatedLastTimestamp",
-                  "deprecatedCount"]
-
 
 def _ordered(d, order):
     out = {}
@@ -315,46 +304,8 @@ def normalize(obj, res):
     return _ordered(obj, ["kind", "apiVersion", "metadata"])
 
 
-# events: core v1 (storage form) <-> events.k8s.io/v1
-
-_EV_MAP = [("involvedObject", "regarding"), ("related", "related"), ("message", "note"),
-           ("reportingComponent", "reportingController"), ("reportingInstance", "reportingInstance"),
-           ("action", "action"), ("reason", "reason"), ("type", "type"), ("eventTime", "eventTime"),
-           ("series", "series"), ("source", "deprecatedSource"), ("firstTimestamp", "deprecatedFirstTimestamp"),
-           ("lastTimestamp", "deprecatedLastTimestamp"), ("count", "deprecatedCount")]
-
-
-def event_to_v1(core):
-    out = {"kind": "Event", "apiVersion": "events.k8s.io/v1", "metadata": core.get("metadata", {})}
-    for c, v in _EV_MAP:
-        val = core.get(c)
-        if val in (None, "", 0, {}) and c not in ("eventTime", "firstTimestamp", "lastTimestamp",
-                                                   "source", "involvedObject"):
-            continue
-        out[v] = val
-    out.setdefault("eventTime", None)
-    out.setdefault("regarding", {})
-    out.setdefault("deprecatedSource", {})
-    out.setdefault("deprecatedFirstTimestamp", None)
-    out.setdefault("deprecatedLastTimestamp", None)
-    if out.get("series"):
-        out["series"] = {k: out["series"][k] for k in ("count", "lastObservedTime") if k in out["series"]}
-    out["metadata"] = _ordered(out["metadata"], META_ORDER)
-    return _ordered(out, EVENT_V1_ORDER)
-
-
-def event_from_v1(v1):
-    out = {"kind": "Event", "apiVersion": "v1", "metadata": v1.get("metadata", {})}
-    for c, v in _EV_MAP:
-        if v in v1 and v1[v] is not None:
-            out[c] = v1[v]
-    return out
-
-
 def view_obj(res, obj):
-    """Storage form -> the form of the API group/version asked for (with kind/apiVersion)."""
-    if res.view == "eventsv1":
-        return event_to_v1(obj)
+    """Storage form -> the form served (with kind/apiVersion)."""
     return normalize(obj, res)
 
 

@@ -16,7 +16,7 @@ from kapi_errors import (ApiError, CONTINUE_EXPIRED_MSG, DecodeError, FieldError
     err_bad_request, err_expired, err_invalid_list_options, err_not_found,
     err_res_conflict, err_too_large_rv, err_unsupported_media, go_json, make_status)
 from kapi_objects import (BINDING, BINDING_RES, DELETE_OPTIONS, FieldSelector, LabelSelector,
-    _json_type, event_from_v1, field_attrs, merge_patch, meta_of, obj_key,
+    _json_type, field_attrs, merge_patch, meta_of, obj_key,
     strip_type, typecheck, view_obj)
 from kapi_store import Watcher, manager_from, validate_event
 from kapi_http import (_continue_decode, _continue_encode, _go_json_err, _list_meta, parse_bool,
@@ -263,7 +263,7 @@ class ApiVerbs:
                                                         "kubeProxyVersion", "operatingSystem", "architecture")}}
         elif res.kind == "Lease":
             o["spec"] = {}
-        elif res.kind == "Event" and res.view is None:
+        elif res.kind == "Event":
             o.update({"involvedObject": {}, "source": {}, "firstTimestamp": None, "lastTimestamp": None,
                       "eventTime": None, "reportingComponent": "", "reportingInstance": ""})
         elif res.kind == "Event":
@@ -371,12 +371,8 @@ class ApiVerbs:
     def do_create(self, res, ns, body, q):
         api = self.server.api
         obj = self.decode_for(res, ns, body, q)
-        if res.view == "eventsv1":
-            core = event_from_v1(obj)
-            errs = validate_event(core, "events.k8s.io/v1")
-            obj = core
-        elif res.storage == "events":
-            errs = validate_event(obj, "v1")
+        if res.storage == "events":
+            errs = validate_event(obj)
         else:
             errs = []
         stored, code = api._create(res, obj, errs, dry_run=self.dry_run(q), manager=self.manager(q))
@@ -389,8 +385,6 @@ class ApiVerbs:
         if meta.get("name", "") != name:
             raise err_bad_request("the name of the object (%s) does not match the name on the URL (%s)"
                                   % (meta.get("name", ""), name))
-        if res.view == "eventsv1":
-            obj = event_from_v1(obj)
         stored, code = api._update(res, ns, name, lambda cur: obj, subresource=subresource,
                                    dry_run=self.dry_run(q), verb="update", manager=self.manager(q))
         self.send_obj(code, view_obj(res, stored), self.warning_headers())
@@ -422,8 +416,6 @@ class ApiVerbs:
                 raise err_res_conflict(res, name, OPTIMISTIC_LOCK_ERROR_MSG)
             raw = json.dumps(new).encode()
             decoded = self.decode_body_raw(raw, res, strict)
-            if res.view == "eventsv1":
-                decoded = event_from_v1(decoded)
             dm = decoded["metadata"]
             if dm.get("name", name) != name:
                 raise err_bad_request("the name of the object (%s) does not match the name on the URL (%s)"

@@ -3,7 +3,7 @@
 
 It speaks the real JSON wire format of kube-apiserver for the resources the
 extender uses (core/v1 nodes, pods, configmaps, events; coordination.k8s.io/v1
-leases; events.k8s.io/v1 events): GET, LIST (pagination, label and field
+leases): GET, LIST (pagination, label and field
 selectors, resourceVersion semantics), WATCH (chunked HTTP/1.1 streams,
 bookmarks, 410 Expired in-stream), POST, PUT (optimistic concurrency), PATCH
 (JSON merge patch, the one gpushare sends), DELETE, pods/binding, status
@@ -48,7 +48,7 @@ from kapi_errors import (ApiError, FieldError, OPTIMISTIC_LOCK_ERROR_MSG,
     aggregate, err_already_exists, err_bad_request, err_conflict, err_invalid, err_not_found,
     err_res_conflict, err_unauthorized, fmt_time, is_valid_path_segment, make_details, make_status,
     now_time, utcnow, validate_object_meta)
-from kapi_objects import (RES_BY_KIND, STORAGE_RES, event_from_v1, merge_patch, meta_of, obj_key,
+from kapi_objects import (RES_BY_KIND, STORAGE_RES, merge_patch, meta_of, obj_key,
     resource_for, view_obj)
 from kapi_store import (Fault, SELECTED_HEADERS, Store, default_pod_spec, pod_spec_update_errors,
     qos_class, set_managed_fields, validate_configmap, validate_event, validate_lease,
@@ -365,9 +365,6 @@ class FakeApiServer:
 
     def _complete_new(self, res, obj):
         obj = copy.deepcopy(obj)
-        if res.view == "eventsv1":
-            obj = event_from_v1(obj)
-            res = STORAGE_RES["events"]
         obj["kind"], obj["apiVersion"] = res.kind, res.api_version
         meta = obj.setdefault("metadata", {})
         if res.namespaced:
@@ -449,8 +446,6 @@ class FakeApiServer:
             if cur is None:
                 raise err_not_found(res, name)
             new = merge_patch(copy.deepcopy(view_obj(res, cur)), patch)
-            if res.view == "eventsv1":
-                new = event_from_v1(new)
             nm = new.setdefault("metadata", {})
             nm["name"] = name
             if namespace:
@@ -480,8 +475,7 @@ class FakeApiServer:
 
     # -- REST semantics (used by the handler) ----------------------------------
     def _record_event(self, verb, res, obj):
-        api = "events.k8s.io/v1" if res.view == "eventsv1" else "v1"
-        self._events.append({"api": api, "verb": verb, "namespace": meta_of(obj).get("namespace"),
+        self._events.append({"api": "v1", "verb": verb, "namespace": meta_of(obj).get("namespace"),
                              "name": meta_of(obj).get("name"), "object": copy.deepcopy(view_obj(res, obj))})
 
     def _create(self, res, obj, errs, dry_run=False, manager=None):
@@ -493,7 +487,7 @@ class FakeApiServer:
         if not meta.get("name") and meta.get("generateName"):
             meta["name"] = meta["generateName"] + "".join(random.choice("bcdfghjklmnpqrstvwxz2456789")
                                                           for _ in range(5))
-        if res.storage == "events" and res.view is None:
+        if res.storage == "events":
             if not meta.get("name"):
                 errs = errs + [FieldError("Required", "metadata.name", detail="name or generateName is required")]
             else:
@@ -554,7 +548,7 @@ class FakeApiServer:
                 if verb == "update" and res.storage == "events" and subresource is None:
                     new = make_new(None)
                     new["metadata"].pop("resourceVersion", None)
-                    errs = validate_event(new, "events.k8s.io/v1" if res.view else "v1")
+                    errs = validate_event(new)
                     return self._create(res, new, errs, dry_run=dry_run, manager=manager)
                 raise err_not_found(res, name)
             new = make_new(cur)
