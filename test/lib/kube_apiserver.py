@@ -59,6 +59,17 @@ from kapi_admin import _AdminServer, load_state_file
 from kapi_errors import NS_MISMATCH_MSG  # noqa: F401  (the self-tests read it here)
 
 
+def check_preconditions(res, name, etcd_key, pre, cm):
+    """A uid or resourceVersion precondition (DeleteOptions, a Binding's
+    metadata) against the stored object's metadata cm: 409 with etcd3's
+    StorageError text."""
+    for field, label in (("uid", "UID"), ("resourceVersion", "ResourceVersion")):
+        if pre.get(field) and pre[field] != cm.get(field):
+            raise err_res_conflict(res, name, "StorageError: invalid object, Code: 4, Key: %s, ResourceVersion: 0, "
+                                   "AdditionalErrorMsg: Precondition failed: %s in precondition: %s, %s in "
+                                   "object meta: %s" % (etcd_key, label, pre[field], label, cm.get(field, "")))
+
+
 class FakeApiServer:
     """A faithful test kube-apiserver, in-process.
 
@@ -640,15 +651,7 @@ class FakeApiServer:
             cm = meta_of(cur)
             pre = opts.get("preconditions") or {}
             etcd_key = "/registry/%s/%s" % (res.qualified if res.group else res.plural, key)
-            if pre.get("uid") and pre["uid"] != cm.get("uid"):
-                raise err_res_conflict(res, name, "StorageError: invalid object, Code: 4, Key: %s, ResourceVersion: 0, "
-                                       "AdditionalErrorMsg: Precondition failed: UID in precondition: %s, UID in "
-                                       "object meta: %s" % (etcd_key, pre["uid"], cm.get("uid", "")))
-            if pre.get("resourceVersion") and pre["resourceVersion"] != cm.get("resourceVersion"):
-                raise err_res_conflict(res, name, "StorageError: invalid object, Code: 4, Key: %s, ResourceVersion: 0, "
-                                       "AdditionalErrorMsg: Precondition failed: ResourceVersion in precondition: "
-                                       "%s, ResourceVersion in object meta: %s"
-                                       % (etcd_key, pre["resourceVersion"], cm.get("resourceVersion", "")))
+            check_preconditions(res, name, etcd_key, pre, cm)
             grace = opts.get("gracePeriodSeconds")
             graceful = False
             if res.kind == "Pod":
@@ -717,15 +720,7 @@ class FakeApiServer:
             if cur is None:
                 raise err_not_found(pods, name)
             cm = meta_of(cur)
-            if meta.get("uid") and meta["uid"] != cm.get("uid"):
-                raise err_res_conflict(pods, name, "StorageError: invalid object, Code: 4, Key: %s, ResourceVersion: 0, "
-                                       "AdditionalErrorMsg: Precondition failed: UID in precondition: %s, UID in "
-                                       "object meta: %s" % (etcd_key, meta["uid"], cm.get("uid", "")))
-            if meta.get("resourceVersion") and meta["resourceVersion"] != cm.get("resourceVersion"):
-                raise err_res_conflict(pods, name, "StorageError: invalid object, Code: 4, Key: %s, ResourceVersion: 0, "
-                                       "AdditionalErrorMsg: Precondition failed: ResourceVersion in precondition: "
-                                       "%s, ResourceVersion in object meta: %s"
-                                       % (etcd_key, meta["resourceVersion"], cm.get("resourceVersion", "")))
+            check_preconditions(pods, name, etcd_key, meta, cm)
             spec = cur.get("spec") or {}
             if cm.get("deletionTimestamp"):
                 raise err_conflict("pods/binding", "", "pods/binding", name,
