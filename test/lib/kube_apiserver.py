@@ -429,10 +429,8 @@ class FakeApiServer:
         return self.upsert(obj)
 
     def get(self, resource, namespace, name):
-        res = resource_for(resource)
-        if not res.namespaced:
-            namespace = None
-        o = self.store.get(res.storage, obj_key(namespace, name))
+        res, _ns, key = self._addressed(resource, namespace, name)
+        o = self.store.get(res.storage, key)
         return copy.deepcopy(view_obj(res, o)) if o is not None else None
 
     def list(self, resource=None, namespace=None):
@@ -446,12 +444,17 @@ class FakeApiServer:
                     out.append(copy.deepcopy(view_obj(res, o)))
         return out
 
-    def patch(self, resource, namespace, name, patch):
-        """JSON-merge-patch an object without validation (e.g. status changes); emits MODIFIED."""
+    @staticmethod
+    def _addressed(resource, namespace, name):
+        """(the Res, the namespace or None if cluster-scoped, the store key)."""
         res = resource_for(resource)
         if not res.namespaced:
             namespace = None
-        key = obj_key(namespace, name)
+        return res, namespace, obj_key(namespace, name)
+
+    def patch(self, resource, namespace, name, patch):
+        """JSON-merge-patch an object without validation (e.g. status changes); emits MODIFIED."""
+        res, namespace, key = self._addressed(resource, namespace, name)
         with self.store.lock:
             cur = self.store.get(res.storage, key)
             if cur is None:
@@ -474,10 +477,7 @@ class FakeApiServer:
 
     def delete(self, resource, namespace, name):
         """Delete at once (no grace period); emits DELETED with the last state. None if absent."""
-        res = resource_for(resource)
-        if not res.namespaced:
-            namespace = None
-        key = obj_key(namespace, name)
+        res, namespace, key = self._addressed(resource, namespace, name)
         with self.store.lock:
             cur = self.store.get(res.storage, key)
             if cur is None:
