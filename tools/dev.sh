@@ -141,7 +141,7 @@ case "${1:-help}" in
     echo "== valgrind: the extender under memcheck through the integration runs"
     build "$root/build-valgrind" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGS_TESTS=OFF
     (cd "$root/test/integration" &&
-      GS_VALGRIND=1 GS_BUILD_DIR="$root/build-valgrind" GS_SOURCE_DIR="$root" \
+      GS_VALGRIND=1 GS_BUILD_DIR="$root/build-valgrind" GS_SOURCE_DIR="$root" PYTHONPATH="$root/test/lib" \
         python3 -m unittest test_extender_http test_live_cluster)
 
     # 3b. gpushare-scheduler: the pinned kube-scheduler with the in-process

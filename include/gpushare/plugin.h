@@ -55,9 +55,10 @@ struct gs_cycle {
   bool scoring;
 };
 
-/* A plan a plugin holds in the ledger for pods not all bound yet (a gang's
- * slots), as debug views show it (docs/contract.md §5 "gangs"). Strings and
- * arrays are borrowed from the plugin: valid only inside the emit call. */
+/* A gang a plugin keeps in the ledger, as debug views show it (docs/contract.md
+ * §5 "gangs"): a plan holding slots for pods not all bound yet (waiting), or a
+ * running job while any member holds its GPUs. Strings and arrays are
+ * borrowed from the plugin: valid only inside the emit call. */
 struct gs_plan_view {
   const char *ns, *job;
   uint32_t replicas;             /* members the plan is for */
@@ -65,6 +66,8 @@ struct gs_plan_view {
   uint32_t nslots;
   const char *const *slot_nodes; /* nslots entries */
   const uint64_t *slot_gpus;     /* nslots GPU masks */
+  bool waiting;                  /* a plan still holding slots not bound
+                                    (gpushare_gangs_waiting counts these) */
 };
 
 /* What a plugin reports from tick for the front end to pass on (a Warning

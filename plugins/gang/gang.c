@@ -712,8 +712,11 @@ static bool may_evict(void *self, const struct gs_ledger *ledger, const struct g
   return true;
 }
 
-/* The plans still holding slots not bound, for /debug/ledger and the
- * metrics; running jobs (every slot bound or empty) are not plans. */
+/* The gangs, for /debug/ledger and the metrics: a plan holding slots not
+ * bound yet (waiting), and a running job while any member holds its GPUs
+ * (docs/gangs.md: a gang lives while any member exists). A job whose slots
+ * are all empty (members pending, no plan) is not listed; the last member
+ * gone drops the gang (pod_gone). */
 static void describe(void *self, void (*emit)(void *ctx, const struct gs_plan_view *plan),
                      void *ctx) {
   static __thread const char *nodes[GS_GANG_REPLICAS_MAX];
@@ -721,8 +724,8 @@ static void describe(void *self, void (*emit)(void *ctx, const struct gs_plan_vi
   const struct gang_state *st = self;
   for (size_t i = 0; st != NULL && i < st->n; i++) {
     const struct gang *g = st->gangs[i];
-    struct gs_plan_view v = {g->ns, g->job, g->replicas, 0, 0, nodes, gpus};
-    if (g->plan_ns == 0 || g->replicas > GS_GANG_REPLICAS_MAX)
+    struct gs_plan_view v = {g->ns, g->job, g->replicas, 0, 0, nodes, gpus, g->plan_ns != 0};
+    if (g->replicas > GS_GANG_REPLICAS_MAX)
       continue;
     for (uint32_t r = 0; r < g->replicas; r++) {
       const struct slot *s = &g->slots[r];
@@ -732,7 +735,8 @@ static void describe(void *self, void (*emit)(void *ctx, const struct gs_plan_vi
       gpus[v.nslots++] = s->gpus;
       v.placed += s->state == SLOT_PLACED || s->state == SLOT_BOUND;
     }
-    emit(ctx, &v);
+    if (v.waiting || v.nslots > 0)
+      emit(ctx, &v);
   }
 }
 

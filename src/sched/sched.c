@@ -526,8 +526,7 @@ void gs_sched_read(struct gs_sched *s, void (*fn)(const struct gs_ledger *ledger
 }
 
 static void count_plan(void *arg, const struct gs_plan_view *p) {
-  (void)p;
-  (*(size_t *)arg)++;
+  *(size_t *)arg += p->waiting;
 }
 
 size_t gs_sched_plans_waiting(struct gs_sched *s) {

@@ -19,9 +19,9 @@ import time
 import unittest
 import urllib.request
 
-from test_kube_apiserver import (  # the helpers, and the path set up
+from test_kube_apiserver import (  # the helpers
     binding, Base, Client, RawWatch, SERVER_PY, node, pod)
-from kube_apiserver import FakeApiServer  # noqa: E402
+from kube_apiserver import FakeApiServer
 
 
 # ---------------------------------------------------------------------------

@@ -40,6 +40,8 @@ class DemoTool(unittest.TestCase):
                       "divisible by aliyun.com/gpu-count 2", out)
         self.assertEqual(out.count("In Cluster:"), 2)  # memory, whole GPUs: once each
         self.assertEqual(out.count("GANG "), 1)
+        # the bound gang stays listed however late inspect runs (issue 30)
+        self.assertRegex(out, r"\ndefault/pytorch-dist-nccl +2 +2 +gpu-topo-[ab]\[\d,\d\]\n")
         self.assertEqual(r.stderr, "")  # no log chatter
 
     def test_a_multi_document_file_and_keep_running(self):

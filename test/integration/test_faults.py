@@ -5,7 +5,6 @@ import json
 import os
 import re
 import shutil
-import signal
 import ssl
 import subprocess
 import tempfile
@@ -16,30 +15,10 @@ import urllib.error
 import urllib.request
 
 from gsutil import EXTENDER, free_port, node, pod
-from test_live_cluster import Ext, FakeApiServer, expected_from_pods, kubeconfig, used_by_gpu, wait_until
+from live_cases import Ext, ExtenderCase, FakeApiServer, expected_from_pods, kubeconfig, used_by_gpu, wait_until
 
 
-class Faults(unittest.TestCase):
-    def setUp(self):
-        self.tmp = tempfile.TemporaryDirectory()
-        self.exts = []
-        self.server = None
-
-    def tearDown(self):
-        problems = []
-        for e in self.exts:
-            try:
-                e.kill(signal.SIGTERM)
-            except AssertionError as err:  # valgrind's report (GS_VALGRIND)
-                problems.append(str(err))
-            except Exception:
-                pass
-        if self.server:
-            self.server.stop()
-        self.tmp.cleanup()
-        if problems:
-            self.fail("\n".join(problems))
-
+class Faults(ExtenderCase):
     def start(self, items, *args):
         self.server = FakeApiServer(state=items, token="test-token")
         self.server.start()

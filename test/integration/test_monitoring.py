@@ -19,7 +19,7 @@ import urllib.request
 import yaml
 
 from gsutil import SOURCE, configmap, free_port, http_status, node, pod, wait_until
-from test_live_cluster import Ext, FakeApiServer, kubeconfig
+from live_cases import Ext, FakeApiServer, kubeconfig
 from gsutil import DGX1_LINKS
 
 MON = os.path.join(SOURCE, "deploy", "monitoring")

@@ -39,7 +39,9 @@ import urllib.request
 import yaml
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
+# run as a script (`kcluster.py up`) or imported by tools/bench: the shared
+# test/lib, which ctest puts on PYTHONPATH
+sys.path.insert(0, os.path.join(os.path.dirname(HERE), "lib"))
 from kbase import (AUDIT_POLICY, BUILD, EXTENDER_SA, Fatal, KINDS, Kube, KubeError,
     Proc, RESOURCES, SOURCE, START_TIMEOUT, free_port, gsutil, k8s_bin_dir, make_pki,
     wait_for, write_kubeconfig)  # noqa: F401  (re-exported: tests use kcluster.X)
@@ -644,15 +646,7 @@ class RealApiServer:
 
 
 # -- objects as their users write them ---------------------------------
-def gpu_node_capacity(gpus=0, units=0, whole=0):
-    cap = {}
-    if gpus:
-        cap["aliyun.com/gpu-count"] = str(gpus)
-    if units:
-        cap["aliyun.com/gpu-mem"] = str(units)
-    if whole:
-        cap["aliyun.com/gpu"] = str(whole)
-    return cap
+gpu_node_capacity = gsutil.gpu_capacity
 
 
 def no_default_spread(config, scheduler_name):

@@ -75,7 +75,10 @@ class Gangs(OwnExtenders):
         self.member("w-1", "pair", 2, 4)
         self.wait_bound(2, "job=pair")
         self.assertEqual(len(self.owned(ext, "gpu-topo-r")), 8)
-        wait_for(lambda: not ext.ledger().get("gangs"), 30, "the complete gang to leave the plans")
+        # complete: listed as running (every member placed), no longer waiting
+        wait_for(lambda: [(g["job"], g["placed"]) for g in ext.ledger()["gangs"]] ==
+                 [(f"{self.ns}/pair", 2)] and metric(ext.metrics(), "gpushare_gangs_waiting") == 0,
+                 30, "the complete gang to be listed as running")
         # one member ends; its replacement arrives
         self.k.delete("pods", self.ns, "w-1", grace=0)
         wait_for(lambda: len(self.owned(ext, "gpu-topo-r")) == 4, 30, "w-1's GPUs to be free")

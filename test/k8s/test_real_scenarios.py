@@ -114,7 +114,11 @@ class SeedScenarios(RealCase):
         led = Env.ext.ledger("gpu-topo-a")
         owners = {g["index"]: (g.get("owner") or {}).get("name") for g in led["nodes"][0]["gpus"]}
         self.assertEqual(sorted(i for i, o in owners.items() if o), gpus)
-        wait_for(lambda: not Env.ext.ledger().get("gangs"), 30, "the completed gang to leave the ledger")
+        # complete: listed as running while its members exist, no longer a waiting plan
+        job = f"{self.ns}/pytorch-dist"
+        wait_for(lambda: [(g["placed"], {n: sorted(v) for n, v in g["nodes"].items()})
+                               for g in Env.ext.ledger()["gangs"] if g["job"] == job]
+                 == [(2, {"gpu-topo-a": gpus})], 30, "the completed gang to be listed as running")
 
     def test_cgpu_node_refuses_the_17th_pod(self):
         self.node("gpu-cgpu-a", "cgpu", gpus=1, units=GPU16)

@@ -1,4 +1,4 @@
-/* gpushare-bench: the test kube-apiserver (test/apiserver/kube_apiserver.py)
+/* gpushare-bench: the test kube-apiserver (test/lib/kube_apiserver.py)
  * as the extender's cluster, for the bind and start-up figures of the live
  * backend: the demo List is its preloaded state, and a kubeconfig with a
  * bearer token points the extender at it over plain HTTP. */
@@ -22,7 +22,7 @@ struct apiserver {
 /* The script: $GS_APISERVER, else the source tree's. */
 static const char *script_path(void) {
   const char *env = getenv("GS_APISERVER");
-  return env != NULL && *env ? env : GS_SOURCE_DIR "/test/apiserver/kube_apiserver.py";
+  return env != NULL && *env ? env : GS_SOURCE_DIR "/test/lib/kube_apiserver.py";
 }
 
 int bench_apiserver_start(const char *dir, const struct demo_spec *spec, char *kubeconfig,

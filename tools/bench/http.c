@@ -7,7 +7,7 @@
  * filter and prioritize with NodeNames of every node, then bind (each bind
  * takes the next pending pod; 1 GiB onto the memory nodes in turn).
  * With --apiserver the extender runs against the test kube-apiserver
- * (test/apiserver/kube_apiserver.py) instead of the demo file.
+ * (test/lib/kube_apiserver.py) instead of the demo file.
  */
 #include "spawn.h"
 

@@ -86,7 +86,7 @@ int bench_memory_size(size_t nodes, size_t pods, unsigned runs, const char *exte
                       double *ret_ready_s);
 extern const char *const bench_memory_cols[];
 
-/* The test kube-apiserver (test/apiserver/kube_apiserver.py) loaded with
+/* The test kube-apiserver (test/lib/kube_apiserver.py) loaded with
  * the synthetic cluster; writes a kubeconfig for it into dir. */
 int bench_apiserver_start(const char *dir, const struct demo_spec *spec, char *kubeconfig,
                           size_t len, void **ret_handle);

@@ -33,61 +33,59 @@ static void test_defaults(void **state) {
   assert_int_equal(p.gang_timeout_s, 60);
 }
 
-static void test_valid_strings(void **state) {
-  (void)state;
+/* A ConfigMap's data applied, and the policy it leaves. */
+struct valid_case {
+  const char *json;
+  uint32_t unit_mib, cgpu_max_pods, gang_timeout_s;
+  enum gs_placement node_policy;
+  bool frag_aware;
+};
+
+/* Applies each case in turn to one policy (what a case leaves out keeps the
+ * value the case before set) and checks every field. */
+static void check_valid(const struct valid_case *c, size_t n) {
   struct gs_policy p = defaults();
-  struct gs_diag d = {0};
-  json_t *v = data("{\"gpuMemoryUnit\":\"128MiB\",\"nodePolicy\":\"spread\","
-                   "\"cgpuMaxPodsPerGPU\":\"8\",\"gangTimeoutSeconds\":\"120\","
-                   "\"fragmentationAware\":\"true\",\"somethingElse\":\"ignored\"}");
-  assert_int_equal(gs_config_apply_data(&p, v, &d), GS_EOK);
-  assert_int_equal(p.unit_mib, 128);
-  assert_int_equal(p.node_policy, GS_PLACE_SPREAD);
-  assert_int_equal(p.cgpu_max_pods, 8);
-  assert_int_equal(p.gang_timeout_s, 120);
-  assert_true(p.frag_aware);
-  assert_string_equal(d.text, "");
-  json_decref(v);
+  for (size_t i = 0; i < n; i++) {
+    struct gs_diag d = {0};
+    json_t *v = data(c[i].json);
+    assert_int_equal(gs_config_apply_data(&p, v, &d), GS_EOK);
+    assert_int_equal(p.unit_mib, c[i].unit_mib);
+    assert_int_equal(p.node_policy, c[i].node_policy);
+    assert_int_equal(p.cgpu_max_pods, c[i].cgpu_max_pods);
+    assert_int_equal(p.gang_timeout_s, c[i].gang_timeout_s);
+    assert_int_equal(p.frag_aware, c[i].frag_aware);
+    assert_string_equal(d.text, "");
+    json_decref(v);
+  }
+}
 
-  /* Short unit names, boundaries, binpack back again. */
-  v = data("{\"gpuMemoryUnit\":\"1Gi\",\"nodePolicy\":\"binpack\",\"cgpuMaxPodsPerGPU\":\"1\","
-           "\"gangTimeoutSeconds\":\"86400\",\"fragmentationAware\":\"false\"}");
-  assert_int_equal(gs_config_apply_data(&p, v, &d), GS_EOK);
-  assert_int_equal(p.unit_mib, 1024);
-  assert_int_equal(p.node_policy, GS_PLACE_BINPACK);
-  assert_int_equal(p.cgpu_max_pods, 1);
-  assert_int_equal(p.gang_timeout_s, 86400);
-  assert_false(p.frag_aware);
-  json_decref(v);
-
-  /* The fragmentation-aware node policy (issue 6). */
-  v = data("{\"nodePolicy\":\"frag\",\"fragmentationAware\":\"true\"}");
-  assert_int_equal(gs_config_apply_data(&p, v, &d), GS_EOK);
-  assert_int_equal(p.node_policy, GS_PLACE_FRAG);
-  assert_true(p.frag_aware);
-  assert_string_equal(gs_placement_name(p.node_policy), "frag");
-  json_decref(v);
-
-  v = data("{\"gpuMemoryUnit\":\"128Mi\",\"cgpuMaxPodsPerGPU\":\"1024\","
-           "\"gangTimeoutSeconds\":\"0001\"}");
-  assert_int_equal(gs_config_apply_data(&p, v, &d), GS_EOK);
-  assert_int_equal(p.unit_mib, 128);
-  assert_int_equal(p.cgpu_max_pods, 1024);
-  assert_int_equal(p.gang_timeout_s, 1);
-  json_decref(v);
+static void test_valid_strings(void **state) {
+  static const struct valid_case cases[] = {
+      {"{\"gpuMemoryUnit\":\"128MiB\",\"nodePolicy\":\"spread\",\"cgpuMaxPodsPerGPU\":\"8\","
+       "\"gangTimeoutSeconds\":\"120\",\"fragmentationAware\":\"true\",\"somethingElse\":\"ignored\"}",
+       128, 8, 120, GS_PLACE_SPREAD, true},
+      /* Short unit names, boundaries, binpack back again. */
+      {"{\"gpuMemoryUnit\":\"1Gi\",\"nodePolicy\":\"binpack\",\"cgpuMaxPodsPerGPU\":\"1\","
+       "\"gangTimeoutSeconds\":\"86400\",\"fragmentationAware\":\"false\"}",
+       1024, 1, 86400, GS_PLACE_BINPACK, false},
+      /* The fragmentation-aware node policy (issue 6). */
+      {"{\"nodePolicy\":\"frag\",\"fragmentationAware\":\"true\"}", 1024, 1, 86400, GS_PLACE_FRAG,
+       true},
+      {"{\"gpuMemoryUnit\":\"128Mi\",\"cgpuMaxPodsPerGPU\":\"1024\",\"gangTimeoutSeconds\":\"0001\"}",
+       128, 1024, 1, GS_PLACE_FRAG, true},
+  };
+  (void)state;
+  check_valid(cases, sizeof cases / sizeof cases[0]);
+  assert_string_equal(gs_placement_name(GS_PLACE_FRAG), "frag");
 }
 
 static void test_typed_values(void **state) {
+  static const struct valid_case cases[] = {
+      {"{\"cgpuMaxPodsPerGPU\":4,\"gangTimeoutSeconds\":30,\"fragmentationAware\":true}", 1024, 4,
+       30, GS_PLACE_BINPACK, true},
+  };
   (void)state;
-  struct gs_policy p = defaults();
-  struct gs_diag d = {0};
-  json_t *v = data("{\"cgpuMaxPodsPerGPU\":4,\"gangTimeoutSeconds\":30,"
-                   "\"fragmentationAware\":true}");
-  assert_int_equal(gs_config_apply_data(&p, v, &d), GS_EOK);
-  assert_int_equal(p.cgpu_max_pods, 4);
-  assert_int_equal(p.gang_timeout_s, 30);
-  assert_true(p.frag_aware);
-  json_decref(v);
+  check_valid(cases, sizeof cases / sizeof cases[0]);
 }
 
 static void test_empty(void **state) {
@@ -105,61 +103,63 @@ static void test_empty(void **state) {
   json_decref(v);
 }
 
-static void check_invalid(const char *json, enum gs_err want_err, const char *want_where,
-                          const char *want_text) {
-  struct gs_policy p = defaults(), before = defaults();
-  struct gs_diag d = {0};
-  json_t *v = data(json);
-  assert_int_equal(gs_config_apply_data(&p, v, &d), want_err);
-  assert_string_equal(d.text, want_text);
-  assert_string_equal(d.where, want_where);
-  /* Nothing applied, not even the valid keys. */
-  assert_memory_equal(&p, &before, sizeof p);
-  json_decref(v);
-}
-
+/* Refused with exactly this error, place and text; nothing applied, not
+ * even the valid keys. */
 static void test_invalid(void **state) {
+  static const struct {
+    const char *json;
+    enum gs_err err;
+    const char *where, *text;
+  } cases[] = {
+      {"{\"gpuMemoryUnit\":\"2GiB\"}", GS_EUNIT, "data.gpuMemoryUnit",
+       "invalid gpuMemoryUnit \"2GiB\": accepted values are 1GiB, 128MiB"},
+      {"{\"gpuMemoryUnit\":\"1gib\"}", GS_EUNIT, "data.gpuMemoryUnit",
+       "invalid gpuMemoryUnit \"1gib\": accepted values are 1GiB, 128MiB"},
+      {"{\"gpuMemoryUnit\":1}", GS_EUNIT, "data.gpuMemoryUnit",
+       "invalid gpuMemoryUnit 1: accepted values are 1GiB, 128MiB"},
+      {"{\"nodePolicy\":\"Spread\",\"gpuMemoryUnit\":\"128MiB\"}", GS_EINVAL, "data.nodePolicy",
+       "invalid nodePolicy \"Spread\": accepted values are binpack, spread, frag"},
+      {"{\"gpuMemoryUnit\":\"128MiB\",\"cgpuMaxPodsPerGPU\":\"0\"}", GS_EINVAL,
+       "data.cgpuMaxPodsPerGPU",
+       "invalid cgpuMaxPodsPerGPU \"0\": accepted values are integers 1..1024"},
+      {"{\"cgpuMaxPodsPerGPU\":\"1025\"}", GS_EINVAL, "data.cgpuMaxPodsPerGPU",
+       "invalid cgpuMaxPodsPerGPU \"1025\": accepted values are integers 1..1024"},
+      {"{\"cgpuMaxPodsPerGPU\":\"-1\"}", GS_EINVAL, "data.cgpuMaxPodsPerGPU",
+       "invalid cgpuMaxPodsPerGPU \"-1\": accepted values are integers 1..1024"},
+      {"{\"cgpuMaxPodsPerGPU\":\" 8\"}", GS_EINVAL, "data.cgpuMaxPodsPerGPU",
+       "invalid cgpuMaxPodsPerGPU \" 8\": accepted values are integers 1..1024"},
+      {"{\"cgpuMaxPodsPerGPU\":\"\"}", GS_EINVAL, "data.cgpuMaxPodsPerGPU",
+       "invalid cgpuMaxPodsPerGPU \"\": accepted values are integers 1..1024"},
+      {"{\"cgpuMaxPodsPerGPU\":8.5}", GS_EINVAL, "data.cgpuMaxPodsPerGPU",
+       "invalid cgpuMaxPodsPerGPU 8.5: accepted values are integers 1..1024"},
+      {"{\"cgpuMaxPodsPerGPU\":[8]}", GS_EINVAL, "data.cgpuMaxPodsPerGPU",
+       "invalid cgpuMaxPodsPerGPU (a list): accepted values are integers 1..1024"},
+      {"{\"gangTimeoutSeconds\":\"86401\"}", GS_EINVAL, "data.gangTimeoutSeconds",
+       "invalid gangTimeoutSeconds \"86401\": accepted values are integers 1..86400"},
+      {"{\"gangTimeoutSeconds\":\"99999999999\"}", GS_EINVAL, "data.gangTimeoutSeconds",
+       "invalid gangTimeoutSeconds \"99999999999\": accepted values are integers 1..86400"},
+      {"{\"gangTimeoutSeconds\":0}", GS_EINVAL, "data.gangTimeoutSeconds",
+       "invalid gangTimeoutSeconds 0: accepted values are integers 1..86400"},
+      {"{\"gangTimeoutSeconds\":\"60s\"}", GS_EINVAL, "data.gangTimeoutSeconds",
+       "invalid gangTimeoutSeconds \"60s\": accepted values are integers 1..86400"},
+      {"{\"fragmentationAware\":\"maybe\"}", GS_EINVAL, "data.fragmentationAware",
+       "invalid fragmentationAware \"maybe\": accepted values are true, false"},
+      {"{\"fragmentationAware\":1}", GS_EINVAL, "data.fragmentationAware",
+       "invalid fragmentationAware 1: accepted values are true, false"},
+      {"{\"nodePolicy\":null}", GS_EINVAL, "data.nodePolicy",
+       "invalid nodePolicy (empty): accepted values are binpack, spread, frag"},
+  };
   (void)state;
-  check_invalid("{\"gpuMemoryUnit\":\"2GiB\"}", GS_EUNIT, "data.gpuMemoryUnit",
-                "invalid gpuMemoryUnit \"2GiB\": accepted values are 1GiB, 128MiB");
-  check_invalid("{\"gpuMemoryUnit\":\"1gib\"}", GS_EUNIT, "data.gpuMemoryUnit",
-                "invalid gpuMemoryUnit \"1gib\": accepted values are 1GiB, 128MiB");
-  check_invalid("{\"gpuMemoryUnit\":1}", GS_EUNIT, "data.gpuMemoryUnit",
-                "invalid gpuMemoryUnit 1: accepted values are 1GiB, 128MiB");
-  check_invalid("{\"nodePolicy\":\"Spread\",\"gpuMemoryUnit\":\"128MiB\"}", GS_EINVAL,
-                "data.nodePolicy",
-                "invalid nodePolicy \"Spread\": accepted values are binpack, spread, frag");
-  check_invalid("{\"gpuMemoryUnit\":\"128MiB\",\"cgpuMaxPodsPerGPU\":\"0\"}", GS_EINVAL,
-                "data.cgpuMaxPodsPerGPU",
-                "invalid cgpuMaxPodsPerGPU \"0\": accepted values are integers 1..1024");
-  check_invalid("{\"cgpuMaxPodsPerGPU\":\"1025\"}", GS_EINVAL, "data.cgpuMaxPodsPerGPU",
-                "invalid cgpuMaxPodsPerGPU \"1025\": accepted values are integers 1..1024");
-  check_invalid("{\"cgpuMaxPodsPerGPU\":\"-1\"}", GS_EINVAL, "data.cgpuMaxPodsPerGPU",
-                "invalid cgpuMaxPodsPerGPU \"-1\": accepted values are integers 1..1024");
-  check_invalid("{\"cgpuMaxPodsPerGPU\":\" 8\"}", GS_EINVAL, "data.cgpuMaxPodsPerGPU",
-                "invalid cgpuMaxPodsPerGPU \" 8\": accepted values are integers 1..1024");
-  check_invalid("{\"cgpuMaxPodsPerGPU\":\"\"}", GS_EINVAL, "data.cgpuMaxPodsPerGPU",
-                "invalid cgpuMaxPodsPerGPU \"\": accepted values are integers 1..1024");
-  check_invalid("{\"cgpuMaxPodsPerGPU\":8.5}", GS_EINVAL, "data.cgpuMaxPodsPerGPU",
-                "invalid cgpuMaxPodsPerGPU 8.5: accepted values are integers 1..1024");
-  check_invalid("{\"cgpuMaxPodsPerGPU\":[8]}", GS_EINVAL, "data.cgpuMaxPodsPerGPU",
-                "invalid cgpuMaxPodsPerGPU (a list): accepted values are integers 1..1024");
-  check_invalid("{\"gangTimeoutSeconds\":\"86401\"}", GS_EINVAL, "data.gangTimeoutSeconds",
-                "invalid gangTimeoutSeconds \"86401\": accepted values are integers 1..86400");
-  check_invalid("{\"gangTimeoutSeconds\":\"99999999999\"}", GS_EINVAL,
-                "data.gangTimeoutSeconds",
-                "invalid gangTimeoutSeconds \"99999999999\": accepted values are integers "
-                "1..86400");
-  check_invalid("{\"gangTimeoutSeconds\":0}", GS_EINVAL, "data.gangTimeoutSeconds",
-                "invalid gangTimeoutSeconds 0: accepted values are integers 1..86400");
-  check_invalid("{\"gangTimeoutSeconds\":\"60s\"}", GS_EINVAL, "data.gangTimeoutSeconds",
-                "invalid gangTimeoutSeconds \"60s\": accepted values are integers 1..86400");
-  check_invalid("{\"fragmentationAware\":\"maybe\"}", GS_EINVAL, "data.fragmentationAware",
-                "invalid fragmentationAware \"maybe\": accepted values are true, false");
-  check_invalid("{\"fragmentationAware\":1}", GS_EINVAL, "data.fragmentationAware",
-                "invalid fragmentationAware 1: accepted values are true, false");
-  check_invalid("{\"nodePolicy\":null}", GS_EINVAL, "data.nodePolicy",
-                "invalid nodePolicy (empty): accepted values are binpack, spread, frag");
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    struct gs_policy p = defaults(), before = defaults();
+    struct gs_diag d = {0};
+    json_t *v = data(cases[i].json);
+    assert_int_equal(gs_config_apply_data(&p, v, &d), cases[i].err);
+    assert_string_equal(d.text, cases[i].text);
+    assert_string_equal(d.where, cases[i].where);
+    assert_memory_equal(&p, &before, sizeof p);
+    json_decref(v);
+  }
 }
 
 /* A real ConfigMap from the apiserver: its keys are not ours, so nothing

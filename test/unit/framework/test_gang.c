@@ -85,22 +85,34 @@ static struct owners owners(struct gs_fw *fw, const char *node) {
 }
 
 
-static void count_plan(void *arg, const struct gs_plan_view *p) {
-  (void)p;
-  (*(size_t *)arg)++;
+/* The gangs describe lists, as the debug view sees them. */
+struct listing {
+  size_t n, waiting;
+  char job[64];
+  uint32_t replicas, placed, nslots;
+};
+static void list_gang(void *arg, const struct gs_plan_view *p) {
+  struct listing *l = arg;
+  l->n++;
+  l->waiting += p->waiting;
+  snprintf(l->job, sizeof l->job, "%s/%s", p->ns, p->job);
+  l->replicas = p->replicas;
+  l->placed = p->placed;
+  l->nslots = p->nslots;
 }
-static void plans_fn(const struct gs_ledger *l, void *arg) {
+static void list_fn(const struct gs_ledger *l, void *arg) {
   struct gs_fw **fw = ((void **)arg)[0];
   (void)l;
-  gs_fw_describe(*fw, count_plan, ((void **)arg)[1]);
+  gs_fw_describe(*fw, list_gang, ((void **)arg)[1]);
 }
-/* Gang plans still holding slots, as the debug view sees them. */
-static size_t plans(struct gs_fw *fw) {
-  size_t n = 0;
-  void *args[2] = {&fw, &n};
-  gs_fw_read(fw, plans_fn, args);
-  return n;
+static struct listing listed(struct gs_fw *fw) {
+  struct listing l = {0};
+  void *args[2] = {&fw, &l};
+  gs_fw_read(fw, list_fn, args);
+  return l;
 }
+/* Gang plans still holding slots (gpushare_gangs_waiting). */
+static size_t plans(struct gs_fw *fw) { return listed(fw).waiting; }
 
 /* kube-scheduler's cycle for one pod: filter over all nodes, then bind to
  * the one that passed. Returns the node or NULL (then *code and reason say
@@ -214,6 +226,72 @@ static void test_two_replicas_both_bound(void **state) {
   assert_int_equal(by_members(fw), 2);
   gs_fw_tick(fw, 3 * SEC, NULL);
   assert_int_equal(plans(fw), 0);
+  gs_fw_free(fw);
+}
+
+/* Issue 30: a running gang stays listed while any member holds its GPUs,
+ * whatever the time since its plan completed, and goes with the last one. */
+static void test_running_gang_listed_until_its_last_member_goes(void **state) {
+  struct gs_fw *fw = fw_new(60);
+  struct gs_pod_request m0 = member("live", 0, 2, 2), m1 = member("live", 1, 2, 2);
+  struct listing l;
+  (void)state;
+  add_topo_node(fw, "topo-a");
+  add_topo_node(fw, "topo-b");
+  seen(fw, &m1);
+  assert_int_equal(listed(fw).n, 0); /* members pending, nothing held: not listed */
+  assert_non_null(schedule(fw, &m0, 1 * SEC, NULL, 0));
+  l = listed(fw);
+  assert_int_equal(l.n, 1);
+  assert_int_equal(l.waiting, 1);
+  assert_int_equal(l.placed, 1);
+  assert_int_equal(l.nslots, 2);
+  assert_non_null(schedule(fw, &m1, 2 * SEC, NULL, 0));
+  gs_fw_tick(fw, 3 * SEC, NULL); /* the plan completes */
+  gs_fw_tick(fw, 1000 * SEC, NULL);
+  l = listed(fw);
+  assert_int_equal(l.n, 1);
+  assert_int_equal(l.waiting, 0);
+  assert_string_equal(l.job, "default/live");
+  assert_int_equal(l.replicas, 2);
+  assert_int_equal(l.placed, 2);
+  assert_int_equal(l.nslots, 2);
+  gs_fw_pod_gone(fw, m0.uid);
+  l = listed(fw);
+  assert_int_equal(l.n, 1); /* one member still runs */
+  assert_int_equal(l.waiting, 0);
+  assert_int_equal(l.placed, 1);
+  assert_int_equal(l.nslots, 1);
+  gs_fw_pod_gone(fw, m1.uid);
+  assert_int_equal(listed(fw).n, 0); /* the last member gone: so is the gang */
+  assert_int_equal(held(fw), 0);
+  gs_fw_free(fw);
+}
+
+/* After a restart the bound members, read by the watch, list the gang. */
+static void test_gang_rebuilt_after_a_restart_is_listed(void **state) {
+  struct gs_fw *fw = fw_new(60);
+  struct gs_pod_request m1 = member("back", 1, 2, 4);
+  struct gs_alloc_part parts[4];
+  struct gs_alloc a = {.ns = "default", .name = "back-1", .uid = "uid-back-1", .node = "topo-b",
+                       .kind = GS_ALLOC_WHOLE, .state = GS_ALLOC_BOUND, .unit_mib = 1024,
+                       .nparts = 4, .parts = parts};
+  struct listing l;
+  (void)state;
+  for (uint32_t i = 0; i < 4; i++)
+    parts[i] = (struct gs_alloc_part){0, i, 0};
+  add_topo_node(fw, "topo-a");
+  add_topo_node(fw, "topo-b");
+  assert_int_equal(gs_fw_pod_restore(fw, &a), GS_EOK);
+  gs_fw_pod_seen(fw, &m1, &a);
+  l = listed(fw);
+  assert_int_equal(l.n, 1);
+  assert_int_equal(l.waiting, 0);
+  assert_string_equal(l.job, "default/back");
+  assert_int_equal(l.placed, 1);
+  assert_int_equal(l.nslots, 1);
+  gs_fw_pod_gone(fw, m1.uid);
+  assert_int_equal(listed(fw).n, 0);
   gs_fw_free(fw);
 }
 
@@ -512,6 +590,8 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_no_member_binds_before_all_exist),
       cmocka_unit_test(test_two_replicas_both_bound),
+      cmocka_unit_test(test_running_gang_listed_until_its_last_member_goes),
+      cmocka_unit_test(test_gang_rebuilt_after_a_restart_is_listed),
       cmocka_unit_test(test_gang_that_cannot_fit_binds_nothing),
       cmocka_unit_test(test_long_namespace_and_job_names),
       cmocka_unit_test(test_incomplete_gang_times_out),

@@ -1,5 +1,5 @@
 /* Test harness for the live backend: the test apiserver as a subprocess
- * (test/apiserver/kube_apiserver.py), a small REST client to look at and
+ * (test/lib/kube_apiserver.py), a small REST client to look at and
  * change its state, kubeconfig files, and a sink that records what the
  * backend delivers. Included by the test_kube_*.c programs (header-only:
  * each test binary is one translation unit). */
@@ -25,7 +25,7 @@
 
 extern char **environ;
 
-#define H_FAKE_PY GS_SOURCE_DIR "/test/apiserver/kube_apiserver.py"
+#define H_FAKE_PY GS_SOURCE_DIR "/test/lib/kube_apiserver.py"
 
 /* ---- temp dirs and files ------------------------------------------------- */
 

@@ -251,7 +251,33 @@ static void assert_alive(const struct gs_http_server *s) {
 
 /* ------------------------------------------------------------------ tests */
 
+/* One request of test_round_trip and what must come back; NULL and -1:
+ * not checked. */
+struct trip {
+  const char *path, *method, *ctype, *body;
+  size_t len;
+  long status;
+  const char *want_ctype, *want_body, *want_in_body;
+  long long want_len;
+};
+
 static void test_round_trip(void **state) {
+  static const struct trip trips[] = {
+      {"/info?a=1&b=%20x&c", "GET", NULL, NULL, 0, 200, "text/plain", NULL,
+       "method=GET path=/info query=a=1&b=%20x&c ctype=(none) len=0 remote=127.0.0.1:", -1},
+      {"/info", "POST", "application/json", "{\"a\":1}", 7, 200, NULL, NULL,
+       "method=POST path=/info query= ctype=application/json len=7 ", -1},
+      /* MHD unescapes the path. */
+      {"/a%20b/c", "GET", NULL, NULL, 0, 200, NULL, NULL, "path=/a b/c query= ", -1},
+      {"/echo", "POST", "application/json", "{\"Pod\":null}", 12, 200, "application/octet-stream",
+       "{\"Pod\":null}", NULL, 12},
+      /* Empty POST body. */
+      {"/echo", "POST", NULL, "", 0, 200, NULL, NULL, NULL, 0},
+      {"/status/404", "GET", NULL, NULL, 0, 404, "text/plain", "status", NULL, -1},
+      /* A nonsense status becomes 500. */
+      {"/status/7", "GET", NULL, NULL, 0, 500, NULL, NULL, NULL, -1},
+      {"/null", "POST", NULL, "x", 1, 200, "application/json", NULL, NULL, 0},
+  };
   struct gs_http_server *s = start("127.0.0.1:0", 0, 0);
   CURL *h = client();
   struct resp r;
@@ -259,60 +285,22 @@ static void test_round_trip(void **state) {
   long conns = 0;
 
   (void)state;
-  url_of(s, "127.0.0.1", "/info?a=1&b=%20x&c", url, sizeof url);
-  request(h, "GET", url, NULL, NULL, 0, &r);
-  assert_int_equal(r.rc, CURLE_OK);
-  assert_int_equal(r.status, 200);
-  assert_string_equal(r.ctype, "text/plain");
-  assert_non_null(strstr(r.body, "method=GET path=/info query=a=1&b=%20x&c ctype=(none) len=0 "
-                                 "remote=127.0.0.1:"));
-  resp_free(&r);
-
-  url_of(s, "127.0.0.1", "/info", url, sizeof url);
-  request(h, "POST", url, "application/json", "{\"a\":1}", 7, &r);
-  assert_int_equal(r.status, 200);
-  assert_non_null(strstr(r.body, "method=POST path=/info query= ctype=application/json len=7 "));
-  resp_free(&r);
-
-  /* MHD unescapes the path. */
-  url_of(s, "127.0.0.1", "/a%20b/c", url, sizeof url);
-  request(h, "GET", url, NULL, NULL, 0, &r);
-  assert_non_null(strstr(r.body, "path=/a b/c query= "));
-  resp_free(&r);
-
-  url_of(s, "127.0.0.1", "/echo", url, sizeof url);
-  request(h, "POST", url, "application/json", "{\"Pod\":null}", 12, &r);
-  assert_int_equal(r.status, 200);
-  assert_string_equal(r.ctype, "application/octet-stream");
-  assert_int_equal(r.len, 12);
-  assert_string_equal(r.body, "{\"Pod\":null}");
-  resp_free(&r);
-
-  /* Empty POST body. */
-  request(h, "POST", url, NULL, "", 0, &r);
-  assert_int_equal(r.status, 200);
-  assert_int_equal(r.len, 0);
-  resp_free(&r);
-
-  url_of(s, "127.0.0.1", "/status/404", url, sizeof url);
-  request(h, "GET", url, NULL, NULL, 0, &r);
-  assert_int_equal(r.status, 404);
-  assert_string_equal(r.ctype, "text/plain");
-  assert_string_equal(r.body, "status");
-  resp_free(&r);
-
-  /* A nonsense status becomes 500. */
-  url_of(s, "127.0.0.1", "/status/7", url, sizeof url);
-  request(h, "GET", url, NULL, NULL, 0, &r);
-  assert_int_equal(r.status, 500);
-  resp_free(&r);
-
-  url_of(s, "127.0.0.1", "/null", url, sizeof url);
-  request(h, "POST", url, NULL, "x", 1, &r);
-  assert_int_equal(r.status, 200);
-  assert_string_equal(r.ctype, "application/json");
-  assert_int_equal(r.len, 0);
-  resp_free(&r);
+  for (size_t i = 0; i < sizeof trips / sizeof trips[0]; i++) {
+    const struct trip *t = &trips[i];
+    url_of(s, "127.0.0.1", t->path, url, sizeof url);
+    request(h, t->method, url, t->ctype, t->body, t->len, &r);
+    assert_int_equal(r.rc, CURLE_OK);
+    assert_int_equal(r.status, t->status);
+    if (t->want_ctype != NULL)
+      assert_string_equal(r.ctype, t->want_ctype);
+    if (t->want_body != NULL)
+      assert_string_equal(r.body, t->want_body);
+    if (t->want_in_body != NULL)
+      assert_non_null(strstr(r.body, t->want_in_body));
+    if (t->want_len >= 0)
+      assert_int_equal(r.len, t->want_len);
+    resp_free(&r);
+  }
 
   /* All of the above went over one kept-alive connection. */
   curl_easy_getinfo(h, CURLINFO_NUM_CONNECTS, &conns);
@@ -419,6 +407,11 @@ static void test_chunked_over_cap(void **state) {
 
 /* The cap is exact, and it is the configured number that is reported. */
 static void test_exact_cap(void **state) {
+  static const struct {
+    size_t size;
+    bool chunked;
+    long status;
+  } cases[] = {{1000, false, 200}, {1000, true, 200}, {1001, false, 413}, {1001, true, 413}};
   struct gs_http_server *s = start("127.0.0.1:0", 1000, 0);
   struct upload u;
   struct resp r;
@@ -426,22 +419,15 @@ static void test_exact_cap(void **state) {
 
   (void)state;
   url_of(s, "127.0.0.1", "/echo", url, sizeof url);
-  upload(url, 1000, false, false, &u, &r);
-  assert_int_equal(r.status, 200);
-  assert_int_equal(r.len, 1000);
-  resp_free(&r);
-  upload(url, 1000, true, false, &u, &r);
-  assert_int_equal(r.status, 200);
-  assert_int_equal(r.len, 1000);
-  resp_free(&r);
-  upload(url, 1001, false, false, &u, &r);
-  assert_int_equal(r.status, 413);
-  assert_string_equal(r.body, "{\"Error\":\"request body exceeds 1000 bytes\"}");
-  resp_free(&r);
-  upload(url, 1001, true, false, &u, &r);
-  assert_int_equal(r.status, 413);
-  assert_string_equal(r.body, "{\"Error\":\"request body exceeds 1000 bytes\"}");
-  resp_free(&r);
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    upload(url, cases[i].size, cases[i].chunked, false, &u, &r);
+    assert_int_equal(r.status, cases[i].status);
+    if (cases[i].status == 200)
+      assert_int_equal(r.len, cases[i].size);
+    else
+      assert_string_equal(r.body, "{\"Error\":\"request body exceeds 1000 bytes\"}");
+    resp_free(&r);
+  }
   assert_alive(s);
   gs_http_stop(s);
 }

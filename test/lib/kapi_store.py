@@ -9,8 +9,7 @@ import time
 
 from kapi_errors import (ApiError, CONFIG_KEY_MSG, FieldError, POD_UPDATE_FORBIDDEN_MSG,
     WATCHER_QUEUE_LIMIT, _CONFIG_KEY_RE, err_too_many_requests, go_json, is_dns1123_label,
-    is_dns1123_subdomain, is_qualified_name, make_details, now_time, parse_quantity,
-    validate_object_meta)
+    is_dns1123_subdomain, is_qualified_name, make_details, now_time, parse_quantity)
 from kapi_objects import STORAGE_RES, field_attrs, meta_of, strip_type, view_obj
 
 
@@ -110,7 +109,7 @@ class Store:
         self.objects = {s: {} for s in STORAGE_RES}
         # Sorted keys per storage, rebuilt after a key is added or removed
         # (None: stale), and each stored object's list-item JSON, keyed by
-        # (view, key) and valid while the entry still holds the same object.
+        # key and valid while the entry still holds the same object.
         # They only make paged lists cheap: a 50,000-pod list is 100 pages.
         self.sorted_keys = {s: None for s in STORAGE_RES}
         self.item_json = {s: {} for s in STORAGE_RES}
@@ -176,12 +175,8 @@ class Store:
         cache = self.item_json[res.storage]
         hit = cache.get(key)
         if hit is None or hit[0] is not obj:
-            hit = cache[key] = (obj, {})
-        view = (res.view, res.kind)
-        data = hit[1].get(view)
-        if data is None:
-            data = hit[1][view] = go_json(strip_type(view_obj(res, obj))).encode("utf-8")
-        return data
+            hit = cache[key] = (obj, go_json(strip_type(view_obj(res, obj))).encode("utf-8"))
+        return hit[1]
 
     def warm_list_items(self):
         """Encodes every stored object's list item (see item_bytes)."""
@@ -360,12 +355,12 @@ def validate_lease(obj):
     return errs
 
 
-def validate_event(core, api):
-    """ValidateEventCreate: legacy rules always, strict rules for events.k8s.io/v1."""
+def validate_event(core):
+    """ValidateEventCreate for core/v1 Events: the legacy rules, and the strict ones when
+    eventTime is set (the only Events served; events.k8s.io/v1 is not)."""
     errs = []
     ns = meta_of(core).get("namespace", "")
     io = core.get("involvedObject") or {}
-    ctl_field = "reportingComponent" if api == "v1" else "reportingController"
     if not core.get("eventTime"):
         if not io.get("namespace"):
             if ns not in ("", "default"):
@@ -380,9 +375,9 @@ def validate_event(core, api):
                                    "does not match event.namespace"))
         ctl = core.get("reportingComponent", "")
         if not ctl:
-            errs.append(FieldError("Required", ctl_field))
+            errs.append(FieldError("Required", "reportingComponent"))
         for m in is_qualified_name(ctl):
-            errs.append(FieldError("Invalid", ctl_field, ctl, m))
+            errs.append(FieldError("Invalid", "reportingComponent", ctl, m))
         inst = core.get("reportingInstance", "")
         if not inst:
             errs.append(FieldError("Required", "reportingInstance"))
@@ -398,26 +393,6 @@ def validate_event(core, api):
             errs.append(FieldError("Invalid", "message", "", "can have at most 1024 characters"))
     for m in is_dns1123_subdomain(ns):
         errs.append(FieldError("Invalid", "namespace", ns, m))
-    if api != "v1":
-        errs.extend(validate_object_meta(meta_of(core), True))
-        series = core.get("series")
-        if series:
-            if series.get("count", 0) < 2:
-                errs.append(FieldError("Invalid", "series.count", "", "should be at least 2"))
-            if not series.get("lastObservedTime"):
-                errs.append(FieldError("Required", "series.lastObservedTime"))
-        if not core.get("eventTime"):
-            errs.append(FieldError("Required", "eventTime"))
-        typ = core.get("type", "")
-        if typ not in ("Normal", "Warning"):
-            errs.append(FieldError("Invalid", "type", "", "has invalid value: %s" % typ))
-        for c, v in (("firstTimestamp", "deprecatedFirstTimestamp"), ("lastTimestamp", "deprecatedLastTimestamp"),
-                     ("count", "deprecatedCount")):
-            if core.get(c):
-                errs.append(FieldError("Invalid", v, "", "needs to be unset"))
-        src = core.get("source") or {}
-        if src.get("component") or src.get("host"):
-            errs.append(FieldError("Invalid", "deprecatedSource", "", "needs to be unset"))
     return errs
 
 

@@ -1,5 +1,7 @@
-"""Helpers for integration tests: build paths, free ports, starting the
-extender on a demo cluster, and small HTTP clients (stdlib only)."""
+"""Helpers shared by the Python test tiers (test/integration, test/k8s,
+test/apiserver): build paths, free ports, the wait loops, objects, the
+ledger recomputed from pods, starting the extender on a demo cluster, and a
+small HTTP client of the extender (stdlib only)."""
 import json
 import os
 import socket
@@ -9,7 +11,7 @@ import time
 import urllib.error
 import urllib.request
 
-SOURCE = os.environ.get("GS_SOURCE_DIR", os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..")))
+SOURCE = os.environ.get("GS_SOURCE_DIR", os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")))
 BUILD = os.environ.get("GS_BUILD_DIR", os.path.join(SOURCE, "build"))
 EXTENDER = os.path.join(BUILD, "src", "gpushare-extender")
 INSPECT = os.path.join(BUILD, "tools", "inspect", "gpushare-inspect")
@@ -68,6 +70,10 @@ def truth_from_pods(pods, unit_default=1024):
     return used
 
 
+class Fatal(AssertionError):
+    """Raised inside a wait_for condition: stop waiting at once (a process died)."""
+
+
 def wait_until(cond, timeout, what, interval=0.05):
     """Polls cond() until true; a generous deadline, never a fixed sleep
     (the test command also runs at load 10 on 2 cores, and under valgrind)."""
@@ -82,10 +88,42 @@ def wait_until(cond, timeout, what, interval=0.05):
     raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
 
 
+def wait_for(cond, timeout, what, interval=0.05):
+    """wait_until for a real control plane: an exception from cond() is
+    retried (the apiserver may not answer yet) and named on timeout; Fatal
+    stops at once."""
+    deadline = time.time() + timeout
+    last = None
+    while time.time() < deadline:
+        try:
+            v = cond()
+            if v:
+                return v
+        except Fatal:
+            raise
+        except Exception as e:  # noqa: BLE001 - reported on timeout
+            last = e
+        time.sleep(interval)
+    raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}"
+                         + (f" (last error: {last!r})" if last else ""))
+
+
 def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def gpu_capacity(gpus=0, units=0, whole=0):
+    """A node's GPU resources as the device plugins advertise them."""
+    cap = {}
+    if gpus:
+        cap["aliyun.com/gpu-count"] = str(gpus)
+    if units:
+        cap["aliyun.com/gpu-mem"] = str(units)
+    if whole:
+        cap["aliyun.com/gpu"] = str(whole)
+    return cap
 
 
 def node(name, mode=None, gpus=0, units=0, placement=None, whole=0, annotations=None):
@@ -94,13 +132,7 @@ def node(name, mode=None, gpus=0, units=0, placement=None, whole=0, annotations=
         labels["ack.node.gpu.schedule"] = mode
     if placement:
         labels["ack.node.gpu.placement"] = placement
-    cap = {"cpu": "32", "pods": "110"}
-    if gpus:
-        cap["aliyun.com/gpu-count"] = str(gpus)
-    if units:
-        cap["aliyun.com/gpu-mem"] = str(units)
-    if whole:
-        cap["aliyun.com/gpu"] = str(whole)
+    cap = {"cpu": "32", "pods": "110", **gpu_capacity(gpus, units, whole)}
     md = {"name": name, "labels": labels}
     if annotations:
         md["annotations"] = annotations

@@ -3,10 +3,10 @@
 
 It speaks the real JSON wire format of kube-apiserver for the resources the
 extender uses (core/v1 nodes, pods, configmaps, events; coordination.k8s.io/v1
-leases; events.k8s.io/v1 events): GET, LIST (pagination, label and field
+leases): GET, LIST (pagination, label and field
 selectors, resourceVersion semantics), WATCH (chunked HTTP/1.1 streams,
 bookmarks, 410 Expired in-stream), POST, PUT (optimistic concurrency), PATCH
-(merge, strategic merge, JSON patch), DELETE, pods/binding, status
+(JSON merge patch, the one gpushare sends), DELETE, pods/binding, status
 subresources, real Status error bodies, bearer-token and client-cert auth,
 HTTPS, and a fault-injection admin API.
 
@@ -48,7 +48,7 @@ from kapi_errors import (ApiError, FieldError, OPTIMISTIC_LOCK_ERROR_MSG,
     aggregate, err_already_exists, err_bad_request, err_conflict, err_invalid, err_not_found,
     err_res_conflict, err_unauthorized, fmt_time, is_valid_path_segment, make_details, make_status,
     now_time, utcnow, validate_object_meta)
-from kapi_objects import (RES_BY_KIND, STORAGE_RES, event_from_v1, merge_patch, meta_of, obj_key,
+from kapi_objects import (RES_BY_KIND, STORAGE_RES, merge_patch, meta_of, obj_key,
     resource_for, view_obj)
 from kapi_store import (Fault, SELECTED_HEADERS, Store, default_pod_spec, pod_spec_update_errors,
     qos_class, set_managed_fields, validate_configmap, validate_event, validate_lease,
@@ -57,6 +57,17 @@ from kapi_http import _HTTPServer
 from kapi_handler import ApiHandler
 from kapi_admin import _AdminServer, load_state_file
 from kapi_errors import NS_MISMATCH_MSG  # noqa: F401  (the self-tests read it here)
+
+
+def check_preconditions(res, name, etcd_key, pre, cm):
+    """A uid or resourceVersion precondition (DeleteOptions, a Binding's
+    metadata) against the stored object's metadata cm: 409 with etcd3's
+    StorageError text."""
+    for field, label in (("uid", "UID"), ("resourceVersion", "ResourceVersion")):
+        if pre.get(field) and pre[field] != cm.get(field):
+            raise err_res_conflict(res, name, "StorageError: invalid object, Code: 4, Key: %s, ResourceVersion: 0, "
+                                   "AdditionalErrorMsg: Precondition failed: %s in precondition: %s, %s in "
+                                   "object meta: %s" % (etcd_key, label, pre[field], label, cm.get(field, "")))
 
 
 class FakeApiServer:
@@ -365,9 +376,6 @@ class FakeApiServer:
 
     def _complete_new(self, res, obj):
         obj = copy.deepcopy(obj)
-        if res.view == "eventsv1":
-            obj = event_from_v1(obj)
-            res = STORAGE_RES["events"]
         obj["kind"], obj["apiVersion"] = res.kind, res.api_version
         meta = obj.setdefault("metadata", {})
         if res.namespaced:
@@ -421,10 +429,8 @@ class FakeApiServer:
         return self.upsert(obj)
 
     def get(self, resource, namespace, name):
-        res = resource_for(resource)
-        if not res.namespaced:
-            namespace = None
-        o = self.store.get(res.storage, obj_key(namespace, name))
+        res, _ns, key = self._addressed(resource, namespace, name)
+        o = self.store.get(res.storage, key)
         return copy.deepcopy(view_obj(res, o)) if o is not None else None
 
     def list(self, resource=None, namespace=None):
@@ -438,19 +444,22 @@ class FakeApiServer:
                     out.append(copy.deepcopy(view_obj(res, o)))
         return out
 
-    def patch(self, resource, namespace, name, patch):
-        """JSON-merge-patch an object without validation (e.g. status changes); emits MODIFIED."""
+    @staticmethod
+    def _addressed(resource, namespace, name):
+        """(the Res, the namespace or None if cluster-scoped, the store key)."""
         res = resource_for(resource)
         if not res.namespaced:
             namespace = None
-        key = obj_key(namespace, name)
+        return res, namespace, obj_key(namespace, name)
+
+    def patch(self, resource, namespace, name, patch):
+        """JSON-merge-patch an object without validation (e.g. status changes); emits MODIFIED."""
+        res, namespace, key = self._addressed(resource, namespace, name)
         with self.store.lock:
             cur = self.store.get(res.storage, key)
             if cur is None:
                 raise err_not_found(res, name)
             new = merge_patch(copy.deepcopy(view_obj(res, cur)), patch)
-            if res.view == "eventsv1":
-                new = event_from_v1(new)
             nm = new.setdefault("metadata", {})
             nm["name"] = name
             if namespace:
@@ -468,10 +477,7 @@ class FakeApiServer:
 
     def delete(self, resource, namespace, name):
         """Delete at once (no grace period); emits DELETED with the last state. None if absent."""
-        res = resource_for(resource)
-        if not res.namespaced:
-            namespace = None
-        key = obj_key(namespace, name)
+        res, namespace, key = self._addressed(resource, namespace, name)
         with self.store.lock:
             cur = self.store.get(res.storage, key)
             if cur is None:
@@ -480,8 +486,7 @@ class FakeApiServer:
 
     # -- REST semantics (used by the handler) ----------------------------------
     def _record_event(self, verb, res, obj):
-        api = "events.k8s.io/v1" if res.view == "eventsv1" else "v1"
-        self._events.append({"api": api, "verb": verb, "namespace": meta_of(obj).get("namespace"),
+        self._events.append({"api": "v1", "verb": verb, "namespace": meta_of(obj).get("namespace"),
                              "name": meta_of(obj).get("name"), "object": copy.deepcopy(view_obj(res, obj))})
 
     def _create(self, res, obj, errs, dry_run=False, manager=None):
@@ -493,7 +498,7 @@ class FakeApiServer:
         if not meta.get("name") and meta.get("generateName"):
             meta["name"] = meta["generateName"] + "".join(random.choice("bcdfghjklmnpqrstvwxz2456789")
                                                           for _ in range(5))
-        if res.storage == "events" and res.view is None:
+        if res.storage == "events":
             if not meta.get("name"):
                 errs = errs + [FieldError("Required", "metadata.name", detail="name or generateName is required")]
             else:
@@ -554,7 +559,7 @@ class FakeApiServer:
                 if verb == "update" and res.storage == "events" and subresource is None:
                     new = make_new(None)
                     new["metadata"].pop("resourceVersion", None)
-                    errs = validate_event(new, "events.k8s.io/v1" if res.view else "v1")
+                    errs = validate_event(new)
                     return self._create(res, new, errs, dry_run=dry_run, manager=manager)
                 raise err_not_found(res, name)
             new = make_new(cur)
@@ -646,15 +651,7 @@ class FakeApiServer:
             cm = meta_of(cur)
             pre = opts.get("preconditions") or {}
             etcd_key = "/registry/%s/%s" % (res.qualified if res.group else res.plural, key)
-            if pre.get("uid") and pre["uid"] != cm.get("uid"):
-                raise err_res_conflict(res, name, "StorageError: invalid object, Code: 4, Key: %s, ResourceVersion: 0, "
-                                       "AdditionalErrorMsg: Precondition failed: UID in precondition: %s, UID in "
-                                       "object meta: %s" % (etcd_key, pre["uid"], cm.get("uid", "")))
-            if pre.get("resourceVersion") and pre["resourceVersion"] != cm.get("resourceVersion"):
-                raise err_res_conflict(res, name, "StorageError: invalid object, Code: 4, Key: %s, ResourceVersion: 0, "
-                                       "AdditionalErrorMsg: Precondition failed: ResourceVersion in precondition: "
-                                       "%s, ResourceVersion in object meta: %s"
-                                       % (etcd_key, pre["resourceVersion"], cm.get("resourceVersion", "")))
+            check_preconditions(res, name, etcd_key, pre, cm)
             grace = opts.get("gracePeriodSeconds")
             graceful = False
             if res.kind == "Pod":
@@ -723,15 +720,7 @@ class FakeApiServer:
             if cur is None:
                 raise err_not_found(pods, name)
             cm = meta_of(cur)
-            if meta.get("uid") and meta["uid"] != cm.get("uid"):
-                raise err_res_conflict(pods, name, "StorageError: invalid object, Code: 4, Key: %s, ResourceVersion: 0, "
-                                       "AdditionalErrorMsg: Precondition failed: UID in precondition: %s, UID in "
-                                       "object meta: %s" % (etcd_key, meta["uid"], cm.get("uid", "")))
-            if meta.get("resourceVersion") and meta["resourceVersion"] != cm.get("resourceVersion"):
-                raise err_res_conflict(pods, name, "StorageError: invalid object, Code: 4, Key: %s, ResourceVersion: 0, "
-                                       "AdditionalErrorMsg: Precondition failed: ResourceVersion in precondition: "
-                                       "%s, ResourceVersion in object meta: %s"
-                                       % (etcd_key, meta["resourceVersion"], cm.get("resourceVersion", "")))
+            check_preconditions(pods, name, etcd_key, meta, cm)
             spec = cur.get("spec") or {}
             if cm.get("deletionTimestamp"):
                 raise err_conflict("pods/binding", "", "pods/binding", name,

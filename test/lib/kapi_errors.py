@@ -24,6 +24,7 @@ CONTINUE_EXPIRED_MSG = (
 INPUT_MEDIA_TYPES = ["application/json", "application/yaml", "application/vnd.kubernetes.protobuf"]
 PATCH_MEDIA_TYPES = ["application/json-patch+json", "application/merge-patch+json",
                      "application/strategic-merge-patch+json", "application/apply-patch+yaml"]
+MERGE_PATCH = "application/merge-patch+json"  # the one served (docs/test-apiserver.md, "Patches")
 MAX_REQUEST_BODY = 3 * 1024 * 1024
 GZIP_THRESHOLD = 128 * 1024
 FLOWSCHEMA_UID = "6027abd0-aa72-4d3c-a2cb-42b534068f6d"

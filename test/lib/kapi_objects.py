@@ -6,7 +6,7 @@ import copy
 import json
 import re
 
-from kapi_errors import (ApiError, DecodeError, _go_quote, err_bad_request, fmt_micro, fmt_time,
+from kapi_errors import (DecodeError, _go_quote, err_bad_request, fmt_micro, fmt_time,
     is_label_value, is_qualified_name, parse_go_time, parse_quantity, quantity_text)
 
 
@@ -69,10 +69,6 @@ EVENT_CORE = S("Event", True, kind=STR, apiVersion=STR, metadata=META, involvedO
                reason=STR, message=STR, source=EVSOURCE, firstTimestamp=TIME, lastTimestamp=TIME,
                count=I32, type=STR, eventTime=MICRO, series=EVSERIES, action=STR, related=OBJREF,
                reportingComponent=STR, reportingInstance=STR)
-EVENT_V1 = S("Event", True, kind=STR, apiVersion=STR, metadata=META, eventTime=MICRO, series=EVSERIES,
-             reportingController=STR, reportingInstance=STR, action=STR, reason=STR, regarding=OBJREF,
-             related=OBJREF, note=STR, type=STR, deprecatedSource=EVSOURCE,
-             deprecatedFirstTimestamp=TIME, deprecatedLastTimestamp=TIME, deprecatedCount=I32)
 BINDING = S("Binding", True, kind=STR, apiVersion=STR, metadata=META, target=OBJREF)
 DELETE_OPTIONS = S("DeleteOptions", kind=STR, apiVersion=STR, gracePeriodSeconds=I64,
                    preconditions=S("Preconditions", uid=STR, resourceVersion=STR),
@@ -193,7 +189,7 @@ def typecheck(value, schema, path, struct, unknown):
 
 
 class Res:
-    def __init__(self, group, version, plural, kind, namespaced, storage, schema, fields, view=None):
+    def __init__(self, group, version, plural, kind, namespaced, storage, schema, fields):
         self.group = group
         self.version = version
         self.plural = plural
@@ -202,7 +198,6 @@ class Res:
         self.storage = storage
         self.schema = schema
         self.fields = fields
-        self.view = view  # None (storage form) or "eventsv1"
 
     @property
     def api_version(self):
@@ -236,10 +231,9 @@ RESOURCES = [
     Res("", "v1", "configmaps", "ConfigMap", True, "configmaps", CONFIGMAP, META_FIELDS),
     Res("", "v1", "events", "Event", True, "events", EVENT_CORE, EVENT_FIELDS),
     Res("coordination.k8s.io", "v1", "leases", "Lease", True, "leases", LEASE, META_FIELDS),
-    Res("events.k8s.io", "v1", "events", "Event", True, "events", EVENT_V1, EVENT_FIELDS, view="eventsv1"),
 ]
 RES_BY_PATH = {(r.group, r.version, r.plural): r for r in RESOURCES}
-STORAGE_RES = {r.storage: r for r in RESOURCES if r.view is None}
+STORAGE_RES = {r.storage: r for r in RESOURCES}
 BINDING_RES = Res("", "v1", "bindings", "Binding", True, "pods", BINDING, set())
 RES_BY_KIND = {}
 for _r in RESOURCES:
@@ -247,14 +241,14 @@ for _r in RESOURCES:
 
 
 def resource_for(name):
-    """'pods', 'nodes', 'configmaps', 'events', 'leases', 'events.events.k8s.io', a Res -> Res."""
+    """'pods', 'nodes', 'configmaps', 'events', 'leases' (or the qualified name), a Res -> Res."""
     if isinstance(name, Res):
         return name
     for r in RESOURCES:
-        if name in (r.plural, r.qualified) and (r.view is None or name == r.qualified):
+        if name in (r.plural, r.qualified):
             return r
     for r in RESOURCES:
-        if name.lower() == r.kind.lower() and r.view is None:
+        if name.lower() == r.kind.lower():
             return r
     raise KeyError("unknown resource %r" % (name,))
 
@@ -273,11 +267,6 @@ META_ORDER = ["name", "generateName", "namespace", "selfLink", "uid", "resourceV
 EVENT_CORE_ORDER = ["kind", "apiVersion", "metadata", "involvedObject", "reason", "message", "source",
                     "firstTimestamp", "lastTimestamp", "count", "type", "eventTime", "series", "action",
                     "related", "reportingComponent", "reportingInstance"]
-EVENT_V1_ORDER = ["kind", "apiVersion", "metadata", "eventTime", "series", "reportingController",
-                  "reportingInstance", "action", "reason", "regarding", "related", "note", "type",
-                  "deprecatedSource", "deprecatedFirstTimestamp", "deprecatedLastTimestamp",
-                  "deprecatedCount"]
-
 
 def _ordered(d, order):
     out = {}
@@ -315,46 +304,8 @@ def normalize(obj, res):
     return _ordered(obj, ["kind", "apiVersion", "metadata"])
 
 
-# events: core v1 (storage form) <-> events.k8s.io/v1
-
-_EV_MAP = [("involvedObject", "regarding"), ("related", "related"), ("message", "note"),
-           ("reportingComponent", "reportingController"), ("reportingInstance", "reportingInstance"),
-           ("action", "action"), ("reason", "reason"), ("type", "type"), ("eventTime", "eventTime"),
-           ("series", "series"), ("source", "deprecatedSource"), ("firstTimestamp", "deprecatedFirstTimestamp"),
-           ("lastTimestamp", "deprecatedLastTimestamp"), ("count", "deprecatedCount")]
-
-
-def event_to_v1(core):
-    out = {"kind": "Event", "apiVersion": "events.k8s.io/v1", "metadata": core.get("metadata", {})}
-    for c, v in _EV_MAP:
-        val = core.get(c)
-        if val in (None, "", 0, {}) and c not in ("eventTime", "firstTimestamp", "lastTimestamp",
-                                                   "source", "involvedObject"):
-            continue
-        out[v] = val
-    out.setdefault("eventTime", None)
-    out.setdefault("regarding", {})
-    out.setdefault("deprecatedSource", {})
-    out.setdefault("deprecatedFirstTimestamp", None)
-    out.setdefault("deprecatedLastTimestamp", None)
-    if out.get("series"):
-        out["series"] = {k: out["series"][k] for k in ("count", "lastObservedTime") if k in out["series"]}
-    out["metadata"] = _ordered(out["metadata"], META_ORDER)
-    return _ordered(out, EVENT_V1_ORDER)
-
-
-def event_from_v1(v1):
-    out = {"kind": "Event", "apiVersion": "v1", "metadata": v1.get("metadata", {})}
-    for c, v in _EV_MAP:
-        if v in v1 and v1[v] is not None:
-            out[c] = v1[v]
-    return out
-
-
 def view_obj(res, obj):
-    """Storage form -> the form of the API group/version asked for (with kind/apiVersion)."""
-    if res.view == "eventsv1":
-        return event_to_v1(obj)
+    """Storage form -> the form served (with kind/apiVersion)."""
     return normalize(obj, res)
 
 
@@ -581,7 +532,9 @@ def field_attrs(storage, obj):
 
 
 def merge_patch(target, patch):
-    """RFC 7386 JSON merge patch."""
+    """RFC 7386 JSON merge patch: the one patch gpushare sends
+    (application/merge-patch+json, src/k8s/kube_lease.c). Strategic merge
+    and JSON patch are not served (docs/test-apiserver.md, "Patches")."""
     if not isinstance(patch, dict):
         return copy.deepcopy(patch)
     out = dict(target) if isinstance(target, dict) else {}
@@ -591,197 +544,3 @@ def merge_patch(target, patch):
         else:
             out[k] = merge_patch(out.get(k), v)
     return out
-
-
-# list path -> merge key (None: merge primitive list as a set) for built-in types
-SMP_MERGE_KEYS = {
-    ("metadata", "finalizers"): None,
-    ("metadata", "ownerReferences"): "uid",
-    ("spec", "containers"): "name",
-    ("spec", "initContainers"): "name",
-    ("spec", "ephemeralContainers"): "name",
-    ("spec", "volumes"): "name",
-    ("spec", "imagePullSecrets"): "name",
-    ("spec", "containers", "*", "env"): "name",
-    ("spec", "containers", "*", "ports"): "containerPort",
-    ("spec", "containers", "*", "volumeMounts"): "mountPath",
-    ("spec", "initContainers", "*", "env"): "name",
-    ("spec", "initContainers", "*", "volumeMounts"): "mountPath",
-    ("status", "conditions"): "type",
-    ("status", "addresses"): "type",
-    ("status", "podIPs"): "ip",
-    ("spec", "schedulingGates"): "name",
-}
-
-
-class _Delete:
-    pass
-
-
-_DELETE = _Delete()
-
-
-def strategic_merge_patch(target, patch, path=()):
-    """Kubernetes strategic merge patch for the built-in lists above, merge patch elsewhere."""
-    if not isinstance(patch, dict):
-        return copy.deepcopy(patch)
-    directive = patch.get("$patch")
-    if directive == "replace":
-        return {k: copy.deepcopy(v) for k, v in patch.items() if k != "$patch"}
-    if directive == "delete":
-        return _DELETE
-    if directive is not None:
-        raise err_bad_request("Unknown patch type: %s" % directive)
-    out = dict(target) if isinstance(target, dict) else {}
-    retain = patch.get("$retainKeys")
-    for k, v in patch.items():
-        if k in ("$retainKeys",) or k.startswith("$setElementOrder/"):
-            continue
-        if k.startswith("$deleteFromPrimitiveList/"):
-            key = k.split("/", 1)[1]
-            if isinstance(out.get(key), list) and isinstance(v, list):
-                out[key] = [x for x in out[key] if x not in v]
-            continue
-        sub = path + (k,)
-        if v is None:
-            out.pop(k, None)
-        elif isinstance(v, list) and _smp_key(sub) is not False and isinstance(out.get(k), list):
-            out[k] = _smp_merge_list(out[k], v, sub)
-        elif isinstance(v, dict):
-            r = strategic_merge_patch(out.get(k), v, sub)
-            if r is _DELETE:
-                out.pop(k, None)
-            else:
-                out[k] = r
-        else:
-            out[k] = copy.deepcopy(v)
-    if isinstance(retain, list):
-        out = {k: v for k, v in out.items() if k in retain}
-    return out
-
-
-def _smp_key(path):
-    generic = tuple("*" if isinstance(p, int) else p for p in path)
-    for pattern, key in SMP_MERGE_KEYS.items():
-        if len(pattern) == len(generic) and all(a == "*" or a == b for a, b in zip(pattern, generic)):
-            return key
-    return False
-
-
-def _smp_merge_list(cur, patch, path):
-    key = _smp_key(path)
-    if any(isinstance(x, dict) and x.get("$patch") == "replace" for x in patch):
-        return [copy.deepcopy(x) for x in patch if not (isinstance(x, dict) and "$patch" in x)]
-    if key is None:
-        out = list(cur)
-        for x in patch:
-            if x not in out:
-                out.append(copy.deepcopy(x))
-        return out
-    out = [copy.deepcopy(x) for x in cur]
-    for item in patch:
-        if not isinstance(item, dict) or key not in item:
-            raise err_bad_request("map: %s does not contain declared merge key: %s" % (item, key))
-        idx = next((i for i, x in enumerate(out) if isinstance(x, dict) and x.get(key) == item[key]), None)
-        if item.get("$patch") == "delete":
-            if idx is not None:
-                out.pop(idx)
-            continue
-        if idx is None:
-            out.append({k: copy.deepcopy(v) for k, v in item.items() if v is not None})
-        else:
-            out[idx] = strategic_merge_patch(out[idx], item, path + ("*",))
-    return out
-
-
-def _json_pointer(path):
-    if path == "":
-        return []
-    if not path.startswith("/"):
-        raise ApiError(422, "Invalid", "the server rejected our request due to an error in our request")
-    return [p.replace("~1", "/").replace("~0", "~") for p in path[1:].split("/")]
-
-
-def json_patch(doc, ops):
-    """RFC 6902 JSON patch."""
-    if not isinstance(ops, list):
-        raise err_bad_request("json: cannot unmarshal object into Go value of type jsonpatch.Patch")
-    doc = copy.deepcopy(doc)
-
-    def fail(msg):
-        raise ApiError(422, "Invalid", msg)
-
-    def parent(tokens):
-        cur = doc
-        for t in tokens[:-1]:
-            if isinstance(cur, dict) and t in cur:
-                cur = cur[t]
-            elif isinstance(cur, list) and t.isdigit() and int(t) < len(cur):
-                cur = cur[int(t)]
-            else:
-                fail("doc is missing path: %s: missing value" % ("/" + "/".join(tokens)))
-        return cur
-
-    def get(tokens):
-        if not tokens:
-            return doc
-        p = parent(tokens)
-        t = tokens[-1]
-        if isinstance(p, dict) and t in p:
-            return p[t]
-        if isinstance(p, list) and t.isdigit() and int(t) < len(p):
-            return p[int(t)]
-        fail("doc is missing key: %s: missing value" % ("/" + "/".join(tokens)))
-
-    def add(tokens, value):
-        nonlocal doc
-        if not tokens:
-            doc = value
-            return
-        p = parent(tokens)
-        t = tokens[-1]
-        if isinstance(p, dict):
-            p[t] = value
-        elif isinstance(p, list):
-            if t == "-":
-                p.append(value)
-            elif t.isdigit() and int(t) <= len(p):
-                p.insert(int(t), value)
-            else:
-                fail("Unable to access invalid index: %s: invalid index referenced" % t)
-        else:
-            fail("doc is missing path: %s: missing value" % ("/" + "/".join(tokens)))
-
-    def remove(tokens):
-        p = parent(tokens)
-        t = tokens[-1]
-        if isinstance(p, dict) and t in p:
-            return p.pop(t)
-        if isinstance(p, list) and t.isdigit() and int(t) < len(p):
-            return p.pop(int(t))
-        fail("Unable to remove nonexistent key: %s: missing value" % t)
-
-    for op in ops:
-        if not isinstance(op, dict) or "op" not in op:
-            raise err_bad_request("Unexpected kind: <nil>")
-        kind = op["op"]
-        tokens = _json_pointer(op.get("path", ""))
-        if kind == "add":
-            add(tokens, copy.deepcopy(op.get("value")))
-        elif kind == "remove":
-            remove(tokens)
-        elif kind == "replace":
-            get(tokens)
-            remove(tokens) if tokens else None
-            add(tokens, copy.deepcopy(op.get("value")))
-        elif kind == "move":
-            v = remove(_json_pointer(op.get("from", "")))
-            add(tokens, v)
-        elif kind == "copy":
-            add(tokens, copy.deepcopy(get(_json_pointer(op.get("from", "")))))
-        elif kind == "test":
-            if get(tokens) != op.get("value"):
-                fail("testing value %s failed: test failed" % op.get("path"))
-        else:
-            raise err_bad_request("Unexpected kind: %s" % kind)
-    return doc

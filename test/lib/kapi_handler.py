@@ -185,7 +185,7 @@ class ApiHandler(ApiVerbs, http.server.BaseHTTPRequestHandler):
                                             "serverAddress": "127.0.0.1:%d" % api.port}]})
         if path in ("/apis", "/apis/"):
             groups = []
-            for g in ("coordination.k8s.io", "events.k8s.io"):
+            for g in ("coordination.k8s.io",):
                 gv = {"groupVersion": g + "/v1", "version": "v1"}
                 groups.append({"name": g, "versions": [gv], "preferredVersion": gv})
             return self.send_obj(200, {"kind": "APIGroupList", "apiVersion": "v1", "groups": groups})
@@ -285,10 +285,10 @@ class ApiHandler(ApiVerbs, http.server.BaseHTTPRequestHandler):
             verbs = ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"]
             items.append({"name": r.plural, "singularName": r.kind.lower(), "namespaced": r.namespaced,
                           "kind": r.kind, "verbs": verbs})
-            if r.storage in ("pods", "nodes") and r.view is None:
+            if r.storage in ("pods", "nodes"):
                 items.append({"name": r.plural + "/status", "singularName": "", "namespaced": r.namespaced,
                               "kind": r.kind, "verbs": ["get", "patch", "update"]})
-            if r.storage == "pods" and r.view is None:
+            if r.storage == "pods":
                 items.append({"name": "pods/binding", "singularName": "", "namespaced": True,
                               "kind": "Binding", "verbs": ["create"]})
         if group == "" and version == "v1":
