@@ -396,7 +396,7 @@ enum gs_err gs_sched_prioritize_memo(struct gs_sched *s, struct gs_sched_memo *m
 enum gs_err gs_sched_bind(struct gs_sched *s, const struct gs_pod_request *pod,
                           const char *bound_node, const char *node, int64_t now_ns,
                           const struct gs_binder *binder, struct gs_sched_bind_result *ret) {
-  struct gs_status st = {GS_EOK, ""};
+  struct gs_status st = {GS_EOK, GS_R_OTHER, ""};
   struct gs_diag cdiag = {"", ""};
   bool fresh = false, bound = bound_node != NULL && bound_node[0] != '\0';
   enum gs_err e;
@@ -468,7 +468,7 @@ enum gs_err gs_sched_preempt(struct gs_sched *s, const struct gs_pod_request *po
   enum gs_err worst = GS_EOK;
   for (size_t i = 0; i < n; i++) {
     struct gs_preempt_answer *a = &ret[i];
-    struct gs_status st = {GS_EOK, ""};
+    struct gs_status st = {GS_EOK, GS_R_OTHER, ""};
     enum gs_err e;
     memset(a, 0, sizeof *a);
     e = gs_fw_preempt(s->fw, pod, offers[i].node, offers[i].victims, offers[i].nvictims,

@@ -153,7 +153,7 @@ static void release_args(struct call *c) { gs_api_args_release(&c->in.args); }
 
 /* gpushare_filter_rejections_total by reason code: a run of nodes with the
  * same code is added at once (code NULL ends the last run), not one
- * registry update per node. Codes are gs__reason_code's static strings. */
+ * registry update per node. Codes are gs_reason_label's static strings. */
 static void count_rejection(struct gs_server *s, const char *code, const char **last,
                             size_t *run) {
   if (code != NULL && code == *last) {
@@ -192,7 +192,7 @@ static void serve_filter(struct call *c) {
     } else {
       e = gs_api_filter_result_fail(out, args->names[i], res[i].reason,
                                     res[i].code == GS_EUNRESOLVABLE);
-      count_rejection(c->s, gs__reason_code(res[i].reason), &last_code, &run);
+      count_rejection(c->s, gs_reason_label(res[i].why), &last_code, &run);
     }
     if (e != GS_EOK) {
       fail(c, 500, "out of memory");

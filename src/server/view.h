@@ -25,9 +25,4 @@ enum gs_err gs__view_json(struct gs_sched *sched, const char *node, bool inspect
  * configuration's: gpushare_pending_unit_mib, gpushare_config_invalid. */
 void gs__view_gauges(struct gs_sched *sched, struct gs__feed_config *cfg, struct gs_metrics *m);
 
-/* The fixed code of a filter reason (docs/operations.md, "Metrics"): the
- * label value of gpushare_filter_rejections_total, never a job name or an
- * amount. Unknown texts are "other". */
-const char *gs__reason_code(const char *reason);
-
 #endif

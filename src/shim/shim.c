@@ -405,7 +405,7 @@ int gs_shim_filter(struct gs_shim *s, const char *pod, size_t len, const char *c
   }
   if ((code = decode_pod(s, pod, len, req, reasons)) != GS_SHIM_OK)
     goto out;
-  if (gs_place_check_pod(req, gs_sched_policy(s->sched), st.reason) == GS_ESKIP &&
+  if (gs_place_check_pod(req, gs_sched_policy(s->sched), &st) == GS_ESKIP &&
       !gs_pod_request_is_gang_member(req) &&
       !(scores != NULL && gs_place_frag_scores_host(req, gs_sched_policy(s->sched)))) {
     code = GS_SHIM_SKIP; /* no GPU resource gpushare manages */
@@ -488,7 +488,7 @@ int gs_shim_reserve(struct gs_shim *s, const char *pod, size_t len, const char *
                     int64_t now_ns, char **ret_annots, char *reason) {
   struct gs_pod_request req;
   struct gs_annotations a = {0};
-  struct gs_status st = {GS_EOK, ""};
+  struct gs_status st = {GS_EOK, GS_R_OTHER, ""};
   int code;
   *ret_annots = NULL;
   if ((code = decode_pod(s, pod, len, &req, reason)) != GS_SHIM_OK)

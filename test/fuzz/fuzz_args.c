@@ -183,7 +183,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
 
     for (size_t i = 0; i < args.nnodes; i++) {
       struct gs_annotations ann = {0};
-      struct gs_status st = {GS_EOK, ""};
+      struct gs_status st = {GS_EOK, GS_R_OTHER, ""};
       bool fresh = false;
       if (res[i].code != GS_EOK)
         continue;

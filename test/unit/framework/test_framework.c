@@ -10,6 +10,7 @@
 
 #include <gpushare/annot.h>
 
+#include "../reason_labels.h"
 #include "../testutil.h"
 
 #include <stdio.h>
@@ -119,6 +120,7 @@ static void test_multi_card_split_and_refusal(void **state) {
   assert_int_equal(gs_fw_filter(fw, &bad, nodes, 2, 0, r), GS_EOK);
   for (int i = 0; i < 2; i++) {
     assert_int_equal(r[i].code, GS_EUNRESOLVABLE);
+    gs_test_assert_reason_label(&r[i].status); /* the prefilter's, copied per node */
     assert_non_null(strstr(r[i].reason, "9"));
     assert_non_null(strstr(r[i].reason, "2"));
   }
@@ -141,6 +143,7 @@ static void test_reasons_never_name_nodes(void **state) {
   assert_string_equal(r[2].reason, "node unknown to gpushare");
   for (int i = 0; i < 3; i++) {
     assert_int_equal(r[i].code, GS_ENOFIT);
+    gs_test_assert_reason_label(&r[i].status);
     assert_null(strstr(r[i].reason, nodes[i]));
   }
   gs_fw_free(fw);
@@ -224,7 +227,7 @@ static enum gs_err fs_filter(void *self, const struct gs_cycle *c, const struct 
   (void)c;
   fs_filter_calls++;
   if (strcmp(node->name, "b") == 0)
-    return gs_status_set(st, GS_ENOFIT, "no b");
+    return gs_status_set(st, GS_ENOFIT, GS_R_OTHER, "no b");
   return GS_EOK;
 }
 static enum gs_err fs_score(void *self, const struct gs_cycle *c, const struct gs_node *node,
@@ -243,7 +246,7 @@ static enum gs_err fs_combined(void *self, const struct gs_cycle *c, const struc
   fs_combined_calls++;
   *ret_scored = false;
   if (strcmp(node->name, "b") == 0)
-    return gs_status_set(st, GS_ENOFIT, "no b");
+    return gs_status_set(st, GS_ENOFIT, GS_R_OTHER, "no b");
   if (strcmp(node->name, "c") == 0)
     return GS_ESKIP; /* no opinion: not scored */
   *ret_score = 65; /* 0..GS_SCORE_MAX: the extender's 7 (6.5 rounded up) */
@@ -417,9 +420,9 @@ static void pick_fn(const struct gs_ledger *l, void *arg) {
   struct pick_call *c = arg;
   struct gs_choice choice;
   struct gs_policy policy;
-  char reason[GS_REASON_MAX];
+  struct gs_status st;
   gs_policy_init(&policy);
-  c->fit = gs_place_pick(gs_ledger_node_get(l, c->node), &prio_pod, &policy, &choice, reason);
+  c->fit = gs_place_pick(gs_ledger_node_get(l, c->node), &prio_pod, &policy, &choice, &st);
   c->score = c->fit == GS_EOK ? choice.score : 0;
 }
 
@@ -641,7 +644,7 @@ static void gpumem_same_fn(const struct gs_ledger *l, void *arg) {
       with.place = &place;
     for (size_t j = 0; j < call->n; j++) {
       const struct gs_node *node = gs_ledger_node_get(l, call->names[j]);
-      struct gs_status sa = {GS_EOK, ""}, sb = {GS_EOK, ""};
+      struct gs_status sa = {GS_EOK, GS_R_OTHER, ""}, sb = {GS_EOK, GS_R_OTHER, ""};
       int64_t a = -1, b = -1;
       bool ka = false, kb = false;
       assert_int_equal(gs_plugin_gpumem.filter(call->self, &with, node, &sa),
@@ -714,7 +717,7 @@ static enum gs_err scribble_filter(void *self, const struct gs_cycle *c,
     memset(st->reason, 'x', sizeof st->reason); /* no terminator */
     return st->code = GS_ENOFIT;
   }
-  return gs_status_set(st, GS_EUNRESOLVABLE, "refused %s", "here");
+  return gs_status_set(st, GS_EUNRESOLVABLE, GS_R_OTHER, "refused %s", "here");
 }
 static const struct gs_plugin_ops scribble_plugin = {
     .name = "scribble",

@@ -11,6 +11,7 @@
 #include <gpushare/annot.h>
 #include <gpushare/topo.h>
 
+#include "../reason_labels.h"
 #include "../testutil.h"
 
 #include <stdio.h>
@@ -119,6 +120,7 @@ static const char *schedule_code(struct gs_fw *fw, const struct gs_pod_request *
       assert_null(chosen); /* a member passes only on its slot's node */
       chosen = nodes[i];
     } else {
+      gs_test_assert_reason_label(&r[i].status);
       if (reason != NULL)
         snprintf(reason, len, "%s", r[i].reason);
       if (code != NULL)

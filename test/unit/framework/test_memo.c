@@ -192,7 +192,7 @@ static void run_life(enum gs_placement np, uint32_t seed) {
     /* kube-scheduler reserves the pod on the best node */
     if ((b = best(fresh)) >= 0 && p.mem_units[0] != 0 && nlive < 4096) {
       struct gs_annotations annots = {0};
-      struct gs_status st = {GS_EOK, ""};
+      struct gs_status st = {GS_EOK, GS_R_OTHER, ""};
       bool fresh_res = false;
       snprintf(p.uid, sizeof p.uid, "%s-%u", names[b], step); /* the node in the UID */
       assert_int_equal(gs_fw_bind_prepare(fw, &p, names[b], step, &annots, &fresh_res, &st),
@@ -245,7 +245,7 @@ static void test_one_node_again(void **state) {
   const char *list[3] = {"a", "b", "c"};
   struct gs_pod_request p = gs_test_mem_pod("x", 16, 1);
   struct gs_annotations annots = {0};
-  struct gs_status st = {GS_EOK, ""};
+  struct gs_status st = {GS_EOK, GS_R_OTHER, ""};
   bool fresh;
   (void)state;
   gs_policy_init(&policy);
