@@ -97,6 +97,24 @@ size_t gs_sched_expire_assumed(struct gs_sched *s, int64_t now_ns, int64_t max_a
 
 /* ---- the verbs ------------------------------------------------------------ */
 
+/* What the service makes of pod before any node (kube-scheduler's
+ * PreFilter): GS_ESKIP when it has nothing to say about it (it asks no GPU
+ * resource gpushare manages and is no member of a distributed job; when
+ * scoring, nor does nodePolicy frag score its host request: the verdicts
+ * would all pass), else GS_EOK, with *ret_score_only true when the
+ * verdicts and scores hold but nothing is to be reserved (nodePolicy frag
+ * scoring a pod that asks no GPU). An invalid pod is GS_EOK: filter
+ * refuses it on every node, saying why. *ret_score_only is always
+ * written. */
+enum gs_err gs_sched_pre_filter(struct gs_sched *s, const struct gs_pod_request *pod,
+                                bool scoring, bool *ret_score_only) GS_WUR;
+/* What makes two pods the same to the service, under its policy, for
+ * kube-scheduler's pod signatures (gs_place_signature, place.h): GS_EOK
+ * with the text in ret_sig; GS_ESKIP, ret_sig ""; else GS_EUNRESOLVABLE
+ * with why it cannot be signed in ret_sig. */
+enum gs_err gs_sched_signature(struct gs_sched *s, const struct gs_pod_request *pod,
+                               char ret_sig[GS_REASON_MAX]);
+
 /* Filter: ret[i] for each of the n nodes (ret has room for n). A node the
  * ledger does not know: UNSCHEDULABLE "node unknown to gpushare". A pod that
  * asks for no GPU resource gpushare manages passes everywhere. */
@@ -216,6 +234,22 @@ enum gs_err gs_sched_preempt(struct gs_sched *s, const struct gs_pod_request *po
                              const struct gs_preempt_offer *offers, size_t n,
                              struct gs_preempt_answer *ret) GS_WUR;
 void gs_sched_preempt_free(struct gs_preempt_answer *answers, size_t n);
+
+/* A pod to evict, as the ledger records it. */
+struct gs_victim {
+  char ns[GS_NS_MAX + 1], name[GS_NAME_MAX + 1], uid[GS_UID_MAX + 1];
+};
+/* For a front end that picks the node itself (the scheduling framework's
+ * PostFilter; the extender hands every kept node to kube-scheduler): of
+ * the n answers gs_sched_preempt gave, the cheapest kept node — the lowest
+ * highest victim priority, then the fewest victims, then the least GPU
+ * memory, then the order given — in *ret_best, and its victims still in
+ * the ledger in *ret_victims (*ret_n of them; owned by the caller:
+ * gs_free). GS_ENOTFOUND when no node is kept (or none of its victims is
+ * left), GS_ENOMEM; nothing is written then. */
+enum gs_err gs_sched_preempt_cheapest(struct gs_sched *s, const struct gs_preempt_answer *answers,
+                                      size_t n, size_t *ret_best, struct gs_victim **ret_victims,
+                                      size_t *ret_n) GS_WUR;
 
 /* ---- views ------------------------------------------------------------------ */
 

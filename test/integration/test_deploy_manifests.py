@@ -1196,7 +1196,8 @@ class DocsTest(unittest.TestCase):
     def test_metrics_are_documented(self):
         doc = read("docs", "operations.md")
         names = set()
-        for path in glob.glob(os.path.join(SRC, "src", "server", "*.c")):
+        for path in glob.glob(os.path.join(SRC, "src", "server", "*.c")) + glob.glob(
+                os.path.join(SRC, "src", "observe", "*.c")):
             with open(path, encoding="utf-8") as f:
                 names |= set(re.findall(r'"(gpushare_[a-z_]+)"', f.read()))
         self.assertIn("gpushare_requests_total", names)

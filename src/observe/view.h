@@ -2,8 +2,8 @@
  * /debug/ledger, /gpushare-scheduler/inspect and the ledger's gauges of
  * /metrics (docs/api.md). The extender's routes and the plugin's side
  * listener (plugins/scheduler) answer with the same bytes. */
-#ifndef GPUSHARE_SERVER_VIEW_H
-#define GPUSHARE_SERVER_VIEW_H
+#ifndef GPUSHARE_OBSERVE_VIEW_H
+#define GPUSHARE_OBSERVE_VIEW_H
 
 #include "feed.h"
 #include "metrics.h"
