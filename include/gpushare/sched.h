@@ -176,24 +176,29 @@ struct gs_sched_bind_result {
  * the reservation is undone and the ledger is as before. bound_node: the
  * node the pod is already bound to (NULL or "" when pending) — bound there
  * with an allocation is success (idempotent); bound elsewhere or without an
- * allocation is an error. GS_EOK on success; else an error with ret->err.
- * ret is written in every case; clear ret->annots after use. */
+ * allocation is an error. GS_EOK on success; else the error, with
+ * ret->diag.text saying why and ret->no_fit / ret->cluster_failed saying
+ * whose refusal it was. ret is written in every case; clear ret->annots
+ * after use. */
 enum gs_err gs_sched_bind(struct gs_sched *s, const struct gs_pod_request *pod,
                           const char *bound_node, const char *node, int64_t now_ns,
                           const struct gs_binder *binder, struct gs_sched_bind_result *ret) GS_WUR;
 
 /* The bind's steps apart, for a front end whose scheduler calls them at
- * different times (the scheduling framework: Reserve, Permit, Bind,
- * Unreserve). gs_sched_reserve reserves pod's GPUs on node (or finds the
+ * different times: the scheduling framework's Reserve, Unreserve, Permit
+ * and PostBind, one name per step from kube-scheduler's extension point
+ * through the shim (gs_shim_reserve, ...) to the framework (gs_fw_reserve,
+ * ...). gs_sched_reserve reserves pod's GPUs on node (or finds the
  * reservation it already has there) and writes the annotations its Binding
- * must carry to ret_annots (clear them after use); on failure st says why
- * and nothing changed. gs_sched_unreserve undoes a reservation the cluster
- * never confirmed; gs_sched_confirm records the Binding as done. */
+ * must carry to ret_annots (the plugins' pre_bind; clear them after use);
+ * on failure st says why and nothing changed. gs_sched_unreserve undoes a
+ * reservation the cluster never confirmed; gs_sched_post_bind records the
+ * Binding as done (the plugin's Bind wrote it). */
 enum gs_err gs_sched_reserve(struct gs_sched *s, const struct gs_pod_request *pod,
                              const char *node, int64_t now_ns, struct gs_annotations *ret_annots,
                              struct gs_status *st) GS_WUR;
 void gs_sched_unreserve(struct gs_sched *s, const struct gs_pod_request *pod, const char *node);
-void gs_sched_confirm(struct gs_sched *s, const char *uid);
+void gs_sched_post_bind(struct gs_sched *s, const char *uid);
 
 /* Permit, for a front end that can hold a pod between its reservation and
  * its Binding (the scheduling framework's Permit; the extender cannot and

@@ -216,7 +216,7 @@ static void unreserve(void *self, struct gs_cycle *c, const char *node) {
       return; /* already gone: nothing to undo */
 }
 
-static enum gs_err bind(void *self, const struct gs_cycle *c, const struct gs_alloc *alloc,
+static enum gs_err pre_bind(void *self, const struct gs_cycle *c, const struct gs_alloc *alloc,
                          struct gs_annotations *ret, struct gs_status *st) {
   const struct gs_node *node = gs_ledger_node_get(c->ledger, alloc->node);
   enum gs_err err;
@@ -239,6 +239,6 @@ const struct gs_plugin_ops gs_plugin_gpumem = {
     .score = score,
     .reserve = reserve,
     .unreserve = unreserve,
-    .bind = bind,
+    .pre_bind = pre_bind,
     .filter_score = filter_score,
 };

@@ -439,22 +439,22 @@ static enum gs_err run_reserve(struct gs_fw *fw, struct cycle *cy, const struct 
   return GS_EOK;
 }
 
-static enum gs_err run_bind(struct gs_fw *fw, struct cycle *cy, const struct gs_alloc *alloc,
+static enum gs_err run_pre_bind(struct gs_fw *fw, struct cycle *cy, const struct gs_alloc *alloc,
                              struct gs_annotations *ret, struct gs_status *st) {
   for (size_t i = 0; i < fw->nplugins; i++) {
     enum gs_err code;
-    if (fw->plugins[i]->bind == NULL)
+    if (fw->plugins[i]->pre_bind == NULL)
       continue;
-    code = fw->plugins[i]->bind(fw->state[i], at(cy, i), alloc, ret, st);
+    code = fw->plugins[i]->pre_bind(fw->state[i], at(cy, i), alloc, ret, st);
     if (code != GS_EOK && code != GS_ESKIP)
       return code;
   }
   return GS_EOK;
 }
 
-enum gs_err gs_fw_bind_prepare(struct gs_fw *fw, const struct gs_pod_request *pod,
-                               const char *node, int64_t now_ns, struct gs_annotations *ret,
-                               bool *ret_fresh, struct gs_status *st) {
+enum gs_err gs_fw_reserve(struct gs_fw *fw, const struct gs_pod_request *pod, const char *node,
+                          int64_t now_ns, struct gs_annotations *ret, bool *ret_fresh,
+                          struct gs_status *st) {
   struct cycle cy;
   const struct gs_node *n;
   const struct gs_alloc *alloc;
@@ -502,7 +502,7 @@ enum gs_err gs_fw_bind_prepare(struct gs_fw *fw, const struct gs_pod_request *po
       goto unlock;
     }
   }
-  code = run_bind(fw, &cy, alloc, ret, st);
+  code = run_pre_bind(fw, &cy, alloc, ret, st);
   if (code != GS_EOK) {
     gs_annotations_clear(ret);
     if (fresh)
@@ -598,7 +598,7 @@ unlock:
   return err;
 }
 
-void gs_fw_bind_commit(struct gs_fw *fw, const char *uid) {
+void gs_fw_post_bind(struct gs_fw *fw, const char *uid) {
   pthread_rwlock_wrlock(&fw->lock);
   if (gs_ledger_confirm(fw->ledger, uid) != GS_EOK) {
     /* deleted meanwhile: nothing to confirm */
@@ -606,7 +606,7 @@ void gs_fw_bind_commit(struct gs_fw *fw, const char *uid) {
   pthread_rwlock_unlock(&fw->lock);
 }
 
-void gs_fw_bind_abort(struct gs_fw *fw, const struct gs_pod_request *pod, const char *node) {
+void gs_fw_unreserve(struct gs_fw *fw, const struct gs_pod_request *pod, const char *node) {
   struct cycle cy;
   pthread_rwlock_wrlock(&fw->lock);
   cycle_init(fw, &cy, pod, 0); /* a later cycle: the plugins' state starts empty */

@@ -423,7 +423,7 @@ enum gs_err gs_sched_bind(struct gs_sched *s, const struct gs_pod_request *pod,
                 bound_node);
     return GS_ECONFLICT;
   }
-  e = gs_fw_bind_prepare(s->fw, pod, node, now_ns, &ret->annots, &fresh, &st);
+  e = gs_fw_reserve(s->fw, pod, node, now_ns, &ret->annots, &fresh, &st);
   if (e != GS_EOK) {
     ret->no_fit = true;
     gs_diag_set(&ret->diag, "", "cannot bind pod %s/%s: %s", pod->ns, pod->name,
@@ -436,7 +436,7 @@ enum gs_err gs_sched_bind(struct gs_sched *s, const struct gs_pod_request *pod,
     return GS_EOK;
   }
   if (bound) {
-    gs_fw_bind_abort(s->fw, pod, node);
+    gs_fw_unreserve(s->fw, pod, node);
     gs_annotations_clear(&ret->annots);
     gs_diag_set(&ret->diag, "", "pod %s/%s is already bound without a GPU allocation", pod->ns,
                 pod->name);
@@ -445,7 +445,7 @@ enum gs_err gs_sched_bind(struct gs_sched *s, const struct gs_pod_request *pod,
   e = binder->bind(binder->ctx, pod, node, &ret->annots, &cdiag);
   if (e != GS_EOK) {
     if (fresh)
-      gs_fw_bind_abort(s->fw, pod, node);
+      gs_fw_unreserve(s->fw, pod, node);
     gs_annotations_clear(&ret->annots);
     ret->cluster_failed = true;
     gs_diag_set(&ret->diag, "", "binding to %.*s failed: %.*s", GS_NAME_MAX, node,
@@ -453,7 +453,7 @@ enum gs_err gs_sched_bind(struct gs_sched *s, const struct gs_pod_request *pod,
                 cdiag.text[0] ? cdiag.text : gs_strerror(e));
     return e;
   }
-  gs_fw_bind_commit(s->fw, pod->uid);
+  gs_fw_post_bind(s->fw, pod->uid);
   ret->bound = true;
   return GS_EOK;
 }
@@ -462,14 +462,14 @@ enum gs_err gs_sched_reserve(struct gs_sched *s, const struct gs_pod_request *po
                              const char *node, int64_t now_ns, struct gs_annotations *ret_annots,
                              struct gs_status *st) {
   bool fresh = false;
-  return gs_fw_bind_prepare(s->fw, pod, node, now_ns, ret_annots, &fresh, st);
+  return gs_fw_reserve(s->fw, pod, node, now_ns, ret_annots, &fresh, st);
 }
 
 void gs_sched_unreserve(struct gs_sched *s, const struct gs_pod_request *pod, const char *node) {
-  gs_fw_bind_abort(s->fw, pod, node);
+  gs_fw_unreserve(s->fw, pod, node);
 }
 
-void gs_sched_confirm(struct gs_sched *s, const char *uid) { gs_fw_bind_commit(s->fw, uid); }
+void gs_sched_post_bind(struct gs_sched *s, const char *uid) { gs_fw_post_bind(s->fw, uid); }
 
 enum gs_err gs_sched_permit(struct gs_sched *s, const struct gs_pod_request *pod,
                              const char *node, int64_t now_ns, struct gs_status *st) {

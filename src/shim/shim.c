@@ -511,7 +511,7 @@ void gs_shim_unreserve(struct gs_shim *s, const char *pod, size_t len, const cha
     gs_sched_unreserve(s->sched, &req, node);
 }
 
-void gs_shim_confirm(struct gs_shim *s, const char *uid) { gs_sched_confirm(s->sched, uid); }
+void gs_shim_post_bind(struct gs_shim *s, const char *uid) { gs_sched_post_bind(s->sched, uid); }
 
 int gs_shim_permit(struct gs_shim *s, const char *pod, size_t len, const char *node,
                    int64_t now_ns, char *reason) {

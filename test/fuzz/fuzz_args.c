@@ -187,10 +187,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       bool fresh = false;
       if (res[i].code != GS_EOK)
         continue;
-      err = gs_fw_bind_prepare(fw, &req, args.names[i], NOW_NS, &ann, &fresh, &st);
+      err = gs_fw_reserve(fw, &req, args.names[i], NOW_NS, &ann, &fresh, &st);
       if (err == GS_EOK) {
         check_bind_annotations(fw, req.uid, &ann);
-        gs_fw_bind_commit(fw, req.uid);
+        gs_fw_post_bind(fw, req.uid);
       }
       gs_annotations_clear(&ann);
       break;
