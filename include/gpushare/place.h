@@ -34,13 +34,15 @@ struct gs_choice {
 };
 
 /* Checks the pod on its own (no node): N % M, counts, caps.
- * Returns GS_EOK, GS_ESKIP, or GS_EUNRESOLVABLE with reason written
- * (reason never contains a node name; "" for OK and SKIP). */
+ * Returns GS_EOK, GS_ESKIP, or GS_EUNRESOLVABLE; st (may be NULL) gets the
+ * verdict, its reason code and text (never a node name; "" for OK and
+ * SKIP). Every st below is the same: optional, the verdict and why. */
 enum gs_err gs_place_check_pod(const struct gs_pod_request *req, const struct gs_policy *policy,
-                               char reason[GS_REASON_MAX]);
+                               struct gs_status *st);
 
 /* Picks GPUs for req on node. GS_EOK fills *ret_choice; otherwise the
- * reason (same text for the same cause on every node) is written.
+ * verdict and why (the same text and code for the same cause on every
+ * node) go to st.
  * GPU choice inside the node follows node->placement (binpack: fullest GPU
  * that fits; spread: emptiest; lowest index on ties; policy->frag_aware
  * first avoids leaving small stranded remainders). Memory pods get
@@ -52,7 +54,7 @@ enum gs_err gs_place_check_pod(const struct gs_pod_request *req, const struct gs
  *   binpack: score = round(10 × f); spread: score = 10 − round(10 × f). */
 enum gs_err gs_place_pick(const struct gs_node *node, const struct gs_pod_request *req,
                           const struct gs_policy *policy, struct gs_choice *ret_choice,
-                          char reason[GS_REASON_MAX]);
+                          struct gs_status *st);
 
 /* A pod checked once for many nodes. gs_place_pick checks the pod for
  * every node it is given (it is public and validates its input); a request
@@ -70,7 +72,7 @@ struct gs_place_pod {
 /* Checks the pod as gs_place_check_pod does and returns its verdict;
  * *ret_pod is written on GS_EOK only. */
 enum gs_err gs_place_prepare(const struct gs_pod_request *req, const struct gs_policy *policy,
-                             struct gs_place_pod *ret_pod, char reason[GS_REASON_MAX]);
+                             struct gs_place_pod *ret_pod, struct gs_status *st);
 
 /* What makes two pods the same to placement, for kube-scheduler's pod
  * signatures (its opportunistic batching reuses one pod's node ranking for
@@ -92,14 +94,14 @@ enum gs_err gs_place_signature(const struct gs_pod_request *req, const struct gs
  * not owned, enough free memory and under the cgpu cap for memory pods;
  * no pod at all for whole-GPU pods); at least k bits are set. Writes k
  * distinct candidate indices, in any order, to ret_gpus and returns
- * GS_EOK, or returns GS_ENOFIT with a reason (node-independent text).
+ * GS_EOK, or returns GS_ENOFIT with st saying why (node-independent).
  * mib_per_gpu is 0 for whole-GPU pods. ctx is the chooser's own state. */
 typedef enum gs_err (*gs_place_choose_fn)(void *ctx, const struct gs_node *node,
                                           const struct gs_pod_request *req,
                                           const struct gs_policy *policy, uint64_t candidates,
                                           uint32_t k, uint64_t mib_per_gpu,
                                           uint32_t ret_gpus[GS_MAX_GPUS],
-                                          char reason[GS_REASON_MAX]);
+                                          struct gs_status *st);
 /* The default chooser (ctx unused). Whole-GPU pods: the k lowest indices.
  * Memory pods: candidates ordered by node->placement (binpack: least free
  * first; spread: most free first; lowest index on ties), the first k.
@@ -110,19 +112,19 @@ enum gs_err gs_place_choose_default(void *ctx, const struct gs_node *node,
                                     const struct gs_pod_request *req,
                                     const struct gs_policy *policy, uint64_t candidates,
                                     uint32_t k, uint64_t mib_per_gpu,
-                                    uint32_t ret_gpus[GS_MAX_GPUS], char reason[GS_REASON_MAX]);
+                                    uint32_t ret_gpus[GS_MAX_GPUS], struct gs_status *st);
 /* gs_place_pick with another chooser; choose NULL = gs_place_choose_default.
  * The chooser's answer is checked (k distinct candidates) and sorted. */
 enum gs_err gs_place_pick_with(const struct gs_node *node, const struct gs_pod_request *req,
                                const struct gs_policy *policy, gs_place_choose_fn choose,
                                void *choose_ctx, struct gs_choice *ret_choice,
-                               char reason[GS_REASON_MAX]);
+                               struct gs_status *st);
 
 /* gs_place_pick_with for a prepared pod: the same verdict, choice and
- * reason, without checking the pod again. */
+ * status, without checking the pod again. */
 enum gs_err gs_place_pick_prepared(const struct gs_node *node, const struct gs_place_pod *pod,
                                    gs_place_choose_fn choose, void *choose_ctx,
-                                   struct gs_choice *ret_choice, char reason[GS_REASON_MAX]);
+                                   struct gs_choice *ret_choice, struct gs_status *st);
 
 /* ---- fragmentation-aware placement (nodePolicy: frag) -------------------------
  *
@@ -231,7 +233,7 @@ enum gs_err gs_place_choose_frag(void *ctx, const struct gs_node *node,
                                  const struct gs_pod_request *req,
                                  const struct gs_policy *policy, uint64_t candidates, uint32_t k,
                                  uint64_t mib_per_gpu, uint32_t ret_gpus[GS_MAX_GPUS],
-                                 char reason[GS_REASON_MAX]);
+                                 struct gs_status *st);
 
 /* Turns a choice into allocation parts, per container: for memory pods
  * each container's units split evenly over the chosen GPUs (init-container

@@ -2,7 +2,7 @@
  *
  * Modelled on the Kubernetes scheduling framework's extension points:
  * pre_filter (the pod alone), filter and score (per node), reserve /
- * unreserve (the ledger), permit (gangs: wait until all members fit), bind
+ * unreserve (the ledger), permit (gangs: wait until all members fit), pre_bind
  * (the annotations the Binding carries). A plugin includes only
  * the public headers under include/; the framework calls its hooks under the one ledger lock,
  * so hooks never lock. Every hook may be NULL (= success / no opinion).
@@ -13,7 +13,7 @@
 #ifndef GPUSHARE_PLUGIN_H
 #define GPUSHARE_PLUGIN_H
 
-#include <gpushare/annot.h>  /* struct gs_annotations: what bind writes */
+#include <gpushare/annot.h>  /* struct gs_annotations: what pre_bind writes */
 #include <gpushare/ledger.h>
 #include <gpushare/place.h>
 #include <gpushare/status.h> /* enum gs_err, struct gs_status, struct gs_node_result */
@@ -30,7 +30,7 @@
 
 /* One pod's pass through the extension points: one filter or prioritize
  * call (pre_filter, then filter/score per node), or one bind (pre_filter,
- * reserve, bind). */
+ * reserve, pre_bind). */
 struct gs_cycle {
   const struct gs_pod_request *pod;
   const struct gs_policy *policy;
@@ -110,8 +110,8 @@ struct gs_plugin_ops {
   void (*unreserve)(void *self, struct gs_cycle *c, const char *node);
   enum gs_err (*permit)(void *self, struct gs_cycle *c, const char *node, struct gs_status *st);
   /* Adds the pod's annotations for the Binding; alloc is the reservation. */
-  enum gs_err (*bind)(void *self, const struct gs_cycle *c, const struct gs_alloc *alloc,
-                       struct gs_annotations *ret, struct gs_status *st);
+  enum gs_err (*pre_bind)(void *self, const struct gs_cycle *c, const struct gs_alloc *alloc,
+                           struct gs_annotations *ret, struct gs_status *st);
   /* Time passes (gang timeouts). Called periodically under the lock;
    * notify (never NULL; its notice may be) gets what the front end should
    * tell people. */

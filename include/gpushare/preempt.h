@@ -29,11 +29,11 @@ struct gs_preempt_candidate {
  * cgpu_max_pods applies on cgpu nodes (0: no cap). On GS_EOK
  * ret_idx[0..*ret_n) are indices into cands (ret_idx has room for n); an
  * empty set means the pod fits already. Otherwise UNSCHEDULABLE (no set of
- * these pods frees room: reason says why) or UNRESOLVABLE (the node cannot
+ * these pods frees room: st says why) or UNRESOLVABLE (the node cannot
  * serve the pod at all); nothing is written to ret_idx. */
 enum gs_err gs_preempt_pick(const struct gs_node *node, const struct gs_place_pod *pod,
                              uint32_t cgpu_max_pods, const struct gs_preempt_candidate *cands,
                              size_t n, uint32_t *ret_idx, size_t *ret_n,
-                             char reason[GS_REASON_MAX]);
+                             struct gs_status *st);
 
 #endif

@@ -97,6 +97,24 @@ size_t gs_sched_expire_assumed(struct gs_sched *s, int64_t now_ns, int64_t max_a
 
 /* ---- the verbs ------------------------------------------------------------ */
 
+/* What the service makes of pod before any node (kube-scheduler's
+ * PreFilter): GS_ESKIP when it has nothing to say about it (it asks no GPU
+ * resource gpushare manages and is no member of a distributed job; when
+ * scoring, nor does nodePolicy frag score its host request: the verdicts
+ * would all pass), else GS_EOK, with *ret_score_only true when the
+ * verdicts and scores hold but nothing is to be reserved (nodePolicy frag
+ * scoring a pod that asks no GPU). An invalid pod is GS_EOK: filter
+ * refuses it on every node, saying why. *ret_score_only is always
+ * written. */
+enum gs_err gs_sched_pre_filter(struct gs_sched *s, const struct gs_pod_request *pod,
+                                bool scoring, bool *ret_score_only) GS_WUR;
+/* What makes two pods the same to the service, under its policy, for
+ * kube-scheduler's pod signatures (gs_place_signature, place.h): GS_EOK
+ * with the text in ret_sig; GS_ESKIP, ret_sig ""; else GS_EUNRESOLVABLE
+ * with why it cannot be signed in ret_sig. */
+enum gs_err gs_sched_signature(struct gs_sched *s, const struct gs_pod_request *pod,
+                               char ret_sig[GS_REASON_MAX]);
+
 /* Filter: ret[i] for each of the n nodes (ret has room for n). A node the
  * ledger does not know: UNSCHEDULABLE "node unknown to gpushare". A pod that
  * asks for no GPU resource gpushare manages passes everywhere. */
@@ -158,24 +176,29 @@ struct gs_sched_bind_result {
  * the reservation is undone and the ledger is as before. bound_node: the
  * node the pod is already bound to (NULL or "" when pending) — bound there
  * with an allocation is success (idempotent); bound elsewhere or without an
- * allocation is an error. GS_EOK on success; else an error with ret->err.
- * ret is written in every case; clear ret->annots after use. */
+ * allocation is an error. GS_EOK on success; else the error, with
+ * ret->diag.text saying why and ret->no_fit / ret->cluster_failed saying
+ * whose refusal it was. ret is written in every case; clear ret->annots
+ * after use. */
 enum gs_err gs_sched_bind(struct gs_sched *s, const struct gs_pod_request *pod,
                           const char *bound_node, const char *node, int64_t now_ns,
                           const struct gs_binder *binder, struct gs_sched_bind_result *ret) GS_WUR;
 
 /* The bind's steps apart, for a front end whose scheduler calls them at
- * different times (the scheduling framework: Reserve, Permit, Bind,
- * Unreserve). gs_sched_reserve reserves pod's GPUs on node (or finds the
+ * different times: the scheduling framework's Reserve, Unreserve, Permit
+ * and PostBind, one name per step from kube-scheduler's extension point
+ * through the shim (gs_shim_reserve, ...) to the framework (gs_fw_reserve,
+ * ...). gs_sched_reserve reserves pod's GPUs on node (or finds the
  * reservation it already has there) and writes the annotations its Binding
- * must carry to ret_annots (clear them after use); on failure st says why
- * and nothing changed. gs_sched_unreserve undoes a reservation the cluster
- * never confirmed; gs_sched_confirm records the Binding as done. */
+ * must carry to ret_annots (the plugins' pre_bind; clear them after use);
+ * on failure st says why and nothing changed. gs_sched_unreserve undoes a
+ * reservation the cluster never confirmed; gs_sched_post_bind records the
+ * Binding as done (the plugin's Bind wrote it). */
 enum gs_err gs_sched_reserve(struct gs_sched *s, const struct gs_pod_request *pod,
                              const char *node, int64_t now_ns, struct gs_annotations *ret_annots,
                              struct gs_status *st) GS_WUR;
 void gs_sched_unreserve(struct gs_sched *s, const struct gs_pod_request *pod, const char *node);
-void gs_sched_confirm(struct gs_sched *s, const char *uid);
+void gs_sched_post_bind(struct gs_sched *s, const char *uid);
 
 /* Permit, for a front end that can hold a pod between its reservation and
  * its Binding (the scheduling framework's Permit; the extender cannot and
@@ -216,6 +239,22 @@ enum gs_err gs_sched_preempt(struct gs_sched *s, const struct gs_pod_request *po
                              const struct gs_preempt_offer *offers, size_t n,
                              struct gs_preempt_answer *ret) GS_WUR;
 void gs_sched_preempt_free(struct gs_preempt_answer *answers, size_t n);
+
+/* A pod to evict, as the ledger records it. */
+struct gs_victim {
+  char ns[GS_NS_MAX + 1], name[GS_NAME_MAX + 1], uid[GS_UID_MAX + 1];
+};
+/* For a front end that picks the node itself (the scheduling framework's
+ * PostFilter; the extender hands every kept node to kube-scheduler): of
+ * the n answers gs_sched_preempt gave, the cheapest kept node — the lowest
+ * highest victim priority, then the fewest victims, then the least GPU
+ * memory, then the order given — in *ret_best, and its victims still in
+ * the ledger in *ret_victims (*ret_n of them; owned by the caller:
+ * gs_free). GS_ENOTFOUND when no node is kept (or none of its victims is
+ * left), GS_ENOMEM; nothing is written then. */
+enum gs_err gs_sched_preempt_cheapest(struct gs_sched *s, const struct gs_preempt_answer *answers,
+                                      size_t n, size_t *ret_best, struct gs_victim **ret_victims,
+                                      size_t *ret_n) GS_WUR;
 
 /* ---- views ------------------------------------------------------------------ */
 

@@ -362,7 +362,7 @@ static bool disagreement(const struct gang *g, struct gs_status *st) {
     return false;
   if (ref == NULL)
     ref = &g->members[0] == odd && g->nmembers > 1 ? &g->members[1] : &g->members[0];
-  gs_status_set(st, GS_EUNRESOLVABLE,
+  gs_status_set(st, GS_EUNRESOLVABLE, GS_R_GANG_DISAGREE,
                 "gang %s/%s: members disagree: pod %s asks %" PRIu64 " GPUs x %" PRIu32
                 " replicas, pod %s asks %" PRIu64 " GPUs x %" PRIu32 " replicas",
                 g->ns, g->job, ref->name, ref->k, ref->replicas, odd->name, odd->k,
@@ -407,14 +407,14 @@ static enum gs_err pre_filter(void *self, const struct gs_cycle *c, struct gs_st
   if (!gs_pod_request_is_gang_member(pod))
     return GS_ESKIP;
   if (pod->gang_replicas == 0 || pod->gang_replicas > GS_GANG_REPLICAS_MAX)
-    return gs_status_set(status, GS_EUNRESOLVABLE,
+    return gs_status_set(status, GS_EUNRESOLVABLE, GS_R_GANG_OTHER,
                          "gang %s/%s: label gpu-topology-replica must be 1..%d", pod->ns,
                          pod->gang_job, GS_GANG_REPLICAS_MAX);
   g = find(st, pod->ns, pod->gang_job, NULL);
   if (g == NULL && (g = gang_new(st, pod)) == NULL)
-    return gs_status_set(status, GS_ENOFIT, "too many gangs waiting");
+    return gs_status_set(status, GS_ENOFIT, GS_R_GANG_LIMIT, "too many gangs waiting");
   if (!member_add(g, pod))
-    return gs_status_set(status, GS_ENOFIT,
+    return gs_status_set(status, GS_ENOFIT, GS_R_GANG_FULL,
                          "gang %s/%s: all %" PRIu32 " replica slots are taken", g->ns, g->job,
                          g->replicas);
   if (disagreement(g, status)) {
@@ -425,7 +425,7 @@ static enum gs_err pre_filter(void *self, const struct gs_cycle *c, struct gs_st
     return remember(c, s);
   have = present(g);
   if (have < g->replicas)
-    return gs_status_set(status, GS_EUNRESOLVABLE,
+    return gs_status_set(status, GS_EUNRESOLVABLE, GS_R_GANG_QUORUM,
                          "gang %s/%s: %" PRIu32 " of %" PRIu32 " members present", g->ns,
                          g->job, have, g->replicas);
   for (uint32_t i = 0; i < g->replicas && s == NULL; i++)
@@ -434,7 +434,7 @@ static enum gs_err pre_filter(void *self, const struct gs_cycle *c, struct gs_st
   if (s == NULL) {
     uint32_t fit = plan(c->ledger, g, c->now_ns);
     if (fit < g->replicas)
-      return gs_status_set(status, GS_ENOFIT,
+      return gs_status_set(status, GS_ENOFIT, GS_R_GANG_NO_FIT,
                            "gang %s/%s: only %" PRIu32 " of %" PRIu32
                            " replicas fit (%" PRIu64 " whole GPUs each)",
                            g->ns, g->job, fit, g->replicas, g->k);
@@ -443,7 +443,7 @@ static enum gs_err pre_filter(void *self, const struct gs_cycle *c, struct gs_st
         s = &g->slots[i];
   }
   if (s == NULL)
-    return gs_status_set(status, GS_ENOFIT,
+    return gs_status_set(status, GS_ENOFIT, GS_R_GANG_FULL,
                          "gang %s/%s: all %" PRIu32 " replica slots are taken", g->ns, g->job,
                          g->replicas);
   snprintf(s->member, sizeof s->member, "%s", pod->uid);
@@ -459,9 +459,9 @@ static enum gs_err filter(void *self, const struct gs_cycle *c, const struct gs_
   if (!gs_pod_request_is_gang_member(c->pod))
     return GS_ESKIP;
   if (!gc->member)
-    return gs_status_set(status, GS_ENOFIT, "gang member has no replica slot");
+    return gs_status_set(status, GS_ENOFIT, GS_R_GANG_OTHER, "gang member has no replica slot");
   if (strcmp(gc->node, node->name) != 0)
-    return gs_status_set(status, GS_ENOFIT,
+    return gs_status_set(status, GS_ENOFIT, GS_R_GANG_OTHER_NODE,
                          "gang %s/%s: this replica's slot is on another node", c->pod->ns,
                          c->pod->gang_job);
   return GS_EOK;
@@ -492,10 +492,10 @@ static enum gs_err reserve(void *self, struct gs_cycle *c, const struct gs_node 
   g = find(st, c->pod->ns, c->pod->gang_job, NULL);
   s = slot_of(g, c->pod->uid);
   if (s == NULL)
-    return gs_status_set(status, GS_ENOFIT,
+    return gs_status_set(status, GS_ENOFIT, GS_R_GANG_OTHER,
                          "gang member has no replica slot (plan expired?)");
   if (strcmp(s->node, node->name) != 0)
-    return gs_status_set(status, GS_ENOFIT,
+    return gs_status_set(status, GS_ENOFIT, GS_R_GANG_OTHER_NODE,
                          "gang %s/%s: this replica's slot is on another node", g->ns, g->job);
   if (s->state != SLOT_HELD)
     return GS_EOK;
@@ -518,13 +518,13 @@ static enum gs_err reserve(void *self, struct gs_cycle *c, const struct gs_node 
   /* Swap placeholder for the member's own allocation, atomically under the
    * framework's write lock; on failure the placeholder comes back. */
   if (gs_ledger_release(c->ledger, s->placeholder) != GS_EOK)
-    return gs_status_set(status, GS_ECONFLICT, "gang slot lost its reservation");
+    return gs_status_set(status, GS_ECONFLICT, GS_R_GANG_OTHER, "gang slot lost its reservation");
   err = gs_ledger_reserve(c->ledger, &a, c->policy->cgpu_max_pods);
   if (err != GS_EOK) {
     if (hold(c->ledger, g, s) != GS_EOK) {
       /* the GPUs were free a moment ago under the same lock */
     }
-    return gs_status_set(status, GS_ECONFLICT, "cannot reserve the gang slot: %s",
+    return gs_status_set(status, GS_ECONFLICT, GS_R_GANG_OTHER, "cannot reserve the gang slot: %s",
                          gs_strerror(err));
   }
   s->state = SLOT_PLACED;
@@ -565,11 +565,11 @@ static enum gs_err permit(void *self, struct gs_cycle *c, const char *node,
     return GS_ESKIP;
   g = find(st, c->pod->ns, c->pod->gang_job, NULL);
   if (slot_of(g, c->pod->uid) == NULL)
-    return gs_status_set(status, GS_ENOFIT,
+    return gs_status_set(status, GS_ENOFIT, GS_R_GANG_OTHER,
                          "gang member has no replica slot (plan expired?)");
   ready = count_slots(g, SLOT_PLACED) + count_slots(g, SLOT_BOUND);
   if (ready < g->replicas)
-    return gs_status_set(status, GS_EWAIT,
+    return gs_status_set(status, GS_EWAIT, GS_R_GANG_WAITING,
                          "gang %s/%s: %" PRIu32 " of %" PRIu32 " members reserved", g->ns,
                          g->job, ready, g->replicas);
   return GS_EOK;

@@ -66,25 +66,25 @@ static bool frag_policy(const struct gpumem *g, const struct gs_cycle *c) {
  * the fragmentation-aware choice is skipped. */
 static enum gs_err pick(const struct gpumem *g, const struct gs_cycle *c,
                         const struct gs_node *node, bool fit_only, struct gs_choice *ret,
-                        char reason[GS_REASON_MAX]) {
+                        struct gs_status *st) {
   struct gs_place_pod own;
   const struct gs_place_pod *pod = c->place;
   struct gs_frag_pick fp;
   enum gs_err fit;
   if (pod == NULL) {
-    fit = gs_place_prepare(c->pod, c->policy, &own, reason);
+    fit = gs_place_prepare(c->pod, c->policy, &own, st);
     if (fit != GS_EOK)
       return fit;
     pod = &own;
   }
   if (fit_only || !frag_policy(g, c) || !pod->mem) {
-    fit = gs_place_pick_prepared(node, pod, NULL, NULL, ret, reason);
+    fit = gs_place_pick_prepared(node, pod, NULL, NULL, ret, st);
     if (fit == GS_EOK)
       ret->score *= GS_SCORE_MAX / 10; /* placement's 0..10, exactly */
     return fit;
   }
   fp = (struct gs_frag_pick){.table = &g->table};
-  fit = gs_place_pick_prepared(node, pod, gs_place_choose_frag, &fp, ret, reason);
+  fit = gs_place_pick_prepared(node, pod, gs_place_choose_frag, &fp, ret, st);
   if (fit == GS_EOK)
     ret->score = fp.has_delta
                      ? gs_place_frag_delta_score(fp.delta, (int64_t)(ret->mib_per_gpu * ret->ngpus),
@@ -111,7 +111,7 @@ static enum gs_err pre_filter(void *self, const struct gs_cycle *c, struct gs_st
   enum gs_err code;
   if (gs_pod_request_is_gang_member(c->pod))
     return GS_ESKIP;
-  code = fit_code(gs_place_check_pod(c->pod, c->policy, st->reason), st);
+  code = fit_code(gs_place_check_pod(c->pod, c->policy, st), st);
   if (code == GS_EOK)
     learn(self, c);
   if (code == GS_ESKIP && c->scoring && host_only(self, c))
@@ -132,7 +132,7 @@ static enum gs_err pick_node(const struct gpumem *g, const struct gs_cycle *c,
     return GS_ESKIP;
   /* pick checks the pod first (or the framework did, once for the
    * request): SKIP means it asks for nothing gpushare manages. */
-  code = fit_code(pick(g, c, node, fit_only, &choice, st->reason), st);
+  code = fit_code(pick(g, c, node, fit_only, &choice, st), st);
   if (code == GS_ESKIP && !fit_only && host_only(g, c)) {
     *ret_score = gs_place_frag_score(node, c->policy, &g->table, c->pod, NULL, GS_SCORE_MAX);
     *ret_scored = true;
@@ -178,7 +178,7 @@ static enum gs_err reserve(void *self, struct gs_cycle *c, const struct gs_node 
   if (gs_pod_request_is_gang_member(c->pod) || gs_ledger_alloc_get(c->ledger, c->pod->uid) != NULL)
     return GS_ESKIP; /* the gang plugin reserves its members' slots */
   /* pick checks the pod first (SKIP: nothing gpushare manages). */
-  code = fit_code(pick(self, c, node, false, &choice, st->reason), st);
+  code = fit_code(pick(self, c, node, false, &choice, st), st);
   if (code != GS_EOK)
     return code;
   alloc = (struct gs_alloc){
@@ -195,16 +195,16 @@ static enum gs_err reserve(void *self, struct gs_cycle *c, const struct gs_node 
   alloc.nparts = gs_place_parts(c->pod, &choice, parts, GS_MAX_PARTS);
   alloc.parts = parts;
   if (alloc.nparts == 0)
-    return gs_status_set(st, GS_EUNRESOLVABLE, "pod needs more than %d GPU shares",
+    return gs_status_set(st, GS_EUNRESOLVABLE, GS_R_INVALID_POD, "pod needs more than %d GPU shares",
                          GS_MAX_PARTS);
   err = gs_ledger_reserve(c->ledger, &alloc, c->policy->cgpu_max_pods);
   switch (err) {
   case GS_EOK:
     return GS_EOK;
   case GS_ENOFIT:
-    return gs_status_set(st, GS_ENOFIT, "no room left on the chosen GPUs");
+    return gs_status_set(st, GS_ENOFIT, GS_R_OTHER, "no room left on the chosen GPUs");
   default:
-    return gs_status_set(st, err, "cannot reserve GPUs: %s", gs_strerror(err));
+    return gs_status_set(st, err, GS_R_OTHER, "cannot reserve GPUs: %s", gs_strerror(err));
   }
 }
 
@@ -216,16 +216,16 @@ static void unreserve(void *self, struct gs_cycle *c, const char *node) {
       return; /* already gone: nothing to undo */
 }
 
-static enum gs_err bind(void *self, const struct gs_cycle *c, const struct gs_alloc *alloc,
+static enum gs_err pre_bind(void *self, const struct gs_cycle *c, const struct gs_alloc *alloc,
                          struct gs_annotations *ret, struct gs_status *st) {
   const struct gs_node *node = gs_ledger_node_get(c->ledger, alloc->node);
   enum gs_err err;
   (void)self;
   if (node == NULL)
-    return gs_status_set(st, GS_ENOTFOUND, "node unknown to gpushare");
+    return gs_status_set(st, GS_ENOTFOUND, GS_R_NODE_UNKNOWN, "node unknown to gpushare");
   err = alloc->kind == GS_ALLOC_WHOLE ? gs_annot_whole(alloc, ret) : gs_annot_mem(alloc, node, ret);
   if (err != GS_EOK)
-    return gs_status_set(st, err, "cannot write annotations: %s", gs_strerror(err));
+    return gs_status_set(st, err, GS_R_OTHER, "cannot write annotations: %s", gs_strerror(err));
   return GS_EOK;
 }
 
@@ -239,6 +239,6 @@ const struct gs_plugin_ops gs_plugin_gpumem = {
     .score = score,
     .reserve = reserve,
     .unreserve = unreserve,
-    .bind = bind,
+    .pre_bind = pre_bind,
     .filter_score = filter_score,
 };

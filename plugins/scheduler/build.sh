@@ -46,7 +46,7 @@ if ! command -v go >/dev/null 2>&1; then
 fi
 command -v go >/dev/null 2>&1 || { echo "plugin-build: FAILED: no Go toolchain" >&2; exit 1; }
 
-libs=(src/shim/libgs_shim.a src/server/libgs_server.a src/sched/libgs_sched.a src/framework/libgs_framework.a
+libs=(src/shim/libgs_shim.a src/observe/libgs_observe.a src/sched/libgs_sched.a src/framework/libgs_framework.a
       plugins/libgs_plugins.a src/config/libgs_config.a src/api/libgs_api.a
       src/core/libgs_core.a src/util/libgs_util.a)
 ld=""

@@ -461,7 +461,7 @@ enum gs_err gs_place_choose_frag(void *ctx, const struct gs_node *node,
                                  const struct gs_pod_request *req,
                                  const struct gs_policy *policy, uint64_t candidates, uint32_t k,
                                  uint64_t mib_per_gpu, uint32_t ret_gpus[GS_MAX_GPUS],
-                                 char reason[GS_REASON_MAX]) {
+                                 struct gs_status *st) {
   struct gs_frag_pick *pick = ctx;
   const struct gs_frag_table *t;
   struct gs_frag_table self;
@@ -479,7 +479,7 @@ enum gs_err gs_place_choose_frag(void *ctx, const struct gs_node *node,
     pick->has_delta = false;
   if (k != 1 || mib_per_gpu == 0)
     return gs_place_choose_default(NULL, node, req, policy, candidates, k, mib_per_gpu,
-                                   ret_gpus, reason);
+                                   ret_gpus, st);
   t = table_or_self(pick ? pick->table : NULL, 1, mib_per_gpu, cpu, mem, &self);
   frag_node_init(node, policy, t, &fn);
   frag_states(&fn, fit, unusable);
@@ -503,11 +503,9 @@ enum gs_err gs_place_choose_frag(void *ctx, const struct gs_node *node,
     least = delta[x] < least ? delta[x] : least;
     gpu[nc++] = (uint8_t)x;
   }
-  if (nc == 0) {
-    if (reason != NULL)
-      snprintf(reason, GS_REASON_MAX, "fewer than %u usable GPUs", (unsigned)k);
-    return GS_ENOFIT;
-  }
+  if (nc == 0)
+    return gs_status_set(st, GS_ENOFIT, GS_R_INSUFFICIENT_GPUS, "fewer than %u usable GPUs",
+                         (unsigned)k);
   /* Sums of the same terms in another order may differ in the last bits:
    * deltas within 1e-9 (relative) of the least are a tie, which the
    * placement order breaks (the key of a GPU that is no tie: all ones). */

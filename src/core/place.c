@@ -42,19 +42,27 @@ static void copy_reason(char reason[GS_REASON_MAX], const char *text) {
   reason[n] = '\0';
 }
 
-static enum gs_err clear_reason(enum gs_err fit, char reason[GS_REASON_MAX]) {
-  if (reason != NULL)
-    reason[0] = '\0';
+static enum gs_err clear_reason(enum gs_err fit, struct gs_status *st) {
+  if (st != NULL) {
+    st->code = fit;
+    st->why = GS_R_OTHER;
+    st->reason[0] = '\0';
+  }
   return fit;
 }
 
 #if defined(__GNUC__)
-__attribute__((format(printf, 3, 4)))
+__attribute__((format(printf, 4, 5)))
 #endif
-static enum gs_err verdict(enum gs_err fit, char reason[GS_REASON_MAX], const char *fmt, ...) {
+static enum gs_err verdict(enum gs_err fit, struct gs_status *st, enum gs_reason why,
+                           const char *fmt, ...) {
   va_list ap;
-  if (reason == NULL)
+  char *reason;
+  if (st == NULL)
     return fit;
+  st->code = fit;
+  st->why = why;
+  reason = st->reason;
   va_start(ap, fmt);
   /* Most verdicts are a fixed text or "%s": skip the formatter, which ran
    * for every node of every request (docs/benchmarks.md, core). */
@@ -72,13 +80,16 @@ static enum gs_err verdict(enum gs_err fit, char reason[GS_REASON_MAX], const ch
  * refusals below are written for most nodes of most requests, and finding
  * the length at run time (verdict's strchr and strnlen) cost more than the
  * copy (docs/benchmarks.md, core). The array size checks the length. */
-#define FIXED(fit, reason, text)                                                              \
-  fixed_verdict((fit), (reason), (text),                                                      \
+#define FIXED(fit, st, why, text)                                                             \
+  fixed_verdict((fit), (st), (why), (text),                                                   \
                 sizeof(char[sizeof(text) <= GS_REASON_MAX ? sizeof(text) : -1]))
-static enum gs_err fixed_verdict(enum gs_err fit, char reason[GS_REASON_MAX], const char *text,
-                                 size_t size) {
-  if (reason != NULL)
-    memcpy(reason, text, size);
+static enum gs_err fixed_verdict(enum gs_err fit, struct gs_status *st, enum gs_reason why,
+                                 const char *text, size_t size) {
+  if (st != NULL) {
+    st->code = fit;
+    st->why = why;
+    memcpy(st->reason, text, size);
+  }
   return fit;
 }
 
@@ -120,12 +131,13 @@ struct pod_info {
 static uint64_t sat_add(uint64_t a, uint64_t b) { return a > UINT64_MAX - b ? UINT64_MAX : a + b; }
 
 static enum gs_err check(const struct gs_pod_request *req, const struct gs_policy *policy,
-                         char reason[GS_REASON_MAX], struct pod_info *info) {
+                         struct gs_status *st, struct pod_info *info) {
   uint64_t sum = 0, wsum = 0;
   uint32_t m, nmem = 0;
   assert(policy->unit_mib == GS_UNIT_GIB || policy->unit_mib == GS_UNIT_128MIB);
   if (req->ncontainers > GS_MAX_CONTAINERS)
-    return verdict(GS_EUNRESOLVABLE, reason, "pod has more than %u containers",
+    return verdict(GS_EUNRESOLVABLE, st, GS_R_INVALID_POD,
+                   "pod has more than %u containers",
                    (unsigned)GS_MAX_CONTAINERS);
   for (uint32_t c = 0; c < req->ncontainers; c++) {
     sum = sat_add(sum, req->mem_units[c]);
@@ -137,58 +149,61 @@ static enum gs_err check(const struct gs_pod_request *req, const struct gs_polic
   info->mem = info->mem_eff > 0;
   info->whole = info->whole_eff > 0;
   if (!info->mem && !info->whole)
-    return clear_reason(GS_ESKIP, reason);
+    return clear_reason(GS_ESKIP, st);
   if (info->mem && info->whole)
-    return verdict(GS_EUNRESOLVABLE, reason,
+    return verdict(GS_EUNRESOLVABLE, st, GS_R_INVALID_POD,
                    "pod requests both aliyun.com/gpu-mem and aliyun.com/gpu; "
                    "a pod gets either shared GPU memory or whole GPUs");
   if (info->whole) {
     if (info->whole_eff > GS_MAX_GPUS)
-      return verdict(GS_EUNRESOLVABLE, reason, "aliyun.com/gpu %llu exceeds %u GPUs per node",
+      return verdict(GS_EUNRESOLVABLE, st, GS_R_INVALID_POD,
+                   "aliyun.com/gpu %llu exceeds %u GPUs per node",
                      (unsigned long long)info->whole_eff, (unsigned)GS_MAX_GPUS);
-    return clear_reason(GS_EOK, reason);
+    return clear_reason(GS_EOK, st);
   }
   m = req->gpu_count;
   if (m == 0 && req->gpu_count_text[0] != '\0')
-    return verdict(GS_EUNRESOLVABLE, reason,
+    return verdict(GS_EUNRESOLVABLE, st, GS_R_INVALID_POD,
                    "aliyun.com/gpu-count \"%s\" is not a number from 1 to %u",
                    req->gpu_count_text, (unsigned)GS_MAX_GPUS);
   if (m < 1 || m > GS_MAX_GPUS)
-    return verdict(GS_EUNRESOLVABLE, reason, "aliyun.com/gpu-count %u is out of range 1..%u",
+    return verdict(GS_EUNRESOLVABLE, st, GS_R_INVALID_POD,
+                   "aliyun.com/gpu-count %u is out of range 1..%u",
                    (unsigned)m, (unsigned)GS_MAX_GPUS);
   if (m > 1) {
     for (uint32_t c = 0; c < req->ncontainers; c++) {
       if (req->mem_units[c] % m != 0)
-        return verdict(GS_EUNRESOLVABLE, reason,
+        return verdict(GS_EUNRESOLVABLE, st, GS_R_INVALID_POD,
                        "aliyun.com/gpu-mem %llu is not divisible by aliyun.com/gpu-count %u",
                        (unsigned long long)req->mem_units[c], (unsigned)m);
     }
     if (req->init_mem_units % m != 0)
-      return verdict(GS_EUNRESOLVABLE, reason,
+      return verdict(GS_EUNRESOLVABLE, st, GS_R_INVALID_POD,
                      "aliyun.com/gpu-mem %llu (init container) is not divisible by "
                      "aliyun.com/gpu-count %u",
                      (unsigned long long)req->init_mem_units, (unsigned)m);
   }
   if (info->mem_eff / m > GS__PART_MIB_MAX / policy->unit_mib)
-    return verdict(GS_EUNRESOLVABLE, reason, "aliyun.com/gpu-mem %llu is too large",
+    return verdict(GS_EUNRESOLVABLE, st, GS_R_INVALID_POD,
+                   "aliyun.com/gpu-mem %llu is too large",
                    (unsigned long long)info->mem_eff);
   /* Init-only request: the excess goes to container 0 (one part set). */
   if ((nmem > 0 ? nmem : 1) * m > GS_MAX_PARTS)
-    return verdict(GS_EUNRESOLVABLE, reason,
+    return verdict(GS_EUNRESOLVABLE, st, GS_R_INVALID_POD,
                    "pod needs more than %u (container, GPU) shares", (unsigned)GS_MAX_PARTS);
-  return clear_reason(GS_EOK, reason);
+  return clear_reason(GS_EOK, st);
 }
 
 enum gs_err gs_place_check_pod(const struct gs_pod_request *req, const struct gs_policy *policy,
-                               char reason[GS_REASON_MAX]) {
+                               struct gs_status *st) {
   struct pod_info info;
-  return check(req, policy, reason, &info);
+  return check(req, policy, st, &info);
 }
 
 enum gs_err gs_place_prepare(const struct gs_pod_request *req, const struct gs_policy *policy,
-                             struct gs_place_pod *ret_pod, char reason[GS_REASON_MAX]) {
+                             struct gs_place_pod *ret_pod, struct gs_status *st) {
   struct pod_info info;
-  enum gs_err fit = check(req, policy, reason, &info);
+  enum gs_err fit = check(req, policy, st, &info);
   if (fit != GS_EOK)
     return fit;
   ret_pod->req = req;
@@ -200,22 +215,30 @@ enum gs_err gs_place_prepare(const struct gs_pod_request *req, const struct gs_p
   return GS_EOK;
 }
 
+/* A pod gs_place_signature cannot sign: why, in sig. */
+static enum gs_err unsigned_pod(char sig[GS_REASON_MAX], const char *why) {
+  copy_reason(sig, why);
+  return GS_EUNRESOLVABLE;
+}
+
 enum gs_err gs_place_signature(const struct gs_pod_request *req, const struct gs_policy *policy,
                                char sig[GS_REASON_MAX]) {
   struct gs_place_pod pod;
-  char why[GS_REASON_MAX];
+  struct gs_status why;
   size_t at;
   int n;
-  enum gs_err fit = gs_place_prepare(req, policy, &pod, why);
+  enum gs_err fit = gs_place_prepare(req, policy, &pod, &why);
   bool frag_host = gs_place_frag_scores_host(req, policy);
   if (gs_pod_request_is_gang_member(req))
-    return verdict(GS_EUNRESOLVABLE, sig, "a member of a distributed job is placed by its plan");
-  if (fit == GS_ESKIP && !frag_host)
-    return clear_reason(GS_ESKIP, sig);
+    return unsigned_pod(sig, "a member of a distributed job is placed by its plan");
+  if (fit == GS_ESKIP && !frag_host) {
+    sig[0] = '\0';
+    return GS_ESKIP;
+  }
   if (policy->node_policy == GS_PLACE_FRAG)
-    return verdict(GS_EUNRESOLVABLE, sig, "nodePolicy frag weighs the whole cluster's shares");
+    return unsigned_pod(sig, "nodePolicy frag weighs the whole cluster's shares");
   if (fit != GS_EOK)
-    return verdict(GS_EUNRESOLVABLE, sig, "%s", why);
+    return unsigned_pod(sig, why.reason);
   n = snprintf(sig, GS_REASON_MAX, "%s k=%u mib=%llu prio=%d init=%llu/%llu c=",
                pod.mem ? "mem" : "whole", (unsigned)pod.k, (unsigned long long)pod.mib_per_gpu,
                (int)req->priority, (unsigned long long)req->init_mem_units,
@@ -227,7 +250,7 @@ enum gs_err gs_place_signature(const struct gs_pod_request *req, const struct gs
     at += n > 0 ? (size_t)n : 0;
   }
   if (at >= GS_REASON_MAX)
-    return verdict(GS_EUNRESOLVABLE, sig, "too many containers to sign");
+    return unsigned_pod(sig, "too many containers to sign");
   return GS_EOK;
 }
 
@@ -255,7 +278,7 @@ enum gs_err gs_place_choose_default(void *ctx, const struct gs_node *node,
                                     const struct gs_pod_request *req,
                                     const struct gs_policy *policy, uint64_t candidates,
                                     uint32_t k, uint64_t mib_per_gpu,
-                                    uint32_t ret_gpus[GS_MAX_GPUS], char reason[GS_REASON_MAX]) {
+                                    uint32_t ret_gpus[GS_MAX_GPUS], struct gs_status *st) {
   uint32_t order[GS_MAX_GPUS];
   uint32_t n = 0;
   bool mem = gs_pod_request_is_memory(req);
@@ -264,7 +287,8 @@ enum gs_err gs_place_choose_default(void *ctx, const struct gs_node *node,
     if (candidates >> g & 1)
       order[n++] = g;
   if (n < k)
-    return verdict(GS_ENOFIT, reason, "fewer than %u usable GPUs", (unsigned)k);
+    return verdict(GS_ENOFIT, st, GS_R_INSUFFICIENT_GPUS, "fewer than %u usable GPUs",
+                   (unsigned)k);
   /* Several GPUs (or a whole GPU) on a node with a known interconnect: the
    * set that is best connected while keeping good sets free for later
    * (docs/topology.md). A single memory share keeps binpack/spread. */
@@ -372,7 +396,7 @@ static bool has_bits(uint64_t x, uint32_t m) {
  * found in the same pass. */
 static enum gs_err mem_candidates(const struct gs_node *node, const struct gs_policy *policy,
                                   uint32_t m, uint64_t need_mib, uint64_t *ret_candidates,
-                                  uint64_t *ret_best, char reason[GS_REASON_MAX]) {
+                                  uint64_t *ret_best, struct gs_status *st) {
   struct mem_scan sc;
   uint64_t candidates, roomy, total;
   uint32_t healthy;
@@ -389,24 +413,25 @@ static enum gs_err mem_candidates(const struct gs_node *node, const struct gs_po
   total = sc.total;
   healthy = sc.healthy;
   if (total == 0)
-    return FIXED(GS_ENOFIT, reason, REASON_NOT_SHARING);
+    return FIXED(GS_ENOFIT, st, GS_R_NODE_NOT_MANAGED, REASON_NOT_SHARING);
   if (healthy == 0)
-    return FIXED(GS_ENOFIT, reason, REASON_NO_HEALTHY);
+    return FIXED(GS_ENOFIT, st, GS_R_NO_HEALTHY_GPU, REASON_NO_HEALTHY);
   if (has_bits(candidates, m)) {
     *ret_candidates = candidates;
     return GS_EOK;
   }
   /* Memory would do; only the pod cap stands in the way. */
   if (has_bits(roomy, m))
-    return FIXED(GS_ENOFIT, reason, REASON_CGPU_CAP);
+    return FIXED(GS_ENOFIT, st, GS_R_CGPU_POD_LIMIT, REASON_CGPU_CAP);
   if (m == 1)
-    return FIXED(GS_ENOFIT, reason, REASON_NO_SINGLE);
-  return verdict(GS_ENOFIT, reason, "fewer than %u GPUs with %llu MiB free", (unsigned)m,
+    return FIXED(GS_ENOFIT, st, GS_R_INSUFFICIENT_GPU_MEMORY, REASON_NO_SINGLE);
+  return verdict(GS_ENOFIT, st, GS_R_INSUFFICIENT_GPU_MEMORY,
+                 "fewer than %u GPUs with %llu MiB free", (unsigned)m,
                  (unsigned long long)need_mib);
 }
 
 static enum gs_err whole_candidates(const struct gs_node *node, uint32_t k,
-                                    uint64_t *ret_candidates, char reason[GS_REASON_MAX]) {
+                                    uint64_t *ret_candidates, struct gs_status *st) {
   uint64_t candidates = 0;
   uint32_t healthy = 0;
   for (uint32_t g = 0; g < node->ngpus; g++) {
@@ -418,16 +443,17 @@ static enum gs_err whole_candidates(const struct gs_node *node, uint32_t k,
       candidates |= UINT64_C(1) << g;
   }
   if (healthy == 0)
-    return FIXED(GS_ENOFIT, reason, REASON_NO_HEALTHY);
+    return FIXED(GS_ENOFIT, st, GS_R_NO_HEALTHY_GPU, REASON_NO_HEALTHY);
   if (!has_bits(candidates, k))
-    return verdict(GS_ENOFIT, reason, "fewer than %u free whole GPUs", (unsigned)k);
+    return verdict(GS_ENOFIT, st, GS_R_INSUFFICIENT_WHOLE_GPUS, "fewer than %u free whole GPUs",
+                   (unsigned)k);
   *ret_candidates = candidates;
   return GS_EOK;
 }
 
 enum gs_err gs_place_pick_prepared(const struct gs_node *node, const struct gs_place_pod *pod,
                                    gs_place_choose_fn choose, void *choose_ctx,
-                                   struct gs_choice *ret_choice, char reason[GS_REASON_MAX]) {
+                                   struct gs_choice *ret_choice, struct gs_status *st) {
   struct gs_choice choice; /* gpus[] past ngpus stays unset: 300 bytes a node */
   const struct gs_policy *policy = pod->policy;
   uint32_t picked[GS_MAX_GPUS];
@@ -439,15 +465,15 @@ enum gs_err gs_place_pick_prepared(const struct gs_node *node, const struct gs_p
   choice.mib_per_gpu = pod->mib_per_gpu;
   choice.score = 0;
   if (node->mode == GS_MODE_NONE)
-    return FIXED(GS_ENOFIT, reason, REASON_NOT_SHARING);
+    return FIXED(GS_ENOFIT, st, GS_R_NODE_NOT_MANAGED, REASON_NOT_SHARING);
   if (mem && node->mode == GS_MODE_TOPOLOGY)
-    return FIXED(GS_ENOFIT, reason, REASON_TOPOLOGY_ONLY);
+    return FIXED(GS_ENOFIT, st, GS_R_NODE_WHOLE_GPUS_ONLY, REASON_TOPOLOGY_ONLY);
   if (!mem && gs_mode_is_memory(node->mode))
-    return FIXED(GS_ENOFIT, reason, REASON_NO_WHOLE);
+    return FIXED(GS_ENOFIT, st, GS_R_NODE_MEMORY_ONLY, REASON_NO_WHOLE);
   if (node->ngpus == 0)
-    return FIXED(GS_ENOFIT, reason, REASON_NOT_SHARING);
+    return FIXED(GS_ENOFIT, st, GS_R_NODE_NOT_MANAGED, REASON_NOT_SHARING);
   if (mem && k > 1 && node->single_card)
-    return FIXED(GS_ENOFIT, reason, REASON_SINGLE_CARD);
+    return FIXED(GS_ENOFIT, st, GS_R_NODE_SINGLE_CARD, REASON_SINGLE_CARD);
   if (mem) {
     /* The default chooser without an interconnect to weigh (one GPU, or a
      * node without a topology): its choice is the k best keys, found while
@@ -455,10 +481,10 @@ enum gs_err gs_place_pick_prepared(const struct gs_node *node, const struct gs_p
     fast = choose == NULL &&
            (k == 1 || node->topo == NULL || node->topo->n != node->ngpus);
     fit = mem_candidates(node, policy, k, choice.mib_per_gpu, &candidates,
-                         fast ? best : NULL, reason);
+                         fast ? best : NULL, st);
   } else {
     fast = false;
-    fit = whole_candidates(node, k, &candidates, reason);
+    fit = whole_candidates(node, k, &candidates, st);
   }
   if (fit != GS_EOK)
     return fit;
@@ -472,14 +498,18 @@ enum gs_err gs_place_pick_prepared(const struct gs_node *node, const struct gs_p
 
   fit = (choose ? choose : gs_place_choose_default)(choose_ctx, node, pod->req, policy,
                                                     candidates, k, choice.mib_per_gpu, picked,
-                                                    reason);
-  if (fit != GS_EOK)
-    return fit == GS_EUNRESOLVABLE ? GS_EUNRESOLVABLE : GS_ENOFIT;
+                                                    st);
+  if (fit != GS_EOK) {
+    fit = fit == GS_EUNRESOLVABLE ? GS_EUNRESOLVABLE : GS_ENOFIT;
+    if (st != NULL)
+      st->code = fit;
+    return fit;
+  }
   /* A chooser is plugin code: check its answer rather than trust it. */
   for (uint32_t i = 0; i < k; i++) {
     uint32_t g = picked[i];
     if (g >= node->ngpus || !(candidates >> g & 1) || (seen >> g & 1))
-      return FIXED(GS_ENOFIT, reason, "GPU chooser returned an invalid set");
+      return FIXED(GS_ENOFIT, st, GS_R_OTHER, "GPU chooser returned an invalid set");
     seen |= UINT64_C(1) << g;
   }
   for (uint32_t g = 0; g < node->ngpus; g++)
@@ -517,24 +547,24 @@ score:
     ret_choice->gpus[i] = choice.gpus[i];
   ret_choice->mib_per_gpu = choice.mib_per_gpu;
   ret_choice->score = choice.score;
-  return clear_reason(GS_EOK, reason);
+  return clear_reason(GS_EOK, st);
 }
 
 enum gs_err gs_place_pick_with(const struct gs_node *node, const struct gs_pod_request *req,
                                const struct gs_policy *policy, gs_place_choose_fn choose,
                                void *choose_ctx, struct gs_choice *ret_choice,
-                               char reason[GS_REASON_MAX]) {
+                               struct gs_status *st) {
   struct gs_place_pod pod;
-  enum gs_err fit = gs_place_prepare(req, policy, &pod, reason);
+  enum gs_err fit = gs_place_prepare(req, policy, &pod, st);
   if (fit != GS_EOK)
     return fit;
-  return gs_place_pick_prepared(node, &pod, choose, choose_ctx, ret_choice, reason);
+  return gs_place_pick_prepared(node, &pod, choose, choose_ctx, ret_choice, st);
 }
 
 enum gs_err gs_place_pick(const struct gs_node *node, const struct gs_pod_request *req,
                           const struct gs_policy *policy, struct gs_choice *ret_choice,
-                          char reason[GS_REASON_MAX]) {
-  return gs_place_pick_with(node, req, policy, NULL, NULL, ret_choice, reason);
+                          struct gs_status *st) {
+  return gs_place_pick_with(node, req, policy, NULL, NULL, ret_choice, st);
 }
 
 /* ---- parts --------------------------------------------------------------------- */

@@ -25,11 +25,24 @@ const char *gs_status_name(enum gs_err code) {
   }
 }
 
-enum gs_err gs_status_set(struct gs_status *st, enum gs_err code, const char *fmt, ...) {
+const char *gs_reason_label(enum gs_reason why) {
+  static const char *const labels[] = {
+#define GS_REASON_LABEL(name, label) label,
+      GS_REASON_LIST(GS_REASON_LABEL)
+#undef GS_REASON_LABEL
+  };
+  if ((size_t)why >= sizeof labels / sizeof labels[0])
+    return labels[GS_R_OTHER];
+  return labels[why];
+}
+
+enum gs_err gs_status_set(struct gs_status *st, enum gs_err code, enum gs_reason why,
+                          const char *fmt, ...) {
   va_list ap;
   if (st == NULL)
     return code;
   st->code = code;
+  st->why = why;
   va_start(ap, fmt);
   vsnprintf(st->reason, sizeof st->reason, fmt, ap);
   va_end(ap);

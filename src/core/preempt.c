@@ -390,23 +390,25 @@ done:
 enum gs_err gs_preempt_pick(const struct gs_node *node, const struct gs_place_pod *pod,
                              uint32_t cgpu_max_pods, const struct gs_preempt_candidate *cands,
                              size_t n, uint32_t *ret_idx, size_t *ret_n,
-                             char reason[GS_REASON_MAX]) {
+                             struct gs_status *st) {
   uint32_t cap = node->mode == GS_MODE_CGPU ? cgpu_max_pods : 0;
   bool *allowed = NULL, *out = NULL;
   enum gs_err code;
 
   if (pod->mem ? !gs_mode_is_memory(node->mode) : node->mode != GS_MODE_TOPOLOGY) {
-    snprintf(reason, GS_REASON_MAX, "%s",
-             node->mode == GS_MODE_NONE ? "node is not a GPU-sharing node"
-             : pod->mem                 ? "node serves whole GPUs only (topology mode)"
-                                        : "node does not serve whole GPUs");
-    return GS_EUNRESOLVABLE;
+    if (node->mode == GS_MODE_NONE)
+      return gs_status_set(st, GS_EUNRESOLVABLE, GS_R_NODE_NOT_MANAGED,
+                           "node is not a GPU-sharing node");
+    if (pod->mem)
+      return gs_status_set(st, GS_EUNRESOLVABLE, GS_R_NODE_WHOLE_GPUS_ONLY,
+                           "node serves whole GPUs only (topology mode)");
+    return gs_status_set(st, GS_EUNRESOLVABLE, GS_R_NODE_MEMORY_ONLY,
+                         "node does not serve whole GPUs");
   }
   allowed = gs_calloc(n ? n : 1, sizeof *allowed);
   out = gs_calloc(n ? n : 1, sizeof *out);
   if (allowed == NULL || out == NULL) {
-    snprintf(reason, GS_REASON_MAX, "out of memory");
-    code = GS_ENOMEM;
+    code = gs_status_set(st, GS_ENOMEM, GS_R_OTHER, "out of memory");
     goto done;
   }
   /* kube-scheduler's own victims first; the node's other candidates only
@@ -424,15 +426,15 @@ enum gs_err gs_preempt_pick(const struct gs_node *node, const struct gs_place_po
     for (size_t i = 0; i < n; i++)
       if (out[i])
         ret_idx[(*ret_n)++] = (uint32_t)i;
-    reason[0] = '\0';
+    gs_status_set(st, GS_EOK, GS_R_OTHER, "%s", "");
   } else if (code == GS_ENOFIT) {
     if (pod->k == 1)
-      snprintf(reason, GS_REASON_MAX, "no lower-priority pods free one GPU for the pod");
+      gs_status_set(st, code, GS_R_OTHER, "no lower-priority pods free one GPU for the pod");
     else
-      snprintf(reason, GS_REASON_MAX, "no lower-priority pods free %u GPUs for the pod",
-               (unsigned)pod->k);
+      gs_status_set(st, code, GS_R_OTHER, "no lower-priority pods free %u GPUs for the pod",
+                    (unsigned)pod->k);
   } else {
-    snprintf(reason, GS_REASON_MAX, "out of memory");
+    gs_status_set(st, code, GS_R_OTHER, "out of memory");
   }
 done:
   gs_free(allowed);

@@ -156,6 +156,7 @@ static enum gs_err run_pre_filter(struct gs_fw *fw, struct cycle *cy, struct gs_
     if (fw->plugins[i]->pre_filter == NULL)
       continue;
     st->code = GS_EOK;
+    st->why = GS_R_OTHER;
     st->reason[0] = '\0';
     code = fw->plugins[i]->pre_filter(fw->state[i], at(cy, i), st);
     if (code == GS_ESKIP)
@@ -198,6 +199,7 @@ static void run_node(struct gs_fw *fw, const struct cycle *cy, const struct gs_n
   r->score = r->score100 = 0;
   if (node == NULL) {
     r->code = GS_ENOFIT;
+    r->why = GS_R_NODE_UNKNOWN;
     snprintf(r->reason, sizeof r->reason, "node unknown to gpushare");
     return;
   }
@@ -205,6 +207,7 @@ static void run_node(struct gs_fw *fw, const struct cycle *cy, const struct gs_n
     const struct gs_plugin_ops *p = fw->plugins[i];
     enum gs_err code;
     st->code = GS_EOK;
+    st->why = GS_R_OTHER;
     st->reason[0] = '\0';
     early_scored[i] = false;
     if (score && p->filter_score != NULL)
@@ -316,7 +319,7 @@ static enum gs_err run_verb(struct gs_fw *fw, const struct gs_pod_request *pod,
                             struct gs_node_result *ret, struct gs_fw_memo *memo) {
   struct cycle cy;
   struct gs_place_pod place;
-  struct gs_status st = {GS_EOK, ""};
+  struct gs_status st = {GS_EOK, GS_R_OTHER, ""};
   char sig[GS_REASON_MAX] = "";
   enum gs_err pre;
 
@@ -355,6 +358,7 @@ static enum gs_err run_verb(struct gs_fw *fw, const struct gs_pod_request *pod,
     enum gs_err code = pre == GS_EUNRESOLVABLE ? GS_EUNRESOLVABLE : GS_ENOFIT;
     for (size_t i = 0; i < n; i++) {
       ret[i].code = code;
+      ret[i].why = st.why;
       ret[i].score = ret[i].score100 = 0;
       snprintf(ret[i].reason, sizeof ret[i].reason, "%s", st.reason);
     }
@@ -435,22 +439,22 @@ static enum gs_err run_reserve(struct gs_fw *fw, struct cycle *cy, const struct 
   return GS_EOK;
 }
 
-static enum gs_err run_bind(struct gs_fw *fw, struct cycle *cy, const struct gs_alloc *alloc,
+static enum gs_err run_pre_bind(struct gs_fw *fw, struct cycle *cy, const struct gs_alloc *alloc,
                              struct gs_annotations *ret, struct gs_status *st) {
   for (size_t i = 0; i < fw->nplugins; i++) {
     enum gs_err code;
-    if (fw->plugins[i]->bind == NULL)
+    if (fw->plugins[i]->pre_bind == NULL)
       continue;
-    code = fw->plugins[i]->bind(fw->state[i], at(cy, i), alloc, ret, st);
+    code = fw->plugins[i]->pre_bind(fw->state[i], at(cy, i), alloc, ret, st);
     if (code != GS_EOK && code != GS_ESKIP)
       return code;
   }
   return GS_EOK;
 }
 
-enum gs_err gs_fw_bind_prepare(struct gs_fw *fw, const struct gs_pod_request *pod,
-                               const char *node, int64_t now_ns, struct gs_annotations *ret,
-                               bool *ret_fresh, struct gs_status *st) {
+enum gs_err gs_fw_reserve(struct gs_fw *fw, const struct gs_pod_request *pod, const char *node,
+                          int64_t now_ns, struct gs_annotations *ret, bool *ret_fresh,
+                          struct gs_status *st) {
   struct cycle cy;
   const struct gs_node *n;
   const struct gs_alloc *alloc;
@@ -462,21 +466,21 @@ enum gs_err gs_fw_bind_prepare(struct gs_fw *fw, const struct gs_pod_request *po
   cycle_init(fw, &cy, pod, now_ns);
   n = gs_ledger_node_get(fw->ledger, node);
   if (n == NULL) {
-    gs_status_set(st, GS_ENOFIT, "node unknown to gpushare");
+    gs_status_set(st, GS_ENOFIT, GS_R_NODE_UNKNOWN, "node unknown to gpushare");
     err = GS_ENOTFOUND;
     goto unlock;
   }
   alloc = pod->uid[0] != '\0' ? gs_ledger_alloc_get(fw->ledger, pod->uid) : NULL;
   if (alloc != NULL && strcmp(alloc->node, node) != 0) {
-    gs_status_set(st, GS_ECONFLICT, "pod already has GPUs reserved on another node");
+    gs_status_set(st, GS_ECONFLICT, GS_R_OTHER, "pod already has GPUs reserved on another node");
     err = GS_ECONFLICT;
     goto unlock;
   }
   if (alloc == NULL) {
-    struct gs_status pre = {GS_EOK, ""};
+    struct gs_status pre = {GS_EOK, GS_R_OTHER, ""};
     code = run_pre_filter(fw, &cy, &pre);
     if (code == GS_ESKIP) {
-      gs_status_set(st, GS_EINVAL, "pod requests no GPU resource managed by gpushare");
+      gs_status_set(st, GS_EINVAL, GS_R_OTHER, "pod requests no GPU resource managed by gpushare");
       err = GS_EINVAL;
       goto unlock;
     }
@@ -493,12 +497,12 @@ enum gs_err gs_fw_bind_prepare(struct gs_fw *fw, const struct gs_pod_request *po
     fresh = true;
     alloc = gs_ledger_alloc_get(fw->ledger, pod->uid);
     if (alloc == NULL) {
-      gs_status_set(st, GS_EINVAL, "no plugin reserved GPUs for the pod");
+      gs_status_set(st, GS_EINVAL, GS_R_OTHER, "no plugin reserved GPUs for the pod");
       err = GS_EINVAL;
       goto unlock;
     }
   }
-  code = run_bind(fw, &cy, alloc, ret, st);
+  code = run_pre_bind(fw, &cy, alloc, ret, st);
   if (code != GS_EOK) {
     gs_annotations_clear(ret);
     if (fresh)
@@ -535,10 +539,11 @@ enum gs_err gs_fw_preempt(struct gs_fw *fw, const struct gs_pod_request *pod, co
 
   *ret_n = 0;
   *ret_uids = NULL;
-  st->code = gs_place_prepare(pod, &fw->policy, &place, st->reason);
+  st->code = gs_place_prepare(pod, &fw->policy, &place, st);
   if (st->code != GS_EOK) {
     if (st->code == GS_ESKIP)
-      gs_status_set(st, GS_EUNRESOLVABLE, "pod requests no GPU resource managed by gpushare");
+      gs_status_set(st, GS_EUNRESOLVABLE, GS_R_OTHER,
+                    "pod requests no GPU resource managed by gpushare");
     return GS_EOK;
   }
   pthread_rwlock_rdlock(&fw->lock);
@@ -563,7 +568,7 @@ enum gs_err gs_fw_preempt(struct gs_fw *fw, const struct gs_pod_request *pod, co
       named = strcmp(proposed[j], a->uid) == 0;
     cands[nc++] = (struct gs_preempt_candidate){a, named};
   }
-  st->code = gs_preempt_pick(n, &place, fw->policy.cgpu_max_pods, cands, nc, idx, &nv, st->reason);
+  st->code = gs_preempt_pick(n, &place, fw->policy.cgpu_max_pods, cands, nc, idx, &nv, st);
   if (st->code == GS_EOK) {
     uids = gs_calloc(nv + nproposed ? nv + nproposed : 1, sizeof *uids);
     if (uids == NULL) {
@@ -593,7 +598,7 @@ unlock:
   return err;
 }
 
-void gs_fw_bind_commit(struct gs_fw *fw, const char *uid) {
+void gs_fw_post_bind(struct gs_fw *fw, const char *uid) {
   pthread_rwlock_wrlock(&fw->lock);
   if (gs_ledger_confirm(fw->ledger, uid) != GS_EOK) {
     /* deleted meanwhile: nothing to confirm */
@@ -601,7 +606,7 @@ void gs_fw_bind_commit(struct gs_fw *fw, const char *uid) {
   pthread_rwlock_unlock(&fw->lock);
 }
 
-void gs_fw_bind_abort(struct gs_fw *fw, const struct gs_pod_request *pod, const char *node) {
+void gs_fw_unreserve(struct gs_fw *fw, const struct gs_pod_request *pod, const char *node) {
   struct cycle cy;
   pthread_rwlock_wrlock(&fw->lock);
   cycle_init(fw, &cy, pod, 0); /* a later cycle: the plugins' state starts empty */
@@ -614,6 +619,7 @@ enum gs_err gs_fw_permit(struct gs_fw *fw, const struct gs_pod_request *pod, con
   struct cycle cy;
   enum gs_err code = GS_EOK;
   st->code = GS_EOK;
+  st->why = GS_R_OTHER;
   st->reason[0] = '\0';
   pthread_rwlock_wrlock(&fw->lock);
   cycle_init(fw, &cy, pod, now_ns);

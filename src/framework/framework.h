@@ -73,15 +73,15 @@ enum gs_err gs_fw_prioritize_memo(struct gs_fw *fw, struct gs_fw_memo *memo,
                                   size_t n, int64_t now_ns,
                                   const struct gs_node_result **ret) GS_WUR;
 
-/* Bind, step 1: under the lock, reserve room for pod on node (or reuse the
- * pod's existing allocation when the UID already has one on that node:
- * idempotent, never re-picks devices), and produce the
- * annotations the Binding must carry. On failure st says why and the ledger
+/* Reserve, then PreBind (kube-scheduler's names): under the lock, reserve
+ * room for pod on node (or reuse the pod's existing allocation when the UID
+ * already has one on that node: idempotent, never re-picks devices), and
+ * produce the annotations the Binding must carry (the plugins' pre_bind). On failure st says why and the ledger
  * is unchanged. *ret_fresh tells whether this call made the reservation (so
  * a failed apiserver bind must undo it). */
-enum gs_err gs_fw_bind_prepare(struct gs_fw *fw, const struct gs_pod_request *pod,
-                               const char *node, int64_t now_ns, struct gs_annotations *ret,
-                               bool *ret_fresh, struct gs_status *st) GS_WUR;
+enum gs_err gs_fw_reserve(struct gs_fw *fw, const struct gs_pod_request *pod, const char *node,
+                          int64_t now_ns, struct gs_annotations *ret, bool *ret_fresh,
+                          struct gs_status *st) GS_WUR;
 /* Permit (the scheduling framework's): may the pod, reserved on node, be
  * bound now? SUCCESS: yes; WAIT: hold it and ask again (a gang not all
  * reserved yet); anything else: reject it (unreserve). st says why. For
@@ -101,10 +101,11 @@ enum gs_err gs_fw_preempt(struct gs_fw *fw, const struct gs_pod_request *pod, co
                           const char *const *proposed, size_t nproposed,
                           char (**ret_uids)[GS_UID_MAX + 1], size_t *ret_n,
                           struct gs_status *st) GS_WUR;
-/* Bind, step 2: the apiserver accepted the Binding. */
-void gs_fw_bind_commit(struct gs_fw *fw, const char *uid);
-/* Bind, step 2 on failure: undo a fresh reservation. */
-void gs_fw_bind_abort(struct gs_fw *fw, const struct gs_pod_request *pod, const char *node);
+/* PostBind: the apiserver accepted the Binding; the reservation is the
+ * pod's allocation. */
+void gs_fw_post_bind(struct gs_fw *fw, const char *uid);
+/* Unreserve: undo a reservation the cluster never confirmed. */
+void gs_fw_unreserve(struct gs_fw *fw, const struct gs_pod_request *pod, const char *node);
 
 /* Cluster events. */
 enum gs_err gs_fw_node_upsert(struct gs_fw *fw, const struct gs_node_spec *spec) GS_WUR;

@@ -352,6 +352,22 @@ size_t gs_sched_expire_assumed(struct gs_sched *s, int64_t now_ns, int64_t max_a
 
 /* ---- verbs ---------------------------------------------------------------- */
 
+enum gs_err gs_sched_pre_filter(struct gs_sched *s, const struct gs_pod_request *pod,
+                                bool scoring, bool *ret_score_only) {
+  const struct gs_policy *policy = gs_fw_policy(s->fw);
+  bool host = gs_place_frag_scores_host(pod, policy);
+  *ret_score_only = host;
+  if (gs_place_check_pod(pod, policy, NULL) == GS_ESKIP && !gs_pod_request_is_gang_member(pod) &&
+      !(scoring && host))
+    return GS_ESKIP;
+  return GS_EOK;
+}
+
+enum gs_err gs_sched_signature(struct gs_sched *s, const struct gs_pod_request *pod,
+                               char ret_sig[GS_REASON_MAX]) {
+  return gs_place_signature(pod, gs_fw_policy(s->fw), ret_sig);
+}
+
 enum gs_err gs_sched_filter(struct gs_sched *s, const struct gs_pod_request *pod,
                             const char *const *nodes, size_t n, int64_t now_ns,
                             struct gs_node_result *ret) {
@@ -396,7 +412,7 @@ enum gs_err gs_sched_prioritize_memo(struct gs_sched *s, struct gs_sched_memo *m
 enum gs_err gs_sched_bind(struct gs_sched *s, const struct gs_pod_request *pod,
                           const char *bound_node, const char *node, int64_t now_ns,
                           const struct gs_binder *binder, struct gs_sched_bind_result *ret) {
-  struct gs_status st = {GS_EOK, ""};
+  struct gs_status st = {GS_EOK, GS_R_OTHER, ""};
   struct gs_diag cdiag = {"", ""};
   bool fresh = false, bound = bound_node != NULL && bound_node[0] != '\0';
   enum gs_err e;
@@ -407,7 +423,7 @@ enum gs_err gs_sched_bind(struct gs_sched *s, const struct gs_pod_request *pod,
                 bound_node);
     return GS_ECONFLICT;
   }
-  e = gs_fw_bind_prepare(s->fw, pod, node, now_ns, &ret->annots, &fresh, &st);
+  e = gs_fw_reserve(s->fw, pod, node, now_ns, &ret->annots, &fresh, &st);
   if (e != GS_EOK) {
     ret->no_fit = true;
     gs_diag_set(&ret->diag, "", "cannot bind pod %s/%s: %s", pod->ns, pod->name,
@@ -420,7 +436,7 @@ enum gs_err gs_sched_bind(struct gs_sched *s, const struct gs_pod_request *pod,
     return GS_EOK;
   }
   if (bound) {
-    gs_fw_bind_abort(s->fw, pod, node);
+    gs_fw_unreserve(s->fw, pod, node);
     gs_annotations_clear(&ret->annots);
     gs_diag_set(&ret->diag, "", "pod %s/%s is already bound without a GPU allocation", pod->ns,
                 pod->name);
@@ -429,7 +445,7 @@ enum gs_err gs_sched_bind(struct gs_sched *s, const struct gs_pod_request *pod,
   e = binder->bind(binder->ctx, pod, node, &ret->annots, &cdiag);
   if (e != GS_EOK) {
     if (fresh)
-      gs_fw_bind_abort(s->fw, pod, node);
+      gs_fw_unreserve(s->fw, pod, node);
     gs_annotations_clear(&ret->annots);
     ret->cluster_failed = true;
     gs_diag_set(&ret->diag, "", "binding to %.*s failed: %.*s", GS_NAME_MAX, node,
@@ -437,7 +453,7 @@ enum gs_err gs_sched_bind(struct gs_sched *s, const struct gs_pod_request *pod,
                 cdiag.text[0] ? cdiag.text : gs_strerror(e));
     return e;
   }
-  gs_fw_bind_commit(s->fw, pod->uid);
+  gs_fw_post_bind(s->fw, pod->uid);
   ret->bound = true;
   return GS_EOK;
 }
@@ -446,14 +462,14 @@ enum gs_err gs_sched_reserve(struct gs_sched *s, const struct gs_pod_request *po
                              const char *node, int64_t now_ns, struct gs_annotations *ret_annots,
                              struct gs_status *st) {
   bool fresh = false;
-  return gs_fw_bind_prepare(s->fw, pod, node, now_ns, ret_annots, &fresh, st);
+  return gs_fw_reserve(s->fw, pod, node, now_ns, ret_annots, &fresh, st);
 }
 
 void gs_sched_unreserve(struct gs_sched *s, const struct gs_pod_request *pod, const char *node) {
-  gs_fw_bind_abort(s->fw, pod, node);
+  gs_fw_unreserve(s->fw, pod, node);
 }
 
-void gs_sched_confirm(struct gs_sched *s, const char *uid) { gs_fw_bind_commit(s->fw, uid); }
+void gs_sched_post_bind(struct gs_sched *s, const char *uid) { gs_fw_post_bind(s->fw, uid); }
 
 enum gs_err gs_sched_permit(struct gs_sched *s, const struct gs_pod_request *pod,
                              const char *node, int64_t now_ns, struct gs_status *st) {
@@ -468,7 +484,7 @@ enum gs_err gs_sched_preempt(struct gs_sched *s, const struct gs_pod_request *po
   enum gs_err worst = GS_EOK;
   for (size_t i = 0; i < n; i++) {
     struct gs_preempt_answer *a = &ret[i];
-    struct gs_status st = {GS_EOK, ""};
+    struct gs_status st = {GS_EOK, GS_R_OTHER, ""};
     enum gs_err e;
     memset(a, 0, sizeof *a);
     e = gs_fw_preempt(s->fw, pod, offers[i].node, offers[i].victims, offers[i].nvictims,
@@ -492,6 +508,82 @@ enum gs_err gs_sched_preempt(struct gs_sched *s, const struct gs_pod_request *po
     }
   }
   return worst;
+}
+
+/* The cost of each kept answer, read from the ledger (its victims'
+ * highest priority and GPU memory), and the cheapest one's victims. */
+struct cheapest {
+  const struct gs_preempt_answer *answers;
+  size_t n, best;
+  struct gs_victim *victims; /* the best answer's, as the ledger has them */
+  size_t nvictims;
+  enum gs_err err;
+};
+
+static void cheapest_fn(const struct gs_ledger *ledger, void *arg) {
+  struct cheapest *c = arg;
+  int32_t best_prio = INT32_MAX;
+  size_t best_count = SIZE_MAX;
+  uint64_t best_mib = UINT64_MAX;
+  c->best = c->n;
+  for (size_t i = 0; i < c->n; i++) {
+    const struct gs_preempt_answer *a = &c->answers[i];
+    int32_t prio = INT32_MIN;
+    uint64_t mib = 0;
+    if (!a->keep)
+      continue;
+    for (size_t v = 0; v < a->nvictims; v++) {
+      const struct gs_alloc *al = gs_ledger_alloc_get(ledger, a->victims[v]);
+      if (al == NULL)
+        continue;
+      if (al->priority > prio)
+        prio = al->priority;
+      for (uint32_t k = 0; k < al->nparts; k++)
+        mib += gs_alloc_part_mib(al, &al->parts[k]);
+    }
+    if (prio < best_prio ||
+        (prio == best_prio &&
+         (a->nvictims < best_count || (a->nvictims == best_count && mib < best_mib)))) {
+      c->best = i;
+      best_prio = prio;
+      best_count = a->nvictims;
+      best_mib = mib;
+    }
+  }
+  if (c->best == c->n)
+    return;
+  c->victims = gs_calloc(c->answers[c->best].nvictims + 1, sizeof *c->victims);
+  if (c->victims == NULL) {
+    c->err = GS_ENOMEM;
+    return;
+  }
+  for (size_t v = 0; v < c->answers[c->best].nvictims; v++) {
+    const struct gs_alloc *al = gs_ledger_alloc_get(ledger, c->answers[c->best].victims[v]);
+    struct gs_victim *out = &c->victims[c->nvictims];
+    if (al == NULL)
+      continue;
+    snprintf(out->ns, sizeof out->ns, "%s", al->ns);
+    snprintf(out->name, sizeof out->name, "%s", al->name);
+    snprintf(out->uid, sizeof out->uid, "%s", al->uid);
+    c->nvictims++;
+  }
+}
+
+enum gs_err gs_sched_preempt_cheapest(struct gs_sched *s, const struct gs_preempt_answer *answers,
+                                      size_t n, size_t *ret_best, struct gs_victim **ret_victims,
+                                      size_t *ret_n) {
+  struct cheapest c = {answers, n, n, NULL, 0, GS_EOK};
+  gs_sched_read(s, cheapest_fn, NULL, &c);
+  if (c.err != GS_EOK)
+    return c.err;
+  if (c.best == n || c.nvictims == 0) {
+    gs_free(c.victims);
+    return GS_ENOTFOUND;
+  }
+  *ret_best = c.best;
+  *ret_victims = c.victims;
+  *ret_n = c.nvictims;
+  return GS_EOK;
 }
 
 void gs_sched_preempt_free(struct gs_preempt_answer *answers, size_t n) {

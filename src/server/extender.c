@@ -7,6 +7,7 @@
 #include "view.h"
 
 #include <inttypes.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,6 +28,20 @@ static void respond_error(struct gs_http_response *resp, int status, const char 
   respond(resp, status, "application/json", gs_api_error_dump(text));
 }
 
+/* How a verb answers a failure (docs/contract.md §2): filter and bind in
+ * their result's Error with HTTP 200 (where kube-scheduler reads it);
+ * prioritize and preempt with the HTTP status and {"Error":...}. */
+enum answer { ANSWER_FILTER, ANSWER_BIND, ANSWER_STATUS };
+
+static void refuse(struct gs_http_response *resp, enum answer how, int status, const char *text) {
+  if (how == ANSWER_FILTER)
+    respond(resp, 200, "application/json", gs_api_filter_error_dump(text));
+  else if (how == ANSWER_BIND)
+    respond(resp, 200, "application/json", gs_api_bind_result_dump(text));
+  else
+    respond_error(resp, status, text);
+}
+
 static void count(struct gs_server *s, const char *verb, const char *result, double t0) {
   const char *vl[] = {"verb", verb, NULL};
   const char *rl[] = {"verb", verb, "result", result, NULL};
@@ -36,29 +51,109 @@ static void count(struct gs_server *s, const char *verb, const char *result, dou
                          "Extender requests by verb and result.", rl, 1);
 }
 
-/* Decodes the args and the pod of a filter/prioritize body. On failure
- * returns what was invalid ("invalid Pod"), with diag saying why; NULL
- * when both decoded. */
-static const char *decode_args(const struct gs_http_request *req, struct gs_api_args *args,
-                               struct gs_pod_request *pod, struct gs_diag *diag) {
-  if (gs_api_args_decode(req->body, req->body_len, args, diag) != GS_EOK)
-    return "invalid ExtenderArgs";
-  if (gs_api_pod_decode(args->pod, pod, diag) != GS_EOK) {
-    gs_api_args_release(args);
-    return "invalid Pod";
-  }
-  return NULL;
+/* One verb request, on the stack: what the preamble decoded for the
+ * handler, and how the handler failed. */
+struct call {
+  struct gs_server *s;
+  const struct gs_http_request *req;
+  struct gs_http_response *resp;
+  struct gs_pod_request *pod; /* the preamble's (bind's handler decodes it) */
+  union {
+    struct gs_api_args args;            /* filter, prioritize */
+    struct gs_api_bind_args bind;       /* bind */
+    struct gs_api_preempt_args preempt; /* preempt */
+  } in;
+  const char *result; /* the metrics' result label; "error" until said */
+  bool failed;        /* the preamble answers: status and err */
+  int status;
+  char err[GS_DIAG_TEXT_MAX];
+};
+
+/* A verb fails: the preamble answers with the text the verb's way. */
+#if defined(__GNUC__)
+__attribute__((format(printf, 3, 4)))
+#endif
+static void fail(struct call *c, int status, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(c->err, sizeof c->err, fmt, ap);
+  va_end(ap);
+  c->failed = true;
+  c->status = status;
 }
 
-/* The demo takes a pod it does not hold as created (cluster.h). */
-static void offer_pod(struct gs_server *s, const struct gs_api_args *args) {
-  if (s->cluster.ops->pod_offered != NULL)
-    s->cluster.ops->pod_offered(s->cluster.self, args->pod);
+/* A verb: its metrics label, how it answers a failure, the decoding of its
+ * body (false: c->err says what was invalid) and its handler. */
+struct verb {
+  const char *name;
+  enum answer answer;
+  const char *failed_log; /* the warning a failure logs; NULL: none */
+  bool (*decode)(struct call *c);
+  void (*release)(struct call *c); /* after a decode that succeeded; NULL: nothing */
+  void (*serve)(struct call *c);
+};
+
+/* The one preamble of the verbs: timer, pod, leader check, decode,
+ * handler, release, failure answer, count. Per request: the pod is the
+ * only allocation (as the handlers' own are). */
+static void serve_verb(struct gs_server *s, const struct verb *v, const struct gs_http_request *req,
+                       struct gs_http_response *resp) {
+  double t0 = gs__mono_s();
+  struct call c;
+
+  c.s = s;
+  c.req = req;
+  c.resp = resp;
+  c.result = "error";
+  c.failed = false;
+  c.pod = gs_malloc(sizeof *c.pod);
+  if (c.pod == NULL) {
+    fail(&c, 500, "out of memory");
+  } else if (!atomic_load(&s->leader)) {
+    fail(&c, 503, "not leader");
+  } else if (!v->decode(&c)) {
+    c.result = "invalid";
+    c.failed = true;
+    c.status = 400;
+  } else {
+    v->serve(&c);
+    if (v->release != NULL)
+      v->release(&c);
+  }
+  if (c.failed) {
+    if (v->failed_log != NULL)
+      gs_log(GS_LVL_WARN, v->failed_log, "error=\"%s\"", c.err);
+    refuse(resp, v->answer, c.status, c.err);
+  }
+  gs_free(c.pod);
+  count(s, v->name, c.result, t0);
 }
+
+/* filter/prioritize: the ExtenderArgs and their pod. Their error text is
+ * cut at ARGS_ERR_MAX, as it always was. */
+#define ARGS_ERR_MAX 512
+static bool decode_args(struct call *c) {
+  struct gs_diag diag = {"", ""};
+  if (gs_api_args_decode(c->req->body, c->req->body_len, &c->in.args, &diag) != GS_EOK) {
+    gs__diag_text(&diag, "invalid ExtenderArgs", c->err, ARGS_ERR_MAX);
+    return false;
+  }
+  if (gs_api_pod_decode(c->in.args.pod, c->pod, &diag) != GS_EOK) {
+    gs_api_args_release(&c->in.args);
+    gs__diag_text(&diag, "invalid Pod", c->err, ARGS_ERR_MAX);
+    return false;
+  }
+  /* The demo takes a pod it does not hold as created (cluster.h). */
+  if (c->s->cluster.ops->pod_offered != NULL)
+    c->s->cluster.ops->pod_offered(c->s->cluster.self, c->in.args.pod);
+  return true;
+}
+
+static void release_args(struct call *c) { gs_api_args_release(&c->in.args); }
 
 /* gpushare_filter_rejections_total by reason code: a run of nodes with the
  * same code is added at once (code NULL ends the last run), not one
- * registry update per node. Codes are gs__reason_code's static strings. */
+ * registry update per node. Codes are gs_reason_label's static strings. */
 static void count_rejection(struct gs_server *s, const char *code, const char **last,
                             size_t *run) {
   if (code != NULL && code == *last) {
@@ -75,116 +170,72 @@ static void count_rejection(struct gs_server *s, const char *code, const char **
   *run = code != NULL ? 1 : 0;
 }
 
-static void route_filter(struct gs_server *s, const struct gs_http_request *req,
-                         struct gs_http_response *resp) {
-  double t0 = gs__mono_s();
-  struct gs_api_args args;
-  struct gs_pod_request *pod = gs_malloc(sizeof *pod);
-  struct gs_node_result *res = NULL;
-  struct gs_api_filter_result *out = NULL;
-  struct gs_diag diag = {"", ""};
-  char err[512];
-  const char *what, *result = "error";
+static void serve_filter(struct call *c) {
+  const struct gs_api_args *args = &c->in.args;
+  /* gs_sched_filter writes every entry; zeroing 272 bytes a node was waste. */
+  struct gs_node_result *res = gs_malloc((args->nnodes ? args->nnodes : 1) * sizeof *res);
+  struct gs_api_filter_result *out = gs_api_filter_result_new(args->by_names);
   size_t passed = 0, run = 0;
   const char *last_code = NULL;
 
-  if (pod == NULL) {
-    respond(resp, 200, "application/json", gs_api_filter_error_dump("out of memory"));
-    goto done;
-  }
-  if (!atomic_load(&s->leader)) {
-    respond(resp, 200, "application/json", gs_api_filter_error_dump("not leader"));
-    goto done;
-  }
-  if ((what = decode_args(req, &args, pod, &diag)) != NULL) {
-    gs__diag_text(&diag, what, err, sizeof err);
-    result = "invalid";
-    respond(resp, 200, "application/json", gs_api_filter_error_dump(err));
-    goto done;
-  }
-  offer_pod(s, &args);
-  /* gs_sched_filter writes every entry; zeroing 272 bytes a node was waste. */
-  res = gs_malloc((args.nnodes ? args.nnodes : 1) * sizeof *res);
-  out = gs_api_filter_result_new(args.by_names);
   if (res == NULL || out == NULL ||
-      gs_sched_filter(s->sched, pod, args.names, args.nnodes, gs__now_ns(), res) != GS_EOK) {
-    respond(resp, 200, "application/json", gs_api_filter_error_dump("internal error"));
-    goto release;
+      gs_sched_filter(c->s->sched, c->pod, args->names, args->nnodes, gs__now_ns(), res) !=
+          GS_EOK) {
+    fail(c, 500, "internal error");
+    goto done;
   }
-  for (size_t i = 0; i < args.nnodes; i++) {
+  for (size_t i = 0; i < args->nnodes; i++) {
     enum gs_err e;
     if (res[i].code == GS_EOK) {
-      e = gs_api_filter_result_pass(out, args.names[i], args.nodes[i]);
+      e = gs_api_filter_result_pass(out, args->names[i], args->nodes[i]);
       passed++;
     } else {
-      e = gs_api_filter_result_fail(out, args.names[i], res[i].reason,
+      e = gs_api_filter_result_fail(out, args->names[i], res[i].reason,
                                     res[i].code == GS_EUNRESOLVABLE);
-      count_rejection(s, gs__reason_code(res[i].reason), &last_code, &run);
+      count_rejection(c->s, gs_reason_label(res[i].why), &last_code, &run);
     }
     if (e != GS_EOK) {
-      respond(resp, 200, "application/json", gs_api_filter_error_dump("out of memory"));
-      goto release;
+      fail(c, 500, "out of memory");
+      goto done;
     }
   }
-  count_rejection(s, NULL, &last_code, &run);
-  result = passed > 0 ? "fit" : "nofit";
-  respond(resp, 200, "application/json", gs_api_filter_result_dump(out));
-  gs_log(GS_LVL_DEBUG, "filter", "pod=%s/%s nodes=%zu passed=%zu", pod->ns, pod->name,
-         args.nnodes, passed);
-release:
-  gs_api_args_release(&args);
+  count_rejection(c->s, NULL, &last_code, &run);
+  c->result = passed > 0 ? "fit" : "nofit";
+  respond(c->resp, 200, "application/json", gs_api_filter_result_dump(out));
+  gs_log(GS_LVL_DEBUG, "filter", "pod=%s/%s nodes=%zu passed=%zu", c->pod->ns, c->pod->name,
+         args->nnodes, passed);
 done:
   gs_api_filter_result_free(out);
   gs_free(res);
-  gs_free(pod);
-  count(s, "filter", result, t0);
 }
 
-static void route_prioritize(struct gs_server *s, const struct gs_http_request *req,
-                             struct gs_http_response *resp) {
-  double t0 = gs__mono_s();
-  struct gs_api_args args;
-  struct gs_pod_request *pod = gs_malloc(sizeof *pod);
-  struct gs_node_result *res = NULL;
-  int64_t *scores = NULL;
-  struct gs_diag diag = {"", ""};
-  char err[512];
-  const char *what, *result = "error";
+static void serve_prioritize(struct call *c) {
+  const struct gs_api_args *args = &c->in.args;
+  struct gs_node_result *res = gs_malloc((args->nnodes ? args->nnodes : 1) * sizeof *res);
+  int64_t *scores = gs_calloc(args->nnodes ? args->nnodes : 1, sizeof *scores);
 
-  if (pod == NULL) {
-    respond_error(resp, 500, "out of memory");
-    goto done;
-  }
-  if (!atomic_load(&s->leader)) {
-    respond_error(resp, 503, "not leader");
-    goto done;
-  }
-  if ((what = decode_args(req, &args, pod, &diag)) != NULL) {
-    gs__diag_text(&diag, what, err, sizeof err);
-    result = "invalid";
-    respond_error(resp, 400, err);
-    goto done;
-  }
-  offer_pod(s, &args);
-  res = gs_malloc((args.nnodes ? args.nnodes : 1) * sizeof *res); /* all written */
-  scores = gs_calloc(args.nnodes ? args.nnodes : 1, sizeof *scores);
   if (res == NULL || scores == NULL ||
-      gs_sched_prioritize(s->sched, pod, args.names, args.nnodes, gs__now_ns(), res) != GS_EOK) {
-    respond_error(resp, 500, "internal error");
-    goto release;
+      gs_sched_prioritize(c->s->sched, c->pod, args->names, args->nnodes, gs__now_ns(), res) !=
+          GS_EOK) {
+    fail(c, 500, "internal error");
+    goto done;
   }
-  for (size_t i = 0; i < args.nnodes; i++)
+  for (size_t i = 0; i < args->nnodes; i++)
     scores[i] = res[i].code == GS_EOK ? res[i].score : 0;
-  result = "ok";
-  respond(resp, 200, "application/json",
-          gs_api_priorities_dump(args.names, scores, args.nnodes));
-release:
-  gs_api_args_release(&args);
+  c->result = "ok";
+  respond(c->resp, 200, "application/json",
+          gs_api_priorities_dump(args->names, scores, args->nnodes));
 done:
   gs_free(scores);
   gs_free(res);
-  gs_free(pod);
-  count(s, "prioritize", result, t0);
+}
+
+static bool decode_bind(struct call *c) {
+  struct gs_diag diag = {"", ""};
+  if (gs_api_bind_args_decode(c->req->body, c->req->body_len, &c->in.bind, &diag) == GS_EOK)
+    return true;
+  gs__diag_text(&diag, "invalid ExtenderBindingArgs", c->err, sizeof c->err);
+  return false;
 }
 
 /* The cluster's side of a bind: the backend's Binding. */
@@ -194,72 +245,80 @@ static enum gs_err cluster_bind(void *ctx, const struct gs_pod_request *pod, con
   return s->cluster.ops->bind(s->cluster.self, pod->ns, pod->name, pod->uid, node, annots, diag);
 }
 
-/* decode → one service call → encode. */
-static void route_bind(struct gs_server *s, const struct gs_http_request *req,
-                       struct gs_http_response *resp) {
-  double t0 = gs__mono_s();
-  struct gs_api_bind_args args;
-  struct gs_pod_request *pod = gs_malloc(sizeof *pod);
+/* The pod as the cluster holds it → one service call → the answer. */
+static void serve_bind(struct call *c) {
+  struct gs_server *s = c->s;
+  const struct gs_api_bind_args *args = &c->in.bind;
   struct gs_sched_bind_result *r = gs_malloc(sizeof *r);
   struct gs_binder binder = {cluster_bind, s};
   struct gs_diag diag = {"", ""};
   json_t *obj = NULL;
-  const char *uid, *result = "error";
-  char err[GS_DIAG_TEXT_MAX] = "";
+  const char *uid;
 
-  if (pod == NULL || r == NULL) {
-    snprintf(err, sizeof err, "out of memory");
-    goto answer;
+  if (r == NULL) {
+    fail(c, 500, "out of memory");
+    goto done;
   }
-  if (!atomic_load(&s->leader)) {
-    snprintf(err, sizeof err, "not leader");
-    goto answer;
-  }
-  if (gs_api_bind_args_decode(req->body, req->body_len, &args, &diag) != GS_EOK) {
-    result = "invalid";
-    gs__diag_text(&diag, "invalid ExtenderBindingArgs", err, sizeof err);
-    goto answer;
-  }
-  obj = s->cluster.ops->pod_get(s->cluster.self, args.pod_ns, args.pod_name);
+  obj = s->cluster.ops->pod_get(s->cluster.self, args->pod_ns, args->pod_name);
   if (obj == NULL) {
-    snprintf(err, sizeof err, "pod %s/%s not found", args.pod_ns, args.pod_name);
-    goto answer;
+    fail(c, 500, "pod %s/%s not found", args->pod_ns, args->pod_name);
+    goto done;
   }
   uid = gs_api_pod_uid(obj);
-  if (args.pod_uid[0] != '\0' && uid != NULL && strcmp(uid, args.pod_uid) != 0) {
-    snprintf(err, sizeof err, "pod %s/%s has UID %s, not %s", args.pod_ns, args.pod_name, uid,
-             args.pod_uid);
-    goto answer;
+  if (args->pod_uid[0] != '\0' && uid != NULL && strcmp(uid, args->pod_uid) != 0) {
+    fail(c, 500, "pod %s/%s has UID %s, not %s", args->pod_ns, args->pod_name, uid,
+         args->pod_uid);
+    goto done;
   }
-  if (gs_api_pod_decode(obj, pod, &diag) != GS_EOK) {
-    gs__diag_text(&diag, "invalid Pod", err, sizeof err);
-    goto answer;
+  if (gs_api_pod_decode(obj, c->pod, &diag) != GS_EOK) {
+    c->failed = true;
+    c->status = 500;
+    gs__diag_text(&diag, "invalid Pod", c->err, sizeof c->err);
+    goto done;
   }
-  if (gs_sched_bind(s->sched, pod, gs_api_pod_node(obj), args.node, gs__now_ns(), &binder, r) !=
-      GS_EOK) {
-    snprintf(err, sizeof err, "%s", r->diag.text);
+  if (gs_sched_bind(s->sched, c->pod, gs_api_pod_node(obj), args->node, gs__now_ns(), &binder,
+                    r) != GS_EOK) {
+    fail(c, 500, "%s", r->diag.text);
     if (r->no_fit)
-      result = "nofit";
+      c->result = "nofit";
     if (r->cluster_failed)
-      s->cluster.ops->event(s->cluster.self, obj, "FailedBinding", err);
-    goto answer;
+      s->cluster.ops->event(s->cluster.self, obj, "FailedBinding", c->err);
+    goto done;
   }
-  result = "ok";
+  c->result = "ok";
   if (r->bound)
-    gs_log(GS_LVL_INFO, "bound", "pod=%s/%s node=%s allocation=%s", pod->ns, pod->name,
-           args.node, gs_annotations_get(&r->annots, GS_ANN_ALLOCATION)
-                          ? gs_annotations_get(&r->annots, GS_ANN_ALLOCATION)
-                          : gs_annotations_get(&r->annots, GS_ANN_TOPO_ALLOCATION));
+    gs_log(GS_LVL_INFO, "bound", "pod=%s/%s node=%s allocation=%s", c->pod->ns, c->pod->name,
+           args->node, gs_annotations_get(&r->annots, GS_ANN_ALLOCATION)
+                           ? gs_annotations_get(&r->annots, GS_ANN_ALLOCATION)
+                           : gs_annotations_get(&r->annots, GS_ANN_TOPO_ALLOCATION));
   gs_annotations_clear(&r->annots);
-answer:
-  if (err[0] != '\0' && strcmp(result, "ok") != 0)
-    gs_log(GS_LVL_WARN, "bind failed", "error=\"%s\"", err);
-  respond(resp, 200, "application/json", gs_api_bind_result_dump(strcmp(result, "ok") == 0 ? "" : err));
+  respond(c->resp, 200, "application/json", gs_api_bind_result_dump(""));
+done:
   json_decref(obj);
   gs_free(r);
-  gs_free(pod);
-  count(s, "bind", result, t0);
 }
+
+/* A malformed body is an HTTP 400 with {"Error":...}:
+ * ExtenderPreemptionResult has no Error field, and kube-scheduler fails
+ * the preemption on any status but 200 (docs/api.md). */
+static bool decode_preempt(struct call *c) {
+  struct gs_diag diag = {"", ""};
+  memset(&c->in.preempt, 0, sizeof c->in.preempt);
+  if (gs_api_preempt_args_decode(c->req->body, c->req->body_len, &c->in.preempt, &diag) !=
+      GS_EOK) {
+    gs_api_preempt_args_release(&c->in.preempt);
+    gs__diag_text(&diag, "invalid ExtenderPreemptionArgs", c->err, sizeof c->err);
+    return false;
+  }
+  if (gs_api_pod_decode(c->in.preempt.pod, c->pod, &diag) != GS_EOK) {
+    gs_api_preempt_args_release(&c->in.preempt);
+    gs__diag_text(&diag, "invalid Pod", c->err, sizeof c->err);
+    return false;
+  }
+  return true;
+}
+
+static void release_preempt(struct call *c) { gs_api_preempt_args_release(&c->in.preempt); }
 
 /* One line per kept node: kube-scheduler's proposal and gpushare's answer
  * (UIDs), so an operator can see what changed. */
@@ -276,110 +335,118 @@ static void log_victims(const struct gs_pod_request *pod, const struct gs_api_pr
          pod->name, answer->node, proposed, chosen);
 }
 
-/* decode → one service call → encode. A malformed body is an HTTP 400
- * with {"Error":...}: ExtenderPreemptionResult has no Error field, and
- * kube-scheduler fails the preemption on any status but 200 (docs/api.md). */
-static void route_preempt(struct gs_server *s, const struct gs_http_request *req,
-                          struct gs_http_response *resp) {
-  double t0 = gs__mono_s();
-  struct gs_api_preempt_args args = {0};
-  struct gs_pod_request *pod = gs_malloc(sizeof *pod);
-  struct gs_preempt_offer *offers = NULL;
-  struct gs_preempt_answer *answers = NULL;
-  struct gs_api_preempt_node *kept = NULL;
+/* The offers → one service call → the nodes kept, with their victims. */
+static void serve_preempt(struct call *c) {
+  const struct gs_api_preempt_args *args = &c->in.preempt;
+  const struct gs_pod_request *pod = c->pod;
+  size_t slots = args->nnodes ? args->nnodes : 1;
+  struct gs_preempt_offer *offers = gs_calloc(slots, sizeof *offers);
+  struct gs_preempt_answer *answers = gs_calloc(slots, sizeof *answers);
+  struct gs_api_preempt_node *kept = gs_calloc(slots, sizeof *kept);
   const char **uids = NULL;
-  struct gs_diag diag = {"", ""};
-  const char *result = "error";
-  char err[GS_DIAG_TEXT_MAX] = "";
   size_t nkept = 0, nuids = 0, total = 0;
-  int status = 500;
+  char *body;
 
-  if (pod == NULL) {
-    snprintf(err, sizeof err, "out of memory");
-    goto answer;
-  }
-  if (!atomic_load(&s->leader)) {
-    status = 503;
-    snprintf(err, sizeof err, "not leader");
-    goto answer;
-  }
-  if (gs_api_preempt_args_decode(req->body, req->body_len, &args, &diag) != GS_EOK) {
-    status = 400;
-    result = "invalid";
-    gs__diag_text(&diag, "invalid ExtenderPreemptionArgs", err, sizeof err);
-    goto answer;
-  }
-  if (gs_api_pod_decode(args.pod, pod, &diag) != GS_EOK) {
-    status = 400;
-    result = "invalid";
-    gs__diag_text(&diag, "invalid Pod", err, sizeof err);
-    goto answer;
-  }
-  offers = gs_calloc(args.nnodes ? args.nnodes : 1, sizeof *offers);
-  answers = gs_calloc(args.nnodes ? args.nnodes : 1, sizeof *answers);
-  kept = gs_calloc(args.nnodes ? args.nnodes : 1, sizeof *kept);
   if (offers == NULL || answers == NULL || kept == NULL) {
-    snprintf(err, sizeof err, "out of memory");
-    goto answer;
+    fail(c, 500, "out of memory");
+    goto done;
   }
-  for (size_t i = 0; i < args.nnodes; i++)
-    offers[i] = (struct gs_preempt_offer){args.nodes[i].node, args.nodes[i].uids,
-                                          args.nodes[i].nvictims};
-  if (gs_sched_preempt(s->sched, pod, offers, args.nnodes, answers) == GS_ENOMEM) {
-    snprintf(err, sizeof err, "out of memory");
-    goto answer;
+  for (size_t i = 0; i < args->nnodes; i++)
+    offers[i] = (struct gs_preempt_offer){args->nodes[i].node, args->nodes[i].uids,
+                                          args->nodes[i].nvictims};
+  if (gs_sched_preempt(c->s->sched, pod, offers, args->nnodes, answers) == GS_ENOMEM) {
+    fail(c, 500, "out of memory");
+    goto done;
   }
-  for (size_t i = 0; i < args.nnodes; i++)
+  for (size_t i = 0; i < args->nnodes; i++)
     total += answers[i].nvictims;
   uids = gs_calloc(total ? total : 1, sizeof *uids);
   if (uids == NULL) {
-    snprintf(err, sizeof err, "out of memory");
-    goto answer;
+    fail(c, 500, "out of memory");
+    goto done;
   }
-  for (size_t i = 0; i < args.nnodes; i++) {
+  for (size_t i = 0; i < args->nnodes; i++) {
     if (!answers[i].keep) {
       gs_log(GS_LVL_DEBUG, "preempt: node dropped", "pod=%s/%s node=%s reason=\"%s\"", pod->ns,
-             pod->name, args.nodes[i].node, answers[i].reason);
+             pod->name, args->nodes[i].node, answers[i].reason);
       continue;
     }
-    kept[nkept] = (struct gs_api_preempt_node){args.nodes[i].node, answers[i].nvictims,
-                                               uids + nuids, args.nodes[i].pdb_violations};
+    kept[nkept] = (struct gs_api_preempt_node){args->nodes[i].node, answers[i].nvictims,
+                                               uids + nuids, args->nodes[i].pdb_violations};
     for (size_t j = 0; j < answers[i].nvictims; j++)
       uids[nuids++] = answers[i].victims[j];
-    log_victims(pod, &args.nodes[i], &kept[nkept]);
+    log_victims(pod, &args->nodes[i], &kept[nkept]);
     nkept++;
   }
-  result = nkept > 0 ? "ok" : "nofit";
+  c->result = nkept > 0 ? "ok" : "nofit";
   gs_log(GS_LVL_INFO, "preempt", "pod=%s/%s offered=%zu kept=%zu victims=%zu", pod->ns,
-         pod->name, args.nnodes, nkept, nuids);
-answer:
-  if (strcmp(result, "ok") == 0 || strcmp(result, "nofit") == 0) {
-    char *body = gs_api_preempt_result_dump(kept, nkept);
-    if (body != NULL)
-      respond(resp, 200, "application/json", body);
-    else
-      respond_error(resp, 500, "out of memory");
-  } else {
-    gs_log(GS_LVL_WARN, "preempt failed", "error=\"%s\"", err);
-    respond_error(resp, status, err);
-  }
-  gs_sched_preempt_free(answers, answers != NULL ? args.nnodes : 0);
+         pod->name, args->nnodes, nkept, nuids);
+  body = gs_api_preempt_result_dump(kept, nkept);
+  if (body != NULL)
+    respond(c->resp, 200, "application/json", body);
+  else
+    respond_error(c->resp, 500, "out of memory");
+done:
+  gs_sched_preempt_free(answers, answers != NULL ? args->nnodes : 0);
   gs_free(answers);
   gs_free(offers);
   gs_free(kept);
   gs_free(uids);
-  gs_api_preempt_args_release(&args);
-  gs_free(pod);
-  count(s, "preempt", result, t0);
+}
+
+static const struct verb verb_filter = {"filter", ANSWER_FILTER, NULL,
+                                        decode_args, release_args, serve_filter};
+static const struct verb verb_prioritize = {"prioritize", ANSWER_STATUS, NULL,
+                                            decode_args, release_args, serve_prioritize};
+static const struct verb verb_bind = {"bind", ANSWER_BIND, "bind failed",
+                                      decode_bind, NULL, serve_bind};
+static const struct verb verb_preempt = {"preempt", ANSWER_STATUS, "preempt failed",
+                                         decode_preempt, release_preempt, serve_preempt};
+
+/* ---- the GET routes ------------------------------------------------------ */
+
+static void text(struct gs_http_response *resp, int status, const char *body) {
+  respond(resp, status, "text/plain; charset=utf-8", gs_strdup(body));
+}
+
+static void get_healthz(struct gs_server *s, const struct gs_http_request *req, const char *sub,
+                        struct gs_http_response *resp) {
+  (void)s, (void)req, (void)sub;
+  text(resp, 200, "ok\n");
+}
+
+static void get_readyz(struct gs_server *s, const struct gs_http_request *req, const char *sub,
+                       struct gs_http_response *resp) {
+  (void)req, (void)sub;
+  if (atomic_load(&s->configured) && atomic_load(&s->synced) && atomic_load(&s->leader))
+    text(resp, 200, "ok\n");
+  else
+    text(resp, 503, atomic_load(&s->synced) ? "not leader\n" : "cache not synced\n");
+}
+
+/* /readyz/replica: a replica able to serve (leader or standby). */
+static void get_replica(struct gs_server *s, const struct gs_http_request *req, const char *sub,
+                        struct gs_http_response *resp) {
+  (void)req, (void)sub;
+  if (atomic_load(&s->configured) && atomic_load(&s->synced))
+    text(resp, 200, "ok\n");
+  else
+    text(resp, 503, "cache not synced\n");
+}
+
+static void get_version(struct gs_server *s, const struct gs_http_request *req, const char *sub,
+                        struct gs_http_response *resp) {
+  (void)s, (void)req, (void)sub;
+  text(resp, 200, "gpushare-extender " GS_VERSION "\n");
 }
 
 /* /debug/ledger and inspect (view.c): 404 for a node gpushare does not
  * know. */
 static void respond_view(struct gs_server *s, const char *node, bool inspect,
                          struct gs_http_response *resp) {
-  char *text = NULL;
+  char *body_text = NULL;
   char msg[GS_NAME_MAX + 64];
-  enum gs_err err = gs__view_json(s->sched, node, inspect, &s->config, &text);
+  enum gs_err err = gs__view_json(s->sched, node, inspect, &s->config, &body_text);
   if (err == GS_ENOTFOUND) {
     snprintf(msg, sizeof msg, "node %s is unknown to gpushare", node);
     json_t *body = json_pack("{s:s}", "error", msg);
@@ -391,7 +458,7 @@ static void respond_view(struct gs_server *s, const char *node, bool inspect,
     respond_error(resp, 500, gs_strerror(err));
     return;
   }
-  respond(resp, 200, "application/json", text);
+  respond(resp, 200, "application/json", body_text);
 }
 
 /* Finds key=value in a raw query string; value percent-decoded into out. */
@@ -420,8 +487,24 @@ static bool query_get(const char *query, const char *key, char *out, size_t len)
   return false;
 }
 
-static void route_metrics(struct gs_server *s, struct gs_http_response *resp) {
+static void get_ledger(struct gs_server *s, const struct gs_http_request *req, const char *sub,
+                       struct gs_http_response *resp) {
+  char node[GS_NAME_MAX + 1];
+  (void)sub;
+  respond_view(s, query_get(req->query, "node", node, sizeof node) ? node : NULL, false, resp);
+}
+
+/* sub: the node of /gpushare-scheduler/inspect/<node>, NULL for all. */
+static void get_inspect(struct gs_server *s, const struct gs_http_request *req, const char *sub,
+                        struct gs_http_response *resp) {
+  (void)req;
+  respond_view(s, sub, true, resp);
+}
+
+static void get_metrics(struct gs_server *s, const struct gs_http_request *req, const char *sub,
+                        struct gs_http_response *resp) {
   const char *none[] = {NULL};
+  (void)req, (void)sub;
   gs__view_gauges(s->sched, &s->config, s->metrics);
   gs_metrics_gauge_set(s->metrics, "gpushare_leader", "1 when this replica serves the verbs.",
                        none, atomic_load(&s->leader) ? 1 : 0);
@@ -455,110 +538,97 @@ static void route_metrics(struct gs_server *s, struct gs_http_response *resp) {
   respond(resp, 200, "text/plain; version=0.0.4; charset=utf-8", gs_metrics_render(s->metrics));
 }
 
+/* ---- the route table ------------------------------------------------------- */
+
 #define PREFIX "/gpushare-scheduler"
+
+enum need {
+  NEED_CERT = 1,       /* a verified client certificate when --tls-client-ca-file is set */
+  NEED_CONFIGURED = 2, /* the service exists (the configuration was read): else 503 */
+  NEED_SUBPATH = 4,    /* also answers path/<name> (the handler's sub) */
+};
+
+typedef void (*gs_get_fn)(struct gs_server *s, const struct gs_http_request *req,
+                          const char *sub, struct gs_http_response *resp);
+
+/* A route: method and path, what it needs, and a verb (through the
+ * preamble) or a GET handler. GET also answers HEAD. */
+struct route {
+  const char *method;
+  const char *path;
+  unsigned needs;
+  const struct verb *verb;
+  gs_get_fn get;
+};
+
+static const struct route routes[] = {
+    {"POST", PREFIX "/filter", NEED_CERT | NEED_CONFIGURED, &verb_filter, NULL},
+    {"POST", PREFIX "/prioritize", NEED_CERT | NEED_CONFIGURED, &verb_prioritize, NULL},
+    {"POST", PREFIX "/bind", NEED_CERT | NEED_CONFIGURED, &verb_bind, NULL},
+    {"POST", PREFIX "/preempt", NEED_CERT | NEED_CONFIGURED, &verb_preempt, NULL},
+    {"GET", "/healthz", 0, NULL, get_healthz},
+    {"GET", "/readyz", 0, NULL, get_readyz},
+    {"GET", "/version", 0, NULL, get_version},
+    {"GET", "/metrics", NEED_CONFIGURED, NULL, get_metrics},
+    {"GET", "/debug/ledger", NEED_CONFIGURED, NULL, get_ledger},
+    {"GET", PREFIX "/inspect", NEED_CONFIGURED | NEED_SUBPATH, NULL, get_inspect},
+    {"GET", "/readyz/replica", 0, NULL, get_replica},
+};
+
+/* The route of path, and the name after it for an NEED_SUBPATH route
+ * (*ret_sub, NULL for the exact path); NULL when none. */
+static const struct route *route_find(const char *path, const char **ret_sub) {
+  for (size_t i = 0; i < sizeof routes / sizeof routes[0]; i++) {
+    const struct route *r = &routes[i];
+    if (strcmp(path, r->path) == 0) {
+      *ret_sub = NULL;
+      return r;
+    }
+    if (r->needs & NEED_SUBPATH) {
+      size_t len = strlen(r->path);
+      if (strncmp(path, r->path, len) == 0 && path[len] == '/' && path[len + 1] != '\0') {
+        *ret_sub = path + len + 1;
+        return r;
+      }
+    }
+  }
+  return NULL;
+}
 
 void gs__server_handle(void *ctx, const struct gs_http_request *req,
                        struct gs_http_response *resp) {
   struct gs_server *s = ctx;
-  const char *path = req->path;
-  bool post = strcmp(req->method, "POST") == 0;
-  bool get = strcmp(req->method, "GET") == 0 || strcmp(req->method, "HEAD") == 0;
-  static const char *const post_routes[] = {PREFIX "/filter", PREFIX "/prioritize",
-                                            PREFIX "/bind", PREFIX "/preempt"};
-  static const char *const get_routes[] = {"/healthz",       "/readyz",         "/version",
-                                           "/metrics",       "/debug/ledger",   PREFIX "/inspect",
-                                           "/readyz/replica"};
-  char node[GS_NAME_MAX + 1];
-  bool configured = atomic_load(&s->configured);
+  const char *sub = NULL;
+  const struct route *r = route_find(req->path, &sub);
 
-  for (size_t i = 0; i < sizeof post_routes / sizeof post_routes[0]; i++) {
-    if (strcmp(path, post_routes[i]) != 0)
-      continue;
-    if (!post) {
-      respond_error(resp, 405, "method not allowed: use POST");
-      return;
-    }
-    if (s->cfg.tls_client_ca_file[0] != '\0' && !req->client_verified) {
-      /* docs/security.md: only kube-scheduler (its extender tlsConfig
-       * certificate) may call the verbs */
-      gs_log(GS_LVL_WARN, "verb refused: no verified client certificate", "path=%s remote=%s",
-             path, req->remote);
-      respond_error(resp, 403, "a client certificate signed by the --tls-client-ca-file CA "
-                               "is required");
-      return;
-    }
-    if (!configured) { /* still reading the configuration from the apiserver */
-      if (i == 1 || i == 3)
-        respond_error(resp, 503, "not ready");
-      else
-        respond(resp, 200, "application/json",
-                i == 0 ? gs_api_filter_error_dump("not ready") : gs_api_bind_result_dump("not ready"));
-      return;
-    }
-    if (i == 0)
-      route_filter(s, req, resp);
-    else if (i == 1)
-      route_prioritize(s, req, resp);
-    else if (i == 2)
-      route_bind(s, req, resp);
-    else
-      route_preempt(s, req, resp);
+  if (r == NULL) {
+    respond_error(resp, 404, "not found");
     return;
   }
-  for (size_t i = 0; i < sizeof get_routes / sizeof get_routes[0]; i++) {
-    size_t len = strlen(get_routes[i]);
-    bool exact = strcmp(path, get_routes[i]) == 0;
-    bool sub = i == 5 && strncmp(path, get_routes[i], len) == 0 && path[len] == '/' &&
-               path[len + 1] != '\0';
-    if (!exact && !sub)
-      continue;
-    if (!get) {
-      respond_error(resp, 405, "method not allowed: use GET");
-      return;
-    }
-    switch (i) {
-    case 0:
-      respond(resp, 200, "text/plain; charset=utf-8", gs_strdup("ok\n"));
-      return;
-    case 1:
-      if (configured && atomic_load(&s->synced) && atomic_load(&s->leader))
-        respond(resp, 200, "text/plain; charset=utf-8", gs_strdup("ok\n"));
-      else
-        respond(resp, 503, "text/plain; charset=utf-8",
-                gs_strdup(atomic_load(&s->synced) ? "not leader\n" : "cache not synced\n"));
-      return;
-    case 2:
-      respond(resp, 200, "text/plain; charset=utf-8", gs_strdup("gpushare-extender " GS_VERSION "\n"));
-      return;
-    case 3:
-      if (!configured)
-        break;
-      route_metrics(s, resp);
-      return;
-    case 4:
-      if (!configured)
-        break;
-      if (query_get(req->query, "node", node, sizeof node))
-        respond_view(s, node, false, resp);
-      else
-        respond_view(s, NULL, false, resp);
-      return;
-    case 5:
-      if (!configured)
-        break;
-      respond_view(s, exact ? NULL : path + len + 1, true, resp);
-      return;
-    default: /* /readyz/replica: a replica able to serve (leader or standby) */
-      if (configured && atomic_load(&s->synced))
-        respond(resp, 200, "text/plain; charset=utf-8", gs_strdup("ok\n"));
-      else
-        respond(resp, 503, "text/plain; charset=utf-8", gs_strdup("cache not synced\n"));
-      return;
-    }
-    respond_error(resp, 503, "not ready");
+  if (strcmp(req->method, r->method) != 0 &&
+      !(r->get != NULL && strcmp(req->method, "HEAD") == 0)) {
+    respond_error(resp, 405, r->verb != NULL ? "method not allowed: use POST"
+                                             : "method not allowed: use GET");
     return;
   }
-  respond_error(resp, 404, "not found");
+  if ((r->needs & NEED_CERT) && s->cfg.tls_client_ca_file[0] != '\0' && !req->client_verified) {
+    /* docs/security.md: only kube-scheduler (its extender tlsConfig
+     * certificate) may call the verbs */
+    gs_log(GS_LVL_WARN, "verb refused: no verified client certificate", "path=%s remote=%s",
+           req->path, req->remote);
+    respond_error(resp, 403, "a client certificate signed by the --tls-client-ca-file CA "
+                             "is required");
+    return;
+  }
+  if ((r->needs & NEED_CONFIGURED) && !atomic_load(&s->configured)) {
+    /* still reading the configuration from the apiserver */
+    refuse(resp, r->verb != NULL ? r->verb->answer : ANSWER_STATUS, 503, "not ready");
+    return;
+  }
+  if (r->verb != NULL)
+    serve_verb(s, r->verb, req, resp);
+  else
+    r->get(s, req, sub, resp);
 }
 
 /* ---- lifecycle --------------------------------------------------------- */

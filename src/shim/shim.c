@@ -1,5 +1,5 @@
 /* The C side of the plugin's cgo shim (shim.h): JSON in, the service's
- * answers out. Decoding is src/api's, feeding src/server/feed.c's — the same
+ * answers out. Decoding is src/api's, feeding src/observe/feed.c's — the same
  * code the extender runs — so both forms read the cluster alike. */
 #include "shim.h"
 
@@ -11,7 +11,6 @@
 #include "view.h"
 
 #include <gpushare/alloc.h>
-#include <gpushare/ledger.h>
 #include <gpushare/sched.h>
 
 #include <pthread.h>
@@ -387,7 +386,7 @@ int gs_shim_filter(struct gs_shim *s, const char *pod, size_t len, const char *c
   const struct gs_node_result *out;
   const size_t *idx;
   size_t nidx;
-  struct gs_status st;
+  bool score_only = false;
   int code = GS_SHIM_OK;
   /* The kept list, scored, without host figures (nodePolicy frag signs no
    * pod): through the memo, when no other call holds it. */
@@ -405,9 +404,7 @@ int gs_shim_filter(struct gs_shim *s, const char *pod, size_t len, const char *c
   }
   if ((code = decode_pod(s, pod, len, req, reasons)) != GS_SHIM_OK)
     goto out;
-  if (gs_place_check_pod(req, gs_sched_policy(s->sched), st.reason) == GS_ESKIP &&
-      !gs_pod_request_is_gang_member(req) &&
-      !(scores != NULL && gs_place_frag_scores_host(req, gs_sched_policy(s->sched)))) {
+  if (gs_sched_pre_filter(s->sched, req, scores != NULL, &score_only) == GS_ESKIP) {
     code = GS_SHIM_SKIP; /* no GPU resource gpushare manages */
     goto out;
   }
@@ -433,7 +430,7 @@ int gs_shim_filter(struct gs_shim *s, const char *pod, size_t len, const char *c
     for (size_t i = 0; i < n; i++)
       answer_out(&out[i], i, codes, reasons, scores);
   }
-  if (gs_place_frag_scores_host(req, gs_sched_policy(s->sched)))
+  if (score_only)
     code = GS_SHIM_SCORE_ONLY;
 out:
   gs_free(req);
@@ -454,7 +451,7 @@ int gs_shim_sign(struct gs_shim *s, const char *pod, size_t len, char *sig) {
   int code = decode_pod(s, pod, len, &req, sig);
   if (code != GS_SHIM_OK)
     return code;
-  switch (gs_place_signature(&req, gs_sched_policy(s->sched), sig)) {
+  switch (gs_sched_signature(s->sched, &req, sig)) {
   case GS_EOK:
     return GS_SHIM_OK;
   case GS_ESKIP:
@@ -488,7 +485,7 @@ int gs_shim_reserve(struct gs_shim *s, const char *pod, size_t len, const char *
                     int64_t now_ns, char **ret_annots, char *reason) {
   struct gs_pod_request req;
   struct gs_annotations a = {0};
-  struct gs_status st = {GS_EOK, ""};
+  struct gs_status st = {GS_EOK, GS_R_OTHER, ""};
   int code;
   *ret_annots = NULL;
   if ((code = decode_pod(s, pod, len, &req, reason)) != GS_SHIM_OK)
@@ -514,7 +511,7 @@ void gs_shim_unreserve(struct gs_shim *s, const char *pod, size_t len, const cha
     gs_sched_unreserve(s->sched, &req, node);
 }
 
-void gs_shim_confirm(struct gs_shim *s, const char *uid) { gs_sched_confirm(s->sched, uid); }
+void gs_shim_post_bind(struct gs_shim *s, const char *uid) { gs_sched_post_bind(s->sched, uid); }
 
 int gs_shim_permit(struct gs_shim *s, const char *pod, size_t len, const char *node,
                    int64_t now_ns, char *reason) {
@@ -528,76 +525,34 @@ int gs_shim_permit(struct gs_shim *s, const char *pod, size_t len, const char *n
   return code;
 }
 
-/* The cost of each kept answer, read from the ledger (victims' priority
- * and GPU memory), and the victims' names. */
-struct pick {
-  struct gs_preempt_answer *answers;
-  size_t n, best;
-  json_t *victims; /* the best node's, filled at the end */
-};
-
-static void pick_fn(const struct gs_ledger *ledger, void *arg) {
-  struct pick *p = arg;
-  int32_t best_prio = INT32_MAX;
-  size_t best_count = SIZE_MAX;
-  uint64_t best_mib = UINT64_MAX;
-  p->best = p->n;
-  for (size_t i = 0; i < p->n; i++) {
-    int32_t prio = INT32_MIN;
-    uint64_t mib = 0;
-    if (!p->answers[i].keep)
-      continue;
-    for (size_t v = 0; v < p->answers[i].nvictims; v++) {
-      const struct gs_alloc *a = gs_ledger_alloc_get(ledger, p->answers[i].victims[v]);
-      if (a == NULL)
-        continue;
-      if (a->priority > prio)
-        prio = a->priority;
-      for (uint32_t k = 0; k < a->nparts; k++)
-        mib += gs_alloc_part_mib(a, &a->parts[k]);
-    }
-    if (prio < best_prio || (prio == best_prio && (p->answers[i].nvictims < best_count ||
-                                                   (p->answers[i].nvictims == best_count &&
-                                                    mib < best_mib)))) {
-      p->best = i;
-      best_prio = prio;
-      best_count = p->answers[i].nvictims;
-      best_mib = mib;
-    }
-  }
-  if (p->best == p->n || (p->victims = json_array()) == NULL)
-    return;
-  for (size_t v = 0; v < p->answers[p->best].nvictims; v++) {
-    const struct gs_alloc *a = gs_ledger_alloc_get(ledger, p->answers[p->best].victims[v]);
-    if (a != NULL)
-      json_array_append_new(p->victims, json_pack("{s:s,s:s,s:s}", "namespace", a->ns, "name",
-                                                  a->name, "uid", a->uid));
-  }
-}
-
 char *gs_shim_preempt(struct gs_shim *s, const char *pod, size_t len, const char *const *nodes,
                       size_t n) {
   struct gs_pod_request req;
   struct gs_preempt_offer *offers = gs_calloc(n ? n : 1, sizeof *offers);
   struct gs_preempt_answer *answers = gs_calloc(n ? n : 1, sizeof *answers);
-  struct pick p = {answers, n, 0, NULL};
+  struct gs_victim *victims = NULL;
+  size_t best, nvictims = 0;
   char reason[GS_SHIM_REASON];
   char *out = NULL;
-  json_t *doc;
+  json_t *doc, *list;
   if (offers == NULL || answers == NULL || decode_pod(s, pod, len, &req, reason) != GS_SHIM_OK)
     goto done;
   for (size_t i = 0; i < n; i++)
     offers[i] = (struct gs_preempt_offer){nodes[i], NULL, 0};
-  if (gs_sched_preempt(s->sched, &req, offers, n, answers) != GS_EOK)
+  if (gs_sched_preempt(s->sched, &req, offers, n, answers) != GS_EOK ||
+      gs_sched_preempt_cheapest(s->sched, answers, n, &best, &victims, &nvictims) != GS_EOK)
     goto done;
-  gs_sched_read(s->sched, pick_fn, NULL, &p);
-  if (p.best == n || p.victims == NULL || json_array_size(p.victims) == 0)
+  if ((list = json_array()) == NULL)
     goto done;
-  doc = json_pack("{s:s,s:O}", "node", nodes[p.best], "victims", p.victims);
+  for (size_t v = 0; v < nvictims; v++)
+    json_array_append_new(list, json_pack("{s:s,s:s,s:s}", "namespace", victims[v].ns, "name",
+                                          victims[v].name, "uid", victims[v].uid));
+  doc = json_pack("{s:s,s:O}", "node", nodes[best], "victims", list);
   out = doc != NULL ? gs_api_dump(doc) : NULL;
   json_decref(doc);
+  json_decref(list);
 done:
-  json_decref(p.victims);
+  gs_free(victims);
   gs_sched_preempt_free(answers, answers != NULL ? n : 0);
   gs_free(answers);
   gs_free(offers);

@@ -92,7 +92,9 @@ int gs_shim_sign(struct gs_shim *s, const char *pod, size_t len, char *sig);
 int gs_shim_reserve(struct gs_shim *s, const char *pod, size_t len, const char *node,
                     int64_t now_ns, char **ret_annots, char *reason);
 void gs_shim_unreserve(struct gs_shim *s, const char *pod, size_t len, const char *node);
-void gs_shim_confirm(struct gs_shim *s, const char *uid);
+/* PostBind: the plugin's Bind wrote the Binding; the reservation is the
+ * pod's allocation. */
+void gs_shim_post_bind(struct gs_shim *s, const char *uid);
 /* Permit: OK, WAIT (a gang not all reserved; reason), or a rejection. */
 int gs_shim_permit(struct gs_shim *s, const char *pod, size_t len, const char *node,
                    int64_t now_ns, char *reason);

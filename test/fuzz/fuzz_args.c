@@ -183,14 +183,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
 
     for (size_t i = 0; i < args.nnodes; i++) {
       struct gs_annotations ann = {0};
-      struct gs_status st = {GS_EOK, ""};
+      struct gs_status st = {GS_EOK, GS_R_OTHER, ""};
       bool fresh = false;
       if (res[i].code != GS_EOK)
         continue;
-      err = gs_fw_bind_prepare(fw, &req, args.names[i], NOW_NS, &ann, &fresh, &st);
+      err = gs_fw_reserve(fw, &req, args.names[i], NOW_NS, &ann, &fresh, &st);
       if (err == GS_EOK) {
         check_bind_annotations(fw, req.uid, &ann);
-        gs_fw_bind_commit(fw, req.uid);
+        gs_fw_post_bind(fw, req.uid);
       }
       gs_annotations_clear(&ann);
       break;

@@ -12,7 +12,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   struct gs_pod_request req;
   struct gs_policy policy;
   struct gs_diag diag = {{0}, {0}};
-  char reason[GS_REASON_MAX];
+  struct gs_status st;
   json_t *pod;
   enum gs_err err;
 
@@ -30,7 +30,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     (void)gs_pod_request_mem_effective(&req);
     (void)gs_pod_request_whole_effective(&req);
     gs_policy_init(&policy);
-    (void)gs_place_check_pod(&req, &policy, reason);
+    (void)gs_place_check_pod(&req, &policy, &st);
   }
   (void)gs_api_pod_ns(pod);
   (void)gs_api_pod_name(pod);

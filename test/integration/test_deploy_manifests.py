@@ -121,19 +121,10 @@ def routes():
     text = read("src", "server", "extender.c")
     prefix = re.search(r'#define PREFIX "([^"]+)"', text).group(1)
 
-    def expand(block):
-        out = []
-        for item in block.split(","):
-            item = item.strip()
-            if not item:
-                continue
-            m = re.fullmatch(r'(PREFIX\s+)?"([^"]*)"', item)
-            assert m, item
-            out.append((prefix if m.group(1) else "") + m.group(2))
-        return out
-
-    post = expand(c_block(text, "static const char *const post_routes[]"))
-    get = expand(c_block(text, "static const char *const get_routes[]"))
+    table = c_block(text, "static const struct route routes[]")
+    post, get = [], []
+    for method, pre, path in re.findall(r'\{"(POST|GET)",\s*(PREFIX\s+)?"([^"]*)"', table):
+        (post if method == "POST" else get).append((prefix if pre else "") + path)
     return prefix, post, get
 
 
@@ -1196,19 +1187,21 @@ class DocsTest(unittest.TestCase):
             with open(path, encoding="utf-8") as f:
                 text = f.read()
             texts += re.findall(r'#define REASON_\w+ "([^"]+)"', text)
-            for m in re.finditer(r"\b(?:verdict|gs_status_set)\(\s*[^,]+,\s*[^,]+,\s*"
+            for m in re.finditer(r"\b(?:verdict|gs_status_set)\(\s*[^,]+,\s*[^,]+,\s*(?:GS_R_\w+,\s*)?"
                                  rf"((?:{lit}|\s+|PRI\w+)+)", text):
                 joined = "".join(
                     p[1:-1].replace('\\"', '"') if p.startswith('"') else "d"
                     for p in re.findall(rf"{lit}|PRI\w+", m.group(1)))
                 texts.append(joined)
             texts += re.findall(r'snprintf\(r->reason, sizeof r->reason, "([^"%]+)"\)', text)
+            texts += re.findall(r'unsigned_pod\(sig, "([^"]+)"\)', text)
         return [t for t in texts if self.SPEC.sub("", t).strip()]
 
     def test_metrics_are_documented(self):
         doc = read("docs", "operations.md")
         names = set()
-        for path in glob.glob(os.path.join(SRC, "src", "server", "*.c")):
+        for path in glob.glob(os.path.join(SRC, "src", "server", "*.c")) + glob.glob(
+                os.path.join(SRC, "src", "observe", "*.c")):
             with open(path, encoding="utf-8") as f:
                 names |= set(re.findall(r'"(gpushare_[a-z_]+)"', f.read()))
         self.assertIn("gpushare_requests_total", names)

@@ -1,7 +1,10 @@
 """The layer guard (docs/architecture.md, "Layers"): dependencies point one
-way, server → service (sched) → framework → plugins → core → util, with the
-codecs (api), configuration (config) and apiserver client (k8s) beside the
-server. CMake links each layer only to those below it, but include paths
+way, front ends (server, shim) → observation (observe) → service (sched) →
+framework → plugins → core → util, with the codecs (api), configuration
+(config) and apiserver client (k8s) beside them. The front ends reach the
+core only through the service: they include no core header but the
+service's (sched.h) and the public types it exports, and the shim links
+only the observation layer, the service and the codecs, never the server. CMake links each layer only to those below it, but include paths
 travel along PUBLIC links and every layer sees include/gpushare/; so this
 test reads every #include of src/ and plugins/ and fails on one that points
 up or sideways: util including a core header, a plugin including the
@@ -22,11 +25,14 @@ ALLOWED = {
     "api": {"util", "core"},
     "config": {"util", "api"},
     "k8s": {"util", "api", "config"},
-    "server": {"util", "api", "config", "k8s"},
+    # what both front ends stand on: the feed, the views, the metrics
+    "observe": {"util", "api", "config"},
+    "server": {"util", "api", "config", "k8s", "observe"},
     "main": {"util", "api", "config", "k8s", "server"},
     # the C side of the scheduling-framework plugin's cgo shim (src/shim/): a
-    # front end beside the extender, feeding the service as its sink does
-    "shim": {"util", "api", "config", "server"},
+    # front end beside the extender, feeding the service through the same
+    # observation layer
+    "shim": {"util", "api", "config", "observe"},
     # what node programs read from the machine (NVML through dlopen): beside
     # the service, for gpushare-topo and the node agent
     "node": {"util", "core"},
@@ -36,12 +42,20 @@ ALLOWED = {
     # reader (gs_agent_inventory_nvml): a node program, as gpushare-topo
     "agent": {"util", "core", "api", "node"},
 }
+FRONT_ENDS = {"server", "shim"}
+# the public headers a front end may include: the service's and the types it
+# exports; never a core header (place.h, ledger.h, preempt.h, topo.h,
+# plugin.h, annot.h): what the core decides reaches them through sched.h
+FRONT_END_PUBLIC = {"sched.h", "types.h", "status.h", "err.h", "alloc.h", "version.h"}
+# the libraries (CMake targets) the shim may link: the observation layer, the
+# service and the codecs; what the service itself links comes with it
+SHIM_LINKS = {"gs_observe", "gs_sched", "gs_api", "gs_config"}
 # public headers (include/gpushare/) a layer may include: util only the
 # error codes; nothing below the service its header
 PUBLIC_LIMITS = {
     "util": {"err.h", "alloc.h"},
 }
-SERVICE_USERS = {"sched", "server", "main", "shim"}
+SERVICE_USERS = {"sched", "observe", "server", "main", "shim"}
 # the NVML reader (gpushare/nvml.h) loads a driver library: the node layer
 # and the node agent that fills its inventory from it (src/agent: a node
 # program like gpushare-topo), never the core or the scheduler's side
@@ -72,6 +86,18 @@ def header_owner():
     return owners
 
 
+def gs_layer_links():
+    """Every gs_layer(<target> <dir> <deps>...) of src/: target → its gs_* deps."""
+    links = {}
+    for dirpath, _dirs, files in os.walk(os.path.join(SOURCE, "src")):
+        if "CMakeLists.txt" not in files:
+            continue
+        with open(os.path.join(dirpath, "CMakeLists.txt"), encoding="utf-8") as f:
+            for m in re.finditer(r"gs_layer\((gs_\w+)\s+\S+([^)]*)\)", f.read()):
+                links[m.group(1)] = set(re.findall(r"\bgs_\w+", m.group(2)))
+    return links
+
+
 class Layers(unittest.TestCase):
     def test_no_include_points_up_or_sideways(self):
         owners = header_owner()
@@ -99,6 +125,9 @@ class Layers(unittest.TestCase):
                                     problems.append(f"{where} (only the service and its front ends)")
                                 if h == "nvml.h" and me not in NVML_USERS:
                                     problems.append(f"{where} (only the node layer and the node agent read NVML)")
+                                if me in FRONT_ENDS and h not in FRONT_END_PUBLIC:
+                                    problems.append(f"{where} (a front end reaches the core only "
+                                                    f"through the service: {sorted(FRONT_END_PUBLIC)})")
                                 continue
                             if m.group(1) == "<":
                                 continue  # libc, jansson, curl, ...
@@ -109,6 +138,21 @@ class Layers(unittest.TestCase):
                                 problems.append(f"{where} ({me} may not include a {owner} header)")
         self.assertEqual(problems, [])
 
+    def test_the_shim_links_only_the_service_and_what_it_exports(self):
+        links = gs_layer_links()
+        self.assertIn("gs_shim", links)
+        self.assertLessEqual(links["gs_shim"], SHIM_LINKS, "src/shim/CMakeLists.txt")
+        self.assertNotIn("gs_server", links["gs_shim"])
+        # the layer the shim shares with the server does not bring the server along
+        self.assertLessEqual(links["gs_observe"], SHIM_LINKS - {"gs_observe"})
+        self.assertIn("gs_observe", links["gs_server"])
+        # and cgo links what CMake does: build.sh's archive list
+        with open(os.path.join(SOURCE, "plugins", "scheduler", "build.sh"), encoding="utf-8") as f:
+            archives = set(re.findall(r"lib(gs_\w+)\.a", f.read()))
+        self.assertIn("gs_shim", archives)
+        for bad in ("gs_server", "gs_k8s"):
+            self.assertNotIn(bad, archives, "plugins/scheduler/build.sh")
+
     def test_the_guard_catches_an_upward_include(self):
         # the rule itself, on a made-up line: core including the server
         owners = header_owner()
@@ -118,6 +162,12 @@ class Layers(unittest.TestCase):
         self.assertNotIn(owners["framework.h"], ALLOWED["server"])
         self.assertEqual(owners["gang/gang.h"], "plugins")
         self.assertNotIn("plugins", ALLOWED["server"])
+        # a front end naming the server's or a core header
+        self.assertEqual(owners["server.h"], "server")
+        self.assertNotIn("server", ALLOWED["shim"])
+        for h in ("place.h", "ledger.h", "preempt.h"):
+            self.assertTrue(os.path.exists(os.path.join(SOURCE, "include", "gpushare", h)))
+            self.assertNotIn(h, FRONT_END_PUBLIC)
 
 
 if __name__ == "__main__":

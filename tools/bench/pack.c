@@ -390,14 +390,14 @@ static int replay(const struct trace *t, const struct policy_def *pol, const str
         }
       }
     }
-    if (gs_fw_bind_prepare(fw, pod, feasible[best], 1, &ann, &fresh, &st) != GS_EOK) {
+    if (gs_fw_reserve(fw, pod, feasible[best], 1, &ann, &fresh, &st) != GS_EOK) {
       fprintf(stderr, "gpushare-bench: bind of %s to %s failed: %s\n", tp->name,
               feasible[best], st.reason);
       gs_annotations_clear(&ann);
       goto out;
     }
     gs_annotations_clear(&ann);
-    gs_fw_bind_commit(fw, pod->uid);
+    gs_fw_post_bind(fw, pod->uid);
   }
   ret->us_per_pod = t->npods ? (double)(bench_now_ns() - t0) / 1e3 / (double)t->npods : 0;
   ret->end.pods_done = t->npods;

@@ -388,7 +388,7 @@ func (s *Shim) Unreserve(pod []byte, node string) {
 
 // Confirm records the Binding as done.
 func (s *Shim) Confirm(uid string) {
-	withString(uid, func(c *C.char) { C.gs_shim_confirm(s.c, c) })
+	withString(uid, func(c *C.char) { C.gs_shim_post_bind(s.c, c) })
 }
 
 // Permit: OK, Wait (a gang not all reserved) or a rejection, with a reason.

@@ -308,7 +308,8 @@ static void test_bad_gpu_count_label(void **state) {
   (void)state;
   gs_policy_init(&policy);
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-    char json[512], reason[GS_REASON_MAX];
+    char json[512];
+    struct gs_status st;
     struct gs_pod_request req;
     struct gs_diag diag;
     snprintf(json, sizeof json,
@@ -319,8 +320,8 @@ static void test_bad_gpu_count_label(void **state) {
     assert_int_equal(decode_text(json, &req, &diag), GS_EOK);
     assert_int_equal(req.gpu_count, cases[i].count);
     assert_string_equal(req.gpu_count_text, cases[i].text);
-    assert_int_equal(gs_place_check_pod(&req, &policy, reason), GS_EUNRESOLVABLE);
-    assert_string_equal(reason, cases[i].reason);
+    assert_int_equal(gs_place_check_pod(&req, &policy, &st), GS_EUNRESOLVABLE);
+    assert_string_equal(st.reason, cases[i].reason);
   }
 }
 

@@ -71,8 +71,8 @@ static struct gs_frag_pick *pick_of(const struct gs_frag_dist *d) {
 
 static enum gs_err choose(const char *name, const struct gs_pod_request *req,
                           struct gs_frag_pick *pick, struct gs_choice *c) {
-  char reason[GS_REASON_MAX];
-  return gs_place_pick_with(node(name), req, &policy, gs_place_choose_frag, pick, c, reason);
+  struct gs_status st;
+  return gs_place_pick_with(node(name), req, &policy, gs_place_choose_frag, pick, c, &st);
 }
 
 static void test_dist(void **state) {
@@ -166,7 +166,7 @@ static void test_delta_worked_example(void **state) {
 static void test_choose_and_score(void **state) {
   struct gs_frag_dist d;
   struct gs_choice c;
-  char reason[GS_REASON_MAX];
+  struct gs_status st;
   struct gs_pod_request req = gs_test_mem_pod("p", 6, 1);
   const uint64_t used[2] = {6, 4}, used_h[2] = {10, 0}; /* free 10, 12; 6, 16 */
   struct gs_frag_pick *pick;
@@ -176,7 +176,7 @@ static void test_choose_and_score(void **state) {
   for (int i = 0; i < 10; i++)
     gs_frag_dist_add(&d, 1, 6 * GIB);
   gs_frag_dist_add(&d, 1, 4 * GIB);
-  assert_int_equal(gs_place_pick(node("f"), &req, &policy, &c, reason), GS_EOK);
+  assert_int_equal(gs_place_pick(node("f"), &req, &policy, &c, &st), GS_EOK);
   assert_int_equal(c.gpus[0], 0); /* binpack: 10 → 4, strands a 6 GiB slot */
   pick = pick_of(&d);
   assert_int_equal(choose("f", &req, pick, &c), GS_EOK);
@@ -415,7 +415,8 @@ static void test_reference_random(void **state) {
     struct gs_frag_table t;
     struct gs_pod_request req;
     struct gs_choice c;
-    char name[16], reason[GS_REASON_MAX];
+    char name[16];
+    struct gs_status st;
     uint32_t ngpus = 1 + rnd(&s, 8), ncls = 1 + rnd(&s, 6), units = rnd(&s, 2) ? 128 : 256;
     uint64_t used[8] = {0};
     enum gs_err rc;
@@ -468,7 +469,7 @@ static void test_reference_random(void **state) {
                                                  req.cpu_milli, req.mem_mib) -
                      ref_frag_cpu_only(name, &req, cls, ncls)) <= 1);
     pick = (struct gs_frag_pick){.table = &t};
-    rc = gs_place_pick_with(node(name), &req, &policy, gs_place_choose_frag, &pick, &c, reason);
+    rc = gs_place_pick_with(node(name), &req, &policy, gs_place_choose_frag, &pick, &c, &st);
     if (rc != GS_EOK)
       continue;
     chosen++;

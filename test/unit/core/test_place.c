@@ -8,6 +8,7 @@
 
 #include <gpushare/place.h>
 
+#include "../reason_labels.h"
 #include "../testutil.h"
 
 #include <stdio.h>
@@ -82,13 +83,16 @@ static struct gs_pod_request whole_pod(const char *uid, uint64_t gpus) {
 
 /* Filter, then reserve what filter chose, as the framework does. */
 static enum gs_err place(const char *node_name, const struct gs_pod_request *req,
-                         struct gs_choice *ret_choice, char reason[GS_REASON_MAX]) {
+                         struct gs_choice *ret_choice, struct gs_status *st) {
   struct gs_choice choice;
   struct gs_alloc_part parts[GS_MAX_PARTS];
   struct gs_alloc a;
-  enum gs_err fit = gs_place_pick(node(node_name), req, &fx.policy, &choice, reason);
-  if (fit != GS_EOK)
+  enum gs_err fit = gs_place_pick(node(node_name), req, &fx.policy, &choice, st);
+  if (fit != GS_EOK) {
+    if (st != NULL)
+      gs_test_assert_reason_label(st);
     return fit;
+  }
   a = (struct gs_alloc){.ns = req->ns, .name = req->name, .uid = req->uid, .node = node_name,
                         .kind = gs_pod_request_is_whole(req) ? GS_ALLOC_WHOLE : GS_ALLOC_MEM,
                         .unit_mib = fx.policy.unit_mib, .parts = parts};
@@ -120,7 +124,7 @@ static void test_policy_defaults(void **state) {
 /* 128 MiB unit, one 16 GiB GPU: eight 2 GiB pods, the ninth does not fit. */
 static void test_share_128mib_fill(void **state) {
   struct gs_choice c;
-  char reason[GS_REASON_MAX];
+  struct gs_status st;
   char uid[32];
   struct gs_pod_request req;
   struct gs_alloc_part part = {0, 0, 16};
@@ -132,15 +136,15 @@ static void test_share_128mib_fill(void **state) {
   for (int i = 0; i < 8; i++) {
     snprintf(uid, sizeof uid, "p%d", i);
     req = mem_pod(uid, 16, 1);
-    assert_int_equal(place("gpu-a", &req, &c, reason), GS_EOK);
+    assert_int_equal(place("gpu-a", &req, &c, &st), GS_EOK);
     assert_int_equal(c.ngpus, 1);
     assert_int_equal(c.gpus[0], 0);
     assert_int_equal(c.mib_per_gpu, 2048);
     assert_int_equal(node("gpu-a")->gpus[0].used_mib, 2048u * (i + 1));
   }
   req = mem_pod("p8", 16, 1);
-  assert_int_equal(gs_place_pick(node("gpu-a"), &req, &fx.policy, &c, reason), GS_ENOFIT);
-  assert_string_equal(reason, "insufficient GPU memory on any single GPU");
+  assert_int_equal(gs_place_pick(node("gpu-a"), &req, &fx.policy, &c, &st), GS_ENOFIT);
+  assert_string_equal(st.reason, "insufficient GPU memory on any single GPU");
   assert_int_equal(gs_ledger_reserve(fx.ledger, &a, 16), GS_ENOFIT);
   assert_int_equal(node("gpu-a")->gpus[0].used_mib, 16384);
   assert_int_equal(gs_ledger_alloc_count(fx.ledger), 8);
@@ -150,14 +154,14 @@ static void test_share_128mib_fill(void **state) {
 static void test_multi_card(void **state) {
   struct gs_choice c;
   struct gs_alloc_part parts[8];
-  char reason[GS_REASON_MAX];
+  struct gs_status st;
   struct gs_pod_request req = mem_pod("p", 8, 2);
   const struct gs_alloc *a;
   (void)state;
   add_node("gpu-a", GS_MODE_SHARE, GS_PLACE_BINPACK, 4, 16);
-  assert_int_equal(gs_place_check_pod(&req, &fx.policy, reason), GS_EOK);
-  assert_string_equal(reason, "");
-  assert_int_equal(place("gpu-a", &req, &c, reason), GS_EOK);
+  assert_int_equal(gs_place_check_pod(&req, &fx.policy, &st), GS_EOK);
+  assert_string_equal(st.reason, "");
+  assert_int_equal(place("gpu-a", &req, &c, &st), GS_EOK);
   assert_int_equal(c.ngpus, 2);
   assert_int_equal(c.gpus[0], 0);
   assert_int_equal(c.gpus[1], 1);
@@ -176,38 +180,38 @@ static void test_multi_card(void **state) {
   assert_int_equal(node("gpu-a")->gpus[2].used_mib, 0);
 
   req = mem_pod("q", 9, 2);
-  assert_int_equal(gs_place_check_pod(&req, &fx.policy, reason), GS_EUNRESOLVABLE);
-  assert_string_equal(reason, "aliyun.com/gpu-mem 9 is not divisible by aliyun.com/gpu-count 2");
-  assert_int_equal(gs_place_pick(node("gpu-a"), &req, &fx.policy, &c, reason), GS_EUNRESOLVABLE);
-  assert_non_null(strstr(reason, "9"));
-  assert_non_null(strstr(reason, "2"));
+  assert_int_equal(gs_place_check_pod(&req, &fx.policy, &st), GS_EUNRESOLVABLE);
+  assert_string_equal(st.reason, "aliyun.com/gpu-mem 9 is not divisible by aliyun.com/gpu-count 2");
+  assert_int_equal(gs_place_pick(node("gpu-a"), &req, &fx.policy, &c, &st), GS_EUNRESOLVABLE);
+  assert_non_null(strstr(st.reason, "9"));
+  assert_non_null(strstr(st.reason, "2"));
   /* A second container that does not divide is just as invalid. */
   req = mem_pod("q", 8, 2);
   req.ncontainers = 2;
   req.mem_units[1] = 3;
-  assert_int_equal(gs_place_check_pod(&req, &fx.policy, reason), GS_EUNRESOLVABLE);
-  assert_string_equal(reason, "aliyun.com/gpu-mem 3 is not divisible by aliyun.com/gpu-count 2");
+  assert_int_equal(gs_place_check_pod(&req, &fx.policy, &st), GS_EUNRESOLVABLE);
+  assert_string_equal(st.reason, "aliyun.com/gpu-mem 3 is not divisible by aliyun.com/gpu-count 2");
   req.mem_units[1] = 0;
   req.init_mem_units = 5;
-  assert_int_equal(gs_place_check_pod(&req, &fx.policy, reason), GS_EUNRESOLVABLE);
-  assert_non_null(strstr(reason, "5"));
+  assert_int_equal(gs_place_check_pod(&req, &fx.policy, &st), GS_EUNRESOLVABLE);
+  assert_non_null(strstr(st.reason, "5"));
 }
 
 /* Free 12, 8, 4, 16 GiB; request 8. */
 static void test_binpack_spread(void **state) {
   const uint64_t used[4] = {4, 8, 12, 0};
   struct gs_choice c;
-  char reason[GS_REASON_MAX];
+  struct gs_status st;
   struct gs_pod_request req = mem_pod("p", 8, 1);
   (void)state;
   add_node("bin", GS_MODE_SHARE, GS_PLACE_BINPACK, 4, 16);
   add_node("spr", GS_MODE_SHARE, GS_PLACE_SPREAD, 4, 16);
   load("bin", used, 4);
   load("spr", used, 4);
-  assert_int_equal(gs_place_pick(node("bin"), &req, &fx.policy, &c, reason), GS_EOK);
+  assert_int_equal(gs_place_pick(node("bin"), &req, &fx.policy, &c, &st), GS_EOK);
   assert_int_equal(c.ngpus, 1);
   assert_int_equal(c.gpus[0], 1);
-  assert_int_equal(gs_place_pick(node("spr"), &req, &fx.policy, &c, reason), GS_EOK);
+  assert_int_equal(gs_place_pick(node("spr"), &req, &fx.policy, &c, &st), GS_EOK);
   assert_int_equal(c.gpus[0], 3);
   /* Ties go to the lowest index, either way. */
   add_node("tie", GS_MODE_SHARE, GS_PLACE_BINPACK, 4, 16);
@@ -217,17 +221,17 @@ static void test_binpack_spread(void **state) {
     load("tie", tie, 4);
     load("tie-s", tie, 4);
   }
-  assert_int_equal(gs_place_pick(node("tie"), &req, &fx.policy, &c, reason), GS_EOK);
+  assert_int_equal(gs_place_pick(node("tie"), &req, &fx.policy, &c, &st), GS_EOK);
   assert_int_equal(c.gpus[0], 0);
-  assert_int_equal(gs_place_pick(node("tie-s"), &req, &fx.policy, &c, reason), GS_EOK);
+  assert_int_equal(gs_place_pick(node("tie-s"), &req, &fx.policy, &c, &st), GS_EOK);
   assert_int_equal(c.gpus[0], 1);
   /* M > 1: binpack takes the M fullest that fit, spread the M emptiest. */
   req = mem_pod("m", 8, 2);
-  assert_int_equal(gs_place_pick(node("bin"), &req, &fx.policy, &c, reason), GS_EOK);
+  assert_int_equal(gs_place_pick(node("bin"), &req, &fx.policy, &c, &st), GS_EOK);
   assert_int_equal(c.ngpus, 2);
   assert_int_equal(c.gpus[0], 1);
   assert_int_equal(c.gpus[1], 2);
-  assert_int_equal(gs_place_pick(node("spr"), &req, &fx.policy, &c, reason), GS_EOK);
+  assert_int_equal(gs_place_pick(node("spr"), &req, &fx.policy, &c, &st), GS_EOK);
   assert_int_equal(c.gpus[0], 0);
   assert_int_equal(c.gpus[1], 3);
 }
@@ -237,18 +241,18 @@ static void test_multi_card_reason(void **state) {
   const uint64_t a_used[2] = {14, 0};
   const uint64_t b_used[3] = {0, 13, 15};
   struct gs_choice c;
-  char ra[GS_REASON_MAX], rb[GS_REASON_MAX];
+  struct gs_status ra, rb;
   struct gs_pod_request req = mem_pod("p", 8, 2);
   (void)state;
   add_node("node-a", GS_MODE_SHARE, GS_PLACE_BINPACK, 2, 16);
   add_node("node-b", GS_MODE_SHARE, GS_PLACE_SPREAD, 3, 16);
   load("node-a", a_used, 2);
   load("node-b", b_used, 3);
-  assert_int_equal(gs_place_pick(node("node-a"), &req, &fx.policy, &c, ra), GS_ENOFIT);
-  assert_int_equal(gs_place_pick(node("node-b"), &req, &fx.policy, &c, rb), GS_ENOFIT);
-  assert_string_equal(ra, "fewer than 2 GPUs with 4096 MiB free");
-  assert_string_equal(ra, rb);
-  assert_null(strstr(ra, "node-"));
+  assert_int_equal(gs_place_pick(node("node-a"), &req, &fx.policy, &c, &ra), GS_ENOFIT);
+  assert_int_equal(gs_place_pick(node("node-b"), &req, &fx.policy, &c, &rb), GS_ENOFIT);
+  assert_string_equal(ra.reason, "fewer than 2 GPUs with 4096 MiB free");
+  assert_string_equal(ra.reason, rb.reason);
+  assert_null(strstr(ra.reason, "node-"));
 }
 
 /* Issue 16 item 6: a node labelled gpushare.io/multi-card=false (its device
@@ -257,7 +261,7 @@ static void test_multi_card_reason(void **state) {
 static void test_single_card_node(void **state) {
   struct gs_node_spec s;
   struct gs_choice c;
-  char reason[GS_REASON_MAX];
+  struct gs_status st;
   struct gs_pod_request two = mem_pod("two", 8, 2), one = mem_pod("one", 8, 1);
   (void)state;
   memset(&s, 0, sizeof s);
@@ -268,23 +272,24 @@ static void test_single_card_node(void **state) {
   s.single_card = true;
   assert_int_equal(gs_ledger_node_upsert(fx.ledger, &s), GS_EOK);
   assert_true(node("aliyun-plugin")->single_card);
-  assert_int_equal(gs_place_pick(node("aliyun-plugin"), &two, &fx.policy, &c, reason),
+  assert_int_equal(gs_place_pick(node("aliyun-plugin"), &two, &fx.policy, &c, &st),
                    GS_ENOFIT);
-  assert_string_equal(reason,
+  assert_string_equal(st.reason,
                       "node's device plugin runs one GPU per pod (label gpushare.io/multi-card=false)");
-  assert_int_equal(gs_place_pick(node("aliyun-plugin"), &one, &fx.policy, &c, reason),
+  assert_int_equal(gs_place_pick(node("aliyun-plugin"), &one, &fx.policy, &c, &st),
                    GS_EOK);
   /* the label removed (an update of the node): the split fits again */
   s.single_card = false;
   assert_int_equal(gs_ledger_node_upsert(fx.ledger, &s), GS_EOK);
-  assert_int_equal(gs_place_pick(node("aliyun-plugin"), &two, &fx.policy, &c, reason),
+  assert_int_equal(gs_place_pick(node("aliyun-plugin"), &two, &fx.policy, &c, &st),
                    GS_EOK);
 }
 
 /* cgpu caps pods per GPU; share does not. 128 MiB pods on 16 GiB GPUs. */
 static void test_cgpu_cap(void **state) {
   struct gs_choice c;
-  char reason[GS_REASON_MAX], uid[32];
+  struct gs_status st;
+  char uid[32];
   struct gs_pod_request req;
   (void)state;
   setup_unit(GS_UNIT_128MIB);
@@ -293,25 +298,66 @@ static void test_cgpu_cap(void **state) {
   for (int i = 0; i < 16; i++) {
     snprintf(uid, sizeof uid, "c%d", i);
     req = mem_pod(uid, 1, 1);
-    assert_int_equal(place("cgpu", &req, NULL, reason), GS_EOK);
+    assert_int_equal(place("cgpu", &req, NULL, &st), GS_EOK);
     snprintf(uid, sizeof uid, "s%d", i);
     req = mem_pod(uid, 1, 1);
-    assert_int_equal(place("share", &req, NULL, reason), GS_EOK);
+    assert_int_equal(place("share", &req, NULL, &st), GS_EOK);
   }
   req = mem_pod("c16", 1, 1);
-  assert_int_equal(gs_place_pick(node("cgpu"), &req, &fx.policy, &c, reason), GS_ENOFIT);
-  assert_string_equal(reason, "GPU pod limit reached (cgpu)");
+  assert_int_equal(gs_place_pick(node("cgpu"), &req, &fx.policy, &c, &st), GS_ENOFIT);
+  assert_string_equal(st.reason, "GPU pod limit reached (cgpu)");
   req = mem_pod("s16", 1, 1);
-  assert_int_equal(place("share", &req, NULL, reason), GS_EOK);
+  assert_int_equal(place("share", &req, NULL, &st), GS_EOK);
   /* When memory is what is short, say so even under the cap. */
   req = mem_pod("big", 127, 1);
-  assert_int_equal(gs_place_pick(node("cgpu"), &req, &fx.policy, &c, reason), GS_ENOFIT);
-  assert_string_equal(reason, "insufficient GPU memory on any single GPU");
+  assert_int_equal(gs_place_pick(node("cgpu"), &req, &fx.policy, &c, &st), GS_ENOFIT);
+  assert_string_equal(st.reason, "insufficient GPU memory on any single GPU");
+}
+
+/* Every refusal of the core carries its reason's code, whose label is the
+ * documented one of its text (reason_labels.h): the node's, the GPUs', the
+ * pod's. */
+static void test_reason_codes(void **state) {
+  static const uint64_t full[] = {16, 16};
+  struct gs_choice c;
+  struct gs_status st;
+  struct gs_pod_request r;
+  struct reason_case {
+    const char *node;
+    struct gs_pod_request pod;
+    enum gs_reason why;
+  } cases[8];
+  size_t n = 0;
+  (void)state;
+  add_node("plain", GS_MODE_NONE, GS_PLACE_BINPACK, 2, 16);
+  add_node("topo", GS_MODE_TOPOLOGY, GS_PLACE_BINPACK, 2, 0);
+  add_node("share", GS_MODE_SHARE, GS_PLACE_BINPACK, 2, 16);
+  add_node("full", GS_MODE_SHARE, GS_PLACE_BINPACK, 2, 16);
+  load("full", full, 2);
+  cases[n++] = (struct reason_case){"plain", mem_pod("a", 1, 1), GS_R_NODE_NOT_MANAGED};
+  cases[n++] = (struct reason_case){"topo", mem_pod("b", 1, 1), GS_R_NODE_WHOLE_GPUS_ONLY};
+  cases[n++] = (struct reason_case){"share", whole_pod("c", 1), GS_R_NODE_MEMORY_ONLY};
+  cases[n++] = (struct reason_case){"full", mem_pod("d", 1, 1),
+                                      GS_R_INSUFFICIENT_GPU_MEMORY};
+  cases[n++] = (struct reason_case){"full", mem_pod("e", 2, 2),
+                                      GS_R_INSUFFICIENT_GPU_MEMORY};
+  cases[n++] = (struct reason_case){"topo", whole_pod("f", 3), GS_R_INSUFFICIENT_WHOLE_GPUS};
+  cases[n++] = (struct reason_case){"share", mem_pod("g", 3, 2), GS_R_INVALID_POD};
+  r = mem_pod("h", 1, 1);
+  r.whole_gpus[0] = 1;
+  cases[n++] = (struct reason_case){"share", r, GS_R_INVALID_POD};
+  for (size_t i = 0; i < n; i++) {
+    st.why = GS_R_OTHER;
+    assert_int_not_equal(gs_place_pick(node(cases[i].node), &cases[i].pod, &fx.policy, &c, &st),
+                         GS_EOK);
+    assert_int_equal(st.why, cases[i].why);
+    gs_test_assert_reason_label(&st);
+  }
 }
 
 static void test_not_sharing(void **state) {
   struct gs_choice c;
-  char reason[GS_REASON_MAX];
+  struct gs_status st;
   struct gs_pod_request req = mem_pod("p", 1, 1);
   struct gs_pod_request whole = whole_pod("w", 1);
   (void)state;
@@ -321,96 +367,96 @@ static void test_not_sharing(void **state) {
   add_node("topo-empty", GS_MODE_TOPOLOGY, GS_PLACE_BINPACK, 0, 0);
   add_node("topo", GS_MODE_TOPOLOGY, GS_PLACE_BINPACK, 4, 0);
   add_node("share", GS_MODE_SHARE, GS_PLACE_BINPACK, 4, 16);
-  assert_int_equal(gs_place_pick(node("plain"), &req, &fx.policy, &c, reason), GS_ENOFIT);
-  assert_string_equal(reason, "node is not a GPU-sharing node");
-  assert_int_equal(gs_place_pick(node("zero-cap"), &req, &fx.policy, &c, reason), GS_ENOFIT);
-  assert_string_equal(reason, "node is not a GPU-sharing node");
-  assert_int_equal(gs_place_pick(node("zero-gpus"), &req, &fx.policy, &c, reason), GS_ENOFIT);
-  assert_string_equal(reason, "node is not a GPU-sharing node");
-  assert_int_equal(gs_place_pick(node("topo-empty"), &whole, &fx.policy, &c, reason),
+  assert_int_equal(gs_place_pick(node("plain"), &req, &fx.policy, &c, &st), GS_ENOFIT);
+  assert_string_equal(st.reason, "node is not a GPU-sharing node");
+  assert_int_equal(gs_place_pick(node("zero-cap"), &req, &fx.policy, &c, &st), GS_ENOFIT);
+  assert_string_equal(st.reason, "node is not a GPU-sharing node");
+  assert_int_equal(gs_place_pick(node("zero-gpus"), &req, &fx.policy, &c, &st), GS_ENOFIT);
+  assert_string_equal(st.reason, "node is not a GPU-sharing node");
+  assert_int_equal(gs_place_pick(node("topo-empty"), &whole, &fx.policy, &c, &st),
                    GS_ENOFIT);
-  assert_string_equal(reason, "node is not a GPU-sharing node");
-  assert_int_equal(gs_place_pick(node("plain"), &whole, &fx.policy, &c, reason), GS_ENOFIT);
-  assert_string_equal(reason, "node is not a GPU-sharing node");
-  assert_int_equal(gs_place_pick(node("topo"), &req, &fx.policy, &c, reason), GS_ENOFIT);
-  assert_string_equal(reason, "node serves whole GPUs only (topology mode)");
-  assert_int_equal(gs_place_pick(node("share"), &whole, &fx.policy, &c, reason), GS_ENOFIT);
-  assert_string_equal(reason, "node does not serve whole GPUs");
+  assert_string_equal(st.reason, "node is not a GPU-sharing node");
+  assert_int_equal(gs_place_pick(node("plain"), &whole, &fx.policy, &c, &st), GS_ENOFIT);
+  assert_string_equal(st.reason, "node is not a GPU-sharing node");
+  assert_int_equal(gs_place_pick(node("topo"), &req, &fx.policy, &c, &st), GS_ENOFIT);
+  assert_string_equal(st.reason, "node serves whole GPUs only (topology mode)");
+  assert_int_equal(gs_place_pick(node("share"), &whole, &fx.policy, &c, &st), GS_ENOFIT);
+  assert_string_equal(st.reason, "node does not serve whole GPUs");
 }
 
 static void test_unhealthy(void **state) {
   struct gs_choice c;
-  char reason[GS_REASON_MAX];
+  struct gs_status st;
   struct gs_pod_request req = mem_pod("p", 4, 1);
   const uint64_t used[3] = {10, 0, 0};
   (void)state;
   add_node("gpu-a", GS_MODE_SHARE, GS_PLACE_BINPACK, 3, 16);
   load("gpu-a", used, 3);
-  assert_int_equal(gs_place_pick(node("gpu-a"), &req, &fx.policy, &c, reason), GS_EOK);
+  assert_int_equal(gs_place_pick(node("gpu-a"), &req, &fx.policy, &c, &st), GS_EOK);
   assert_int_equal(c.gpus[0], 0); /* the fullest... */
   assert_int_equal(gs_ledger_node_set_unhealthy(fx.ledger, "gpu-a", 0x1), GS_EOK);
-  assert_int_equal(gs_place_pick(node("gpu-a"), &req, &fx.policy, &c, reason), GS_EOK);
+  assert_int_equal(gs_place_pick(node("gpu-a"), &req, &fx.policy, &c, &st), GS_EOK);
   assert_int_equal(c.gpus[0], 1); /* ...until it is unhealthy */
   req.gpu_count = 2;
   assert_int_equal(gs_ledger_node_set_unhealthy(fx.ledger, "gpu-a", 0x2), GS_EOK);
-  assert_int_equal(gs_place_pick(node("gpu-a"), &req, &fx.policy, &c, reason), GS_EOK);
+  assert_int_equal(gs_place_pick(node("gpu-a"), &req, &fx.policy, &c, &st), GS_EOK);
   assert_int_equal(c.gpus[0], 0);
   assert_int_equal(c.gpus[1], 2);
   assert_int_equal(gs_ledger_node_set_unhealthy(fx.ledger, "gpu-a", 0x7), GS_EOK);
-  assert_int_equal(gs_place_pick(node("gpu-a"), &req, &fx.policy, &c, reason), GS_ENOFIT);
-  assert_string_equal(reason, "no healthy GPU");
+  assert_int_equal(gs_place_pick(node("gpu-a"), &req, &fx.policy, &c, &st), GS_ENOFIT);
+  assert_string_equal(st.reason, "no healthy GPU");
   /* Never chosen, whatever the policy. */
   assert_int_equal(gs_ledger_node_set_unhealthy(fx.ledger, "gpu-a", 0x6), GS_EOK);
   req.gpu_count = 1;
   for (int frag = 0; frag < 2; frag++) {
     fx.policy.frag_aware = frag;
-    assert_int_equal(gs_place_pick(node("gpu-a"), &req, &fx.policy, &c, reason), GS_EOK);
+    assert_int_equal(gs_place_pick(node("gpu-a"), &req, &fx.policy, &c, &st), GS_EOK);
     assert_int_equal(c.gpus[0], 0);
   }
 }
 
 static void test_check_pod(void **state) {
-  char reason[GS_REASON_MAX];
+  struct gs_status st;
   struct gs_choice c;
   struct gs_pod_request req = mem_pod("p", 0, 1);
   (void)state;
   add_node("gpu-a", GS_MODE_SHARE, GS_PLACE_BINPACK, 1, 16);
-  assert_int_equal(gs_place_check_pod(&req, &fx.policy, reason), GS_ESKIP);
-  assert_int_equal(gs_place_pick(node("gpu-a"), &req, &fx.policy, &c, reason), GS_ESKIP);
+  assert_int_equal(gs_place_check_pod(&req, &fx.policy, &st), GS_ESKIP);
+  assert_int_equal(gs_place_pick(node("gpu-a"), &req, &fx.policy, &c, &st), GS_ESKIP);
   req.mem_units[0] = 2;
   req.whole_gpus[0] = 1;
-  assert_int_equal(gs_place_check_pod(&req, &fx.policy, reason), GS_EUNRESOLVABLE);
-  assert_non_null(strstr(reason, "both aliyun.com/gpu-mem and aliyun.com/gpu"));
+  assert_int_equal(gs_place_check_pod(&req, &fx.policy, &st), GS_EUNRESOLVABLE);
+  assert_non_null(strstr(st.reason, "both aliyun.com/gpu-mem and aliyun.com/gpu"));
   req = mem_pod("p", 2, 0);
-  assert_int_equal(gs_place_check_pod(&req, &fx.policy, reason), GS_EUNRESOLVABLE);
-  assert_string_equal(reason, "aliyun.com/gpu-count 0 is out of range 1..64");
+  assert_int_equal(gs_place_check_pod(&req, &fx.policy, &st), GS_EUNRESOLVABLE);
+  assert_string_equal(st.reason, "aliyun.com/gpu-count 0 is out of range 1..64");
   req.gpu_count = GS_MAX_GPUS + 1;
-  assert_int_equal(gs_place_check_pod(&req, &fx.policy, reason), GS_EUNRESOLVABLE);
+  assert_int_equal(gs_place_check_pod(&req, &fx.policy, &st), GS_EUNRESOLVABLE);
   req = whole_pod("w", GS_MAX_GPUS + 1);
-  assert_int_equal(gs_place_check_pod(&req, &fx.policy, reason), GS_EUNRESOLVABLE);
+  assert_int_equal(gs_place_check_pod(&req, &fx.policy, &st), GS_EUNRESOLVABLE);
   req = mem_pod("p", UINT64_C(1) << 62, 1);
-  assert_int_equal(gs_place_check_pod(&req, &fx.policy, reason), GS_EUNRESOLVABLE);
+  assert_int_equal(gs_place_check_pod(&req, &fx.policy, &st), GS_EUNRESOLVABLE);
   /* 64 containers on 8 GPUs would need 512 parts. */
   req = mem_pod("p", 8, 8);
   req.ncontainers = GS_MAX_CONTAINERS;
   for (int i = 0; i < GS_MAX_CONTAINERS; i++)
     req.mem_units[i] = 8;
-  assert_int_equal(gs_place_check_pod(&req, &fx.policy, reason), GS_EUNRESOLVABLE);
+  assert_int_equal(gs_place_check_pod(&req, &fx.policy, &st), GS_EUNRESOLVABLE);
   req.ncontainers = GS_MAX_CONTAINERS + 1;
-  assert_int_equal(gs_place_check_pod(&req, &fx.policy, reason), GS_EUNRESOLVABLE);
+  assert_int_equal(gs_place_check_pod(&req, &fx.policy, &st), GS_EUNRESOLVABLE);
 }
 
 /* Whole GPUs on a topology node: lowest free indices, owned whole. */
 static void test_whole(void **state) {
   struct gs_choice c;
   struct gs_alloc_part parts[8];
-  char reason[GS_REASON_MAX];
+  struct gs_status st;
   struct gs_pod_request a = whole_pod("a", 1), b = whole_pod("b", 2), d = whole_pod("d", 2);
   (void)state;
   add_node("topo", GS_MODE_TOPOLOGY, GS_PLACE_BINPACK, 4, 0);
   a.ncontainers = 2;
   a.whole_gpus[1] = 1; /* two containers, one GPU each */
-  assert_int_equal(place("topo", &a, &c, reason), GS_EOK);
+  assert_int_equal(place("topo", &a, &c, &st), GS_EOK);
   assert_int_equal(c.ngpus, 2);
   assert_int_equal(c.gpus[0], 0);
   assert_int_equal(c.gpus[1], 1);
@@ -423,13 +469,13 @@ static void test_whole(void **state) {
   assert_int_equal(parts[1].gpu, 1);
   assert_int_equal(parts[1].units, 0);
   assert_ptr_equal(node("topo")->gpus[1].owner, gs_ledger_alloc_get(fx.ledger, "a"));
-  assert_int_equal(place("topo", &b, &c, reason), GS_EOK);
+  assert_int_equal(place("topo", &b, &c, &st), GS_EOK);
   assert_int_equal(c.gpus[0], 2);
   assert_int_equal(c.gpus[1], 3);
-  assert_int_equal(gs_place_pick(node("topo"), &d, &fx.policy, &c, reason), GS_ENOFIT);
-  assert_string_equal(reason, "fewer than 2 free whole GPUs");
+  assert_int_equal(gs_place_pick(node("topo"), &d, &fx.policy, &c, &st), GS_ENOFIT);
+  assert_string_equal(st.reason, "fewer than 2 free whole GPUs");
   assert_int_equal(gs_ledger_release(fx.ledger, "a"), GS_EOK);
-  assert_int_equal(place("topo", &d, &c, reason), GS_EOK);
+  assert_int_equal(place("topo", &d, &c, &st), GS_EOK);
   assert_int_equal(c.gpus[0], 0);
   assert_int_equal(c.gpus[1], 1);
 }
@@ -437,42 +483,42 @@ static void test_whole(void **state) {
 /* A GPU carrying a memory pod is not free for a whole-GPU pod. */
 static void test_whole_skips_shared_gpu(void **state) {
   struct gs_choice c;
-  char reason[GS_REASON_MAX];
+  struct gs_status st;
   struct gs_pod_request w = whole_pod("w", 2);
   const uint64_t used[3] = {1, 0, 0};
   (void)state;
   add_node("topo", GS_MODE_TOPOLOGY, GS_PLACE_BINPACK, 3, 16);
   load("topo", used, 3);
-  assert_int_equal(gs_place_pick(node("topo"), &w, &fx.policy, &c, reason), GS_EOK);
+  assert_int_equal(gs_place_pick(node("topo"), &w, &fx.policy, &c, &st), GS_EOK);
   assert_int_equal(c.gpus[0], 1);
   assert_int_equal(c.gpus[1], 2);
 }
 
 static void test_score(void **state) {
   struct gs_choice c;
-  char reason[GS_REASON_MAX];
+  struct gs_status st;
   struct gs_pod_request req = mem_pod("p", 4, 1);
   const uint64_t used[1] = {8};
   (void)state;
   add_node("gpu-a", GS_MODE_SHARE, GS_PLACE_BINPACK, 1, 16);
   load("gpu-a", used, 1);
   /* (8 + 4) / 16 = 0.75 → round(7.5) = 8; spread 10 − 8 = 2. */
-  assert_int_equal(gs_place_pick(node("gpu-a"), &req, &fx.policy, &c, reason), GS_EOK);
+  assert_int_equal(gs_place_pick(node("gpu-a"), &req, &fx.policy, &c, &st), GS_EOK);
   assert_int_equal(c.score, 8);
   fx.policy.node_policy = GS_PLACE_SPREAD;
-  assert_int_equal(gs_place_pick(node("gpu-a"), &req, &fx.policy, &c, reason), GS_EOK);
+  assert_int_equal(gs_place_pick(node("gpu-a"), &req, &fx.policy, &c, &st), GS_EOK);
   assert_int_equal(c.score, 2);
   /* Over two GPUs: (8 + 2 + 0 + 2) / 32 = 0.375 → 4 (binpack). */
   add_node("gpu-b", GS_MODE_SHARE, GS_PLACE_SPREAD, 2, 16);
   load("gpu-b", used, 1);
   fx.policy.node_policy = GS_PLACE_BINPACK;
   req.gpu_count = 2;
-  assert_int_equal(gs_place_pick(node("gpu-b"), &req, &fx.policy, &c, reason), GS_EOK);
+  assert_int_equal(gs_place_pick(node("gpu-b"), &req, &fx.policy, &c, &st), GS_EOK);
   assert_int_equal(c.score, 4);
   /* Exactly full: 10. */
   req = mem_pod("f", 16, 1);
   add_node("gpu-c", GS_MODE_SHARE, GS_PLACE_BINPACK, 1, 16);
-  assert_int_equal(gs_place_pick(node("gpu-c"), &req, &fx.policy, &c, reason), GS_EOK);
+  assert_int_equal(gs_place_pick(node("gpu-c"), &req, &fx.policy, &c, &st), GS_EOK);
   assert_int_equal(c.score, 10);
 }
 
@@ -481,7 +527,7 @@ static void test_score(void **state) {
 static void test_parts_init_and_containers(void **state) {
   struct gs_choice c;
   struct gs_alloc_part parts[16];
-  char reason[GS_REASON_MAX];
+  struct gs_status st;
   struct gs_pod_request req = mem_pod("p", 0, 2);
   (void)state;
   add_node("gpu-a", GS_MODE_SHARE, GS_PLACE_BINPACK, 4, 16);
@@ -489,7 +535,7 @@ static void test_parts_init_and_containers(void **state) {
   req.mem_units[1] = 2; /* container 0 asks nothing */
   req.mem_units[2] = 4;
   req.init_mem_units = 10; /* excess 4 */
-  assert_int_equal(gs_place_pick(node("gpu-a"), &req, &fx.policy, &c, reason), GS_EOK);
+  assert_int_equal(gs_place_pick(node("gpu-a"), &req, &fx.policy, &c, &st), GS_EOK);
   assert_int_equal(c.mib_per_gpu, 5 * 1024);
   assert_int_equal(gs_place_parts(&req, &c, parts, 16), 4);
   assert_int_equal(parts[0].container, 1);
@@ -502,7 +548,7 @@ static void test_parts_init_and_containers(void **state) {
   /* Init only: container 0 carries it. */
   req = mem_pod("q", 0, 1);
   req.init_mem_units = 6;
-  assert_int_equal(gs_place_pick(node("gpu-a"), &req, &fx.policy, &c, reason), GS_EOK);
+  assert_int_equal(gs_place_pick(node("gpu-a"), &req, &fx.policy, &c, &st), GS_EOK);
   assert_int_equal(gs_place_parts(&req, &c, parts, 16), 1);
   assert_int_equal(parts[0].container, 0);
   assert_int_equal(parts[0].units, 6);
@@ -512,7 +558,7 @@ static void test_parts_init_and_containers(void **state) {
   req.ncontainers = 2;
   req.whole_gpus[1] = 1;
   req.init_whole_gpus = 3;
-  assert_int_equal(gs_place_pick(node("topo"), &req, &fx.policy, &c, reason), GS_EOK);
+  assert_int_equal(gs_place_pick(node("topo"), &req, &fx.policy, &c, &st), GS_EOK);
   assert_int_equal(c.ngpus, 3);
   assert_int_equal(gs_place_parts(&req, &c, parts, 16), 3);
   for (int i = 0; i < 3; i++) {
@@ -525,7 +571,7 @@ static void test_parts_init_and_containers(void **state) {
  * such pod over leaving a stranded sliver. */
 static void test_frag_aware(void **state) {
   struct gs_choice c;
-  char reason[GS_REASON_MAX];
+  struct gs_status st;
   struct gs_pod_request req = mem_pod("p", 4, 1);
   const uint64_t used[3] = {4, 8, 10}; /* free 12, 8, 6 */
   const uint64_t used2[2] = {0, 12};   /* free 16, 4 */
@@ -534,29 +580,28 @@ static void test_frag_aware(void **state) {
   add_node("spr", GS_MODE_SHARE, GS_PLACE_SPREAD, 2, 16);
   load("bin", used, 3);
   load("spr", used2, 2);
-  assert_int_equal(gs_place_pick(node("bin"), &req, &fx.policy, &c, reason), GS_EOK);
+  assert_int_equal(gs_place_pick(node("bin"), &req, &fx.policy, &c, &st), GS_EOK);
   assert_int_equal(c.gpus[0], 2); /* plain binpack leaves 2 stranded */
-  assert_int_equal(gs_place_pick(node("spr"), &req, &fx.policy, &c, reason), GS_EOK);
+  assert_int_equal(gs_place_pick(node("spr"), &req, &fx.policy, &c, &st), GS_EOK);
   assert_int_equal(c.gpus[0], 0);
   fx.policy.frag_aware = true;
-  assert_int_equal(gs_place_pick(node("bin"), &req, &fx.policy, &c, reason), GS_EOK);
+  assert_int_equal(gs_place_pick(node("bin"), &req, &fx.policy, &c, &st), GS_EOK);
   assert_int_equal(c.gpus[0], 1); /* leaves 4: room for another */
-  assert_int_equal(gs_place_pick(node("spr"), &req, &fx.policy, &c, reason), GS_EOK);
+  assert_int_equal(gs_place_pick(node("spr"), &req, &fx.policy, &c, &st), GS_EOK);
   assert_int_equal(c.gpus[0], 1); /* exact fit */
 }
 
 static enum gs_err choose_last(void *ctx, const struct gs_node *n,
                                const struct gs_pod_request *req, const struct gs_policy *policy,
                                uint64_t candidates, uint32_t k, uint64_t mib_per_gpu,
-                               uint32_t ret_gpus[GS_MAX_GPUS], char reason[GS_REASON_MAX]) {
+                               uint32_t ret_gpus[GS_MAX_GPUS], struct gs_status *st) {
   uint32_t got = 0;
   int *mode = ctx;
   (void)req;
   (void)policy;
   (void)mib_per_gpu;
   if (*mode == 1) {
-    snprintf(reason, GS_REASON_MAX, "no NVLink pair free");
-    return GS_ENOFIT;
+    return gs_status_set(st, GS_ENOFIT, GS_R_OTHER, "no NVLink pair free");
   }
   if (*mode == 2) {
     for (uint32_t i = 0; i < k; i++)
@@ -571,34 +616,35 @@ static enum gs_err choose_last(void *ctx, const struct gs_node *n,
 
 static void test_chooser_seam(void **state) {
   struct gs_choice c;
-  char reason[GS_REASON_MAX];
+  struct gs_status st;
   struct gs_pod_request req = whole_pod("w", 2);
   int mode = 0;
   (void)state;
   add_node("topo", GS_MODE_TOPOLOGY, GS_PLACE_BINPACK, 4, 0);
   assert_int_equal(gs_place_pick_with(node("topo"), &req, &fx.policy, choose_last, &mode, &c,
-                                      reason),
+                                      &st),
                    GS_EOK);
   assert_int_equal(c.ngpus, 2);
   assert_int_equal(c.gpus[0], 2);
   assert_int_equal(c.gpus[1], 3);
   mode = 1;
   assert_int_equal(gs_place_pick_with(node("topo"), &req, &fx.policy, choose_last, &mode, &c,
-                                      reason),
+                                      &st),
                    GS_ENOFIT);
-  assert_string_equal(reason, "no NVLink pair free");
+  assert_string_equal(st.reason, "no NVLink pair free");
   mode = 2;
   assert_int_equal(gs_place_pick_with(node("topo"), &req, &fx.policy, choose_last, &mode, &c,
-                                      reason),
+                                      &st),
                    GS_ENOFIT);
-  assert_string_equal(reason, "GPU chooser returned an invalid set");
+  assert_string_equal(st.reason, "GPU chooser returned an invalid set");
 }
 
 /* Property: whatever pick accepts, reserve accepts; the ledger never goes
  * over capacity through pick + reserve. */
 static void test_pick_then_reserve(void **state) {
   uint32_t rng = 7;
-  char reason[GS_REASON_MAX], uid[32];
+  struct gs_status st;
+  char uid[32];
   int placed = 0;
   (void)state;
   setup_unit(GS_UNIT_128MIB);
@@ -616,7 +662,7 @@ static void test_pick_then_reserve(void **state) {
     snprintf(uid, sizeof uid, "p%d", i);
     req = mem_pod(uid, 0, counts[(rng >> 8) % 5]);
     req.mem_units[0] = req.gpu_count * (1 + (rng >> 20) % 24);
-    if (place(n, &req, NULL, reason) == GS_EOK)
+    if (place(n, &req, NULL, &st) == GS_EOK)
       placed++;
     if ((rng >> 4) % 3 == 0 && i > 10) {
       snprintf(uid, sizeof uid, "p%d", i - 10);
@@ -727,16 +773,16 @@ static void test_one_gpu_shortcut(void **state) {
         uint32_t k = 1 + (uint32_t)frag / 2; /* 1 to 5 GPUs */
         struct gs_pod_request r = mem_pod("p", units * k, k);
         struct gs_choice a, b;
-        char ra[GS_REASON_MAX], rb[GS_REASON_MAX];
+        struct gs_status ra, rb;
         enum gs_err fa, fb;
         fx.policy.frag_aware = frag % 2;
         fx.policy.node_policy = round % 4 < 2 ? GS_PLACE_BINPACK : GS_PLACE_SPREAD;
         /* cgpu nodes: no cap, a cap of 1 (GPUs holding a pod are out), 16. */
         fx.policy.cgpu_max_pods = (uint32_t[]){0, 1, 16}[(round / 3 + frag) % 3];
-        fa = gs_place_pick(n, &r, &fx.policy, &a, ra);
-        fb = gs_place_pick_with(n, &r, &fx.policy, gs_place_choose_default, NULL, &b, rb);
+        fa = gs_place_pick(n, &r, &fx.policy, &a, &ra);
+        fb = gs_place_pick_with(n, &r, &fx.policy, gs_place_choose_default, NULL, &b, &rb);
         assert_int_equal(fa, fb);
-        assert_string_equal(ra, rb);
+        assert_string_equal(ra.reason, rb.reason);
         if (fa != GS_EOK)
           continue;
         assert_int_equal(a.ngpus, k);
@@ -797,7 +843,7 @@ static void test_prepared_pod(void **state) {
   for (int round = 0; round < 2000; round++) {
     struct gs_pod_request r = mem_pod("p", 0, 1);
     struct gs_place_pod pod;
-    char ra[GS_REASON_MAX], rb[GS_REASON_MAX];
+    struct gs_status ra, rb;
     enum gs_err fa, fb;
     rng = rng * 1103515245u + 12345u;
     r.ncontainers = 1 + (rng >> 8) % 3;
@@ -813,11 +859,11 @@ static void test_prepared_pod(void **state) {
     fx.policy.frag_aware = round % 3 == 0;
     fx.policy.node_policy = round % 4 == 1 ? GS_PLACE_SPREAD : GS_PLACE_BINPACK;
     fx.policy.unit_mib = round % 5 == 0 ? GS_UNIT_128MIB : GS_UNIT_GIB;
-    fa = gs_place_check_pod(&r, &fx.policy, ra);
+    fa = gs_place_check_pod(&r, &fx.policy, &ra);
     memset(&pod, 0xa5, sizeof pod);
-    fb = gs_place_prepare(&r, &fx.policy, &pod, rb);
+    fb = gs_place_prepare(&r, &fx.policy, &pod, &rb);
     assert_int_equal(fa, fb);
-    assert_string_equal(ra, rb);
+    assert_string_equal(ra.reason, rb.reason);
     if (fb != GS_EOK) {
       assert_int_equal(pod.k, 0xa5a5a5a5u); /* written on success only */
       continue;
@@ -841,10 +887,10 @@ static void test_prepared_pod(void **state) {
         struct gs_choice a, b;
         memset(&a, 0, sizeof a);
         memset(&b, 0, sizeof b);
-        fa = gs_place_pick_with(nodes[i], &r, &fx.policy, fn, &pick, &a, ra);
-        fb = gs_place_pick_prepared(nodes[i], &pod, fn, &pick, &b, rb);
+        fa = gs_place_pick_with(nodes[i], &r, &fx.policy, fn, &pick, &a, &ra);
+        fb = gs_place_pick_prepared(nodes[i], &pod, fn, &pick, &b, &rb);
         assert_int_equal(fa, fb);
-        assert_string_equal(ra, rb);
+        assert_string_equal(ra.reason, rb.reason);
         assert_memory_equal(&a, &b, sizeof a);
       }
     }
@@ -875,6 +921,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_multi_card, setup, teardown),
       cmocka_unit_test_setup_teardown(test_binpack_spread, setup, teardown),
       cmocka_unit_test_setup_teardown(test_multi_card_reason, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_reason_codes, setup, teardown),
       cmocka_unit_test_setup_teardown(test_single_card_node, setup, teardown),
       cmocka_unit_test_setup_teardown(test_cgpu_cap, setup, teardown),
       cmocka_unit_test_setup_teardown(test_not_sharing, setup, teardown),

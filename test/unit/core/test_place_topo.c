@@ -44,14 +44,14 @@ static void test_two_cards_get_a_double_nvlink_pair(void **state) {
   struct gs_policy policy;
   struct gs_pod_request req;
   struct gs_choice c;
-  char reason[GS_REASON_MAX];
+  struct gs_status st;
   (void)state;
   gs_policy_init(&policy);
   memset(&req, 0, sizeof req);
   req.ncontainers = 1;
   req.mem_units[0] = 8;
   req.gpu_count = 2;
-  assert_int_equal(gs_place_pick(gs_ledger_node_get(l, "dgx"), &req, &policy, &c, reason),
+  assert_int_equal(gs_place_pick(gs_ledger_node_get(l, "dgx"), &req, &policy, &c, &st),
                    GS_EOK);
   assert_int_equal(c.ngpus, 2);
   assert_int_equal(link_nv(c.gpus[0], c.gpus[1]), 2);
@@ -64,14 +64,14 @@ static void test_whole_quad_is_all_nvlink(void **state) {
   struct gs_policy policy;
   struct gs_pod_request req;
   struct gs_choice c;
-  char reason[GS_REASON_MAX];
+  struct gs_status st;
   (void)state;
   gs_policy_init(&policy);
   memset(&req, 0, sizeof req);
   req.ncontainers = 1;
   req.whole_gpus[0] = 4;
   req.gpu_count = 1;
-  assert_int_equal(gs_place_pick(gs_ledger_node_get(l, "dgx"), &req, &policy, &c, reason),
+  assert_int_equal(gs_place_pick(gs_ledger_node_get(l, "dgx"), &req, &policy, &c, &st),
                    GS_EOK);
   assert_int_equal(c.ngpus, 4);
   assert_true((c.gpus[0] == 0 && c.gpus[3] == 3) || (c.gpus[0] == 4 && c.gpus[3] == 7));
@@ -84,16 +84,16 @@ static void test_better_connected_node_scores_higher(void **state) {
   struct gs_policy policy;
   struct gs_pod_request req;
   struct gs_choice a, b;
-  char reason[GS_REASON_MAX];
+  struct gs_status st;
   (void)state;
   gs_policy_init(&policy);
   memset(&req, 0, sizeof req);
   req.ncontainers = 1;
   req.mem_units[0] = 8;
   req.gpu_count = 2;
-  assert_int_equal(gs_place_pick(gs_ledger_node_get(with, "dgx"), &req, &policy, &a, reason),
+  assert_int_equal(gs_place_pick(gs_ledger_node_get(with, "dgx"), &req, &policy, &a, &st),
                    GS_EOK);
-  assert_int_equal(gs_place_pick(gs_ledger_node_get(without, "dgx"), &req, &policy, &b, reason),
+  assert_int_equal(gs_place_pick(gs_ledger_node_get(without, "dgx"), &req, &policy, &b, &st),
                    GS_EOK);
   assert_true(a.score > b.score);
   gs_ledger_free(with);

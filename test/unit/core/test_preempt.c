@@ -60,9 +60,11 @@ static enum gs_err pick(struct fx *f, const char *node, const struct gs_pod_requ
   size_t n = 0;
   const char *names[64];
   enum gs_err code;
+  struct gs_status st;
   assert_int_equal(gs_place_prepare(req, &f->policy, &pod, NULL), GS_EOK);
   code = gs_preempt_pick(gs_ledger_node_get(f->l, node), &pod, f->policy.cgpu_max_pods,
-                         f->cands, f->n, idx, &n, reason);
+                         f->cands, f->n, idx, &n, &st);
+  snprintf(reason, GS_REASON_MAX, "%s", st.reason);
   out[0] = '\0';
   if (code != GS_EOK)
     return code;

@@ -80,11 +80,11 @@ static void *binder(void *arg) {
       struct gs_status st;
       bool fresh = false;
       /* another thread may have taken the room since filter: a refusal is fine */
-      if (gs_fw_bind_prepare(fw, &p, node_names[best], 1000, &a, &fresh, &st) == GS_EOK) {
+      if (gs_fw_reserve(fw, &p, node_names[best], 1000, &a, &fresh, &st) == GS_EOK) {
         if (r % 5 == 4) {
-          gs_fw_bind_abort(fw, &p, node_names[best]);
+          gs_fw_unreserve(fw, &p, node_names[best]);
         } else {
-          gs_fw_bind_commit(fw, p.uid);
+          gs_fw_post_bind(fw, p.uid);
           atomic_fetch_add(&bound, 1);
         }
       } else {

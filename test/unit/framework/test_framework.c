@@ -10,6 +10,7 @@
 
 #include <gpushare/annot.h>
 
+#include "../reason_labels.h"
 #include "../testutil.h"
 
 #include <stdio.h>
@@ -50,9 +51,9 @@ static uint64_t used_mib(struct gs_fw *fw, const char *node, uint32_t gpu) {
 static enum gs_err bind(struct gs_fw *fw, const struct gs_pod_request *pod, const char *node,
                         struct gs_annotations *annots, struct gs_status *st) {
   bool fresh = false;
-  enum gs_err err = gs_fw_bind_prepare(fw, pod, node, 1000, annots, &fresh, st);
+  enum gs_err err = gs_fw_reserve(fw, pod, node, 1000, annots, &fresh, st);
   if (err == GS_EOK)
-    gs_fw_bind_commit(fw, pod->uid);
+    gs_fw_post_bind(fw, pod->uid);
   return err;
 }
 
@@ -119,6 +120,7 @@ static void test_multi_card_split_and_refusal(void **state) {
   assert_int_equal(gs_fw_filter(fw, &bad, nodes, 2, 0, r), GS_EOK);
   for (int i = 0; i < 2; i++) {
     assert_int_equal(r[i].code, GS_EUNRESOLVABLE);
+    gs_test_assert_reason_label(&r[i].status); /* the prefilter's, copied per node */
     assert_non_null(strstr(r[i].reason, "9"));
     assert_non_null(strstr(r[i].reason, "2"));
   }
@@ -141,6 +143,7 @@ static void test_reasons_never_name_nodes(void **state) {
   assert_string_equal(r[2].reason, "node unknown to gpushare");
   for (int i = 0; i < 3; i++) {
     assert_int_equal(r[i].code, GS_ENOFIT);
+    gs_test_assert_reason_label(&r[i].status);
     assert_null(strstr(r[i].reason, nodes[i]));
   }
   gs_fw_free(fw);
@@ -157,7 +160,7 @@ static void test_bind_is_idempotent_and_abort_frees(void **state) {
   add_node(fw, "gpu-d", GS_MODE_SHARE, 2, 32);
   assert_int_equal(bind(fw, &p, "gpu-d", &a1, &st), GS_EOK);
   /* The same UID again: same annotations, no second charge. */
-  assert_int_equal(gs_fw_bind_prepare(fw, &p, "gpu-d", 2000, &a2, &fresh, &st), GS_EOK);
+  assert_int_equal(gs_fw_reserve(fw, &p, "gpu-d", 2000, &a2, &fresh, &st), GS_EOK);
   assert_false(fresh);
   assert_string_equal(gs_annotations_get(&a1, GS_ANN_ALLOCATION),
                       gs_annotations_get(&a2, GS_ANN_ALLOCATION));
@@ -167,7 +170,7 @@ static void test_bind_is_idempotent_and_abort_frees(void **state) {
 
   /* Another node for a pod that already has GPUs: refused. */
   add_node(fw, "gpu-e", GS_MODE_SHARE, 1, 16);
-  assert_int_equal(gs_fw_bind_prepare(fw, &p, "gpu-e", 2000, &a2, &fresh, &st), GS_ECONFLICT);
+  assert_int_equal(gs_fw_reserve(fw, &p, "gpu-e", 2000, &a2, &fresh, &st), GS_ECONFLICT);
   /* The verdict keeps its cause: an internal error, with its own code. */
   assert_int_equal(st.code, GS_ECONFLICT);
   assert_true(gs_status_is_error(st.code));
@@ -175,9 +178,9 @@ static void test_bind_is_idempotent_and_abort_frees(void **state) {
   assert_string_equal(st.reason, "pod already has GPUs reserved on another node");
 
   /* A failed apiserver bind undoes a fresh reservation. */
-  assert_int_equal(gs_fw_bind_prepare(fw, &q, "gpu-d", 3000, &a2, &fresh, &st), GS_EOK);
+  assert_int_equal(gs_fw_reserve(fw, &q, "gpu-d", 3000, &a2, &fresh, &st), GS_EOK);
   assert_true(fresh);
-  gs_fw_bind_abort(fw, &q, "gpu-d");
+  gs_fw_unreserve(fw, &q, "gpu-d");
   gs_annotations_clear(&a2);
   assert_int_equal(used_mib(fw, "gpu-d", 0) + used_mib(fw, "gpu-d", 1), 6144);
 
@@ -196,7 +199,7 @@ static void test_expire_assumed(void **state) {
   (void)state;
 
   add_node(fw, "gpu-f", GS_MODE_SHARE, 1, 16);
-  assert_int_equal(gs_fw_bind_prepare(fw, &p, "gpu-f", 1000, &a, &fresh, &st), GS_EOK);
+  assert_int_equal(gs_fw_reserve(fw, &p, "gpu-f", 1000, &a, &fresh, &st), GS_EOK);
   gs_annotations_clear(&a);
   assert_int_equal(gs_fw_expire_assumed(fw, 1500, 1000), 0);
   assert_int_equal(gs_fw_expire_assumed(fw, 5000, 1000), 1);
@@ -224,7 +227,7 @@ static enum gs_err fs_filter(void *self, const struct gs_cycle *c, const struct 
   (void)c;
   fs_filter_calls++;
   if (strcmp(node->name, "b") == 0)
-    return gs_status_set(st, GS_ENOFIT, "no b");
+    return gs_status_set(st, GS_ENOFIT, GS_R_OTHER, "no b");
   return GS_EOK;
 }
 static enum gs_err fs_score(void *self, const struct gs_cycle *c, const struct gs_node *node,
@@ -243,7 +246,7 @@ static enum gs_err fs_combined(void *self, const struct gs_cycle *c, const struc
   fs_combined_calls++;
   *ret_scored = false;
   if (strcmp(node->name, "b") == 0)
-    return gs_status_set(st, GS_ENOFIT, "no b");
+    return gs_status_set(st, GS_ENOFIT, GS_R_OTHER, "no b");
   if (strcmp(node->name, "c") == 0)
     return GS_ESKIP; /* no opinion: not scored */
   *ret_score = 65; /* 0..GS_SCORE_MAX: the extender's 7 (6.5 rounded up) */
@@ -397,7 +400,7 @@ static void test_cycle_state(void **state) {
     assert_int_equal(gs_fw_filter(fw, &pod, names, 2, 1, res), GS_EOK);
     assert_int_equal(gs_fw_prioritize(fw, &pod, names, 2, 1, res), GS_EOK);
   }
-  assert_int_equal(gs_fw_bind_prepare(fw, &pod, "a", 1, &ann, &fresh, &st), GS_EOK);
+  assert_int_equal(gs_fw_reserve(fw, &pod, "a", 1, &ann, &fresh, &st), GS_EOK);
   gs_annotations_clear(&ann);
   assert_int_equal(cs_seen_dirty, 0);   /* every cycle starts zeroed */
   assert_int_equal(cs_seen_foreign, 0); /* and each plugin sees only its own */
@@ -417,9 +420,9 @@ static void pick_fn(const struct gs_ledger *l, void *arg) {
   struct pick_call *c = arg;
   struct gs_choice choice;
   struct gs_policy policy;
-  char reason[GS_REASON_MAX];
+  struct gs_status st;
   gs_policy_init(&policy);
-  c->fit = gs_place_pick(gs_ledger_node_get(l, c->node), &prio_pod, &policy, &choice, reason);
+  c->fit = gs_place_pick(gs_ledger_node_get(l, c->node), &prio_pod, &policy, &choice, &st);
   c->score = c->fit == GS_EOK ? choice.score : 0;
 }
 
@@ -438,7 +441,7 @@ static void test_prioritize_matches_placement(void **state) {
     struct gs_pod_request p;
     snprintf(pname, sizeof pname, "fill%d", i);
     p = gs_test_mem_pod(pname, (uint64_t)(3 + 2 * i), 1);
-    assert_int_equal(gs_fw_bind_prepare(fw, &p, names[i % 4], 1, &ann, &fresh, &st), GS_EOK);
+    assert_int_equal(gs_fw_reserve(fw, &p, names[i % 4], 1, &ann, &fresh, &st), GS_EOK);
     gs_annotations_clear(&ann);
   }
   prio_pod = gs_test_mem_pod("new", 4, 1);
@@ -474,9 +477,9 @@ static void test_frag_policy(void **state) {
   add_node(fw, "used", GS_MODE_SHARE, 8, 256);
   {
     struct gs_pod_request full = gs_test_mem_pod("full", 32, 1);
-    assert_int_equal(gs_fw_bind_prepare(fw, &full, "used", 1, &ann, &fresh, &st), GS_EOK);
+    assert_int_equal(gs_fw_reserve(fw, &full, "used", 1, &ann, &fresh, &st), GS_EOK);
     gs_annotations_clear(&ann);
-    gs_fw_bind_commit(fw, full.uid);
+    gs_fw_post_bind(fw, full.uid);
   }
   /* Requests seen: many small ones and a few 8 × 32 GiB jobs. */
   for (int i = 0; i < 20; i++) {
@@ -492,7 +495,7 @@ static void test_frag_policy(void **state) {
     assert_int_equal(res[0].code, GS_EOK);
     assert_int_equal(res[1].code, GS_EOK);
     assert_true(res[1].score > res[0].score);
-    assert_int_equal(gs_fw_bind_prepare(fw, &p, "used", 1, &ann, &fresh, &st), GS_EOK);
+    assert_int_equal(gs_fw_reserve(fw, &p, "used", 1, &ann, &fresh, &st), GS_EOK);
     assert_true(fresh);
     gs_annotations_clear(&ann);
   }
@@ -516,7 +519,7 @@ static void test_frag_policy(void **state) {
     assert_int_equal(r3[0].score, 5);
     assert_int_equal(r3[2].code, GS_ENOFIT); /* not scored */
     assert_int_equal(r3[2].score, 0);
-    assert_int_equal(gs_fw_bind_prepare(fw, &cpu, "empty", 1, &ann, &fresh, &st), GS_EINVAL);
+    assert_int_equal(gs_fw_reserve(fw, &cpu, "empty", 1, &ann, &fresh, &st), GS_EINVAL);
     assert_string_equal(st.reason, "pod requests no GPU resource managed by gpushare");
   }
   gs_fw_free(fw);
@@ -605,7 +608,7 @@ static void test_prepared_pod_in_cycle(void **state) {
   assert_int_equal(probe_seen_place[1], 4);
   probe_pod = &pod;
   /* The probe reserves nothing: an error, after its reserve ran. */
-  assert_int_equal(gs_fw_bind_prepare(fw, &pod, "a", 1, &ann, &fresh, &st), GS_EINVAL);
+  assert_int_equal(gs_fw_reserve(fw, &pod, "a", 1, &ann, &fresh, &st), GS_EINVAL);
   gs_annotations_clear(&ann);
   assert_true(probe_calls[0] > 0);
   assert_int_equal(probe_seen_place[0], 0);
@@ -641,7 +644,7 @@ static void gpumem_same_fn(const struct gs_ledger *l, void *arg) {
       with.place = &place;
     for (size_t j = 0; j < call->n; j++) {
       const struct gs_node *node = gs_ledger_node_get(l, call->names[j]);
-      struct gs_status sa = {GS_EOK, ""}, sb = {GS_EOK, ""};
+      struct gs_status sa = {GS_EOK, GS_R_OTHER, ""}, sb = {GS_EOK, GS_R_OTHER, ""};
       int64_t a = -1, b = -1;
       bool ka = false, kb = false;
       assert_int_equal(gs_plugin_gpumem.filter(call->self, &with, node, &sa),
@@ -688,7 +691,7 @@ static void test_gpumem_prepared_same(void **state) {
       struct gs_pod_request p;
       snprintf(pname, sizeof pname, "fill%d", i);
       p = gs_test_mem_pod(pname, (uint64_t)(5 + 4 * i), 1);
-      assert_int_equal(gs_fw_bind_prepare(fw, &p, i == 2 ? "c0" : "s0", 1, &ann, &fresh, &st),
+      assert_int_equal(gs_fw_reserve(fw, &p, i == 2 ? "c0" : "s0", 1, &ann, &fresh, &st),
                        GS_EOK);
       gs_annotations_clear(&ann);
     }
@@ -714,7 +717,7 @@ static enum gs_err scribble_filter(void *self, const struct gs_cycle *c,
     memset(st->reason, 'x', sizeof st->reason); /* no terminator */
     return st->code = GS_ENOFIT;
   }
-  return gs_status_set(st, GS_EUNRESOLVABLE, "refused %s", "here");
+  return gs_status_set(st, GS_EUNRESOLVABLE, GS_R_OTHER, "refused %s", "here");
 }
 static const struct gs_plugin_ops scribble_plugin = {
     .name = "scribble",

@@ -11,6 +11,7 @@
 #include <gpushare/annot.h>
 #include <gpushare/topo.h>
 
+#include "../reason_labels.h"
 #include "../testutil.h"
 
 #include <stdio.h>
@@ -131,6 +132,7 @@ static const char *schedule_code(struct gs_fw *fw, const struct gs_pod_request *
       assert_null(chosen); /* a member passes only on its slot's node */
       chosen = nodes[i];
     } else {
+      gs_test_assert_reason_label(&r[i].status);
       if (reason != NULL)
         snprintf(reason, len, "%s", r[i].reason);
       if (code != NULL)
@@ -139,10 +141,10 @@ static const char *schedule_code(struct gs_fw *fw, const struct gs_pod_request *
   }
   if (chosen == NULL)
     return NULL;
-  assert_int_equal(gs_fw_bind_prepare(fw, p, chosen, now, &a, &fresh, &st), GS_EOK);
+  assert_int_equal(gs_fw_reserve(fw, p, chosen, now, &a, &fresh, &st), GS_EOK);
   assert_non_null(gs_annotations_get(&a, GS_ANN_TOPO_ALLOCATION));
   gs_annotations_clear(&a);
-  gs_fw_bind_commit(fw, p->uid);
+  gs_fw_post_bind(fw, p->uid);
   return chosen;
 }
 
@@ -391,7 +393,7 @@ static void test_four_gpu_member_gets_an_nvlink_quad(void **state) {
   (void)state;
   add_topo_node(fw, "topo-a");
   add_topo_node(fw, "topo-b");
-  assert_int_equal(gs_fw_bind_prepare(fw, &m0, "topo-a", SEC, &a, &fresh, &st), GS_EOK);
+  assert_int_equal(gs_fw_reserve(fw, &m0, "topo-a", SEC, &a, &fresh, &st), GS_EOK);
   alloc = gs_annotations_get(&a, GS_ANN_TOPO_ALLOCATION);
   assert_non_null(alloc);
   /* DGX-1: {0,1,2,3} or its mirror {4,5,6,7} are the all-NVLink quads. */
@@ -537,13 +539,13 @@ static void test_permit_waits_for_the_whole_job(void **state) {
   seen(fw, &m1);
   assert_int_equal(gs_fw_filter(fw, &m0, nodes, 2, SEC, r), GS_EOK);
   n0 = r[0].code == GS_EOK ? nodes[0] : nodes[1];
-  assert_int_equal(gs_fw_bind_prepare(fw, &m0, n0, SEC, &a, &fresh, &st), GS_EOK);
+  assert_int_equal(gs_fw_reserve(fw, &m0, n0, SEC, &a, &fresh, &st), GS_EOK);
   gs_annotations_clear(&a);
   assert_int_equal(gs_fw_permit(fw, &m0, n0, SEC, &st), GS_EWAIT);
   assert_string_equal(st.reason, "gang default/perm: 1 of 2 members reserved");
   assert_int_equal(gs_fw_filter(fw, &m1, nodes, 2, SEC, r), GS_EOK);
   n1 = r[0].code == GS_EOK ? nodes[0] : nodes[1];
-  assert_int_equal(gs_fw_bind_prepare(fw, &m1, n1, SEC, &a, &fresh, &st), GS_EOK);
+  assert_int_equal(gs_fw_reserve(fw, &m1, n1, SEC, &a, &fresh, &st), GS_EOK);
   gs_annotations_clear(&a);
   assert_int_equal(gs_fw_permit(fw, &m1, n1, SEC, &st), GS_EOK);
   assert_int_equal(gs_fw_permit(fw, &m0, n0, SEC, &st), GS_EOK);
@@ -573,13 +575,13 @@ static void test_undone_reservation_is_held_again_at_once(void **state) {
   seen(fw, &m1);
   assert_int_equal(gs_fw_filter(fw, &m0, nodes, 2, SEC, r), GS_EOK);
   n0 = r[0].code == GS_EOK ? nodes[0] : nodes[1];
-  assert_int_equal(gs_fw_bind_prepare(fw, &m0, n0, SEC, &a, &fresh, &st), GS_EOK);
+  assert_int_equal(gs_fw_reserve(fw, &m0, n0, SEC, &a, &fresh, &st), GS_EOK);
   gs_annotations_clear(&a);
   assert_int_equal(by_members(fw), 2);
-  gs_fw_bind_abort(fw, &m0, n0);
+  gs_fw_unreserve(fw, &m0, n0);
   assert_int_equal(by_members(fw), 0);
   assert_int_equal(held(fw), 4); /* both slots held by the plan again */
-  assert_int_equal(gs_fw_bind_prepare(fw, &m0, n0, 2 * SEC, &a, &fresh, &st), GS_EOK);
+  assert_int_equal(gs_fw_reserve(fw, &m0, n0, 2 * SEC, &a, &fresh, &st), GS_EOK);
   assert_non_null(gs_annotations_get(&a, GS_ANN_TOPO_ALLOCATION));
   gs_annotations_clear(&a);
   assert_int_equal(by_members(fw), 2);

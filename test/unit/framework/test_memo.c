@@ -192,13 +192,13 @@ static void run_life(enum gs_placement np, uint32_t seed) {
     /* kube-scheduler reserves the pod on the best node */
     if ((b = best(fresh)) >= 0 && p.mem_units[0] != 0 && nlive < 4096) {
       struct gs_annotations annots = {0};
-      struct gs_status st = {GS_EOK, ""};
+      struct gs_status st = {GS_EOK, GS_R_OTHER, ""};
       bool fresh_res = false;
       snprintf(p.uid, sizeof p.uid, "%s-%u", names[b], step); /* the node in the UID */
-      assert_int_equal(gs_fw_bind_prepare(fw, &p, names[b], step, &annots, &fresh_res, &st),
+      assert_int_equal(gs_fw_reserve(fw, &p, names[b], step, &annots, &fresh_res, &st),
                        GS_EOK);
       gs_annotations_clear(&annots);
-      gs_fw_bind_commit(fw, p.uid);
+      gs_fw_post_bind(fw, p.uid);
       snprintf(live[nlive++].uid, sizeof live[0].uid, "%s", p.uid);
       changes++;
     }
@@ -245,7 +245,7 @@ static void test_one_node_again(void **state) {
   const char *list[3] = {"a", "b", "c"};
   struct gs_pod_request p = gs_test_mem_pod("x", 16, 1);
   struct gs_annotations annots = {0};
-  struct gs_status st = {GS_EOK, ""};
+  struct gs_status st = {GS_EOK, GS_R_OTHER, ""};
   bool fresh;
   (void)state;
   gs_policy_init(&policy);
@@ -258,7 +258,7 @@ static void test_one_node_again(void **state) {
   assert_int_equal(gs_fw_prioritize_memo(fw, memo, &p, list, 3, 0, &got), GS_EOK);
   assert_int_equal(gs_fw_memo_evaluated(memo), 3);
   assert_int_equal(got[1].code, GS_EOK);
-  assert_int_equal(gs_fw_bind_prepare(fw, &p, "b", 0, &annots, &fresh, &st), GS_EOK);
+  assert_int_equal(gs_fw_reserve(fw, &p, "b", 0, &annots, &fresh, &st), GS_EOK);
   gs_annotations_clear(&annots);
   snprintf(p.uid, sizeof p.uid, "uid-y"); /* the next pod, signed alike */
   assert_int_equal(gs_fw_prioritize_memo(fw, memo, &p, list, 3, 0, &got), GS_EOK);

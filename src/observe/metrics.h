@@ -19,8 +19,8 @@
  * ignore failures (a broken metric must never fail a request); tests check
  * them.
  */
-#ifndef GPUSHARE_SERVER_METRICS_H
-#define GPUSHARE_SERVER_METRICS_H
+#ifndef GPUSHARE_OBSERVE_METRICS_H
+#define GPUSHARE_OBSERVE_METRICS_H
 
 #include <gpushare/err.h>
 

@@ -2,8 +2,8 @@
  * /debug/ledger, /gpushare-scheduler/inspect and the ledger's gauges of
  * /metrics (docs/api.md). The extender's routes and the plugin's side
  * listener (plugins/scheduler) answer with the same bytes. */
-#ifndef GPUSHARE_SERVER_VIEW_H
-#define GPUSHARE_SERVER_VIEW_H
+#ifndef GPUSHARE_OBSERVE_VIEW_H
+#define GPUSHARE_OBSERVE_VIEW_H
 
 #include "feed.h"
 #include "metrics.h"
@@ -24,10 +24,5 @@ enum gs_err gs__view_json(struct gs_sched *sched, const char *node, bool inspect
  * GPU gpushare_gpu_memory_{used,total}_mib and gpushare_gpu_pods; and the
  * configuration's: gpushare_pending_unit_mib, gpushare_config_invalid. */
 void gs__view_gauges(struct gs_sched *sched, struct gs__feed_config *cfg, struct gs_metrics *m);
-
-/* The fixed code of a filter reason (docs/operations.md, "Metrics"): the
- * label value of gpushare_filter_rejections_total, never a job name or an
- * amount. Unknown texts are "other". */
-const char *gs__reason_code(const char *reason);
 
 #endif

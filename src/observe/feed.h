@@ -2,8 +2,8 @@
  * as the apiserver serves them): nodes, pods (bound with an allocation,
  * pending members of a distributed job, terminal), deletions. Shared by
  * the extender's sink and the scheduling-framework plugin's shim. */
-#ifndef GPUSHARE_SERVER_FEED_H
-#define GPUSHARE_SERVER_FEED_H
+#ifndef GPUSHARE_OBSERVE_FEED_H
+#define GPUSHARE_OBSERVE_FEED_H
 
 #include <gpushare/sched.h>
 
