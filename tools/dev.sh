@@ -30,7 +30,10 @@ demo_packages=(build-essential cmake pkg-config ca-certificates
                libcurl4-openssl-dev libjansson-dev libyaml-dev libmicrohttpd-dev libgnutls28-dev
                python3 python3-yaml)
 packages=("${demo_packages[@]}" git curl openssl libcmocka-dev clang libclang-rt-14-dev valgrind
-          prometheus) # promtool and a real Prometheus: deploy/monitoring's tests
+          prometheus # promtool and a real Prometheus: deploy/monitoring's tests
+          # the real node (test/k8s/knode.py): container runtime, pod network,
+          # and what its images are built from (test/k8s/kimages.py)
+          containerd runc containernetworking-plugins iproute2 buildah busybox-static catatonit)
 
 setup() { # setup [PACKAGE...] (default: everything the tests need)
   local want=("$@") missing=()

@@ -2,7 +2,7 @@
 # Builds the pinned Kubernetes control plane from the official Go modules
 # (test/k8s/go.mod: k8s.io/kubernetes at one release, the k8s.io/* staging
 # modules replaced by their tags, etcd at the version that release pins):
-#   etcd kube-apiserver kube-controller-manager kube-scheduler kubectl
+#   etcd kube-apiserver kube-controller-manager kube-scheduler kubectl kubelet
 # into OUT (default build/k8s/bin). A stamp of go.mod, go.sum and the mains
 # makes the second run instant. Prints each binary's build time.
 #
@@ -15,7 +15,9 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 out=${1:-$root/build/k8s/bin}
-bins=(etcd kube-apiserver kube-controller-manager kube-scheduler kubectl)
+# absolute: the builds below run in test/k8s
+mkdir -p "$out" && out=$(cd "$out" && pwd)
+bins=(etcd kube-apiserver kube-controller-manager kube-scheduler kubectl kubelet)
 
 if ! command -v go >/dev/null 2>&1; then
   for d in /usr/local/go/bin /usr/lib/go/bin; do

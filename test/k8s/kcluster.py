@@ -6,7 +6,8 @@ StatefulSets and ReplicaSets create real pods; no node-lifecycle controller,
 there is no kubelet) + kube-scheduler configured from deploy/scheduler/ (only
 the extender URL and the kubeconfig rewritten) + gpushare-extender
 authenticated as the ServiceAccount of deploy/rbac.yaml (a token from the
-TokenRequest API). Nodes are API objects whose status the harness sets.
+TokenRequest API). Nodes are API objects whose status the harness sets; a
+real node (kubelet + containerd) is knode.Node.
 
 The binaries come from test/k8s/build.sh (the pinned release built from the
 official Go modules, build/k8s/bin); GS_K8S_BIN names another folder, e.g. the
@@ -172,6 +173,8 @@ class ControlPlane:
                "--service-cluster-ip-range=10.0.0.0/24",
                # the kubernetes Service's endpoint may not be a loopback address
                "--endpoint-reconciler-type=none",
+               # a real node's name does not resolve: /containerLogs goes to its IP
+               "--kubelet-preferred-address-types=InternalIP,Hostname",
                f"--requestheader-client-ca-file={pki}/front-proxy-ca.crt",
                "--requestheader-allowed-names=front-proxy-client",
                "--requestheader-extra-headers-prefix=X-Remote-Extra-",
@@ -726,6 +729,15 @@ def cmd_up(args):
         _demo_nodes(cp, args.nodes)
         ext = Extender(cp, port=args.port, args=("--log-level", "info"))
         ext.wait_ready()
+        # a real node (knode.py): kubelet + containerd; a share node of one
+        # 16 GiB GPU (128 units) until gpushare-node advertises its GPUs
+        import kimages
+        import knode
+        node = knode.Node(cp, name="gpu-real-a", workdir=os.path.join(d, "node"),
+                          labels={"ack.node.gpu.schedule": "share"}).start()
+        node.set_capacity({"aliyun.com/gpu-mem": "128", "aliyun.com/gpu-count": "1"})
+        cp.procs.update({"node-" + k: p for k, p in node.procs.items()})
+        atexit.unregister(node.stop)
     except BaseException:
         print(cp.dump_logs(), file=sys.stderr)
         cp.stop()
@@ -741,7 +753,10 @@ gpushare on a real control plane ({cp.version}), all on loopback:
   kube-apiserver   {cp.server}
   kube-scheduler   with the extender stanza of deploy/scheduler/
   gpushare         {ext.base}  (ledger: {ext.base}/debug/ledger)
-  nodes            as deploy/demo/cluster.yaml (unit 128MiB), no kubelet: pods stay Pending once bound
+  nodes            as deploy/demo/cluster.yaml (unit 128MiB), no kubelet: pods stay Pending once bound;
+                   gpu-real-a, a real kubelet + containerd (share, 1 x 16 GiB patched in): its pods
+                   run, from images imported into its containerd ({kimages.BUSYBOX} is there):
+                   ctr --address {node.containerd_sock} -n k8s.io images import IMAGE.tar
   logs             {d}/*.log
 
   export KUBECONFIG={cp.kubeconfig}
@@ -787,6 +802,9 @@ def cmd_down(args):
             except ProcessLookupError:
                 pass
         print(f"cluster: stopped {name.strip()} (pid {pid})")
+    import knode
+    if knode.down(os.path.join(d, "node")):  # shims, mounts, cgroups, bridge
+        print("cluster: node gpu-real-a torn down")
     os.remove(pidfile)
     return 0
 

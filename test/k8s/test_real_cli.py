@@ -1,6 +1,7 @@
 """tools/dev.sh cluster as a user runs it (issue 11, "For users"):
-`kcluster.py up` starts the control plane with gpushare wired in and prints
-how to use it; the pinned kubectl applies deploy/samples/ and the real
+`kcluster.py up` starts the control plane with gpushare wired in and a real
+node (knode.py), and prints how to use it; the pinned kubectl applies
+deploy/samples/ and the real
 kube-scheduler binds every sample through gpushare; `kcluster.py down` stops
 every process it started."""
 import json
@@ -30,7 +31,15 @@ class ClusterCommand(unittest.TestCase):
                 self.assertIn("kubectl apply -f deploy/samples/", up.stdout)
                 with open(os.path.join(d, "pids")) as f:
                     pids = [int(line.split()[0]) for line in f if line.strip()]
-                self.assertEqual(len(pids), 5)  # etcd, apiserver, controller-manager, scheduler, extender
+                # etcd, apiserver, controller-manager, scheduler, extender; the
+                # real node's containerd and kubelet
+                self.assertEqual(len(pids), 7)
+                node = json.loads(subprocess.run(
+                    [os.path.join(kcluster.k8s_bin_dir(), "kubectl"), "--kubeconfig",
+                     os.path.join(d, "admin.kubeconfig"), "get", "node", "gpu-real-a", "-o", "json"],
+                    capture_output=True, text=True, timeout=60).stdout)
+                self.assertEqual(node["status"]["nodeInfo"]["kubeletVersion"], "v1.37.2")
+                self.assertEqual(node["status"]["allocatable"]["aliyun.com/gpu-mem"], "128")
                 kubectl = os.path.join(kcluster.k8s_bin_dir(), "kubectl")
                 env = dict(os.environ, KUBECONFIG=os.path.join(d, "admin.kubeconfig"))
                 out = subprocess.run([kubectl, "apply", "-f", os.path.join(kcluster.SOURCE, "deploy", "samples")],
@@ -62,6 +71,10 @@ class ClusterCommand(unittest.TestCase):
             for pid in pids:
                 self.assertFalse(kcluster.pid_alive(pid), f"pid {pid} still running")
             self.assertFalse(os.path.exists(os.path.join(d, "pids")))
+            # the node's shims, mounts and state are gone with it
+            with open("/proc/self/mounts") as f:
+                self.assertNotIn(d, f.read())
+            self.assertFalse(os.path.exists(os.path.join(d, "node", "node-state.json")))
 
 
 if __name__ == "__main__":
