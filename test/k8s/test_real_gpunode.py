@@ -18,6 +18,7 @@ import unittest
 import kcluster
 import kimages
 import knode
+import test_fake_nvml  # test/integration (kbase puts it on the path)
 from kcluster import BUILD, Fatal, wait_for
 from realcase import Env, RealCase
 
@@ -162,7 +163,10 @@ def expected_env(p, unit_mib=1024, mps=False):
 GS_ENV = ("NVIDIA_VISIBLE_DEVICES", "ALIYUN_COM_", "GPUSHARE_", "CUDA_MPS_")
 
 
-class GpuNode(RealCase):
+class PodCase(RealCase):
+    """A RealCase whose pods really run: their phase, their log, the
+    gpushare keys of the env they print."""
+
     def pod_log(self, name):
         return self.k.open("GET", f"/api/v1/namespaces/{self.ns}/pods/{name}/log",
                            accept="*/*").read().decode()
@@ -186,6 +190,11 @@ class GpuNode(RealCase):
             if k.startswith(GS_ENV):
                 out[k] = v
         return out
+
+
+class GpuNode(PodCase):
+    """gpushare-node on gpu-real-a; the tests run in the issue's order of
+    importance (1, 2, 8, 3, 7, 6, 5, 4) and leave the agent as they found it."""
 
     def assert_env_is_allocation(self, name, unit_mib=1024, mps=False):
         """The container's env equals its allocation annotation, and the
@@ -353,6 +362,94 @@ class GpuNode(RealCase):
                 self.k.delete("pods", self.ns, p["metadata"]["name"], grace=0)
             wait_for(lambda: not self.pods(), 120, "the test's pods gone", 0.2)
             Agent.restart(32)
+
+
+# Aliyun's device plugin in its pod's environment: in-cluster configuration
+# (a token and the CA under /run/secrets), in a mount namespace of its own
+# inside the node's (so /var/lib/kubelet/device-plugins is the node's)
+ALIYUN_RUN = """set -e
+mount -t tmpfs tmpfs /run
+mkdir -p /run/secrets/kubernetes.io/serviceaccount
+cp "$1/token" "$1/ca.crt" /run/secrets/kubernetes.io/serviceaccount/
+shift
+exec "$@"
+"""
+
+
+class AliyunPlugin(PodCase):
+    """Aliyun's open-source device plugin (../shared/aliyun) instead of
+    gpushare-node, on a second real node of the same fake GPUs (a fresh
+    kubelet: the first still holds gpushare-node's resources), scheduled by
+    the same extender: docs/compatibility.md's table, run."""
+    node = None
+
+    @classmethod
+    def setUpClass(cls):
+        binary = test_fake_nvml.aliyun_binary()
+        cls.node = knode.Node(Env.cp, name="gpu-real-b",
+                              labels={"ack.node.gpu.schedule": "share", "gpushare.io/test": "aliyun"})
+        cls.node.start()
+        try:
+            sa = os.path.join(cls.node.dir, "aliyun-sa")
+            os.makedirs(sa)
+            with open(os.path.join(sa, "token"), "w") as f:
+                f.write(Env.cp.tokens["admin"])
+            with open(Env.cp.ca) as src, open(os.path.join(sa, "ca.crt"), "w") as f:
+                f.write(src.read())
+            inv = os.path.join(cls.node.dir, "gpus.inv")
+            with open(inv, "w") as f:
+                f.write(INVENTORY)
+            cls.proc = cls.node.run("aliyun-device-plugin", [
+                "unshare", "-m", "--propagation", "private", "sh", "-c", ALIYUN_RUN, "run", sa,
+                binary, "-logtostderr", "--v=5", "--memory-unit=GiB"],
+                env={"GS_FAKE_NVML_INVENTORY": inv, "LD_LIBRARY_PATH": os.path.dirname(FAKE_NVML),
+                     "KUBERNETES_SERVICE_HOST": "127.0.0.1",
+                     "KUBERNETES_SERVICE_PORT": str(Env.cp.api_port)})
+
+            def advertised():
+                if not cls.proc.alive():
+                    raise Fatal("Aliyun's device plugin exited:\n" + cls.proc.tail())
+                a = Env.cp.admin.get("nodes", None, cls.node.name)["status"].get("allocatable", {})
+                return (a.get("aliyun.com/gpu-mem"), a.get("aliyun.com/gpu-count")) == ("32", "2")
+            wait_for(advertised, 120, "gpu-real-b advertising 32 GiB on 2 GPUs (Aliyun's plugin)", 0.2)
+        except BaseException:
+            print(cls.node.dump_logs(), flush=True)
+            cls.node.stop()
+            raise
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.node.stop()
+
+    def run_pod(self, name, units, gpus=None):
+        pod = gpu_pod(name, units, gpus)
+        pod["spec"]["nodeSelector"] = {"gpushare.io/test": "aliyun"}
+        self.create(pod)
+        return self.wait_phase(name, "Succeeded")
+
+    def test_a_single_card_pod_runs(self):
+        p = self.run_pod("aliyun-one", 4)
+        (gpu,) = [int(g) for g in json.loads(p["metadata"]["annotations"][ALLOC])["0"]]
+        env = self.gs_env("aliyun-one")
+        # the GPU's index, not its UUID as gpushare-node gives
+        self.assertEqual(env["NVIDIA_VISIBLE_DEVICES"], str(gpu))
+        self.assertEqual(env["ALIYUN_COM_GPU_MEM_IDX"], str(gpu))
+        self.assertEqual(env["ALIYUN_COM_GPU_MEM_CONTAINER"], "4")
+        self.assertEqual(self.k.get("pods", self.ns, "aliyun-one")["metadata"]["annotations"]
+                         ["ALIYUN_COM_GPU_MEM_ASSIGNED"], "true")
+
+    def test_eight_over_two_starts_without_a_gpu(self):
+        """compatibility.md: IDX "0,1" is not an integer to it; the container
+        starts with NVIDIA_VISIBLE_DEVICES=no-gpu-has-…, no error anywhere."""
+        p = self.run_pod("aliyun-two", 8, gpus=2)
+        self.assertEqual(json.loads(p["metadata"]["annotations"][ALLOC]), {"0": {"0": 4, "1": 4}})
+        env = self.gs_env("aliyun-two")
+        self.assertEqual(env, {"NVIDIA_VISIBLE_DEVICES": "no-gpu-has-8GiB-to-run",
+                               "ALIYUN_COM_GPU_MEM_IDX": "-1", "ALIYUN_COM_GPU_MEM_POD": "8",
+                               "ALIYUN_COM_GPU_MEM_CONTAINER": "8", "ALIYUN_COM_GPU_MEM_DEV": "16"})
+        # no warning but the one every pod of these kubelets gets (no cluster DNS)
+        self.assertEqual([e["reason"] for e in self.k.events(self.ns, "aliyun-two")
+                          if e["type"] == "Warning"], ["MissingClusterDNS"])
 
 
 if __name__ == "__main__":
