@@ -15,12 +15,14 @@ import signal
 import subprocess
 import unittest
 
+import yaml
+
 import kcluster
 import kimages
 import knode
 import test_fake_nvml  # test/integration (kbase puts it on the path)
 from kcluster import BUILD, Fatal, wait_for
-from realcase import Env, RealCase
+from realcase import Env, PluginView, RealCase
 
 NODE = "gpu-real-a"
 SELECTOR = {"gpushare.io/test": "gpunode"}
@@ -450,6 +452,50 @@ class AliyunPlugin(PodCase):
         # no warning but the one every pod of these kubelets gets (no cluster DNS)
         self.assertEqual([e["reason"] for e in self.k.events(self.ns, "aliyun-two")
                           if e["type"] == "Warning"], ["MissingClusterDNS"])
+
+
+
+class PluginForm(PodCase):
+    """The pod of GpuNode test 1 placed by gpushare-scheduler (kube-scheduler
+    with the in-process plugin, deploy/scheduler/gpushare-scheduler-config.yaml,
+    as its ServiceAccount: realcase.Env's plugin form) instead of
+    kube-scheduler + the extender; the extender form comes back after."""
+
+    @classmethod
+    def setUpClass(cls):
+        cp = Env.cp
+        cls.saved = (cp.scheduler_config, cp.scheduler_binary, cp.scheduler_sa)
+        cp.procs["kube-scheduler"].stop()
+        with open(os.path.join(kcluster.SOURCE, "deploy", "plugin", "gpushare-scheduler.yaml")) as f:
+            for doc in yaml.safe_load_all(f):
+                if doc and doc["kind"] in ("ServiceAccount", "ClusterRoleBinding", "Role", "RoleBinding"):
+                    cp.admin.apply(doc)
+        cp.scheduler_config = os.path.join(kcluster.SOURCE, "deploy", "scheduler",
+                                           "gpushare-scheduler-config.yaml")
+        cp.scheduler_binary = os.path.join(kcluster.k8s_bin_dir(), "gpushare-scheduler")
+        cp.scheduler_sa = "gpushare-scheduler"
+        cp.start_scheduler()
+        cls.plugin = PluginView(cp).wait_ready()
+
+    @classmethod
+    def tearDownClass(cls):
+        cp = Env.cp
+        cp.procs["kube-scheduler"].stop()
+        cp.scheduler_config, cp.scheduler_binary, cp.scheduler_sa = cls.saved
+        cp.start_scheduler()
+
+    def test_one_card_pod_through_gpushare_scheduler(self):
+        self.create(gpu_pod("plugin-one", 4, script="env; exec sleep 600"))
+        p = self.wait_phase("plugin-one", "Running")
+        self.assertEqual(p["spec"]["nodeName"], NODE)
+        wait_for(lambda: "NVIDIA_VISIBLE_DEVICES=" in self.pod_log("plugin-one"), 60, "its env", 0.2)
+        (gpu,) = [int(g) for g in json.loads(p["metadata"]["annotations"][ALLOC])["0"]]
+        self.assertEqual(self.gs_env("plugin-one"), expected_env(p))
+        self.assertEqual(p["metadata"]["annotations"]["scheduler.framework.gpushare.assigned"], "true")
+        # placed by the plugin: its ledger holds the pod on that GPU
+        gpus = self.plugin.ledger(NODE)["nodes"][0]["gpus"]
+        self.assertEqual([g["index"] for g in gpus if any(q["uid"] == p["metadata"]["uid"] for q in g["pods"])],
+                         [gpu])
 
 
 if __name__ == "__main__":
