@@ -21,7 +21,7 @@ import kcluster
 import kimages
 import knode
 import test_fake_nvml  # test/integration (kbase puts it on the path)
-from kcluster import BUILD, Fatal, wait_for
+from kcluster import BUILD, Extender, Fatal, wait_for
 from realcase import Env, PluginView, RealCase
 
 NODE = "gpu-real-a"
@@ -90,6 +90,14 @@ def wait_allocatable(mem, count, timeout=120):
     want = (str(mem), str(count))
     return wait_for(lambda: allocatable() == want, timeout,
                     f"node {NODE} allocatable gpu-mem/gpu-count {want} (have {allocatable()})", 0.2)
+
+
+def restart_extender(unit):
+    """The unit in the ConfigMap, and the extender restarted to take it."""
+    Env.set_unit(unit)
+    Env.ext.kill(signal.SIGTERM)
+    Env.ext = Extender(Env.cp).wait_ready()
+    wait_for(lambda: Env.ext.ledger()["unit"] == unit, 60, f"the extender in {unit} units", 0.2)
 
 
 def setUpModule():
@@ -339,13 +347,45 @@ class GpuNode(PodCase):
 
     # 5
     def test_7_capacity_in_128mib_units(self):
+        """The unit changed to 128 MiB (agent and extender restarted): the
+        capacity is advertised in 128 MiB units, a pod placed in 1 GiB units
+        keeps running and its memory in the ledger, a new pod gets its
+        allocation in the new unit beside it."""
+        self.create(gpu_pod("before-change", 4, script="env; exec sleep 600"))
+        old = self.wait_phase("before-change", "Running")
+        wait_for(lambda: "NVIDIA_VISIBLE_DEVICES=" in self.pod_log("before-change"), 60, "its env", 0.2)
+        self.assertEqual(self.gs_env("before-change"), expected_env(old))
+        cid = old["status"]["containerStatuses"][0]["containerID"]
         try:
             Agent.restart(256, unit="128MiB")
-            self.assertEqual(allocatable(), ("256", "2"))
             cap = self.k.get("nodes", None, NODE)["status"]["capacity"]
-            self.assertEqual(cap["aliyun.com/gpu-mem"], "256")
+            self.assertEqual((cap["aliyun.com/gpu-mem"], cap["aliyun.com/gpu-count"]), ("256", "2"))
+            restart_extender("128MiB")
+            self.assertEqual(Env.ext.ledger()["unit"], "128MiB")
+            self.assert_ledger_is_truth()
+            gpus = self.run_env_pod("after-change", 32, unit_mib=128)
+            env = self.gs_env("after-change")
+            self.assertEqual((env["GPUSHARE_GPU_MEM_LIMIT_MIB"], env["ALIYUN_COM_GPU_MEM_DEV"]),
+                             ("4096", "128"))
+            # binpacking: on the GPU of the running pod, whose 4 GiB it counts
+            self.assertEqual(gpus, self.gpus_of("before-change"))
+            used = {g["index"]: g["usedMiB"] for g in Env.ext.ledger(NODE)["nodes"][0]["gpus"]}
+            self.assertEqual(used[gpus[0]], 4096)  # after-change has ended: only before-change's
+            p = self.k.get("pods", self.ns, "before-change")
+            st = p["status"]["containerStatuses"][0]
+            self.assertEqual((p["status"]["phase"], st["containerID"], st["restartCount"]),
+                             ("Running", cid, 0))
+            self.assert_ledger_is_truth()
         finally:
+            for p in self.pods():
+                self.k.delete("pods", self.ns, p["metadata"]["name"], grace=0)
+            wait_for(lambda: not self.pods(), 120, "the test's pods gone", 0.2)
             Agent.restart(32)
+            restart_extender("1GiB")
+
+    def gpus_of(self, name):
+        p = self.k.get("pods", self.ns, name)
+        return sorted(int(g) for g in json.loads(p["metadata"]["annotations"][ALLOC])["0"])
 
     # 4
     def test_8_mps_node_gets_the_mps_limits(self):
