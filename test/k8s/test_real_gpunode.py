@@ -13,6 +13,7 @@ import json
 import os
 import signal
 import subprocess
+import time
 import unittest
 
 import yaml
@@ -244,7 +245,8 @@ class GpuNode(PodCase):
     def test_3_a_pod_without_allocation_is_refused_visibly(self):
         """Bound with spec.nodeName, past the scheduler: no allocation
         annotation, so Allocate refuses; the pod fails with the agent's
-        text in its events; a GPU pod after it runs."""
+        text in its events. Then one whose hand-written allocation names
+        GPU 3 of a 2-GPU node. A GPU pod after them runs."""
         self.create(gpu_pod("unplaced", 4, node_name=NODE))
         p = self.wait_phase("unplaced", "Failed")
         self.assertEqual(p["status"]["reason"], "UnexpectedAdmissionError")
@@ -258,6 +260,18 @@ class GpuNode(PodCase):
         self.assertFalse(set(p["metadata"].get("annotations") or {}) & {
             "gpushare.io/allocated-containers", "ALIYUN_COM_GPU_MEM_ASSIGNED"})
         self.assertEqual(p["status"].get("containerStatuses"), None)
+        # an allocation naming a GPU the node lacks (written by hand, bound
+        # past the scheduler): refused with the agent's text
+        forged = gpu_pod("gpu-three", 4, node_name=NODE)
+        forged["metadata"]["annotations"] = {
+            ALLOC: json.dumps({"0": {"3": 4}}), "scheduler.framework.gpushare.assigned": "false",
+            "scheduler.framework.gpushare.assume-time": str(time.time_ns()), "gpushare.io/unit-mib": "1024"}
+        self.create(forged)
+        p = self.wait_phase("gpu-three", "Failed")
+        self.assertEqual(p["status"]["reason"], "UnexpectedAdmissionError")
+        self.assertIn(f"pod {self.ns}/gpu-three: its allocation names GPU 3, but node {NODE} has 2 GPUs (0-1)",
+                      p["status"]["message"])
+        self.assertNotIn("gpushare.io/allocated-containers", p["metadata"]["annotations"])
         # nothing else affected: the next GPU pod runs with its allocation
         self.run_env_pod("after-refusal", 4)
         self.assert_ledger_is_truth()
