@@ -6,7 +6,10 @@ the other real tiers run it (realcase.Env: kube-scheduler configured from
 deploy/scheduler/ calling gpushare-extender). Each GPU pod's container is
 busybox `env`; what it prints is compared with the pod's allocation
 annotation (contract §4): the GPUs' UUIDs, Aliyun's keys, the memory limits
-(and on an mps node the MPS limits).
+(and on an mps node the MPS limits). Also: the same pod through
+gpushare-scheduler (PluginForm), and Aliyun's device plugin on a second node
+(AliyunPlugin: docs/compatibility.md's table, run). docs/real-cluster.md,
+"gpushare on the node".
 
 GS_GPUNODE_ROUNDS: rounds of the ten-pods test (default 5)."""
 import json
