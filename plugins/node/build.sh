@@ -24,6 +24,8 @@ here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 build=$(cd "${1:-$root/build}" && pwd)
 out=${2:-$build/k8s/bin}
+# absolute: the build below runs in plugins/node
+mkdir -p "$out" && out=$(cd "$out" && pwd)
 
 if ! command -v go >/dev/null 2>&1; then
   for d in /usr/local/go/bin /usr/lib/go/bin; do

@@ -262,6 +262,36 @@ class GoNvml(unittest.TestCase):
 # /var/lib/kubelet/device-plugins) lie on empty tmpfs mounts over /run and
 # /var/lib and this test's directory: nothing of the host is seen or
 # touched, a kubelet running beside it included.
+def aliyun_binary():
+    """Aliyun's device plugin from ../shared/aliyun, checked against its
+    SHA256SUMS and unpacked once into BUILD/aliyun/ (also used by the real
+    node tier, test/k8s/test_real_gpunode.py)."""
+    shared = shared_dir()
+    if shared is None:
+        raise AssertionError(
+            "Aliyun's device plugin not found: ../shared/aliyun/gpushare-device-plugin-v2.xz "
+            "(set GS_SHARED_DIR to the directory holding aliyun/)")
+    src = os.path.join(shared, "aliyun", "gpushare-device-plugin-v2.xz")
+    sums = {}
+    with open(os.path.join(shared, "aliyun", "SHA256SUMS")) as f:
+        for line in f:
+            h, name = line.split()
+            sums[name] = h
+    binary = os.path.join(BUILD, "aliyun", "gpushare-device-plugin-v2")
+    os.makedirs(os.path.dirname(binary), exist_ok=True)
+    if not os.path.exists(binary):
+        with lzma.open(src) as f:
+            data = f.read()
+        if hashlib.sha256(data).hexdigest() != sums["gpushare-device-plugin-v2"]:
+            raise AssertionError(f"{src}: not the binary SHA256SUMS lists")
+        tmp = binary + ".tmp"
+        with open(tmp, "wb") as f:
+            f.write(data)
+        os.chmod(tmp, 0o755)
+        os.rename(tmp, binary)
+    return binary
+
+
 ALIYUN_RUN = """set -e
 mount -t tmpfs tmpfs /run
 mkdir -p /run/secrets/kubernetes.io/serviceaccount
@@ -277,29 +307,7 @@ exec "$@"
 class AliyunDevicePlugin(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        shared = shared_dir()
-        if shared is None:
-            raise AssertionError(
-                "Aliyun's device plugin not found: ../shared/aliyun/gpushare-device-plugin-v2.xz "
-                "(set GS_SHARED_DIR to the directory holding aliyun/)")
-        src = os.path.join(shared, "aliyun", "gpushare-device-plugin-v2.xz")
-        sums = {}
-        with open(os.path.join(shared, "aliyun", "SHA256SUMS")) as f:
-            for line in f:
-                h, name = line.split()
-                sums[name] = h
-        cls.bin = os.path.join(BUILD, "aliyun", "gpushare-device-plugin-v2")
-        os.makedirs(os.path.dirname(cls.bin), exist_ok=True)
-        if not os.path.exists(cls.bin):
-            with lzma.open(src) as f:
-                data = f.read()
-            if hashlib.sha256(data).hexdigest() != sums["gpushare-device-plugin-v2"]:
-                raise AssertionError(f"{src}: not the binary SHA256SUMS lists")
-            tmp = cls.bin + ".tmp"
-            with open(tmp, "wb") as f:
-                f.write(data)
-            os.chmod(tmp, 0o755)
-            os.rename(tmp, cls.bin)
+        cls.bin = aliyun_binary()
 
     def setUp(self):
         self.tmp = tempfile.mkdtemp(prefix="gs-aliyun-")
