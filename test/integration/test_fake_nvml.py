@@ -14,9 +14,7 @@ next to or above the source tree) for Aliyun's binary: the test fails, not
 skips, when it is missing.
 """
 import glob
-import hashlib
 import json
-import lzma
 import os
 import shutil
 import subprocess
@@ -25,23 +23,12 @@ import time
 import unittest
 
 from gsutil import BUILD, SOURCE
+from aliyun import aliyun_binary, shared_dir  # noqa: F401  (shared with the real node tier)
 
 TOPO = os.path.join(BUILD, "tools", "topo", "gpushare-topo")
 FAKE_DIR = os.path.join(BUILD, "fakenvml")  # the plain copy: Go programs load it
 DATA = os.path.join(SOURCE, "test", "data", "topologies")
 GPU_MAX_LINKS = 18  # NVLinks of one GPU (H100: 18)
-
-
-def shared_dir():
-    cands = [os.environ["GS_SHARED_DIR"]] if os.environ.get("GS_SHARED_DIR") else []
-    p = os.path.abspath(SOURCE)
-    for _ in range(5):
-        cands += [os.path.join(p, "shared"), os.path.join(os.path.dirname(p), "shared")]
-        p = os.path.dirname(p)
-    for c in cands:
-        if os.path.isfile(os.path.join(c, "aliyun", "gpushare-device-plugin-v2.xz")):
-            return c
-    return None
 
 
 def inventory(gpus, rows=None, nvswitch=0, extra=()):
@@ -262,36 +249,6 @@ class GoNvml(unittest.TestCase):
 # /var/lib/kubelet/device-plugins) lie on empty tmpfs mounts over /run and
 # /var/lib and this test's directory: nothing of the host is seen or
 # touched, a kubelet running beside it included.
-def aliyun_binary():
-    """Aliyun's device plugin from ../shared/aliyun, checked against its
-    SHA256SUMS and unpacked once into BUILD/aliyun/ (also used by the real
-    node tier, test/k8s/test_real_gpunode.py)."""
-    shared = shared_dir()
-    if shared is None:
-        raise AssertionError(
-            "Aliyun's device plugin not found: ../shared/aliyun/gpushare-device-plugin-v2.xz "
-            "(set GS_SHARED_DIR to the directory holding aliyun/)")
-    src = os.path.join(shared, "aliyun", "gpushare-device-plugin-v2.xz")
-    sums = {}
-    with open(os.path.join(shared, "aliyun", "SHA256SUMS")) as f:
-        for line in f:
-            h, name = line.split()
-            sums[name] = h
-    binary = os.path.join(BUILD, "aliyun", "gpushare-device-plugin-v2")
-    os.makedirs(os.path.dirname(binary), exist_ok=True)
-    if not os.path.exists(binary):
-        with lzma.open(src) as f:
-            data = f.read()
-        if hashlib.sha256(data).hexdigest() != sums["gpushare-device-plugin-v2"]:
-            raise AssertionError(f"{src}: not the binary SHA256SUMS lists")
-        tmp = binary + ".tmp"
-        with open(tmp, "wb") as f:
-            f.write(data)
-        os.chmod(tmp, 0o755)
-        os.rename(tmp, binary)
-    return binary
-
-
 ALIYUN_RUN = """set -e
 mount -t tmpfs tmpfs /run
 mkdir -p /run/secrets/kubernetes.io/serviceaccount

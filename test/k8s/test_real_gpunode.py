@@ -24,7 +24,7 @@ import yaml
 import kcluster
 import kimages
 import knode
-import test_fake_nvml  # test/integration (kbase puts it on the path)
+from aliyun import aliyun_binary
 from kcluster import BUILD, Extender, Fatal, wait_for
 from realcase import Env, PluginView, RealCase
 
@@ -444,7 +444,7 @@ class AliyunPlugin(PodCase):
 
     @classmethod
     def setUpClass(cls):
-        binary = test_fake_nvml.aliyun_binary()
+        binary = aliyun_binary()
         cls.node = knode.Node(Env.cp, name="gpu-real-b",
                               labels={"ack.node.gpu.schedule": "share", "gpushare.io/test": "aliyun"})
         cls.node.start()
