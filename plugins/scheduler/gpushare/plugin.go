@@ -57,49 +57,11 @@ const defaultConfigMap = "kube-system/gpushare-config"
 type Plugin struct {
 	core  *shim.Shim
 	nodes atomic.Pointer[nodeIndex] // the last node list PreFilter saw
-	last  atomic.Pointer[lastCycle] // the last cycle PreFilter wrote
 	h     fwk.Handle
 	wait  time.Duration
 	mu    sync.Mutex // orders the Allow calls of waiting gang members
 	bound sync.Map   // UIDs this plugin bound: their informer updates carry nothing new
-
-	// The signature and time of the last pod evaluated on every node:
-	// kube-scheduler reuses that pod's ranking for the next pods signed alike
-	// for up to batchWindow (its opportunistic batching), so PreFilter
-	// evaluates such a pod only on the nodes it is asked about.
-	batchMu  sync.Mutex
-	batchSig string
-	batchAt  time.Time
-	// Until when no cycle is lazy: kube-scheduler filtered every node of
-	// the last lazy cycle, so it is not batching these pods (as shipped its
-	// PodTopologySpread's default constraints make no pod signable).
-	lazyOff time.Time
-	// clock is the batching guess's time (nil: time.Now); tests fix it, so
-	// that a slow machine cannot stretch two calls past batchWindow.
-	clock func() time.Time
 }
-
-func (p *Plugin) now() time.Time {
-	if p.clock != nil {
-		return p.clock()
-	}
-	return time.Now()
-}
-
-// lazyBackoff is how long a lazy cycle that kube-scheduler did not batch
-// keeps the next ones eager: one mistaken cycle per lazyBackoff costs a
-// few single-node evaluations.
-const lazyBackoff = 10 * time.Second
-
-// batchWindow is how long kube-scheduler keeps a ranking for the pods that
-// follow (maxBatchAge in its framework/runtime/batch.go).
-const batchWindow = 500 * time.Millisecond
-
-// lazyNodes is how many nodes a lazy cycle evaluates one by one: a batched
-// pod is filtered on the last pod's node and on the hinted one. A third
-// node means kube-scheduler is filtering every node: all are evaluated at
-// once.
-const lazyNodes = 2
 
 // cycle is what one scheduling cycle carries between extension points.
 type cycle struct {
@@ -108,71 +70,11 @@ type cycle struct {
 	nodes   *nodeIndex        // the nodes PreFilter answered for (nil: no verdicts, nothing scored)
 	verdict shim.Verdicts     // PreFilter's answer per node (nodes' order), with its score
 	annots  map[string]string // Reserve's annotations for the Binding
-
-	// A lazy cycle (PreFilter expected kube-scheduler to reuse the last
-	// pod's ranking) has no verdicts at first: the first lazyNodes nodes
-	// asked about are evaluated one by one, then every node at once.
-	lazy  bool
-	plug  *Plugin
-	now   int64
-	mu    sync.Mutex
-	asked map[int]single
-	once  sync.Once
-	full  atomic.Bool // verdict holds every node's answer
-	err   string      // the full evaluation failed (an Error for every node)
 }
 
-// single is one node's answer in a lazy cycle.
-type single struct {
-	code   int
-	reason string
-	score  int64
-}
-
-// at is node i's code, reason and score. In a lazy cycle a node already
-// answered keeps its answer for the cycle (Filter and Score agree).
+// at is node i's code, reason and score.
 func (c *cycle) at(i int) (int, string, int64) {
-	if c.lazy {
-		c.mu.Lock()
-		v, ok := c.asked[i]
-		if !ok && !c.full.Load() && len(c.asked) < lazyNodes {
-			v.code, v.reason, v.score = c.plug.core.FilterOne(c.pod, c.nodes.names[i], c.now)
-			c.asked[i], ok = v, true
-		}
-		c.mu.Unlock()
-		if ok {
-			return v.code, v.reason, v.score
-		}
-		c.evalAll()
-		if c.err != "" {
-			return shim.Error, c.err, 0
-		}
-	}
 	return c.verdict.Code(i), c.verdict.Reason(i), c.verdict.Score(i)
-}
-
-// evalAll evaluates a lazy cycle's pod on every node, once; kube-scheduler
-// did not batch the pod, so the next cycles are eager for a while.
-func (c *cycle) evalAll() {
-	c.once.Do(func() {
-		c.plug.notBatched()
-		rc, vs := c.plug.core.Filter(c.pod, c.nodes.names, nil, c.now, true)
-		if rc != shim.OK {
-			c.err = vs.Reason(0)
-		}
-		c.verdict = vs
-		c.full.Store(true)
-	})
-}
-
-// lastCycle is a CycleState with the cycle PreFilter wrote into it: Filter
-// and Score, called once per node, find their cycle by comparing the state
-// object instead of reading it (kube-scheduler's CycleState is a map behind
-// a lock-free read: a hash of the key per node and call). A copy of the
-// state (preemption's dry runs clone it) is read as before.
-type lastCycle struct {
-	state fwk.CycleState
-	c     *cycle
 }
 
 // nodeIndex is a node list and each name's position in it. Made when the
@@ -340,28 +242,15 @@ func (p *Plugin) PreFilter(ctx context.Context, state fwk.CycleState, pod *v1.Po
 			host = append(host, a.GetMilliCPU(), r.GetMilliCPU(), a.GetMemory(), r.GetMemory())
 		}
 	}
-	now := p.now()
-	c := &cycle{pod: b}
-	state.Write(stateKey, c)
-	p.last.Store(&lastCycle{state, c})
-	if host == nil && p.batched(b, now) {
-		// kube-scheduler will most likely filter this pod on two nodes only
-		// (the last pod's and its hint): no evaluation of every node
-		c.managed, c.nodes = true, ix
-		c.lazy, c.plug, c.now = true, p, now.UnixNano()
-		c.asked = make(map[int]single, lazyNodes)
-		return nil, nil
-	}
-	rc, vs := p.core.Filter(b, ix.names, host, now.UnixNano(), true)
+	rc, vs := p.core.Filter(b, ix.names, host, time.Now().UnixNano(), true)
 	if rc == shim.Skip {
 		return nil, fwk.NewStatus(fwk.Skip)
 	}
 	if rc != shim.OK && rc != shim.ScoreOnly {
 		return nil, status(rc, vs.Reason(0))
 	}
-	c.managed = rc == shim.OK // ScoreOnly: scored, nothing to filter or reserve
-	c.nodes = ix
-	c.verdict = vs
+	c := &cycle{pod: b, managed: rc == shim.OK, nodes: ix, verdict: vs} // ScoreOnly: scored, nothing to filter or reserve
+	state.Write(stateKey, c)
 	if vs.AllPass() {
 		// Filter would answer Success for every node: Skip spares the
 		// framework a call per node (docs/plugin.md). Score, Reserve, Permit
@@ -370,38 +259,6 @@ func (p *Plugin) PreFilter(ctx context.Context, state fwk.CycleState, pod *v1.Po
 		return nil, fwk.NewStatus(fwk.Skip)
 	}
 	return nil, nil
-}
-
-// batched: whether kube-scheduler will most likely reuse the last ranking
-// for pod — it is signed as the last pod evaluated on every node, less than
-// batchWindow ago. A pod that is not is evaluated on every node and starts a
-// new window when it can be signed. A wrong guess costs little: a third
-// node asked about makes the cycle evaluate every node.
-// While a miss keeps cycles eager, the pod is not even signed (as shipped,
-// that is almost every pod).
-func (p *Plugin) batched(pod []byte, now time.Time) bool {
-	p.batchMu.Lock()
-	defer p.batchMu.Unlock()
-	if now.Before(p.lazyOff) {
-		p.batchSig = ""
-		return false
-	}
-	rc, sig := p.core.Sign(pod)
-	if rc == shim.OK && sig == p.batchSig && now.Sub(p.batchAt) < batchWindow {
-		return true
-	}
-	p.batchSig, p.batchAt = "", time.Time{}
-	if rc == shim.OK {
-		p.batchSig, p.batchAt = sig, now
-	}
-	return false
-}
-
-// notBatched: a lazy cycle was filtered on every node after all.
-func (p *Plugin) notBatched() {
-	p.batchMu.Lock()
-	p.lazyOff = p.now().Add(lazyBackoff)
-	p.batchMu.Unlock()
 }
 
 // index is the nodeIndex of nodes: the last one when the list is the same
@@ -445,14 +302,6 @@ func (p *Plugin) index(nodes []fwk.NodeInfo) *nodeIndex {
 // PreFilterExtensions: none (the C core sees nominated pods in its ledger).
 func (p *Plugin) PreFilterExtensions() fwk.PreFilterExtensions { return nil }
 
-// cycleOf is the cycle PreFilter wrote into state.
-func (p *Plugin) cycleOf(state fwk.CycleState) *cycle {
-	if l := p.last.Load(); l != nil && l.state == state {
-		return l.c
-	}
-	return read(state)
-}
-
 func read(state fwk.CycleState) *cycle {
 	d, err := state.Read(stateKey)
 	if err != nil {
@@ -464,7 +313,7 @@ func read(state fwk.CycleState) *cycle {
 
 // Filter answers from PreFilter's verdicts.
 func (p *Plugin) Filter(ctx context.Context, state fwk.CycleState, pod *v1.Pod, nodeInfo fwk.NodeInfo) *fwk.Status {
-	c := p.cycleOf(state)
+	c := read(state)
 	if c == nil || !c.managed {
 		return nil
 	}
@@ -491,8 +340,7 @@ func (p *Plugin) PreScore(ctx context.Context, state fwk.CycleState, pod *v1.Pod
 	return nil // scored in PreFilter
 }
 
-// sameScore: Score would answer the same for every node of nodes (it is
-// asked the same way, so a lazy cycle's answers stay its own).
+// sameScore: Score would answer the same for every node of nodes.
 func (c *cycle) sameScore(nodes []fwk.NodeInfo) bool {
 	var first int64
 	for k, n := range nodes {
@@ -512,7 +360,7 @@ func (c *cycle) sameScore(nodes []fwk.NodeInfo) bool {
 // Score is the core's 0..100 (the framework's scale: nodePolicy frag uses all
 // of it; binpack and spread give multiples of 10, the extender's 0..10).
 func (p *Plugin) Score(ctx context.Context, state fwk.CycleState, pod *v1.Pod, nodeInfo fwk.NodeInfo) (int64, *fwk.Status) {
-	c := p.cycleOf(state)
+	c := read(state)
 	if c == nil || c.nodes == nil {
 		return 0, nil
 	}
@@ -656,11 +504,6 @@ func (p *Plugin) PostFilter(ctx context.Context, state fwk.CycleState, pod *v1.P
 	}
 	if pod.Spec.PreemptionPolicy != nil && *pod.Spec.PreemptionPolicy == v1.PreemptNever {
 		return nil, fwk.NewStatus(fwk.Unschedulable, "preemptionPolicy: Never")
-	}
-	if c.lazy {
-		if c.evalAll(); c.err != "" {
-			return nil, fwk.AsStatus(fmt.Errorf("%s", c.err))
-		}
 	}
 	names := []string{}
 	for i := 0; i < c.verdict.Len(); i++ {
