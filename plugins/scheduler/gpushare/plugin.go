@@ -156,7 +156,10 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, err
 		return nil, fmt.Errorf("gpushare plugin args: onInvalidConfig: %q: accepted values are exit, ignore",
 			args.OnInvalidConfig)
 	}
-	raw, _ := json.Marshal(data)
+	raw, err := json.Marshal(data)
+	if err != nil {
+		return nil, fmt.Errorf("gpushare plugin args: %w", err)
+	}
 	core, err := shim.New(raw, cmData, cmNs, cmName, args.OnInvalidConfig == "ignore")
 	if err != nil {
 		return nil, err
@@ -164,9 +167,13 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, err
 	// Permit waits as long as the core keeps a gang's plan (gangTimeoutSeconds
 	// as the core read it from the ConfigMap and the args)
 	p := &Plugin{core: core, h: h, wait: time.Duration(core.GangTimeoutSeconds()) * time.Second}
-	p.watch()
+	if err := p.watch(); err != nil {
+		return nil, err
+	}
 	if cmNs != "" {
-		p.watchConfigMaps(ctx, cmNs)
+		if err := p.watchConfigMaps(ctx, cmNs); err != nil {
+			return nil, err
+		}
 	}
 	go p.tick(ctx)
 	if args.DebugAddress != "" {
@@ -434,6 +441,7 @@ func (p *Plugin) activateSiblings(ctx context.Context, pod *v1.Pod) {
 	sel := labels.SelectorFromSet(labels.Set{"gpu-topology": job})
 	pods, err := p.h.SharedInformerFactory().Core().V1().Pods().Lister().Pods(pod.Namespace).List(sel)
 	if err != nil {
+		klog.FromContext(ctx).Error(err, "gpushare: the job's other members not activated", "pod", klog.KObj(pod), "job", job)
 		return
 	}
 	m := map[string]*v1.Pod{}
@@ -456,8 +464,11 @@ func (p *Plugin) allowWaiting() {
 		pod := wp.GetPod()
 		b, err := cycleJSON(pod)
 		if err != nil {
+			klog.ErrorS(err, "gpushare: waiting pod not asked again", "pod", klog.KObj(pod))
 			return
 		}
+		// a refusal here is the member's own Permit answer already given:
+		// it keeps waiting, or times out, as the core decides
 		if rc, _ := p.permit(b, nominated(pod)); rc == shim.OK {
 			wp.Allow(Name)
 		}
