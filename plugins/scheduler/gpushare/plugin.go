@@ -25,6 +25,10 @@ import (
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
 
+	"gpushare.io/scheduler/apis/config"
+	"gpushare.io/scheduler/apis/config/scheme"
+	configv1 "gpushare.io/scheduler/apis/config/v1"
+	"gpushare.io/scheduler/apis/config/validation"
 	"gpushare.io/scheduler/shim"
 )
 
@@ -32,25 +36,6 @@ import (
 const Name = "GpuShare"
 
 const stateKey fwk.StateKey = "gpushare.io/cycle"
-
-// Args are the plugin's args: the ConfigMap's keys (they win over the
-// ConfigMap's), which ConfigMap (NS/NAME, default
-// kube-system/gpushare-config, "-" for none), and where /debug/ledger,
-// inspect and /metrics are served (empty: not served).
-type Args struct {
-	GpuMemoryUnit      string `json:"gpuMemoryUnit,omitempty"`
-	NodePolicy         string `json:"nodePolicy,omitempty"`
-	CgpuMaxPodsPerGPU  *int   `json:"cgpuMaxPodsPerGPU,omitempty"`
-	GangTimeoutSeconds *int   `json:"gangTimeoutSeconds,omitempty"`
-	ConfigMap          string `json:"configMap,omitempty"`
-	// OnInvalidConfig: a ConfigMap value invalid at start-up stops the
-	// scheduler ("exit", the default, as the extender's flag) or keeps its
-	// default, reported ("ignore", as shipped).
-	OnInvalidConfig string `json:"onInvalidConfig,omitempty"`
-	DebugAddress    string `json:"debugAddress,omitempty"`
-}
-
-const defaultConfigMap = "kube-system/gpushare-config"
 
 // Plugin implements PreFilter, Filter, PreScore, Score, Reserve, Permit and
 // Bind over one C service.
@@ -124,43 +109,22 @@ var (
 // New makes the plugin: the C service from the args, fed by the scheduler's
 // own informers (no second watch).
 func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
-	args := Args{}
-	if obj != nil {
-		if err := frameworkruntime.DecodeInto(obj, &args); err != nil {
-			return nil, fmt.Errorf("gpushare args: %w", err)
-		}
+	args, err := decodeArgs(obj)
+	if err != nil {
+		return nil, err
 	}
-	data := map[string]string{}
-	if args.GpuMemoryUnit != "" {
-		data["gpuMemoryUnit"] = args.GpuMemoryUnit
+	if err := validation.ValidateGpuShareArgs(nil, args); err != nil {
+		return nil, fmt.Errorf("gpushare args: %w", err)
 	}
-	if args.NodePolicy != "" {
-		data["nodePolicy"] = args.NodePolicy
-	}
-	if args.CgpuMaxPodsPerGPU != nil {
-		data["cgpuMaxPodsPerGPU"] = fmt.Sprint(*args.CgpuMaxPodsPerGPU)
-	}
-	if args.GangTimeoutSeconds != nil {
-		data["gangTimeoutSeconds"] = fmt.Sprint(*args.GangTimeoutSeconds)
-	}
-	if args.ConfigMap == "" {
-		args.ConfigMap = defaultConfigMap
+	raw, err := json.Marshal(coreArgs(args))
+	if err != nil {
+		return nil, fmt.Errorf("gpushare args: %w", err)
 	}
 	cmNs, cmName, cmData, err := readConfigMap(ctx, h, args.ConfigMap)
 	if err != nil {
 		return nil, err
 	}
-	switch args.OnInvalidConfig {
-	case "", "exit", "ignore":
-	default:
-		return nil, fmt.Errorf("gpushare plugin args: onInvalidConfig: %q: accepted values are exit, ignore",
-			args.OnInvalidConfig)
-	}
-	raw, err := json.Marshal(data)
-	if err != nil {
-		return nil, fmt.Errorf("gpushare plugin args: %w", err)
-	}
-	core, err := shim.New(raw, cmData, cmNs, cmName, args.OnInvalidConfig == "ignore")
+	core, err := shim.New(raw, cmData, cmNs, cmName, args.OnInvalidConfig == config.OnInvalidConfigIgnore)
 	if err != nil {
 		return nil, err
 	}
@@ -180,6 +144,45 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, err
 		go p.serve(args.DebugAddress)
 	}
 	return p, nil
+}
+
+// decodeArgs is the args as kube-scheduler hands them: decoded, defaulted
+// and converted by its config scheme (the types are registered there:
+// apis/config/scheme), or raw (a caller that did not decode them; nil:
+// none), then decoded and defaulted here the same way.
+func decodeArgs(obj runtime.Object) (*config.GpuShareArgs, error) {
+	if args, ok := obj.(*config.GpuShareArgs); ok {
+		return args, nil
+	}
+	var in configv1.GpuShareArgs
+	if err := frameworkruntime.DecodeInto(obj, &in); err != nil {
+		return nil, fmt.Errorf("gpushare args: %w", err)
+	}
+	scheme.Scheme.Default(&in)
+	out := &config.GpuShareArgs{}
+	if err := scheme.Scheme.Convert(&in, out, nil); err != nil {
+		return nil, fmt.Errorf("gpushare args: %w", err)
+	}
+	return out, nil
+}
+
+// coreArgs is the args' ConfigMap keys as the core reads them
+// ({"key":"value"}, docs/contract.md §6): only those set.
+func coreArgs(args *config.GpuShareArgs) map[string]string {
+	data := map[string]string{}
+	if args.GpuMemoryUnit != "" {
+		data["gpuMemoryUnit"] = args.GpuMemoryUnit
+	}
+	if args.NodePolicy != "" {
+		data["nodePolicy"] = args.NodePolicy
+	}
+	if args.CgpuMaxPodsPerGPU != nil {
+		data["cgpuMaxPodsPerGPU"] = fmt.Sprint(*args.CgpuMaxPodsPerGPU)
+	}
+	if args.GangTimeoutSeconds != nil {
+		data["gangTimeoutSeconds"] = fmt.Sprint(*args.GangTimeoutSeconds)
+	}
+	return data
 }
 
 // Name is the plugin's name.
