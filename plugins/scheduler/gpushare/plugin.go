@@ -9,6 +9,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -48,7 +49,9 @@ type Plugin struct {
 	bound sync.Map   // UIDs this plugin bound: their informer updates carry nothing new
 }
 
-// cycle is what one scheduling cycle carries between extension points.
+// cycle is what one scheduling cycle carries between extension points:
+// written by PreFilter (pod, managed, nodes, verdict, then never changed)
+// and by Reserve (annots).
 type cycle struct {
 	pod     []byte            // the pod as the core's verbs read it (cycleJSON)
 	managed bool              // gpushare manages the pod
@@ -91,7 +94,16 @@ func (c *cycle) answer(n fwk.NodeInfo) (int, bool) {
 	return i, ok
 }
 
-func (c *cycle) Clone() fwk.StateData { return c }
+// Clone is a copy of the cycle (kube-scheduler clones the CycleState for
+// preemption's dry runs and for each pod of a batch): what PreFilter wrote
+// is read-only from then on and shared (the pod's bytes, the node index,
+// the verdicts); what a later point writes (Reserve's annotations) is the
+// copy's own.
+func (c *cycle) Clone() fwk.StateData {
+	cp := *c
+	cp.annots = maps.Clone(c.annots)
+	return &cp
+}
 
 var (
 	_ fwk.PreFilterPlugin   = &Plugin{}

@@ -325,6 +325,38 @@ func TestPodSignedAlikeIsEvaluatedOnEveryNode(t *testing.T) {
 	}
 }
 
+// A cloned CycleState (preemption's dry runs) reads PreFilter's answers and
+// keeps its own Reserve: a Reserve in the original does not show in the
+// copy, nor the copy's in the original.
+func TestCloneIsACopy(t *testing.T) {
+	ctx := context.Background()
+	p := gibPlugin(t)
+	nodes := []fwk.NodeInfo{shareNode(t, p, "a", 2, 32), shareNode(t, p, "b", 1, 8)}
+	pod := gpuPod("p", 10)
+	state := preFiltered(t, p, pod, nodes, fwk.Success)
+	clone := state.Clone()
+	if st := p.Filter(ctx, clone, pod, nodes[1]); st.Code() != fwk.Unschedulable {
+		t.Fatalf("Filter b in the clone: %v", st)
+	}
+	wantScores(t, p, clone, pod, nodes, 60, 0)
+	if st := p.Reserve(ctx, state, pod, "a"); !st.IsSuccess() {
+		t.Fatalf("Reserve: %v", st)
+	}
+	if got := read(state).annots; len(got) == 0 {
+		t.Fatal("Reserve wrote no annotations")
+	}
+	if got := read(clone).annots; got != nil {
+		t.Fatalf("the clone holds the original's annotations: %v", got)
+	}
+	// a clone of the reserved state starts with the annotations, then
+	// keeps its own
+	again := state.Clone()
+	read(again).annots["x"] = "y"
+	if _, ok := read(state).annots["x"]; ok || len(read(again).annots) != len(read(state).annots)+1 {
+		t.Fatalf("annotations shared: %v / %v", read(state).annots, read(again).annots)
+	}
+}
+
 // kube-scheduler filters and scores nodes from 16 goroutines at once: the
 // answers read from one cycle from many goroutines (run under the race
 // detector) are PreFilter's, node for node.
