@@ -165,7 +165,7 @@ func TestFilterAnswersForAnotherNodeInfoType(t *testing.T) {
 	nodes := []fwk.NodeInfo{a, b}
 	pod := gpuPod("p", 10)
 	state := preFiltered(t, p, pod, nodes, fwk.Success)
-	if i, ok := p.cycleOf(state).nodes.byInfo[b]; !ok || i != 1 {
+	if i, ok := read(state).nodes.byInfo[b]; !ok || i != 1 {
 		t.Fatalf("b's position by object: %d %v, want 1", i, ok)
 	}
 	if st := p.Filter(ctx, state, pod, b); st.Code() != fwk.Unschedulable {
@@ -177,7 +177,7 @@ func TestFilterAnswersForAnotherNodeInfoType(t *testing.T) {
 	if st := p.Filter(ctx, state, pod, otherInfo{a.Snapshot().(*framework.NodeInfo)}); !st.IsSuccess() {
 		t.Fatalf("Filter on a copy of a: %v", st)
 	}
-	if _, ok := p.cycleOf(state).nodes.byPtr[a.(*framework.NodeInfo)]; !ok {
+	if _, ok := read(state).nodes.byPtr[a.(*framework.NodeInfo)]; !ok {
 		t.Fatal("a not indexed by its pointer")
 	}
 }
