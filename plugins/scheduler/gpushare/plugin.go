@@ -20,11 +20,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
+	apipod "k8s.io/kubernetes/pkg/api/v1/pod"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
+	schedutil "k8s.io/kubernetes/pkg/scheduler/util"
 
 	"gpushare.io/scheduler/apis/config"
 	"gpushare.io/scheduler/apis/config/scheme"
@@ -522,7 +523,12 @@ func (p *Plugin) Bind(ctx context.Context, state fwk.CycleState, pod *v1.Pod, no
 // PostFilter: GPU-aware preemption from the core, on every node the pod
 // was refused on as unschedulable (not only where node totals say victims
 // exist, the extender's limit: docs/preemption.md). The core picks the node
-// and the victims; Go deletes them and nominates the node.
+// and the victims in one call; Go ends each victim as DefaultPreemption
+// does (evict: the DisruptionTarget condition, then the deletion) and
+// nominates the node. kube-scheduler's preemption Evaluator is not used:
+// it picks the node in Go (its own ordering over a sample of candidates,
+// each from a per-node dry run), where the core decides per GPU over every
+// refused node at once (docs/preemption.md).
 func (p *Plugin) PostFilter(ctx context.Context, state fwk.CycleState, pod *v1.Pod, m fwk.NodeToStatusReader) (*fwk.PostFilterResult, *fwk.Status) {
 	c := read(state)
 	if c == nil || !c.managed {
@@ -556,11 +562,16 @@ func (p *Plugin) PostFilter(ctx context.Context, state fwk.CycleState, pod *v1.P
 	if err := json.Unmarshal([]byte(res), &choice); err != nil {
 		return nil, fwk.AsStatus(err)
 	}
+	pods := p.h.SharedInformerFactory().Core().V1().Pods().Lister()
 	for _, v := range choice.Victims {
-		uid := types.UID(v.UID)
-		err := p.h.ClientSet().CoreV1().Pods(v.Namespace).Delete(ctx, v.Name,
-			metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
-		if err != nil && !apierrors.IsNotFound(err) {
+		victim, err := pods.Pods(v.Namespace).Get(v.Name)
+		if apierrors.IsNotFound(err) || (err == nil && string(victim.UID) != v.UID) {
+			continue // gone already (or another pod of that name now)
+		}
+		if err != nil {
+			return nil, fwk.AsStatus(fmt.Errorf("preempting %s/%s: %w", v.Namespace, v.Name, err))
+		}
+		if err := p.evict(ctx, pod, victim, choice.Node); err != nil {
 			return nil, fwk.AsStatus(fmt.Errorf("preempting %s/%s: %w", v.Namespace, v.Name, err))
 		}
 		klog.InfoS("gpushare: preempted", "preemptor", klog.KObj(pod), "victim",
@@ -568,6 +579,52 @@ func (p *Plugin) PostFilter(ctx context.Context, state fwk.CycleState, pod *v1.P
 	}
 	return &fwk.PostFilterResult{NominatingInfo: &fwk.NominatingInfo{
 		NominatedNodeName: choice.Node, NominatingMode: fwk.ModeOverride}}, fwk.NewStatus(fwk.Success)
+}
+
+// evict ends a victim as kube-scheduler's DefaultPreemption does: a pod
+// waiting in Permit (a gang member) is rejected there, in memory; another
+// first gets the DisruptionTarget condition (reason PreemptionByScheduler,
+// DefaultPreemption's message) through its status, so that its controller
+// and the kubelet know why it ends, then is deleted (its UID as
+// precondition); a Normal Event Preempted is posted on it. A victim gone in
+// between is no error.
+func (p *Plugin) evict(ctx context.Context, preemptor, victim *v1.Pod, node string) error {
+	if wp := p.h.GetWaitingPod(victim.UID); wp != nil && wp.Preempt(Name, "preempted") {
+		p.h.EventRecorder().Eventf(victim, preemptor, v1.EventTypeNormal, "Preempted", "Preempting",
+			"Preempted by pod %v on node %v (in kube-scheduler memory).", preemptor.UID, node)
+		return nil
+	}
+	cs := p.h.ClientSet()
+	cond := &v1.PodCondition{
+		Type:               v1.DisruptionTarget,
+		ObservedGeneration: apipod.CalculatePodConditionObservedGeneration(&victim.Status, victim.Generation, v1.DisruptionTarget),
+		Status:             v1.ConditionTrue,
+		Reason:             v1.PodReasonPreemptionByScheduler,
+		Message: fmt.Sprintf("%s: preempting to accommodate a higher priority %s",
+			preemptor.Spec.SchedulerName, fwk.PodKeyType),
+	}
+	st := victim.Status.DeepCopy()
+	if apipod.UpdatePodCondition(st, cond) {
+		err := schedutil.PatchPodStatus(ctx, cs, victim.Name, victim.Namespace, &victim.Status, st)
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("DisruptionTarget condition: %w", err)
+		}
+	}
+	uid := victim.UID
+	err := cs.CoreV1().Pods(victim.Namespace).Delete(ctx, victim.Name,
+		metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	p.h.EventRecorder().Eventf(victim, preemptor, v1.EventTypeNormal, "Preempted", "Preempting",
+		"Preempted by pod %v on node %v", preemptor.UID, node)
+	return nil
 }
 
 // EventsToRegister: a pod leaving frees GPUs; a node added or changed may
