@@ -44,6 +44,7 @@ const stateKey fwk.StateKey = "gpushare.io/cycle"
 type Plugin struct {
 	core  *shim.Shim
 	nodes atomic.Pointer[nodeIndex] // the last node list PreFilter saw
+	last  atomic.Pointer[lastCycle] // the last CycleState PreFilter wrote, with its cycle
 	h     fwk.Handle
 	wait  time.Duration
 	mu    sync.Mutex // orders the Allow calls of waiting gang members
@@ -59,6 +60,28 @@ type cycle struct {
 	nodes   *nodeIndex        // the nodes PreFilter answered for (nil: no verdicts, nothing scored)
 	verdict shim.Verdicts     // PreFilter's answer per node (nodes' order), with its score
 	annots  map[string]string // Reserve's annotations for the Binding
+}
+
+// lastCycle is the CycleState PreFilter last wrote a cycle into, and that
+// cycle. Filter and Score, called once per node, find their cycle by
+// comparing the state object with it instead of reading the state (a hash
+// of the key and a map probe per call: +45 ns per node for Filter and Score,
+// BenchmarkFilterScore5000, ≈ 0.2 ms a pod at 5,000 nodes). Exact, not a
+// guess: kube-scheduler makes a CycleState per cycle; PreFilter replaces
+// lastCycle on every call (nil when it writes no cycle), so a state that
+// matches holds that very cycle; any other state (a clone, an older cycle's)
+// is read (TestCycleFoundByItsState).
+type lastCycle struct {
+	state fwk.CycleState
+	c     *cycle
+}
+
+// cycleOf is the cycle PreFilter wrote into state.
+func (p *Plugin) cycleOf(state fwk.CycleState) *cycle {
+	if l := p.last.Load(); l != nil && l.state == state {
+		return l.c
+	}
+	return read(state)
 }
 
 // at is node i's code, reason and score.
@@ -252,6 +275,7 @@ func (p *Plugin) SignPod(ctx context.Context, pod *v1.Pod) ([]fwk.SignFragment, 
 // prioritize runs them): one decode of the pod per cycle, and PreScore has
 // nothing left to ask. The C core plans gangs here.
 func (p *Plugin) PreFilter(ctx context.Context, state fwk.CycleState, pod *v1.Pod, nodes []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
+	p.last.Store(nil)
 	b, err := cycleJSON(pod)
 	if err != nil {
 		return nil, fwk.AsStatus(err)
@@ -274,6 +298,7 @@ func (p *Plugin) PreFilter(ctx context.Context, state fwk.CycleState, pod *v1.Po
 	}
 	c := &cycle{pod: b, managed: rc == shim.OK, nodes: ix, verdict: vs} // ScoreOnly: scored, nothing to filter or reserve
 	state.Write(stateKey, c)
+	p.last.Store(&lastCycle{state, c})
 	if vs.AllPass() {
 		// Filter would answer Success for every node: Skip spares the
 		// framework a call per node (docs/plugin.md). Score, Reserve, Permit
@@ -336,7 +361,7 @@ func read(state fwk.CycleState) *cycle {
 
 // Filter answers from PreFilter's verdicts.
 func (p *Plugin) Filter(ctx context.Context, state fwk.CycleState, pod *v1.Pod, nodeInfo fwk.NodeInfo) *fwk.Status {
-	c := read(state)
+	c := p.cycleOf(state)
 	if c == nil || !c.managed {
 		return nil
 	}
@@ -383,7 +408,7 @@ func (c *cycle) sameScore(nodes []fwk.NodeInfo) bool {
 // Score is the core's 0..100 (the framework's scale: nodePolicy frag uses all
 // of it; binpack and spread give multiples of 10, the extender's 0..10).
 func (p *Plugin) Score(ctx context.Context, state fwk.CycleState, pod *v1.Pod, nodeInfo fwk.NodeInfo) (int64, *fwk.Status) {
-	c := read(state)
+	c := p.cycleOf(state)
 	if c == nil || c.nodes == nil {
 		return 0, nil
 	}

@@ -357,6 +357,37 @@ func TestCloneIsACopy(t *testing.T) {
 	}
 }
 
+// Filter and Score find the cycle PreFilter last wrote by its state object,
+// and any other state's by reading it: a clone, the state of an earlier
+// cycle, a state whose PreFilter wrote no cycle.
+func TestCycleFoundByItsState(t *testing.T) {
+	ctx := context.Background()
+	p := gibPlugin(t)
+	nodes := []fwk.NodeInfo{shareNode(t, p, "a", 2, 32), shareNode(t, p, "b", 1, 8)}
+	pod := gpuPod("p", 10)
+	first := preFiltered(t, p, pod, nodes, fwk.Success)
+	if p.cycleOf(first) != read(first) || p.last.Load() == nil {
+		t.Fatal("the last state's cycle not kept")
+	}
+	clone := first.Clone()
+	if c := p.cycleOf(clone); c == read(first) || c != read(clone) {
+		t.Fatal("a clone answered with the original's cycle")
+	}
+	second := preFiltered(t, p, gpuPod("q", 4), nodes, fwk.Skip) // every node fits
+	if p.cycleOf(first) != read(first) || p.cycleOf(second) != read(second) {
+		t.Fatal("a state's cycle is not its own")
+	}
+	// a PreFilter that writes no cycle (a pod asking no GPU) forgets the last
+	none := preFiltered(t, p, &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "cpu", Namespace: "default", UID: "u-cpu"},
+		Spec: v1.PodSpec{Containers: []v1.Container{{Name: "c"}}}}, nodes, fwk.Skip)
+	if p.last.Load() != nil || p.cycleOf(none) != nil {
+		t.Fatal("a state without a cycle answered with one")
+	}
+	if st := p.Filter(ctx, first, pod, nodes[1]); st.Code() != fwk.Unschedulable {
+		t.Fatalf("Filter b from the first state: %v", st)
+	}
+}
+
 // kube-scheduler filters and scores nodes from 16 goroutines at once: the
 // answers read from one cycle from many goroutines (run under the race
 // detector) are PreFilter's, node for node.
