@@ -127,8 +127,8 @@ class PluginOnly(RealCase):
         self.assertLess(marked[0], ending[0], "DisruptionTarget set only after the deletion began")
         (cond,) = disruption(d8_events[marked[0]])
         self.assertEqual((cond["status"], cond["reason"], cond["message"]),
-                         ("True", "PreemptionByScheduler",
-                          "gpushare-scheduler: preempting to accommodate a higher priority pod"))
+                         ("True", "PreemptionByScheduler",  # DefaultPreemption's words
+                          f"{big['spec']['schedulerName']}: preempting to accommodate a higher priority pod"))
         self.assertIn("gpu-pf", [e["object"]["status"].get("nominatedNodeName") for e in big_events],
                       "big was never nominated to gpu-pf")
 
