@@ -5,10 +5,12 @@
 #
 #   plugins/scheduler/build.sh [BUILD_DIR] [OUT]
 #   plugins/scheduler/build.sh --test [BUILD_DIR]
-#                     runs the cgo boundary's tests (package shim) and the
+#                     runs the cgo boundary's tests (package shim), the
 #                     plugin's (package gpushare: its extension points
 #                     driven with the framework's own CycleState and
-#                     NodeInfos) under Go's race detector instead of building
+#                     NodeInfos) and its args' (apis/config: defaults,
+#                     validation, the shipped KubeSchedulerConfigurations
+#                     decoded) under Go's race detector instead of building
 #   plugins/scheduler/build.sh --test-asan ASAN_BUILD_DIR
 #                     the same tests under AddressSanitizer (go test -asan)
 #                     with the C side from a -DGS_SANITIZE=ON build (ASan +
@@ -59,7 +61,7 @@ libs_ld="$ld -ljansson -lyaml -lpthread -lm"
 if [ $test_mode != 0 ]; then
   cd "$here"
   case $test_mode in
-    1) CGO_ENABLED=1 CGO_LDFLAGS="$libs_ld" go test -race -count=1 ./shim/ ./gpushare/ ;;
+    1) CGO_ENABLED=1 CGO_LDFLAGS="$libs_ld" go test -race -count=1 ./shim/ ./gpushare/ ./apis/... ;;
     2) san="-fsanitize=address,undefined -fno-omit-frame-pointer"
        CGO_ENABLED=1 CGO_CFLAGS="$san" CGO_LDFLAGS="$libs_ld $san" \
          ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1} go test -asan -count=1 ./shim/ ./gpushare/ ;;
@@ -68,6 +70,7 @@ if [ $test_mode != 0 ]; then
   exit
 fi
 stamp_want=$( (go version; cat "$here/go.mod" "$here/go.sum" "$here"/cmd/*/*.go "$here"/gpushare/* "$here"/shim/*;
+               find "$here/apis" -name '*.go' | sort | xargs cat;
                for l in "${libs[@]}"; do sha256sum "$build/$l"; done) | sha256sum | cut -c1-64)
 if [ -x "$out/gpushare-scheduler" ] && [ -f "$out/.gpushare-scheduler.stamp" ] &&
    [ "$(cat "$out/.gpushare-scheduler.stamp")" = "$stamp_want" ]; then

@@ -4,6 +4,7 @@ gpushare-scheduler (kube-scheduler v1.37.2 + the GpuShare plugin over the C
 core) as the cluster's scheduler and no extender. Unit 128MiB."""
 import json
 import re
+import threading
 import time
 import unittest
 
@@ -45,6 +46,26 @@ class PluginOnly(RealCase):
         return wait_for(lambda: (lambda q: q if q["spec"].get("nodeName") else None)(
             self.k.get("pods", self.ns, name)), 180, f"{name} bound", 0.2)
 
+    def watch_pod(self, name, until):
+        """The watch events of pod name from now on, collected by a thread
+        until one satisfies until (or the server ends the watch): (thread,
+        events)."""
+        rv = self.k.call("GET", self.k.path("pods", self.ns))["metadata"]["resourceVersion"]
+        path = self.k.path("pods", self.ns, query={
+            "watch": "1", "fieldSelector": f"metadata.name={name}", "resourceVersion": rv,
+            "allowWatchBookmarks": "false", "timeoutSeconds": "170"})
+        seen = []
+
+        def run():
+            with self.k.open("GET", path, timeout=180) as r:
+                for line in r:
+                    seen.append(json.loads(line))
+                    if until(seen[-1]):
+                        return
+        t = threading.Thread(target=run, daemon=True)
+        t.start()
+        return t, seen
+
     def test_gang_members_wait_in_permit_and_bind_together(self):
         """A 4-replica job whose 4th member comes later: no member is bound
         before it exists; then all four are reserved, wait in Permit and bind
@@ -83,11 +104,33 @@ class PluginOnly(RealCase):
             self.bound_pod(name)
         gpu_of = {p["metadata"]["name"]: alloc_gpus(p) for p in self.pods()}
         self.assertEqual(gpu_of, {"a4": [0], "b4": [0], "c4": [0], "d8": [1]})
+        # the victim's updates until it is deleted; the preemptor's until it
+        # is bound (issue 30: the victim is marked as DefaultPreemption marks
+        # its victims before it is deleted, and the preemptor is nominated)
+        d8, d8_events = self.watch_pod("d8", lambda e: e["type"] == "DELETED")
+        bigw, big_events = self.watch_pod("big", lambda e: e["object"]["spec"].get("nodeName"))
         self.pod("big", units=96, priority_class="high", node_selector={"pf": "x"})
         big = self.bound_pod("big")
         self.assertEqual(alloc_gpus(big), [1])
         self.assertEqual(sorted(p["metadata"]["name"] for p in self.pods()), ["a4", "b4", "big", "c4"])
         self.assert_ledger_is_truth()
+        for t in (d8, bigw):
+            t.join(170)
+        self.assertEqual(d8_events[-1]["type"], "DELETED", [e["type"] for e in d8_events])
+
+        def disruption(e):
+            return [c for c in e["object"]["status"].get("conditions", []) if c["type"] == "DisruptionTarget"]
+        marked = [i for i, e in enumerate(d8_events) if disruption(e)]
+        ending = [i for i, e in enumerate(d8_events)
+                  if e["type"] == "DELETED" or e["object"]["metadata"].get("deletionTimestamp")]
+        self.assertTrue(marked, "d8 never carried DisruptionTarget")
+        self.assertLess(marked[0], ending[0], "DisruptionTarget set only after the deletion began")
+        (cond,) = disruption(d8_events[marked[0]])
+        self.assertEqual((cond["status"], cond["reason"], cond["message"]),
+                         ("True", "PreemptionByScheduler",  # DefaultPreemption's words
+                          f"{big['spec']['schedulerName']}: preempting to accommodate a higher priority pod"))
+        self.assertIn("gpu-pf", [e["object"]["status"].get("nominatedNodeName") for e in big_events],
+                      "big was never nominated to gpu-pf")
 
 
 class PluginOperations(RealCase):

@@ -4,8 +4,8 @@ but with PodTopologySpread's default constraints off, the one change that
 lets kube-scheduler v1.37 batch. GpuShare signs its pods (SignPod, from the
 core's gs_place_signature), so identical GPU pods are batched: kube-scheduler
 reuses the last pod's ranking and filters each pod on the hinted node only,
-and the plugin evaluates such a pod on the nodes it is asked about (a lazy
-cycle). What must hold all the same: the binpack placement of a full
+and the plugin evaluates such a pod through the core's memo (only the nodes
+whose ledger changed are evaluated again). What must hold all the same: the binpack placement of a full
 evaluation, exact annotations, no GPU over-committed, the ledger equal to
 the truth. Unit 1GiB."""
 import concurrent.futures

@@ -26,9 +26,12 @@ import (
 
 // ---- the informers -------------------------------------------------------
 
-func (p *Plugin) watch() {
+// watch adds the core's handlers to the scheduler's Node and Pod
+// informers; an informer that refuses a handler (it was stopped) fails the
+// plugin's start.
+func (p *Plugin) watch() error {
 	f := p.h.SharedInformerFactory()
-	_, _ = f.Core().V1().Nodes().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+	if _, err := f.Core().V1().Nodes().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(o interface{}) { p.node(o) },
 		UpdateFunc: func(_, o interface{}) { p.node(o) },
 		DeleteFunc: func(o interface{}) {
@@ -36,8 +39,10 @@ func (p *Plugin) watch() {
 				p.core.NodeDelete(n.Name)
 			}
 		},
-	})
-	_, _ = f.Core().V1().Pods().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+	}); err != nil {
+		return fmt.Errorf("gpushare: node informer: %w", err)
+	}
+	if _, err := f.Core().V1().Pods().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(o interface{}) { p.pod(o) },
 		UpdateFunc: func(_, o interface{}) { p.pod(o) },
 		DeleteFunc: func(o interface{}) {
@@ -46,7 +51,10 @@ func (p *Plugin) watch() {
 				p.core.PodDelete(string(pod.UID))
 			}
 		},
-	})
+	}); err != nil {
+		return fmt.Errorf("gpushare: pod informer: %w", err)
+	}
+	return nil
 }
 
 // final is a deleted object as its informer last knew it: the object, or
@@ -60,9 +68,12 @@ func final(o interface{}) interface{} {
 
 func (p *Plugin) node(o interface{}) {
 	if n, ok := o.(*v1.Node); ok {
-		if b, err := coreJSON(n); err == nil {
-			p.core.Node(b)
+		b, err := coreJSON(n)
+		if err != nil {
+			klog.ErrorS(err, "gpushare: node not fed to the core", "node", n.Name)
+			return
 		}
+		p.core.Node(b)
 	}
 }
 
@@ -133,9 +144,12 @@ func (p *Plugin) pod(o interface{}) {
 			return
 		}
 	}
-	if b, err := podJSON(pod); err == nil {
-		p.core.Pod(b)
+	b, err := podJSON(pod)
+	if err != nil {
+		klog.ErrorS(err, "gpushare: pod not fed to the core", "pod", klog.KObj(pod))
+		return
 	}
+	p.core.Pod(b)
 }
 
 func (p *Plugin) tick(ctx context.Context) {
@@ -168,7 +182,10 @@ func readConfigMap(ctx context.Context, h fwk.Handle, ref string) (string, strin
 	for {
 		cm, err := h.ClientSet().CoreV1().ConfigMaps(ns).Get(ctx, name, metav1.GetOptions{})
 		if err == nil {
-			b, _ := json.Marshal(cm.Data)
+			b, err := json.Marshal(cm.Data)
+			if err != nil {
+				return "", "", nil, fmt.Errorf("gpushare: ConfigMap %s: %w", ref, err)
+			}
 			klog.InfoS("gpushare: configuration read", "configmap", ref)
 			return ns, name, b, nil
 		}
@@ -191,31 +208,39 @@ func readConfigMap(ctx context.Context, h fwk.Handle, ref string) (string, strin
 // watchConfigMaps feeds the core the ConfigMaps it reads (the
 // configuration's, for pendingUnit; kube-system/unhealthy-gpu-<node>) from
 // an informer on their namespaces only.
-func (p *Plugin) watchConfigMaps(ctx context.Context, cmNs string) {
+func (p *Plugin) watchConfigMaps(ctx context.Context, cmNs string) error {
 	namespaces := []string{"kube-system"}
 	if cmNs != "kube-system" {
 		namespaces = append(namespaces, cmNs)
 	}
 	send := func(o interface{}, deleted bool) {
-		if cm, ok := final(o).(*v1.ConfigMap); ok {
-			if b, err := json.Marshal(cm); err == nil {
-				if text := p.core.ConfigMap(b, deleted); text != "" {
-					// as the extender: a Warning Event on the ConfigMap
-					p.h.EventRecorder().Eventf(cm, nil, v1.EventTypeWarning, "InvalidConfiguration",
-						"Configuration", "%s", text)
-				}
-			}
+		cm, ok := final(o).(*v1.ConfigMap)
+		if !ok {
+			return
+		}
+		b, err := json.Marshal(cm)
+		if err != nil {
+			klog.ErrorS(err, "gpushare: ConfigMap not fed to the core", "configmap", klog.KObj(cm))
+			return
+		}
+		if text := p.core.ConfigMap(b, deleted); text != "" {
+			// as the extender: a Warning Event on the ConfigMap
+			p.h.EventRecorder().Eventf(cm, nil, v1.EventTypeWarning, "InvalidConfiguration",
+				"Configuration", "%s", text)
 		}
 	}
 	for _, ns := range namespaces {
 		f := informers.NewSharedInformerFactoryWithOptions(p.h.ClientSet(), 0, informers.WithNamespace(ns))
-		_, _ = f.Core().V1().ConfigMaps().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		if _, err := f.Core().V1().ConfigMaps().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 			AddFunc:    func(o interface{}) { send(o, false) },
 			UpdateFunc: func(_, o interface{}) { send(o, false) },
 			DeleteFunc: func(o interface{}) { send(o, true) },
-		})
+		}); err != nil {
+			return fmt.Errorf("gpushare: ConfigMap informer on %s: %w", ns, err)
+		}
 		f.Start(ctx.Done())
 	}
+	return nil
 }
 
 // serve answers /debug/ledger[?node=N], /gpushare-scheduler/inspect[/N]
@@ -226,7 +251,7 @@ func (p *Plugin) serve(addr string) {
 		body, code := p.core.View(node, inspect)
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(code)
-		_, _ = w.Write([]byte(body))
+		written(w.Write([]byte(body)))
 	}
 	mux.HandleFunc("/debug/ledger", func(w http.ResponseWriter, r *http.Request) {
 		view(w, r.URL.Query().Get("node"), false)
@@ -244,11 +269,19 @@ func (p *Plugin) serve(addr string) {
 			return
 		}
 		w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
-		_, _ = w.Write([]byte(text))
+		written(w.Write([]byte(text)))
 	})
 	klog.InfoS("gpushare: serving /debug/ledger, inspect and /metrics", "address", addr)
 	if err := http.ListenAndServe(addr, mux); err != nil {
 		klog.ErrorS(err, "gpushare: debug listener stopped", "address", addr)
+	}
+}
+
+// written logs an answer the client did not take (it went away: nothing
+// else to do).
+func written(_ int, err error) {
+	if err != nil {
+		klog.V(2).InfoS("gpushare: debug answer not written", "err", err)
 	}
 }
 
@@ -262,6 +295,7 @@ func (p *Plugin) notices() {
 	}
 	var ns []shim.Notice
 	if err := json.Unmarshal([]byte(text), &ns); err != nil {
+		klog.ErrorS(err, "gpushare: the core's notices not read", "notices", text)
 		return
 	}
 	for _, n := range ns {

@@ -7,7 +7,6 @@ import (
 	"os"
 	"sync"
 	"testing"
-	"time"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -30,10 +29,7 @@ func gibPlugin(t *testing.T) *Plugin {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// a fixed clock: the batching guess's 500 ms window cannot run out
-	// between two calls of a test, however loaded the machine
-	t0 := time.Now()
-	return &Plugin{core: s, clock: func() time.Time { return t0 }}
+	return &Plugin{core: s}
 }
 
 // shareNode is a share node of gpus GPUs with units GiB in all, fed to the
@@ -169,7 +165,7 @@ func TestFilterAnswersForAnotherNodeInfoType(t *testing.T) {
 	nodes := []fwk.NodeInfo{a, b}
 	pod := gpuPod("p", 10)
 	state := preFiltered(t, p, pod, nodes, fwk.Success)
-	if i, ok := p.cycleOf(state).nodes.byInfo[b]; !ok || i != 1 {
+	if i, ok := read(state).nodes.byInfo[b]; !ok || i != 1 {
 		t.Fatalf("b's position by object: %d %v, want 1", i, ok)
 	}
 	if st := p.Filter(ctx, state, pod, b); st.Code() != fwk.Unschedulable {
@@ -181,7 +177,7 @@ func TestFilterAnswersForAnotherNodeInfoType(t *testing.T) {
 	if st := p.Filter(ctx, state, pod, otherInfo{a.Snapshot().(*framework.NodeInfo)}); !st.IsSuccess() {
 		t.Fatalf("Filter on a copy of a: %v", st)
 	}
-	if _, ok := p.cycleOf(state).nodes.byPtr[a.(*framework.NodeInfo)]; !ok {
+	if _, ok := read(state).nodes.byPtr[a.(*framework.NodeInfo)]; !ok {
 		t.Fatal("a not indexed by its pointer")
 	}
 }
@@ -270,74 +266,132 @@ func TestSignPod(t *testing.T) {
 	}
 }
 
-// A pod signed as the one before it, within kube-scheduler's batching
-// window, is evaluated only on the nodes it is asked about (kube-scheduler
-// filters it on the last pod's node and its hint); a third node asked
-// about means a full pass: every node is evaluated at once. The answers are
-// the core's, node for node, as in a full evaluation.
-func TestLazyCycleForABatchedPod(t *testing.T) {
+// A pod signed as the one before it (a pod kube-scheduler may batch) is
+// evaluated on every node, like any pod: the core's memo re-evaluates only
+// the nodes whose ledger changed, and the answers are a fresh
+// evaluation's — here after the first pod was reserved on node a.
+func TestPodSignedAlikeIsEvaluatedOnEveryNode(t *testing.T) {
 	ctx := context.Background()
 	p := gibPlugin(t)
 	nodes := []fwk.NodeInfo{shareNode(t, p, "a", 2, 32), shareNode(t, p, "b", 1, 8),
 		shareNode(t, p, "c", 1, 16)}
 	first := framework.NewCycleState()
-	if _, st := p.PreFilter(ctx, first, gpuPod("p1", 10), nodes); !st.IsSuccess() {
+	p1 := gpuPod("p1", 10)
+	if _, st := p.PreFilter(ctx, first, p1, nodes); !st.IsSuccess() {
 		t.Fatalf("PreFilter p1: %v", st)
 	}
-	if c := read(first); c.lazy || c.verdict.Len() != 3 {
-		t.Fatalf("p1 evaluated lazily or not on every node: lazy %v, %d verdicts", c.lazy, c.verdict.Len())
+	wantScores(t, p, first, p1, nodes, 60, 0, 60) // binpack: 10 of a 16 GiB GPU
+	if st := p.Reserve(ctx, first, p1, "a"); !st.IsSuccess() {
+		t.Fatalf("Reserve p1 on a: %v", st)
 	}
 	state := framework.NewCycleState()
 	pod := gpuPod("p2", 10)
 	if _, st := p.PreFilter(ctx, state, pod, nodes); !st.IsSuccess() {
 		t.Fatalf("PreFilter p2: %v", st)
 	}
-	c := read(state)
-	if !c.lazy || c.verdict.Len() != 0 {
-		t.Fatalf("p2 not lazy: lazy %v, %d verdicts", c.lazy, c.verdict.Len())
+	if c := read(state); c.verdict.Len() != 3 {
+		t.Fatalf("p2 not evaluated on every node: %d verdicts", c.verdict.Len())
 	}
 	st := p.Filter(ctx, state, pod, nodes[1])
 	if st.Code() != fwk.Unschedulable || st.Message() != "insufficient GPU memory on any single GPU" {
 		t.Fatalf("Filter b: %v", st)
 	}
-	if st := p.Filter(ctx, state, pod, nodes[0]); !st.IsSuccess() {
-		t.Fatalf("Filter a: %v", st)
+	// the same pod on a fresh service that reserved f1 on a, then evaluated
+	// another shape (so that f2 is evaluated afresh, not through the memo)
+	fresh := gibPlugin(t)
+	freshNodes := []fwk.NodeInfo{shareNode(t, fresh, "a", 2, 32), shareNode(t, fresh, "b", 1, 8),
+		shareNode(t, fresh, "c", 1, 16)}
+	fs := framework.NewCycleState()
+	if _, st := fresh.PreFilter(ctx, fs, gpuPod("f1", 10), freshNodes); !st.IsSuccess() {
+		t.Fatalf("PreFilter f1: %v", st)
 	}
-	if s, st := p.Score(ctx, state, pod, nodes[0]); !st.IsSuccess() || s != 60 { // binpack: 10 of a 16 GiB GPU
-		t.Fatalf("Score a: %d %v, want 60", s, st)
+	if st := fresh.Reserve(ctx, fs, gpuPod("f1", 10), "a"); !st.IsSuccess() {
+		t.Fatalf("Reserve f1: %v", st)
 	}
-	if len(c.asked) != 2 || c.full.Load() {
-		t.Fatalf("after two nodes: %d asked, full %v", len(c.asked), c.full.Load())
+	if _, st := fresh.PreFilter(ctx, framework.NewCycleState(), gpuPod("f1b", 4), freshNodes); !st.IsSuccess() && !st.IsSkip() {
+		t.Fatalf("PreFilter f1b: %v", st)
 	}
-	// a third node: every node at once, the first two keeping their answers
-	if st := p.Filter(ctx, state, pod, nodes[2]); !st.IsSuccess() || !c.full.Load() || c.verdict.Len() != 3 {
-		t.Fatalf("Filter c: %v, full %v, %d verdicts", st, c.full.Load(), c.verdict.Len())
+	fs2 := framework.NewCycleState()
+	if _, st := fresh.PreFilter(ctx, fs2, gpuPod("f2", 10), freshNodes); !st.IsSuccess() {
+		t.Fatalf("PreFilter f2: %v", st)
 	}
+	c, want := read(state), read(fs2)
 	for i, n := range nodes {
 		code, reason, score := c.at(i)
-		want := read(first)
 		if code != want.verdict.Code(i) || reason != want.verdict.Reason(i) || score != want.verdict.Score(i) {
-			t.Fatalf("node %s: lazy %d %q %d, full %d %q %d", n.Node().Name, code, reason, score,
+			t.Fatalf("node %s: %d %q %d, fresh %d %q %d", n.Node().Name, code, reason, score,
 				want.verdict.Code(i), want.verdict.Reason(i), want.verdict.Score(i))
 		}
 	}
-	// kube-scheduler filtered every node of that lazy cycle: it is not
-	// batching, and the next pod signed alike is evaluated on every node
-	again := framework.NewCycleState()
-	if _, st := p.PreFilter(ctx, again, gpuPod("p2b", 10), nodes); !st.IsSuccess() || read(again).lazy {
-		t.Fatalf("PreFilter after a full pass: %v, lazy %v", st, read(again).lazy)
+}
+
+// A cloned CycleState (preemption's dry runs) reads PreFilter's answers and
+// keeps its own Reserve: a Reserve in the original does not show in the
+// copy, nor the copy's in the original.
+func TestCloneIsACopy(t *testing.T) {
+	ctx := context.Background()
+	p := gibPlugin(t)
+	nodes := []fwk.NodeInfo{shareNode(t, p, "a", 2, 32), shareNode(t, p, "b", 1, 8)}
+	pod := gpuPod("p", 10)
+	state := preFiltered(t, p, pod, nodes, fwk.Success)
+	clone := state.Clone()
+	if st := p.Filter(ctx, clone, pod, nodes[1]); st.Code() != fwk.Unschedulable {
+		t.Fatalf("Filter b in the clone: %v", st)
 	}
-	// another request is signed otherwise: evaluated on every node again
-	other := framework.NewCycleState()
-	if _, st := p.PreFilter(ctx, other, gpuPod("p3", 4), nodes); !st.IsSkip() || read(other).lazy {
-		t.Fatalf("PreFilter p3: %v, lazy %v", st, read(other).lazy)
+	wantScores(t, p, clone, pod, nodes, 60, 0)
+	if st := p.Reserve(ctx, state, pod, "a"); !st.IsSuccess() {
+		t.Fatalf("Reserve: %v", st)
+	}
+	if got := read(state).annots; len(got) == 0 {
+		t.Fatal("Reserve wrote no annotations")
+	}
+	if got := read(clone).annots; got != nil {
+		t.Fatalf("the clone holds the original's annotations: %v", got)
+	}
+	// a clone of the reserved state starts with the annotations, then
+	// keeps its own
+	again := state.Clone()
+	read(again).annots["x"] = "y"
+	if _, ok := read(state).annots["x"]; ok || len(read(again).annots) != len(read(state).annots)+1 {
+		t.Fatalf("annotations shared: %v / %v", read(state).annots, read(again).annots)
 	}
 }
 
-// kube-scheduler filters and scores nodes from 16 goroutines at once: a
-// lazy cycle asked about every node from many goroutines (run under the
-// race detector) answers each node as the full evaluation does.
-func TestLazyCycleFromManyGoroutines(t *testing.T) {
+// Filter and Score find the cycle PreFilter last wrote by its state object,
+// and any other state's by reading it: a clone, the state of an earlier
+// cycle, a state whose PreFilter wrote no cycle.
+func TestCycleFoundByItsState(t *testing.T) {
+	ctx := context.Background()
+	p := gibPlugin(t)
+	nodes := []fwk.NodeInfo{shareNode(t, p, "a", 2, 32), shareNode(t, p, "b", 1, 8)}
+	pod := gpuPod("p", 10)
+	first := preFiltered(t, p, pod, nodes, fwk.Success)
+	if p.cycleOf(first) != read(first) || p.last.Load() == nil {
+		t.Fatal("the last state's cycle not kept")
+	}
+	clone := first.Clone()
+	if c := p.cycleOf(clone); c == read(first) || c != read(clone) {
+		t.Fatal("a clone answered with the original's cycle")
+	}
+	second := preFiltered(t, p, gpuPod("q", 4), nodes, fwk.Skip) // every node fits
+	if p.cycleOf(first) != read(first) || p.cycleOf(second) != read(second) {
+		t.Fatal("a state's cycle is not its own")
+	}
+	// a PreFilter that writes no cycle (a pod asking no GPU) forgets the last
+	none := preFiltered(t, p, &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "cpu", Namespace: "default", UID: "u-cpu"},
+		Spec: v1.PodSpec{Containers: []v1.Container{{Name: "c"}}}}, nodes, fwk.Skip)
+	if p.last.Load() != nil || p.cycleOf(none) != nil {
+		t.Fatal("a state without a cycle answered with one")
+	}
+	if st := p.Filter(ctx, first, pod, nodes[1]); st.Code() != fwk.Unschedulable {
+		t.Fatalf("Filter b from the first state: %v", st)
+	}
+}
+
+// kube-scheduler filters and scores nodes from 16 goroutines at once: the
+// answers read from one cycle from many goroutines (run under the race
+// detector) are PreFilter's, node for node.
+func TestFilterAndScoreFromManyGoroutines(t *testing.T) {
 	ctx := context.Background()
 	p := gibPlugin(t)
 	var nodes []fwk.NodeInfo
@@ -353,9 +407,9 @@ func TestLazyCycleFromManyGoroutines(t *testing.T) {
 		t.Fatalf("PreFilter q1: %v", st)
 	}
 	state := framework.NewCycleState()
-	pod := gpuPod("q2", 10)
-	if _, st := p.PreFilter(ctx, state, pod, nodes); !st.IsSuccess() || !read(state).lazy {
-		t.Fatalf("PreFilter q2: %v, lazy %v", st, read(state).lazy)
+	pod := gpuPod("q2", 10) // signed as q1: evaluated through the memo
+	if _, st := p.PreFilter(ctx, state, pod, nodes); !st.IsSuccess() {
+		t.Fatalf("PreFilter q2: %v", st)
 	}
 	want := read(full)
 	var wg sync.WaitGroup
