@@ -127,13 +127,13 @@ case "${1:-help}" in
     fi
 
     # 2. ThreadSanitizer over the tests that run threads: the HTTP server,
-    #    the framework's lock, the scheduler service, the apiserver client,
-    #    the extender binary.
+    #    the observation layer (feed, views, metrics), the framework's lock,
+    #    the scheduler service, the apiserver client, the extender binary.
     echo "== tsan: threaded tests under ThreadSanitizer"
     build "$root/build-tsan" -DCMAKE_BUILD_TYPE=Debug -DGS_TSAN=ON
     TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1:second_deadlock_stack=1} \
       ctest --test-dir "$root/build-tsan" --output-on-failure -j"$jobs" \
-        -R '^(server_|framework_|sched_|k8s_|integration_test_extender_http$)'
+        -R '^(server_|observe_|framework_|sched_|k8s_|integration_test_extender_http$)'
 
     # 3. valgrind (memcheck) around the real extender binary through the
     #    HTTP and live-cluster integration runs: any error or definite leak
