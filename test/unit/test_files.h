@@ -9,6 +9,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -37,6 +38,16 @@ static inline char *gs_test_read(FILE *f, const char *path, size_t *ret_len) {
 /* The whole file at path, as gs_test_read. */
 static inline char *gs_test_slurp(const char *path, size_t *ret_len) {
   return gs_test_read(fopen(path, "rb"), path, ret_len);
+}
+
+/* Makes an empty file /tmp/<prefix>XXXXXX (mkstemp) and puts its name in
+ * path (cap bytes). */
+static inline void gs_test_temp_file(char *path, size_t cap, const char *prefix) {
+  int fd;
+  assert_true((size_t)snprintf(path, cap, "/tmp/%sXXXXXX", prefix) < cap);
+  fd = mkstemp(path);
+  assert_true(fd >= 0);
+  close(fd);
 }
 
 /* Writes text to path, fopen mode "w" (replace) or "a" (append). */

@@ -88,12 +88,8 @@ static void dgx1_inventory(const char *extra) {
 }
 
 static int setup(void **state) {
-  int fd;
   (void)state;
-  snprintf(inv_path, sizeof inv_path, "/tmp/gs-fakenvml-XXXXXX");
-  fd = mkstemp(inv_path);
-  assert_true(fd >= 0);
-  close(fd);
+  gs_test_temp_file(inv_path, sizeof inv_path, "gs-fakenvml-");
   lib = dlopen(LIB, RTLD_NOW | RTLD_LOCAL);
   if (lib == NULL)
     fail_msg("dlopen %s: %s", LIB, dlerror());

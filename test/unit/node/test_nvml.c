@@ -53,12 +53,8 @@ static void inventory_of(const struct gs_topo *t) {
 }
 
 static int setup(void **state) {
-  int fd;
   (void)state;
-  snprintf(inv_path, sizeof inv_path, "/tmp/gs-nvml-XXXXXX");
-  fd = mkstemp(inv_path);
-  assert_true(fd >= 0);
-  close(fd);
+  gs_test_temp_file(inv_path, sizeof inv_path, "gs-nvml-");
   setenv("GS_FAKE_NVML_INVENTORY", inv_path, 1);
   return 0;
 }
