@@ -202,38 +202,49 @@ static void pci_v1(const nvmlPciInfo_t *pci, gs_fake_pci_info_v1 *old) {
 
 /* ---- system --------------------------------------------------------------- */
 
-FK_API nvmlReturn_t nvmlSystemGetDriverVersion(char *version, unsigned int length) {
+/* One answer about the system, the shape every call of this part and the
+ * next shares: an argument missing (ok false) is INVALID_ARGUMENT, no
+ * inventory loaded UNINITIALIZED; otherwise `fill` answers under the lock
+ * (in, out: the caller's arguments). */
+typedef nvmlReturn_t (*fk_sys_fill)(const void *in, void *out);
+
+static nvmlReturn_t system_answer(bool ok, fk_sys_fill fill, const void *in, void *out) {
   nvmlReturn_t rc = NVML_ERROR_UNINITIALIZED;
+  if (!ok)
+    return NVML_ERROR_INVALID_ARGUMENT;
   pthread_mutex_lock(&lock);
   if (inv != NULL)
-    rc = copy_text(version, length, inv->driver);
+    rc = fill(in, out);
   pthread_mutex_unlock(&lock);
   return rc;
+}
+
+static nvmlReturn_t fill_driver(const void *length, void *version) {
+  return copy_text(version, *(const unsigned int *)length, inv->driver);
+}
+
+static nvmlReturn_t fill_nvml_version(const void *length, void *version) {
+  char text[96];
+  snprintf(text, sizeof text, "%d.%s", inv->cuda / 1000, inv->driver);
+  return copy_text(version, *(const unsigned int *)length, text);
+}
+
+static nvmlReturn_t fill_cuda(const void *in, void *cudaDriverVersion) {
+  (void)in;
+  *(int *)cudaDriverVersion = inv->cuda;
+  return NVML_SUCCESS;
+}
+
+FK_API nvmlReturn_t nvmlSystemGetDriverVersion(char *version, unsigned int length) {
+  return system_answer(true, fill_driver, &length, version);
 }
 
 FK_API nvmlReturn_t nvmlSystemGetNVMLVersion(char *version, unsigned int length) {
-  nvmlReturn_t rc = NVML_ERROR_UNINITIALIZED;
-  pthread_mutex_lock(&lock);
-  if (inv != NULL) {
-    char text[96];
-    snprintf(text, sizeof text, "%d.%s", inv->cuda / 1000, inv->driver);
-    rc = copy_text(version, length, text);
-  }
-  pthread_mutex_unlock(&lock);
-  return rc;
+  return system_answer(true, fill_nvml_version, &length, version);
 }
 
 FK_API nvmlReturn_t nvmlSystemGetCudaDriverVersion_v2(int *cudaDriverVersion) {
-  nvmlReturn_t rc = NVML_ERROR_UNINITIALIZED;
-  if (cudaDriverVersion == NULL)
-    return NVML_ERROR_INVALID_ARGUMENT;
-  pthread_mutex_lock(&lock);
-  if (inv != NULL) {
-    *cudaDriverVersion = inv->cuda;
-    rc = NVML_SUCCESS;
-  }
-  pthread_mutex_unlock(&lock);
-  return rc;
+  return system_answer(cudaDriverVersion != NULL, fill_cuda, NULL, cudaDriverVersion);
 }
 
 FK_API nvmlReturn_t nvmlSystemGetCudaDriverVersion(int *cudaDriverVersion) {
@@ -247,17 +258,42 @@ FK_API nvmlReturn_t nvmlSystemGetProcessName(unsigned int pid, char *name, unsig
 
 /* ---- enumeration ---------------------------------------------------------- */
 
-FK_API nvmlReturn_t nvmlDeviceGetCount_v2(unsigned int *deviceCount) {
-  nvmlReturn_t rc = NVML_ERROR_UNINITIALIZED;
-  if (deviceCount == NULL)
+static nvmlReturn_t fill_count(const void *in, void *deviceCount) {
+  (void)in;
+  *(unsigned int *)deviceCount = inv->n;
+  return NVML_SUCCESS;
+}
+
+static nvmlReturn_t fill_by_index(const void *index, void *device) {
+  unsigned int i = *(const unsigned int *)index;
+  if (i >= inv->n)
     return NVML_ERROR_INVALID_ARGUMENT;
-  pthread_mutex_lock(&lock);
-  if (inv != NULL) {
-    *deviceCount = inv->n;
-    rc = NVML_SUCCESS;
-  }
-  pthread_mutex_unlock(&lock);
-  return rc;
+  *(nvmlDevice_t *)device = &devs[i];
+  return NVML_SUCCESS;
+}
+
+static nvmlReturn_t fill_by_uuid(const void *uuid, void *device) {
+  for (unsigned i = 0; i < inv->n; i++)
+    if (strcmp(inv->gpu[i].uuid, uuid) == 0) {
+      *(nvmlDevice_t *)device = &devs[i];
+      return NVML_SUCCESS;
+    }
+  return NVML_ERROR_NOT_FOUND;
+}
+
+/* in: the bus id's domain, bus and device */
+static nvmlReturn_t fill_by_bus_id(const void *in, void *device) {
+  const unsigned *id = in;
+  for (unsigned i = 0; i < inv->n; i++)
+    if (inv->gpu[i].domain == id[0] && inv->gpu[i].bus == id[1] && inv->gpu[i].dev == id[2]) {
+      *(nvmlDevice_t *)device = &devs[i];
+      return NVML_SUCCESS;
+    }
+  return NVML_ERROR_NOT_FOUND;
+}
+
+FK_API nvmlReturn_t nvmlDeviceGetCount_v2(unsigned int *deviceCount) {
+  return system_answer(deviceCount != NULL, fill_count, NULL, deviceCount);
 }
 
 FK_API nvmlReturn_t nvmlDeviceGetCount(unsigned int *deviceCount) {
@@ -265,17 +301,7 @@ FK_API nvmlReturn_t nvmlDeviceGetCount(unsigned int *deviceCount) {
 }
 
 FK_API nvmlReturn_t nvmlDeviceGetHandleByIndex_v2(unsigned int index, nvmlDevice_t *device) {
-  nvmlReturn_t rc = NVML_ERROR_UNINITIALIZED;
-  if (device == NULL)
-    return NVML_ERROR_INVALID_ARGUMENT;
-  pthread_mutex_lock(&lock);
-  if (inv != NULL) {
-    rc = index < inv->n ? NVML_SUCCESS : NVML_ERROR_INVALID_ARGUMENT;
-    if (rc == NVML_SUCCESS)
-      *device = &devs[index];
-  }
-  pthread_mutex_unlock(&lock);
-  return rc;
+  return system_answer(device != NULL, fill_by_index, &index, device);
 }
 
 FK_API nvmlReturn_t nvmlDeviceGetHandleByIndex(unsigned int index, nvmlDevice_t *device) {
@@ -283,42 +309,14 @@ FK_API nvmlReturn_t nvmlDeviceGetHandleByIndex(unsigned int index, nvmlDevice_t 
 }
 
 FK_API nvmlReturn_t nvmlDeviceGetHandleByUUID(const char *uuid, nvmlDevice_t *device) {
-  nvmlReturn_t rc = NVML_ERROR_UNINITIALIZED;
-  if (uuid == NULL || device == NULL)
-    return NVML_ERROR_INVALID_ARGUMENT;
-  pthread_mutex_lock(&lock);
-  if (inv != NULL) {
-    rc = NVML_ERROR_NOT_FOUND;
-    for (unsigned i = 0; i < inv->n; i++)
-      if (strcmp(inv->gpu[i].uuid, uuid) == 0) {
-        *device = &devs[i];
-        rc = NVML_SUCCESS;
-        break;
-      }
-  }
-  pthread_mutex_unlock(&lock);
-  return rc;
+  return system_answer(uuid != NULL && device != NULL, fill_by_uuid, uuid, device);
 }
 
 FK_API nvmlReturn_t nvmlDeviceGetHandleByPciBusId_v2(const char *pciBusId, nvmlDevice_t *device) {
-  nvmlReturn_t rc = NVML_ERROR_UNINITIALIZED;
-  unsigned domain, bus, dev;
-  if (pciBusId == NULL || device == NULL)
+  unsigned id[3];
+  if (pciBusId == NULL || device == NULL || !fk_parse_bus_id(pciBusId, &id[0], &id[1], &id[2]))
     return NVML_ERROR_INVALID_ARGUMENT;
-  if (!fk_parse_bus_id(pciBusId, &domain, &bus, &dev))
-    return NVML_ERROR_INVALID_ARGUMENT;
-  pthread_mutex_lock(&lock);
-  if (inv != NULL) {
-    rc = NVML_ERROR_NOT_FOUND;
-    for (unsigned i = 0; i < inv->n; i++)
-      if (inv->gpu[i].domain == domain && inv->gpu[i].bus == bus && inv->gpu[i].dev == dev) {
-        *device = &devs[i];
-        rc = NVML_SUCCESS;
-        break;
-      }
-  }
-  pthread_mutex_unlock(&lock);
-  return rc;
+  return system_answer(true, fill_by_bus_id, id, device);
 }
 
 FK_API nvmlReturn_t nvmlDeviceGetHandleByPciBusId(const char *pciBusId, nvmlDevice_t *device) {
