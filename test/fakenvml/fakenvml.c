@@ -202,38 +202,49 @@ static void pci_v1(const nvmlPciInfo_t *pci, gs_fake_pci_info_v1 *old) {
 
 /* ---- system --------------------------------------------------------------- */
 
-FK_API nvmlReturn_t nvmlSystemGetDriverVersion(char *version, unsigned int length) {
+/* One answer about the system, the shape every call of this part and the
+ * next shares: an argument missing (ok false) is INVALID_ARGUMENT, no
+ * inventory loaded UNINITIALIZED; otherwise `fill` answers under the lock
+ * (in, out: the caller's arguments). */
+typedef nvmlReturn_t (*fk_sys_fill)(const void *in, void *out);
+
+static nvmlReturn_t system_answer(bool ok, fk_sys_fill fill, const void *in, void *out) {
   nvmlReturn_t rc = NVML_ERROR_UNINITIALIZED;
+  if (!ok)
+    return NVML_ERROR_INVALID_ARGUMENT;
   pthread_mutex_lock(&lock);
   if (inv != NULL)
-    rc = copy_text(version, length, inv->driver);
+    rc = fill(in, out);
   pthread_mutex_unlock(&lock);
   return rc;
+}
+
+static nvmlReturn_t fill_driver(const void *length, void *version) {
+  return copy_text(version, *(const unsigned int *)length, inv->driver);
+}
+
+static nvmlReturn_t fill_nvml_version(const void *length, void *version) {
+  char text[96];
+  snprintf(text, sizeof text, "%d.%s", inv->cuda / 1000, inv->driver);
+  return copy_text(version, *(const unsigned int *)length, text);
+}
+
+static nvmlReturn_t fill_cuda(const void *in, void *cudaDriverVersion) {
+  (void)in;
+  *(int *)cudaDriverVersion = inv->cuda;
+  return NVML_SUCCESS;
+}
+
+FK_API nvmlReturn_t nvmlSystemGetDriverVersion(char *version, unsigned int length) {
+  return system_answer(true, fill_driver, &length, version);
 }
 
 FK_API nvmlReturn_t nvmlSystemGetNVMLVersion(char *version, unsigned int length) {
-  nvmlReturn_t rc = NVML_ERROR_UNINITIALIZED;
-  pthread_mutex_lock(&lock);
-  if (inv != NULL) {
-    char text[96];
-    snprintf(text, sizeof text, "%d.%s", inv->cuda / 1000, inv->driver);
-    rc = copy_text(version, length, text);
-  }
-  pthread_mutex_unlock(&lock);
-  return rc;
+  return system_answer(true, fill_nvml_version, &length, version);
 }
 
 FK_API nvmlReturn_t nvmlSystemGetCudaDriverVersion_v2(int *cudaDriverVersion) {
-  nvmlReturn_t rc = NVML_ERROR_UNINITIALIZED;
-  if (cudaDriverVersion == NULL)
-    return NVML_ERROR_INVALID_ARGUMENT;
-  pthread_mutex_lock(&lock);
-  if (inv != NULL) {
-    *cudaDriverVersion = inv->cuda;
-    rc = NVML_SUCCESS;
-  }
-  pthread_mutex_unlock(&lock);
-  return rc;
+  return system_answer(cudaDriverVersion != NULL, fill_cuda, NULL, cudaDriverVersion);
 }
 
 FK_API nvmlReturn_t nvmlSystemGetCudaDriverVersion(int *cudaDriverVersion) {
@@ -247,17 +258,42 @@ FK_API nvmlReturn_t nvmlSystemGetProcessName(unsigned int pid, char *name, unsig
 
 /* ---- enumeration ---------------------------------------------------------- */
 
-FK_API nvmlReturn_t nvmlDeviceGetCount_v2(unsigned int *deviceCount) {
-  nvmlReturn_t rc = NVML_ERROR_UNINITIALIZED;
-  if (deviceCount == NULL)
+static nvmlReturn_t fill_count(const void *in, void *deviceCount) {
+  (void)in;
+  *(unsigned int *)deviceCount = inv->n;
+  return NVML_SUCCESS;
+}
+
+static nvmlReturn_t fill_by_index(const void *index, void *device) {
+  unsigned int i = *(const unsigned int *)index;
+  if (i >= inv->n)
     return NVML_ERROR_INVALID_ARGUMENT;
-  pthread_mutex_lock(&lock);
-  if (inv != NULL) {
-    *deviceCount = inv->n;
-    rc = NVML_SUCCESS;
-  }
-  pthread_mutex_unlock(&lock);
-  return rc;
+  *(nvmlDevice_t *)device = &devs[i];
+  return NVML_SUCCESS;
+}
+
+static nvmlReturn_t fill_by_uuid(const void *uuid, void *device) {
+  for (unsigned i = 0; i < inv->n; i++)
+    if (strcmp(inv->gpu[i].uuid, uuid) == 0) {
+      *(nvmlDevice_t *)device = &devs[i];
+      return NVML_SUCCESS;
+    }
+  return NVML_ERROR_NOT_FOUND;
+}
+
+/* in: the bus id's domain, bus and device */
+static nvmlReturn_t fill_by_bus_id(const void *in, void *device) {
+  const unsigned *id = in;
+  for (unsigned i = 0; i < inv->n; i++)
+    if (inv->gpu[i].domain == id[0] && inv->gpu[i].bus == id[1] && inv->gpu[i].dev == id[2]) {
+      *(nvmlDevice_t *)device = &devs[i];
+      return NVML_SUCCESS;
+    }
+  return NVML_ERROR_NOT_FOUND;
+}
+
+FK_API nvmlReturn_t nvmlDeviceGetCount_v2(unsigned int *deviceCount) {
+  return system_answer(deviceCount != NULL, fill_count, NULL, deviceCount);
 }
 
 FK_API nvmlReturn_t nvmlDeviceGetCount(unsigned int *deviceCount) {
@@ -265,17 +301,7 @@ FK_API nvmlReturn_t nvmlDeviceGetCount(unsigned int *deviceCount) {
 }
 
 FK_API nvmlReturn_t nvmlDeviceGetHandleByIndex_v2(unsigned int index, nvmlDevice_t *device) {
-  nvmlReturn_t rc = NVML_ERROR_UNINITIALIZED;
-  if (device == NULL)
-    return NVML_ERROR_INVALID_ARGUMENT;
-  pthread_mutex_lock(&lock);
-  if (inv != NULL) {
-    rc = index < inv->n ? NVML_SUCCESS : NVML_ERROR_INVALID_ARGUMENT;
-    if (rc == NVML_SUCCESS)
-      *device = &devs[index];
-  }
-  pthread_mutex_unlock(&lock);
-  return rc;
+  return system_answer(device != NULL, fill_by_index, &index, device);
 }
 
 FK_API nvmlReturn_t nvmlDeviceGetHandleByIndex(unsigned int index, nvmlDevice_t *device) {
@@ -283,42 +309,14 @@ FK_API nvmlReturn_t nvmlDeviceGetHandleByIndex(unsigned int index, nvmlDevice_t 
 }
 
 FK_API nvmlReturn_t nvmlDeviceGetHandleByUUID(const char *uuid, nvmlDevice_t *device) {
-  nvmlReturn_t rc = NVML_ERROR_UNINITIALIZED;
-  if (uuid == NULL || device == NULL)
-    return NVML_ERROR_INVALID_ARGUMENT;
-  pthread_mutex_lock(&lock);
-  if (inv != NULL) {
-    rc = NVML_ERROR_NOT_FOUND;
-    for (unsigned i = 0; i < inv->n; i++)
-      if (strcmp(inv->gpu[i].uuid, uuid) == 0) {
-        *device = &devs[i];
-        rc = NVML_SUCCESS;
-        break;
-      }
-  }
-  pthread_mutex_unlock(&lock);
-  return rc;
+  return system_answer(uuid != NULL && device != NULL, fill_by_uuid, uuid, device);
 }
 
 FK_API nvmlReturn_t nvmlDeviceGetHandleByPciBusId_v2(const char *pciBusId, nvmlDevice_t *device) {
-  nvmlReturn_t rc = NVML_ERROR_UNINITIALIZED;
-  unsigned domain, bus, dev;
-  if (pciBusId == NULL || device == NULL)
+  unsigned id[3];
+  if (pciBusId == NULL || device == NULL || !fk_parse_bus_id(pciBusId, &id[0], &id[1], &id[2]))
     return NVML_ERROR_INVALID_ARGUMENT;
-  if (!fk_parse_bus_id(pciBusId, &domain, &bus, &dev))
-    return NVML_ERROR_INVALID_ARGUMENT;
-  pthread_mutex_lock(&lock);
-  if (inv != NULL) {
-    rc = NVML_ERROR_NOT_FOUND;
-    for (unsigned i = 0; i < inv->n; i++)
-      if (inv->gpu[i].domain == domain && inv->gpu[i].bus == bus && inv->gpu[i].dev == dev) {
-        *device = &devs[i];
-        rc = NVML_SUCCESS;
-        break;
-      }
-  }
-  pthread_mutex_unlock(&lock);
-  return rc;
+  return system_answer(true, fill_by_bus_id, id, device);
 }
 
 FK_API nvmlReturn_t nvmlDeviceGetHandleByPciBusId(const char *pciBusId, nvmlDevice_t *device) {
@@ -339,56 +337,96 @@ FK_API nvmlReturn_t nvmlDeviceGetUUID(nvmlDevice_t device, char *uuid, unsigned 
   return rc != NVML_SUCCESS ? rc : leave(copy_text(uuid, length, g->uuid));
 }
 
-FK_API nvmlReturn_t nvmlDeviceGetIndex(nvmlDevice_t device, unsigned int *index) {
+/* One answer about a device, the shape every getter below shares: an out
+ * parameter missing (ok false) is INVALID_ARGUMENT; otherwise the lock is
+ * taken, `fill` writes the answer (a, b: the caller's out parameters) and
+ * says how it went, and the lock is let go. */
+typedef nvmlReturn_t (*fk_fill)(nvmlDevice_t device, const struct fk_gpu *g, void *a, void *b);
+
+static nvmlReturn_t answer(nvmlDevice_t device, bool ok, fk_fill fill, void *a, void *b) {
   const struct fk_gpu *g;
-  nvmlReturn_t rc = index == NULL ? NVML_ERROR_INVALID_ARGUMENT : enter(device, &g);
-  if (rc != NVML_SUCCESS)
-    return rc;
-  *index = device->index;
-  return leave(NVML_SUCCESS);
+  nvmlReturn_t rc = ok ? enter(device, &g) : NVML_ERROR_INVALID_ARGUMENT;
+  return rc != NVML_SUCCESS ? rc : leave(fill(device, g, a, b));
 }
 
-FK_API nvmlReturn_t nvmlDeviceGetMinorNumber(nvmlDevice_t device, unsigned int *minorNumber) {
-  const struct fk_gpu *g;
-  nvmlReturn_t rc = minorNumber == NULL ? NVML_ERROR_INVALID_ARGUMENT : enter(device, &g);
-  if (rc != NVML_SUCCESS)
-    return rc;
-  *minorNumber = g->minor;
-  return leave(NVML_SUCCESS);
+/* the fills take the one signature; each uses what it needs of it */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wunused-parameter"
+static nvmlReturn_t fill_index(nvmlDevice_t device, const struct fk_gpu *g, void *a, void *b) {
+  *(unsigned int *)a = device->index;
+  return NVML_SUCCESS;
 }
 
-FK_API nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t device, nvmlMemory_t *memory) {
-  const struct fk_gpu *g;
-  nvmlReturn_t rc = memory == NULL ? NVML_ERROR_INVALID_ARGUMENT : enter(device, &g);
-  if (rc != NVML_SUCCESS)
-    return rc;
+static nvmlReturn_t fill_minor(nvmlDevice_t device, const struct fk_gpu *g, void *a, void *b) {
+  *(unsigned int *)a = g->minor;
+  return NVML_SUCCESS;
+}
+
+static nvmlReturn_t fill_memory(nvmlDevice_t device, const struct fk_gpu *g, void *a, void *b) {
+  nvmlMemory_t *memory = a;
   memory->total = g->mem_mib << 20;
   memory->free = memory->total;
   memory->used = 0;
-  return leave(NVML_SUCCESS);
+  return NVML_SUCCESS;
 }
 
-FK_API nvmlReturn_t nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t device, nvmlMemory_v2_t *memory) {
-  const struct fk_gpu *g;
-  nvmlReturn_t rc = memory == NULL ? NVML_ERROR_INVALID_ARGUMENT : enter(device, &g);
-  if (rc != NVML_SUCCESS)
-    return rc;
+static nvmlReturn_t fill_memory_v2(nvmlDevice_t device, const struct fk_gpu *g, void *a, void *b) {
+  nvmlMemory_v2_t *memory = a;
   if (memory->version != nvmlMemory_v2)
-    return leave(NVML_ERROR_ARGUMENT_VERSION_MISMATCH);
+    return NVML_ERROR_ARGUMENT_VERSION_MISMATCH;
   memory->total = g->mem_mib << 20;
   memory->reserved = 0;
   memory->free = memory->total;
   memory->used = 0;
-  return leave(NVML_SUCCESS);
+  return NVML_SUCCESS;
+}
+
+static nvmlReturn_t fill_pci(nvmlDevice_t device, const struct fk_gpu *g, void *a, void *b) {
+  pci_fill(g->domain, g->bus, g->dev, a);
+  return NVML_SUCCESS;
+}
+
+static nvmlReturn_t fill_arch(nvmlDevice_t device, const struct fk_gpu *g, void *a, void *b) {
+  *(nvmlDeviceArchitecture_t *)a = g->arch;
+  return NVML_SUCCESS;
+}
+
+static nvmlReturn_t fill_cc(nvmlDevice_t device, const struct fk_gpu *g, void *a, void *b) {
+  *(int *)a = g->cc_major;
+  *(int *)b = g->cc_minor;
+  return NVML_SUCCESS;
+}
+
+static nvmlReturn_t fill_brand(nvmlDevice_t device, const struct fk_gpu *g, void *a, void *b) {
+  *(nvmlBrandType_t *)a = NVML_BRAND_TESLA;
+  return NVML_SUCCESS;
+}
+
+static nvmlReturn_t fill_mig(nvmlDevice_t device, const struct fk_gpu *g, void *a, void *b) {
+  *(unsigned int *)a = NVML_DEVICE_MIG_DISABLE;
+  *(unsigned int *)b = NVML_DEVICE_MIG_DISABLE;
+  return NVML_SUCCESS;
+}
+#pragma GCC diagnostic pop
+
+FK_API nvmlReturn_t nvmlDeviceGetIndex(nvmlDevice_t device, unsigned int *index) {
+  return answer(device, index != NULL, fill_index, index, NULL);
+}
+
+FK_API nvmlReturn_t nvmlDeviceGetMinorNumber(nvmlDevice_t device, unsigned int *minorNumber) {
+  return answer(device, minorNumber != NULL, fill_minor, minorNumber, NULL);
+}
+
+FK_API nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t device, nvmlMemory_t *memory) {
+  return answer(device, memory != NULL, fill_memory, memory, NULL);
+}
+
+FK_API nvmlReturn_t nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t device, nvmlMemory_v2_t *memory) {
+  return answer(device, memory != NULL, fill_memory_v2, memory, NULL);
 }
 
 FK_API nvmlReturn_t nvmlDeviceGetPciInfo_v3(nvmlDevice_t device, nvmlPciInfo_t *pci) {
-  const struct fk_gpu *g;
-  nvmlReturn_t rc = pci == NULL ? NVML_ERROR_INVALID_ARGUMENT : enter(device, &g);
-  if (rc != NVML_SUCCESS)
-    return rc;
-  pci_fill(g->domain, g->bus, g->dev, pci);
-  return leave(NVML_SUCCESS);
+  return answer(device, pci != NULL, fill_pci, pci, NULL);
 }
 
 FK_API nvmlReturn_t nvmlDeviceGetPciInfo_v2(nvmlDevice_t device, nvmlPciInfo_t *pci) {
@@ -404,91 +442,74 @@ FK_API nvmlReturn_t nvmlDeviceGetPciInfo(nvmlDevice_t device, gs_fake_pci_info_v
 }
 
 FK_API nvmlReturn_t nvmlDeviceGetArchitecture(nvmlDevice_t device, nvmlDeviceArchitecture_t *arch) {
-  const struct fk_gpu *g;
-  nvmlReturn_t rc = arch == NULL ? NVML_ERROR_INVALID_ARGUMENT : enter(device, &g);
-  if (rc != NVML_SUCCESS)
-    return rc;
-  *arch = g->arch;
-  return leave(NVML_SUCCESS);
+  return answer(device, arch != NULL, fill_arch, arch, NULL);
 }
 
 FK_API nvmlReturn_t nvmlDeviceGetCudaComputeCapability(nvmlDevice_t device, int *major, int *minor) {
-  const struct fk_gpu *g;
-  nvmlReturn_t rc =
-      major == NULL || minor == NULL ? NVML_ERROR_INVALID_ARGUMENT : enter(device, &g);
-  if (rc != NVML_SUCCESS)
-    return rc;
-  *major = g->cc_major;
-  *minor = g->cc_minor;
-  return leave(NVML_SUCCESS);
+  return answer(device, major != NULL && minor != NULL, fill_cc, major, minor);
 }
 
 FK_API nvmlReturn_t nvmlDeviceGetBrand(nvmlDevice_t device, nvmlBrandType_t *type) {
-  const struct fk_gpu *g;
-  nvmlReturn_t rc = type == NULL ? NVML_ERROR_INVALID_ARGUMENT : enter(device, &g);
-  if (rc != NVML_SUCCESS)
-    return rc;
-  *type = NVML_BRAND_TESLA;
-  return leave(NVML_SUCCESS);
+  return answer(device, type != NULL, fill_brand, type, NULL);
 }
 
 FK_API nvmlReturn_t nvmlDeviceGetMigMode(nvmlDevice_t device, unsigned int *currentMode,
                                          unsigned int *pendingMode) {
-  const struct fk_gpu *g;
-  nvmlReturn_t rc = currentMode == NULL || pendingMode == NULL ? NVML_ERROR_INVALID_ARGUMENT
-                                                               : enter(device, &g);
-  if (rc != NVML_SUCCESS)
-    return rc;
-  *currentMode = NVML_DEVICE_MIG_DISABLE;
-  *pendingMode = NVML_DEVICE_MIG_DISABLE;
-  return leave(NVML_SUCCESS);
+  return answer(device, currentMode != NULL && pendingMode != NULL, fill_mig, currentMode,
+                pendingMode);
 }
 
 /* ---- topology ------------------------------------------------------------- */
 
-static nvmlReturn_t link_enter(nvmlDevice_t device, unsigned int link, const struct fk_gpu **g) {
-  nvmlReturn_t rc = enter(device, g);
+/* One answer about a link: answer()'s shape, and a link index out of range
+ * is INVALID_ARGUMENT, one with nothing behind it NOT_SUPPORTED (the board
+ * has fewer links). `fill` gets the link and the GPU behind it: a peer's
+ * index or FK_SWITCH. */
+typedef nvmlReturn_t (*fk_link_fill)(unsigned int link, int peer, void *out);
+
+static nvmlReturn_t link_answer(nvmlDevice_t device, unsigned int link, void *out,
+                                fk_link_fill fill) {
+  const struct fk_gpu *g;
+  nvmlReturn_t rc = out == NULL ? NVML_ERROR_INVALID_ARGUMENT : enter(device, &g);
+  int peer;
   if (rc != NVML_SUCCESS)
     return rc;
   if (link >= NVML_NVLINK_MAX_LINKS)
     return leave(NVML_ERROR_INVALID_ARGUMENT);
+  peer = link < FK_LINKS_MAX ? link_peer[device->index][link] : FK_NONE;
+  return leave(peer == FK_NONE ? NVML_ERROR_NOT_SUPPORTED : fill(link, peer, out));
+}
+
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wunused-parameter"
+static nvmlReturn_t fill_link_state(unsigned int link, int peer, void *out) {
+  *(nvmlEnableState_t *)out = NVML_FEATURE_ENABLED;
   return NVML_SUCCESS;
 }
 
-/* The GPU behind a link: a peer's index, FK_SWITCH, or FK_NONE for a link
- * index the board does not have (answered NOT_SUPPORTED). */
-static int peer_of(nvmlDevice_t device, unsigned int link) {
-  return link < FK_LINKS_MAX ? link_peer[device->index][link] : FK_NONE;
+static nvmlReturn_t fill_link_pci(unsigned int link, int peer, void *out) {
+  if (peer == FK_SWITCH) /* one NVSwitch per link index, off the GPUs' buses */
+    pci_fill(0, 0xe0 + link, 0, out);
+  else
+    pci_fill(inv->gpu[peer].domain, inv->gpu[peer].bus, inv->gpu[peer].dev, out);
+  return NVML_SUCCESS;
 }
+
+static nvmlReturn_t fill_link_type(unsigned int link, int peer, void *out) {
+  *(nvmlIntNvLinkDeviceType_t *)out =
+      peer == FK_SWITCH ? NVML_NVLINK_DEVICE_TYPE_SWITCH : NVML_NVLINK_DEVICE_TYPE_GPU;
+  return NVML_SUCCESS;
+}
+#pragma GCC diagnostic pop
 
 FK_API nvmlReturn_t nvmlDeviceGetNvLinkState(nvmlDevice_t device, unsigned int link,
                                              nvmlEnableState_t *isActive) {
-  const struct fk_gpu *g;
-  nvmlReturn_t rc = isActive == NULL ? NVML_ERROR_INVALID_ARGUMENT : link_enter(device, link, &g);
-  if (rc != NVML_SUCCESS)
-    return rc;
-  /* a link with nothing behind it: the board has fewer links */
-  if (peer_of(device, link) == FK_NONE)
-    return leave(NVML_ERROR_NOT_SUPPORTED);
-  *isActive = NVML_FEATURE_ENABLED;
-  return leave(NVML_SUCCESS);
+  return link_answer(device, link, isActive, fill_link_state);
 }
 
 FK_API nvmlReturn_t nvmlDeviceGetNvLinkRemotePciInfo_v2(nvmlDevice_t device, unsigned int link,
                                                         nvmlPciInfo_t *pci) {
-  const struct fk_gpu *g;
-  int peer;
-  nvmlReturn_t rc = pci == NULL ? NVML_ERROR_INVALID_ARGUMENT : link_enter(device, link, &g);
-  if (rc != NVML_SUCCESS)
-    return rc;
-  peer = peer_of(device, link);
-  if (peer == FK_NONE)
-    return leave(NVML_ERROR_NOT_SUPPORTED);
-  if (peer == FK_SWITCH) /* one NVSwitch per link index, off the GPUs' buses */
-    pci_fill(0, 0xe0 + link, 0, pci);
-  else
-    pci_fill(inv->gpu[peer].domain, inv->gpu[peer].bus, inv->gpu[peer].dev, pci);
-  return leave(NVML_SUCCESS);
+  return link_answer(device, link, pci, fill_link_pci);
 }
 
 FK_API nvmlReturn_t nvmlDeviceGetNvLinkRemotePciInfo(nvmlDevice_t device, unsigned int link,
@@ -503,16 +524,7 @@ FK_API nvmlReturn_t nvmlDeviceGetNvLinkRemotePciInfo(nvmlDevice_t device, unsign
 
 FK_API nvmlReturn_t nvmlDeviceGetNvLinkRemoteDeviceType(nvmlDevice_t device, unsigned int link,
                                                         nvmlIntNvLinkDeviceType_t *type) {
-  const struct fk_gpu *g;
-  int peer;
-  nvmlReturn_t rc = type == NULL ? NVML_ERROR_INVALID_ARGUMENT : link_enter(device, link, &g);
-  if (rc != NVML_SUCCESS)
-    return rc;
-  peer = peer_of(device, link);
-  if (peer == FK_NONE)
-    return leave(NVML_ERROR_NOT_SUPPORTED);
-  *type = peer == FK_SWITCH ? NVML_NVLINK_DEVICE_TYPE_SWITCH : NVML_NVLINK_DEVICE_TYPE_GPU;
-  return leave(NVML_SUCCESS);
+  return link_answer(device, link, type, fill_link_type);
 }
 
 FK_API nvmlReturn_t nvmlDeviceGetTopologyCommonAncestor(nvmlDevice_t device1, nvmlDevice_t device2,
@@ -558,14 +570,23 @@ FK_API nvmlReturn_t nvmlDeviceGetP2PStatus(nvmlDevice_t device1, nvmlDevice_t de
 #define FK_EVENTS_SUPPORTED (nvmlEventTypeXidCriticalError | nvmlEventTypeDoubleBitEccError | \
                              nvmlEventTypeSingleBitEccError)
 
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wunused-parameter"
+static nvmlReturn_t fill_events(nvmlDevice_t device, const struct fk_gpu *g, void *a, void *b) {
+  *(unsigned long long *)a = FK_EVENTS_SUPPORTED;
+  return NVML_SUCCESS;
+}
+
+static nvmlReturn_t fill_no_processes(nvmlDevice_t device, const struct fk_gpu *g, void *a,
+                                      void *b) {
+  *(unsigned int *)a = 0;
+  return NVML_SUCCESS;
+}
+#pragma GCC diagnostic pop
+
 FK_API nvmlReturn_t nvmlDeviceGetSupportedEventTypes(nvmlDevice_t device,
                                                      unsigned long long *eventTypes) {
-  const struct fk_gpu *g;
-  nvmlReturn_t rc = eventTypes == NULL ? NVML_ERROR_INVALID_ARGUMENT : enter(device, &g);
-  if (rc != NVML_SUCCESS)
-    return rc;
-  *eventTypes = FK_EVENTS_SUPPORTED;
-  return leave(NVML_SUCCESS);
+  return answer(device, eventTypes != NULL, fill_events, eventTypes, NULL);
 }
 
 FK_API nvmlReturn_t nvmlEventSetCreate(nvmlEventSet_t *set) {
@@ -728,13 +749,8 @@ FK_NOT_SUPPORTED(nvmlDeviceGetUtilizationRates, void *utilization)
 #define FK_NO_PROCESSES(name)                                                        \
   FK_API nvmlReturn_t name(nvmlDevice_t device, unsigned int *infoCount, void *infos); \
   FK_API nvmlReturn_t name(nvmlDevice_t device, unsigned int *infoCount, void *infos) { \
-    const struct fk_gpu *g;                                                          \
-    nvmlReturn_t rc = infoCount == NULL ? NVML_ERROR_INVALID_ARGUMENT : enter(device, &g); \
     (void)infos;                                                                     \
-    if (rc != NVML_SUCCESS)                                                          \
-      return rc;                                                                     \
-    *infoCount = 0;                                                                  \
-    return leave(NVML_SUCCESS);                                                      \
+    return answer(device, infoCount != NULL, fill_no_processes, infoCount, NULL);    \
   }
 FK_NO_PROCESSES(nvmlDeviceGetComputeRunningProcesses)
 FK_NO_PROCESSES(nvmlDeviceGetComputeRunningProcesses_v2)

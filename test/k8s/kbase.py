@@ -106,6 +106,31 @@ def _die_with_parent():
     _LIBC.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
 
 
+def pid_alive(pid):
+    """True while pid runs (a zombie waiting for its reaper does not count)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return False
+
+
+def wait_pod_phase(kube, ns, name, want, timeout, explain=None):
+    """Pod ns/name (its object) once its phase is want; Fatal when it ended
+    in another phase (its status, then explain()'s text when given) or on
+    timeout."""
+    def done():
+        p = kube.get("pods", ns, name)
+        ph = p["status"].get("phase")
+        if ph == want:
+            return p
+        if ph in ("Succeeded", "Failed"):
+            more = "\n" + explain() if explain is not None else ""
+            raise Fatal(f"pod {name} ended {ph}, not {want}: {p['status']}{more}")
+        return None
+    return wait_for(done, timeout, f"pod {name} {want}", 0.2)
+
+
 class Proc:
     """One child process with its log; stopped by PID."""
 

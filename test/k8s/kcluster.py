@@ -43,7 +43,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 # test/lib, which ctest puts on PYTHONPATH
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "lib"))
 from kbase import (AUDIT_POLICY, BUILD, EXTENDER_SA, Fatal, KINDS, Kube, KubeError,
-    Proc, RESOURCES, SOURCE, START_TIMEOUT, free_port, gsutil, k8s_bin_dir, make_pki,
+    Proc, RESOURCES, SOURCE, START_TIMEOUT, free_port, gsutil, k8s_bin_dir, make_pki, pid_alive,
     wait_for, write_kubeconfig)  # noqa: F401  (re-exported: tests use kcluster.X)
 import kbase  # noqa: E402  (kbase.DIE_WITH_PARENT: `up` leaves its processes running)
 
@@ -761,15 +761,6 @@ gpushare on a real control plane ({cp.version}), all on loopback:
 
   tools/dev.sh cluster --down     stops it""")
     return 0
-
-
-def pid_alive(pid):
-    """True while pid runs (a zombie waiting for its reaper does not count)."""
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except (OSError, IndexError):
-        return False
 
 
 def cmd_down(args):

@@ -34,7 +34,7 @@ import time
 
 import yaml
 
-from kbase import Fatal, Proc, START_TIMEOUT, free_port, k8s_bin_dir, wait_for
+from kbase import Fatal, Proc, START_TIMEOUT, free_port, k8s_bin_dir, pid_alive, wait_for
 import kimages
 
 CGROUP_FS = "/sys/fs/cgroup"
@@ -117,16 +117,8 @@ def _kill_and_wait(pids, timeout=20):
         except ProcessLookupError:
             pass
     deadline = time.time() + timeout
-    while time.time() < deadline and any(os.path.exists(f"/proc/{p}") and _alive(p) for p in pids):
+    while time.time() < deadline and any(os.path.exists(f"/proc/{p}") and pid_alive(p) for p in pids):
         time.sleep(0.05)
-
-
-def _alive(pid):
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except (OSError, IndexError):
-        return False
 
 
 def teardown(state):

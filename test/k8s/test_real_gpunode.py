@@ -21,6 +21,7 @@ import unittest
 
 import yaml
 
+import kbase
 import kcluster
 import kimages
 import knode
@@ -186,15 +187,7 @@ class PodCase(RealCase):
                            accept="*/*").read().decode()
 
     def wait_phase(self, name, want, timeout=180):
-        def done():
-            p = self.k.get("pods", self.ns, name)
-            ph = p["status"].get("phase")
-            if ph == want:
-                return p
-            if ph in ("Succeeded", "Failed"):
-                raise Fatal(f"pod {name} ended {ph}, not {want}: {p['status']}\n{self.explain()}")
-            return None
-        return wait_for(done, timeout, f"pod {name} {want}", 0.2)
+        return kbase.wait_pod_phase(self.k, self.ns, name, want, timeout, self.explain)
 
     def gs_env(self, name):
         """The gpushare keys of the env the container printed."""

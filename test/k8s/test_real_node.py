@@ -13,10 +13,11 @@ import unittest
 
 import yaml
 
+import kbase
 import kcluster
 import kimages
 import knode
-from kcluster import ControlPlane, Fatal, wait_for
+from kcluster import ControlPlane, wait_for
 
 cp = None
 node = None
@@ -62,14 +63,7 @@ def phase(name, ns="default"):
 
 
 def wait_phase(name, want, ns="default", timeout=120):
-    def done():
-        ph, p = phase(name, ns)
-        if ph == want:
-            return p
-        if ph in ("Succeeded", "Failed"):
-            raise Fatal(f"pod {name} ended {ph}, not {want}: {p['status']}")
-        return None
-    return wait_for(done, timeout, f"pod {name} {want}", 0.2)
+    return kbase.wait_pod_phase(cp.admin, ns, name, want, timeout)
 
 
 class NodeRuns(unittest.TestCase):

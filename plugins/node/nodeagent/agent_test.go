@@ -11,6 +11,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -184,6 +185,44 @@ func (r *rig) plugin(t *testing.T, res string) pluginapi.DevicePluginClient {
 	return pluginapi.NewDevicePluginClient(conn)
 }
 
+// watchCtx opens ListAndWatch on the agent's server for res, until ctx ends.
+func (r *rig) watchCtx(t *testing.T, ctx context.Context, res string) pluginapi.DevicePlugin_ListAndWatchClient {
+	t.Helper()
+	stream, err := r.plugin(t, res).ListAndWatch(ctx, &pluginapi.Empty{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return stream
+}
+
+// watch is watchCtx until the test ends.
+func (r *rig) watch(t *testing.T, res string) pluginapi.DevicePlugin_ListAndWatchClient {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	return r.watchCtx(t, ctx, res)
+}
+
+// recv is the stream's next list; an error fails the test.
+func recv(t *testing.T, stream pluginapi.DevicePlugin_ListAndWatchClient) *pluginapi.ListAndWatchResponse {
+	t.Helper()
+	l, err := stream.Recv()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+// unhealthyGPUs waits for ConfigMap kube-system/unhealthy-gpu-<node> to say gpus=want.
+func (r *rig) unhealthyGPUs(t *testing.T, want string) {
+	t.Helper()
+	eventually(t, "ConfigMap kube-system/unhealthy-gpu-"+node+" gpus="+strconv.Quote(want), func() bool {
+		cm, err := r.client.CoreV1().ConfigMaps("kube-system").Get(context.Background(), "unhealthy-gpu-"+node,
+			metav1.GetOptions{})
+		return err == nil && cm.Data["gpus"] == want
+	})
+}
+
 func allocate(t *testing.T, c pluginapi.DevicePluginClient, n int) (*pluginapi.ContainerAllocateResponse, error) {
 	t.Helper()
 	req := &pluginapi.ContainerAllocateRequest{}
@@ -223,24 +262,13 @@ func TestRegistrationListAndWatchAllocate(t *testing.T) {
 	}
 
 	mem := r.plugin(t, cagent.ResourceMem)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	stream, err := mem.ListAndWatch(ctx, &pluginapi.Empty{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	first, err := stream.Recv()
-	if err != nil {
-		t.Fatal(err)
-	}
+	stream := r.watch(t, cagent.ResourceMem)
+	first := recv(t, stream)
 	if len(first.Devices) != 32 || health(first.Devices)["Healthy"] != 32 ||
 		first.Devices[0].ID != uuid0+"-_-0" || first.Devices[31].ID != uuid1+"-_-15" {
 		t.Fatalf("devices: %d %v", len(first.Devices), health(first.Devices))
 	}
-	count, err := r.plugin(t, cagent.ResourceCount).ListAndWatch(ctx, &pluginapi.Empty{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	count := r.watch(t, cagent.ResourceCount)
 	if c, err := count.Recv(); err != nil || len(c.Devices) != 2 || c.Devices[1].ID != uuid1 {
 		t.Fatalf("gpu-count devices: %v %v", c, err)
 	}
@@ -305,27 +333,16 @@ func TestRegistrationListAndWatchAllocate(t *testing.T) {
 	if err := os.WriteFile(r.invPath, []byte(inventory(false)), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	next, err := stream.Recv()
-	if err != nil {
-		t.Fatal(err)
-	}
+	next := recv(t, stream)
 	if h := health(next.Devices); h["Healthy"] != 16 || h["Unhealthy"] != 16 {
 		t.Fatalf("after GPU 1 failed: %v", h)
 	}
-	eventually(t, "ConfigMap kube-system/unhealthy-gpu-gpu-a gpus=1", func() bool {
-		cm, err := r.client.CoreV1().ConfigMaps("kube-system").Get(context.Background(), "unhealthy-gpu-"+node,
-			metav1.GetOptions{})
-		return err == nil && cm.Data["gpus"] == "1"
-	})
+	r.unhealthyGPUs(t, "1")
 	// and healthy again: gpus ""
 	if err := os.WriteFile(r.invPath, []byte(inventory(true)), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "ConfigMap kube-system/unhealthy-gpu-gpu-a gpus empty", func() bool {
-		cm, err := r.client.CoreV1().ConfigMaps("kube-system").Get(context.Background(), "unhealthy-gpu-"+node,
-			metav1.GetOptions{})
-		return err == nil && cm.Data["gpus"] == ""
-	})
+	r.unhealthyGPUs(t, "")
 }
 
 func TestMPSAnd128MiB(t *testing.T) {
@@ -334,12 +351,7 @@ func TestMPSAnd128MiB(t *testing.T) {
 	r := start(t, "", 128, gpuNode("mps"), p) // mode from the node's label
 	r.kubelet.registrations(t, 2)
 	mem := r.plugin(t, cagent.ResourceMem)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	stream, err := mem.ListAndWatch(ctx, &pluginapi.Empty{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	stream := r.watch(t, cagent.ResourceMem)
 	if l, err := stream.Recv(); err != nil || len(l.Devices) != 256 {
 		t.Fatalf("128 MiB devices: %v", err)
 	}
@@ -376,13 +388,7 @@ func TestReregistersWhenTheKubeletRestarts(t *testing.T) {
 	if len(regs) != 3 {
 		t.Fatalf("re-registration: %v", regs)
 	}
-	whole := r.plugin(t, cagent.ResourceWhole)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	stream, err := whole.ListAndWatch(ctx, &pluginapi.Empty{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	stream := r.watch(t, cagent.ResourceWhole)
 	if l, err := stream.Recv(); err != nil || len(l.Devices) != 2 || l.Devices[0].ID != uuid0 {
 		t.Fatalf("whole GPUs after re-registration: %v %v", l, err)
 	}
@@ -425,10 +431,7 @@ func TestStartsOverStaleSockets(t *testing.T) {
 	t.Cleanup(func() { cancel(); <-done })
 	k.registrations(t, 2)
 	r := &rig{root: root}
-	stream, err := r.plugin(t, cagent.ResourceMem).ListAndWatch(ctx, &pluginapi.Empty{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	stream := r.watch(t, cagent.ResourceMem)
 	if l, err := stream.Recv(); err != nil || len(l.Devices) != 32 {
 		t.Fatalf("devices after a restart over stale sockets: %v", err)
 	}

@@ -67,14 +67,7 @@ func TestNVMLDevicesInBothUnits(t *testing.T) {
 		r, _ := startNVML(t, c.unit)
 		r.kubelet.registrations(t, 2)
 		ctx, cancel := context.WithCancel(context.Background())
-		stream, err := r.plugin(t, cagent.ResourceMem).ListAndWatch(ctx, &pluginapi.Empty{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp, err := stream.Recv()
-		if err != nil {
-			t.Fatal(err)
-		}
+		resp := recv(t, r.watchCtx(t, ctx, cagent.ResourceMem))
 		n := c.per0 + c.per1
 		first, last := ids(resp.Devices)
 		if len(resp.Devices) != n || health(resp.Devices)["Healthy"] != n ||
@@ -82,10 +75,7 @@ func TestNVMLDevicesInBothUnits(t *testing.T) {
 			resp.Devices[c.per0].ID != fakeUUID1+"-_-0" || last != fakeUUID1+"-_-"+strconv.Itoa(c.per1-1) {
 			t.Fatalf("unit %d: %d devices %v, %s … %s", c.unit, len(resp.Devices), health(resp.Devices), first, last)
 		}
-		count, err := r.plugin(t, cagent.ResourceCount).ListAndWatch(ctx, &pluginapi.Empty{})
-		if err != nil {
-			t.Fatal(err)
-		}
+		count := r.watchCtx(t, ctx, cagent.ResourceCount)
 		if got, err := count.Recv(); err != nil || len(got.Devices) != 2 ||
 			got.Devices[0].ID != fakeUUID0 || got.Devices[1].ID != fakeUUID1 {
 			t.Fatalf("gpu-count devices: %v %v", got, err)
@@ -117,12 +107,7 @@ func TestNVMLTopologyAndHealth(t *testing.T) {
 		return err == nil && n.Annotations[TopologyAnnotation] == topo
 	})
 
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	stream, err := r.plugin(t, cagent.ResourceMem).ListAndWatch(ctx, &pluginapi.Empty{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	stream := r.watch(t, cagent.ResourceMem)
 	if first, err := stream.Recv(); err != nil || health(first.Devices)["Healthy"] != 47 {
 		t.Fatalf("first list: %v", err)
 	}
@@ -138,10 +123,7 @@ func TestNVMLTopologyAndHealth(t *testing.T) {
 	if err := f.Close(); err != nil {
 		t.Fatal(err)
 	}
-	next, err := stream.Recv()
-	if err != nil {
-		t.Fatal(err)
-	}
+	next := recv(t, stream)
 	for _, d := range next.Devices {
 		want := pluginapi.Healthy
 		if strings.HasPrefix(d.ID, fakeUUID1) {
@@ -154,11 +136,7 @@ func TestNVMLTopologyAndHealth(t *testing.T) {
 	if h := health(next.Devices); h["Healthy"] != 15 || h["Unhealthy"] != 32 {
 		t.Fatalf("after GPU 1's XID 48: %v", h)
 	}
-	eventually(t, "ConfigMap kube-system/unhealthy-gpu-gpu-a gpus=1", func() bool {
-		cm, err := r.client.CoreV1().ConfigMaps("kube-system").Get(context.Background(), "unhealthy-gpu-"+node,
-			metav1.GetOptions{})
-		return err == nil && cm.Data["gpus"] == "1"
-	})
+	r.unhealthyGPUs(t, "1")
 }
 
 func TestNVMLMissing(t *testing.T) {

@@ -327,30 +327,6 @@ func (s *Shim) Sign(pod []byte) (int, string) {
 	return rc, C.GoString(sig)
 }
 
-// FilterOne is prioritize of pod on one node: its code, reason and score,
-// from the same verb as Filter's (the nodes are independent lanes). It
-// leaves Filter's kept buffers alone.
-func (s *Shim) FilterOne(pod []byte, name string, nowNs int64) (int, string, int64) {
-	// Go memory without Go pointers, read and written by C during the call
-	// only (the name array holds C strings)
-	names := [2]*C.char{s.cname(name), nil}
-	var code C.int
-	var score C.int64_t
-	var reason [reasonMax]C.char
-	var rc int
-	withBytes(pod, func(b *C.char, l C.size_t) {
-		rc = int(C.gs_shim_filter(s.c, b, l, &names[0], 1, nil, C.int64_t(nowNs), &code, &reason[0],
-			&score))
-	})
-	switch {
-	case rc != OK && rc != ScoreOnly:
-		return rc, C.GoString(&reason[0]), 0
-	case int(code) != OK:
-		return int(code), C.GoString(&reason[0]), 0
-	}
-	return OK, "", int64(score)
-}
-
 // Reserve pod on node: the annotations its Binding carries.
 func (s *Shim) Reserve(pod []byte, node string, nowNs int64) (int, map[string]string, string) {
 	var annots *C.char

@@ -429,11 +429,11 @@ static void refused(const struct gs_agent_config *cfg, uint64_t n, json_t *pod, 
 static void test_refusals(void **state) {
   (void)state;
   struct gs_agent_config cfg = cfg_of(GS_UNIT_GIB, GS_MODE_SHARE);
+  const char *no_match = "no pending pod on node gpu-a has a container asking "
+                         "aliyun.com/gpu-mem: 4 with a gpushare allocation not yet assigned";
   json_t *p;
 
-  refused(&cfg, 4, mem_pod("p1", 2, "{\"0\":{\"0\":2}}", 1), GS_ENOTFOUND,
-          "no pending pod on node gpu-a has a container asking aliyun.com/gpu-mem: 4 with a "
-          "gpushare allocation not yet assigned");
+  refused(&cfg, 4, mem_pod("p1", 2, "{\"0\":{\"0\":2}}", 1), GS_ENOTFOUND, no_match);
   refused(&cfg, 4, mem_pod("bare", 4, NULL, 1), GS_ENOTFOUND,
           "pod default/bare asks aliyun.com/gpu-mem: 4 but carries no gpushare allocation "
           "(annotation scheduler.framework.gpushare.allocation): it was not placed by gpushare's "
@@ -449,29 +449,25 @@ static void test_refusals(void **state) {
           "pod default/junk: its allocation cannot be read: "
           "Pod.metadata.annotations[\"scheduler.framework.gpushare.allocation\"]: "
           "invalid JSON: '}' expected near end of file");
-  /* an already assigned pod, a running one, one on another node: no match */
-  p = mem_pod("done", 4, "{\"0\":{\"0\":4}}", 1);
-  json_object_set_new(json_object_get(json_object_get(p, "metadata"), "annotations"),
-                      GS_ANN_ASSIGNED, json_string("true"));
-  refused(&cfg, 4, p, GS_ENOTFOUND,
-          "no pending pod on node gpu-a has a container asking aliyun.com/gpu-mem: 4 with a "
-          "gpushare allocation not yet assigned");
-  p = mem_pod("done-legacy", 4, "{\"0\":{\"0\":4}}", 1);
-  json_object_set_new(json_object_get(json_object_get(p, "metadata"), "annotations"),
-                      GS_ANN_LEGACY_ASSIGNED, json_string("true"));
-  refused(&cfg, 4, p, GS_ENOTFOUND,
-          "no pending pod on node gpu-a has a container asking aliyun.com/gpu-mem: 4 with a "
-          "gpushare allocation not yet assigned");
-  p = mem_pod("running", 4, "{\"0\":{\"0\":4}}", 1);
-  json_object_set_new(json_object_get(p, "status"), "phase", json_string("Running"));
-  refused(&cfg, 4, p, GS_ENOTFOUND,
-          "no pending pod on node gpu-a has a container asking aliyun.com/gpu-mem: 4 with a "
-          "gpushare allocation not yet assigned");
-  p = mem_pod("elsewhere", 4, "{\"0\":{\"0\":4}}", 1);
-  json_object_set_new(json_object_get(p, "spec"), "nodeName", json_string("gpu-b"));
-  refused(&cfg, 4, p, GS_ENOTFOUND,
-          "no pending pod on node gpu-a has a container asking aliyun.com/gpu-mem: 4 with a "
-          "gpushare allocation not yet assigned");
+  /* an already assigned pod (either annotation), a running one, one on another node: no
+   * match; each is the same pod with one field set */
+  static const struct {
+    const char *name, *part, *key, *value; /* part: "annotations" (of metadata), or a top key */
+  } unmatched[] = {
+      {"done", "annotations", GS_ANN_ASSIGNED, "true"},
+      {"done-legacy", "annotations", GS_ANN_LEGACY_ASSIGNED, "true"},
+      {"running", "status", "phase", "Running"},
+      {"elsewhere", "spec", "nodeName", "gpu-b"},
+  };
+  for (size_t i = 0; i < sizeof unmatched / sizeof unmatched[0]; i++) {
+    json_t *part;
+    p = mem_pod(unmatched[i].name, 4, "{\"0\":{\"0\":4}}", 1);
+    part = strcmp(unmatched[i].part, "annotations") == 0
+               ? json_object_get(json_object_get(p, "metadata"), "annotations")
+               : json_object_get(p, unmatched[i].part);
+    json_object_set_new(part, unmatched[i].key, json_string(unmatched[i].value));
+    refused(&cfg, 4, p, GS_ENOTFOUND, no_match);
+  }
 
   /* an annotated pod wins over an older bare one: the refusal is only when none matches */
   json_t *pods = json_array(), *a;

@@ -19,6 +19,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../test_files.h"
+
 #define LIB GS_FAKENVML_DIR "/libnvidia-ml.so.1"
 
 /* the DGX-1 (V100) block of `nvidia-smi topo -m` (test/data/topologies) */
@@ -36,21 +38,14 @@ static const char *const DGX1[8][8] = {
 static char inv_path[64];
 
 static void append(const char *text) {
-  FILE *f = fopen(inv_path, "a");
-  assert_non_null(f);
-  assert_true(fputs(text, f) >= 0);
-  assert_int_equal(fclose(f), 0);
+  gs_test_write(inv_path, text, "a");
 }
 
 /* eight GPUs, the last four of 16 GiB, minors in reverse */
 static int setup(void **state) {
   char line[160];
-  int fd;
   (void)state;
-  snprintf(inv_path, sizeof inv_path, "/tmp/gs-agent-nvml-XXXXXX");
-  fd = mkstemp(inv_path);
-  assert_true(fd >= 0);
-  close(fd);
+  gs_test_temp_file(inv_path, sizeof inv_path, "gs-agent-nvml-");
   for (int i = 0; i < 8; i++) {
     snprintf(line, sizeof line,
              "gpu mem=%d uuid=GPU-d9x1-%04d minor=%d name=Tesla V100-SXM2-32GB\n",

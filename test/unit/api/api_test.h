@@ -13,6 +13,7 @@
 #include <cmocka.h>
 
 #include "api.h"
+#include "../test_files.h"
 
 /* The vendored copy under test/data (reference/kube-fixtures: verbatim, see
  * its README): a fresh clone has it, no path outside the checkout is read. */
@@ -21,38 +22,18 @@ static inline FILE *open_shared(const char *rel, char *path, size_t cap) {
   return fopen(path, "rb");
 }
 
-/* Reads a whole file (malloc'd, NUL-terminated); fails the test if absent. */
-static inline char *read_file_or_fail(FILE *f, const char *path, size_t *ret_len) {
-  char *buf;
-  long len;
-  if (f == NULL)
-    fail_msg("cannot open %s", path);
-  assert_int_equal(fseek(f, 0, SEEK_END), 0);
-  len = ftell(f);
-  assert_true(len >= 0);
-  rewind(f);
-  buf = malloc((size_t)len + 1);
-  assert_non_null(buf);
-  assert_int_equal(fread(buf, 1, (size_t)len, f), (size_t)len);
-  buf[len] = '\0';
-  fclose(f);
-  if (ret_len != NULL)
-    *ret_len = (size_t)len;
-  return buf;
-}
-
 /* A file under test/data/api. */
 static inline char *read_data(const char *name, size_t *ret_len) {
   char path[1024];
   snprintf(path, sizeof path, "%s/api/%s", GS_TEST_DATA, name);
-  return read_file_or_fail(fopen(path, "rb"), path, ret_len);
+  return gs_test_read(fopen(path, "rb"), path, ret_len);
 }
 
 /* A file under shared/reference/kube-fixtures. */
 static inline char *read_fixture(const char *name, size_t *ret_len) {
   char rel[512], path[1024];
   snprintf(rel, sizeof rel, "reference/kube-fixtures/%s", name);
-  return read_file_or_fail(open_shared(rel, path, sizeof path), path, ret_len);
+  return gs_test_read(open_shared(rel, path, sizeof path), path, ret_len);
 }
 
 static inline json_t *parse_or_fail(const char *text) {

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include "../test_files.h"
 
 /* Vendored copies of the shared data/topologies (the shared directory is
  * not there on a fresh machine); see test/data/topologies. */
@@ -23,28 +24,10 @@
 
 /* ---- helpers ------------------------------------------------------------ */
 
-static char *slurp(const char *path, size_t *ret_len) {
-  FILE *f = fopen(path, "rb");
-  char *buf;
-  long len;
-  assert_non_null(f);
-  assert_int_equal(fseek(f, 0, SEEK_END), 0);
-  len = ftell(f);
-  assert_true(len >= 0);
-  rewind(f);
-  buf = malloc((size_t)len + 1);
-  assert_non_null(buf);
-  assert_int_equal(fread(buf, 1, (size_t)len, f), (size_t)len);
-  buf[len] = '\0';
-  fclose(f);
-  *ret_len = (size_t)len;
-  return buf;
-}
-
 static char *slurp_topo(const char *name, size_t *ret_len) {
   char path[512];
   snprintf(path, sizeof path, "%s/%s", TOPO_DIR, name);
-  return slurp(path, ret_len);
+  return gs_test_slurp(path, ret_len);
 }
 
 /* Parses a vendored file that must be accepted. */
@@ -297,7 +280,7 @@ static void check_dir(const char *dir, unsigned *ret_ok, unsigned *ret_refused) 
     if (e->d_name[0] == '.')
       continue;
     snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-    text = slurp(path, &len);
+    text = gs_test_slurp(path, &len);
     t = malloc(sizeof *t);
     assert_non_null(t);
     memset(&diag, 0, sizeof diag);

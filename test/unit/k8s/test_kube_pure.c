@@ -11,23 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static char *slurp(const char *path, size_t *ret_len) {
-  FILE *f = fopen(path, "rb");
-  char *buf;
-  long n;
-  assert_non_null(f);
-  fseek(f, 0, SEEK_END);
-  n = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  buf = malloc((size_t)n + 1);
-  assert_non_null(buf);
-  assert_int_equal(fread(buf, 1, (size_t)n, f), (size_t)n);
-  buf[n] = '\0';
-  fclose(f);
-  *ret_len = (size_t)n;
-  return buf;
-}
+#include "../test_files.h"
 
 /* ---- NDJSON ---------------------------------------------------------------- */
 
@@ -72,7 +56,7 @@ static void check_fixture_lines(struct lines *l) {
 
 static void test_ndjson_fixture_every_split(void **state) {
   size_t len;
-  char *data = slurp(GS_TEST_DATA "/k8s/watch-events-decoded.ndjson", &len);
+  char *data = gs_test_slurp(GS_TEST_DATA "/k8s/watch-events-decoded.ndjson", &len);
   (void)state;
   /* One split point anywhere, then every chunk size from 1 byte up. */
   for (size_t cut = 0; cut <= len; cut++) {
@@ -132,7 +116,7 @@ static void test_ndjson_crlf_blank_cap_stop(void **state) {
 
 static void test_status_fixture(void **state) {
   size_t len;
-  char *body = slurp(GS_TEST_DATA "/k8s/status-404-notfound.json", &len);
+  char *body = gs_test_slurp(GS_TEST_DATA "/k8s/status-404-notfound.json", &len);
   struct gs__kube_status st;
   (void)state;
   gs__kube_status_decode(body, len, 404, &st);
@@ -302,7 +286,7 @@ static void test_lease_decide(void **state) {
 
 static void test_lease_json(void **state) {
   size_t len;
-  char *text = slurp(GS_TEST_DATA "/k8s/lease.json", &len);
+  char *text = gs_test_slurp(GS_TEST_DATA "/k8s/lease.json", &len);
   json_t *obj = json_loadb(text, len, 0, NULL), *back;
   struct gs__lease_spec s, s2;
   (void)state;
@@ -338,7 +322,7 @@ static void test_lease_json(void **state) {
  * wrong token. */
 static void test_list_peek_continue(void **state) {
   size_t len;
-  char *raw = slurp(GS_TEST_DATA "/reference/kube-fixtures/list-response-raw-http.txt", &len);
+  char *raw = gs_test_slurp(GS_TEST_DATA "/reference/kube-fixtures/list-response-raw-http.txt", &len);
   const char *body = strstr(raw, "\r\n\r\n");
   char *with, *got;
   static const struct {

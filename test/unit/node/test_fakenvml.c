@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include "../test_files.h"
 
 #define LIB GS_FAKENVML_DIR "/libnvidia-ml.so.1"
 
@@ -52,26 +53,7 @@ typedef nvmlReturn_t (*f_handle)(unsigned int, nvmlDevice_t *);
 typedef nvmlReturn_t (*f_text)(nvmlDevice_t, char *, unsigned int);
 
 static void write_file(const char *text, const char *mode) {
-  FILE *f = fopen(inv_path, mode);
-  assert_non_null(f);
-  assert_int_equal(fputs(text, f) >= 0, 1);
-  assert_int_equal(fclose(f), 0);
-}
-
-static char *slurp(const char *path) {
-  FILE *f = fopen(path, "rb");
-  char *buf;
-  long len;
-  assert_non_null(f);
-  assert_int_equal(fseek(f, 0, SEEK_END), 0);
-  len = ftell(f);
-  rewind(f);
-  buf = malloc((size_t)len + 1);
-  assert_non_null(buf);
-  assert_int_equal(fread(buf, 1, (size_t)len, f), (size_t)len);
-  buf[len] = '\0';
-  fclose(f);
-  return buf;
+  gs_test_write(inv_path, text, mode);
 }
 
 /* The DGX-1 matrix from its nvidia-smi text, and an inventory of it. */
@@ -79,7 +61,7 @@ static struct gs_topo dgx1;
 
 static void dgx1_inventory(const char *extra) {
   char cell[GS_TOPO_CELL_MAX], line[256];
-  char *text = slurp(GS_TEST_DATA "/topologies/dgx1_v100_topo-m.txt");
+  char *text = gs_test_slurp(GS_TEST_DATA "/topologies/dgx1_v100_topo-m.txt", NULL);
   FILE *f;
   assert_int_equal(gs_topo_parse_text(text, strlen(text), &dgx1, NULL), GS_EOK);
   free(text);
@@ -106,12 +88,8 @@ static void dgx1_inventory(const char *extra) {
 }
 
 static int setup(void **state) {
-  int fd;
   (void)state;
-  snprintf(inv_path, sizeof inv_path, "/tmp/gs-fakenvml-XXXXXX");
-  fd = mkstemp(inv_path);
-  assert_true(fd >= 0);
-  close(fd);
+  gs_test_temp_file(inv_path, sizeof inv_path, "gs-fakenvml-");
   lib = dlopen(LIB, RTLD_NOW | RTLD_LOCAL);
   if (lib == NULL)
     fail_msg("dlopen %s: %s", LIB, dlerror());

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include "../test_files.h"
 
 #define LIB GS_FAKENVML_DIR "/libnvidia-ml.so.1"
 #define TOPO_DIR GS_TEST_DATA "/topologies"
@@ -22,27 +23,7 @@
 static char inv_path[64];
 
 static void write_file(const char *text, const char *mode) {
-  FILE *f = fopen(inv_path, mode);
-  assert_non_null(f);
-  assert_true(fputs(text, f) >= 0);
-  assert_int_equal(fclose(f), 0);
-}
-
-static char *slurp(const char *path, size_t *ret_len) {
-  FILE *f = fopen(path, "rb");
-  char *buf;
-  long len;
-  assert_non_null(f);
-  assert_int_equal(fseek(f, 0, SEEK_END), 0);
-  len = ftell(f);
-  rewind(f);
-  buf = malloc((size_t)len + 1);
-  assert_non_null(buf);
-  assert_int_equal(fread(buf, 1, (size_t)len, f), (size_t)len);
-  buf[len] = '\0';
-  fclose(f);
-  *ret_len = (size_t)len;
-  return buf;
+  gs_test_write(inv_path, text, mode);
 }
 
 /* An inventory of t's GPUs (16 GiB each) and matrix; an all-NV<k> matrix
@@ -72,12 +53,8 @@ static void inventory_of(const struct gs_topo *t) {
 }
 
 static int setup(void **state) {
-  int fd;
   (void)state;
-  snprintf(inv_path, sizeof inv_path, "/tmp/gs-nvml-XXXXXX");
-  fd = mkstemp(inv_path);
-  assert_true(fd >= 0);
-  close(fd);
+  gs_test_temp_file(inv_path, sizeof inv_path, "gs-nvml-");
   setenv("GS_FAKE_NVML_INVENTORY", inv_path, 1);
   return 0;
 }
@@ -139,7 +116,7 @@ static void test_topo_equals_text(void **state) {
     struct gs_nvml *nv;
     struct gs_diag diag = {{0}, {0}};
     snprintf(path, sizeof path, "%s/%s", TOPO_DIR, samples[s]);
-    text = slurp(path, &len);
+    text = gs_test_slurp(path, &len);
     memset(want, 0, sizeof *want);
     assert_int_equal(gs_topo_parse_text(text, len, want, NULL), GS_EOK);
     free(text);
