@@ -202,7 +202,8 @@ class PodCase(RealCase):
 
 class GpuNode(PodCase):
     """gpushare-node on gpu-real-a; the tests run in the issue's order of
-    importance (1, 2, 8, 3, 7, 6, 5, 4) and leave the agent as they found it."""
+    importance (1, 2, 8, 3, 7, 6, 5, 4, then init containers and cgpu) and
+    leave the agent as they found it."""
 
     def assert_env_is_allocation(self, name, unit_mib=1024, mps=False):
         """The container's env equals its allocation annotation, and the
@@ -444,6 +445,28 @@ class GpuNode(PodCase):
                                    "GPUSHARE_GPU_MEM_UNIT_MIB": "1024"})
         self.assertIn(f"pod={self.ns}/with-init container=prepare init=true", Agent.proc.tail(20000))
         self.assert_ledger_is_truth()
+
+    def test_9b_cgpu_node_gets_the_cgpu_env(self):
+        """A cgpu node: the Aliyun amounts in GiB with the cap per GPU, and
+        the GPUs for the cGPU module (docs/node-agent.md, "cgpu nodes")."""
+        self.k.patch("nodes", None, NODE, {"metadata": {"labels": {"ack.node.gpu.schedule": "cgpu"}}})
+        try:
+            Agent.restart(32, mode="cgpu")
+            self.create(gpu_pod("cgpu-two", 8, gpus=2))
+            self.wait_phase("cgpu-two", "Succeeded")
+            p = self.k.get("pods", self.ns, "cgpu-two")
+            self.assertEqual(json.loads(p["metadata"]["annotations"][ALLOC]), {"0": {"0": 4, "1": 4}})
+            self.assertEqual(self.gs_env("cgpu-two"), {
+                "NVIDIA_VISIBLE_DEVICES": ",".join(UUIDS), "ALIYUN_COM_GPU_VISIBLE_DEVICES": ",".join(UUIDS),
+                "ALIYUN_COM_GPU_MEM_IDX": "0,1", "ALIYUN_COM_GPU_MEM_POD": "8",
+                "ALIYUN_COM_GPU_MEM_CONTAINER": "4", "ALIYUN_COM_GPU_MEM_DEV": "16",
+                "GPUSHARE_GPU_MEM_LIMIT_MIB": "4096,4096", "GPUSHARE_GPU_MEM_UNIT_MIB": "1024"})
+        finally:
+            self.k.patch("nodes", None, NODE, {"metadata": {"labels": {"ack.node.gpu.schedule": "share"}}})
+            for q in self.pods():
+                self.k.delete("pods", self.ns, q["metadata"]["name"], grace=0)
+            wait_for(lambda: not self.pods(), 120, "the test's pods gone", 0.2)
+            Agent.restart(32)
 
 
 # Aliyun's device plugin in its pod's environment: in-cluster configuration
