@@ -53,7 +53,7 @@ static json_t *pod(const char *name, const char *resource, const uint64_t *inits
     json_t *arr = json_array();
     for (size_t i = 0; i < (init ? ni : na); i++) {
       uint64_t u = init ? inits[i] : apps[i];
-      char cname[16], q[24];
+      char cname[24], q[24];
       snprintf(cname, sizeof cname, "%s%zu", init ? "i" : "c", i);
       snprintf(q, sizeof q, "%llu", (unsigned long long)u);
       json_t *c = json_pack("{ss}", "name", cname);
