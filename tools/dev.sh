@@ -13,9 +13,11 @@
 #                        in-process plugin); then build with ASan+UBSan and
 #                        run every test, the real control-plane tier included
 #                        (ctest's summary last)
-#   tools/dev.sh cluster [--down]
+#   tools/dev.sh cluster [--down] [--fake-nodes]
 #                        start (stop) a local real control plane with gpushare
-#                        wired in; prints how to point kubectl at it
+#                        wired in and two real nodes (kubelet, containerd,
+#                        gpushare-node, fake GPUs) that run deploy/samples/;
+#                        prints how to point kubectl at it
 #   tools/dev.sh setup   install the Debian packages the project needs
 #   tools/dev.sh build   build into build/ (RelWithDebInfo)
 # Runs as root on a fresh Debian 12 machine (apt-get installs what is missing).
@@ -68,7 +70,9 @@ case "${1:-help}" in
     setup
     build "$root/build" -DCMAKE_BUILD_TYPE=RelWithDebInfo
     "$root/test/k8s/build.sh" "$root/build/k8s/bin"
-    GS_BUILD_DIR="$root/build" exec python3 "$root/test/k8s/kcluster.py" up
+    # the real nodes' device plugin (gpushare-node) beside the kubelet
+    "$root/plugins/node/build.sh" "$root/build" "$root/build/k8s/bin"
+    GS_BUILD_DIR="$root/build" exec python3 "$root/test/k8s/kcluster.py" up "${@:2}"
     ;;
   demo)
     # tools/dev.sh demo [--keep-running] [CLUSTER.yaml]

@@ -45,9 +45,13 @@
 #define GS_AGENT_ENV_UNIT "GPUSHARE_GPU_MEM_UNIT_MIB"
 #define GS_AGENT_ENV_MPS_LIMIT "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT"
 #define GS_AGENT_ENV_MPS_PIPE "CUDA_MPS_PIPE_DIRECTORY"
+/* cgpu nodes: the GPUs Aliyun's cGPU kernel module isolates (its memory cap
+ * is ALIYUN_COM_GPU_MEM_CONTAINER of ALIYUN_COM_GPU_MEM_DEV, in GiB there) */
+#define GS_AGENT_ENV_CGPU_VISIBLE "ALIYUN_COM_GPU_VISIBLE_DEVICES"
 
 /* Annotations the agent patches on a pod after Allocate. */
 #define GS_AGENT_ANN_CONTAINERS "gpushare.io/allocated-containers"
+#define GS_AGENT_ANN_INIT_CONTAINERS "gpushare.io/allocated-init-containers"
 #define GS_AGENT_ANN_ASSIGN_TIME "ALIYUN_COM_GPU_MEM_ASSIGN_TIME"
 
 /* One GPU of the node; its index is its position in the inventory (NVML's
@@ -139,13 +143,21 @@ char *gs_agent_topology(const struct gs_agent_inventory *inv);
  * PodList object with "items"). The matching rule (docs/node-agent.md):
  * candidates are the pods with spec.nodeName == node, phase Pending, not
  * being deleted, carrying a gpushare allocation not yet assigned; a
- * candidate's next container is its first container (spec.containers
- * order) that asks resource and is not listed in
+ * candidate's next container is, in the kubelet's order, its first init
+ * container (spec.initContainers) asking resource not listed in
+ * gpushare.io/allocated-init-containers, else its first app container
+ * (spec.containers) asking resource not listed in
  * gpushare.io/allocated-containers; it matches when that container asks
  * exactly n. Among matches the first by (assume time, namespace, name, UID)
- * wins. On success *ret_json (free it) is
+ * wins. An init container gets its own request over the pod's GPUs (all of
+ * them, n/M each, for memory; the first n for whole GPUs): it runs before
+ * the app containers, on memory the scheduler reserved as
+ * max(init, sum of app). On cgpu nodes the Aliyun amount keys count in GiB
+ * (what the cGPU module reads) and ALIYUN_COM_GPU_MEM_CONTAINER is the cap
+ * per GPU; an amount that is not whole GiB is refused (GS_ERANGE).
+ * On success *ret_json (free it) is
  *   {"pod":{"namespace","name","uid"},"container":"<name>","containerIndex":i,
- *    "envs":{…},"mounts":[{"hostPath","containerPath","readOnly"}],
+ *    "init":false,"envs":{…},"mounts":[{"hostPath","containerPath","readOnly"}],
  *    "annotations":{…}}
  * where "annotations" is what to merge-patch on the pod (the container
  * recorded; once every container is served the pod marked assigned and its

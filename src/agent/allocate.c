@@ -24,6 +24,16 @@ struct cand {
   int64_t assume_ns;
   const char *ns, *name, *uid;
   uint32_t container; /* the pod's next container asking the resource */
+  bool init;          /* ... an init container (spec.initContainers[container]) */
+};
+
+/* What a pod's containers ask of the resource, in the kubelet's order of
+ * Allocate calls: init containers, then app containers. */
+struct asks {
+  const struct gs_pod_request *req;
+  bool whole;
+  uint32_t ninit;
+  uint64_t init[GS_MAX_CONTAINERS];
 };
 
 static int cand_cmp(const void *pa, const void *pb) {
@@ -47,10 +57,11 @@ static const char *annotation(const json_t *pod, const char *key) {
   return json_is_string(v) ? json_string_value(v) : NULL;
 }
 
-/* gpushare.io/allocated-containers "0,2" → mask; malformed → all unset
- * (the agent wrote it: a hand edit only makes a container eligible again). */
-static uint64_t served_containers(const json_t *pod) {
-  const char *s = annotation(pod, GS_AGENT_ANN_CONTAINERS);
+/* gpushare.io/allocated-containers (or -init-containers) "0,2" → mask;
+ * malformed → all unset (the agent wrote it: a hand edit only makes a
+ * container eligible again). */
+static uint64_t served_containers(const json_t *pod, const char *key) {
+  const char *s = annotation(pod, key);
   uint64_t mask = 0;
   char *end;
   while (s != NULL && *s != '\0') {
@@ -63,20 +74,55 @@ static uint64_t served_containers(const json_t *pod) {
   return mask;
 }
 
-static uint64_t asks(const struct gs_pod_request *req, bool whole, uint32_t c) {
-  return whole ? req->whole_gpus[c] : req->mem_units[c];
+static uint64_t asks(const struct asks *k, bool init, uint32_t c) {
+  if (init)
+    return k->init[c];
+  return k->whole ? k->req->whole_gpus[c] : k->req->mem_units[c];
 }
 
-/* The first container asking the resource not yet served, or false. */
-static bool next_container(const struct gs_pod_request *req, bool whole, uint64_t served,
-                           uint32_t *ret) {
-  for (uint32_t c = 0; c < req->ncontainers; c++) {
-    if (asks(req, whole, c) > 0 && !(served >> c & 1)) {
+/* The first container asking the resource not yet served: init containers
+ * first (the kubelet admits them first), then app containers; or false. */
+static bool next_container(const struct asks *k, uint64_t served, uint64_t served_init,
+                           uint32_t *ret, bool *ret_init) {
+  for (uint32_t c = 0; c < k->ninit; c++) {
+    if (asks(k, true, c) > 0 && !(served_init >> c & 1)) {
       *ret = c;
+      *ret_init = true;
+      return true;
+    }
+  }
+  for (uint32_t c = 0; c < k->req->ncontainers; c++) {
+    if (asks(k, false, c) > 0 && !(served >> c & 1)) {
+      *ret = c;
+      *ret_init = false;
       return true;
     }
   }
   return false;
+}
+
+/* True when app container c is the one the scheduler charges the init
+ * containers' excess to: the first asking the resource, else container 0. */
+static bool is_charged(const struct asks *k, uint32_t c) {
+  for (uint32_t i = 0; i < k->req->ncontainers; i++) {
+    if (asks(k, false, i) > 0)
+      return i == c;
+  }
+  return c == 0;
+}
+
+static uint64_t whole_sum(const struct gs_pod_request *req) {
+  uint64_t sum = 0;
+  for (uint32_t i = 0; i < req->ncontainers && i < GS_MAX_CONTAINERS; i++)
+    sum += req->whole_gpus[i];
+  return sum;
+}
+
+static enum gs_err asks_decode(const json_t *pod, const char *resource,
+                               const struct gs_pod_request *req, bool whole, struct asks *ret) {
+  ret->req = req;
+  ret->whole = whole;
+  return gs_api_pod_init_asks(pod, resource, ret->init, &ret->ninit, NULL);
 }
 
 static bool is_waiting(const json_t *pod, const char *node) {
@@ -89,9 +135,12 @@ static bool is_waiting(const json_t *pod, const char *node) {
          gs_api_pod_name(pod) != NULL && gs_api_pod_uid(pod) != NULL;
 }
 
-static const char *container_name(const json_t *pod, uint32_t c) {
+static const char *container_name(const json_t *pod, bool init, uint32_t c) {
   const json_t *v = json_object_get(
-      json_array_get(json_object_get(json_object_get(pod, "spec"), "containers"), c), "name");
+      json_array_get(json_object_get(json_object_get(pod, "spec"),
+                                     init ? "initContainers" : "containers"),
+                     c),
+      "name");
   return json_is_string(v) ? json_string_value(v) : "";
 }
 
@@ -145,53 +194,166 @@ static enum gs_err assigned_patch(const json_t *pod, bool whole, int64_t now_ns,
   return rc != 0 ? GS_ENOMEM : GS_EOK;
 }
 
-/* What the chosen container receives. */
-static enum gs_err answer(const struct gs_agent_config *cfg, const struct gs_agent_inventory *inv,
-                          const char *node, const struct cand *w, const struct gs_pod_request *req,
-                          const struct gs_api_alloc *a, bool whole, uint64_t n, int64_t now_ns,
-                          char **ret_json, struct gs_diag *diag) {
-  char visible[GS_MAX_GPUS * (GS_AGENT_UUID_MAX + 1)] = "", idx[GS_MAX_GPUS * 4] = "";
-  char limit[GS_MAX_GPUS * 24] = "", mps[GS_MAX_GPUS * 32] = "", served[GS_MAX_CONTAINERS * 4] = "";
-  uint64_t pod_units = 0, mine = 0, first_gpu = UINT64_MAX, ordinal = 0;
-  uint64_t done = served_containers(w->pod) | UINT64_C(1) << w->container;
-  json_t *out = NULL, *envs, *mounts, *anns;
-  uint32_t ignored;
-  enum gs_err err = GS_ENOMEM;
+/* One GPU of the served container and the memory it may use there. */
+struct share {
+  uint32_t gpu;
+  uint64_t mib;
+};
+
+/* The GPUs and memory of the chosen container: an app container's from its
+ * parts of the allocation; an init container's own request over the pod's
+ * GPUs (the union of the parts, ascending): n/M MiB-units on each of the M
+ * for memory, the first n for whole GPUs. Checked against the node. */
+static enum gs_err shares_of(const struct gs_agent_inventory *inv, const char *node,
+                             const struct cand *w, const struct gs_api_alloc *a, bool whole,
+                             uint64_t n, uint64_t excess, struct share ret[GS_MAX_GPUS],
+                             uint32_t *ret_n, struct gs_diag *diag) {
+  bool on[GS_MAX_GPUS] = {false};
+  uint32_t k = 0, m = 0, ngpus = 0;
+  uint64_t mine = 0;
 
   for (uint32_t i = 0; i < a->nparts; i++) {
     const struct gs_alloc_part *p = &a->parts[i];
-    pod_units += p->units;
-    if (p->container != w->container)
-      continue;
     if (p->gpu >= inv->n) {
       gs_diag_set(diag, "", "pod %s/%s: its allocation names GPU %" PRIu32 ", but node %s has %" PRIu32 " GPUs (0-%" PRIu32 ")",
                   w->ns, w->name, p->gpu, node, inv->n, inv->n - 1);
       return GS_ERANGE;
     }
-    if (!whole && p->units * a->unit_mib > inv->gpu[p->gpu].mem_mib) {
+    if (!w->init && p->container == w->container && k < GS_MAX_GPUS) {
+      ret[k++] = (struct share){p->gpu, p->units * a->unit_mib};
+      mine += whole ? 1 : p->units;
+    }
+    if (!on[p->gpu])
+      ngpus++;
+    on[p->gpu] = true;
+  }
+  if (w->init) {
+    if (!whole && (ngpus == 0 || n % ngpus != 0)) {
+      gs_diag_set(diag, "",
+                  "pod %s/%s: its init container %s asks %" PRIu64
+                  " units, which do not divide over the pod's %" PRIu32 " GPUs",
+                  w->ns, w->name, container_name(w->pod, true, w->container), n, ngpus);
+      return GS_ERANGE;
+    }
+    for (uint32_t g = 0; g < GS_MAX_GPUS && (whole ? m < n : true); g++) {
+      if (on[g]) {
+        ret[m++] = (struct share){g, whole ? 0 : n / ngpus * a->unit_mib};
+        mine += whole ? 1 : n / ngpus;
+      }
+    }
+    k = m;
+  } else if (excess > 0 && mine == n + excess && k > 0) {
+    /* the scheduler charged an init container's excess to this container:
+     * it runs after the init containers, with its own request */
+    if (!whole && n % k != 0) {
+      gs_diag_set(diag, "",
+                  "pod %s/%s: container %s asks %" PRIu64
+                  " units, which do not divide over its %" PRIu32 " GPUs",
+                  w->ns, w->name, container_name(w->pod, false, w->container), n, k);
+      return GS_ERANGE;
+    }
+    for (uint32_t i = 0; i < k; i++)
+      ret[i].mib = whole ? 0 : n / k * a->unit_mib;
+    k = whole ? (uint32_t)n : k;
+    mine = n;
+  }
+  for (uint32_t i = 0; i < k; i++) {
+    if (!whole && ret[i].mib > inv->gpu[ret[i].gpu].mem_mib) {
       gs_diag_set(diag, "",
                   "pod %s/%s: its allocation gives GPU %" PRIu32 " %" PRIu64 " units of %" PRIu32
                   " MiB (%" PRIu64 " MiB), more than the GPU's %" PRIu64 " MiB",
-                  w->ns, w->name, p->gpu, p->units, a->unit_mib, p->units * a->unit_mib,
-                  inv->gpu[p->gpu].mem_mib);
+                  w->ns, w->name, ret[i].gpu, ret[i].mib / a->unit_mib, a->unit_mib, ret[i].mib,
+                  inv->gpu[ret[i].gpu].mem_mib);
       return GS_ERANGE;
     }
-    if (first_gpu == UINT64_MAX)
-      first_gpu = p->gpu;
-    mine += whole ? 1 : p->units;
-    list_add(visible, sizeof visible, "%s", inv->gpu[p->gpu].uuid);
-    list_add(idx, sizeof idx, "%" PRIu32, p->gpu);
-    list_add(limit, sizeof limit, "%" PRIu64, p->units * a->unit_mib);
-    /* the container's own CUDA ordinals: its GPUs in NVIDIA_VISIBLE_DEVICES order */
-    list_add(mps, sizeof mps, "%" PRIu64 "=%" PRIu64 "M", ordinal++, p->units * a->unit_mib);
   }
   if (mine != n) {
     gs_diag_set(diag, "",
-                "pod %s/%s: its allocation gives container %s %" PRIu64 " %s, but it asks %" PRIu64,
-                w->ns, w->name, container_name(w->pod, w->container), mine,
-                whole ? "GPUs" : "units", n);
+                "pod %s/%s: its allocation gives %scontainer %s %" PRIu64 " %s, but it asks %" PRIu64,
+                w->ns, w->name, w->init ? "init " : "", container_name(w->pod, w->init, w->container),
+                mine, whole ? "GPUs" : "units", n);
     return mine == 0 ? GS_EPARSE : GS_ERANGE;
   }
+  *ret_n = k;
+  return GS_EOK;
+}
+
+/* cgpu nodes: Aliyun's cGPU module caps each GPU at ALIYUN_COM_GPU_MEM_CONTAINER
+ * GiB (of ALIYUN_COM_GPU_MEM_DEV), integers: every amount of the pod must be
+ * whole GiB, and the container's GPUs must get the same. */
+static enum gs_err cgpu_check(const char *node, const struct cand *w, const struct gs_api_alloc *a,
+                              const struct share *sh, uint32_t k, struct gs_diag *diag) {
+  for (uint32_t i = 0; i < a->nparts; i++) {
+    uint64_t mib = a->parts[i].units * a->unit_mib;
+    if (mib % 1024 != 0) {
+      gs_diag_set(diag, "",
+                  "pod %s/%s: its allocation gives GPU %" PRIu32 " %" PRIu64
+                  " MiB on cgpu node %s, but the cGPU module takes whole GiB "
+                  "(ALIYUN_COM_GPU_MEM_CONTAINER): ask multiples of %" PRIu32 " units",
+                  w->ns, w->name, a->parts[i].gpu, mib, node, 1024 / a->unit_mib);
+      return GS_ERANGE;
+    }
+  }
+  for (uint32_t i = 0; i < k; i++) {
+    if (sh[i].mib % 1024 != 0 || sh[i].mib != sh[0].mib) {
+      gs_diag_set(diag, "",
+                  "pod %s/%s: container %s gets %" PRIu64 " MiB of GPU %" PRIu32 " and %" PRIu64
+                  " MiB of GPU %" PRIu32 " on cgpu node %s: the cGPU module takes one limit "
+                  "per container, in whole GiB",
+                  w->ns, w->name, container_name(w->pod, w->init, w->container), sh[0].mib,
+                  sh[0].gpu, sh[i].mib, sh[i].gpu, node);
+      return GS_ERANGE;
+    }
+  }
+  return GS_EOK;
+}
+
+/* What the chosen container receives. */
+static enum gs_err answer(const struct gs_agent_config *cfg, const struct gs_agent_inventory *inv,
+                          const char *node, const struct cand *w, const struct asks *k,
+                          const struct gs_api_alloc *a, uint64_t n, int64_t now_ns,
+                          char **ret_json, struct gs_diag *diag) {
+  char visible[GS_MAX_GPUS * (GS_AGENT_UUID_MAX + 1)] = "", idx[GS_MAX_GPUS * 4] = "";
+  char limit[GS_MAX_GPUS * 24] = "", mps[GS_MAX_GPUS * 32] = "", served[GS_MAX_CONTAINERS * 4] = "";
+  bool whole = k->whole, cgpu = cfg->mode == GS_MODE_CGPU && !whole, ignored_init;
+  uint64_t pod_mib = 0, mine_mib = 0;
+  uint64_t done = served_containers(w->pod, GS_AGENT_ANN_CONTAINERS);
+  uint64_t done_init = served_containers(w->pod, GS_AGENT_ANN_INIT_CONTAINERS);
+  /* the unit the Aliyun amount keys count in: cGPU reads GiB */
+  uint32_t key_mib = cgpu ? 1024 : a->unit_mib;
+  struct share sh[GS_MAX_GPUS];
+  json_t *out = NULL, *envs, *mounts, *anns;
+  uint32_t nsh = 0, ignored;
+  enum gs_err err;
+
+  /* the init containers' excess over the app containers, which the
+   * scheduler charges to the first container asking the resource
+   * (docs/placement.md) */
+  uint64_t excess = 0;
+  if (!w->init && is_charged(k, w->container)) {
+    excess = whole ? gs_pod_request_whole_effective(k->req) - whole_sum(k->req)
+                   : gs_pod_request_mem_effective(k->req) - gs_pod_request_mem_sum(k->req);
+  }
+  err = shares_of(inv, node, w, a, whole, n, excess, sh, &nsh, diag);
+  if (err == GS_EOK && cgpu)
+    err = cgpu_check(node, w, a, sh, nsh, diag);
+  if (err != GS_EOK)
+    return err;
+  for (uint32_t i = 0; i < a->nparts; i++)
+    pod_mib += a->parts[i].units * a->unit_mib;
+  for (uint32_t i = 0; i < nsh; i++) {
+    mine_mib += sh[i].mib;
+    list_add(visible, sizeof visible, "%s", inv->gpu[sh[i].gpu].uuid);
+    list_add(idx, sizeof idx, "%" PRIu32, sh[i].gpu);
+    list_add(limit, sizeof limit, "%" PRIu64, sh[i].mib);
+    /* the container's own CUDA ordinals: its GPUs in NVIDIA_VISIBLE_DEVICES order */
+    list_add(mps, sizeof mps, "%" PRIu32 "=%" PRIu64 "M", i, sh[i].mib);
+  }
+  if (w->init)
+    done_init |= UINT64_C(1) << w->container;
+  else
+    done |= UINT64_C(1) << w->container;
+  err = GS_ENOMEM;
   out = json_object();
   envs = json_object();
   mounts = json_array();
@@ -203,16 +365,20 @@ static enum gs_err answer(const struct gs_agent_config *cfg, const struct gs_age
   if (json_object_set_new(out, "pod",
                           json_pack("{ssssss}", "namespace", w->ns, "name", w->name, "uid",
                                     w->uid)) != 0 ||
-      set_str(out, "container", container_name(w->pod, w->container)) != 0 ||
+      set_str(out, "container", container_name(w->pod, w->init, w->container)) != 0 ||
       json_object_set_new(out, "containerIndex", json_integer(w->container)) != 0 ||
+      json_object_set_new(out, "init", json_boolean(w->init)) != 0 ||
       set_str(envs, GS_AGENT_ENV_VISIBLE, visible) != 0)
     goto out_json;
   if (!whole) {
-    if (set_str(envs, GS_AGENT_ENV_IDX, idx) != 0 || set_u64(envs, GS_AGENT_ENV_POD, pod_units) != 0 ||
-        set_u64(envs, GS_AGENT_ENV_CONTAINER, mine) != 0 ||
-        set_u64(envs, GS_AGENT_ENV_DEV, inv->gpu[first_gpu].mem_mib / a->unit_mib) != 0 ||
-        set_str(envs, GS_AGENT_ENV_LIMIT, limit) != 0 ||
-        set_u64(envs, GS_AGENT_ENV_UNIT, a->unit_mib) != 0)
+    /* on cgpu nodes the cap is per GPU (every GPU of the container gets it) */
+    if (set_str(envs, GS_AGENT_ENV_IDX, idx) != 0 ||
+        set_u64(envs, GS_AGENT_ENV_POD, pod_mib / key_mib) != 0 ||
+        set_u64(envs, GS_AGENT_ENV_CONTAINER, (cgpu ? sh[0].mib : mine_mib) / key_mib) != 0 ||
+        set_u64(envs, GS_AGENT_ENV_DEV, inv->gpu[sh[0].gpu].mem_mib / key_mib) != 0 ||
+        set_str(envs, GS_AGENT_ENV_LIMIT, limit) != 0 || set_u64(envs, GS_AGENT_ENV_UNIT, key_mib) != 0)
+      goto out_json;
+    if (cgpu && set_str(envs, GS_AGENT_ENV_CGPU_VISIBLE, visible) != 0)
       goto out_json;
     if (cfg->mode == GS_MODE_MPS &&
         (set_str(envs, GS_AGENT_ENV_MPS_LIMIT, mps) != 0 ||
@@ -223,12 +389,12 @@ static enum gs_err answer(const struct gs_agent_config *cfg, const struct gs_age
       goto out_json;
   }
   for (uint32_t c = 0; c < GS_MAX_CONTAINERS; c++) {
-    if (done >> c & 1)
+    if ((w->init ? done_init : done) >> c & 1)
       list_add(served, sizeof served, "%" PRIu32, c);
   }
-  if (set_str(anns, GS_AGENT_ANN_CONTAINERS, served) != 0)
+  if (set_str(anns, w->init ? GS_AGENT_ANN_INIT_CONTAINERS : GS_AGENT_ANN_CONTAINERS, served) != 0)
     goto out_json;
-  if (!next_container(req, whole, done, &ignored)) {
+  if (!next_container(k, done, done_init, &ignored, &ignored_init)) {
     err = assigned_patch(w->pod, whole, now_ns, anns);
     if (err != GS_EOK)
       goto out_json;
@@ -253,6 +419,7 @@ enum gs_err gs_agent_allocate(const struct gs_agent_config *cfg,
   struct cand *cands = NULL, bare = {0}, bad = {0};
   struct gs_diag bad_diag = {0};
   struct gs_pod_request *req = NULL;
+  struct asks *k = NULL;
   struct gs_api_alloc *a = NULL;
   const json_t *items;
   json_t *doc;
@@ -288,17 +455,21 @@ enum gs_err gs_agent_allocate(const struct gs_agent_config *cfg,
   err = GS_ENOMEM;
   cands = calloc(json_array_size(items) + 1, sizeof *cands);
   req = malloc(sizeof *req);
+  k = malloc(sizeof *k);
   a = malloc(sizeof *a);
-  if (cands == NULL || req == NULL || a == NULL)
+  if (cands == NULL || req == NULL || k == NULL || a == NULL)
     goto out;
   for (size_t i = 0; i < json_array_size(items); i++) {
     const json_t *pod = json_array_get(items, i);
     struct gs_diag d = {0};
-    struct cand c = {pod, 0, NULL, NULL, NULL, 0};
-    if (!is_waiting(pod, node) || gs_api_pod_decode(pod, req, NULL) != GS_EOK)
+    struct cand c = {pod, 0, NULL, NULL, NULL, 0, false};
+    if (!is_waiting(pod, node) || gs_api_pod_decode(pod, req, NULL) != GS_EOK ||
+        asks_decode(pod, resource, req, whole, k) != GS_EOK)
       continue;
-    if (!next_container(req, whole, served_containers(pod), &c.container) ||
-        asks(req, whole, c.container) != n)
+    if (!next_container(k, served_containers(pod, GS_AGENT_ANN_CONTAINERS),
+                        served_containers(pod, GS_AGENT_ANN_INIT_CONTAINERS), &c.container,
+                        &c.init) ||
+        asks(k, c.init, c.container) != n)
       continue;
     c.ns = gs_api_pod_ns(pod);
     c.name = gs_api_pod_name(pod);
@@ -348,11 +519,14 @@ enum gs_err gs_agent_allocate(const struct gs_agent_config *cfg,
   qsort(cands, ncand, sizeof *cands, cand_cmp);
   err = gs_api_pod_decode(cands[0].pod, req, NULL);
   if (err == GS_EOK)
+    err = asks_decode(cands[0].pod, resource, req, whole, k);
+  if (err == GS_EOK)
     err = gs_api_alloc_from_pod(cands[0].pod, cfg->unit_mib, a, NULL);
   if (err == GS_EOK)
-    err = answer(cfg, inv, node, &cands[0], req, a, whole, n, now_ns, ret_json, diag);
+    err = answer(cfg, inv, node, &cands[0], k, a, n, now_ns, ret_json, diag);
 out:
   free(a);
+  free(k);
   free(req);
   free(cands);
   json_decref(doc);

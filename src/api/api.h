@@ -75,6 +75,16 @@ enum gs_err gs_api_quantity_scaled_diag(const json_t *value, int e10, int b2, co
 enum gs_err gs_api_pod_decode(const json_t *pod, struct gs_pod_request *ret,
                               struct gs_diag *diag) GS_WUR;
 
+/* What each init container of pod asks of resource (aliyun.com/gpu-mem or
+ * aliyun.com/gpu: limits, else requests, as gs_api_pod_decode reads them),
+ * in spec.initContainers order, into ret[0 .. *ret_n-1] (0 for one asking
+ * nothing). gs_pod_request keeps only their maximum; the node agent serves
+ * them one by one. Errors as gs_api_pod_decode's; ret written only on
+ * success. */
+enum gs_err gs_api_pod_init_asks(const json_t *pod, const char *resource,
+                                 uint64_t ret[GS_MAX_CONTAINERS], uint32_t *ret_n,
+                                 struct gs_diag *diag) GS_WUR;
+
 /* Node → spec: name, labels (mode, placement), status.capacity
  * (aliyun.com/gpu-mem, aliyun.com/gpu-count, aliyun.com/gpu; allocatable used
  * when capacity lacks them), annotations device-resource and topology.

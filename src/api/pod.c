@@ -304,6 +304,48 @@ enum gs_err gs_api_pod_decode(const json_t *pod, struct gs_pod_request *ret,
   return GS_EOK;
 }
 
+enum gs_err gs_api_pod_init_asks(const json_t *pod, const char *resource,
+                                 uint64_t ret[GS_MAX_CONTAINERS], uint32_t *ret_n,
+                                 struct gs_diag *diag) {
+  const struct resource *res = strcmp(resource, GS_RES_GPU) == 0       ? &resources[R_GPU]
+                               : strcmp(resource, GS_RES_GPU_MEM) == 0 ? &resources[R_GPU_MEM]
+                                                                       : NULL;
+  uint64_t amt[GS_MAX_CONTAINERS];
+  char path[GS__API_PATH_MAX];
+  const json_t *spec, *arr, *c;
+  size_t i;
+  enum gs_err err;
+
+  if (res == NULL) {
+    gs_diag_set(diag, "", "unknown resource \"%s\"", resource);
+    return GS_EINVAL;
+  }
+  err = gs__api_get_object(pod, "spec", "Pod", &spec, diag);
+  if (err == GS_EOK)
+    err = gs__api_get_array(spec, "initContainers", "Pod.spec", &arr, diag);
+  if (err != GS_EOK)
+    return err;
+  if (json_array_size(arr) > GS_MAX_CONTAINERS) {
+    gs_diag_set(diag, "Pod.spec.initContainers",
+                "%zu init containers, more than the limit of %d", json_array_size(arr),
+                GS_MAX_CONTAINERS);
+    return GS_ETOOBIG;
+  }
+  json_array_foreach(arr, i, c) {
+    gs__api_path(path, "Pod.spec.initContainers[%zu]", i);
+    if (!json_is_object(c)) {
+      gs_diag_set(diag, path, "must be an object");
+      return GS_EPARSE;
+    }
+    err = container_amount(c, path, res, &amt[i], diag);
+    if (err != GS_EOK)
+      return err;
+  }
+  memcpy(ret, amt, json_array_size(arr) * sizeof amt[0]);
+  *ret_n = (uint32_t)json_array_size(arr);
+  return GS_EOK;
+}
+
 /* metadata/spec/status string member, or NULL. */
 static const char *member_string(const json_t *pod, const char *outer, const char *key) {
   const json_t *v = gs__api_get(gs__api_get(pod, outer), key);

@@ -1146,7 +1146,8 @@ class SamplesTest(unittest.TestCase):
     def test_multi_gpu(self):
         res = resource_names()
         (labels, spec), = self.pods("multi-gpu-8gib.yaml")
-        self.assertEqual([l.get(res["GS_RES_GPU_MEM"]) for l in self.limits(spec)], [8])
+        # 8 GiB in the samples' 128 MiB unit (that of share-2gib-128mib.yaml)
+        self.assertEqual([l.get(res["GS_RES_GPU_MEM"]) for l in self.limits(spec)], [64])
         self.assertEqual(labels.get(res["GS_RES_GPU_COUNT"]), "2")
 
     def test_topology_job(self):

@@ -693,20 +693,25 @@ def ledger_used(ledger):
 
 
 # -- command line: tools/dev.sh cluster ----------------------------------
-def _demo_nodes(cp, path):
+def _demo_objects(cp, path, fake_nodes):
+    """The gpushare ConfigMap of path (deploy/demo/cluster.yaml), and its
+    kubelet-less Nodes when fake_nodes. Returns the ConfigMap's unit."""
     with open(path) as f:
         docs = [d for d in yaml.safe_load_all(f) if d]
     items = [i for d in docs for i in (d["items"] if d.get("kind") == "List" else [d])]
+    unit = "1GiB"
     for obj in items:
         if obj["kind"] == "ConfigMap":
             obj["metadata"].pop("resourceVersion", None)
             cp.admin.apply(obj)
+            unit = obj.get("data", {}).get("gpuMemoryUnit", unit)
     for obj in items:
-        if obj["kind"] == "Node":
+        if obj["kind"] == "Node" and fake_nodes:
             md = obj["metadata"]
             cp.add_node(md["name"], labels=md.get("labels"), annotations=md.get("annotations"),
                         capacity={k: v for k, v in obj.get("status", {}).get("capacity", {}).items()
                                   if k.startswith("aliyun.com/")})
+    return unit
 
 
 def cmd_up(args):
@@ -718,22 +723,23 @@ def cmd_up(args):
     os.makedirs(d, exist_ok=True)
     cp = ControlPlane(d, ext_url=f"http://127.0.0.1:{args.port}")
     cp.ext_port = args.port
+    nodes = []
     try:
         cp.start()
-        _demo_nodes(cp, args.nodes)
+        unit = _demo_objects(cp, args.nodes, args.fake_nodes)
         ext = Extender(cp, port=args.port, args=("--log-level", "info"))
         ext.wait_ready()
-        # a real node (knode.py): kubelet + containerd; a share node of one
-        # 16 GiB GPU (128 units) until gpushare-node advertises its GPUs
-        import kimages
-        import knode
-        node = knode.Node(cp, name="gpu-real-a", workdir=os.path.join(d, "node"),
-                          labels={"ack.node.gpu.schedule": "share"}).start()
-        node.set_capacity({"aliyun.com/gpu-mem": "128", "aliyun.com/gpu-count": "1"})
-        cp.procs.update({"node-" + k: p for k, p in node.procs.items()})
-        atexit.unregister(node.stop)
+        # the real nodes (kgpunode.py): kubelet + containerd, GPUs of the
+        # fake NVML advertised by gpushare-node in the ConfigMap's unit
+        import kgpunode
+        nodes = kgpunode.dev_nodes(cp, d, unit)
+        for n in nodes:
+            cp.procs.update({f"{n.name}-{k}": p for k, p in n.procs.items()})
+            atexit.unregister(n.node.stop)
     except BaseException:
         print(cp.dump_logs(), file=sys.stderr)
+        for n in nodes:
+            n.stop()
         cp.stop()
         raise
     with open(os.path.join(d, "pids"), "w") as f:
@@ -742,21 +748,28 @@ def cmd_up(args):
     atexit.unregister(cp.stop)
     cp._stopped = True  # leave them running
     kubectl = os.path.join(cp.bindir, "kubectl")
+    import kimages
+    real = "\n".join(f"                   {n.name}: {n.mode}, {n.gpus} x 16 GiB "
+                     f"({n.want()['aliyun.com/gpu-mem']} units), containerd at {n.node.containerd_sock}"
+                     for n in nodes)
+    fake = ("  fake nodes       as deploy/demo/cluster.yaml, no kubelet: pods bound there stay Pending\n"
+            if args.fake_nodes else "")
     print(f"""
 gpushare on a real control plane ({cp.version}), all on loopback:
   kube-apiserver   {cp.server}
   kube-scheduler   with the extender stanza of deploy/scheduler/
-  gpushare         {ext.base}  (ledger: {ext.base}/debug/ledger)
-  nodes            as deploy/demo/cluster.yaml (unit 128MiB), no kubelet: pods stay Pending once bound;
-                   gpu-real-a, a real kubelet + containerd (share, 1 x 16 GiB patched in): its pods
-                   run, from images imported into its containerd ({kimages.BUSYBOX} is there):
-                   ctr --address {node.containerd_sock} -n k8s.io images import IMAGE.tar
-  logs             {d}/*.log
+  gpushare         {ext.base}  (ledger: {ext.base}/debug/ledger), unit {unit}
+  real nodes       kubelet + containerd + gpushare-node over the fake NVML (GPUs without GPUs):
+{real}
+{fake}  images           {kimages.BUSYBOX} is on the nodes (no registry): use it, or import
+                   one: ctr --address CONTAINERD_SOCK -n k8s.io images import IMAGE.tar
+  logs             {d}/*.log, {d}/nodes/*/*.log
 
   export KUBECONFIG={cp.kubeconfig}
   export PATH={os.path.dirname(kubectl)}:$PATH
-  kubectl apply -f deploy/samples/
+  kubectl apply -f deploy/samples/      # written for this cluster's {unit} unit: all Running
   kubectl get pods -o wide
+  kubectl logs share-2gib               # the env gpushare-node gave it
   build/tools/inspect/gpushare-inspect --url {ext.base} -d
 
   tools/dev.sh cluster --down     stops it""")
@@ -787,9 +800,9 @@ def cmd_down(args):
             except ProcessLookupError:
                 pass
         print(f"cluster: stopped {name.strip()} (pid {pid})")
-    import knode
-    if knode.down(os.path.join(d, "node")):  # shims, mounts, cgroups, bridge
-        print("cluster: node gpu-real-a torn down")
+    import kgpunode
+    for name in kgpunode.down(d):  # shims, mounts, cgroups, bridge
+        print(f"cluster: node {name} torn down")
     os.remove(pidfile)
     return 0
 
@@ -801,7 +814,10 @@ def main(argv=None):
     up = sub.add_parser("up")
     up.add_argument("--dir", default=os.path.join(SOURCE, "build", "cluster"))
     up.add_argument("--port", type=int, default=32766)
-    up.add_argument("--nodes", default=os.path.join(SOURCE, "deploy", "demo", "cluster.yaml"))
+    up.add_argument("--nodes", default=os.path.join(SOURCE, "deploy", "demo", "cluster.yaml"),
+                    help="the gpushare ConfigMap (and, with --fake-nodes, Nodes) to apply")
+    up.add_argument("--fake-nodes", action="store_true",
+                    help="also the kubelet-less Nodes of --nodes (pods bound there stay Pending)")
     down = sub.add_parser("down")
     down.add_argument("--dir", default=os.path.join(SOURCE, "build", "cluster"))
     args = ap.parse_args(argv)

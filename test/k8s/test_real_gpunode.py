@@ -182,17 +182,18 @@ class PodCase(RealCase):
     """A RealCase whose pods really run: their phase, their log, the
     gpushare keys of the env they print."""
 
-    def pod_log(self, name):
-        return self.k.open("GET", f"/api/v1/namespaces/{self.ns}/pods/{name}/log",
+    def pod_log(self, name, container=None):
+        q = f"?container={container}" if container else ""
+        return self.k.open("GET", f"/api/v1/namespaces/{self.ns}/pods/{name}/log{q}",
                            accept="*/*").read().decode()
 
     def wait_phase(self, name, want, timeout=180):
         return kbase.wait_pod_phase(self.k, self.ns, name, want, timeout, self.explain)
 
-    def gs_env(self, name):
+    def gs_env(self, name, container=None):
         """The gpushare keys of the env the container printed."""
         out = {}
-        for line in self.pod_log(name).splitlines():
+        for line in self.pod_log(name, container).splitlines():
             k, _, v = line.partition("=")
             if k.startswith(GS_ENV):
                 out[k] = v
@@ -201,7 +202,8 @@ class PodCase(RealCase):
 
 class GpuNode(PodCase):
     """gpushare-node on gpu-real-a; the tests run in the issue's order of
-    importance (1, 2, 8, 3, 7, 6, 5, 4) and leave the agent as they found it."""
+    importance (1, 2, 8, 3, 7, 6, 5, 4, then init containers and cgpu) and
+    leave the agent as they found it."""
 
     def assert_env_is_allocation(self, name, unit_mib=1024, mps=False):
         """The container's env equals its allocation annotation, and the
@@ -412,6 +414,57 @@ class GpuNode(PodCase):
             self.k.patch("nodes", None, NODE, {"metadata": {"labels": {"ack.node.gpu.schedule": "share"}}})
             for p in self.pods():
                 self.k.delete("pods", self.ns, p["metadata"]["name"], grace=0)
+            wait_for(lambda: not self.pods(), 120, "the test's pods gone", 0.2)
+            Agent.restart(32)
+
+    def test_9_init_container(self):
+        """An init container asking more than the app container (6 > 4):
+        the scheduler reserves 6 and charges the excess to the app
+        container's annotation; the kubelet calls Allocate for the init
+        container first, and each container prints its own amount on the
+        same GPU (docs/node-agent.md, "Init containers")."""
+        pod = gpu_pod("with-init", 4)
+        pod["spec"]["initContainers"] = [{
+            "name": "prepare", "image": kimages.BUSYBOX, "command": ["sh", "-c", "env"],
+            "resources": {"limits": {"aliyun.com/gpu-mem": "6"}}}]
+        self.create(pod)
+        p = self.wait_phase("with-init", "Succeeded")
+        ann = p["metadata"]["annotations"]
+        (gpu, units), = json.loads(ann[ALLOC])["0"].items()
+        self.assertEqual(units, 6)
+        self.assertEqual((ann["gpushare.io/allocated-init-containers"],
+                          ann["gpushare.io/allocated-containers"],
+                          ann["scheduler.framework.gpushare.assigned"]), ("0", "0", "true"))
+        init = self.gs_env("with-init", container="prepare")
+        app = self.gs_env("with-init")
+        for env, mine in ((init, 6), (app, 4)):
+            self.assertEqual(env, {"NVIDIA_VISIBLE_DEVICES": UUIDS[int(gpu)], "ALIYUN_COM_GPU_MEM_IDX": gpu,
+                                   "ALIYUN_COM_GPU_MEM_POD": "6", "ALIYUN_COM_GPU_MEM_CONTAINER": str(mine),
+                                   "ALIYUN_COM_GPU_MEM_DEV": "16",
+                                   "GPUSHARE_GPU_MEM_LIMIT_MIB": str(mine * 1024),
+                                   "GPUSHARE_GPU_MEM_UNIT_MIB": "1024"})
+        self.assertIn(f"pod={self.ns}/with-init container=prepare init=true", Agent.proc.tail(20000))
+        self.assert_ledger_is_truth()
+
+    def test_9b_cgpu_node_gets_the_cgpu_env(self):
+        """A cgpu node: the Aliyun amounts in GiB with the cap per GPU, and
+        the GPUs for the cGPU module (docs/node-agent.md, "cgpu nodes")."""
+        self.k.patch("nodes", None, NODE, {"metadata": {"labels": {"ack.node.gpu.schedule": "cgpu"}}})
+        try:
+            Agent.restart(32, mode="cgpu")
+            self.create(gpu_pod("cgpu-two", 8, gpus=2))
+            self.wait_phase("cgpu-two", "Succeeded")
+            p = self.k.get("pods", self.ns, "cgpu-two")
+            self.assertEqual(json.loads(p["metadata"]["annotations"][ALLOC]), {"0": {"0": 4, "1": 4}})
+            self.assertEqual(self.gs_env("cgpu-two"), {
+                "NVIDIA_VISIBLE_DEVICES": ",".join(UUIDS), "ALIYUN_COM_GPU_VISIBLE_DEVICES": ",".join(UUIDS),
+                "ALIYUN_COM_GPU_MEM_IDX": "0,1", "ALIYUN_COM_GPU_MEM_POD": "8",
+                "ALIYUN_COM_GPU_MEM_CONTAINER": "4", "ALIYUN_COM_GPU_MEM_DEV": "16",
+                "GPUSHARE_GPU_MEM_LIMIT_MIB": "4096,4096", "GPUSHARE_GPU_MEM_UNIT_MIB": "1024"})
+        finally:
+            self.k.patch("nodes", None, NODE, {"metadata": {"labels": {"ack.node.gpu.schedule": "share"}}})
+            for q in self.pods():
+                self.k.delete("pods", self.ns, q["metadata"]["name"], grace=0)
             wait_for(lambda: not self.pods(), 120, "the test's pods gone", 0.2)
             Agent.restart(32)
 

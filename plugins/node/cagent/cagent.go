@@ -227,6 +227,7 @@ type Answer struct {
 	Pod            *PodRef           `json:"pod"`
 	Container      string            `json:"container"`
 	ContainerIndex int               `json:"containerIndex"`
+	Init           bool              `json:"init"` // an init container (spec.initContainers)
 	Envs           map[string]string `json:"envs"`
 	Mounts         []Mount           `json:"mounts"`
 	Annotations    map[string]string `json:"annotations"`

@@ -217,8 +217,8 @@ func (a *Agent) allocate(ctx context.Context, resource string, n uint64) (*plugi
 			types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
 			return nil, fmt.Errorf("marking pod %s/%s assigned: %w", ans.Pod.Namespace, ans.Pod.Name, err)
 		}
-		a.o.Logf("level=info msg=\"allocated\" resource=%s devices=%d pod=%s/%s container=%s env=%q",
-			resource, n, ans.Pod.Namespace, ans.Pod.Name, ans.Container, fmt.Sprint(ans.Envs))
+		a.o.Logf("level=info msg=\"allocated\" resource=%s devices=%d pod=%s/%s container=%s init=%t env=%q",
+			resource, n, ans.Pod.Namespace, ans.Pod.Name, ans.Container, ans.Init, fmt.Sprint(ans.Envs))
 	}
 	resp := &pluginapi.ContainerAllocateResponse{Envs: ans.Envs}
 	for _, m := range ans.Mounts {

@@ -400,6 +400,49 @@ static void test_helpers(void **state) {
   assert_false(gs_api_pod_is_terminal(NULL));
 }
 
+/* gs_api_pod_init_asks: each init container's amount in order (limits,
+ * else requests; 0 for one asking nothing), the same diagnostics as the
+ * pod's decode, ret untouched on error. */
+static void test_init_asks(void **state) {
+  (void)state;
+  uint64_t got[GS_MAX_CONTAINERS] = {0};
+  uint32_t n = 99;
+  struct gs_diag d = {0};
+  json_t *pod = json_loads(
+      "{\"spec\":{\"initContainers\":[{\"name\":\"a\",\"resources\":{\"limits\":"
+      "{\"aliyun.com/gpu-mem\":\"6\"}}},{\"name\":\"b\"},{\"name\":\"c\",\"resources\":"
+      "{\"requests\":{\"aliyun.com/gpu-mem\":2,\"aliyun.com/gpu\":\"1\"}}}]}}",
+      0, NULL);
+  assert_non_null(pod);
+  assert_int_equal(gs_api_pod_init_asks(pod, GS_RES_GPU_MEM, got, &n, &d), GS_EOK);
+  assert_int_equal(n, 3);
+  assert_int_equal(got[0], 6);
+  assert_int_equal(got[1], 0);
+  assert_int_equal(got[2], 2);
+  assert_int_equal(gs_api_pod_init_asks(pod, GS_RES_GPU, got, &n, &d), GS_EOK);
+  assert_int_equal(got[0], 0);
+  assert_int_equal(got[2], 1);
+  assert_int_equal(gs_api_pod_init_asks(pod, "nvidia.com/gpu", got, &n, &d), GS_EINVAL);
+  assert_string_equal(d.text, "unknown resource \"nvidia.com/gpu\"");
+  json_decref(pod);
+  /* no init containers; a bad quantity (ret unchanged) */
+  pod = json_loads("{\"spec\":{\"containers\":[]}}", 0, NULL);
+  assert_int_equal(gs_api_pod_init_asks(pod, GS_RES_GPU_MEM, got, &n, &d), GS_EOK);
+  assert_int_equal(n, 0);
+  json_decref(pod);
+  pod = json_loads("{\"spec\":{\"initContainers\":[{\"resources\":{\"limits\":"
+                   "{\"aliyun.com/gpu-mem\":\"1.5\"}}}]}}",
+                   0, NULL);
+  memset(&d, 0, sizeof d);
+  got[0] = 42;
+  assert_int_not_equal(gs_api_pod_init_asks(pod, GS_RES_GPU_MEM, got, &n, &d), GS_EOK);
+  assert_string_equal(d.where,
+                      "Pod.spec.initContainers[0].resources.limits[\"aliyun.com/gpu-mem\"]");
+  assert_int_equal(got[0], 42);
+  assert_int_equal(n, 0);
+  json_decref(pod);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_fixture_pod),   cmocka_unit_test(test_share_multi),
@@ -408,6 +451,7 @@ int main(void) {
       cmocka_unit_test(test_errors),
       cmocka_unit_test(test_bad_gpu_count_label),        cmocka_unit_test(test_caps),
       cmocka_unit_test(test_gang_labels),   cmocka_unit_test(test_helpers),
+      cmocka_unit_test(test_init_asks),
   };
   return cmocka_run_group_tests_name("api_pod", tests, NULL, NULL);
 }
