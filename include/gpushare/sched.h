@@ -79,6 +79,21 @@ void gs_sched_pod_gone(struct gs_sched *s, const char *uid);
 size_t gs_sched_kept_count(struct gs_sched *s);
 size_t gs_sched_retry_kept(struct gs_sched *s);
 
+/* ---- DRA claims (docs/dra.md) ------------------------------------------
+ * An allocated ResourceClaim's memory on GPUs of a node gpushare manages,
+ * as the front end's feed resolved it (kind GS_ALLOC_CLAIM, parts in MiB or
+ * GS_CLAIM_WHOLE, keyed by the claim's UID): used memory to every filter,
+ * prioritize, bind, Reserve and preemption, never a victim. */
+
+/* Records or replaces the claim's charge in one step. GS_EAGAIN: the node is
+ * not known yet (or memory ran out): a copy is kept and charged when the
+ * node comes, as for pods (the earlier charge, if any, is freed). GS_EEXISTS
+ * when the UID is a pod's; GS_EINVAL for a shape that is not a claim's. */
+enum gs_err gs_sched_claim_set(struct gs_sched *s, const struct gs_alloc *claim) GS_WUR;
+/* The claim was deallocated or deleted: its charge (or kept copy) goes.
+ * A pod's allocation under the same UID is never touched. */
+void gs_sched_claim_gone(struct gs_sched *s, const char *uid);
+
 /* ---- time --------------------------------------------------------------- */
 
 /* Where the service's notices go (a gang timed out: struct gs_notice,

@@ -562,7 +562,9 @@ enum gs_err gs_fw_preempt(struct gs_fw *fw, const struct gs_pod_request *pod, co
   for (size_t i = 0; i < count; i++) {
     const struct gs_alloc *a = gs_ledger_node_alloc_at(fw->ledger, node, i);
     bool named = false;
-    if (a->priority >= pod->priority || strcmp(a->uid, pod->uid) == 0 || !may_evict(fw, a))
+    /* A DRA claim is no pod: nothing gpushare may evict (docs/dra.md). */
+    if (a->kind == GS_ALLOC_CLAIM || a->priority >= pod->priority ||
+        strcmp(a->uid, pod->uid) == 0 || !may_evict(fw, a))
       continue;
     for (size_t j = 0; j < nproposed && !named; j++)
       named = strcmp(proposed[j], a->uid) == 0;
@@ -678,6 +680,25 @@ enum gs_err gs_fw_pod_restore(struct gs_fw *fw, const struct gs_alloc *alloc) {
   } else if (alloc->state == GS_ALLOC_BOUND && have->state != GS_ALLOC_BOUND) {
     err = gs_ledger_confirm(fw->ledger, alloc->uid);
   }
+  pthread_rwlock_unlock(&fw->lock);
+  return err;
+}
+
+enum gs_err gs_fw_claim_set(struct gs_fw *fw, const struct gs_alloc *claim) {
+  enum gs_err err;
+  pthread_rwlock_wrlock(&fw->lock);
+  err = gs_ledger_claim_set(fw->ledger, claim);
+  pthread_rwlock_unlock(&fw->lock);
+  return err;
+}
+
+enum gs_err gs_fw_claim_gone(struct gs_fw *fw, const char *uid) {
+  enum gs_err err = GS_ENOTFOUND;
+  const struct gs_alloc *a;
+  pthread_rwlock_wrlock(&fw->lock);
+  a = gs_ledger_alloc_get(fw->ledger, uid);
+  if (a != NULL && a->kind == GS_ALLOC_CLAIM)
+    err = gs_ledger_release(fw->ledger, uid);
   pthread_rwlock_unlock(&fw->lock);
   return err;
 }

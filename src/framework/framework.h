@@ -123,6 +123,11 @@ enum gs_err gs_fw_pod_restore(struct gs_fw *fw, const struct gs_alloc *alloc) GS
 void gs_fw_pod_seen(struct gs_fw *fw, const struct gs_pod_request *pod,
                     const struct gs_alloc *alloc);
 /* A pod left (deleted, Succeeded, Failed): frees its allocation. */
+/* A DRA claim's charge recorded or replaced in one step (gs_ledger_claim_set),
+ * and freed (GS_ENOTFOUND when the UID holds no claim; a pod's allocation
+ * is never touched). */
+enum gs_err gs_fw_claim_set(struct gs_fw *fw, const struct gs_alloc *claim) GS_WUR;
+enum gs_err gs_fw_claim_gone(struct gs_fw *fw, const char *uid);
 void gs_fw_pod_gone(struct gs_fw *fw, const char *uid);
 /* Releases ASSUMED allocations older than max_age_ns whose UID is not
  * confirmed; returns how many. */
