@@ -12,6 +12,7 @@
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 enum problem {
@@ -326,10 +327,14 @@ static void claim_apply(struct gs__dra *d, struct gs_sched *s, const char *uid, 
     gs_sched_claim_gone(s, uid); /* a kept copy, if any */
   }
   json_object_set_new(claim, "unresolved", json_boolean(r.problems & (1u << P_UNKNOWN)));
+  /* Logged and counted when a problem appears: one claim's lasting problem
+   * is one report, however often its slices change. */
   snprintf(sig, sizeof sig, "%x:%s", r.problems, r.detail);
   if (strcmp(sig, obj_str(claim, "report") ? obj_str(claim, "report") : "0:") != 0) {
+    unsigned was = (unsigned)strtoul(obj_str(claim, "report") ? obj_str(claim, "report") : "0",
+                                     NULL, 16);
     for (int p = 0; p < P_COUNT; p++) {
-      if (!(r.problems >> p & 1))
+      if (!(r.problems >> p & 1) || (was >> p & 1))
         continue;
       /* a device of another driver is ordinary in a cluster: no warning */
       report(d, (enum problem)p, p == P_NOT_MANAGED ? GS_LVL_DEBUG : GS_LVL_WARN,
