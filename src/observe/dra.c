@@ -39,6 +39,7 @@ struct gs__dra {
   json_t *claims;  /* uid → {"ns","name","results":[{"key","mib","share"}],"last":{key:[node,gpu]},
                       "charged","report","unresolved"} */
   json_t *shares;  /* key "|" shareID → uid */
+  json_t *users;   /* device key → {uid: true}: the claims a slice's change concerns */
   uint64_t problems[P_COUNT];
 };
 
@@ -50,7 +51,9 @@ struct gs__dra *gs__dra_new(void) {
   d->slices = json_object();
   d->claims = json_object();
   d->shares = json_object();
-  if (d->devices == NULL || d->slices == NULL || d->claims == NULL || d->shares == NULL) {
+  d->users = json_object();
+  if (d->devices == NULL || d->slices == NULL || d->claims == NULL || d->shares == NULL ||
+      d->users == NULL) {
     gs__dra_free(d);
     return NULL;
   }
@@ -61,8 +64,9 @@ struct gs__dra *gs__dra_new(void) {
 void gs__dra_free(struct gs__dra *d) {
   if (d == NULL)
     return;
-  if (d->devices && d->slices && d->claims && d->shares)
+  if (d->devices && d->slices && d->claims && d->shares && d->users)
     pthread_mutex_destroy(&d->mu);
+  json_decref(d->users);
   json_decref(d->devices);
   json_decref(d->slices);
   json_decref(d->claims);
@@ -117,11 +121,20 @@ static void report(struct gs__dra *d, enum problem p, int level, const char *msg
          ns ? "/" : "", name ? name : "?", problem_label[p], detail);
 }
 
-static void slice_forget(struct gs__dra *d, const char *slice) {
+/* Under d->mu: the claims using key, added to the set affected. */
+static void affected_add(struct gs__dra *d, const char *key, json_t *affected) {
+  const char *uid;
+  json_t *v;
+  json_object_foreach(json_object_get(d->users, key), uid, v)
+    json_object_set(affected, uid, json_true());
+}
+
+static void slice_forget(struct gs__dra *d, const char *slice, json_t *affected) {
   json_t *keys = json_object_get(d->slices, slice);
   size_t i;
   json_t *k;
   json_array_foreach(keys, i, k) {
+    affected_add(d, json_string_value(k), affected);
     const json_t *dev = json_object_get(d->devices, json_string_value(k));
     /* a device moved to another slice of the pool stays */
     if (dev != NULL && strcmp(obj_str(dev, "slice") ? obj_str(dev, "slice") : "", slice) == 0)
@@ -130,7 +143,7 @@ static void slice_forget(struct gs__dra *d, const char *slice) {
   json_object_del(d->slices, slice);
 }
 
-static void claims_resolve_all(struct gs__dra *d, struct gs_sched *s);
+static void claims_resolve(struct gs__dra *d, struct gs_sched *s, json_t *affected);
 
 void gs__dra_slice(struct gs__dra *d, struct gs_sched *s, const json_t *slice) {
   const char *name = meta(slice, "name");
@@ -138,17 +151,20 @@ void gs__dra_slice(struct gs__dra *d, struct gs_sched *s, const json_t *slice) {
   const char *driver = obj_str(spec, "driver"), *node = obj_str(spec, "nodeName");
   const char *pool = obj_str(json_object_get(spec, "pool"), "name");
   const json_t *devs = json_object_get(spec, "devices"), *dev;
-  json_t *keys = json_array();
+  json_t *keys = json_array(), *affected = json_object();
   size_t i;
-  if (keys == NULL)
+  if (keys == NULL || affected == NULL) {
+    json_decref(keys);
+    json_decref(affected);
     return;
+  }
   pthread_mutex_lock(&d->mu);
   if (name == NULL || driver == NULL || pool == NULL || (devs != NULL && !json_is_array(devs))) {
     report(d, P_MALFORMED, GS_LVL_WARN, "ignoring ResourceSlice", "slice", NULL, name,
            "spec.driver, spec.pool.name or spec.devices missing");
     goto unlock;
   }
-  slice_forget(d, name);
+  slice_forget(d, name, affected);
   json_array_foreach(devs, i, dev) {
     char key[KEY_MAX];
     const char *dname = obj_str(dev, "name");
@@ -173,35 +189,73 @@ void gs__dra_slice(struct gs__dra *d, struct gs_sched *s, const json_t *slice) {
     if (entry == NULL || json_object_set_new(d->devices, key, entry) != 0 ||
         json_array_append_new(keys, json_string(key)) != 0)
       break;
+    affected_add(d, key, affected);
   }
   json_object_set(d->slices, name, keys);
-  claims_resolve_all(d, s);
+  claims_resolve(d, s, affected);
 unlock:
   pthread_mutex_unlock(&d->mu);
   json_decref(keys);
+  json_decref(affected);
 }
 
 void gs__dra_slice_delete(struct gs__dra *d, struct gs_sched *s, const json_t *slice) {
   const char *name = meta(slice, "name");
-  if (name == NULL)
+  json_t *affected = json_object();
+  if (name == NULL || affected == NULL) {
+    json_decref(affected);
     return;
+  }
   pthread_mutex_lock(&d->mu);
-  slice_forget(d, name);
-  claims_resolve_all(d, s);
+  slice_forget(d, name, affected);
+  claims_resolve(d, s, affected);
   pthread_mutex_unlock(&d->mu);
+  json_decref(affected);
 }
 
 /* ---- claims --------------------------------------------------------------- */
 
-/* Under d->mu: the claim's shares (key|shareID → uid) dropped. */
-static void shares_forget(struct gs__dra *d, const char *uid) {
-  const char *k;
-  json_t *v;
-  void *tmp;
-  json_object_foreach_safe(d->shares, tmp, k, v) {
-    if (strcmp(json_string_value(v), uid) == 0)
-      json_object_del(d->shares, k);
+/* Under d->mu: the claim (uid, its record) out of the indexes: the users of
+ * its devices, the shares (key|shareID → uid) it holds. */
+static void claim_unindex(struct gs__dra *d, const char *uid, const json_t *claim) {
+  json_t *res, *sk;
+  size_t i;
+  json_array_foreach(json_object_get(claim, "results"), i, res) {
+    json_t *u = json_object_get(d->users, obj_str(res, "key"));
+    json_object_del(u, uid);
+    if (u != NULL && json_object_size(u) == 0)
+      json_object_del(d->users, obj_str(res, "key"));
   }
+  json_array_foreach(json_object_get(claim, "shares"), i, sk) {
+    const char *holder = obj_str(d->shares, json_string_value(sk));
+    if (holder != NULL && strcmp(holder, uid) == 0)
+      json_object_del(d->shares, json_string_value(sk));
+  }
+}
+
+/* Under d->mu: the claim's devices' users gain uid. */
+static void claim_index(struct gs__dra *d, const char *uid, const json_t *claim) {
+  json_t *res;
+  size_t i;
+  json_array_foreach(json_object_get(claim, "results"), i, res) {
+    const char *key = obj_str(res, "key");
+    json_t *u = json_object_get(d->users, key);
+    if (u == NULL) {
+      u = json_object();
+      if (u == NULL || json_object_set_new(d->users, key, u) != 0)
+        continue;
+    }
+    json_object_set(u, uid, json_true());
+  }
+}
+
+/* Under d->mu: forgets the claim entirely. */
+static void claim_forget(struct gs__dra *d, const char *uid) {
+  json_t *old = json_object_get(d->claims, uid);
+  if (old == NULL)
+    return;
+  claim_unindex(d, uid, old);
+  json_object_del(d->claims, uid);
 }
 
 struct resolved {
@@ -320,6 +374,7 @@ static void claim_apply(struct gs__dra *d, struct gs_sched *s, const char *uid, 
       gs_log(GS_LVL_WARN, "cannot charge claim", "claim=%s/%s node=%s error=\"%s\"", ns, name,
              r.node, gs_strerror(e));
     json_object_set_new(claim, "charged", json_boolean(e == GS_EOK));
+    json_object_set_new(claim, "kept", json_boolean(e == GS_EAGAIN));
   } else if (json_is_true(json_object_get(claim, "charged"))) {
     gs_sched_claim_gone(s, uid);
     json_object_set_new(claim, "charged", json_false());
@@ -344,11 +399,14 @@ static void claim_apply(struct gs__dra *d, struct gs_sched *s, const char *uid, 
   }
 }
 
-static void claims_resolve_all(struct gs__dra *d, struct gs_sched *s) {
+static void claims_resolve(struct gs__dra *d, struct gs_sched *s, json_t *affected) {
   const char *uid;
-  json_t *claim;
-  json_object_foreach(d->claims, uid, claim)
-    claim_apply(d, s, uid, claim);
+  json_t *v;
+  json_object_foreach(affected, uid, v) {
+    json_t *claim = json_object_get(d->claims, uid);
+    if (claim != NULL)
+      claim_apply(d, s, uid, claim);
+  }
 }
 
 /* Under d->mu: the claim's results as {"key","mib"(-1: whole),"share"};
@@ -420,20 +478,24 @@ void gs__dra_claim(struct gs__dra *d, struct gs_sched *s, const json_t *claim) {
     /* not allocated (or deallocated): its charge goes */
     if (old != NULL) {
       gs_sched_claim_gone(s, uid);
-      shares_forget(d, uid);
-      json_object_del(d->claims, uid);
+      claim_forget(d, uid);
     }
     goto unlock;
   }
-  fresh = json_pack("{s:s,s:s,s:O,s:o,s:b}", "ns", ns ? ns : "", "name", name ? name : "",
-                    "results", decoded, "last",
+  /* the same allocation again (reservedFor, conditions changed): nothing to do */
+  if (old != NULL && json_equal(json_object_get(old, "results"), decoded))
+    goto unlock;
+  fresh = json_pack("{s:s,s:s,s:O,s:o,s:b,s:b,s:[]}", "ns", ns ? ns : "", "name",
+                    name ? name : "", "results", decoded, "last",
                     old ? json_deep_copy(json_object_get(old, "last")) : json_object(),
-                    "charged", old && json_is_true(json_object_get(old, "charged")));
+                    "charged", old && json_is_true(json_object_get(old, "charged")), "kept",
+                    old && json_is_true(json_object_get(old, "kept")), "shares");
   if (fresh == NULL)
     goto unlock;
   if (old != NULL && json_is_string(json_object_get(old, "report")))
     json_object_set(fresh, "report", json_object_get(old, "report"));
-  shares_forget(d, uid);
+  if (old != NULL)
+    claim_unindex(d, uid, old);
   json_array_foreach(decoded, i, res) {
     char sk[KEY_MAX + 80];
     const char *share = obj_str(res, "share"), *other;
@@ -444,10 +506,11 @@ void gs__dra_claim(struct gs__dra *d, struct gs_sched *s, const json_t *claim) {
     if (other != NULL && strcmp(other, uid) != 0)
       report(d, P_SHARE, GS_LVL_WARN, "shareID already held by another claim", "claim", ns,
              name, sk);
-    else
-      json_object_set_new(d->shares, sk, json_string(uid));
+    else if (json_object_set_new(d->shares, sk, json_string(uid)) == 0)
+      json_array_append_new(json_object_get(fresh, "shares"), json_string(sk));
   }
   json_object_set(d->claims, uid, fresh);
+  claim_index(d, uid, fresh);
   claim_apply(d, s, uid, fresh);
 unlock:
   pthread_mutex_unlock(&d->mu);
@@ -461,8 +524,7 @@ void gs__dra_claim_delete(struct gs__dra *d, struct gs_sched *s, const json_t *c
     return;
   pthread_mutex_lock(&d->mu);
   gs_sched_claim_gone(s, uid);
-  shares_forget(d, uid);
-  json_object_del(d->claims, uid);
+  claim_forget(d, uid);
   pthread_mutex_unlock(&d->mu);
 }
 
