@@ -25,12 +25,13 @@ enum problem {
   P_GPU_RANGE,     /* gpushare.io/index past the node's GPUs */
   P_NODE_UNKNOWN,  /* the device's node is not (yet) a node gpushare manages */
   P_SHARE,         /* a shareID on a device that is not shared, or used twice */
+  P_OVERCOMMIT,    /* charged beside gpu-mem pods past the GPU's memory */
   P_COUNT
 };
 
 static const char *const problem_label[P_COUNT] = {
     "malformed", "device_unknown", "capacity_absent", "device_not_managed", "stale",
-    "multi_node", "gpu_out_of_range", "node_unknown", "share_conflict"};
+    "multi_node", "gpu_out_of_range", "node_unknown", "share_conflict", "over_committed"};
 
 struct gs__dra {
   pthread_mutex_t mu;
@@ -283,12 +284,17 @@ struct ngpus_call {
   const char *node;
   uint32_t n;
   bool known;
+  uint64_t over; /* GPUs holding more than they have (bit per index) */
 };
 static void ngpus_fn(const struct gs_ledger *ledger, void *arg) {
   struct ngpus_call *c = arg;
   const struct gs_node *n = gs_ledger_node_get(ledger, c->node);
   c->known = n != NULL;
   c->n = n ? n->ngpus : 0;
+  c->over = 0;
+  for (uint32_t g = 0; n != NULL && g < n->ngpus; g++)
+    if (n->gpus[g].used_mib > n->gpus[g].total_mib)
+      c->over |= UINT64_C(1) << g;
 }
 
 /* Under d->mu: the claim's results against the devices known now. */
@@ -346,12 +352,12 @@ static void resolve(struct gs__dra *d, json_t *claim, struct resolved *r) {
 static void claim_apply(struct gs__dra *d, struct gs_sched *s, const char *uid, json_t *claim) {
   const char *ns = obj_str(claim, "ns"), *name = obj_str(claim, "name");
   struct resolved r;
-  struct ngpus_call nc;
+  struct ngpus_call nc = {NULL, 0, false, 0};
   char sig[300];
   uint32_t kept = 0;
   resolve(d, claim, &r);
   if (r.nparts > 0) {
-    nc = (struct ngpus_call){r.node, 0, false};
+    nc = (struct ngpus_call){r.node, 0, false, 0};
     gs_sched_read(s, ngpus_fn, NULL, &nc);
     for (uint32_t i = 0; i < r.nparts; i++) {
       if (nc.known && r.parts[i].gpu >= nc.n) {
@@ -368,6 +374,15 @@ static void claim_apply(struct gs__dra *d, struct gs_sched *s, const char *uid, 
                          .unit_mib = GS_CLAIM_UNIT_MIB, .nparts = r.nparts, .parts = r.parts,
                          .priority = INT32_MAX};
     enum gs_err e = gs_sched_claim_set(s, &a);
+    if (e == GS_EOK) {
+      /* another allocator (kube-scheduler's) put it where gpu-mem pods
+       * already were: the truth is charged, and said (docs/dra.md) */
+      gs_sched_read(s, ngpus_fn, NULL, &nc);
+      for (uint32_t i = 0; i < r.nparts; i++)
+        if (nc.over >> r.parts[i].gpu & 1)
+          note(&r, P_OVERCOMMIT, "GPU %u of node %s holds more memory than it has", r.parts[i].gpu,
+               r.node);
+    }
     if (e == GS_EAGAIN)
       note(&r, P_NODE_UNKNOWN, "node %s is not (yet) a node gpushare manages", r.node);
     else if (e != GS_EOK)

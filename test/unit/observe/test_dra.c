@@ -233,6 +233,28 @@ static void test_bad_input_is_reported_and_never_undercharges(void **state) {
   gs_metrics_free(m);
 }
 
+/* A claim another allocator put beside gpu-mem pods past the GPU's memory:
+ * charged (the truth), reported as over_committed; no pod gets more. */
+static void test_over_commit_by_another_allocator_is_reported(void **state) {
+  struct fixture *f = *state;
+  struct gs_metrics *m = gs_metrics_new();
+  struct gs_alloc_part part = {0, 0, 10};
+  struct gs_alloc pod = {.ns = "d", .name = "p", .uid = "pod-1", .node = "n6",
+                         .kind = GS_ALLOC_MEM, .state = GS_ALLOC_BOUND, .unit_mib = 1024,
+                         .nparts = 1, .parts = &part};
+  char *text;
+  node(f->s, "n6");
+  slice(f->d, f->s, "n6-gpus", "n6", false);
+  assert_int_equal(gs_sched_pod_bound(f->s, &pod), GS_EOK);
+  claim(f->d, f->s, "u11", "[" RES("n6", "gpu-0", MEM("8Gi")) "]", false);
+  assert_int_equal(used(f->s, "n6").used[0], 18 * 1024);
+  gs__dra_gauges(f->d, m);
+  text = gs_metrics_render(m);
+  assert_non_null(strstr(text, "gpushare_dra_problems{reason=\"over_committed\"} 1\n"));
+  gs_free(text);
+  gs_metrics_free(m);
+}
+
 /* Preemption for a gpu-mem pod never names a claim, and never counts on
  * the memory a claim holds. */
 static void test_preemption_never_takes_a_claim(void **state) {
@@ -266,6 +288,8 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_bad_input_is_reported_and_never_undercharges, setup,
                                       teardown),
       cmocka_unit_test_setup_teardown(test_preemption_never_takes_a_claim, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_over_commit_by_another_allocator_is_reported, setup,
+                                      teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
