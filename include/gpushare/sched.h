@@ -93,6 +93,20 @@ enum gs_err gs_sched_claim_set(struct gs_sched *s, const struct gs_alloc *claim)
 /* The claim was deallocated or deleted: its charge (or kept copy) goes.
  * A pod's allocation under the same UID is never touched. */
 void gs_sched_claim_gone(struct gs_sched *s, const char *uid);
+/* gpushare placing a claim (issue 33 item 2; gpushare/claim.h): the node
+ * and GPUs for req among the n named nodes (gs_claim_place), charged at
+ * once as ASSUMED (assume time now_ns) so that no other decision takes the
+ * memory until the front end has written the allocation (the feed's charge
+ * then replaces it) or drops it (gs_sched_claim_gone; an ASSUMED charge also
+ * expires with gs_sched_expire_assumed). A UID already charged answers its
+ * charge. GS_EOK fills *ret; GS_ENOFIT / GS_EUNRESOLVABLE with st's reason;
+ * GS_EEXISTS when the UID is a pod's. */
+struct gs_claim_request;
+struct gs_claim_choice;
+enum gs_err gs_sched_claim_reserve(struct gs_sched *s, const char *const *nodes, size_t n,
+                                   const struct gs_claim_request *req, const char *ns,
+                                   const char *name, const char *uid, int64_t now_ns,
+                                   struct gs_claim_choice *ret, struct gs_status *st) GS_WUR;
 
 /* ---- time --------------------------------------------------------------- */
 

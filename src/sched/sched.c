@@ -280,6 +280,16 @@ enum gs_err gs_sched_claim_set(struct gs_sched *s, const struct gs_alloc *claim)
   return e;
 }
 
+enum gs_err gs_sched_claim_reserve(struct gs_sched *s, const char *const *nodes, size_t n,
+                                   const struct gs_claim_request *req, const char *ns,
+                                   const char *name, const char *uid, int64_t now_ns,
+                                   struct gs_claim_choice *ret, struct gs_status *st) {
+  if (req == NULL || ret == NULL || ns == NULL || name == NULL || uid == NULL || uid[0] == '\0' ||
+      (n > 0 && nodes == NULL))
+    return gs_status_set(st, GS_EINVAL, GS_R_OTHER, "invalid arguments");
+  return gs_fw_claim_reserve(s->fw, nodes, n, req, ns, name, uid, now_ns, ret, st);
+}
+
 void gs_sched_claim_gone(struct gs_sched *s, const char *uid) {
   struct kept *k;
   if (uid == NULL || uid[0] == '\0')

@@ -6,6 +6,7 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include <gpushare/claim.h>
 #include <gpushare/sched.h>
 
 #include <stdio.h>
@@ -101,10 +102,62 @@ static void test_a_pods_uid_is_never_a_claims(void **state) {
   gs_sched_free(s);
 }
 
+/* gpushare placing claims: reserved at once, never re-picked, replaced by
+ * the allocation the feed sees, or expired / dropped. */
+static void test_reserve(void **state) {
+  struct gs_policy pol;
+  struct gs_sched *s;
+  const char *nodes[] = {"a"};
+  struct gs_claim_request req = {4096, 1};
+  struct gs_claim_choice c;
+  struct gs_status st;
+  char uid[8];
+  (void)state;
+  gs_policy_init(&pol);
+  s = gs_sched_new(&pol);
+  node(s, "a");
+  for (int i = 0; i < 4; i++) {
+    snprintf(uid, sizeof uid, "r%d", i);
+    assert_int_equal(gs_sched_claim_reserve(s, nodes, 1, &req, "t", uid, uid, 100, &c, &st),
+                     GS_EOK);
+    assert_string_equal(c.node, "a");
+    assert_int_equal(c.choice.gpus[0], 0); /* binpack: all four on GPU 0 */
+  }
+  assert_int_equal(used(s, "a").mib[0], 16384);
+  /* a retried reserve answers the same GPUs and charges nothing more */
+  assert_int_equal(gs_sched_claim_reserve(s, nodes, 1, &req, "t", "r3", "r3", 200, &c, &st),
+                   GS_EOK);
+  assert_int_equal(c.choice.gpus[0], 0);
+  assert_int_equal(c.choice.mib_per_gpu, 4096);
+  assert_int_equal(used(s, "a").mib[0], 16384);
+  /* the feed sees r0's allocation: bound, it no longer expires */
+  {
+    struct gs_alloc_part p = {0, 0, 4096};
+    struct gs_alloc a = {.ns = "t", .name = "r0", .uid = "r0", .node = "a",
+                         .kind = GS_ALLOC_CLAIM, .state = GS_ALLOC_BOUND,
+                         .unit_mib = GS_CLAIM_UNIT_MIB, .nparts = 1, .parts = &p};
+    assert_int_equal(gs_sched_claim_set(s, &a), GS_EOK);
+  }
+  gs_sched_claim_gone(s, "r1"); /* the front end dropped it */
+  assert_int_equal(gs_sched_expire_assumed(s, 100 + 1000, 500), 2); /* r2, r3 */
+  assert_int_equal(used(s, "a").mib[0], 4096);
+  /* 8 GiB over 2 GPUs: 4 + 4; no room for 2 × 14 GiB */
+  req = (struct gs_claim_request){4096, 2};
+  assert_int_equal(gs_sched_claim_reserve(s, nodes, 1, &req, "t", "pair", "pair", 0, &c, &st),
+                   GS_EOK);
+  assert_int_equal(c.choice.ngpus, 2);
+  req = (struct gs_claim_request){14 * 1024, 2};
+  assert_int_equal(gs_sched_claim_reserve(s, nodes, 1, &req, "t", "big", "big", 0, &c, &st),
+                   GS_ENOFIT);
+  assert_int_equal(st.why, GS_R_INSUFFICIENT_GPU_MEMORY);
+  gs_sched_free(s);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_kept_moved_and_gone),
       cmocka_unit_test(test_a_pods_uid_is_never_a_claims),
+      cmocka_unit_test(test_reserve),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
