@@ -11,7 +11,6 @@
 #include "pool.h"
 
 #include <gpushare/alloc.h>
-#include <gpushare/claim.h>
 #include <gpushare/preempt.h>
 
 #include <pthread.h>
@@ -685,69 +684,12 @@ enum gs_err gs_fw_pod_restore(struct gs_fw *fw, const struct gs_alloc *alloc) {
   return err;
 }
 
-enum gs_err gs_fw_claim_set(struct gs_fw *fw, const struct gs_alloc *claim) {
-  enum gs_err err;
+void gs__fw_write(struct gs_fw *fw,
+                  void (*fn)(struct gs_ledger *ledger, const struct gs_policy *policy, void *arg),
+                  void *arg) {
   pthread_rwlock_wrlock(&fw->lock);
-  err = gs_ledger_claim_set(fw->ledger, claim);
+  fn(fw->ledger, &fw->policy, arg);
   pthread_rwlock_unlock(&fw->lock);
-  return err;
-}
-
-/* The charge of uid's claim as a choice (its node and GPUs). */
-static void choice_of(const struct gs_alloc *a, struct gs_claim_choice *ret) {
-  memset(ret, 0, sizeof *ret);
-  snprintf(ret->node, sizeof ret->node, "%s", a->node);
-  for (uint32_t i = 0; i < a->nparts && i < GS_MAX_GPUS; i++)
-    ret->choice.gpus[ret->choice.ngpus++] = a->parts[i].gpu;
-  ret->choice.mib_per_gpu = a->nparts > 0 && a->parts[0].units != GS_CLAIM_WHOLE
-                                ? a->parts[0].units
-                                : 0;
-}
-
-enum gs_err gs_fw_claim_reserve(struct gs_fw *fw, const char *const *nodes, size_t n,
-                                const struct gs_claim_request *req, const char *ns,
-                                const char *name, const char *uid, int64_t now_ns,
-                                struct gs_claim_choice *ret, struct gs_status *st) {
-  struct gs_alloc_part parts[GS_MAX_GPUS];
-  struct gs_claim_choice c;
-  struct gs_alloc a;
-  const struct gs_alloc *have;
-  enum gs_err err;
-  pthread_rwlock_wrlock(&fw->lock);
-  have = gs_ledger_alloc_get(fw->ledger, uid);
-  if (have != NULL) {
-    /* reserved before (a retried cycle) or allocated: never re-picked */
-    err = have->kind == GS_ALLOC_CLAIM ? GS_EOK : GS_EEXISTS;
-    if (err == GS_EOK)
-      choice_of(have, ret);
-    gs_status_set(st, err, GS_R_OTHER, "%s", err == GS_EOK ? "" : "the UID is a pod's");
-    goto unlock;
-  }
-  err = gs_claim_place(fw->ledger, nodes, n, &fw->policy, req, &c, st);
-  if (err != GS_EOK)
-    goto unlock;
-  gs_claim_charge(&c, ns, name, uid, req->mib_per_gpu, parts, &a);
-  a.state = GS_ALLOC_ASSUMED;
-  a.assume_time_ns = now_ns;
-  err = gs_ledger_claim_set(fw->ledger, &a);
-  if (err == GS_EOK)
-    *ret = c;
-  else
-    gs_status_set(st, err, GS_R_OTHER, "cannot record the claim: %s", gs_strerror(err));
-unlock:
-  pthread_rwlock_unlock(&fw->lock);
-  return err;
-}
-
-enum gs_err gs_fw_claim_gone(struct gs_fw *fw, const char *uid) {
-  enum gs_err err = GS_ENOTFOUND;
-  const struct gs_alloc *a;
-  pthread_rwlock_wrlock(&fw->lock);
-  a = gs_ledger_alloc_get(fw->ledger, uid);
-  if (a != NULL && a->kind == GS_ALLOC_CLAIM)
-    err = gs_ledger_release(fw->ledger, uid);
-  pthread_rwlock_unlock(&fw->lock);
-  return err;
 }
 
 void gs_fw_pod_gone(struct gs_fw *fw, const char *uid) {

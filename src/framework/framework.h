@@ -123,6 +123,11 @@ enum gs_err gs_fw_pod_restore(struct gs_fw *fw, const struct gs_alloc *alloc) GS
 void gs_fw_pod_seen(struct gs_fw *fw, const struct gs_pod_request *pod,
                     const struct gs_alloc *alloc);
 /* A pod left (deleted, Succeeded, Failed): frees its allocation. */
+/* Runs fn with the ledger write-locked (for the framework's own files:
+ * claims.c). */
+void gs__fw_write(struct gs_fw *fw,
+                  void (*fn)(struct gs_ledger *ledger, const struct gs_policy *policy, void *arg),
+                  void *arg);
 /* A DRA claim's charge recorded or replaced in one step (gs_ledger_claim_set),
  * and freed (GS_ENOTFOUND when the UID holds no claim; a pod's allocation
  * is never touched). */
