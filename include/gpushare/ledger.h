@@ -51,7 +51,15 @@ struct gs_node {
 enum gs_alloc_kind {
   GS_ALLOC_MEM = 0, /* aliyun.com/gpu-mem share */
   GS_ALLOC_WHOLE,   /* aliyun.com/gpu whole GPUs (topology mode) */
+  /* A DRA ResourceClaim's charge (docs/dra.md): memory another allocator
+   * gave out on these GPUs. unit_mib is GS_CLAIM_UNIT_MIB (parts count MiB)
+   * and a part's units may be GS_CLAIM_WHOLE (the whole device). It is used
+   * memory to every placement, bind and preemption, and never a preemption
+   * victim. Appended. */
+  GS_ALLOC_CLAIM,
 };
+#define GS_CLAIM_UNIT_MIB 1u
+#define GS_CLAIM_WHOLE UINT64_MAX
 
 enum gs_alloc_state {
   GS_ALLOC_ASSUMED = 0, /* reserved by us, bind not confirmed */
@@ -165,5 +173,25 @@ size_t gs_ledger_changed_since(const struct gs_ledger *ledger, uint64_t gen,
 
 /* MiB of a part: units × the allocation's unit. */
 uint64_t gs_alloc_part_mib(const struct gs_alloc *alloc, const struct gs_alloc_part *part);
+
+/* ---- DRA claims (docs/dra.md) ----------------------------------------------
+ * A claim's charge is an allocation of kind GS_ALLOC_CLAIM keyed by the
+ * claim's UID; gs_ledger_release frees it like a pod's. */
+
+/* Records a claim's charge, replacing the one the UID had (one step: no
+ * caller ever sees the GPUs free in between). Like restore it never refuses
+ * for lack of room: the claim is the cluster's truth. GS_EEXISTS when the
+ * UID is a pod's allocation, GS_ENOTFOUND for an unknown node (nothing
+ * changed then), GS_EINVAL for a shape that is not a claim's. */
+enum gs_err gs_ledger_claim_set(struct gs_ledger *ledger, const struct gs_alloc *claim) GS_WUR;
+/* MiB a part of alloc charges on gpu: a whole-device claim part is the
+ * GPU's total; otherwise gs_alloc_part_mib. */
+uint64_t gs_ledger_part_charge_mib(const struct gs_gpu *gpu, const struct gs_alloc *alloc,
+                                   const struct gs_alloc_part *part);
+/* Whether a claim (kind GS_ALLOC_CLAIM, parts in MiB or GS_CLAIM_WHOLE)
+ * fits on its node now, as gs_ledger_reserve would check it: memory parts
+ * within each GPU's free memory, whole parts on GPUs nothing touches,
+ * healthy GPUs only. GS_EOK, GS_ENOFIT, GS_ENOTFOUND (node), GS_EINVAL. */
+enum gs_err gs_ledger_claim_fits(const struct gs_ledger *ledger, const struct gs_alloc *claim) GS_WUR;
 
 #endif

@@ -79,6 +79,35 @@ void gs_sched_pod_gone(struct gs_sched *s, const char *uid);
 size_t gs_sched_kept_count(struct gs_sched *s);
 size_t gs_sched_retry_kept(struct gs_sched *s);
 
+/* ---- DRA claims (docs/dra.md) ------------------------------------------
+ * An allocated ResourceClaim's memory on GPUs of a node gpushare manages,
+ * as the front end's feed resolved it (kind GS_ALLOC_CLAIM, parts in MiB or
+ * GS_CLAIM_WHOLE, keyed by the claim's UID): used memory to every filter,
+ * prioritize, bind, Reserve and preemption, never a victim. */
+
+/* Records or replaces the claim's charge in one step. GS_EAGAIN: the node is
+ * not known yet (or memory ran out): a copy is kept and charged when the
+ * node comes, as for pods (the earlier charge, if any, is freed). GS_EEXISTS
+ * when the UID is a pod's; GS_EINVAL for a shape that is not a claim's. */
+enum gs_err gs_sched_claim_set(struct gs_sched *s, const struct gs_alloc *claim) GS_WUR;
+/* The claim was deallocated or deleted: its charge (or kept copy) goes.
+ * A pod's allocation under the same UID is never touched. */
+void gs_sched_claim_gone(struct gs_sched *s, const char *uid);
+/* gpushare placing a claim (issue 33 item 2; gpushare/claim.h): the node
+ * and GPUs for req among the n named nodes (gs_claim_place), charged at
+ * once as ASSUMED (assume time now_ns) so that no other decision takes the
+ * memory until the front end has written the allocation (the feed's charge
+ * then replaces it) or drops it (gs_sched_claim_gone; an ASSUMED charge also
+ * expires with gs_sched_expire_assumed). A UID already charged answers its
+ * charge. GS_EOK fills *ret; GS_ENOFIT / GS_EUNRESOLVABLE with st's reason;
+ * GS_EEXISTS when the UID is a pod's. */
+struct gs_claim_request;
+struct gs_claim_choice;
+enum gs_err gs_sched_claim_reserve(struct gs_sched *s, const char *const *nodes, size_t n,
+                                   const struct gs_claim_request *req, const char *ns,
+                                   const char *name, const char *uid, int64_t now_ns,
+                                   struct gs_claim_choice *ret, struct gs_status *st) GS_WUR;
+
 /* ---- time --------------------------------------------------------------- */
 
 /* Where the service's notices go (a gang timed out: struct gs_notice,

@@ -80,9 +80,13 @@ fi
 mkdir -p "$out"
 version=$(sed -n 's/^\s*k8s.io\/kubernetes \(v[0-9.]*\)$/\1/p' "$here/go.mod" | head -1)
 minor=$(echo "$version" | cut -d. -f2)
+# The stamp in the link flags: Go's build cache does not look into the C
+# archives cgo links, so without it a changed core would be left out of a
+# binary whose Go code did not change (an -X of a variable that does not
+# exist is ignored; the flag only changes the link's cache key).
 ldflags="-X k8s.io/component-base/version.gitVersion=$version
  -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$minor
- -X k8s.io/component-base/version.gitTreeState=clean"
+ -X k8s.io/component-base/version.gitTreeState=clean -X gpushare.io/scheduler/shim.coreStamp=$stamp_want"
 t0=$(date +%s)
 cd "$here"
 CGO_ENABLED=1 CGO_LDFLAGS="$libs_ld" \

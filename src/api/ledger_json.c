@@ -9,6 +9,12 @@
  * (topology) allocations charge no memory, so their pod entries show
  * "usedMiB":0 and the GPU's "owner" names the pod.
  *
+ * DRA claims charged to a GPU (docs/dra.md) are listed beside its pods, in
+ * "claims" (present only on a GPU that has some, so a ledger without
+ * claims reads as before): {"namespace","name","uid","usedMiB"} plus
+ * "whole":true for a claim holding the whole device; inspect lists them
+ * the same way ({"name","namespace","usedGPU"}).
+ *
  * Inspect shows amounts in the ledger's active unit like Aliyun's
  * `kubectl inspect gpushare`: every GPU's and every pod's MiB are divided
  * by the unit and rounded down (128 MiB viewed in 1 GiB units is 0); a
@@ -105,6 +111,19 @@ static json_t *owner_json(const struct gs_alloc *owner, bool *ok) {
   return o;
 }
 
+/* The GPU's "claims" list, made on first use (a borrowed reference). */
+static json_t *claims_of(json_t *gpu, bool *ok) {
+  json_t *c = json_object_get(gpu, "claims");
+  if (c == NULL) {
+    c = json_array();
+    put(gpu, "claims", c, ok);
+    c = json_object_get(gpu, "claims");
+    if (c == NULL)
+      *ok = false;
+  }
+  return c;
+}
+
 static json_t *ledger_node_json(const struct gs_ledger *ledger, const struct gs_node *node,
                                 bool *ok) {
   json_t *o = json_object(), *gpus = json_array();
@@ -146,15 +165,22 @@ static json_t *ledger_node_json(const struct gs_ledger *ledger, const struct gs_
       e++;
     for (; e < n && entries[e].part->gpu == g->index; e++) {
       const struct gs_alloc *a = entries[e].alloc;
-      json_t *pj = json_object();
-      append(pods, pj, ok);
+      bool claim = a->kind == GS_ALLOC_CLAIM;
+      json_t *list = claim ? claims_of(gj, ok) : pods, *pj;
+      if (list == NULL)
+        break;
+      pj = json_object();
+      append(list, pj, ok);
       if (pj == NULL)
         break;
       put(pj, "namespace", gs__api_text(a->ns), ok);
       put(pj, "name", gs__api_text(a->name), ok);
       put(pj, "uid", gs__api_text(a->uid), ok);
-      put(pj, "container", json_integer(entries[e].part->container), ok);
-      put(pj, "usedMiB", u64(gs_alloc_part_mib(a, entries[e].part)), ok);
+      if (!claim)
+        put(pj, "container", json_integer(entries[e].part->container), ok);
+      put(pj, "usedMiB", u64(gs_ledger_part_charge_mib(g, a, entries[e].part)), ok);
+      if (claim && entries[e].part->units == GS_CLAIM_WHOLE)
+        put(pj, "whole", json_true(), ok);
     }
   }
   gs_free(entries);
@@ -252,11 +278,14 @@ static json_t *inspect_node_json(const struct gs_ledger *ledger, const struct gs
     while (e < n && entries[e].part->gpu == g->index) {
       const struct gs_alloc *a = entries[e].alloc;
       uint64_t mib = 0;
-      json_t *pj;
+      json_t *pj, *list;
       for (; e < n && entries[e].part->gpu == g->index && entries[e].alloc == a; e++)
-        mib += gs_alloc_part_mib(a, entries[e].part);
+        mib += gs_ledger_part_charge_mib(g, a, entries[e].part);
+      list = a->kind == GS_ALLOC_CLAIM ? claims_of(dj, ok) : pods;
+      if (list == NULL)
+        break;
       pj = json_object();
-      append(pods, pj, ok);
+      append(list, pj, ok);
       if (pj == NULL)
         break;
       put(pj, "name", gs__api_text(a->name), ok);

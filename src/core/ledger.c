@@ -20,7 +20,8 @@
  * and a node rebuild is a plain re-charge. Every change of a node's view is
  * logged (ledger_log.h).
  *
- * One file of a little over 800 lines: the records, their charges and
+ * One file of about 900 lines: the records, their charges (pods and DRA
+ * claims, docs/dra.md) and
  * their lookups share one private layout that no other file should see.
  */
 #include <gpushare/ledger.h>
@@ -229,6 +230,18 @@ static uint64_t part_mib(const struct gs_alloc *a, const struct gs_alloc_part *p
   return p->units * a->unit_mib;
 }
 
+/* MiB a part charges on its GPU: a whole-device claim part takes it all. */
+static uint64_t charge_mib(const struct gs_gpu *gpu, const struct gs_alloc *a,
+                           const struct gs_alloc_part *p) {
+  if (a->kind == GS_ALLOC_CLAIM && p->units == GS_CLAIM_WHOLE)
+    return gpu->total_mib;
+  return part_mib(a, p);
+}
+
+static bool charges_mem(const struct gs_alloc *a) {
+  return a->kind == GS_ALLOC_MEM || a->kind == GS_ALLOC_CLAIM;
+}
+
 /* GPUs of the node this allocation touches (parts on missing GPUs skipped). */
 static uint64_t touched_mask(const struct gs_alloc *a, uint32_t ngpus) {
   uint64_t mask = 0;
@@ -250,10 +263,10 @@ static void charge(struct node_rec *node, struct alloc_rec *rec) {
   struct gs_gpu *gpus = node->view.gpus;
   uint32_t ngpus = node->view.ngpus;
   uint64_t mask = touched_mask(a, ngpus);
-  if (a->kind == GS_ALLOC_MEM) {
+  if (charges_mem(a)) {
     for (uint32_t i = 0; i < a->nparts; i++)
       if (a->parts[i].gpu < ngpus)
-        gpus[a->parts[i].gpu].used_mib += part_mib(a, &a->parts[i]);
+        gpus[a->parts[i].gpu].used_mib += charge_mib(&gpus[a->parts[i].gpu], a, &a->parts[i]);
   }
   for (uint32_t g = 0; g < ngpus; g++) {
     if (!(mask >> g & 1))
@@ -282,10 +295,10 @@ static void discharge(struct node_rec *node, struct alloc_rec *rec) {
   struct gs_gpu *gpus = node->view.gpus;
   uint32_t ngpus = node->view.ngpus;
   uint64_t mask = touched_mask(a, ngpus);
-  if (a->kind == GS_ALLOC_MEM) {
+  if (charges_mem(a)) {
     for (uint32_t i = 0; i < a->nparts; i++) {
       if (a->parts[i].gpu < ngpus) {
-        uint64_t mib = part_mib(a, &a->parts[i]);
+        uint64_t mib = charge_mib(&gpus[a->parts[i].gpu], a, &a->parts[i]);
         assert(gpus[a->parts[i].gpu].used_mib >= mib);
         gpus[a->parts[i].gpu].used_mib -= mib;
       }
@@ -604,9 +617,10 @@ static enum gs_err alloc_check_shape(const struct gs_alloc *a) {
   if (!str_fits(a->ns, GS_NS_MAX) || !str_fits(a->name, GS_NAME_MAX) ||
       !str_fits(a->uid, GS_UID_MAX) || !str_fits(a->node, GS_NAME_MAX))
     return GS_ETOOBIG;
-  if (a->unit_mib != GS_UNIT_GIB && a->unit_mib != GS_UNIT_128MIB)
+  if (a->kind == GS_ALLOC_CLAIM ? a->unit_mib != GS_CLAIM_UNIT_MIB
+                                : a->unit_mib != GS_UNIT_GIB && a->unit_mib != GS_UNIT_128MIB)
     return GS_EINVAL;
-  if ((a->kind != GS_ALLOC_MEM && a->kind != GS_ALLOC_WHOLE) ||
+  if ((a->kind != GS_ALLOC_MEM && a->kind != GS_ALLOC_WHOLE && a->kind != GS_ALLOC_CLAIM) ||
       (a->state != GS_ALLOC_ASSUMED && a->state != GS_ALLOC_BOUND))
     return GS_EINVAL;
   if (a->nparts == 0 || a->parts == NULL)
@@ -614,7 +628,8 @@ static enum gs_err alloc_check_shape(const struct gs_alloc *a) {
   if (a->nparts > GS_MAX_PARTS)
     return GS_ETOOBIG;
   for (uint32_t i = 0; i < a->nparts; i++)
-    if (a->parts[i].units > GS__PART_MIB_MAX / a->unit_mib)
+    if (a->parts[i].units > GS__PART_MIB_MAX / a->unit_mib &&
+        !(a->kind == GS_ALLOC_CLAIM && a->parts[i].units == GS_CLAIM_WHOLE))
       return GS_ERANGE;
   return GS_EOK;
 }
@@ -623,17 +638,20 @@ static enum gs_err alloc_check_shape(const struct gs_alloc *a) {
 static enum gs_err alloc_check_fit(const struct node_rec *node, const struct gs_alloc *a,
                                    uint32_t cgpu_max_pods) {
   uint64_t need_mib[GS_MAX_GPUS] = {0};
-  uint64_t mask = 0;
+  uint64_t mask = 0, whole = 0;
   const struct gs_gpu *gpus = node->view.gpus;
   for (uint32_t i = 0; i < a->nparts; i++) {
     uint32_t g = a->parts[i].gpu;
+    bool w = a->kind == GS_ALLOC_WHOLE ||
+             (a->kind == GS_ALLOC_CLAIM && a->parts[i].units == GS_CLAIM_WHOLE);
     /* A missing GPU means the node shrank since the pick. */
     if (g >= node->view.ngpus)
       return GS_ENOFIT;
-    if (a->kind == GS_ALLOC_WHOLE && (mask >> g & 1))
+    if ((mask >> g & 1) && (w || (whole >> g & 1)))
       return GS_EINVAL; /* one whole GPU given twice */
     mask |= UINT64_C(1) << g;
-    if (a->kind == GS_ALLOC_MEM)
+    whole |= (uint64_t)w << g;
+    if (!w && charges_mem(a))
       need_mib[g] += part_mib(a, &a->parts[i]);
   }
   for (uint32_t g = 0; g < node->view.ngpus; g++) {
@@ -641,7 +659,7 @@ static enum gs_err alloc_check_fit(const struct node_rec *node, const struct gs_
       continue;
     if (!gpus[g].healthy || gpus[g].owner != NULL)
       return GS_ENOFIT;
-    if (a->kind == GS_ALLOC_WHOLE) {
+    if (whole >> g & 1) {
       if (gpus[g].npods != 0 || gpus[g].used_mib != 0)
         return GS_ENOFIT;
       continue;
@@ -664,20 +682,19 @@ static char *copy_str(char **dst, const char *src) {
   return out;
 }
 
-/* Records a (already checked) and charges it. On error nothing changed. */
-static enum gs_err alloc_insert(struct gs_ledger *ledger, struct node_rec *node,
-                                const struct gs_alloc *a) {
+/* A record of a (already checked), not yet linked, with room for it in the
+ * node's list; NULL when memory ran out. */
+static struct alloc_rec *alloc_make(struct node_rec *node, const struct gs_alloc *a) {
   size_t parts_size = (size_t)a->nparts * sizeof(struct gs_alloc_part);
   size_t strs = strlen(a->ns) + strlen(a->name) + strlen(a->uid) + strlen(a->node) + 4;
   struct alloc_rec *rec;
   char *p;
-  enum gs_err err;
   if (grow((void **)&node->allocs, &node->cap_allocs, node->nallocs + 1,
            sizeof *node->allocs) != GS_EOK)
-    return GS_ENOMEM;
+    return NULL;
   rec = gs_malloc(sizeof *rec + parts_size + strs);
   if (rec == NULL)
-    return GS_ENOMEM;
+    return NULL;
   memcpy(rec->parts, a->parts, parts_size);
   p = (char *)rec->parts + parts_size;
   rec->view = *a;
@@ -687,17 +704,32 @@ static enum gs_err alloc_insert(struct gs_ledger *ledger, struct node_rec *node,
   rec->view.node = copy_str(&p, a->node);
   rec->view.parts = rec->parts;
   rec->node = node;
-  err = gs_strmap_put(ledger->allocs, rec->view.uid, rec);
+  return rec;
+}
+
+/* Links and charges rec (room in the node's list already made). */
+static enum gs_err alloc_link(struct gs_ledger *ledger, struct node_rec *node,
+                              struct alloc_rec *rec) {
+  enum gs_err err = gs_strmap_put(ledger->allocs, rec->view.uid, rec);
   if (err != GS_EOK)
-    goto free_rec;
+    return err;
   rec->slot = node->nallocs;
   node->allocs[node->nallocs++] = rec;
   charge(node, rec);
   gs__ledger_log_touch(&ledger->log, &node->view);
   return GS_EOK;
+}
 
-free_rec:
-  gs_free(rec);
+/* Records a (already checked) and charges it. On error nothing changed. */
+static enum gs_err alloc_insert(struct gs_ledger *ledger, struct node_rec *node,
+                                const struct gs_alloc *a) {
+  struct alloc_rec *rec = alloc_make(node, a);
+  enum gs_err err;
+  if (rec == NULL)
+    return GS_ENOMEM;
+  err = alloc_link(ledger, node, rec);
+  if (err != GS_EOK)
+    gs_free(rec);
   return err;
 }
 
@@ -759,8 +791,10 @@ enum gs_err gs_ledger_restore(struct gs_ledger *ledger, const struct gs_alloc *a
   return alloc_insert(ledger, node, alloc);
 }
 
+static void alloc_unlink(struct gs_ledger *ledger, struct node_rec *node, struct alloc_rec *rec);
+
 enum gs_err gs_ledger_release(struct gs_ledger *ledger, const char *uid) {
-  struct alloc_rec *rec, *last;
+  struct alloc_rec *rec;
   struct node_rec *node;
   if (uid == NULL)
     return GS_EINVAL;
@@ -768,13 +802,19 @@ enum gs_err gs_ledger_release(struct gs_ledger *ledger, const char *uid) {
   if (rec == NULL)
     return GS_ENOTFOUND;
   node = rec->node;
+  alloc_unlink(ledger, node, rec);
+  gs_free(rec);
+  return GS_EOK;
+}
+
+/* Discharges rec (already out of the UID map) and takes it off its node. */
+static void alloc_unlink(struct gs_ledger *ledger, struct node_rec *node, struct alloc_rec *rec) {
+  struct alloc_rec *last;
   discharge(node, rec);
   gs__ledger_log_touch(&ledger->log, &node->view);
   last = node->allocs[--node->nallocs];
   node->allocs[rec->slot] = last;
   last->slot = rec->slot;
-  gs_free(rec);
-  return GS_EOK;
 }
 
 enum gs_err gs_ledger_confirm(struct gs_ledger *ledger, const char *uid) {
@@ -817,4 +857,55 @@ size_t gs_ledger_changed_since(const struct gs_ledger *ledger, uint64_t gen,
 
 uint64_t gs_alloc_part_mib(const struct gs_alloc *alloc, const struct gs_alloc_part *part) {
   return part_mib(alloc, part);
+}
+
+/* ---- DRA claims ------------------------------------------------------------ */
+
+uint64_t gs_ledger_part_charge_mib(const struct gs_gpu *gpu, const struct gs_alloc *alloc,
+                                   const struct gs_alloc_part *part) {
+  return charge_mib(gpu, alloc, part);
+}
+
+enum gs_err gs_ledger_claim_set(struct gs_ledger *ledger, const struct gs_alloc *claim) {
+  struct alloc_rec *old, *rec;
+  struct node_rec *node;
+  enum gs_err err = alloc_check_shape(claim);
+  if (err != GS_EOK)
+    return err;
+  if (claim->kind != GS_ALLOC_CLAIM)
+    return GS_EINVAL;
+  old = gs_strmap_get(ledger->allocs, claim->uid);
+  if (old != NULL && old->view.kind != GS_ALLOC_CLAIM)
+    return GS_EEXISTS;
+  node = node_find(ledger, claim->node);
+  if (node == NULL)
+    return GS_ENOTFOUND;
+  /* Everything that can fail first; then the old charge goes and the new
+   * one comes with no failure path in between. */
+  rec = alloc_make(node, claim);
+  if (rec == NULL || gs_strmap_reserve(ledger->allocs, 1) != GS_EOK) {
+    gs_free(rec);
+    return GS_ENOMEM;
+  }
+  if (old != NULL) {
+    gs_strmap_del(ledger->allocs, old->view.uid);
+    alloc_unlink(ledger, old->node, old);
+    gs_free(old);
+  }
+  err = alloc_link(ledger, node, rec); /* room reserved: cannot fail */
+  assert(err == GS_EOK);
+  return err;
+}
+
+enum gs_err gs_ledger_claim_fits(const struct gs_ledger *ledger, const struct gs_alloc *claim) {
+  const struct node_rec *node;
+  enum gs_err err = alloc_check_shape(claim);
+  if (err != GS_EOK)
+    return err;
+  if (claim->kind != GS_ALLOC_CLAIM)
+    return GS_EINVAL;
+  node = node_find(ledger, claim->node);
+  if (node == NULL)
+    return GS_ENOTFOUND;
+  return alloc_check_fit(node, claim, 0);
 }

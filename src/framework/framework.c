@@ -562,7 +562,9 @@ enum gs_err gs_fw_preempt(struct gs_fw *fw, const struct gs_pod_request *pod, co
   for (size_t i = 0; i < count; i++) {
     const struct gs_alloc *a = gs_ledger_node_alloc_at(fw->ledger, node, i);
     bool named = false;
-    if (a->priority >= pod->priority || strcmp(a->uid, pod->uid) == 0 || !may_evict(fw, a))
+    /* A DRA claim is no pod: nothing gpushare may evict (docs/dra.md). */
+    if (a->kind == GS_ALLOC_CLAIM || a->priority >= pod->priority ||
+        strcmp(a->uid, pod->uid) == 0 || !may_evict(fw, a))
       continue;
     for (size_t j = 0; j < nproposed && !named; j++)
       named = strcmp(proposed[j], a->uid) == 0;
@@ -680,6 +682,14 @@ enum gs_err gs_fw_pod_restore(struct gs_fw *fw, const struct gs_alloc *alloc) {
   }
   pthread_rwlock_unlock(&fw->lock);
   return err;
+}
+
+void gs__fw_write(struct gs_fw *fw,
+                  void (*fn)(struct gs_ledger *ledger, const struct gs_policy *policy, void *arg),
+                  void *arg) {
+  pthread_rwlock_wrlock(&fw->lock);
+  fn(fw->ledger, &fw->policy, arg);
+  pthread_rwlock_unlock(&fw->lock);
 }
 
 void gs_fw_pod_gone(struct gs_fw *fw, const char *uid) {

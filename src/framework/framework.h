@@ -123,6 +123,25 @@ enum gs_err gs_fw_pod_restore(struct gs_fw *fw, const struct gs_alloc *alloc) GS
 void gs_fw_pod_seen(struct gs_fw *fw, const struct gs_pod_request *pod,
                     const struct gs_alloc *alloc);
 /* A pod left (deleted, Succeeded, Failed): frees its allocation. */
+/* Runs fn with the ledger write-locked (for the framework's own files:
+ * claims.c). */
+void gs__fw_write(struct gs_fw *fw,
+                  void (*fn)(struct gs_ledger *ledger, const struct gs_policy *policy, void *arg),
+                  void *arg);
+/* A DRA claim's charge recorded or replaced in one step (gs_ledger_claim_set),
+ * and freed (GS_ENOTFOUND when the UID holds no claim; a pod's allocation
+ * is never touched). */
+enum gs_err gs_fw_claim_set(struct gs_fw *fw, const struct gs_alloc *claim) GS_WUR;
+enum gs_err gs_fw_claim_gone(struct gs_fw *fw, const char *uid);
+/* gs_claim_place and the charge recorded (ASSUMED) under one write lock, so
+ * concurrent decisions never take the same memory; a UID already charged
+ * answers its charge (never re-picked). */
+struct gs_claim_request;
+struct gs_claim_choice;
+enum gs_err gs_fw_claim_reserve(struct gs_fw *fw, const char *const *nodes, size_t n,
+                                const struct gs_claim_request *req, const char *ns,
+                                const char *name, const char *uid, int64_t now_ns,
+                                struct gs_claim_choice *ret, struct gs_status *st) GS_WUR;
 void gs_fw_pod_gone(struct gs_fw *fw, const char *uid);
 /* Releases ASSUMED allocations older than max_age_ns whose UID is not
  * confirmed; returns how many. */

@@ -20,6 +20,12 @@ struct gs_cluster_sink {
   /* The gpushare ConfigMap and unhealthy-gpu-<node> ConfigMaps. */
   void (*configmap_upsert)(void *ctx, const json_t *cm);
   void (*configmap_delete)(void *ctx, const json_t *cm);
+  /* resource.k8s.io/v1 ResourceSlices and ResourceClaims (docs/dra.md); a
+   * cluster that does not serve the API has none. */
+  void (*slice_upsert)(void *ctx, const json_t *slice);
+  void (*slice_delete)(void *ctx, const json_t *slice);
+  void (*claim_upsert)(void *ctx, const json_t *claim);
+  void (*claim_delete)(void *ctx, const json_t *claim);
   /* A full list of everything has been delivered (first sync, relist). */
   void (*synced)(void *ctx);
   /* Leadership changed (always true without leader election). */

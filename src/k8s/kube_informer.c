@@ -39,7 +39,7 @@ static bool object_key(const struct gs__informer *inf, const json_t *obj, char *
   int n;
   if (name == NULL || name[0] == '\0')
     return false;
-  if (inf->kind == GS__INF_NODES)
+  if (inf->kind == GS__INF_NODES || inf->kind == GS__INF_SLICES)
     n = snprintf(out, cap, "%s", name);
   else
     n = snprintf(out, cap, "%s/%s", ns ? ns : "", name);
@@ -114,6 +114,14 @@ static void deliver_upsert(struct gs__informer *inf, const json_t *obj) {
     if (s->pod_upsert)
       s->pod_upsert(s->ctx, obj);
     break;
+  case GS__INF_SLICES:
+    if (s->slice_upsert)
+      s->slice_upsert(s->ctx, obj);
+    break;
+  case GS__INF_CLAIMS:
+    if (s->claim_upsert)
+      s->claim_upsert(s->ctx, obj);
+    break;
   default:
     if (s->configmap_upsert)
       s->configmap_upsert(s->ctx, obj);
@@ -131,6 +139,14 @@ static void deliver_delete(struct gs__informer *inf, const json_t *obj) {
   case GS__INF_PODS:
     if (s->pod_delete)
       s->pod_delete(s->ctx, obj);
+    break;
+  case GS__INF_SLICES:
+    if (s->slice_delete)
+      s->slice_delete(s->ctx, obj);
+    break;
+  case GS__INF_CLAIMS:
+    if (s->claim_delete)
+      s->claim_delete(s->ctx, obj);
     break;
   default:
     if (s->configmap_delete)
@@ -164,6 +180,16 @@ enum gs_err gs__informer_init(struct gs__informer *inf, struct gs__kube *k,
     inf->resource = "pods";
     inf->item_kind = "Pod";
     e = gs_buf_str(&b, "/api/v1/pods");
+    break;
+  case GS__INF_SLICES:
+    inf->resource = "resourceslices";
+    inf->item_kind = "ResourceSlice";
+    e = gs_buf_str(&b, "/apis/resource.k8s.io/v1/resourceslices");
+    break;
+  case GS__INF_CLAIMS:
+    inf->resource = "resourceclaims";
+    inf->item_kind = "ResourceClaim";
+    e = gs_buf_str(&b, "/apis/resource.k8s.io/v1/resourceclaims");
     break;
   case GS__INF_CM_GPUSHARE:
   case GS__INF_CM_UNHEALTHY:
@@ -226,7 +252,10 @@ static bool inf_abort(void *ctx) {
 
 /* ---- list ---------------------------------------------------------------- */
 
-enum outcome { OK_, STOPPED, RETRY, RELIST };
+/* ABSENT: the apiserver does not serve the resource (404 on a DRA list):
+ * listed as empty, asked again later (docs/dra.md). */
+enum outcome { OK_, STOPPED, RETRY, RELIST, ABSENT };
+#define ABSENT_RELIST_MS 60000
 
 static void log_status(const struct gs__informer *inf, const char *what,
                        const struct gs__kube_resp *resp) {
@@ -542,6 +571,13 @@ static enum outcome do_list(struct gs__informer *inf) {
       cont = NULL;
       continue;
     }
+    if (e == GS_EOK && cur->resp.code == 404 &&
+        (inf->kind == GS__INF_SLICES || inf->kind == GS__INF_CLAIMS)) {
+      json_object_clear(fresh);
+      rv[0] = '\0';
+      out = ABSENT;
+      break;
+    }
     if (e != GS_EOK || cur->resp.code != 200) {
       long ra = cur->resp.retry_after_s;
       if (e != GS_EOK)
@@ -605,9 +641,12 @@ static enum outcome do_list(struct gs__informer *inf) {
   if (held >= LIST_TRIM_MIN)
     malloc_trim(0);
 #endif
-  if (out == OK_) {
+  if (out == OK_ || out == ABSENT) {
+    if (out == ABSENT)
+      gs__kube_log(GS_LVL_INFO, "resource not served; none assumed", "resource=%s path=%s",
+                   inf->resource, inf->path);
     apply_list(inf, fresh, rv); /* takes fresh */
-    return OK_;
+    return out;
   }
   gs_free(cont);
   json_decref(fresh);
@@ -787,6 +826,12 @@ void *gs__informer_main(void *arg) {
       o = do_list(inf);
       if (o == STOPPED)
         break;
+      if (o == ABSENT) {
+        /* nothing to watch: list again later (or when another list ends: a resync) */
+        if (!gs__kube_wait(inf->k, ABSENT_RELIST_MS))
+          break;
+        continue;
+      }
       if (o != OK_) {
         if (!back_off(inf, -1))
           break;

@@ -237,6 +237,8 @@ enum gs__inf_kind {
   GS__INF_PODS,
   GS__INF_CM_GPUSHARE,  /* the gpushare ConfigMap (fieldSelector metadata.name) */
   GS__INF_CM_UNHEALTHY, /* kube-system ConfigMaps named unhealthy-gpu-* */
+  GS__INF_SLICES,       /* resource.k8s.io/v1 ResourceSlices (docs/dra.md) */
+  GS__INF_CLAIMS,       /* resource.k8s.io/v1 ResourceClaims */
   GS__INF_COUNT
 };
 #define GS_KUBE_UNHEALTHY_PREFIX "unhealthy-gpu-"

@@ -55,17 +55,39 @@ enum gs_err gs__view_json(struct gs_sched *sched, const char *node, bool inspect
   return v.err;
 }
 
+/* MiB that DRA claims hold on each GPU of n (claimed[g]); the number of
+ * claims on n. */
+static size_t node_claims(const struct gs_ledger *ledger, const struct gs_node *n,
+                          uint64_t claimed[GS_MAX_GPUS]) {
+  size_t count = 0;
+  memset(claimed, 0, GS_MAX_GPUS * sizeof *claimed);
+  for (size_t i = 0; i < gs_ledger_node_alloc_count(ledger, n->name); i++) {
+    const struct gs_alloc *a = gs_ledger_node_alloc_at(ledger, n->name, i);
+    if (a == NULL || a->kind != GS_ALLOC_CLAIM)
+      continue;
+    count++;
+    for (uint32_t p = 0; p < a->nparts; p++)
+      if (a->parts[p].gpu < n->ngpus)
+        claimed[a->parts[p].gpu] +=
+            gs_ledger_part_charge_mib(&n->gpus[a->parts[p].gpu], a, &a->parts[p]);
+  }
+  return count;
+}
+
 static void gauges_fn(const struct gs_ledger *ledger, void *arg) {
   struct gs_metrics *mx = arg;
   const char *none[] = {NULL};
-  gs_metrics_gauge_set(mx, "gpushare_pods", "Pods holding GPU allocations (incl. assumed).", none,
-                       (double)gs_ledger_alloc_count(ledger));
+  size_t claims = 0;
+  uint64_t claimed[GS_MAX_GPUS];
+  gs_metrics_gauge_reset(mx, "gpushare_gpu_memory_claimed_mib");
   gs_metrics_gauge_reset(mx, "gpushare_gpu_memory_used_mib");
   gs_metrics_gauge_reset(mx, "gpushare_gpu_memory_total_mib");
   gs_metrics_gauge_reset(mx, "gpushare_gpu_pods");
   gs_metrics_gauge_reset(mx, "gpushare_gpu_owned");
   for (size_t i = 0; i < gs_ledger_node_count(ledger); i++) {
     const struct gs_node *n = gs_ledger_node_at(ledger, i);
+    size_t c = node_claims(ledger, n, claimed);
+    claims += c;
     for (uint32_t g = 0; g < n->ngpus; g++) {
       char idx[16];
       const char *labels[] = {"node", n->name, "gpu", idx, NULL};
@@ -76,6 +98,10 @@ static void gauges_fn(const struct gs_ledger *ledger, void *arg) {
                            labels, (double)n->gpus[g].total_mib);
       gs_metrics_gauge_set(mx, "gpushare_gpu_pods", "Pods holding a share of the GPU.", labels,
                            (double)n->gpus[g].npods);
+      if (c > 0)
+        gs_metrics_gauge_set(mx, "gpushare_gpu_memory_claimed_mib",
+                             "GPU memory held by DRA ResourceClaims, MiB (docs/dra.md).", labels,
+                             (double)claimed[g]);
       /* whole GPUs have no memory figures: who owns them is the gauge */
       if (n->mode == GS_MODE_TOPOLOGY)
         gs_metrics_gauge_set(mx, "gpushare_gpu_owned",
@@ -83,6 +109,8 @@ static void gauges_fn(const struct gs_ledger *ledger, void *arg) {
                              n->gpus[g].owner != NULL ? 1 : 0);
     }
   }
+  gs_metrics_gauge_set(mx, "gpushare_pods", "Pods holding GPU allocations (incl. assumed).", none,
+                       (double)(gs_ledger_alloc_count(ledger) - claims));
 }
 
 void gs__view_gauges(struct gs_sched *sched, struct gs__feed_config *cfg, struct gs_metrics *m) {

@@ -259,6 +259,49 @@ void gs_sched_pod_gone(struct gs_sched *s, const char *uid) {
   gs_fw_pod_gone(s->fw, uid);
 }
 
+/* ---- DRA claims ----------------------------------------------------------- */
+
+enum gs_err gs_sched_claim_set(struct gs_sched *s, const struct gs_alloc *claim) {
+  enum gs_err e;
+  if (claim == NULL || claim->kind != GS_ALLOC_CLAIM || claim->uid == NULL ||
+      claim->uid[0] == '\0' || claim->node == NULL || claim->node[0] == '\0' ||
+      claim->nparts == 0 || claim->parts == NULL)
+    return GS_EINVAL;
+  pthread_mutex_lock(&s->mu);
+  e = gs_fw_claim_set(s->fw, claim);
+  if (e == GS_ENOTFOUND || e == GS_ENOMEM) {
+    /* its node later: an earlier charge elsewhere must not stay meanwhile */
+    (void)gs_fw_claim_gone(s->fw, claim->uid);
+    e = keep(s, claim) == GS_EOK ? GS_EAGAIN : GS_ENOMEM;
+  } else {
+    forget(s, claim->uid);
+  }
+  pthread_mutex_unlock(&s->mu);
+  return e;
+}
+
+enum gs_err gs_sched_claim_reserve(struct gs_sched *s, const char *const *nodes, size_t n,
+                                   const struct gs_claim_request *req, const char *ns,
+                                   const char *name, const char *uid, int64_t now_ns,
+                                   struct gs_claim_choice *ret, struct gs_status *st) {
+  if (req == NULL || ret == NULL || ns == NULL || name == NULL || uid == NULL || uid[0] == '\0' ||
+      (n > 0 && nodes == NULL))
+    return gs_status_set(st, GS_EINVAL, GS_R_OTHER, "invalid arguments");
+  return gs_fw_claim_reserve(s->fw, nodes, n, req, ns, name, uid, now_ns, ret, st);
+}
+
+void gs_sched_claim_gone(struct gs_sched *s, const char *uid) {
+  struct kept *k;
+  if (uid == NULL || uid[0] == '\0')
+    return;
+  pthread_mutex_lock(&s->mu);
+  k = gs_strmap_get(s->kept, uid);
+  if (k != NULL && k->alloc.kind == GS_ALLOC_CLAIM)
+    forget(s, uid);
+  (void)gs_fw_claim_gone(s->fw, uid);
+  pthread_mutex_unlock(&s->mu);
+}
+
 /* ---- nodes -------------------------------------------------------------- */
 
 enum gs_err gs_sched_node_upsert(struct gs_sched *s, const struct gs_node_spec *spec) {

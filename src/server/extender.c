@@ -506,6 +506,7 @@ static void get_metrics(struct gs_server *s, const struct gs_http_request *req, 
   const char *none[] = {NULL};
   (void)req, (void)sub;
   gs__view_gauges(s->sched, &s->config, s->metrics);
+  gs__dra_gauges(s->dra, s->metrics);
   gs_metrics_gauge_set(s->metrics, "gpushare_leader", "1 when this replica serves the verbs.",
                        none, atomic_load(&s->leader) ? 1 : 0);
   gs_metrics_gauge_set(s->metrics, "gpushare_cache_synced", "1 once the first sync is done.",
@@ -650,7 +651,8 @@ struct gs_server *gs_server_new(const struct gs_config *cfg, struct gs_cluster c
   gs__feed_config_init(&s->config);
   atomic_init(&s->configured, false);
   s->metrics = gs_metrics_new();
-  if (s->metrics == NULL) {
+  s->dra = gs__dra_new();
+  if (s->metrics == NULL || s->dra == NULL) {
     gs_diag_set(diag, "", "out of memory");
     gs_server_free(s);
     return NULL;
@@ -731,6 +733,7 @@ void gs_server_free(struct gs_server *s) {
   }
   gs_sched_free(s->sched);
   gs_metrics_free(s->metrics);
+  gs__dra_free(s->dra);
   gs__feed_config_destroy(&s->config);
   pthread_mutex_destroy(&s->mu);
   gs_free(s);

@@ -4,6 +4,7 @@
 #define GPUSHARE_SERVER_INT_H
 
 #include "server.h"
+#include "dra.h"
 #include "feed.h"
 #include "http.h"
 
@@ -28,6 +29,7 @@ struct gs_server {
   atomic_bool synced;
   atomic_bool leader;
   struct gs__feed_config config; /* pendingUnit, an invalid ConfigMap */
+  struct gs__dra *dra;           /* ResourceSlices and ResourceClaims (docs/dra.md) */
   pthread_mutex_t mu; /* guards stats */
   struct gs_cluster_stats stats; /* backend counters at the last scrape (under mu) */
   uint64_t gang_timeouts;        /* the service's count at the last scrape (under mu) */

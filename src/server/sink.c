@@ -3,6 +3,7 @@
  * posted as Events. */
 #include "server_int.h"
 #include "feed.h"
+#include "dra.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -76,6 +77,26 @@ static void sink_configmap_delete(void *ctx, const json_t *cm) {
   gs__feed_configmap_delete(s->sched, &f, cm, &s->config);
 }
 
+static void sink_slice_upsert(void *ctx, const json_t *slice) {
+  struct gs_server *s = ctx;
+  gs__dra_slice(s->dra, s->sched, slice);
+}
+
+static void sink_slice_delete(void *ctx, const json_t *slice) {
+  struct gs_server *s = ctx;
+  gs__dra_slice_delete(s->dra, s->sched, slice);
+}
+
+static void sink_claim_upsert(void *ctx, const json_t *claim) {
+  struct gs_server *s = ctx;
+  gs__dra_claim(s->dra, s->sched, claim);
+}
+
+static void sink_claim_delete(void *ctx, const json_t *claim) {
+  struct gs_server *s = ctx;
+  gs__dra_claim_delete(s->dra, s->sched, claim);
+}
+
 static void sink_synced(void *ctx) {
   struct gs_server *s = ctx;
   if (!atomic_exchange(&s->synced, true))
@@ -97,6 +118,10 @@ struct gs_cluster_sink gs__server_sink(struct gs_server *s) {
       .pod_delete = sink_pod_delete,
       .configmap_upsert = sink_configmap_upsert,
       .configmap_delete = sink_configmap_delete,
+      .slice_upsert = sink_slice_upsert,
+      .slice_delete = sink_slice_delete,
+      .claim_upsert = sink_claim_upsert,
+      .claim_delete = sink_claim_delete,
       .synced = sink_synced,
       .leader = sink_leader,
   };

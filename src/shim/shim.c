@@ -5,6 +5,7 @@
 
 #include "api.h"
 #include "config.h"
+#include "dra.h"
 #include "feed.h"
 #include "log.h"
 #include "metrics.h"
@@ -25,6 +26,7 @@ struct gs_shim {
   char cm_ns[GS_NS_MAX + 1], cm_name[GS_NAME_MAX + 1];
   struct gs__feed_cm cm;
   struct gs__feed_config config; /* pendingUnit, an invalid ConfigMap */
+  struct gs__dra *dra;            /* ResourceSlices and ResourceClaims (docs/dra.md) */
   pthread_mutex_t mu; /* guards what follows */
   struct gs_metrics *metrics;
   uint64_t gang_timeouts; /* the service's count at the last scrape */
@@ -126,7 +128,8 @@ struct gs_shim *gs_shim_new(const char *args_json, size_t len, const char *cm_js
     s->sched = gs_sched_new(&policy);
     s->metrics = gs_metrics_new();
     s->memo = gs_sched_memo_new();
-    if (s->sched == NULL || s->metrics == NULL || s->memo == NULL) {
+    s->dra = gs__dra_new();
+    if (s->sched == NULL || s->metrics == NULL || s->memo == NULL || s->dra == NULL) {
       gs_diag_set(diag, "", "out of memory");
       gs_sched_free(s->sched);
       gs_metrics_free(s->metrics);
@@ -156,6 +159,7 @@ void gs_shim_free(struct gs_shim *s) {
     return;
   gs_sched_free(s->sched);
   gs_metrics_free(s->metrics);
+  gs__dra_free(s->dra);
   json_decref(s->notices);
   gs__feed_config_destroy(&s->config);
   pthread_mutex_destroy(&s->mu);
@@ -212,6 +216,21 @@ void gs_shim_pod(struct gs_shim *s, const char *json, size_t len) {
 }
 
 void gs_shim_pod_delete(struct gs_shim *s, const char *uid) { gs_sched_pod_gone(s->sched, uid); }
+
+void gs_shim_dra(struct gs_shim *s, const char *json, size_t len, int claim, int deleted) {
+  json_t *obj = load(json, len);
+  if (obj == NULL)
+    return;
+  if (claim && deleted)
+    gs__dra_claim_delete(s->dra, s->sched, obj);
+  else if (claim)
+    gs__dra_claim(s->dra, s->sched, obj);
+  else if (deleted)
+    gs__dra_slice_delete(s->dra, s->sched, obj);
+  else
+    gs__dra_slice(s->dra, s->sched, obj);
+  json_decref(obj);
+}
 
 char *gs_shim_configmap(struct gs_shim *s, const char *json, size_t len, int deleted) {
   json_t *cm = load(json, len);
@@ -582,6 +601,7 @@ char *gs_shim_metrics(struct gs_shim *s) {
   char *text;
   pthread_mutex_lock(&s->mu);
   gs__view_gauges(s->sched, &s->config, s->metrics);
+  gs__dra_gauges(s->dra, s->metrics);
   gs_metrics_counter_add(s->metrics, "gpushare_gang_timeouts_total",
                          "Gang plans not all bound within gangTimeoutSeconds.", none,
                          (double)(t - s->gang_timeouts));

@@ -36,6 +36,9 @@ void gs_shim_node(struct gs_shim *s, const char *json, size_t len);
 void gs_shim_node_delete(struct gs_shim *s, const char *name);
 void gs_shim_pod(struct gs_shim *s, const char *json, size_t len);
 void gs_shim_pod_delete(struct gs_shim *s, const char *uid);
+/* A resource.k8s.io/v1 ResourceSlice (claim 0) or ResourceClaim (claim 1)
+ * added or changed, or deleted (docs/dra.md). */
+void gs_shim_dra(struct gs_shim *s, const char *json, size_t len, int claim, int deleted);
 /* ConfigMaps of the namespace the informer watches: the configuration's
  * (checked whole: an invalid value is reported; a gpuMemoryUnit change
  * becomes pendingUnit) and unhealthy-gpu-<node>. Returns the error text

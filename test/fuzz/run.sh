@@ -16,7 +16,7 @@ shift 2
 targets=("$@")
 if [ ${#targets[@]} -eq 0 ]; then
   targets=(args bind pod node alloc topo_json topo_text quantity yaml config kubeconfig watch status
-           list_peek preempt agent)
+           list_peek preempt agent dra)
 fi
 
 dict_for() {

@@ -59,6 +59,7 @@ static unsigned percent(uint64_t used, uint64_t total) {
 
 struct pod_view {
   const char *ns, *name;
+  bool claim; /* a DRA claim's charge (docs/dra.md), listed after the pods */
   bool has_container;
   uint64_t container;
   uint64_t used_mib;
@@ -71,7 +72,7 @@ struct gpu_view {
   bool healthy;
   enum owner_state owner;
   const char *owner_ns, *owner_name;
-  size_t npods;
+  size_t npods, nclaims; /* pods[0..npods), then the claims */
   struct pod_view *pods;
 };
 
@@ -269,7 +270,8 @@ static enum gs_err decode_owner(const json_t *gpu, const char *path, struct gpu_
 static enum gs_err decode_gpu(const json_t *j, const char *path, struct gpu_view *g,
                               struct gs_diag *diag) {
   char ppath[sizeof diag->where];
-  const json_t *pods = NULL, *h;
+  const json_t *pods = NULL, *claims = NULL, *h;
+  size_t np, nc;
   enum gs_err e;
   if (!json_is_object(j))
     return wrong(diag, path, "", "an object", j);
@@ -292,16 +294,28 @@ static enum gs_err decode_gpu(const json_t *j, const char *path, struct gpu_view
   e = get_array(j, path, "pods", false, &pods, diag);
   if (!OPTIONAL_OK(e))
     return e;
-  if (pods == NULL || json_array_size(pods) == 0)
+  e = get_array(j, path, "claims", false, &claims, diag);
+  if (!OPTIONAL_OK(e))
+    return e;
+  np = pods ? json_array_size(pods) : 0;
+  nc = claims ? json_array_size(claims) : 0;
+  if (np + nc == 0)
     return GS_EOK;
-  g->pods = calloc(json_array_size(pods), sizeof *g->pods);
+  g->pods = calloc(np + nc, sizeof *g->pods);
   if (g->pods == NULL)
     return GS_ENOMEM;
-  for (size_t i = 0; i < json_array_size(pods); i++) {
+  for (size_t i = 0; i < np; i++) {
     pathf(ppath, sizeof ppath, "%s.pods[%zu]", path, i);
     if ((e = decode_pod(json_array_get(pods, i), ppath, &g->pods[i], diag)) != GS_EOK)
       return e;
     g->npods++;
+  }
+  for (size_t i = 0; i < nc; i++) {
+    pathf(ppath, sizeof ppath, "%s.claims[%zu]", path, i);
+    if ((e = decode_pod(json_array_get(claims, i), ppath, &g->pods[np + i], diag)) != GS_EOK)
+      return e;
+    g->pods[np + i].claim = true;
+    g->nclaims++;
   }
   return GS_EOK;
 }
@@ -631,7 +645,7 @@ static void render_node_details(const struct ledger_view *v, const struct node_v
 
   for (size_t k = 0; k < n->ngpus; k++) {
     owners = owners || n->gpus[k].owner != OWNER_ABSENT;
-    npods += n->gpus[k].npods;
+    npods += n->gpus[k].npods + n->gpus[k].nclaims;
   }
   if (n->ngpus == 0) {
     gs__sbuf_puts(b, "no GPUs\n");
@@ -681,11 +695,11 @@ static void render_node_details(const struct ledger_view *v, const struct node_v
     gs__table_set(&t, 4, "MEMORY(%s)", label);
     gs__table_set(&t, 5, "MEMORY(MiB)");
     for (size_t k = 0; k < n->ngpus; k++)
-      for (size_t p = 0; p < n->gpus[k].npods; p++) {
+      for (size_t p = 0; p < n->gpus[k].npods + n->gpus[k].nclaims; p++) {
         const struct pod_view *pod = &n->gpus[k].pods[p];
         gs__table_row(&t);
         gs__table_set(&t, 0, "%s", pod->ns);
-        gs__table_set(&t, 1, "%s", pod->name);
+        gs__table_set(&t, 1, "%s%s", pod->name, pod->claim ? " (claim)" : "");
         gs__table_set(&t, 2, "%" PRIu64, n->gpus[k].index);
         if (pod->has_container)
           gs__table_set(&t, 3, "%" PRIu64, pod->container);

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	resourcev1 "k8s.io/api/resource/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -53,6 +54,43 @@ func (p *Plugin) watch() error {
 		},
 	}); err != nil {
 		return fmt.Errorf("gpushare: pod informer: %w", err)
+	}
+	return nil
+}
+
+// watchDRA feeds the core the scheduler's ResourceSlices and
+// ResourceClaims (resource.k8s.io/v1, the informers kube-scheduler's
+// DynamicResources plugin shares): the claims allocated on gpushare's GPUs
+// are charged in the ledger (docs/dra.md).
+func (p *Plugin) watchDRA() error {
+	f := p.h.SharedInformerFactory()
+	slices := func(o interface{}, deleted bool) {
+		if s, ok := final(o).(*resourcev1.ResourceSlice); ok {
+			if b, err := coreJSON(s); err == nil {
+				p.core.DRA(b, false, deleted)
+			}
+		}
+	}
+	claims := func(o interface{}, deleted bool) {
+		if c, ok := final(o).(*resourcev1.ResourceClaim); ok {
+			if b, err := coreJSON(c); err == nil {
+				p.core.DRA(b, true, deleted)
+			}
+		}
+	}
+	if _, err := f.Resource().V1().ResourceSlices().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(o interface{}) { slices(o, false) },
+		UpdateFunc: func(_, o interface{}) { slices(o, false) },
+		DeleteFunc: func(o interface{}) { slices(o, true) },
+	}); err != nil {
+		return fmt.Errorf("gpushare: ResourceSlice informer: %w", err)
+	}
+	if _, err := f.Resource().V1().ResourceClaims().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(o interface{}) { claims(o, false) },
+		UpdateFunc: func(_, o interface{}) { claims(o, false) },
+		DeleteFunc: func(o interface{}) { claims(o, true) },
+	}); err != nil {
+		return fmt.Errorf("gpushare: ResourceClaim informer: %w", err)
 	}
 	return nil
 }

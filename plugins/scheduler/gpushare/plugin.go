@@ -170,6 +170,9 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, err
 	if err := p.watch(); err != nil {
 		return nil, err
 	}
+	if err := p.watchDRA(); err != nil {
+		return nil, err
+	}
 	if cmNs != "" {
 		if err := p.watchConfigMaps(ctx, cmNs); err != nil {
 			return nil, err

@@ -145,6 +145,21 @@ func (s *Shim) PodDelete(uid string) {
 	withString(uid, func(c *C.char) { C.gs_shim_pod_delete(s.c, c) })
 }
 
+// DRA: a resource.k8s.io/v1 ResourceSlice (claim false) or ResourceClaim
+// (claim true) added or changed, or deleted (its JSON; docs/dra.md).
+func (s *Shim) DRA(obj []byte, claim, deleted bool) {
+	withBytes(obj, func(b *C.char, l C.size_t) {
+		C.gs_shim_dra(s.c, b, l, cbool(claim), cbool(deleted))
+	})
+}
+
+func cbool(b bool) C.int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
 // Tick lets time pass (unix ns).
 func (s *Shim) Tick(nowNs int64) { C.gs_shim_tick(s.c, C.int64_t(nowNs)) }
 

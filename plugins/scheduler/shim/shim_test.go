@@ -349,6 +349,33 @@ func TestViews(t *testing.T) {
 	}
 }
 
+// DRA (docs/dra.md): a claim allocated on a GPU published in a
+// ResourceSlice is charged in the ledger (inspect lists it, a gpu-mem pod
+// no longer fits there) and freed when the claim is deleted.
+func TestDRA(t *testing.T) {
+	s, _ := New(nil, nil, "kube-system", "gpushare-config", false)
+	s.Node(node("a", 1, 16))
+	claim := []byte(`{"metadata":{"name":"c","namespace":"t","uid":"cu"},"status":{"allocation":` +
+		`{"devices":{"results":[{"request":"gpu","driver":"gpu.gpushare.io","pool":"a",` +
+		`"device":"gpu-0","consumedCapacity":{"memory":"12Gi"}}]}}}}`)
+	s.DRA(claim, true, false)
+	s.DRA([]byte(`{"metadata":{"name":"a-gpus"},"spec":{"driver":"gpu.gpushare.io","nodeName":"a",`+
+		`"pool":{"name":"a"},"devices":[{"name":"gpu-0","allowMultipleAllocations":true,`+
+		`"attributes":{"gpushare.io/index":{"int":0}}}]}}`), false, false)
+	out, status := s.View("a", true)
+	want := `{"nodes":[{"name":"a","totalGPU":16,"usedGPU":12,"devs":[{"id":0,"totalGPU":16,"usedGPU":12,"pods":[],"claims":[{"name":"c","namespace":"t","usedGPU":12}]}]}]}`
+	if status != 200 || out != want {
+		t.Fatalf("inspect a: %d %s", status, out)
+	}
+	if rc, vs := s.Filter(pod("q", 5), []string{"a"}, nil, 1, false); rc != OK || vs.Code(0) == OK {
+		t.Fatalf("5 GiB fit beside a 12 GiB claim: %+v", vs)
+	}
+	s.DRA(claim, true, true)
+	if rc, vs := s.Filter(pod("q", 16), []string{"a"}, nil, 1, false); rc != OK || vs.Code(0) != OK {
+		t.Fatalf("the claim's memory not freed: %+v", vs)
+	}
+}
+
 // A gang not complete within gangTimeoutSeconds: the notices name the job
 // and each member not bound, once.
 func TestNotices(t *testing.T) {

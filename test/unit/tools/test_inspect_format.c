@@ -131,6 +131,29 @@ static char *render_text(const char *json, enum gs_inspect_view view) {
   return text;
 }
 
+/* DRA claims (docs/dra.md) are rows beside the pods, marked "(claim)". */
+static void claims_listed_beside_pods(void **state) {
+  char *t = render_text("{\"unitMiB\":1024,\"nodes\":[{\"name\":\"n\",\"mode\":\"share\",\"gpus\":["
+                        "{\"index\":0,\"totalMiB\":16384,\"usedMiB\":16384,"
+                        "\"pods\":[{\"namespace\":\"d\",\"name\":\"p\",\"container\":0,\"usedMiB\":4096}],"
+                        "\"claims\":[{\"namespace\":\"t\",\"name\":\"c\",\"uid\":\"u\","
+                        "\"usedMiB\":12288}]}]}]}",
+                        GS_INSPECT_DETAILS);
+  (void)state;
+  assert_non_null(strstr(t, "d          p          0    0 "));
+  assert_non_null(strstr(t, "t          c (claim)  0    -          12 "));
+  free(t);
+  /* a claim only: the table is there, not "no pods" */
+  t = render_text("{\"unitMiB\":1024,\"nodes\":[{\"name\":\"n\",\"gpus\":["
+                  "{\"index\":0,\"totalMiB\":16384,\"usedMiB\":16384,"
+                  "\"claims\":[{\"namespace\":\"t\",\"name\":\"w\",\"usedMiB\":16384,"
+                  "\"whole\":true}]}]}]}",
+                  GS_INSPECT_DETAILS);
+  assert_null(strstr(t, "no pods"));
+  assert_non_null(strstr(t, "w (claim)"));
+  free(t);
+}
+
 static void unhealthy_marker_and_footnote(void **state) {
   char *t = render_text("{\"unitMiB\":1024,\"nodes\":[{\"name\":\"n\",\"mode\":\"share\",\"gpus\":["
                         "{\"index\":0,\"totalMiB\":8192,\"usedMiB\":1024},"
@@ -527,6 +550,7 @@ static void error_texts(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(table_cluster_1gib),
+      cmocka_unit_test(claims_listed_beside_pods),
       cmocka_unit_test(details_cluster_1gib),
       cmocka_unit_test(table_pending_unit),
       cmocka_unit_test(details_pending_unit),

@@ -1,0 +1,50 @@
+/* gpushare — placing a DRA claim (docs/dra.md, issue 33 item 2): the core's
+ * decision of node and GPUs for a ResourceClaim asking GPU memory of
+ * gpushare's DeviceClass, over the one ledger, with the node policy pods
+ * get. Pure: reads the ledger, never changes it; the caller records the
+ * choice with gs_ledger_claim_set (or gs_sched_claim_set).
+ *
+ * Not wired into a front end yet: gpushare-scheduler writing the claim's
+ * status.allocation is issue 33 item 2's Go side. */
+#ifndef GPUSHARE_CLAIM_H
+#define GPUSHARE_CLAIM_H
+
+#include <gpushare/ledger.h>
+#include <gpushare/place.h>
+
+/* A claim's request: count GPUs of one node with mib_per_gpu MiB each (a
+ * request of capacity.requests.memory M with count K: M / K each, the
+ * caller divides), or count whole devices (mib_per_gpu 0). */
+struct gs_claim_request {
+  uint64_t mib_per_gpu;
+  uint32_t count;
+};
+
+/* The decision. */
+struct gs_claim_choice {
+  char node[GS_NAME_MAX + 1];
+  struct gs_choice choice; /* GPUs ascending; mib_per_gpu 0 for whole devices */
+};
+
+/* Picks the node and GPUs for req among the n named nodes (unknown names
+ * are passed over): memory claims on share, cgpu and mps nodes as a
+ * gpu-mem pod of count GPUs × mib_per_gpu (rounded up to the policy's unit
+ * for the check) would be placed — the GPU by the node's placement
+ * (binpack: the fullest GPU that fits), the node by the policy's nodePolicy
+ * score, ties to the lower name; whole devices on GPUs nothing touches, on
+ * any gpushare node, the node with the fewest such GPUs that still has
+ * count (binpack) or the most (spread). GS_EOK fills *ret; GS_ENOFIT with
+ * st's reason when no node fits; GS_EUNRESOLVABLE for a request no node
+ * could ever hold (count 0 or above GS_MAX_GPUS, a memory past the part
+ * cap). */
+enum gs_err gs_claim_place(const struct gs_ledger *ledger, const char *const *nodes, size_t n,
+                           const struct gs_policy *policy, const struct gs_claim_request *req,
+                           struct gs_claim_choice *ret, struct gs_status *st) GS_WUR;
+
+/* The charge of a choice for claim uid (ns/name): parts written into
+ * parts[0..choice.ngpus), *ret_alloc borrows them and the strings. */
+void gs_claim_charge(const struct gs_claim_choice *c, const char *ns, const char *name,
+                     const char *uid, uint64_t mib_per_gpu, struct gs_alloc_part *parts,
+                     struct gs_alloc *ret_alloc);
+
+#endif

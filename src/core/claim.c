@@ -1,0 +1,115 @@
+/* Placing a DRA claim (gpushare/claim.h, docs/dra.md): a memory claim is
+ * placed as the gpu-mem pod of the same shape would be (gs_place_pick), a
+ * whole-device claim on GPUs nothing touches. */
+#include <gpushare/claim.h>
+
+#include "caps.h"
+
+#include <stdio.h>
+#include <string.h>
+
+/* The gpu-mem pod a memory claim is placed as. */
+static void as_pod(const struct gs_claim_request *req, uint32_t unit_mib,
+                   struct gs_pod_request *pod) {
+  uint64_t units = (req->mib_per_gpu + unit_mib - 1) / unit_mib;
+  memset(pod, 0, sizeof *pod);
+  snprintf(pod->ns, sizeof pod->ns, "dra");
+  snprintf(pod->name, sizeof pod->name, "claim");
+  pod->ncontainers = 1;
+  pod->mem_units[0] = units * req->count;
+  pod->gpu_count = req->count;
+}
+
+/* Free whole GPUs of node as a mask. */
+static uint64_t free_gpus(const struct gs_node *node) {
+  uint64_t mask = 0;
+  for (uint32_t g = 0; g < node->ngpus; g++) {
+    const struct gs_gpu *gpu = &node->gpus[g];
+    if (gpu->healthy && gpu->owner == NULL && gpu->npods == 0 && gpu->used_mib == 0)
+      mask |= UINT64_C(1) << g;
+  }
+  return mask;
+}
+
+static bool better(int64_t score, const char *name, int64_t best, const char *best_name) {
+  if (best_name == NULL)
+    return true;
+  if (score != best)
+    return score > best;
+  return strcmp(name, best_name) < 0;
+}
+
+enum gs_err gs_claim_place(const struct gs_ledger *ledger, const char *const *nodes, size_t n,
+                           const struct gs_policy *policy, const struct gs_claim_request *req,
+                           struct gs_claim_choice *ret, struct gs_status *st) {
+  struct gs_pod_request pod;
+  struct gs_choice best = {0}, c;
+  struct gs_status why = {GS_ENOFIT, GS_R_NODE_UNKNOWN, "no node offered"};
+  const char *best_name = NULL;
+  int64_t best_score = 0;
+  bool whole = req->mib_per_gpu == 0;
+
+  if (req->count == 0 || req->count > GS_MAX_GPUS)
+    return gs_status_set(st, GS_EUNRESOLVABLE, GS_R_INVALID_POD,
+                         "a claim of %u GPUs: 1..%u per claim", (unsigned)req->count,
+                         (unsigned)GS_MAX_GPUS);
+  if (req->mib_per_gpu > GS__PART_MIB_MAX)
+    return gs_status_set(st, GS_EUNRESOLVABLE, GS_R_INVALID_POD,
+                         "a claim of more memory per GPU than any GPU has");
+  as_pod(req, policy->unit_mib, &pod);
+  for (size_t i = 0; i < n; i++) {
+    const struct gs_node *node = gs_ledger_node_get(ledger, nodes[i]);
+    int64_t score;
+    if (node == NULL)
+      continue;
+    if (whole) {
+      uint64_t mask = free_gpus(node);
+      uint32_t nfree = (uint32_t)__builtin_popcountll(mask), k = 0;
+      if (node->mode == GS_MODE_NONE || nfree < req->count) {
+        gs_status_set(&why, GS_ENOFIT, GS_R_INSUFFICIENT_WHOLE_GPUS,
+                      "fewer than %u free whole GPUs", (unsigned)req->count);
+        continue;
+      }
+      memset(&c, 0, sizeof c);
+      for (uint32_t g = 0; g < node->ngpus && k < req->count; g++)
+        if (mask >> g & 1)
+          c.gpus[k++] = g;
+      c.ngpus = k;
+      /* binpack: the node left with the fewest free GPUs; spread: the most */
+      score = policy->node_policy == GS_PLACE_SPREAD ? (int64_t)nfree : -(int64_t)nfree;
+    } else {
+      struct gs_status s;
+      if (gs_place_pick(node, &pod, policy, &c, &s) != GS_EOK) {
+        why = s;
+        continue;
+      }
+      c.mib_per_gpu = req->mib_per_gpu;
+      score = c.score;
+    }
+    if (better(score, node->name, best_score, best_name)) {
+      best = c;
+      best_score = score;
+      best_name = node->name;
+    }
+  }
+  if (best_name == NULL) {
+    if (st != NULL)
+      *st = why;
+    return GS_ENOFIT;
+  }
+  snprintf(ret->node, sizeof ret->node, "%s", best_name);
+  ret->choice = best;
+  return gs_status_set(st, GS_EOK, GS_R_OTHER, "%s", "");
+}
+
+void gs_claim_charge(const struct gs_claim_choice *c, const char *ns, const char *name,
+                     const char *uid, uint64_t mib_per_gpu, struct gs_alloc_part *parts,
+                     struct gs_alloc *ret_alloc) {
+  for (uint32_t i = 0; i < c->choice.ngpus; i++)
+    parts[i] = (struct gs_alloc_part){.container = i, .gpu = c->choice.gpus[i],
+                                      .units = mib_per_gpu ? mib_per_gpu : GS_CLAIM_WHOLE};
+  *ret_alloc = (struct gs_alloc){.ns = ns, .name = name, .uid = uid, .node = c->node,
+                                 .kind = GS_ALLOC_CLAIM, .state = GS_ALLOC_BOUND,
+                                 .unit_mib = GS_CLAIM_UNIT_MIB, .nparts = c->choice.ngpus,
+                                 .parts = parts, .priority = INT32_MAX};
+}

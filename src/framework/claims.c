@@ -1,0 +1,98 @@
+/* DRA claims in the framework (docs/dra.md): their charges recorded,
+ * replaced and freed, and gpushare's own decision for one (gs_claim_place)
+ * reserved, each under the one ledger lock (gs__fw_write). */
+#include "framework.h"
+
+#include <gpushare/claim.h>
+
+#include <stdio.h>
+#include <string.h>
+
+struct set_call {
+  const struct gs_alloc *claim;
+  const char *uid;
+  enum gs_err err;
+};
+
+static void set_fn(struct gs_ledger *ledger, const struct gs_policy *policy, void *arg) {
+  struct set_call *c = arg;
+  (void)policy;
+  c->err = gs_ledger_claim_set(ledger, c->claim);
+}
+
+enum gs_err gs_fw_claim_set(struct gs_fw *fw, const struct gs_alloc *claim) {
+  struct set_call c = {claim, NULL, GS_EOK};
+  gs__fw_write(fw, set_fn, &c);
+  return c.err;
+}
+
+static void gone_fn(struct gs_ledger *ledger, const struct gs_policy *policy, void *arg) {
+  struct set_call *c = arg;
+  const struct gs_alloc *a = gs_ledger_alloc_get(ledger, c->uid);
+  (void)policy;
+  c->err = a != NULL && a->kind == GS_ALLOC_CLAIM ? gs_ledger_release(ledger, c->uid)
+                                                  : GS_ENOTFOUND;
+}
+
+enum gs_err gs_fw_claim_gone(struct gs_fw *fw, const char *uid) {
+  struct set_call c = {NULL, uid, GS_ENOTFOUND};
+  gs__fw_write(fw, gone_fn, &c);
+  return c.err;
+}
+
+/* The charge of a claim as a choice (its node and GPUs). */
+static void choice_of(const struct gs_alloc *a, struct gs_claim_choice *ret) {
+  memset(ret, 0, sizeof *ret);
+  snprintf(ret->node, sizeof ret->node, "%s", a->node);
+  for (uint32_t i = 0; i < a->nparts && i < GS_MAX_GPUS; i++)
+    ret->choice.gpus[ret->choice.ngpus++] = a->parts[i].gpu;
+  ret->choice.mib_per_gpu =
+      a->nparts > 0 && a->parts[0].units != GS_CLAIM_WHOLE ? a->parts[0].units : 0;
+}
+
+struct reserve_call {
+  const char *const *nodes;
+  size_t n;
+  const struct gs_claim_request *req;
+  const char *ns, *name, *uid;
+  int64_t now_ns;
+  struct gs_claim_choice *ret;
+  struct gs_status *st;
+  enum gs_err err;
+};
+
+static void reserve_fn(struct gs_ledger *ledger, const struct gs_policy *policy, void *arg) {
+  struct reserve_call *r = arg;
+  struct gs_alloc_part parts[GS_MAX_GPUS];
+  struct gs_claim_choice c;
+  struct gs_alloc a;
+  const struct gs_alloc *have = gs_ledger_alloc_get(ledger, r->uid);
+  if (have != NULL) {
+    /* reserved before (a retried cycle) or allocated: never re-picked */
+    r->err = have->kind == GS_ALLOC_CLAIM ? GS_EOK : GS_EEXISTS;
+    if (r->err == GS_EOK)
+      choice_of(have, r->ret);
+    gs_status_set(r->st, r->err, GS_R_OTHER, "%s", r->err == GS_EOK ? "" : "the UID is a pod's");
+    return;
+  }
+  r->err = gs_claim_place(ledger, r->nodes, r->n, policy, r->req, &c, r->st);
+  if (r->err != GS_EOK)
+    return;
+  gs_claim_charge(&c, r->ns, r->name, r->uid, r->req->mib_per_gpu, parts, &a);
+  a.state = GS_ALLOC_ASSUMED;
+  a.assume_time_ns = r->now_ns;
+  r->err = gs_ledger_claim_set(ledger, &a);
+  if (r->err == GS_EOK)
+    *r->ret = c;
+  else
+    gs_status_set(r->st, r->err, GS_R_OTHER, "cannot record the claim: %s", gs_strerror(r->err));
+}
+
+enum gs_err gs_fw_claim_reserve(struct gs_fw *fw, const char *const *nodes, size_t n,
+                                const struct gs_claim_request *req, const char *ns,
+                                const char *name, const char *uid, int64_t now_ns,
+                                struct gs_claim_choice *ret, struct gs_status *st) {
+  struct reserve_call r = {nodes, n, req, ns, name, uid, now_ns, ret, st, GS_EOK};
+  gs__fw_write(fw, reserve_fn, &r);
+  return r.err;
+}

@@ -1,0 +1,163 @@
+/* The service's DRA claims (gs_sched_claim_set / gs_sched_claim_gone,
+ * docs/dra.md): kept until the node comes, moved in one step, never mixed
+ * up with a pod's allocation. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <gpushare/claim.h>
+#include <gpushare/sched.h>
+
+#include <stdio.h>
+#include <string.h>
+
+static void node(struct gs_sched *s, const char *name) {
+  struct gs_node_spec spec;
+  memset(&spec, 0, sizeof spec);
+  snprintf(spec.name, sizeof spec.name, "%s", name);
+  spec.mode = GS_MODE_SHARE;
+  spec.gpu_count = 2;
+  spec.gpu_mem_units = 32;
+  assert_int_equal(gs_sched_node_upsert(s, &spec), GS_EOK);
+}
+
+struct used {
+  const char *node;
+  uint64_t mib[2];
+  const struct gs_alloc *dummy;
+  int kind; /* of uid "x", -1 when absent */
+};
+static void used_fn(const struct gs_ledger *l, void *arg) {
+  struct used *u = arg;
+  const struct gs_node *n = gs_ledger_node_get(l, u->node);
+  const struct gs_alloc *a = gs_ledger_alloc_get(l, "x");
+  u->mib[0] = n ? n->gpus[0].used_mib : 0;
+  u->mib[1] = n ? n->gpus[1].used_mib : 0;
+  u->kind = a ? (int)a->kind : -1;
+}
+static struct used used(struct gs_sched *s, const char *n) {
+  struct used u = {n, {0, 0}, NULL, -1};
+  gs_sched_read(s, used_fn, NULL, &u);
+  return u;
+}
+
+static struct gs_alloc claim(const char *node, const struct gs_alloc_part *p) {
+  return (struct gs_alloc){.ns = "t", .name = "c", .uid = "x", .node = node,
+                           .kind = GS_ALLOC_CLAIM, .state = GS_ALLOC_BOUND,
+                           .unit_mib = GS_CLAIM_UNIT_MIB, .nparts = 1, .parts = p};
+}
+
+static void test_kept_moved_and_gone(void **state) {
+  struct gs_policy pol;
+  struct gs_sched *s;
+  struct gs_alloc_part p = {0, 1, 3000};
+  struct gs_alloc c = claim("b", &p);
+  (void)state;
+  gs_policy_init(&pol);
+  s = gs_sched_new(&pol);
+  node(s, "a");
+  /* node b unknown: kept, charged when b comes */
+  assert_int_equal(gs_sched_claim_set(s, &c), GS_EAGAIN);
+  assert_int_equal(gs_sched_kept_count(s), 1);
+  node(s, "b");
+  assert_int_equal(gs_sched_kept_count(s), 0);
+  assert_int_equal(used(s, "b").mib[1], 3000);
+  /* moved to a: b freed in the same step */
+  c.node = "a";
+  assert_int_equal(gs_sched_claim_set(s, &c), GS_EOK);
+  assert_int_equal(used(s, "b").mib[1], 0);
+  assert_int_equal(used(s, "a").mib[1], 3000);
+  /* moved to an unknown node: a freed, kept for later */
+  c.node = "zz";
+  assert_int_equal(gs_sched_claim_set(s, &c), GS_EAGAIN);
+  assert_int_equal(used(s, "a").mib[1], 0);
+  gs_sched_claim_gone(s, "x");
+  assert_int_equal(gs_sched_kept_count(s), 0);
+  node(s, "zz");
+  assert_int_equal(used(s, "zz").mib[1], 0);
+  /* a pod's shape is not a claim's */
+  c.kind = GS_ALLOC_MEM;
+  assert_int_equal(gs_sched_claim_set(s, &c), GS_EINVAL);
+  gs_sched_free(s);
+}
+
+static void test_a_pods_uid_is_never_a_claims(void **state) {
+  struct gs_policy pol;
+  struct gs_sched *s;
+  struct gs_alloc_part pp = {0, 0, 2}, cp = {0, 1, 1024};
+  struct gs_alloc pod = {.ns = "d", .name = "p", .uid = "x", .node = "a", .kind = GS_ALLOC_MEM,
+                         .state = GS_ALLOC_BOUND, .unit_mib = 1024, .nparts = 1, .parts = &pp};
+  struct gs_alloc c = claim("a", &cp);
+  (void)state;
+  gs_policy_init(&pol);
+  s = gs_sched_new(&pol);
+  node(s, "a");
+  assert_int_equal(gs_sched_pod_bound(s, &pod), GS_EOK);
+  assert_int_equal(gs_sched_claim_set(s, &c), GS_EEXISTS);
+  gs_sched_claim_gone(s, "x"); /* a claim's end never frees a pod */
+  assert_int_equal(used(s, "a").mib[0], 2048);
+  assert_int_equal(used(s, "a").mib[1], 0);
+  assert_int_equal(used(s, "a").kind, GS_ALLOC_MEM);
+  gs_sched_free(s);
+}
+
+/* gpushare placing claims: reserved at once, never re-picked, replaced by
+ * the allocation the feed sees, or expired / dropped. */
+static void test_reserve(void **state) {
+  struct gs_policy pol;
+  struct gs_sched *s;
+  const char *nodes[] = {"a"};
+  struct gs_claim_request req = {4096, 1};
+  struct gs_claim_choice c;
+  struct gs_status st;
+  char uid[8];
+  (void)state;
+  gs_policy_init(&pol);
+  s = gs_sched_new(&pol);
+  node(s, "a");
+  for (int i = 0; i < 4; i++) {
+    snprintf(uid, sizeof uid, "r%d", i);
+    assert_int_equal(gs_sched_claim_reserve(s, nodes, 1, &req, "t", uid, uid, 100, &c, &st),
+                     GS_EOK);
+    assert_string_equal(c.node, "a");
+    assert_int_equal(c.choice.gpus[0], 0); /* binpack: all four on GPU 0 */
+  }
+  assert_int_equal(used(s, "a").mib[0], 16384);
+  /* a retried reserve answers the same GPUs and charges nothing more */
+  assert_int_equal(gs_sched_claim_reserve(s, nodes, 1, &req, "t", "r3", "r3", 200, &c, &st),
+                   GS_EOK);
+  assert_int_equal(c.choice.gpus[0], 0);
+  assert_int_equal(c.choice.mib_per_gpu, 4096);
+  assert_int_equal(used(s, "a").mib[0], 16384);
+  /* the feed sees r0's allocation: bound, it no longer expires */
+  {
+    struct gs_alloc_part p = {0, 0, 4096};
+    struct gs_alloc a = {.ns = "t", .name = "r0", .uid = "r0", .node = "a",
+                         .kind = GS_ALLOC_CLAIM, .state = GS_ALLOC_BOUND,
+                         .unit_mib = GS_CLAIM_UNIT_MIB, .nparts = 1, .parts = &p};
+    assert_int_equal(gs_sched_claim_set(s, &a), GS_EOK);
+  }
+  gs_sched_claim_gone(s, "r1"); /* the front end dropped it */
+  assert_int_equal(gs_sched_expire_assumed(s, 100 + 1000, 500), 2); /* r2, r3 */
+  assert_int_equal(used(s, "a").mib[0], 4096);
+  /* 8 GiB over 2 GPUs: 4 + 4; no room for 2 × 14 GiB */
+  req = (struct gs_claim_request){4096, 2};
+  assert_int_equal(gs_sched_claim_reserve(s, nodes, 1, &req, "t", "pair", "pair", 0, &c, &st),
+                   GS_EOK);
+  assert_int_equal(c.choice.ngpus, 2);
+  req = (struct gs_claim_request){14 * 1024, 2};
+  assert_int_equal(gs_sched_claim_reserve(s, nodes, 1, &req, "t", "big", "big", 0, &c, &st),
+                   GS_ENOFIT);
+  assert_int_equal(st.why, GS_R_INSUFFICIENT_GPU_MEMORY);
+  gs_sched_free(s);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_kept_moved_and_gone),
+      cmocka_unit_test(test_a_pods_uid_is_never_a_claims),
+      cmocka_unit_test(test_reserve),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
