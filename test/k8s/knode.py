@@ -281,15 +281,23 @@ state = "{cd}/state"
     def _node_credentials(self):
         """A client certificate of the cluster CA for system:node:NAME in
         system:nodes: the Node authorizer and NodeRestriction see a kubelet."""
+        self.client_kubeconfig("kubelet", f"system:node:{self.name}", "system:nodes", self.kubeconfig)
+
+    def client_kubeconfig(self, name, user, group=None, path=None):
+        """A kubeconfig (path, default node.dir/NAME.kubeconfig) with a
+        client certificate of the cluster CA for user (CN) in group (O): the
+        identity of a process beside the kubelet (kube-proxy:
+        system:kube-proxy). Returns its path."""
         pki = os.path.join(self.cp.dir, "pki")
-        key, csr, crt = (os.path.join(self.dir, "kubelet-client." + e) for e in ("key", "csr", "crt"))
-        ext = os.path.join(self.dir, "kubelet-client.ext")
+        path = path or os.path.join(self.dir, name + ".kubeconfig")
+        key, csr, crt = (os.path.join(self.dir, f"{name}-client." + e) for e in ("key", "csr", "crt"))
+        ext = os.path.join(self.dir, f"{name}-client.ext")
+        subj = (f"/O={group}" if group else "") + f"/CN={user}"
         with open(ext, "w") as f:
             f.write("basicConstraints=CA:FALSE\nkeyUsage=digitalSignature,keyEncipherment\n"
                     "extendedKeyUsage=clientAuth\n")
         for cmd in (["openssl", "req", "-new", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
-                     "-nodes", "-keyout", key, "-out", csr, "-subj",
-                     f"/O=system:nodes/CN=system:node:{self.name}"],
+                     "-nodes", "-keyout", key, "-out", csr, "-subj", subj],
                     ["openssl", "x509", "-req", "-in", csr, "-CA", os.path.join(pki, "ca.crt"),
                      "-CAkey", os.path.join(pki, "ca.key"), "-CAcreateserial", "-out", crt,
                      "-days", "30", "-extfile", ext]):
@@ -299,8 +307,9 @@ state = "{cd}/state"
                                                        "certificate-authority": self.cp.ca}}],
                "users": [{"name": "node", "user": {"client-certificate": crt, "client-key": key}}],
                "contexts": [{"name": "node", "context": {"cluster": "cp", "user": "node"}}]}
-        with open(self.kubeconfig, "w") as f:
+        with open(path, "w") as f:
             yaml.safe_dump(cfg, f)
+        return path
 
     def kubelet_config(self):
         """The KubeletConfiguration (dict): cgroup v1 with cgroupfs, the test's

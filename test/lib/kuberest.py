@@ -53,6 +53,10 @@ KINDS = {
     "PriorityClass": ("/apis/scheduling.k8s.io/v1", "priorityclasses", False),
     "Lease": ("/apis/coordination.k8s.io/v1", "leases", True),
     "PodDisruptionBudget": ("/apis/policy/v1", "poddisruptionbudgets", True),
+    "DaemonSet": ("/apis/apps/v1", "daemonsets", True),
+    "Secret": ("/api/v1", "secrets", True),
+    "EndpointSlice": ("/apis/discovery.k8s.io/v1", "endpointslices", True),
+    "NetworkPolicy": ("/apis/networking.k8s.io/v1", "networkpolicies", True),
 }
 RESOURCES = {res: (prefix, kind, nsd) for kind, (prefix, res, nsd) in KINDS.items()}
 
