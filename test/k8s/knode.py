@@ -219,7 +219,10 @@ class Node:
             json.dump({"cniVersion": "1.0.0", "name": f"gpushare-{self.name}", "plugins": [
                 {"type": "bridge", "bridge": self.state["bridge"], "isGateway": True, "ipMasq": False,
                  "hairpinMode": True,
+                 # a default route through the bridge: Service addresses
+                 # (kproxy.py) are off the pod subnet
                  "ipam": {"type": "host-local", "ranges": [[{"subnet": self.pod_subnet}]],
+                          "routes": [{"dst": "0.0.0.0/0"}],
                           "dataDir": os.path.join(self.dir, "cni", "ipam")}},
             ]}, f)
         cri = 'plugins."io.containerd.grpc.v1.cri"'

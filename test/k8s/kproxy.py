@@ -84,7 +84,7 @@ class KubeProxy:
             "conntrack": {"maxPerCore": 0, "min": 0, "tcpEstablishedTimeout": "0s",
                           "tcpCloseWaitTimeout": "0s"},
             # lowering it needs CAP_SYS_RESOURCE, which this container lacks
-            "oomScoreAdj": int(open("/proc/self/oom_score_adj").read()),
+            "oomScoreAdj": self.oom_score_adj,
         }
 
     def start(self, timeout=180):
@@ -105,6 +105,8 @@ class KubeProxy:
                 time.sleep(1)
         with open(f"/proc/sys/{ROUTE_LOCALNET}") as f:
             self.saved = f.read().strip()
+        with open("/proc/self/oom_score_adj") as f:
+            self.oom_score_adj = int(f.read())
         try:
             self.kubeconfig = self.node.client_kubeconfig("kube-proxy", "system:kube-proxy")
             path = os.path.join(self.dir, "config.yaml")

@@ -142,6 +142,14 @@ def setUpModule():
 
 
 def tearDownModule():
+    if cp and cp.admin and node and node.procs.get("kubelet"):
+        # the controllers first, or they re-create the pods node.stop() deletes
+        for res, name in (("deployments", "gpushare-extender"), ("deployments", "gpushare-scheduler"),
+                          ("daemonsets", "gpushare-node")):
+            try:
+                cp.admin.delete(res, NS, name)
+            except (KubeError, OSError):
+                pass
     if proxy:
         proxy.stop()
     if node:
@@ -166,6 +174,11 @@ def dump():
             print(f"(no pod dump: {e!r})")
 
 
+def read(path):
+    with open(path) as f:
+        return f.read()
+
+
 def allocatable():
     a = cp.admin.get("nodes", None, NODE)["status"].get("allocatable", {})
     return a.get("aliyun.com/gpu-mem"), a.get("aliyun.com/gpu-count")
@@ -179,8 +192,10 @@ def pod_log(ns, name):
 
 
 def ext_pods():
+    """The Deployment's pods (its ReplicaSets'), not terminating."""
     return [p for p in cp.admin.list("pods", NS, selector="app.kubernetes.io/name=gpushare-extender")
-            if not p["metadata"].get("deletionTimestamp")]
+            if not p["metadata"].get("deletionTimestamp")
+            and [o for o in p["metadata"].get("ownerReferences", []) if o["kind"] == "ReplicaSet"]]
 
 
 def is_ready(p):
@@ -413,7 +428,7 @@ class Deploy(unittest.TestCase):
         make_certs(pki)
         cp.admin.apply({"apiVersion": "v1", "kind": "Secret", "type": "Opaque",
                         "metadata": {"name": "gpushare-extender-tls", "namespace": NS},
-                        "stringData": {k: open(os.path.join(pki, f)).read() for k, f in
+                        "stringData": {k: read(os.path.join(pki, f)) for k, f in
                                        (("tls.crt", "ext.crt"), ("tls.key", "ext.key"),
                                         ("ca.crt", "clients-ca.crt"))}})
         # deploy/ copied, its kustomization edited as its comments say
