@@ -13,6 +13,9 @@ its binary changes (a stamp of the binary's SHA-256 and the image's recipe).
              containerd's sandbox_image so nothing is ever pulled
     gpushare gpushare.local/gpushare-extender:dev   gpushare_recipe(): the
              extender of a build with the libraries ldd names for it
+    deploy-* deploy/'s three images under the names its manifests give them
+             (registry.example.com/gpushare/...): gpushare_recipe() with the
+             binaries of each deploy/Dockerfile target (test_real_deploy.py)
 """
 import hashlib
 import json
