@@ -320,11 +320,19 @@ class Deploy(unittest.TestCase):
         self.assertEqual((st, body), (503, b"not leader\n"))
 
     def test_2_a_gpu_pod_scheduled_through_the_service_runs_with_its_allocation(self):
-        (agent,) = [p for p in cp.admin.list("pods", NS, selector="app.kubernetes.io/name=gpushare-node")]
-        self.assertTrue(is_ready(agent) or agent["status"]["phase"] == "Running")
+        (agent,) = cp.admin.list("pods", NS, selector="app.kubernetes.io/name=gpushare-node")
+        self.assertTrue(is_ready(agent))
+        self.assertEqual(agent["spec"]["containers"][0]["image"], image_refs()["gpushare-node"])
+        agent_log = pod_log(NS, agent["metadata"]["name"])
+        for r in ("gpu-mem", "gpu-count"):
+            self.assertIn(f"registered with the kubelet\" resource=aliyun.com/{r}", agent_log)
+        (leader,) = leaders()
+        (standby,) = [q["metadata"]["name"] for q in ext_pods() if q["metadata"]["name"] != leader]
         p = self.run_gpu_pod("deploy-4", 4)
         self.assertIn("pod=default/deploy-4", pod_log(NS, agent["metadata"]["name"]))
-        self.assertIn("pod=default/deploy-4", pod_log(NS, leaders()[0]))
+        # kube-scheduler's calls reached the leader, never the standby
+        self.assertIn("pod=default/deploy-4", pod_log(NS, leader))
+        self.assertNotIn("deploy-4", pod_log(NS, standby))
         self.assertEqual(p["metadata"]["annotations"]["ALIYUN_COM_GPU_MEM_POD"], "4")
 
     def test_3_readiness_gates_traffic(self):
