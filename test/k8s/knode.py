@@ -11,7 +11,7 @@ containernetworking-plugins, images built here (kimages.py).
 Everything the node owns lives under one directory (node.dir): containerd's
 config, root, state and socket; the kubelet's root dir, pod logs and volume
 plugin dir; the CNI config and IPAM state. Host-wide it owns a cgroup subtree
-(cgroupRoot /gpushare-NAME in every v1 hierarchy), a bridge gsbrXXXXXXXX on a
+(cgroupRoot /gpushare-NAME-XXXXXX in every v1 hierarchy), a bridge gsbrXXXXXXXX on a
 random 10.x.y.0/24, and the kubelet's kernel tunables (set at start as every
 kubelet does, restored at stop). No system containerd is touched.
 
@@ -174,7 +174,11 @@ class Node:
         self.procs = {}
         self.beside = []  # names of processes started with run(), stopped first
         self.state = {"dir": self.dir, "containerd_sock": self.containerd_sock,
-                      "cgroup_root": f"/gpushare-{self.name}",
+                      # unique per start: two runs on one machine may use
+                      # one node name (gpu-real-a: test_real_gpunode and
+                      # `tools/dev.sh cluster`), and teardown kills every
+                      # process of the subtree
+                      "cgroup_root": f"/gpushare-{self.name}-{os.urandom(3).hex()}",
                       "bridge": "gsbr" + os.urandom(4).hex(), "sysctls": {}}
         self._stopped = False
         atexit.register(self.stop)
