@@ -23,6 +23,7 @@ gpushare-scheduler as pods scheduling a GPU pod; deploy/tls/ (HTTPS, client
 certificates) with kube-scheduler-config-tls.yaml, and the NetworkPolicy
 accepted (the bridge CNI plugin does not enforce it: docs/real-cluster.md).
 """
+import fcntl
 import json
 import os
 import shutil
@@ -52,6 +53,9 @@ ALLOC = "scheduler.framework.gpushare.allocation"
 NODEPORT = "http://127.0.0.1:32766"
 EXT = {"app.kubernetes.io/name": "gpushare-extender"}
 GS_ENV = ("NVIDIA_VISIBLE_DEVICES", "ALIYUN_COM_", "GPUSHARE_")
+# every kubelet's (any node's on the machine), not kube-proxy's: its canary and
+# the martian-packet rule it keeps for route_localnet, its iptables-mode hint
+KUBELET_CHAINS = ("KUBE-KUBELET-CANARY", "KUBE-FIREWALL", "KUBE-IPTABLES-HINT")
 
 cp = node = proxy = tmp = None
 
@@ -501,6 +505,28 @@ class Deploy(unittest.TestCase):
         cp.admin.create(probe)
         kbase.wait_pod_phase(cp.admin, "default", "netpol-probe", "Succeeded", 120)
         self.assertEqual(pod_log("default", "netpol-probe"), "end\n")  # no "can't connect"
+
+    def test_7_kube_proxy_stops_without_a_trace(self):
+        """The machine's network namespace is shared: after stop() no rule
+        of kube-proxy is left (its chains and the Services' rules, iptables
+        and ip6tables; the kubelets' own chains stay), route_localnet is
+        what it was, the lock is free."""
+        with open(f"/proc/sys/{kproxy.ROUTE_LOCALNET}") as f:
+            self.assertEqual(f.read().strip(), "1")  # localhost NodePorts on
+        saved = proxy.saved
+        self.assertIn("-A KUBE-SERVICES", proxy.rules())
+        proxy.stop()
+        for cmd in ("iptables", "ip6tables"):
+            for table in ("nat", "filter", "mangle"):
+                out = subprocess.run([cmd, "-t", table, "-S"], capture_output=True, text=True).stdout
+                left = [r for r in out.splitlines() if "KUBE-" in r and not any(
+                    c in r for c in KUBELET_CHAINS)]
+                self.assertEqual(left, [], f"{cmd} -t {table}")
+        with open(f"/proc/sys/{kproxy.ROUTE_LOCALNET}") as f:
+            self.assertEqual(f.read().strip(), saved)
+        with open(kproxy.LOCK, "w") as f:
+            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)  # raises if still held
+            fcntl.flock(f, fcntl.LOCK_UN)
 
 
 if __name__ == "__main__":
