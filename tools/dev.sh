@@ -35,7 +35,10 @@ packages=("${demo_packages[@]}" git curl openssl libcmocka-dev clang libclang-rt
           prometheus # promtool and a real Prometheus: deploy/monitoring's tests
           # the real node (test/k8s/knode.py): container runtime, pod network,
           # and what its images are built from (test/k8s/kimages.py)
-          containerd runc containernetworking-plugins iproute2 buildah busybox-static catatonit)
+          containerd runc containernetworking-plugins iproute2 buildah busybox-static catatonit
+          # kube-proxy's iptables mode (test/k8s/kproxy.py); a dependency of
+          # containernetworking-plugins too, named here because kube-proxy runs it
+          iptables)
 
 setup() { # setup [PACKAGE...] (default: everything the tests need)
   local want=("$@") missing=()
@@ -105,7 +108,8 @@ case "${1:-help}" in
     # so the full ASan+UBSan run ends the output. Any failure stops here.
 
     # 0. The real control plane: kube-apiserver, kube-scheduler,
-    #    kube-controller-manager, etcd and kubectl at the release pinned in
+    #    kube-controller-manager, etcd, kubectl, the kubelet and kube-proxy
+    #    (the real node) at the release pinned in
     #    test/k8s/go.mod, built from the official Go modules (cached in
     #    build/k8s/bin). No Go or no module proxy: a loud failure, never a
     #    silent skip (the realk8s_* tests of step 4 need them).

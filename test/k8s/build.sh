@@ -3,6 +3,7 @@
 # (test/k8s/go.mod: k8s.io/kubernetes at one release, the k8s.io/* staging
 # modules replaced by their tags, etcd at the version that release pins):
 #   etcd kube-apiserver kube-controller-manager kube-scheduler kubectl kubelet
+#   kube-proxy (the real node's Services: test/k8s/kproxy.py)
 # into OUT (default build/k8s/bin). A stamp of go.mod, go.sum and the mains
 # makes the second run instant. Prints each binary's build time.
 #
@@ -17,7 +18,7 @@ root=$(cd "$here/../.." && pwd)
 out=${1:-$root/build/k8s/bin}
 # absolute: the builds below run in test/k8s
 mkdir -p "$out" && out=$(cd "$out" && pwd)
-bins=(etcd kube-apiserver kube-controller-manager kube-scheduler kubectl kubelet)
+bins=(etcd kube-apiserver kube-controller-manager kube-scheduler kubectl kubelet kube-proxy)
 
 if ! command -v go >/dev/null 2>&1; then
   for d in /usr/local/go/bin /usr/lib/go/bin; do

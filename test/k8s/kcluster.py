@@ -87,6 +87,9 @@ class ControlPlane:
         # every request of gpushare's own ServiceAccounts (blocking writes)
         # and none of kube-scheduler's own user: a cost one mode would pay
         self.audit_policy = AUDIT_POLICY
+        # where the apiserver listens: 0.0.0.0 lets pods reach it through
+        # the kubernetes Service (kproxy.py)
+        self.api_bind = "127.0.0.1"
         self.procs = {}
         self.api_port = None
         self.sched_port = None
@@ -162,7 +165,7 @@ class ControlPlane:
         self.server = f"https://127.0.0.1:{self.api_port}"
         cmd = [self.binary("kube-apiserver"),
                f"--etcd-servers=http://127.0.0.1:{ep}",
-               "--bind-address=127.0.0.1", "--advertise-address=127.0.0.1",
+               f"--bind-address={self.api_bind}", "--advertise-address=127.0.0.1",
                f"--secure-port={self.api_port}",
                f"--tls-cert-file={pki}/apiserver.crt", f"--tls-private-key-file={pki}/apiserver.key",
                f"--client-ca-file={self.ca}",

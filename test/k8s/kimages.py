@@ -13,6 +13,9 @@ its binary changes (a stamp of the binary's SHA-256 and the image's recipe).
              containerd's sandbox_image so nothing is ever pulled
     gpushare gpushare.local/gpushare-extender:dev   gpushare_recipe(): the
              extender of a build with the libraries ldd names for it
+    deploy-* deploy/'s three images under the names its manifests give them
+             (registry.example.com/gpushare/...): gpushare_recipe() with the
+             binaries of each deploy/Dockerfile target (test_real_deploy.py)
 """
 import hashlib
 import json
@@ -22,7 +25,7 @@ import subprocess
 import tarfile
 import tempfile
 
-from kbase import BUILD
+from kbase import BUILD, k8s_bin_dir
 
 BUSYBOX = "gpushare.local/busybox:static"
 PAUSE = "gpushare.local/pause:catatonit"
@@ -55,15 +58,20 @@ def _buildah(storage, *args):
     return r.stdout.strip()
 
 
-def gpushare_recipe(build_dir=None, binaries=("gpushare-extender",)):
+def gpushare_recipe(build_dir=None, binaries=("gpushare-extender",), ref=GPUSHARE, user=None):
     """gpushare's own image (issue 31 item 4), FROM scratch: the binaries of
-    a build (build_dir/src, tools/...) with the shared libraries ldd names for
-    them and the dynamic loader, at their paths on this machine; the
-    extender is the entrypoint, as in deploy/Dockerfile."""
+    a build (build_dir/src, tools/..., and gpushare-scheduler and
+    gpushare-node of k8s_bin_dir) with the shared libraries ldd names for
+    them and the dynamic loader, at their paths on this machine; the first
+    binary is the entrypoint, as in deploy/Dockerfile's targets. ref: the
+    image's name (deploy/'s, so that its manifests run unchanged); user: the
+    image's USER ("65532:65532"), as the Dockerfile sets it."""
     build_dir = build_dir or BUILD
     paths = {"gpushare-extender": os.path.join(build_dir, "src", "gpushare-extender"),
              "gpushare-inspect": os.path.join(build_dir, "tools", "inspect", "gpushare-inspect"),
-             "gpushare-topo": os.path.join(build_dir, "tools", "topo", "gpushare-topo")}
+             "gpushare-topo": os.path.join(build_dir, "tools", "topo", "gpushare-topo"),
+             "gpushare-scheduler": os.path.join(k8s_bin_dir(), "gpushare-scheduler"),
+             "gpushare-node": os.path.join(k8s_bin_dir(), "gpushare-node")}
     files, libs = [], set()
     for b in binaries:
         files.append((paths[b], "/usr/local/bin/" + b))
@@ -75,14 +83,16 @@ def gpushare_recipe(build_dir=None, binaries=("gpushare-extender",)):
             if lib.startswith("/"):
                 libs.add(lib)
     files += [(os.path.realpath(lib), lib) for lib in sorted(libs)]
-    return (GPUSHARE, files, ["/usr/local/bin/gpushare-extender"], None, [])
+    recipe = (ref, files, ["/usr/local/bin/" + binaries[0]], None, [])
+    return recipe + (user,) if user else recipe
 
 
 def build_image(name, outdir=None, recipe=None):
     """The OCI archive of image `name` (a key of RECIPES, or recipe given),
     built if missing or stale."""
     recipe = recipe or RECIPES[name]
-    ref, files, entrypoint, cmd, links = recipe
+    ref, files, entrypoint, cmd, links = recipe[:5]
+    user = recipe[5] if len(recipe) > 5 else None
     outdir = outdir or os.path.join(BUILD, "k8s", "images")
     os.makedirs(outdir, exist_ok=True)
     for src, _dst in files:
@@ -117,6 +127,8 @@ def build_image(name, outdir=None, recipe=None):
             cfg += ["--entrypoint", json.dumps(entrypoint)]
         if cmd:
             cfg += ["--cmd", json.dumps(cmd)]
+        if user:
+            cfg += ["--user", user]
         _buildah(storage, *cfg, c)
         tmp = f"{tar}.{os.getpid()}.tmp"
         _buildah(storage, "commit", "--format", "oci", c, f"oci-archive:{tmp}:{ref}")

@@ -11,7 +11,7 @@ containernetworking-plugins, images built here (kimages.py).
 Everything the node owns lives under one directory (node.dir): containerd's
 config, root, state and socket; the kubelet's root dir, pod logs and volume
 plugin dir; the CNI config and IPAM state. Host-wide it owns a cgroup subtree
-(cgroupRoot /gpushare-NAME in every v1 hierarchy), a bridge gsbrXXXXXXXX on a
+(cgroupRoot /gpushare-NAME-XXXXXX in every v1 hierarchy), a bridge gsbrXXXXXXXX on a
 random 10.x.y.0/24, and the kubelet's kernel tunables (set at start as every
 kubelet does, restored at stop). No system containerd is touched.
 
@@ -174,7 +174,11 @@ class Node:
         self.procs = {}
         self.beside = []  # names of processes started with run(), stopped first
         self.state = {"dir": self.dir, "containerd_sock": self.containerd_sock,
-                      "cgroup_root": f"/gpushare-{self.name}",
+                      # unique per start: two runs on one machine may use
+                      # one node name (gpu-real-a: test_real_gpunode and
+                      # `tools/dev.sh cluster`), and teardown kills every
+                      # process of the subtree
+                      "cgroup_root": f"/gpushare-{self.name}-{os.urandom(3).hex()}",
                       "bridge": "gsbr" + os.urandom(4).hex(), "sysctls": {}}
         self._stopped = False
         atexit.register(self.stop)
@@ -219,7 +223,10 @@ class Node:
             json.dump({"cniVersion": "1.0.0", "name": f"gpushare-{self.name}", "plugins": [
                 {"type": "bridge", "bridge": self.state["bridge"], "isGateway": True, "ipMasq": False,
                  "hairpinMode": True,
+                 # a default route through the bridge: Service addresses
+                 # (kproxy.py) are off the pod subnet
                  "ipam": {"type": "host-local", "ranges": [[{"subnet": self.pod_subnet}]],
+                          "routes": [{"dst": "0.0.0.0/0"}],
                           "dataDir": os.path.join(self.dir, "cni", "ipam")}},
             ]}, f)
         cri = 'plugins."io.containerd.grpc.v1.cri"'
@@ -281,15 +288,23 @@ state = "{cd}/state"
     def _node_credentials(self):
         """A client certificate of the cluster CA for system:node:NAME in
         system:nodes: the Node authorizer and NodeRestriction see a kubelet."""
+        self.client_kubeconfig("kubelet", f"system:node:{self.name}", "system:nodes", self.kubeconfig)
+
+    def client_kubeconfig(self, name, user, group=None, path=None):
+        """A kubeconfig (path, default node.dir/NAME.kubeconfig) with a
+        client certificate of the cluster CA for user (CN) in group (O): the
+        identity of a process beside the kubelet (kube-proxy:
+        system:kube-proxy). Returns its path."""
         pki = os.path.join(self.cp.dir, "pki")
-        key, csr, crt = (os.path.join(self.dir, "kubelet-client." + e) for e in ("key", "csr", "crt"))
-        ext = os.path.join(self.dir, "kubelet-client.ext")
+        path = path or os.path.join(self.dir, name + ".kubeconfig")
+        key, csr, crt = (os.path.join(self.dir, f"{name}-client." + e) for e in ("key", "csr", "crt"))
+        ext = os.path.join(self.dir, f"{name}-client.ext")
+        subj = (f"/O={group}" if group else "") + f"/CN={user}"
         with open(ext, "w") as f:
             f.write("basicConstraints=CA:FALSE\nkeyUsage=digitalSignature,keyEncipherment\n"
                     "extendedKeyUsage=clientAuth\n")
         for cmd in (["openssl", "req", "-new", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
-                     "-nodes", "-keyout", key, "-out", csr, "-subj",
-                     f"/O=system:nodes/CN=system:node:{self.name}"],
+                     "-nodes", "-keyout", key, "-out", csr, "-subj", subj],
                     ["openssl", "x509", "-req", "-in", csr, "-CA", os.path.join(pki, "ca.crt"),
                      "-CAkey", os.path.join(pki, "ca.key"), "-CAcreateserial", "-out", crt,
                      "-days", "30", "-extfile", ext]):
@@ -299,8 +314,9 @@ state = "{cd}/state"
                                                        "certificate-authority": self.cp.ca}}],
                "users": [{"name": "node", "user": {"client-certificate": crt, "client-key": key}}],
                "contexts": [{"name": "node", "context": {"cluster": "cp", "user": "node"}}]}
-        with open(self.kubeconfig, "w") as f:
+        with open(path, "w") as f:
             yaml.safe_dump(cfg, f)
+        return path
 
     def kubelet_config(self):
         """The KubeletConfiguration (dict): cgroup v1 with cgroupfs, the test's

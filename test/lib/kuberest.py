@@ -56,6 +56,10 @@ KINDS = {
     "DeviceClass": ("/apis/resource.k8s.io/v1", "deviceclasses", False),
     "ResourceSlice": ("/apis/resource.k8s.io/v1", "resourceslices", False),
     "ResourceClaim": ("/apis/resource.k8s.io/v1", "resourceclaims", True),
+    "DaemonSet": ("/apis/apps/v1", "daemonsets", True),
+    "Secret": ("/api/v1", "secrets", True),
+    "EndpointSlice": ("/apis/discovery.k8s.io/v1", "endpointslices", True),
+    "NetworkPolicy": ("/apis/networking.k8s.io/v1", "networkpolicies", True),
 }
 RESOURCES = {res: (prefix, kind, nsd) for kind, (prefix, res, nsd) in KINDS.items()}
 
