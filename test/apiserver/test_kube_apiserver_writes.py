@@ -111,14 +111,6 @@ class TestBinding(Base):
         self.assertIn("cannot unmarshal number into Go struct field ObjectMeta.metadata.annotations of type string",
                       err["message"])
 
-    def test_legacy_bindings_endpoint(self):
-        st, out = self.c.req("POST", "/api/v1/namespaces/ml/bindings", binding("trainer-0", "gpu-a",
-                                                                              annotations={"a": "1"}))
-        self.assertEqual(st, 201)
-        got = self.srv.get("pods", "ml", "trainer-0")
-        self.assertEqual(got["spec"]["nodeName"], "gpu-a")
-        self.assertEqual(got["metadata"]["annotations"]["a"], "1")
-
     def test_being_deleted_and_gates(self):
         p = pod("gated", ns="ml")
         p["spec"]["schedulingGates"] = [{"name": "wait"}]

@@ -73,7 +73,7 @@ EVENT_CORE = S("Event", True, kind=STR, apiVersion=STR, metadata=META, involvedO
 BINDING = S("Binding", True, kind=STR, apiVersion=STR, metadata=META, target=OBJREF)
 DELETE_OPTIONS = S("DeleteOptions", kind=STR, apiVersion=STR, gracePeriodSeconds=I64,
                    preconditions=S("Preconditions", uid=STR, resourceVersion=STR),
-                   orphanDependents=BOOL, propagationPolicy=STR, dryRun=L(STR))
+                   orphanDependents=BOOL, propagationPolicy=STR)
 
 
 def _json_type(v):
