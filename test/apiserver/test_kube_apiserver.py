@@ -520,6 +520,8 @@ class TestWatch(Base):
         st, err = self.c.req("POST", "/api/v1/namespaces/default/pods?dryRun=All", pod("dry"))
         self.assertEqual((st, err["message"]), (400, "dryRun is not served by the test apiserver"))
         self.assertIsNone(self.srv.get("pods", "default", "dry"))
+        st, err = self.c.req("POST", "/api/v1/namespaces/default/pods?fieldValidation=Strict", pod("strict"))
+        self.assertEqual((st, err["message"]), (400, "fieldValidation=Strict is not served by the test apiserver"))
         for path in ("/api/v1/watch/nodes/n1", "/api/v1/namespaces/default/bindings"):
             st, err = self.c.req("GET" if "watch" in path else "POST", path, None if "watch" in path else {})
             self.assertEqual((st, err["message"]), (404, "the server could not find the requested resource"))

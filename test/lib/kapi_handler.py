@@ -213,6 +213,7 @@ class ApiHandler(ApiVerbs, http.server.BaseHTTPRequestHandler):
         m = self.command
         if m != "GET":
             self.no_dry_run(q)
+            self.check_field_validation(q)
         res = RES_BY_PATH.get((group, version, plural))
         if res is None:
             raise err_generic_not_found()
@@ -295,19 +296,23 @@ class ApiHandler(ApiVerbs, http.server.BaseHTTPRequestHandler):
                 return
         raise err_not_acceptable()
 
-    def decode_body(self, body, res, schema=None, kind=None, api_version=None, strict=False, check_ct=True):
+    def decode_body(self, body, res, schema=None, kind=None, api_version=None, check_ct=True):
         """Decode a request body into a dict like the real decoder (400s on bad input)."""
         if check_ct:
             ct = (self.headers.get("Content-Type") or "application/json").split(";")[0].strip().lower()
             if ct != "application/json":
                 raise err_unsupported_media(INPUT_MEDIA_TYPES)
-        return decode_object(body, res, schema, kind, api_version, strict, self.warnings)
+        return decode_object(body, res, schema, kind, api_version, self.warnings)
 
     def warning_headers(self):
         return [("Warning", w) for w in self.warnings]
 
-    def field_validation_strict(self, q):
+    @staticmethod
+    def check_field_validation(q):
+        """Unknown fields warn, as by default; Strict is never sent by
+        gpushare: refused rather than misread."""
         fv = q.get("fieldValidation", "")
-        if fv not in ("", "Ignore", "Warn", "Strict"):
+        if fv == "Strict":
+            raise err_bad_request("fieldValidation=Strict is not served by the test apiserver")
+        if fv not in ("", "Ignore", "Warn"):
             raise err_bad_request("fieldValidation parameter unsupported: %s" % fv)
-        return fv == "Strict"

@@ -332,7 +332,7 @@ class ApiVerbs:
     def decode_for(self, res, ns, body, q):
         """The body of a create or update, its namespace checked against the URL's."""
         self.check_accept()
-        obj = self.decode_body(body, res, strict=self.field_validation_strict(q))
+        obj = self.decode_body(body, res)
         meta = obj["metadata"]
         if res.namespaced:
             bns = meta.get("namespace", "")
@@ -382,7 +382,6 @@ class ApiVerbs:
             # strategic merge, JSON and apply patches: real media types that
             # gpushare never sends, not served here (docs/test-apiserver.md)
             raise err_unsupported_media([MERGE_PATCH])
-        strict = self.field_validation_strict(q)
         try:
             patch = json.loads(body.decode("utf-8")) if body else None
         except (ValueError, UnicodeDecodeError) as e:
@@ -398,7 +397,7 @@ class ApiVerbs:
             if prv and prv != meta_of(cur).get("resourceVersion"):
                 raise err_res_conflict(res, name, OPTIMISTIC_LOCK_ERROR_MSG)
             raw = json.dumps(new).encode()
-            decoded = self.decode_body_raw(raw, res, strict)
+            decoded = self.decode_body(raw, res, check_ct=False)
             dm = decoded["metadata"]
             if dm.get("name", name) != name:
                 raise err_bad_request("the name of the object (%s) does not match the name on the URL (%s)"
@@ -414,9 +413,6 @@ class ApiVerbs:
         stored, code = api._update(res, ns, name, apply, subresource=subresource,
                                    verb="patch", must_exist=True, manager=self.manager(q))
         self.send_obj(code, view_obj(res, stored), self.warning_headers())
-
-    def decode_body_raw(self, raw, res, strict):
-        return self.decode_body(raw, res, strict=strict, check_ct=False)
 
     def parse_delete_options(self, body, q):
         opts = {}
