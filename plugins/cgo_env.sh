@@ -2,6 +2,15 @@
 # what both Go front ends need before cgo links them against a CMake build
 # folder's static libraries. Bash; expects `set -euo pipefail`.
 
+# gs_dirs [BUILD_DIR] [OUT]: root (the repository, two levels above $here,
+# the sourcing script's folder), build (BUILD_DIR, default root/build,
+# absolute) and out (OUT, default build/k8s/bin) for the build scripts.
+gs_dirs() {
+  root=$(cd "$here/../.." && pwd)
+  build=$(cd "${1:-$root/build}" && pwd)
+  out=${2:-$build/k8s/bin}
+}
+
 # gs_go_toolchain TAG: puts a Go toolchain on PATH (the installs
 # tools/dev.sh setup makes), or fails loudly with TAG ("node-build", ...).
 gs_go_toolchain() {

@@ -16,18 +16,12 @@
 set -euo pipefail
 
 test_mode=0
-if [ "${1:-}" = "--test" ]; then
-  test_mode=1
-  shift
-fi
+[ "${1:-}" = "--test" ] && test_mode=1 && shift
 here=$(cd "$(dirname "$0")" && pwd)
-root=$(cd "$here/../.." && pwd)
-build=$(cd "${1:-$root/build}" && pwd)
-out=${2:-$build/k8s/bin}
+. "$here/../cgo_env.sh"
+gs_dirs "$@"
 # absolute: the build below runs in plugins/node
 mkdir -p "$out" && out=$(cd "$out" && pwd)
-
-. "$here/../cgo_env.sh"
 gs_go_toolchain node-build
 libs=(src/agent/libgs_agent.a src/node/libgs_node.a src/api/libgs_api.a src/core/libgs_core.a
       src/util/libgs_util.a)

@@ -25,23 +25,15 @@
 # of the Go sources, go.mod/go.sum and the static libraries.
 set -euo pipefail
 
-test_mode=0
-if [ "${1:-}" = "--test" ]; then
-  test_mode=1
-  shift
-elif [ "${1:-}" = "--test-asan" ]; then
-  test_mode=2
-  shift
-elif [ "${1:-}" = "--bench" ]; then
-  test_mode=3
-  shift
-fi
+case "${1:-}" in
+  --test) test_mode=1; shift ;;
+  --test-asan) test_mode=2; shift ;;
+  --bench) test_mode=3; shift ;;
+  *) test_mode=0 ;;
+esac
 here=$(cd "$(dirname "$0")" && pwd)
-root=$(cd "$here/../.." && pwd)
-build=$(cd "${1:-$root/build}" && pwd)
-out=${2:-$build/k8s/bin}
-
 . "$here/../cgo_env.sh"
+gs_dirs "$@"
 gs_go_toolchain plugin-build
 libs=(src/shim/libgs_shim.a src/observe/libgs_observe.a src/sched/libgs_sched.a src/framework/libgs_framework.a
       plugins/libgs_plugins.a src/config/libgs_config.a src/api/libgs_api.a
