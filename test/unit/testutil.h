@@ -15,6 +15,19 @@ static inline struct gs_diag *gs_test_diag(struct gs_diag *d) {
   return d;
 }
 
+/* A ledger reader (gs_fw_read, gs_sched_read): the MiB used on one GPU
+ * of a node, UINT64_MAX when there is no such GPU. */
+struct gs_test_used {
+  const char *node;
+  uint32_t gpu;
+  uint64_t used;
+};
+static inline void gs_test_used_fn(const struct gs_ledger *l, void *arg) {
+  struct gs_test_used *c = arg;
+  const struct gs_node *n = gs_ledger_node_get(l, c->node);
+  c->used = n != NULL && c->gpu < n->ngpus ? n->gpus[c->gpu].used_mib : UINT64_MAX;
+}
+
 /* A node spec: gpus GPUs of mode with units in all (of the active unit);
  * the rest zero, for the caller to set. */
 static inline struct gs_node_spec gs_test_node(const char *name, enum gs_mode mode, uint32_t gpus,
