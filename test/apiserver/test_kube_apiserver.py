@@ -11,6 +11,7 @@ import re
 import socket
 import time
 import unittest
+from unittest import mock
 import urllib.request
 
 import kapi_errors
@@ -429,12 +430,8 @@ class TestList(Base):
         self.assertStatus(err, 410, "Expired")
 
     def test_too_large_resource_version_504(self):
-        orig = kapi_errors.TOO_LARGE_RV_WAIT
-        kapi_errors.TOO_LARGE_RV_WAIT = 0.2
-        try:
+        with mock.patch.object(kapi_errors, "TOO_LARGE_RV_WAIT", 0.2):
             st, err = self.c.req("GET", "/api/v1/pods?resourceVersion=99999999")
-        finally:
-            kapi_errors.TOO_LARGE_RV_WAIT = orig
         self.assertEqual(st, 504)
         self.assertStatus(err, 504, "Timeout")
         self.assertTrue(err["message"].startswith("Timeout: Too large resource version: 99999999, current: "))
@@ -650,12 +647,8 @@ class TestWatch(Base):
         w.close()
 
     def test_too_large_rv_watch_504(self):
-        orig = kapi_errors.TOO_LARGE_RV_WAIT
-        kapi_errors.TOO_LARGE_RV_WAIT = 0.2
-        try:
+        with mock.patch.object(kapi_errors, "TOO_LARGE_RV_WAIT", 0.2):
             st, err = self.c.req("GET", "/api/v1/pods?watch=1&resourceVersion=999999999")
-        finally:
-            kapi_errors.TOO_LARGE_RV_WAIT = orig
         self.assertEqual(st, 504)
         self.assertEqual(err["reason"], "Timeout")
 
