@@ -31,30 +31,34 @@ import (
 // plugin's start.
 func (p *Plugin) watch() error {
 	f := p.h.SharedInformerFactory()
-	if _, err := f.Core().V1().Nodes().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(o interface{}) { p.node(o) },
-		UpdateFunc: func(_, o interface{}) { p.node(o) },
-		DeleteFunc: func(o interface{}) {
-			if n, ok := final(o).(*v1.Node); ok {
-				p.core.NodeDelete(n.Name)
-			}
-		},
-	}); err != nil {
+	nodeGone := func(o interface{}) {
+		if n, ok := o.(*v1.Node); ok {
+			p.core.NodeDelete(n.Name)
+		}
+	}
+	if _, err := f.Core().V1().Nodes().Informer().AddEventHandler(feedHandlers(p.node, nodeGone)); err != nil {
 		return fmt.Errorf("gpushare: node informer: %w", err)
 	}
-	if _, err := f.Core().V1().Pods().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(o interface{}) { p.pod(o) },
-		UpdateFunc: func(_, o interface{}) { p.pod(o) },
-		DeleteFunc: func(o interface{}) {
-			if pod, ok := final(o).(*v1.Pod); ok {
-				p.bound.Delete(pod.UID)
-				p.core.PodDelete(string(pod.UID))
-			}
-		},
-	}); err != nil {
+	podGone := func(o interface{}) {
+		if pod, ok := o.(*v1.Pod); ok {
+			p.bound.Delete(pod.UID)
+			p.core.PodDelete(string(pod.UID))
+		}
+	}
+	if _, err := f.Core().V1().Pods().Informer().AddEventHandler(feedHandlers(p.pod, podGone)); err != nil {
 		return fmt.Errorf("gpushare: pod informer: %w", err)
 	}
 	return nil
+}
+
+// feedHandlers hands an informer's adds and updates to upsert, and a
+// deletion's final state (final) to gone.
+func feedHandlers(upsert, gone func(interface{})) cache.ResourceEventHandlerFuncs {
+	return cache.ResourceEventHandlerFuncs{
+		AddFunc:    upsert,
+		UpdateFunc: func(_, o interface{}) { upsert(o) },
+		DeleteFunc: func(o interface{}) { gone(final(o)) },
+	}
 }
 
 // final is a deleted object as its informer last knew it: the object, or
