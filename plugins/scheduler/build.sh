@@ -25,38 +25,21 @@
 # of the Go sources, go.mod/go.sum and the static libraries.
 set -euo pipefail
 
-test_mode=0
-if [ "${1:-}" = "--test" ]; then
-  test_mode=1
-  shift
-elif [ "${1:-}" = "--test-asan" ]; then
-  test_mode=2
-  shift
-elif [ "${1:-}" = "--bench" ]; then
-  test_mode=3
-  shift
-fi
+case "${1:-}" in
+  --test) test_mode=1; shift ;;
+  --test-asan) test_mode=2; shift ;;
+  --bench) test_mode=3; shift ;;
+  *) test_mode=0 ;;
+esac
 here=$(cd "$(dirname "$0")" && pwd)
-root=$(cd "$here/../.." && pwd)
-build=$(cd "${1:-$root/build}" && pwd)
-out=${2:-$build/k8s/bin}
-
-if ! command -v go >/dev/null 2>&1; then
-  for d in /usr/local/go/bin /usr/lib/go/bin; do
-    [ -x "$d/go" ] && PATH="$d:$PATH" && break
-  done
-fi
-command -v go >/dev/null 2>&1 || { echo "plugin-build: FAILED: no Go toolchain" >&2; exit 1; }
-
+. "$here/../cgo_env.sh"
+gs_dirs "$@"
+gs_go_toolchain plugin-build
 libs=(src/shim/libgs_shim.a src/observe/libgs_observe.a src/sched/libgs_sched.a src/framework/libgs_framework.a
       plugins/libgs_plugins.a src/config/libgs_config.a src/api/libgs_api.a
       src/core/libgs_core.a src/util/libgs_util.a)
-ld=""
-for l in "${libs[@]}"; do
-  [ -f "$build/$l" ] || { echo "plugin-build: FAILED: $build/$l missing (build the C side first)" >&2; exit 1; }
-  ld="$ld $build/$l"
-done
-libs_ld="$ld -ljansson -lyaml -lpthread -lm"
+gs_cgo_libs plugin-build "$build" "${libs[@]}"
+libs_ld="$gs_libs_ld -ljansson -lyaml -lpthread -lm"
 # The shim's and the plugin's tests (1), under ASan (2), or the shim's benchmarks (3).
 if [ $test_mode != 0 ]; then
   cd "$here"
@@ -72,11 +55,7 @@ fi
 stamp_want=$( (go version; cat "$here/go.mod" "$here/go.sum" "$here"/cmd/*/*.go "$here"/gpushare/* "$here"/shim/*;
                find "$here/apis" -name '*.go' | sort | xargs cat;
                for l in "${libs[@]}"; do sha256sum "$build/$l"; done) | sha256sum | cut -c1-64)
-if [ -x "$out/gpushare-scheduler" ] && [ -f "$out/.gpushare-scheduler.stamp" ] &&
-   [ "$(cat "$out/.gpushare-scheduler.stamp")" = "$stamp_want" ]; then
-  echo "plugin-build: gpushare-scheduler cached in $out"
-  exit 0
-fi
+gs_cached plugin-build "$out/gpushare-scheduler" "$stamp_want" && exit 0
 mkdir -p "$out"
 version=$(sed -n 's/^\s*k8s.io\/kubernetes \(v[0-9.]*\)$/\1/p' "$here/go.mod" | head -1)
 minor=$(echo "$version" | cut -d. -f2)
@@ -92,5 +71,5 @@ cd "$here"
 CGO_ENABLED=1 CGO_LDFLAGS="$libs_ld" \
   go build -trimpath -tags providerless -ldflags "$ldflags" -o "$out/gpushare-scheduler" \
   ./cmd/gpushare-scheduler
-echo "$stamp_want" > "$out/.gpushare-scheduler.stamp"
+gs_cached_mark "$out/gpushare-scheduler" "$stamp_want"
 echo "plugin-build: gpushare-scheduler ($version + gpushare) in $(( $(date +%s) - t0 )) s"

@@ -41,22 +41,10 @@ static enum gs_err ann_string(const json_t *anns, const char *key, const char *w
 /* An annotation value that holds JSON; new reference in *ret. */
 static enum gs_err ann_json(const char *text, const char *where, json_t **ret,
                             struct gs_diag *diag) {
-  json_error_t jerr;
-  enum gs_err lerr;
   json_t *doc;
-  if (strlen(text) > GS__API_ANN_TEXT_MAX) {
-    gs_diag_set(diag, where, "longer than %u bytes", GS__API_ANN_TEXT_MAX);
-    return GS_ETOOBIG;
-  }
-  doc = gs__api_loadb(text, strlen(text), JSON_REJECT_DUPLICATES, &jerr, &lerr);
-  if (doc == NULL) {
-    if (lerr == GS_ENOMEM) {
-      gs_diag_set(diag, where, "out of memory");
-      return GS_ENOMEM;
-    }
-    gs_diag_set(diag, where, "invalid JSON: %s", jerr.text);
-    return GS_EPARSE;
-  }
+  enum gs_err err = gs__api_ann_load(text, where, "", &doc, diag);
+  if (err != GS_EOK)
+    return err;
   if (!json_is_object(doc)) {
     gs_diag_set(diag, where, "must be a JSON object");
     json_decref(doc);

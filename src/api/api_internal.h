@@ -97,4 +97,11 @@ enum gs_err gs__api_object_name(const json_t *obj, const char *path, const char 
 json_t *gs__api_loadb(const char *text, size_t len, size_t flags, json_error_t *jerr,
                       enum gs_err *ret_err);
 
+/* An annotation's JSON text parsed (duplicate keys rejected), new reference
+ * in *ret: GS_ETOOBIG over GS__API_ANN_TEXT_MAX ("<too_long>longer than N
+ * bytes"), GS_EPARSE ("invalid JSON: ...") or GS_ENOMEM, told in diag at
+ * where. The caller checks the document's shape. */
+enum gs_err gs__api_ann_load(const char *text, const char *where, const char *too_long,
+                             json_t **ret, struct gs_diag *diag);
+
 #endif

@@ -389,18 +389,15 @@ void gs_api_args_release(struct gs_api_args *args) {
  * reads right in both. '%' in an Error text (only ever echoed user input)
  * becomes U+FF05 FULLWIDTH PERCENT SIGN: it reads the same and is never a
  * verb. */
-static json_t *error_text(const char *error) {
+static char *error_copy(const char *error) {
   static const char fw_percent[] = "\xEF\xBC\x85";
   size_t len, extra = 0, i, j;
   char *copy;
-  json_t *out;
   if (error == NULL)
     error = "";
   len = strlen(error);
   for (i = 0; i < len; i++)
     extra += error[i] == '%' ? 2 : 0;
-  if (extra == 0)
-    return gs__api_text(error);
   copy = gs_malloc(len + extra + 1);
   if (copy == NULL)
     return NULL;
@@ -413,6 +410,17 @@ static json_t *error_text(const char *error) {
     }
   }
   copy[j] = '\0';
+  return copy;
+}
+
+/* error_copy as a JSON string; no copy when there is no '%'. */
+static json_t *error_text(const char *error) {
+  char *copy;
+  json_t *out;
+  if (error == NULL || strchr(error, '%') == NULL)
+    return gs__api_text(error != NULL ? error : "");
+  if ((copy = error_copy(error)) == NULL)
+    return NULL;
   out = gs__api_text(copy);
   gs_free(copy);
   return out;
@@ -469,31 +477,6 @@ static const char *arena_copy(struct gs_api_filter_result *r, const char *s) {
   memcpy(b->data + b->used, s, len);
   b->used += len;
   return b->data + b->used - len;
-}
-
-/* error_text's replacement of '%', as a malloc'd C string. */
-static char *error_copy(const char *error) {
-  static const char fw_percent[] = "\xEF\xBC\x85";
-  size_t len, extra = 0, i, j;
-  char *copy;
-  if (error == NULL)
-    error = "";
-  len = strlen(error);
-  for (i = 0; i < len; i++)
-    extra += error[i] == '%' ? 2 : 0;
-  copy = gs_malloc(len + extra + 1);
-  if (copy == NULL)
-    return NULL;
-  for (i = 0, j = 0; i < len; i++) {
-    if (error[i] == '%') {
-      memcpy(copy + j, fw_percent, 3);
-      j += 3;
-    } else {
-      copy[j++] = error[i];
-    }
-  }
-  copy[j] = '\0';
-  return copy;
 }
 
 struct gs_api_filter_result *gs_api_filter_result_new(bool by_names) {

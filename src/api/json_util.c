@@ -189,5 +189,26 @@ json_t *gs__api_loadb(const char *text, size_t len, size_t flags, json_error_t *
   return NULL;
 }
 
+enum gs_err gs__api_ann_load(const char *text, const char *where, const char *too_long,
+                             json_t **ret, struct gs_diag *diag) {
+  json_error_t jerr;
+  enum gs_err lerr;
+  json_t *doc;
+  if (strlen(text) > GS__API_ANN_TEXT_MAX) {
+    gs_diag_set(diag, where, "%slonger than %u bytes", too_long, GS__API_ANN_TEXT_MAX);
+    return GS_ETOOBIG;
+  }
+  doc = gs__api_loadb(text, strlen(text), JSON_REJECT_DUPLICATES, &jerr, &lerr);
+  if (doc == NULL) {
+    if (lerr == GS_ENOMEM)
+      gs_diag_set(diag, where, "out of memory");
+    else
+      gs_diag_set(diag, where, "invalid JSON: %s", jerr.text);
+    return lerr;
+  }
+  *ret = doc;
+  return GS_EOK;
+}
+
 
 

@@ -92,6 +92,34 @@ static void append(json_t *arr, json_t *value, bool *ok) {
     *ok = false;
 }
 
+/* A new object and a new array, both or neither (false: out of memory). */
+static bool object_and_array(json_t **ret_obj, json_t **ret_arr) {
+  json_t *o = json_object(), *a = json_array();
+  if (o == NULL || a == NULL) {
+    json_decref(o);
+    json_decref(a);
+    return false;
+  }
+  *ret_obj = o;
+  *ret_arr = a;
+  return true;
+}
+
+/* A new object appended to arr and a new array for its pods in *ret_pods
+ * (the caller puts it among its keys, for their order): NULL, and *ok
+ * false, when either could not be made. */
+static json_t *append_with_pods(json_t *arr, json_t **ret_pods, bool *ok) {
+  json_t *o = json_object(), *pods = json_array();
+  append(arr, o, ok);
+  if (o == NULL || pods == NULL) {
+    json_decref(pods);
+    *ok = false;
+    return NULL;
+  }
+  *ret_pods = pods;
+  return o;
+}
+
 static json_t *u64(uint64_t v) {
   return json_integer(v > (uint64_t)INT64_MAX ? INT64_MAX : (json_int_t)v);
 }
@@ -126,15 +154,12 @@ static json_t *claims_of(json_t *gpu, bool *ok) {
 
 static json_t *ledger_node_json(const struct gs_ledger *ledger, const struct gs_node *node,
                                 bool *ok) {
-  json_t *o = json_object(), *gpus = json_array();
+  json_t *o, *gpus;
   struct entry *entries = NULL;
   size_t n = 0, e = 0;
 
-  if (o == NULL || gpus == NULL) {
-    json_decref(o);
-    json_decref(gpus);
+  if (!object_and_array(&o, &gpus))
     return NULL;
-  }
   put(o, "name", gs__api_text(node->name), ok);
   put(o, "mode", json_string(gs_mode_name(node->mode)), ok);
   put(o, "placement", json_string(gs_placement_name(node->placement)), ok);
@@ -145,13 +170,9 @@ static json_t *ledger_node_json(const struct gs_ledger *ledger, const struct gs_
   }
   for (uint32_t i = 0; i < node->ngpus; i++) {
     const struct gs_gpu *g = &node->gpus[i];
-    json_t *gj = json_object(), *pods = json_array();
-    append(gpus, gj, ok);
-    if (gj == NULL || pods == NULL) {
-      json_decref(pods);
-      *ok = false;
+    json_t *pods, *gj = append_with_pods(gpus, &pods, ok);
+    if (gj == NULL)
       break;
-    }
     put(gj, "index", json_integer(g->index), ok);
     put(gj, "totalMiB", u64(g->total_mib), ok);
     put(gj, "usedMiB", u64(g->used_mib), ok);
@@ -204,13 +225,8 @@ enum gs_err gs_api_ledger_json(const struct gs_ledger *ledger, const char *node,
       return GS_ENOTFOUND;
   }
   unit = gs_ledger_unit_mib(ledger);
-  root = json_object();
-  nodes = json_array();
-  if (root == NULL || nodes == NULL) {
-    json_decref(root);
-    json_decref(nodes);
+  if (!object_and_array(&root, &nodes))
     return GS_ENOMEM;
-  }
   put(root, "unit", json_string(gs_unit_name(unit)), &ok);
   put(root, "unitMiB", json_integer(unit), &ok);
   if (view != NULL && view->pending_unit_mib != 0)
@@ -242,16 +258,13 @@ enum gs_err gs_api_ledger_json(const struct gs_ledger *ledger, const char *node,
 
 static json_t *inspect_node_json(const struct gs_ledger *ledger, const struct gs_node *node,
                                  uint32_t unit, bool *ok) {
-  json_t *o = json_object(), *devs = json_array();
+  json_t *o, *devs;
   struct entry *entries = NULL;
   uint64_t total = 0, used = 0;
   size_t n = 0, e = 0;
 
-  if (o == NULL || devs == NULL) {
-    json_decref(o);
-    json_decref(devs);
+  if (!object_and_array(&o, &devs))
     return NULL;
-  }
   if (node_entries(ledger, node->name, &entries, &n) != GS_EOK) {
     *ok = false;
     json_decref(devs);
@@ -259,13 +272,9 @@ static json_t *inspect_node_json(const struct gs_ledger *ledger, const struct gs
   }
   for (uint32_t i = 0; i < node->ngpus; i++) {
     const struct gs_gpu *g = &node->gpus[i];
-    json_t *dj = json_object(), *pods = json_array();
-    append(devs, dj, ok);
-    if (dj == NULL || pods == NULL) {
-      json_decref(pods);
-      *ok = false;
+    json_t *pods, *dj = append_with_pods(devs, &pods, ok);
+    if (dj == NULL)
       break;
-    }
     put(dj, "id", json_integer(g->index), ok);
     put(dj, "totalGPU", u64(g->total_mib / unit), ok);
     put(dj, "usedGPU", u64(g->used_mib / unit), ok);
@@ -318,13 +327,8 @@ enum gs_err gs_api_inspect_json(const struct gs_ledger *ledger, const char *node
   unit = gs_ledger_unit_mib(ledger);
   if (unit == 0)
     return GS_EINVAL;
-  root = json_object();
-  nodes = json_array();
-  if (root == NULL || nodes == NULL) {
-    json_decref(root);
-    json_decref(nodes);
+  if (!object_and_array(&root, &nodes))
     return GS_ENOMEM;
-  }
   put(root, "nodes", nodes, &ok);
   if (only != NULL) {
     append(nodes, inspect_node_json(ledger, only, unit, &ok), &ok);

@@ -12,27 +12,14 @@
 enum gs_err gs__api_device_resource_decode(const char *text, uint64_t per_gpu[GS_MAX_GPUS],
                                            const char *where, struct gs_diag *diag) {
   json_t *doc;
-  json_error_t jerr;
-  enum gs_err lerr;
   const char *key;
   const json_t *val;
   char path[GS__API_PATH_MAX];
   uint64_t idx, units, out[GS_MAX_GPUS] = {0}, seen = 0;
   enum gs_err err = GS_EOK;
 
-  if (strlen(text) > GS__API_ANN_TEXT_MAX) {
-    gs_diag_set(diag, where, "annotation is longer than %u bytes", GS__API_ANN_TEXT_MAX);
-    return GS_ETOOBIG;
-  }
-  doc = gs__api_loadb(text, strlen(text), JSON_REJECT_DUPLICATES, &jerr, &lerr);
-  if (doc == NULL) {
-    if (lerr == GS_ENOMEM) {
-      gs_diag_set(diag, where, "out of memory");
-      return GS_ENOMEM;
-    }
-    gs_diag_set(diag, where, "invalid JSON: %s", jerr.text);
-    return GS_EPARSE;
-  }
+  if ((err = gs__api_ann_load(text, where, "annotation is ", &doc, diag)) != GS_EOK)
+    return err;
   if (!json_is_object(doc) || json_object_size(doc) == 0) {
     gs_diag_set(diag, where, "must be a non-empty JSON object {\"<gpuIndex>\":<units>}");
     err = GS_EPARSE;

@@ -78,6 +78,23 @@ static uint64_t max_u64(uint64_t a, uint64_t b) { return a > b ? a : b; }
 
 /* App containers: per-container gpu-mem and gpu, the sums of all four into
  * app[]. */
+/* Pod.spec.<key>, an array of at most GS_MAX_CONTAINERS (noun: what the
+ * error calls them). */
+static enum gs_err containers_array(const json_t *spec, const char *key, const char *noun,
+                                    const json_t **ret, struct gs_diag *diag) {
+  char path[GS__API_PATH_MAX];
+  enum gs_err err = gs__api_get_array(spec, key, "Pod.spec", ret, diag);
+  if (err != GS_EOK)
+    return err;
+  if (json_array_size(*ret) > GS_MAX_CONTAINERS) {
+    gs__api_path(path, "Pod.spec.%s", key);
+    gs_diag_set(diag, path, "%zu %s, more than the limit of %d", json_array_size(*ret), noun,
+                GS_MAX_CONTAINERS);
+    return GS_ETOOBIG;
+  }
+  return GS_EOK;
+}
+
 static enum gs_err containers_decode(const json_t *spec, struct gs_pod_request *req,
                                      uint64_t app[R_N], struct gs_diag *diag) {
   const json_t *arr, *c;
@@ -86,14 +103,9 @@ static enum gs_err containers_decode(const json_t *spec, struct gs_pod_request *
   size_t i;
   enum gs_err err;
 
-  err = gs__api_get_array(spec, "containers", "Pod.spec", &arr, diag);
+  err = containers_array(spec, "containers", "containers", &arr, diag);
   if (err != GS_EOK)
     return err;
-  if (json_array_size(arr) > GS_MAX_CONTAINERS) {
-    gs_diag_set(diag, "Pod.spec.containers", "%zu containers, more than the limit of %d",
-                json_array_size(arr), GS_MAX_CONTAINERS);
-    return GS_ETOOBIG;
-  }
   json_array_foreach(arr, i, c) {
     gs__api_path(path, "Pod.spec.containers[%zu]", i);
     err = container_decode(c, path, amt, diag);
@@ -125,15 +137,9 @@ static enum gs_err init_containers_decode(const json_t *spec, const uint64_t app
   size_t i;
   enum gs_err err;
 
-  err = gs__api_get_array(spec, "initContainers", "Pod.spec", &arr, diag);
+  err = containers_array(spec, "initContainers", "init containers", &arr, diag);
   if (err != GS_EOK)
     return err;
-  if (json_array_size(arr) > GS_MAX_CONTAINERS) {
-    gs_diag_set(diag, "Pod.spec.initContainers",
-                "%zu init containers, more than the limit of %d", json_array_size(arr),
-                GS_MAX_CONTAINERS);
-    return GS_ETOOBIG;
-  }
   json_array_foreach(arr, i, c) {
     bool sidecar;
     gs__api_path(path, "Pod.spec.initContainers[%zu]", i);

@@ -117,6 +117,19 @@ static enum gs_err get_data(const struct ctx *c, const json_t *obj, const char *
   return GS_EOK;
 }
 
+/* A file named by key, or its content inline in key-data (base64), as
+ * kubectl reads them: the data wins, and the file is then cleared. */
+static enum gs_err get_file_or_data(const struct ctx *c, const json_t *obj, const char *key,
+                                    const char *data_key, const char *what, char *file,
+                                    size_t cap, char **ret_data, size_t *ret_len) {
+  enum gs_err err = get_path(c, obj, key, what, file, cap);
+  if (err == GS_EOK)
+    err = get_data(c, obj, data_key, what, ret_data, ret_len);
+  if (err == GS_EOK && *ret_data != NULL)
+    file[0] = '\0';
+  return err;
+}
+
 static enum gs_err load_cluster(const struct ctx *c, const json_t *cl, const char *what,
                                 struct gs_kubeconfig *kc) {
   const char *server, *sni;
@@ -148,14 +161,10 @@ static enum gs_err load_cluster(const struct ctx *c, const json_t *cl, const cha
       return GS_EINVAL;
     }
   }
-  if ((err = get_path(c, cl, "certificate-authority", what, kc->ca_file, sizeof kc->ca_file)) !=
-      GS_EOK)
+  if ((err = get_file_or_data(c, cl, "certificate-authority", "certificate-authority-data", what,
+                              kc->ca_file, sizeof kc->ca_file, &kc->ca_data,
+                              &kc->ca_data_len)) != GS_EOK)
     return err;
-  if ((err = get_data(c, cl, "certificate-authority-data", what, &kc->ca_data,
-                      &kc->ca_data_len)) != GS_EOK)
-    return err;
-  if (kc->ca_data != NULL)
-    kc->ca_file[0] = '\0';
   if (kc->insecure && (kc->ca_data != NULL || kc->ca_file[0] != '\0')) {
     gs_diag_set(c->diag, c->path,
                 "%s in kubeconfig %s sets insecure-skip-tls-verify together with a "
@@ -199,22 +208,12 @@ static enum gs_err load_user(const struct ctx *c, const json_t *u, const char *w
     return err;
   if ((err = get_path(c, u, "tokenFile", what, kc->token_file, sizeof kc->token_file)) != GS_EOK)
     return err;
-  if ((err = get_path(c, u, "client-certificate", what, kc->cert_file, sizeof kc->cert_file)) !=
-      GS_EOK)
+  if ((err = get_file_or_data(c, u, "client-certificate", "client-certificate-data", what,
+                              kc->cert_file, sizeof kc->cert_file, &kc->cert_data,
+                              &kc->cert_data_len)) != GS_EOK)
     return err;
-  if ((err = get_data(c, u, "client-certificate-data", what, &kc->cert_data,
-                      &kc->cert_data_len)) != GS_EOK)
-    return err;
-  if (kc->cert_data != NULL)
-    kc->cert_file[0] = '\0';
-  if ((err = get_path(c, u, "client-key", what, kc->key_file, sizeof kc->key_file)) != GS_EOK)
-    return err;
-  if ((err = get_data(c, u, "client-key-data", what, &kc->key_data, &kc->key_data_len)) !=
-      GS_EOK)
-    return err;
-  if (kc->key_data != NULL)
-    kc->key_file[0] = '\0';
-  return GS_EOK;
+  return get_file_or_data(c, u, "client-key", "client-key-data", what, kc->key_file,
+                          sizeof kc->key_file, &kc->key_data, &kc->key_data_len);
 }
 
 static enum gs_err load(const struct ctx *c, const json_t *doc, struct gs_kubeconfig *kc) {

@@ -226,11 +226,22 @@ static void demo_pod_offered(void *self, const json_t *pod) {
   pthread_mutex_unlock(&d->mu);
 }
 
+/* obj's member key as an object, made when missing; NULL when out of memory. */
+static json_t *child_object(json_t *obj, const char *key) {
+  json_t *c = json_object_get(obj, key);
+  if (json_is_object(c))
+    return c;
+  c = json_object();
+  if (c == NULL || json_object_set_new(obj, key, c) != 0)
+    return NULL;
+  return c;
+}
+
 static enum gs_err demo_bind(void *self, const char *ns, const char *name, const char *uid,
                              const char *node, const struct gs_annotations *annots,
                              struct gs_diag *diag) {
   struct demo *d = self;
-  json_t *pod, *meta, *spec, *ann, *updated = NULL;
+  json_t *pod, *spec, *ann, *updated = NULL;
   const char *have_uid, *have_node;
   enum gs_err rc = GS_EOK;
 
@@ -266,13 +277,9 @@ static enum gs_err demo_bind(void *self, const char *ns, const char *name, const
     rc = GS_ECONFLICT;
     goto unlock;
   }
-  spec = json_object_get(pod, "spec");
-  if (!json_is_object(spec)) {
-    spec = json_object();
-    if (spec == NULL || json_object_set_new(pod, "spec", spec) != 0) {
-      rc = GS_ENOMEM;
-      goto unlock;
-    }
+  if ((spec = child_object(pod, "spec")) == NULL) {
+    rc = GS_ENOMEM;
+    goto unlock;
   }
   have_node = json_string_value(json_object_get(spec, "nodeName"));
   if (have_node != NULL && have_node[0] != '\0') {
@@ -282,14 +289,9 @@ static enum gs_err demo_bind(void *self, const char *ns, const char *name, const
     }
     goto unlock; /* same node: already bound, idempotent */
   }
-  meta = json_object_get(pod, "metadata");
-  ann = json_object_get(meta, "annotations");
-  if (!json_is_object(ann)) {
-    ann = json_object();
-    if (ann == NULL || json_object_set_new(meta, "annotations", ann) != 0) {
-      rc = GS_ENOMEM;
-      goto unlock;
-    }
+  if ((ann = child_object(json_object_get(pod, "metadata"), "annotations")) == NULL) {
+    rc = GS_ENOMEM;
+    goto unlock;
   }
   /* Annotations and nodeName change together, as the Binding does it. */
   for (size_t i = 0; i < annots->n; i++)

@@ -52,6 +52,19 @@ static void now_micro(char out[32]) {
 
 /* Sends method with the Lease obj carrying spec; on 200/201 stores the
  * reply. Returns the HTTP code (0 on transport failure or abort). */
+/* The Lease in a 200/201 answer, kept as ls->obj; false (ls->obj kept)
+ * when the body is not a JSON object. */
+static bool keep_lease(struct lease_state *ls, const struct gs__kube_resp *resp) {
+  json_t *obj = json_loadb(resp->body.p, resp->body.len, 0, NULL);
+  if (!json_is_object(obj)) {
+    json_decref(obj);
+    return false;
+  }
+  json_decref(ls->obj);
+  ls->obj = obj;
+  return true;
+}
+
 static long send_lease(struct lease_state *ls, const char *method, const struct gs__lease_spec *spec) {
   struct gs__kube *k = ls->k;
   json_t *body;
@@ -80,13 +93,7 @@ static long send_lease(struct lease_state *ls, const char *method, const struct 
   if (e == GS_EOK) {
     code = resp.code;
     if (code == 200 || code == 201) {
-      json_t *reply = json_loadb(resp.body.p, resp.body.len, 0, NULL);
-      if (json_is_object(reply)) {
-        json_decref(ls->obj);
-        ls->obj = reply;
-      } else {
-        json_decref(reply);
-      }
+      (void)keep_lease(ls, &resp);
     } else if (code != 409) {
       struct gs__kube_status st;
       gs__kube_status_decode(resp.body.p, resp.body.len, resp.code, &st);
@@ -111,14 +118,8 @@ static long get_lease(struct lease_state *ls) {
   if (e == GS_EOK) {
     code = resp.code;
     if (code == 200) {
-      json_t *obj = json_loadb(resp.body.p, resp.body.len, 0, NULL);
-      if (json_is_object(obj)) {
-        json_decref(ls->obj);
-        ls->obj = obj;
-      } else {
-        json_decref(obj);
+      if (!keep_lease(ls, &resp))
         code = 0;
-      }
     } else if (code != 404) {
       struct gs__kube_status st;
       gs__kube_status_decode(resp.body.p, resp.body.len, resp.code, &st);

@@ -11,6 +11,7 @@ import re
 import socket
 import time
 import unittest
+from unittest import mock
 import urllib.request
 
 import kapi_errors
@@ -429,12 +430,8 @@ class TestList(Base):
         self.assertStatus(err, 410, "Expired")
 
     def test_too_large_resource_version_504(self):
-        orig = kapi_errors.TOO_LARGE_RV_WAIT
-        kapi_errors.TOO_LARGE_RV_WAIT = 0.2
-        try:
+        with mock.patch.object(kapi_errors, "TOO_LARGE_RV_WAIT", 0.2):
             st, err = self.c.req("GET", "/api/v1/pods?resourceVersion=99999999")
-        finally:
-            kapi_errors.TOO_LARGE_RV_WAIT = orig
         self.assertEqual(st, 504)
         self.assertStatus(err, 504, "Timeout")
         self.assertTrue(err["message"].startswith("Timeout: Too large resource version: 99999999, current: "))
@@ -498,22 +495,33 @@ class TestWatch(Base):
         fbm = decoded[1]
         self.srv.add(pod("a"))
         st, l = self.c.req("GET", "/api/v1/pods")
-        w = RawWatch(self.srv, "/api/v1/pods?watch=1&allowWatchBookmarks=true&sendInitialEvents=true"
-                               "&resourceVersionMatch=NotOlderThan&timeoutSeconds=5")
+        # the watch gpushare's informers open (kube_informer.c): bookmarks on,
+        # no WatchList (sendInitialEvents is not served)
+        w = RawWatch(self.srv, "/api/v1/pods?watch=1&allowWatchBookmarks=true&timeoutSeconds=5")
         ev = w.next_event()
         self.assertEqual(ev["type"], "ADDED")
-        bm = w.next_event()
-        self.assertEqual(bm["type"], "BOOKMARK")
-        self.assertEqual(list(bm), list(fbm))
-        self.assertEqual(bm["object"]["metadata"], {"resourceVersion": l["metadata"]["resourceVersion"],
-                                                   "annotations": {"k8s.io/initial-events-end": "true"}})
-        self.assertEqual(list(bm["object"]["metadata"]), list(fbm["object"]["metadata"]))
-        # periodic bookmarks carry only the RV
+        # periodic bookmarks (and the one before the deadline) carry only the RV
         bm2 = w.next_event()
         self.assertEqual(bm2["type"], "BOOKMARK")
+        self.assertEqual(list(bm2), list(fbm))
         self.assertEqual(bm2["object"]["metadata"], {"resourceVersion": l["metadata"]["resourceVersion"]})
         self.assertEqual(bm2["object"]["kind"], "Pod")
         w.close()
+
+    def test_dialects_gpushare_never_sends_are_refused(self):
+        # WatchList and dryRun: refused rather than misread (docs/test-apiserver.md, "Patches")
+        st, err = self.c.req("GET", "/api/v1/pods?watch=1&allowWatchBookmarks=true&sendInitialEvents=true"
+                                    "&resourceVersionMatch=NotOlderThan")
+        self.assertEqual((st, err["reason"]), (400, "BadRequest"))
+        self.assertIn("sendInitialEvents", err["message"])
+        st, err = self.c.req("POST", "/api/v1/namespaces/default/pods?dryRun=All", pod("dry"))
+        self.assertEqual((st, err["message"]), (400, "dryRun is not served by the test apiserver"))
+        self.assertIsNone(self.srv.get("pods", "default", "dry"))
+        st, err = self.c.req("POST", "/api/v1/namespaces/default/pods?fieldValidation=Strict", pod("strict"))
+        self.assertEqual((st, err["message"]), (400, "fieldValidation=Strict is not served by the test apiserver"))
+        for path in ("/api/v1/watch/nodes/n1", "/api/v1/namespaces/default/bindings"):
+            st, err = self.c.req("GET" if "watch" in path else "POST", path, None if "watch" in path else {})
+            self.assertEqual((st, err["message"]), (404, "the server could not find the requested resource"))
 
     def test_watch_from_rv_and_live_events(self):
         self.srv.add(pod("old"))
@@ -639,20 +647,11 @@ class TestWatch(Base):
         w.close()
 
     def test_too_large_rv_watch_504(self):
-        orig = kapi_errors.TOO_LARGE_RV_WAIT
-        kapi_errors.TOO_LARGE_RV_WAIT = 0.2
-        try:
+        with mock.patch.object(kapi_errors, "TOO_LARGE_RV_WAIT", 0.2):
             st, err = self.c.req("GET", "/api/v1/pods?watch=1&resourceVersion=999999999")
-        finally:
-            kapi_errors.TOO_LARGE_RV_WAIT = orig
         self.assertEqual(st, 504)
         self.assertEqual(err["reason"], "Timeout")
 
-    def test_legacy_watch_path(self):
-        self.srv.add(node("n1"))
-        w = RawWatch(self.srv, "/api/v1/watch/nodes/n1?timeoutSeconds=1")
-        self.assertEqual(w.next_event()["object"]["metadata"]["name"], "n1")
-        w.close()
 
 
 if __name__ == "__main__":

@@ -111,14 +111,6 @@ class TestBinding(Base):
         self.assertIn("cannot unmarshal number into Go struct field ObjectMeta.metadata.annotations of type string",
                       err["message"])
 
-    def test_legacy_bindings_endpoint(self):
-        st, out = self.c.req("POST", "/api/v1/namespaces/ml/bindings", binding("trainer-0", "gpu-a",
-                                                                              annotations={"a": "1"}))
-        self.assertEqual(st, 201)
-        got = self.srv.get("pods", "ml", "trainer-0")
-        self.assertEqual(got["spec"]["nodeName"], "gpu-a")
-        self.assertEqual(got["metadata"]["annotations"]["a"], "1")
-
     def test_being_deleted_and_gates(self):
         p = pod("gated", ns="ml")
         p["spec"]["schedulingGates"] = [{"name": "wait"}]
@@ -232,18 +224,13 @@ class TestCrud(Base):
         self.assertEqual(st, 415)
         self.assertStatus(err, 415, "UnsupportedMediaType")
 
-    def test_unknown_fields_warning_and_strict(self):
+    def test_unknown_fields_warning(self):
         p = pod("p")
         p["bogus"] = 1
         st, out = self.c.req("POST", "/api/v1/namespaces/default/pods", p)
         self.assertEqual(st, 201)
         self.assertNotIn("bogus", out)
         self.assertEqual(self.c.last.getheader("Warning"), '299 - "unknown field \\"bogus\\""')
-        p = pod("q")
-        p["bogus"] = 1
-        st, err = self.c.req("POST", "/api/v1/namespaces/default/pods?fieldValidation=Strict", p)
-        self.assertEqual(st, 400)
-        self.assertIn('strict decoding error: unknown field "bogus"', err["message"])
 
     def test_put_optimistic_concurrency(self):
         cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c", "namespace": "default"},

@@ -277,12 +277,11 @@ class ControlPlane:
         """GET path from kube-scheduler's own port (its self-signed serving
         certificate, the admin token): /metrics, /debug/pprof/..."""
         import ssl
-        req = urllib.request.Request(f"https://127.0.0.1:{self.sched_port}{path}")
-        req.add_header("Authorization", "Bearer " + self.tokens["admin"])
         ctx = ssl.create_default_context()
         ctx.check_hostname = False
         ctx.verify_mode = ssl.CERT_NONE
-        with urllib.request.urlopen(req, context=ctx, timeout=timeout) as r:
+        sched = Kube(f"https://127.0.0.1:{self.sched_port}", self.tokens["admin"], ctx=ctx)
+        with sched.open("GET", path, timeout=timeout, accept="*/*") as r:
             return r.read()
 
     def scheduler_metrics(self):
@@ -311,17 +310,11 @@ class ControlPlane:
         if not p.alive():
             raise Fatal("kube-apiserver exited:\n" + p.tail())
         try:
-            self.admin.call("GET", "/readyz", timeout=5)
-            return True
-        except (KubeError, OSError, ValueError):
-            # /readyz answers text "ok": json.loads fails on success
-            try:
-                req = urllib.request.Request(self.server + "/readyz")
-                req.add_header("Authorization", "Bearer " + self.tokens["admin"])
-                with urllib.request.urlopen(req, context=self.admin.ctx, timeout=5) as r:
-                    return r.status == 200
-            except (urllib.error.URLError, OSError):
-                return False
+            # /readyz answers text "ok", not JSON: the open response's status
+            with self.admin.open("GET", "/readyz", timeout=5, accept="*/*") as r:
+                return r.status == 200
+        except (KubeError, OSError):
+            return False
 
     # -- helpers for tests ----------------------------------------------
     def service_account_token(self, ns="kube-system", name="gpushare-extender", seconds=86400):

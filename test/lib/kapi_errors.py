@@ -29,7 +29,6 @@ MAX_REQUEST_BODY = 3 * 1024 * 1024
 GZIP_THRESHOLD = 128 * 1024
 FLOWSCHEMA_UID = "6027abd0-aa72-4d3c-a2cb-42b534068f6d"
 PRIORITYLEVEL_UID = "f72ba9d7-6df9-4dd9-8720-be5485197492"
-INITIAL_EVENTS_END = "k8s.io/initial-events-end"
 RFC3339_LAYOUT = "2006-01-02T15:04:05Z07:00"
 MICRO_LAYOUT = "2006-01-02T15:04:05.000000Z07:00"
 TOO_LARGE_RV_WAIT = 3.0
@@ -254,20 +253,10 @@ class ApiError(Exception):
 
 
 def make_details(name=None, group=None, kind=None, uid=None, causes=None, retry_after=None):
-    d = {}
-    if name:
-        d["name"] = name
-    if group:
-        d["group"] = group
-    if kind:
-        d["kind"] = kind
-    if uid:
-        d["uid"] = uid
-    if causes:
-        d["causes"] = causes
-    if retry_after:
-        d["retryAfterSeconds"] = retry_after
-    return d
+    """StatusDetails with only the fields that are set, in apimachinery's order."""
+    fields = (("name", name), ("group", group), ("kind", kind), ("uid", uid), ("causes", causes),
+              ("retryAfterSeconds", retry_after))
+    return {k: v for k, v in fields if v}
 
 
 def make_status(code, reason, message, details=None, status="Failure", list_meta=None):
@@ -418,22 +407,22 @@ def err_invalid_list_options(errs):
 # ---------------------------------------------------------------------------
 
 
-def is_dns1123_subdomain(v):
+def _length_and_pattern(v, limit, regex, msg):
+    """apimachinery's shape for a bounded name: its length, then its pattern."""
     errs = []
-    if len(v) > 253:
-        errs.append("must be no more than 253 characters")
-    if not _DNS1123_SUBDOMAIN_RE.match(v):
-        errs.append(DNS1123_SUBDOMAIN_MSG)
+    if len(v) > limit:
+        errs.append("must be no more than %d characters" % limit)
+    if not regex.match(v):
+        errs.append(msg)
     return errs
+
+
+def is_dns1123_subdomain(v):
+    return _length_and_pattern(v, 253, _DNS1123_SUBDOMAIN_RE, DNS1123_SUBDOMAIN_MSG)
 
 
 def is_dns1123_label(v):
-    errs = []
-    if len(v) > 63:
-        errs.append("must be no more than 63 characters")
-    if not _DNS1123_LABEL_RE.match(v):
-        errs.append(DNS1123_LABEL_MSG)
-    return errs
+    return _length_and_pattern(v, 63, _DNS1123_LABEL_RE, DNS1123_LABEL_MSG)
 
 
 def is_qualified_name(v):
@@ -462,12 +451,7 @@ def is_qualified_name(v):
 
 
 def is_label_value(v):
-    errs = []
-    if len(v) > 63:
-        errs.append("must be no more than 63 characters")
-    if not _LABEL_VALUE_RE.match(v):
-        errs.append(LABEL_VALUE_MSG)
-    return errs
+    return _length_and_pattern(v, 63, _LABEL_VALUE_RE, LABEL_VALUE_MSG)
 
 
 def is_valid_path_segment(name):

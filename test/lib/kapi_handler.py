@@ -13,7 +13,7 @@ import uuid
 from kapi_errors import (ApiError, FLOWSCHEMA_UID, GZIP_THRESHOLD, HTTP_PHRASES, INPUT_MEDIA_TYPES,
     MAX_REQUEST_BODY, PRIORITYLEVEL_UID, err_bad_request, err_generic_not_found, err_internal,
     err_method_not_allowed, err_not_acceptable, err_unsupported_media, go_json)
-from kapi_objects import BINDING_RES, RESOURCES, RES_BY_PATH
+from kapi_objects import RESOURCES, RES_BY_PATH
 from kapi_http import decode_object, parse_bool
 from kapi_verbs import ApiVerbs
 
@@ -200,10 +200,6 @@ class ApiHandler(ApiVerbs, http.server.BaseHTTPRequestHandler):
             if self.command != "GET":
                 raise err_generic_not_found()
             return self.send_obj(200, self.discovery(group, version))
-        watch_prefix = False
-        if rest[0] == "watch":
-            watch_prefix = True
-            rest = rest[1:]
         ns = None
         if len(rest) >= 3 and rest[0] == "namespaces":
             ns, rest = rest[1], rest[2:]
@@ -215,10 +211,9 @@ class ApiHandler(ApiVerbs, http.server.BaseHTTPRequestHandler):
         query = urllib.parse.parse_qs(rawq, keep_blank_values=True)
         q = {k: v[0] for k, v in query.items()}
         m = self.command
-        if group == "" and plural == "bindings" and ns is not None and name is None and not watch_prefix:
-            if m != "POST":
-                raise err_method_not_allowed(BINDING_RES, m.lower())
-            return self.do_binding(ns, None, body, q)
+        if m != "GET":
+            self.no_dry_run(q)
+            self.check_field_validation(q)
         res = RES_BY_PATH.get((group, version, plural))
         if res is None:
             raise err_generic_not_found()
@@ -227,8 +222,6 @@ class ApiHandler(ApiVerbs, http.server.BaseHTTPRequestHandler):
         if ns is not None and not ns:
             raise err_generic_not_found()
         if sub is not None:
-            if watch_prefix:
-                raise err_generic_not_found()
             if res.storage == "pods" and sub == "binding":
                 if m != "POST":
                     raise err_method_not_allowed(res, m.lower())
@@ -242,13 +235,6 @@ class ApiHandler(ApiVerbs, http.server.BaseHTTPRequestHandler):
                     return self.do_patch(res, ns, name, body, q, subresource="status")
                 raise err_method_not_allowed(res, m.lower())
             raise err_generic_not_found()
-        if watch_prefix:
-            if m != "GET":
-                raise err_generic_not_found()
-            if name is not None:
-                fs = q.get("fieldSelector", "")
-                q["fieldSelector"] = ("metadata.name=%s" % name) + ("," + fs if fs else "")
-            return self.do_watch(res, ns, q, rawq)
         if name is None:
             if m == "GET":
                 if parse_bool(q.get("watch", "false"), "watch"):
@@ -258,8 +244,6 @@ class ApiHandler(ApiVerbs, http.server.BaseHTTPRequestHandler):
                 if ns is None and res.namespaced:
                     raise err_method_not_allowed(res, "create")
                 return self.do_create(res, ns, body, q)
-            if m == "DELETE":
-                return self.do_delete_collection(res, ns, body, q)
             raise err_method_not_allowed(res, m.lower())
         if ns is None and res.namespaced:
             raise err_generic_not_found()
@@ -282,7 +266,7 @@ class ApiHandler(ApiVerbs, http.server.BaseHTTPRequestHandler):
         for r in RESOURCES:
             if r.group != group or r.version != version:
                 continue
-            verbs = ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"]
+            verbs = ["create", "delete", "get", "list", "patch", "update", "watch"]
             items.append({"name": r.plural, "singularName": r.kind.lower(), "namespaced": r.namespaced,
                           "kind": r.kind, "verbs": verbs})
             if r.storage in ("pods", "nodes"):
@@ -291,9 +275,6 @@ class ApiHandler(ApiVerbs, http.server.BaseHTTPRequestHandler):
             if r.storage == "pods":
                 items.append({"name": "pods/binding", "singularName": "", "namespaced": True,
                               "kind": "Binding", "verbs": ["create"]})
-        if group == "" and version == "v1":
-            items.append({"name": "bindings", "singularName": "binding", "namespaced": True,
-                          "kind": "Binding", "verbs": ["create"]})
         if not items:
             raise err_generic_not_found()
         return {"kind": "APIResourceList", "apiVersion": "v1",
@@ -315,19 +296,23 @@ class ApiHandler(ApiVerbs, http.server.BaseHTTPRequestHandler):
                 return
         raise err_not_acceptable()
 
-    def decode_body(self, body, res, schema=None, kind=None, api_version=None, strict=False, check_ct=True):
+    def decode_body(self, body, res, schema=None, kind=None, api_version=None, check_ct=True):
         """Decode a request body into a dict like the real decoder (400s on bad input)."""
         if check_ct:
             ct = (self.headers.get("Content-Type") or "application/json").split(";")[0].strip().lower()
             if ct != "application/json":
                 raise err_unsupported_media(INPUT_MEDIA_TYPES)
-        return decode_object(body, res, schema, kind, api_version, strict, self.warnings)
+        return decode_object(body, res, schema, kind, api_version, self.warnings)
 
     def warning_headers(self):
         return [("Warning", w) for w in self.warnings]
 
-    def field_validation_strict(self, q):
+    @staticmethod
+    def check_field_validation(q):
+        """Unknown fields warn, as by default; Strict is never sent by
+        gpushare: refused rather than misread."""
         fv = q.get("fieldValidation", "")
-        if fv not in ("", "Ignore", "Warn", "Strict"):
+        if fv == "Strict":
+            raise err_bad_request("fieldValidation=Strict is not served by the test apiserver")
+        if fv not in ("", "Ignore", "Warn"):
             raise err_bad_request("fieldValidation parameter unsupported: %s" % fv)
-        return fv == "Strict"

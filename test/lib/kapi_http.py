@@ -129,7 +129,7 @@ REGISTERED_GVK = {("v1", "Pod"), ("v1", "Node"), ("v1", "ConfigMap"), ("v1", "Ev
                   ("events.k8s.io/v1beta1", "Event")}
 
 
-def decode_object(body, res, schema=None, kind=None, api_version=None, strict=False, warnings=None):
+def decode_object(body, res, schema=None, kind=None, api_version=None, warnings=None):
     """Decode JSON bytes as the real apiserver decodes a body for endpoint `res` (raises 400 ApiError)."""
     kind = kind or res.kind
     api_version = api_version or res.api_version
@@ -168,9 +168,6 @@ def decode_object(body, res, schema=None, kind=None, api_version=None, strict=Fa
     except DecodeError as e:
         raise err_bad_request('%s in version "%s" cannot be handled as a %s: %s' % (kind, version, kind, e))
     for u in unknown:
-        if strict:
-            raise err_bad_request('%s in version "%s" cannot be handled as a %s: strict decoding error: '
-                                  'unknown field "%s"' % (kind, version, kind, u))
         if warnings is not None:
             warnings.append('299 - "unknown field \\"%s\\""' % u)
     obj["kind"] = kind

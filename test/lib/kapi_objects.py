@@ -3,6 +3,7 @@ typed decoding (Go's strictness), the resources served, normalization, label and
 
 import base64
 import copy
+import dataclasses
 import json
 import re
 
@@ -72,7 +73,7 @@ EVENT_CORE = S("Event", True, kind=STR, apiVersion=STR, metadata=META, involvedO
 BINDING = S("Binding", True, kind=STR, apiVersion=STR, metadata=META, target=OBJREF)
 DELETE_OPTIONS = S("DeleteOptions", kind=STR, apiVersion=STR, gracePeriodSeconds=I64,
                    preconditions=S("Preconditions", uid=STR, resourceVersion=STR),
-                   orphanDependents=BOOL, propagationPolicy=STR, dryRun=L(STR))
+                   orphanDependents=BOOL, propagationPolicy=STR)
 
 
 def _json_type(v):
@@ -188,16 +189,16 @@ def typecheck(value, schema, path, struct, unknown):
 # ---------------------------------------------------------------------------
 
 
+@dataclasses.dataclass(eq=False, repr=False)  # identity: a Res is a dict key
 class Res:
-    def __init__(self, group, version, plural, kind, namespaced, storage, schema, fields):
-        self.group = group
-        self.version = version
-        self.plural = plural
-        self.kind = kind
-        self.namespaced = namespaced
-        self.storage = storage
-        self.schema = schema
-        self.fields = fields
+    group: str
+    version: str
+    plural: str
+    kind: str
+    namespaced: bool
+    storage: str
+    schema: dict
+    fields: set
 
     @property
     def api_version(self):

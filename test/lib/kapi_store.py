@@ -3,6 +3,7 @@ the store (objects, resourceVersions, history, watchers), pod defaults and valid
 
 import collections
 import copy
+import dataclasses
 import re
 import threading
 import time
@@ -18,16 +19,14 @@ from kapi_objects import STORAGE_RES, field_attrs, meta_of, strip_type, view_obj
 # ---------------------------------------------------------------------------
 
 
+@dataclasses.dataclass(slots=True, eq=False)
 class Event:
-    __slots__ = ("rv", "type", "storage", "key", "obj", "prev")
-
-    def __init__(self, rv, type_, storage, key, obj, prev):
-        self.rv = rv
-        self.type = type_
-        self.storage = storage
-        self.key = key
-        self.obj = obj
-        self.prev = prev
+    rv: int
+    type: str
+    storage: str
+    key: tuple
+    obj: dict
+    prev: dict
 
 
 class Watcher:

@@ -11,8 +11,8 @@ import socket
 import ssl
 import time
 
-from kapi_errors import (ApiError, CONTINUE_EXPIRED_MSG, DecodeError, FieldError,
-    INITIAL_EVENTS_END, MERGE_PATCH, NS_MISMATCH_MSG, OPTIMISTIC_LOCK_ERROR_MSG, PATCH_MEDIA_TYPES,
+from kapi_errors import (CONTINUE_EXPIRED_MSG, DecodeError, FieldError,
+    MERGE_PATCH, NS_MISMATCH_MSG, OPTIMISTIC_LOCK_ERROR_MSG, PATCH_MEDIA_TYPES,
     err_bad_request, err_expired, err_invalid_list_options, err_not_found,
     err_res_conflict, err_too_large_rv, err_unsupported_media, go_json, make_status)
 from kapi_objects import (BINDING, BINDING_RES, DELETE_OPTIONS, FieldSelector, LabelSelector,
@@ -42,18 +42,13 @@ class ApiVerbs:
             "continue": q.get("continue", ""),
             "timeout": parse_int(q.get("timeoutSeconds"), "timeoutSeconds"),
             "bookmarks": parse_bool(q.get("allowWatchBookmarks", "false"), "allowWatchBookmarks"),
-            "sie": None if "sendInitialEvents" not in q else parse_bool(q["sendInitialEvents"], "sendInitialEvents"),
         }
+        if "sendInitialEvents" in q:
+            # WatchList: gpushare's informers list, then watch (docs/test-apiserver.md, "Patches")
+            raise err_bad_request("sendInitialEvents is not served by the test apiserver")
         errs = []
         if watch:
-            if opts["sie"] is not None:
-                if opts["rvm"] != "NotOlderThan":
-                    errs.append(FieldError("Forbidden", "resourceVersionMatch",
-                                           detail="sendInitialEvents requires setting resourceVersionMatch to NotOlderThan"))
-                if opts["sie"] and not opts["bookmarks"]:
-                    errs.append(FieldError("Forbidden", "allowWatchBookmarks",
-                                           detail="allowWatchBookmarks must be true when sendInitialEvents is true"))
-            elif opts["rvm"]:
+            if opts["rvm"]:
                 errs.append(FieldError("Forbidden", "resourceVersionMatch",
                                        detail="resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided"))
         else:
@@ -71,8 +66,6 @@ class ApiVerbs:
                 if rvm == "Exact" and opts["rv"] == "0":
                     errs.append(FieldError("Forbidden", "resourceVersionMatch",
                                            detail='resourceVersionMatch "exact" is forbidden for resourceVersion "0"'))
-            if opts["sie"] is not None:
-                errs.append(FieldError("Forbidden", "sendInitialEvents", detail="sendInitialEvents is forbidden for list"))
         if errs:
             raise err_invalid_list_options(errs)
         if opts["rv"] not in (None, ""):
@@ -186,19 +179,16 @@ class ApiVerbs:
             if want > store.rv and not store.wait_rv(want, kapi_errors.TOO_LARGE_RV_WAIT):
                 raise err_too_large_rv(want, store.rv)
         w = Watcher(res, ns, opts["lsel"], opts["fsel"], self.path.split("?")[0], rawq)
-        initial, error_status, sync_rv = [], None, None
-        sie = opts["sie"]
+        initial, error_status = [], None
         with store.lock:
-            if rv in (None, "") or (rv == "0" and sie is None) or sie:
-                if not (sie is False):
-                    for k in sorted(store.objects[res.storage]):
-                        o = store.objects[res.storage][k]
-                        if w.matches(o):
-                            initial.append(("ADDED", o))
-                sync_rv = store.rv
+            if rv in (None, "", "0"):
+                for k in sorted(store.objects[res.storage]):
+                    o = store.objects[res.storage][k]
+                    if w.matches(o):
+                        initial.append(("ADDED", o))
                 store.watchers.add(w)
             else:
-                start = store.rv if rv == "0" else opts["rv_int"]
+                start = opts["rv_int"]
                 if store.too_old(res.storage, start):
                     error_status = make_status(410, "Expired", "too old resource version: %d (%d)"
                                                % (start, store.oldest[res.storage] - 1))
@@ -209,7 +199,7 @@ class ApiVerbs:
         if error_status is None:
             api._watch_started(w)
         try:
-            self.stream_watch(res, w, initial, error_status, opts, timeout, sync_rv if sie else None)
+            self.stream_watch(res, w, initial, error_status, opts, timeout)
         finally:
             with store.lock:
                 store.watchers.discard(w)
@@ -247,10 +237,8 @@ class ApiVerbs:
         self.write_chunk((go_json({"type": type_, "object": payload}) + "\n").encode("utf-8"))
         w.sent += 1
 
-    def bookmark_obj(self, res, rv, initial_end=False):
+    def bookmark_obj(self, res, rv):
         meta = {"resourceVersion": str(rv)}
-        if initial_end:
-            meta["annotations"] = {INITIAL_EVENTS_END: "true"}
         o = {"kind": res.kind, "apiVersion": res.api_version, "metadata": meta}
         if res.kind == "Pod":
             o["spec"] = {"containers": None}
@@ -266,12 +254,9 @@ class ApiVerbs:
         elif res.kind == "Event":
             o.update({"involvedObject": {}, "source": {}, "firstTimestamp": None, "lastTimestamp": None,
                       "eventTime": None, "reportingComponent": "", "reportingInstance": ""})
-        elif res.kind == "Event":
-            o.update({"eventTime": None, "regarding": {}, "deprecatedSource": {},
-                      "deprecatedFirstTimestamp": None, "deprecatedLastTimestamp": None})
         return o
 
-    def stream_watch(self, res, w, initial, error_status, opts, timeout, sync_rv):
+    def stream_watch(self, res, w, initial, error_status, opts, timeout):
         api = self.server.api
         head = "HTTP/1.1 200 OK\r\n"
         hdrs = self.base_headers() + [("Date", email.utils.formatdate(usegmt=True)),
@@ -286,8 +271,6 @@ class ApiVerbs:
             return
         for type_, o in initial:
             self.write_event(res, w, type_, o)
-        if sync_rv is not None and opts["bookmarks"]:
-            self.write_event(res, w, "BOOKMARK", self.bookmark_obj(res, sync_rv, initial_end=True))
         start = time.monotonic()
         deadline = start + timeout
         bookmarks = opts["bookmarks"]
@@ -340,16 +323,16 @@ class ApiVerbs:
             raise err_bad_request("fieldManager: Too long: may not be more than 128 bytes")
         return manager_from(self.headers.get("User-Agent"), fm)
 
-    def dry_run(self, q):
-        dr = q.get("dryRun")
-        if dr not in (None, "", "All"):
-            raise err_bad_request('Invalid dry run value: %s' % dr)
-        return dr == "All"
+    @staticmethod
+    def no_dry_run(q):
+        """gpushare never sends dryRun: refused rather than misread."""
+        if q.get("dryRun"):
+            raise err_bad_request("dryRun is not served by the test apiserver")
 
     def decode_for(self, res, ns, body, q):
         """The body of a create or update, its namespace checked against the URL's."""
         self.check_accept()
-        obj = self.decode_body(body, res, strict=self.field_validation_strict(q))
+        obj = self.decode_body(body, res)
         meta = obj["metadata"]
         if res.namespaced:
             bns = meta.get("namespace", "")
@@ -375,7 +358,7 @@ class ApiVerbs:
             errs = validate_event(obj)
         else:
             errs = []
-        stored, code = api._create(res, obj, errs, dry_run=self.dry_run(q), manager=self.manager(q))
+        stored, code = api._create(res, obj, errs, manager=self.manager(q))
         self.send_obj(code, view_obj(res, stored), self.warning_headers())
 
     def do_update(self, res, ns, name, body, q, subresource=None):
@@ -386,7 +369,7 @@ class ApiVerbs:
             raise err_bad_request("the name of the object (%s) does not match the name on the URL (%s)"
                                   % (meta.get("name", ""), name))
         stored, code = api._update(res, ns, name, lambda cur: obj, subresource=subresource,
-                                   dry_run=self.dry_run(q), verb="update", manager=self.manager(q))
+                                   verb="update", manager=self.manager(q))
         self.send_obj(code, view_obj(res, stored), self.warning_headers())
 
     def do_patch(self, res, ns, name, body, q, subresource=None):
@@ -399,7 +382,6 @@ class ApiVerbs:
             # strategic merge, JSON and apply patches: real media types that
             # gpushare never sends, not served here (docs/test-apiserver.md)
             raise err_unsupported_media([MERGE_PATCH])
-        strict = self.field_validation_strict(q)
         try:
             patch = json.loads(body.decode("utf-8")) if body else None
         except (ValueError, UnicodeDecodeError) as e:
@@ -415,7 +397,7 @@ class ApiVerbs:
             if prv and prv != meta_of(cur).get("resourceVersion"):
                 raise err_res_conflict(res, name, OPTIMISTIC_LOCK_ERROR_MSG)
             raw = json.dumps(new).encode()
-            decoded = self.decode_body_raw(raw, res, strict)
+            decoded = self.decode_body(raw, res, check_ct=False)
             dm = decoded["metadata"]
             if dm.get("name", name) != name:
                 raise err_bad_request("the name of the object (%s) does not match the name on the URL (%s)"
@@ -428,12 +410,9 @@ class ApiVerbs:
             dm["resourceVersion"] = meta_of(cur).get("resourceVersion")
             return decoded
 
-        stored, code = api._update(res, ns, name, apply, subresource=subresource, dry_run=self.dry_run(q),
+        stored, code = api._update(res, ns, name, apply, subresource=subresource,
                                    verb="patch", must_exist=True, manager=self.manager(q))
         self.send_obj(code, view_obj(res, stored), self.warning_headers())
-
-    def decode_body_raw(self, raw, res, strict):
-        return self.decode_body(raw, res, strict=strict, check_ct=False)
 
     def parse_delete_options(self, body, q):
         opts = {}
@@ -455,46 +434,19 @@ class ApiVerbs:
         self.check_accept()
         api = self.server.api
         opts = self.parse_delete_options(body, q)
-        out, code = api._delete(res, ns, name, opts, dry_run=self.dry_run(q))
+        out, code = api._delete(res, ns, name, opts)
         self.send_obj(code, out if out.get("kind") == "Status" else view_obj(res, out))
-
-    def do_delete_collection(self, res, ns, body, q):
-        self.check_accept()
-        api = self.server.api
-        opts = self.parse_delete_options(body, q)
-        lsel = LabelSelector(q.get("labelSelector", ""))
-        fsel = FieldSelector(q.get("fieldSelector", ""), res)
-        with api.store.lock:
-            prefix = ns + "/" if ns else ""
-            targets = [(k, o) for k, o in sorted(api.store.objects[res.storage].items())
-                       if k.startswith(prefix) and lsel.matches(meta_of(o).get("labels"))
-                       and fsel.matches(field_attrs(res.storage, o))]
-        items = []
-        for k, o in targets:
-            m = meta_of(o)
-            try:
-                out, _ = api._delete(res, m.get("namespace"), m.get("name"), dict(opts), dry_run=self.dry_run(q))
-            except ApiError:
-                continue
-            if out.get("kind") != "Status":
-                items.append(strip_type(view_obj(res, out)))
-            else:
-                items.append(strip_type(view_obj(res, o)))
-        self.send_obj(200, {"kind": res.list_kind, "apiVersion": res.api_version,
-                            "metadata": {"resourceVersion": str(api.store.rv)}, "items": items})
 
     def do_binding(self, ns, name, body, q):
         self.check_accept()
         api = self.server.api
         binding = self.decode_body(body, BINDING_RES, schema=BINDING, kind="Binding", api_version="v1")
         meta = binding["metadata"]
-        if name is None:
-            name = meta.get("name", "")
-        elif meta.get("name", "") != name:
+        if meta.get("name", "") != name:
             raise err_bad_request("name in URL does not match name in Binding object")
         bns = meta.get("namespace", "")
         if bns and bns != ns:
             raise err_bad_request(NS_MISMATCH_MSG)
         meta["namespace"] = ns
-        api._bind_pod(ns, name, binding, dry_run=self.dry_run(q))
+        api._bind_pod(ns, name, binding)
         self.send_obj(201, make_status(201, None, None, status="Success"))

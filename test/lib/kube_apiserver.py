@@ -489,7 +489,7 @@ class FakeApiServer:
         self._events.append({"api": "v1", "verb": verb, "namespace": meta_of(obj).get("namespace"),
                              "name": meta_of(obj).get("name"), "object": copy.deepcopy(view_obj(res, obj))})
 
-    def _create(self, res, obj, errs, dry_run=False, manager=None):
+    def _create(self, res, obj, errs, manager=None):
         store = self.store
         sres = STORAGE_RES[res.storage]
         meta = obj["metadata"]
@@ -539,15 +539,12 @@ class FakeApiServer:
         with store.lock:
             if store.get(res.storage, key) is not None:
                 raise err_already_exists(res, meta["name"])
-            if dry_run:
-                out = dict(obj)
-            else:
-                out = store.commit(res.storage, "ADDED", key, obj, None)
-                if res.storage == "events":
-                    self._record_event("create", res, out)
+            out = store.commit(res.storage, "ADDED", key, obj, None)
+            if res.storage == "events":
+                self._record_event("create", res, out)
         return out, 201
 
-    def _update(self, res, ns, name, make_new, subresource=None, dry_run=False, verb="update", must_exist=False,
+    def _update(self, res, ns, name, make_new, subresource=None, verb="update", must_exist=False,
                 manager=None):
         """GuaranteedUpdate: make_new(current) -> new object (storage form)."""
         store = self.store
@@ -560,7 +557,7 @@ class FakeApiServer:
                     new = make_new(None)
                     new["metadata"].pop("resourceVersion", None)
                     errs = validate_event(new)
-                    return self._create(res, new, errs, dry_run=dry_run, manager=manager)
+                    return self._create(res, new, errs, manager=manager)
                 raise err_not_found(res, name)
             new = make_new(cur)
             nm = new.setdefault("metadata", {})
@@ -629,8 +626,6 @@ class FakeApiServer:
             cmp_cur = dict(cur, metadata={k: v for k, v in cm.items() if k != "resourceVersion"})
             if cmp_new == cmp_cur:
                 return cur, 200
-            if dry_run:
-                return dict(new, metadata=dict(nm, resourceVersion=cm.get("resourceVersion"))), 200
             if nm.get("deletionTimestamp") and not nm.get("finalizers") and cm.get("finalizers"):
                 # the last finalizer was removed: the object goes away now
                 out = store.commit(res.storage, "MODIFIED", key, new, cur)
@@ -641,7 +636,7 @@ class FakeApiServer:
                 self._record_event(verb, res, out)
             return out, 200
 
-    def _delete(self, res, ns, name, opts, dry_run=False):
+    def _delete(self, res, ns, name, opts):
         store = self.store
         key = obj_key(ns if res.namespaced else None, name)
         with store.lock:
@@ -660,8 +655,6 @@ class FakeApiServer:
                 if grace is None:
                     grace = (cur.get("spec") or {}).get("terminationGracePeriodSeconds", 30)
                 graceful = bound and phase not in ("Succeeded", "Failed") and grace > 0
-            if dry_run:
-                return (view_obj(res, cur) if res.kind == "Pod" else self._delete_status(res, cur)), 200
             if cm.get("finalizers") or graceful:
                 if cm.get("deletionTimestamp"):
                     return cur, 200
@@ -701,7 +694,7 @@ class FakeApiServer:
             self._timers.append(t)
             t.start()
 
-    def _bind_pod(self, ns, name, binding, dry_run=False):
+    def _bind_pod(self, ns, name, binding):
         """BindingREST.Create: preconditions, then nodeName + annotations in one update."""
         pods = STORAGE_RES["pods"]
         target = binding.get("target") or {}
@@ -746,8 +739,7 @@ class FakeApiServer:
                 cond.update({"status": "True", "lastTransitionTime": now_time()})
                 cond.pop("reason", None)
                 cond.pop("message", None)
-            if not dry_run:
-                self.store.commit("pods", "MODIFIED", key, new, cur)
+            self.store.commit("pods", "MODIFIED", key, new, cur)
 
 
 # ---------------------------------------------------------------------------

@@ -9,13 +9,27 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* A memory-sharing node spec: gpus GPUs sharing units (of the active unit). */
 /* An empty diag, for a call that expects one (a cluster's binder). */
 static inline struct gs_diag *gs_test_diag(struct gs_diag *d) {
   d->where[0] = d->text[0] = '\0';
   return d;
 }
 
+/* A ledger reader (gs_fw_read, gs_sched_read): the MiB used on one GPU
+ * of a node, UINT64_MAX when there is no such GPU. */
+struct gs_test_used {
+  const char *node;
+  uint32_t gpu;
+  uint64_t used;
+};
+static inline void gs_test_used_fn(const struct gs_ledger *l, void *arg) {
+  struct gs_test_used *c = arg;
+  const struct gs_node *n = gs_ledger_node_get(l, c->node);
+  c->used = n != NULL && c->gpu < n->ngpus ? n->gpus[c->gpu].used_mib : UINT64_MAX;
+}
+
+/* A node spec: gpus GPUs of mode with units in all (of the active unit);
+ * the rest zero, for the caller to set. */
 static inline struct gs_node_spec gs_test_node(const char *name, enum gs_mode mode, uint32_t gpus,
                                                uint64_t units) {
   struct gs_node_spec spec;
@@ -27,15 +41,24 @@ static inline struct gs_node_spec gs_test_node(const char *name, enum gs_mode mo
   return spec;
 }
 
-/* A one-container memory pod default/<name>, UID uid-<name>, over count GPUs. */
-static inline struct gs_pod_request gs_test_mem_pod(const char *name, uint64_t units,
-                                                    uint32_t count) {
+/* A one-container pod default/<name> with UID uid, asking nothing yet. */
+static inline struct gs_pod_request gs_test_pod(const char *name, const char *uid) {
   struct gs_pod_request p;
   memset(&p, 0, sizeof p);
   snprintf(p.ns, sizeof p.ns, "default");
   snprintf(p.name, sizeof p.name, "%s", name);
-  snprintf(p.uid, sizeof p.uid, "uid-%s", name);
+  snprintf(p.uid, sizeof p.uid, "%s", uid);
   p.ncontainers = 1;
+  return p;
+}
+
+/* A one-container memory pod default/<name>, UID uid-<name>, over count GPUs. */
+static inline struct gs_pod_request gs_test_mem_pod(const char *name, uint64_t units,
+                                                    uint32_t count) {
+  char uid[GS_UID_MAX + 1];
+  struct gs_pod_request p;
+  snprintf(uid, sizeof uid, "uid-%s", name);
+  p = gs_test_pod(name, uid);
   p.mem_units[0] = units;
   p.gpu_count = count;
   return p;

@@ -32,27 +32,21 @@ import (
 // plugin's start.
 func (p *Plugin) watch() error {
 	f := p.h.SharedInformerFactory()
-	if _, err := f.Core().V1().Nodes().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(o interface{}) { p.node(o) },
-		UpdateFunc: func(_, o interface{}) { p.node(o) },
-		DeleteFunc: func(o interface{}) {
-			if n, ok := final(o).(*v1.Node); ok {
-				p.core.NodeDelete(n.Name)
-			}
-		},
-	}); err != nil {
+	nodeGone := func(o interface{}) {
+		if n, ok := o.(*v1.Node); ok {
+			p.core.NodeDelete(n.Name)
+		}
+	}
+	if _, err := f.Core().V1().Nodes().Informer().AddEventHandler(feedHandlers(p.node, nodeGone)); err != nil {
 		return fmt.Errorf("gpushare: node informer: %w", err)
 	}
-	if _, err := f.Core().V1().Pods().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(o interface{}) { p.pod(o) },
-		UpdateFunc: func(_, o interface{}) { p.pod(o) },
-		DeleteFunc: func(o interface{}) {
-			if pod, ok := final(o).(*v1.Pod); ok {
-				p.bound.Delete(pod.UID)
-				p.core.PodDelete(string(pod.UID))
-			}
-		},
-	}); err != nil {
+	podGone := func(o interface{}) {
+		if pod, ok := o.(*v1.Pod); ok {
+			p.bound.Delete(pod.UID)
+			p.core.PodDelete(string(pod.UID))
+		}
+	}
+	if _, err := f.Core().V1().Pods().Informer().AddEventHandler(feedHandlers(p.pod, podGone)); err != nil {
 		return fmt.Errorf("gpushare: pod informer: %w", err)
 	}
 	return nil
@@ -64,35 +58,43 @@ func (p *Plugin) watch() error {
 // are charged in the ledger (docs/dra.md).
 func (p *Plugin) watchDRA() error {
 	f := p.h.SharedInformerFactory()
-	slices := func(o interface{}, deleted bool) {
-		if s, ok := final(o).(*resourcev1.ResourceSlice); ok {
-			if b, err := coreJSON(s); err == nil {
-				p.core.DRA(b, false, deleted)
+	slices := func(deleted bool) func(interface{}) {
+		return func(o interface{}) {
+			if s, ok := final(o).(*resourcev1.ResourceSlice); ok {
+				if b, err := coreJSON(s); err == nil {
+					p.core.DRA(b, false, deleted)
+				}
 			}
 		}
 	}
-	claims := func(o interface{}, deleted bool) {
-		if c, ok := final(o).(*resourcev1.ResourceClaim); ok {
-			if b, err := coreJSON(c); err == nil {
-				p.core.DRA(b, true, deleted)
+	claims := func(deleted bool) func(interface{}) {
+		return func(o interface{}) {
+			if c, ok := final(o).(*resourcev1.ResourceClaim); ok {
+				if b, err := coreJSON(c); err == nil {
+					p.core.DRA(b, true, deleted)
+				}
 			}
 		}
 	}
-	if _, err := f.Resource().V1().ResourceSlices().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(o interface{}) { slices(o, false) },
-		UpdateFunc: func(_, o interface{}) { slices(o, false) },
-		DeleteFunc: func(o interface{}) { slices(o, true) },
-	}); err != nil {
+	if _, err := f.Resource().V1().ResourceSlices().Informer().AddEventHandler(
+		feedHandlers(slices(false), slices(true))); err != nil {
 		return fmt.Errorf("gpushare: ResourceSlice informer: %w", err)
 	}
-	if _, err := f.Resource().V1().ResourceClaims().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(o interface{}) { claims(o, false) },
-		UpdateFunc: func(_, o interface{}) { claims(o, false) },
-		DeleteFunc: func(o interface{}) { claims(o, true) },
-	}); err != nil {
+	if _, err := f.Resource().V1().ResourceClaims().Informer().AddEventHandler(
+		feedHandlers(claims(false), claims(true))); err != nil {
 		return fmt.Errorf("gpushare: ResourceClaim informer: %w", err)
 	}
 	return nil
+}
+
+// feedHandlers hands an informer's adds and updates to upsert, and a
+// deletion's final state (final) to gone.
+func feedHandlers(upsert, gone func(interface{})) cache.ResourceEventHandlerFuncs {
+	return cache.ResourceEventHandlerFuncs{
+		AddFunc:    upsert,
+		UpdateFunc: func(_, o interface{}) { upsert(o) },
+		DeleteFunc: func(o interface{}) { gone(final(o)) },
+	}
 }
 
 // final is a deleted object as its informer last knew it: the object, or

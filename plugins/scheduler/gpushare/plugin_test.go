@@ -23,7 +23,7 @@ import (
 // without an apiserver: Bind and the informers are covered by the real
 // control-plane tier (test/realk8s).
 
-func gibPlugin(t *testing.T) *Plugin {
+func gibPlugin(t testing.TB) *Plugin {
 	t.Helper()
 	s, err := shim.New([]byte(`{"gpuMemoryUnit":"1GiB"}`), nil, "", "", false)
 	if err != nil {
@@ -34,7 +34,7 @@ func gibPlugin(t *testing.T) *Plugin {
 
 // shareNode is a share node of gpus GPUs with units GiB in all, fed to the
 // core as the informer would, and its NodeInfo.
-func shareNode(t *testing.T, p *Plugin, name string, gpus, units int) fwk.NodeInfo {
+func shareNode(t testing.TB, p *Plugin, name string, gpus, units int) fwk.NodeInfo {
 	t.Helper()
 	n := &v1.Node{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"ack.node.gpu.schedule": "share"}},

@@ -76,4 +76,24 @@ static inline json_t *load_fixture_json(const char *name) {
 
 #define assert_where(diag, want) assert_string_equal((diag).where, (want))
 
+/* One row of a decoder's error table: the input, the error it gives, the
+ * diag's where and a needle of its text. */
+struct api_err_case {
+  const char *input;
+  enum gs_err err;
+  const char *where;
+  const char *needle;
+};
+
+/* Row i of an error table against what the decoder gave. */
+static inline void check_err_case(size_t i, const struct api_err_case *c, enum gs_err err,
+                                  const struct gs_diag *diag) {
+  if (err != c->err)
+    fail_msg("case %zu %s: got %s want %s (%s: %s)", i, c->input, gs_err_name(err),
+             gs_err_name(c->err), diag->where, diag->text);
+  if (strcmp(diag->where, c->where) != 0)
+    fail_msg("case %zu: where \"%s\" want \"%s\" (%s)", i, diag->where, c->where, diag->text);
+  assert_diag(*diag, c->needle);
+}
+
 #endif

@@ -74,12 +74,7 @@ static void test_args_empty_lists(void **state) {
 }
 
 static void test_args_errors(void **state) {
-  static const struct {
-    const char *body;
-    enum gs_err err;
-    const char *where;
-    const char *needle;
-  } cases[] = {
+  static const struct api_err_case cases[] = {
       {"", GS_EPARSE, "ExtenderArgs", "empty request body"},
       {"{", GS_EPARSE, "ExtenderArgs", "malformed JSON"},
       {"{\"Pod\":{}} x", GS_EPARSE, "ExtenderArgs", "malformed JSON"},
@@ -126,14 +121,8 @@ static void test_args_errors(void **state) {
     struct gs_diag diag;
     enum gs_err err;
     memset(&args, 0x5A, sizeof args);
-    err = args_text(cases[i].body, &args, &diag);
-    if (err != cases[i].err)
-      fail_msg("case %zu %s: got %s want %s (%s: %s)", i, cases[i].body, gs_err_name(err),
-               gs_err_name(cases[i].err), diag.where, diag.text);
-    if (strcmp(diag.where, cases[i].where) != 0)
-      fail_msg("case %zu: where \"%s\" want \"%s\" (%s)", i, diag.where, cases[i].where,
-               diag.text);
-    assert_diag(diag, cases[i].needle);
+    err = args_text(cases[i].input, &args, &diag);
+    check_err_case(i, &cases[i], err, &diag);
     assert_int_equal(args.nnodes, (size_t)0x5A5A5A5A5A5A5A5Au); /* ret untouched */
   }
   {
@@ -308,12 +297,7 @@ static void test_bind_args(void **state) {
 }
 
 static void test_bind_args_errors(void **state) {
-  static const struct {
-    const char *body;
-    enum gs_err err;
-    const char *where;
-    const char *needle;
-  } cases[] = {
+  static const struct api_err_case cases[] = {
       {"", GS_EPARSE, "ExtenderBindingArgs", "empty"},
       {"{\"PodName\":", GS_EPARSE, "ExtenderBindingArgs", "malformed JSON"},
       {"[\"p\"]", GS_EPARSE, "ExtenderBindingArgs", "JSON object"},
@@ -347,12 +331,8 @@ static void test_bind_args_errors(void **state) {
     struct gs_diag diag = {{0}, {0}};
     enum gs_err err;
     memset(&b, 'z', sizeof b);
-    err = gs_api_bind_args_decode(cases[i].body, strlen(cases[i].body), &b, &diag);
-    if (err != cases[i].err)
-      fail_msg("case %zu %s: got %s want %s (%s: %s)", i, cases[i].body, gs_err_name(err),
-               gs_err_name(cases[i].err), diag.where, diag.text);
-    assert_where(diag, cases[i].where);
-    assert_diag(diag, cases[i].needle);
+    err = gs_api_bind_args_decode(cases[i].input, strlen(cases[i].input), &b, &diag);
+    check_err_case(i, &cases[i], err, &diag);
     assert_int_equal(b.pod_name[0], 'z'); /* ret untouched */
   }
 }

@@ -2,16 +2,12 @@
 #include "api_test.h"
 
 #include "api_internal.h" /* gs__api_dump: the encoders' own byte form */
+#include "../testutil.h"
 
 static struct gs_node_spec spec_of(const char *name, enum gs_mode mode, enum gs_placement pl,
                                    uint32_t ngpus, uint64_t units_per_gpu) {
-  struct gs_node_spec s;
-  memset(&s, 0, sizeof s);
-  snprintf(s.name, sizeof s.name, "%s", name);
-  s.mode = mode;
+  struct gs_node_spec s = gs_test_node(name, mode, ngpus, units_per_gpu * ngpus);
   s.placement = pl;
-  s.gpu_count = ngpus;
-  s.gpu_mem_units = units_per_gpu * ngpus;
   return s;
 }
 

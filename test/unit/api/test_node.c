@@ -161,12 +161,7 @@ static void test_device_resource_forms(void **state) {
 }
 
 static void test_errors(void **state) {
-  static const struct {
-    const char *json;
-    enum gs_err err;
-    const char *where;
-    const char *needle;
-  } cases[] = {
+  static const struct api_err_case cases[] = {
       {"null", GS_EPARSE, "Node", "must be an object"},
       {"{}", GS_EPARSE, "Node.metadata.name", "missing node name"},
       {"{\"metadata\":{\"name\":[]}}", GS_EPARSE, "Node.metadata.name", "must be a string"},
@@ -188,14 +183,10 @@ static void test_errors(void **state) {
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     struct gs_node_spec spec;
     struct gs_diag diag = {{0}, {0}};
-    json_t *node = json_loads(cases[i].json, JSON_DECODE_ANY, NULL);
+    json_t *node = json_loads(cases[i].input, JSON_DECODE_ANY, NULL);
     enum gs_err err = gs_api_node_decode(node, &spec, &topo_buf, &diag);
     json_decref(node);
-    if (err != cases[i].err)
-      fail_msg("case %zu: got %s want %s (%s: %s)", i, gs_err_name(err),
-               gs_err_name(cases[i].err), diag.where, diag.text);
-    assert_where(diag, cases[i].where);
-    assert_diag(diag, cases[i].needle);
+    check_err_case(i, &cases[i], err, &diag);
   }
 }
 

@@ -197,12 +197,7 @@ static void test_host_requests(void **state) {
 }
 
 static void test_errors(void **state) {
-  static const struct {
-    const char *json;
-    enum gs_err err;
-    const char *where;
-    const char *needle;
-  } cases[] = {
+  static const struct api_err_case cases[] = {
       {"[]", GS_EPARSE, "Pod", "must be an object"},
       {"{}", GS_EPARSE, "Pod.metadata", "missing pod metadata"},
       {"{\"metadata\":[]}", GS_EPARSE, "Pod.metadata", "must be an object, not an array"},
@@ -277,13 +272,7 @@ static void test_errors(void **state) {
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     struct gs_pod_request req;
     struct gs_diag diag;
-    enum gs_err err = decode_text(cases[i].json, &req, &diag);
-    if (err != cases[i].err)
-      fail_msg("case %zu %s: got %s want %s (%s: %s)", i, cases[i].json, gs_err_name(err),
-               gs_err_name(cases[i].err), diag.where, diag.text);
-    if (strcmp(diag.where, cases[i].where) != 0)
-      fail_msg("case %zu: where \"%s\" want \"%s\"", i, diag.where, cases[i].where);
-    assert_diag(diag, cases[i].needle);
+    check_err_case(i, &cases[i], decode_text(cases[i].input, &req, &diag), &diag);
   }
 }
 

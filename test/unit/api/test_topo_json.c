@@ -46,12 +46,7 @@ static void test_soc_and_phb(void **state) {
 }
 
 static void test_errors(void **state) {
-  static const struct {
-    const char *text;
-    enum gs_err err;
-    const char *where;
-    const char *needle;
-  } cases[] = {
+  static const struct api_err_case cases[] = {
       {"", GS_EPARSE, "", "invalid JSON"},
       {"[]", GS_EPARSE, "", "must be a JSON object"},
       {"{}", GS_EPARSE, "links", "missing"},
@@ -82,11 +77,8 @@ static void test_errors(void **state) {
     struct gs_diag diag = {{0}, {0}};
     enum gs_err err;
     memset(&topo, 0xAB, sizeof topo);
-    err = gs_api_topo_decode(cases[i].text, &topo, &diag);
-    if (err != cases[i].err)
-      fail_msg("case %zu: got %s want %s", i, gs_err_name(err), gs_err_name(cases[i].err));
-    assert_where(diag, cases[i].where);
-    assert_diag(diag, cases[i].needle);
+    err = gs_api_topo_decode(cases[i].input, &topo, &diag);
+    check_err_case(i, &cases[i], err, &diag);
     assert_int_equal(topo.n, 0xABABABABu); /* untouched on error */
   }
   assert_int_equal(gs_api_topo_decode(NULL, &topo, NULL), GS_EPARSE);

@@ -14,6 +14,7 @@
 #include "strmap.h"
 
 #include "../ledger_dump.h"
+#include "../testutil.h"
 
 #include <gpushare/annot.h>
 #include <gpushare/ledger.h>
@@ -41,12 +42,7 @@ static void topos_init(void) {
 
 static struct gs_node_spec spec_of(const char *name, enum gs_mode mode, uint32_t ngpus,
                                    uint64_t units, const struct gs_topo *topo) {
-  struct gs_node_spec s;
-  memset(&s, 0, sizeof s);
-  snprintf(s.name, sizeof s.name, "%s", name);
-  s.mode = mode;
-  s.gpu_count = ngpus;
-  s.gpu_mem_units = units;
+  struct gs_node_spec s = gs_test_node(name, mode, ngpus, units);
   if (mode == GS_MODE_TOPOLOGY)
     s.whole_gpus = ngpus;
   s.has_topo = topo != NULL;

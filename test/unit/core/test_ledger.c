@@ -7,6 +7,8 @@
 #include <gpushare/ledger.h>
 #include <gpushare/topo.h>
 
+#include "../testutil.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,13 +17,7 @@
 
 static struct gs_node_spec node_spec(const char *name, enum gs_mode mode, uint32_t ngpus,
                                      uint64_t units_per_gpu) {
-  struct gs_node_spec s;
-  memset(&s, 0, sizeof s);
-  snprintf(s.name, sizeof s.name, "%s", name);
-  s.mode = mode;
-  s.gpu_count = ngpus;
-  s.gpu_mem_units = units_per_gpu * ngpus;
-  return s;
+  return gs_test_node(name, mode, ngpus, units_per_gpu * ngpus);
 }
 
 static void add_node(struct gs_ledger *l, const char *name, enum gs_mode mode, uint32_t ngpus,

@@ -46,14 +46,10 @@ static int teardown(void **state) {
 
 static void add_node(const char *name, enum gs_mode mode, enum gs_placement placement,
                      uint32_t ngpus, uint64_t units_per_gpu) {
-  struct gs_node_spec s;
-  memset(&s, 0, sizeof s);
-  snprintf(s.name, sizeof s.name, "%s", name);
-  s.mode = mode;
+  struct gs_node_spec s =
+      gs_test_node(name, mode, mode == GS_MODE_TOPOLOGY ? 0 : ngpus, units_per_gpu * ngpus);
   s.placement = placement;
-  s.gpu_count = mode == GS_MODE_TOPOLOGY ? 0 : ngpus;
   s.whole_gpus = mode == GS_MODE_TOPOLOGY ? ngpus : 0;
-  s.gpu_mem_units = units_per_gpu * ngpus;
   assert_int_equal(gs_ledger_node_upsert(fx.ledger, &s), GS_EOK);
 }
 
@@ -64,12 +60,7 @@ static const struct gs_node *node(const char *name) {
 }
 
 static struct gs_pod_request mem_pod(const char *uid, uint64_t units, uint32_t count) {
-  struct gs_pod_request r;
-  memset(&r, 0, sizeof r);
-  snprintf(r.ns, sizeof r.ns, "default");
-  snprintf(r.name, sizeof r.name, "%s", uid);
-  snprintf(r.uid, sizeof r.uid, "%s", uid);
-  r.ncontainers = 1;
+  struct gs_pod_request r = gs_test_pod(uid, uid);
   r.mem_units[0] = units;
   r.gpu_count = count;
   return r;

@@ -39,20 +39,27 @@ static struct gs_ledger *dgx_ledger(enum gs_mode mode, bool with_topo) {
 
 static uint32_t link_nv(uint32_t a, uint32_t b) { return dgx1.nvlinks[a * dgx1.n + b]; }
 
-static void test_two_cards_get_a_double_nvlink_pair(void **state) {
-  struct gs_ledger *l = dgx_ledger(GS_MODE_SHARE, true);
+/* One container asking for mem_units on each of count GPUs, or for whole
+ * GPUs, placed on the "dgx" node of l with the default policy. */
+static enum gs_err pick(struct gs_ledger *l, uint32_t mem_units, uint32_t whole, uint32_t count,
+                        struct gs_choice *c) {
   struct gs_policy policy;
   struct gs_pod_request req;
-  struct gs_choice c;
   struct gs_status st;
-  (void)state;
   gs_policy_init(&policy);
   memset(&req, 0, sizeof req);
   req.ncontainers = 1;
-  req.mem_units[0] = 8;
-  req.gpu_count = 2;
-  assert_int_equal(gs_place_pick(gs_ledger_node_get(l, "dgx"), &req, &policy, &c, &st),
-                   GS_EOK);
+  req.mem_units[0] = mem_units;
+  req.whole_gpus[0] = whole;
+  req.gpu_count = count;
+  return gs_place_pick(gs_ledger_node_get(l, "dgx"), &req, &policy, c, &st);
+}
+
+static void test_two_cards_get_a_double_nvlink_pair(void **state) {
+  struct gs_ledger *l = dgx_ledger(GS_MODE_SHARE, true);
+  struct gs_choice c;
+  (void)state;
+  assert_int_equal(pick(l, 8, 0, 2, &c), GS_EOK);
   assert_int_equal(c.ngpus, 2);
   assert_int_equal(link_nv(c.gpus[0], c.gpus[1]), 2);
   assert_int_equal(c.mib_per_gpu, 4096);
@@ -61,18 +68,9 @@ static void test_two_cards_get_a_double_nvlink_pair(void **state) {
 
 static void test_whole_quad_is_all_nvlink(void **state) {
   struct gs_ledger *l = dgx_ledger(GS_MODE_TOPOLOGY, true);
-  struct gs_policy policy;
-  struct gs_pod_request req;
   struct gs_choice c;
-  struct gs_status st;
   (void)state;
-  gs_policy_init(&policy);
-  memset(&req, 0, sizeof req);
-  req.ncontainers = 1;
-  req.whole_gpus[0] = 4;
-  req.gpu_count = 1;
-  assert_int_equal(gs_place_pick(gs_ledger_node_get(l, "dgx"), &req, &policy, &c, &st),
-                   GS_EOK);
+  assert_int_equal(pick(l, 0, 4, 1, &c), GS_EOK);
   assert_int_equal(c.ngpus, 4);
   assert_true((c.gpus[0] == 0 && c.gpus[3] == 3) || (c.gpus[0] == 4 && c.gpus[3] == 7));
   gs_ledger_free(l);
@@ -81,20 +79,10 @@ static void test_whole_quad_is_all_nvlink(void **state) {
 static void test_better_connected_node_scores_higher(void **state) {
   struct gs_ledger *with = dgx_ledger(GS_MODE_SHARE, true);
   struct gs_ledger *without = dgx_ledger(GS_MODE_SHARE, false);
-  struct gs_policy policy;
-  struct gs_pod_request req;
   struct gs_choice a, b;
-  struct gs_status st;
   (void)state;
-  gs_policy_init(&policy);
-  memset(&req, 0, sizeof req);
-  req.ncontainers = 1;
-  req.mem_units[0] = 8;
-  req.gpu_count = 2;
-  assert_int_equal(gs_place_pick(gs_ledger_node_get(with, "dgx"), &req, &policy, &a, &st),
-                   GS_EOK);
-  assert_int_equal(gs_place_pick(gs_ledger_node_get(without, "dgx"), &req, &policy, &b, &st),
-                   GS_EOK);
+  assert_int_equal(pick(with, 8, 0, 2, &a), GS_EOK);
+  assert_int_equal(pick(without, 8, 0, 2, &b), GS_EOK);
   assert_true(a.score > b.score);
   gs_ledger_free(with);
   gs_ledger_free(without);

@@ -11,6 +11,7 @@
 
 #include "framework.h"
 #include "plugins.h"
+#include "../testutil.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -37,22 +38,15 @@ static atomic_bool stop;
   } while (0)
 
 static struct gs_node_spec spec_of(const char *name) {
-  struct gs_node_spec s;
-  memset(&s, 0, sizeof s);
-  snprintf(s.name, sizeof s.name, "%s", name);
-  s.mode = GS_MODE_SHARE;
-  s.gpu_count = GPUS;
-  s.gpu_mem_units = GPUS * UNITS_PER_GPU;
-  return s;
+  return gs_test_node(name, GS_MODE_SHARE, GPUS, GPUS * UNITS_PER_GPU);
 }
 
 static struct gs_pod_request pod_of(unsigned thread, unsigned round) {
+  char name[32], uid[32];
   struct gs_pod_request p;
-  memset(&p, 0, sizeof p);
-  snprintf(p.ns, sizeof p.ns, "default");
-  snprintf(p.name, sizeof p.name, "p-%u-%u", thread, round);
-  snprintf(p.uid, sizeof p.uid, "uid-%u-%u", thread, round);
-  p.ncontainers = 1;
+  snprintf(name, sizeof name, "p-%u-%u", thread, round);
+  snprintf(uid, sizeof uid, "uid-%u-%u", thread, round);
+  p = gs_test_pod(name, uid);
   p.mem_units[0] = 1 + (thread + round) % 5;
   p.gpu_count = round % 7 == 0 ? 2 : 1;
   if (p.gpu_count == 2 && p.mem_units[0] % 2 != 0)

@@ -31,19 +31,9 @@ static void add_node(struct gs_fw *fw, const char *name, enum gs_mode mode, uint
   assert_int_equal(gs_fw_node_upsert(fw, &spec), GS_EOK);
 }
 
-struct used_call {
-  const char *node;
-  uint32_t gpu;
-  uint64_t used;
-};
-static void used_fn(const struct gs_ledger *l, void *arg) {
-  struct used_call *c = arg;
-  const struct gs_node *n = gs_ledger_node_get(l, c->node);
-  c->used = n != NULL && c->gpu < n->ngpus ? n->gpus[c->gpu].used_mib : UINT64_MAX;
-}
 static uint64_t used_mib(struct gs_fw *fw, const char *node, uint32_t gpu) {
-  struct used_call c = {node, gpu, 0};
-  gs_fw_read(fw, used_fn, &c);
+  struct gs_test_used c = {node, gpu, 0};
+  gs_fw_read(fw, gs_test_used_fn, &c);
   return c.used;
 }
 

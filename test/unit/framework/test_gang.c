@@ -49,12 +49,11 @@ static void add_topo_node(struct gs_fw *fw, const char *name) {
 }
 
 static struct gs_pod_request member(const char *job, int i, uint32_t replicas, uint64_t gpus) {
+  char name[GS_NAME_MAX + 1], uid[GS_UID_MAX + 1];
   struct gs_pod_request p;
-  memset(&p, 0, sizeof p);
-  snprintf(p.ns, sizeof p.ns, "default");
-  snprintf(p.name, sizeof p.name, "%s-%d", job, i);
-  snprintf(p.uid, sizeof p.uid, "uid-%s-%d", job, i);
-  p.ncontainers = 1;
+  snprintf(name, sizeof name, "%s-%d", job, i);
+  snprintf(uid, sizeof uid, "uid-%s-%d", job, i);
+  p = gs_test_pod(name, uid);
   p.whole_gpus[0] = gpus;
   p.gpu_count = 1;
   snprintf(p.gang_job, sizeof p.gang_job, "%s", job);

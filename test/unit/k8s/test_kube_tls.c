@@ -56,13 +56,21 @@ static bool syncs(const struct gs_kube_opts *o, long ms) {
   return ok;
 }
 
-static void test_ca_file(void **state) {
-  struct env *e = *state;
+/* syncs(ms) with a kubeconfig for the test apiserver that trusts ca (a file
+ * of the env's folder), checks server_name when given, and sends the token. */
+static bool syncs_trusting(const struct env *e, const char *ca, const char *server_name,
+                           long ms) {
   char extra[512];
   struct gs_kube_opts o = h_opts(e->kubeconfig);
-  snprintf(extra, sizeof extra, "    certificate-authority: %s/ca.crt\n", e->dir);
+  snprintf(extra, sizeof extra, "    certificate-authority: %s/%s\n%s%s%s", e->dir, ca,
+           server_name != NULL ? "    tls-server-name: " : "",
+           server_name != NULL ? server_name : "", server_name != NULL ? "\n" : "");
   h_kubeconfig(e->kubeconfig, e->fake.url, extra, "    token: tls-token\n");
-  assert_true(syncs(&o, 10000));
+  return syncs(&o, ms);
+}
+
+static void test_ca_file(void **state) {
+  assert_true(syncs_trusting(*state, "ca.crt", NULL, 10000));
 }
 
 static void test_ca_data_and_client_cert_data(void **state) {
@@ -158,32 +166,16 @@ static void test_client_cert_files_and_token_file(void **state) {
 }
 
 static void test_tls_server_name(void **state) {
-  struct env *e = *state;
-  char extra[512];
-  struct gs_kube_opts o = h_opts(e->kubeconfig);
   /* The URL says 127.0.0.1; the name checked (and sent as SNI) is
    * kubernetes.default.svc (test_wrong_ca_refused shows a name the
    * certificate lacks is refused). */
-  snprintf(extra, sizeof extra,
-           "    certificate-authority: %s/ca.crt\n    tls-server-name: kubernetes.default.svc\n",
-           e->dir);
-  h_kubeconfig(e->kubeconfig, e->fake.url, extra, "    token: tls-token\n");
-  assert_true(syncs(&o, 10000));
+  assert_true(syncs_trusting(*state, "ca.crt", "kubernetes.default.svc", 10000));
 }
 
 static void test_wrong_ca_refused(void **state) {
-  struct env *e = *state;
-  char extra[512];
-  struct gs_kube_opts o = h_opts(e->kubeconfig);
-  snprintf(extra, sizeof extra, "    certificate-authority: %s/other-ca.crt\n", e->dir);
-  h_kubeconfig(e->kubeconfig, e->fake.url, extra, "    token: tls-token\n");
-  assert_false(syncs(&o, 1500));
+  assert_false(syncs_trusting(*state, "other-ca.crt", NULL, 1500));
   /* tls-server-name not in the certificate: refused too. */
-  snprintf(extra, sizeof extra,
-           "    certificate-authority: %s/ca.crt\n    tls-server-name: not-the-apiserver\n",
-           e->dir);
-  h_kubeconfig(e->kubeconfig, e->fake.url, extra, "    token: tls-token\n");
-  assert_false(syncs(&o, 1500));
+  assert_false(syncs_trusting(*state, "ca.crt", "not-the-apiserver", 1500));
 }
 
 static void test_insecure(void **state) {

@@ -44,19 +44,9 @@ static struct gs_sched *sched_new(void) {
   return gs_sched_new(&policy);
 }
 
-struct used_call {
-  const char *node;
-  uint32_t gpu;
-  uint64_t used;
-};
-static void used_fn(const struct gs_ledger *l, void *arg) {
-  struct used_call *c = arg;
-  const struct gs_node *n = gs_ledger_node_get(l, c->node);
-  c->used = n != NULL && c->gpu < n->ngpus ? n->gpus[c->gpu].used_mib : UINT64_MAX;
-}
 static uint64_t used_mib(struct gs_sched *s, const char *node, uint32_t gpu) {
-  struct used_call c = {node, gpu, 0};
-  gs_sched_read(s, used_fn, NULL, &c);
+  struct gs_test_used c = {node, gpu, 0};
+  gs_sched_read(s, gs_test_used_fn, NULL, &c);
   return c.used;
 }
 

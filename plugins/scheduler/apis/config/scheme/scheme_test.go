@@ -94,10 +94,9 @@ func TestShippedDeploymentConfigDecodes(t *testing.T) {
 	wantShipped(t, gpuShareArgs(t, decode(t, []byte(found))))
 }
 
-// A profile enabling GpuShare without pluginConfig gets the defaults, as
-// kube-scheduler's own plugins do; args set are kept, typed.
-func TestArgsDefaultedAndTyped(t *testing.T) {
-	cfg := decode(t, []byte(`apiVersion: kubescheduler.config.k8s.io/v1
+// A KubeSchedulerConfiguration whose one profile enables GpuShare; a test
+// appends the profile's pluginConfig.
+const enableGpuShare = `apiVersion: kubescheduler.config.k8s.io/v1
 kind: KubeSchedulerConfiguration
 profiles:
 - schedulerName: gpushare-scheduler
@@ -105,21 +104,18 @@ profiles:
     multiPoint:
       enabled:
       - name: GpuShare
-`))
+`
+
+// A profile enabling GpuShare without pluginConfig gets the defaults, as
+// kube-scheduler's own plugins do; args set are kept, typed.
+func TestArgsDefaultedAndTyped(t *testing.T) {
+	cfg := decode(t, []byte(enableGpuShare))
 	args := gpuShareArgs(t, cfg)
 	if args.ConfigMap != "kube-system/gpushare-config" || args.OnInvalidConfig != config.OnInvalidConfigExit ||
 		args.DebugAddress != "" {
 		t.Fatalf("defaults: %+v", args)
 	}
-	cfg = decode(t, []byte(`apiVersion: kubescheduler.config.k8s.io/v1
-kind: KubeSchedulerConfiguration
-profiles:
-- schedulerName: gpushare-scheduler
-  plugins:
-    multiPoint:
-      enabled:
-      - name: GpuShare
-  pluginConfig:
+	cfg = decode(t, []byte(enableGpuShare+`  pluginConfig:
   - name: GpuShare
     args:
       configMap: "-"
