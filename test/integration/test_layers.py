@@ -211,6 +211,22 @@ class Layers(unittest.TestCase):
         # and no body is a one-line forward into the framework
         self.assertEqual(forwards(functions), ADAPTERS)
 
+    def test_the_path_of_a_pod_names_files_that_are(self):
+        # docs/architecture.md's one-page path: every file it names exists,
+        # and every service or framework call it names is declared
+        with open(os.path.join(SOURCE, "docs", "architecture.md"), encoding="utf-8") as f:
+            doc = f.read()
+        section = doc[doc.index("## The path of one pod"):doc.index("## Concurrency")]
+        files = set(re.findall(r"`((?:src|plugins|include)/[\w./-]+\.(?:c|h|go))`", section))
+        self.assertGreater(len(files), 30)
+        self.assertEqual(sorted(f for f in files if not os.path.isfile(os.path.join(SOURCE, f))), [])
+        headers = ""
+        for h in ("include/gpushare/sched.h", "src/framework/framework.h", "src/shim/shim.h"):
+            with open(os.path.join(SOURCE, h), encoding="utf-8") as f:
+                headers += f.read()
+        calls = set(re.findall(r"`(gs_(?:sched|fw|shim)_\w+)`", section))
+        self.assertEqual(sorted(c for c in calls if not re.search(r"\b%s\(" % c, headers)), [])
+
     def test_the_forward_guard_catches_a_forward(self):
         made_up = [("gs_sched_filter", "src/sched/sched.c",
                     "return gs_fw_filter(s->fw, pod, nodes, n, now_ns, ret);"),
