@@ -125,6 +125,13 @@ enum gs_err gs_place_pick_with(const struct gs_node *node, const struct gs_pod_r
 enum gs_err gs_place_pick_prepared(const struct gs_node *node, const struct gs_place_pod *pod,
                                    gs_place_choose_fn choose, void *choose_ctx,
                                    struct gs_choice *ret_choice, struct gs_status *st);
+/* The verdict alone of gs_place_pick_prepared with the default chooser:
+ * the same code and status, without choosing the GPUs or scoring where
+ * the verdict does not need them (a memory pod on one GPU, or on a node
+ * without a topology to weigh: any candidate set of k GPUs is the choice).
+ * For filter, whose answer is the verdict (docs/benchmarks.md §10). */
+enum gs_err gs_place_fits_prepared(const struct gs_node *node, const struct gs_place_pod *pod,
+                                   struct gs_status *st);
 
 /* ---- fragmentation-aware placement (nodePolicy: frag) -------------------------
  *

@@ -7,8 +7,9 @@
  * the public headers under include/; the framework calls its hooks under the one ledger lock,
  * so hooks never lock. Every hook may be NULL (= success / no opinion).
  *
- * Versioning: GS_PLUGIN_API_VERSION changes when a hook's meaning changes;
- * new hooks are appended at the end of struct gs_plugin_ops.
+ * Versioning: GS_PLUGIN_API_VERSION changes when a hook's meaning or name
+ * changes; new hooks are appended at the end of struct gs_plugin_ops. The
+ * service refuses a plugin of another version, saying which (docs/plugin.md).
  */
 #ifndef GPUSHARE_PLUGIN_H
 #define GPUSHARE_PLUGIN_H
@@ -18,9 +19,10 @@
 #include <gpushare/place.h>
 #include <gpushare/status.h> /* enum gs_err, struct gs_status, struct gs_node_result */
 
-#define GS_PLUGIN_API_VERSION 7u /* 2: notices, pod_seen; 3: cycle state; 4: may_evict;
+#define GS_PLUGIN_API_VERSION 8u /* 2: notices, pod_seen; 3: cycle state; 4: may_evict;
                                     5: scores 0..GS_SCORE_MAX; 6: hooks return enum gs_err;
-                                    7: a signed pod's per-node answers are reused */
+                                    7: a signed pod's per-node answers are reused;
+                                    8: the annotation hook bind is pre_bind */
 /* The scale of plugin scores: kube-scheduler's framework (MaxNodeScore). The
  * extender's 0..10 (MaxExtenderPriority) is the framework's rounding. */
 #define GS_SCORE_MAX 100

@@ -216,8 +216,8 @@ enum gs_err gs_sched_bind(struct gs_sched *s, const struct gs_pod_request *pod,
 /* The bind's steps apart, for a front end whose scheduler calls them at
  * different times: the scheduling framework's Reserve, Unreserve, Permit
  * and PostBind, one name per step from kube-scheduler's extension point
- * through the shim (gs_shim_reserve, ...) to the framework (gs_fw_reserve,
- * ...). gs_sched_reserve reserves pod's GPUs on node (or finds the
+ * through the shim (gs_shim_reserve, ...) to these, whose bodies are the
+ * framework's (src/framework/framework.c). gs_sched_reserve reserves pod's GPUs on node (or finds the
  * reservation it already has there) and writes the annotations its Binding
  * must carry to ret_annots (the plugins' pre_bind; clear them after use);
  * on failure st says why and nothing changed. gs_sched_unreserve undoes a

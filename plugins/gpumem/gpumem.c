@@ -63,7 +63,8 @@ static bool frag_policy(const struct gpumem *g, const struct gs_cycle *c) {
 /* The GPUs and score for the pod on node, as the policy wants them. The
  * framework's prepared pod (c->place) spares checking the pod per node.
  * fit_only: the verdict alone is wanted (filter), which no policy changes:
- * the fragmentation-aware choice is skipped. */
+ * no GPUs are chosen and nothing is scored (ret says none), the verdict
+ * is gs_place_pick_prepared's (gs_place_fits_prepared). */
 static enum gs_err pick(const struct gpumem *g, const struct gs_cycle *c,
                         const struct gs_node *node, bool fit_only, struct gs_choice *ret,
                         struct gs_status *st) {
@@ -77,7 +78,14 @@ static enum gs_err pick(const struct gpumem *g, const struct gs_cycle *c,
       return fit;
     pod = &own;
   }
-  if (fit_only || !frag_policy(g, c) || !pod->mem) {
+  if (fit_only) {
+    /* the verdict without the choice (filter): the same code and reason */
+    ret->ngpus = 0;
+    ret->mib_per_gpu = 0;
+    ret->score = 0;
+    return gs_place_fits_prepared(node, pod, st);
+  }
+  if (!frag_policy(g, c) || !pod->mem) {
     fit = gs_place_pick_prepared(node, pod, NULL, NULL, ret, st);
     if (fit == GS_EOK)
       ret->score *= GS_SCORE_MAX / 10; /* placement's 0..10, exactly */

@@ -137,6 +137,10 @@ void gs_api_args_release(struct gs_api_args *args);
 struct gs_api_filter_result;
 struct gs_api_filter_result *gs_api_filter_result_new(bool by_names);
 void gs_api_filter_result_free(struct gs_api_filter_result *r);
+/* Room for the answer over nnodes names, made once: the refused nodes' index
+ * is not grown (and rehashed) as they come (docs/benchmarks.md §10). Only
+ * a size: the answer is the same without it. */
+enum gs_err gs_api_filter_result_expect(struct gs_api_filter_result *r, size_t nnodes) GS_WUR;
 /* Adds a passing node (node object copied by reference in Nodes form). */
 enum gs_err gs_api_filter_result_pass(struct gs_api_filter_result *r, const char *name,
                                       const json_t *node_obj) GS_WUR;

@@ -550,6 +550,22 @@ score:
   return clear_reason(GS_EOK, st);
 }
 
+enum gs_err gs_place_fits_prepared(const struct gs_node *node, const struct gs_place_pod *pod,
+                                   struct gs_status *st) {
+  struct gs_choice choice;
+  uint64_t candidates = 0;
+  uint32_t k = pod->k;
+  enum gs_err fit;
+  /* gs_place_pick_prepared's fast case: there the candidates decide (its
+   * checks before them are these, in this order) */
+  if (!pod->mem || node->mode == GS_MODE_NONE || node->mode == GS_MODE_TOPOLOGY ||
+      node->ngpus == 0 || (k > 1 && (node->single_card || (node->topo != NULL &&
+                                                            node->topo->n == node->ngpus))))
+    return gs_place_pick_prepared(node, pod, NULL, NULL, &choice, st);
+  fit = mem_candidates(node, pod->policy, k, pod->mib_per_gpu, &candidates, NULL, st);
+  return fit != GS_EOK ? fit : clear_reason(GS_EOK, st);
+}
+
 enum gs_err gs_place_pick_with(const struct gs_node *node, const struct gs_pod_request *req,
                                const struct gs_policy *policy, gs_place_choose_fn choose,
                                void *choose_ctx, struct gs_choice *ret_choice,

@@ -20,7 +20,7 @@ static void set_fn(struct gs_ledger *ledger, const struct gs_policy *policy, voi
   c->err = gs_ledger_claim_set(ledger, c->claim);
 }
 
-enum gs_err gs_fw_claim_set(struct gs_fw *fw, const struct gs_alloc *claim) {
+enum gs_err gs_fw_claim_set(struct gs_sched *fw, const struct gs_alloc *claim) {
   struct set_call c = {claim, NULL, GS_EOK};
   gs__fw_write(fw, set_fn, &c);
   return c.err;
@@ -34,7 +34,7 @@ static void gone_fn(struct gs_ledger *ledger, const struct gs_policy *policy, vo
                                                   : GS_ENOTFOUND;
 }
 
-enum gs_err gs_fw_claim_gone(struct gs_fw *fw, const char *uid) {
+enum gs_err gs_fw_claim_gone(struct gs_sched *fw, const char *uid) {
   struct set_call c = {NULL, uid, GS_ENOTFOUND};
   gs__fw_write(fw, gone_fn, &c);
   return c.err;
@@ -88,7 +88,7 @@ static void reserve_fn(struct gs_ledger *ledger, const struct gs_policy *policy,
     gs_status_set(r->st, r->err, GS_R_OTHER, "cannot record the claim: %s", gs_strerror(r->err));
 }
 
-enum gs_err gs_fw_claim_reserve(struct gs_fw *fw, const char *const *nodes, size_t n,
+enum gs_err gs_fw_claim_reserve(struct gs_sched *fw, const char *const *nodes, size_t n,
                                 const struct gs_claim_request *req, const char *ns,
                                 const char *name, const char *uid, int64_t now_ns,
                                 struct gs_claim_choice *ret, struct gs_status *st) {

@@ -25,16 +25,6 @@
 #define PARALLEL_MIN_NODES 1024
 #define WORKERS_MAX 7
 
-struct gs_fw {
-  pthread_rwlock_t lock;
-  struct gs_policy policy;
-  struct gs_ledger *ledger;
-  size_t nplugins;
-  const struct gs_plugin_ops *plugins[GS_FW_MAX_PLUGINS];
-  void *state[GS_FW_MAX_PLUGINS];
-  struct gs_pool *pool; /* its workers start at the first verb over parallel_min nodes */
-  size_t parallel_min;
-};
 
 /* One worker per CPU beside the caller's, at most WORKERS_MAX. */
 static size_t default_workers(void) {
@@ -44,18 +34,28 @@ static size_t default_workers(void) {
   return cpus - 1 < WORKERS_MAX ? (size_t)cpus - 1 : WORKERS_MAX;
 }
 
-struct gs_fw *gs_fw_new(const struct gs_policy *policy, const struct gs_plugin_ops *const *plugins,
-                        size_t nplugins) {
-  struct gs_fw *fw;
-  if (nplugins > GS_FW_MAX_PLUGINS)
-    return NULL;
-  fw = gs_calloc(1, sizeof *fw);
-  if (fw == NULL)
-    return NULL;
+enum gs_err gs__fw_init(struct gs_sched *fw, const struct gs_policy *policy,
+                        const struct gs_plugin_ops *const *plugins, size_t nplugins,
+                        struct gs_diag *diag) {
+  if (nplugins > GS_FW_MAX_PLUGINS) {
+    gs_diag_set(diag, "", "%zu plugins, at most %d", nplugins, GS_FW_MAX_PLUGINS);
+    return GS_EINVAL;
+  }
+  for (size_t i = 0; i < nplugins; i++) {
+    /* a plugin built against another plugin.h: its hooks may mean other
+     * things (version 8: the annotation hook is pre_bind, was bind) */
+    if (plugins[i]->api_version != GS_PLUGIN_API_VERSION) {
+      gs_diag_set(diag, "", "plugin %s: built for GS_PLUGIN_API_VERSION %u, this gpushare "
+                  "runs plugins of version %u (rebuild it against gpushare/plugin.h: docs/plugin.md)",
+                  plugins[i]->name ? plugins[i]->name : "(unnamed)",
+                  (unsigned)plugins[i]->api_version, (unsigned)GS_PLUGIN_API_VERSION);
+      return GS_EINVAL;
+    }
+  }
   fw->policy = *policy;
   fw->ledger = gs_ledger_new(policy->unit_mib);
   if (fw->ledger == NULL)
-    goto free_fw;
+    return GS_ENOMEM;
   if (pthread_rwlock_init(&fw->lock, NULL) != 0)
     goto free_ledger;
   fw->pool = gs_pool_new(default_workers()); /* threads start at the first large verb */
@@ -63,45 +63,46 @@ struct gs_fw *gs_fw_new(const struct gs_policy *policy, const struct gs_plugin_o
     goto free_lock;
   fw->parallel_min = PARALLEL_MIN_NODES;
   for (size_t i = 0; i < nplugins; i++) {
-    if (plugins[i]->api_version != GS_PLUGIN_API_VERSION)
-      goto free_plugins;
     fw->plugins[i] = plugins[i];
     fw->nplugins = i + 1;
     if (plugins[i]->create != NULL) {
       fw->state[i] = plugins[i]->create(&fw->policy);
-      if (fw->state[i] == NULL)
+      if (fw->state[i] == NULL) {
+        gs_diag_set(diag, "", "plugin %s: create failed", plugins[i]->name);
         goto free_plugins;
+      }
     }
   }
-  return fw;
+  return GS_EOK;
 
 free_plugins:
   for (size_t i = 0; i < fw->nplugins; i++)
     if (fw->plugins[i]->destroy != NULL)
       fw->plugins[i]->destroy(fw->state[i]);
+  fw->nplugins = 0;
   gs_pool_free(fw->pool);
+  fw->pool = NULL;
 free_lock:
   pthread_rwlock_destroy(&fw->lock);
 free_ledger:
   gs_ledger_free(fw->ledger);
-free_fw:
-  gs_free(fw);
-  return NULL;
+  fw->ledger = NULL;
+  return GS_ENOMEM;
 }
 
-void gs_fw_free(struct gs_fw *fw) {
-  if (fw == NULL)
-    return;
+void gs__fw_fini(struct gs_sched *fw) {
+  if (fw->ledger == NULL)
+    return; /* gs__fw_init failed or never ran */
   for (size_t i = 0; i < fw->nplugins; i++)
     if (fw->plugins[i]->destroy != NULL)
       fw->plugins[i]->destroy(fw->state[i]);
   gs_pool_free(fw->pool);
   pthread_rwlock_destroy(&fw->lock);
   gs_ledger_free(fw->ledger);
-  gs_free(fw);
+  fw->ledger = NULL;
 }
 
-enum gs_err gs_fw_set_parallel(struct gs_fw *fw, size_t workers, size_t min_nodes) {
+enum gs_err gs_fw_set_parallel(struct gs_sched *fw, size_t workers, size_t min_nodes) {
   struct gs_pool *pool = gs_pool_new(workers);
   if (pool == NULL)
     return GS_ENOMEM;
@@ -111,7 +112,7 @@ enum gs_err gs_fw_set_parallel(struct gs_fw *fw, size_t workers, size_t min_node
   return GS_EOK;
 }
 
-const struct gs_policy *gs_fw_policy(const struct gs_fw *fw) { return &fw->policy; }
+const struct gs_policy *gs_sched_policy(const struct gs_sched *fw) { return &fw->policy; }
 
 /* A cycle and every plugin's state for it (struct gs_cycle.state). */
 struct cycle {
@@ -119,7 +120,7 @@ struct cycle {
   _Alignas(max_align_t) unsigned char state[GS_FW_MAX_PLUGINS][GS_CYCLE_STATE_MAX];
 };
 
-static void cycle_init(struct gs_fw *fw, struct cycle *cy, const struct gs_pod_request *pod,
+static void cycle_init(struct gs_sched *fw, struct cycle *cy, const struct gs_pod_request *pod,
                        int64_t now_ns) {
   cy->c.pod = pod;
   cy->c.policy = &fw->policy;
@@ -149,7 +150,7 @@ static inline const struct gs_cycle *node_view(const struct cycle *cy, size_t i,
 
 /* Runs pre_filter of every plugin. Returns SUCCESS, SKIP (no plugin cares:
  * every node passes), or the first failing code with st filled. */
-static enum gs_err run_pre_filter(struct gs_fw *fw, struct cycle *cy, struct gs_status *st) {
+static enum gs_err run_pre_filter(struct gs_sched *fw, struct cycle *cy, struct gs_status *st) {
   bool any = false;
   for (size_t i = 0; i < fw->nplugins; i++) {
     enum gs_err code;
@@ -188,7 +189,7 @@ static void prefetch_gpus(const struct gs_node *node) {
 /* Filter and score of one node under the read lock. Plugins whose
  * pre_filter skipped the pod are consulted too: a plugin decides per hook.
  * For prioritize, a plugin's filter_score hook does both in one pass. */
-static void run_node(struct gs_fw *fw, const struct cycle *cy, const struct gs_node *node,
+static void run_node(struct gs_sched *fw, const struct cycle *cy, const struct gs_node *node,
                      bool score, struct gs_node_result *r) {
   struct gs_status *st = &r->status; /* plugins write the result's own */
   struct gs_cycle view;
@@ -253,7 +254,7 @@ static void run_node(struct gs_fw *fw, const struct cycle *cy, const struct gs_n
 /* A verb's per-node work, for nodes [begin, end) (pool.h: chunks may run
  * on several threads at once; each writes only its own results). */
 struct verb_job {
-  struct gs_fw *fw;
+  struct gs_sched *fw;
   struct cycle *cy;
   const char *const *nodes;
   bool score;
@@ -291,7 +292,7 @@ static void verb_chunk(void *ctx, size_t begin, size_t end) {
 /* Reuses the memo's results for a pod signed as its last one: only the
  * nodes the ledger changed since are evaluated again. Under the read
  * lock. false: the memo cannot answer (every node is to be evaluated). */
-static bool memo_update(struct gs_fw *fw, struct cycle *cy, struct gs_fw_memo *memo) {
+static bool memo_update(struct gs_sched *fw, struct cycle *cy, struct gs_sched_memo *memo) {
   const struct gs_node *changed[MEMO_CHANGES_MAX];
   size_t k = gs_ledger_changed_since(fw->ledger, memo->gen, changed, MEMO_CHANGES_MAX);
   if (k == SIZE_MAX)
@@ -314,9 +315,9 @@ static bool memo_update(struct gs_fw *fw, struct cycle *cy, struct gs_fw_memo *m
 }
 
 /* Filter or prioritize; with memo (prioritize only), into memo->res. */
-static enum gs_err run_verb(struct gs_fw *fw, const struct gs_pod_request *pod,
+static enum gs_err run_verb(struct gs_sched *fw, const struct gs_pod_request *pod,
                             const char *const *nodes, size_t n, int64_t now_ns, bool score,
-                            struct gs_node_result *ret, struct gs_fw_memo *memo) {
+                            struct gs_node_result *ret, struct gs_sched_memo *memo) {
   struct cycle cy;
   struct gs_place_pod place;
   struct gs_status st = {GS_EOK, GS_R_OTHER, ""};
@@ -392,19 +393,19 @@ static enum gs_err run_verb(struct gs_fw *fw, const struct gs_pod_request *pod,
   return GS_EOK;
 }
 
-enum gs_err gs_fw_filter(struct gs_fw *fw, const struct gs_pod_request *pod,
+enum gs_err gs_sched_filter(struct gs_sched *fw, const struct gs_pod_request *pod,
                          const char *const *nodes, size_t n, int64_t now_ns,
                          struct gs_node_result *ret) {
   return run_verb(fw, pod, nodes, n, now_ns, false, ret, NULL);
 }
 
-enum gs_err gs_fw_prioritize(struct gs_fw *fw, const struct gs_pod_request *pod,
+enum gs_err gs_sched_prioritize(struct gs_sched *fw, const struct gs_pod_request *pod,
                              const char *const *nodes, size_t n, int64_t now_ns,
                              struct gs_node_result *ret) {
   return run_verb(fw, pod, nodes, n, now_ns, true, ret, NULL);
 }
 
-enum gs_err gs_fw_prioritize_memo(struct gs_fw *fw, struct gs_fw_memo *memo,
+enum gs_err gs_sched_prioritize_memo(struct gs_sched *fw, struct gs_sched_memo *memo,
                                   const struct gs_pod_request *pod, const char *const *nodes,
                                   size_t n, int64_t now_ns, const struct gs_node_result **ret) {
   /* on failure the memo is already forgotten (gs__fw_memo_reserve, or
@@ -416,15 +417,15 @@ enum gs_err gs_fw_prioritize_memo(struct gs_fw *fw, struct gs_fw_memo *memo,
 }
 
 /* Runs unreserve of plugins [0, upto) in reverse order. */
-static void run_unreserve(struct gs_fw *fw, struct cycle *cy, const char *node, size_t upto) {
+static void run_unreserve(struct gs_sched *fw, struct cycle *cy, const char *node, size_t upto) {
   while (upto-- > 0)
     if (fw->plugins[upto]->unreserve != NULL)
       fw->plugins[upto]->unreserve(fw->state[upto], at(cy, upto), node);
 }
 
 /* Reserve of every plugin; on failure everything is undone. Permit is not
- * part of it: a front end that can hold a pod asks gs_fw_permit. */
-static enum gs_err run_reserve(struct gs_fw *fw, struct cycle *cy, const struct gs_node *node,
+ * part of it: a front end that can hold a pod asks gs_sched_permit. */
+static enum gs_err run_reserve(struct gs_sched *fw, struct cycle *cy, const struct gs_node *node,
                                 struct gs_status *st) {
   for (size_t i = 0; i < fw->nplugins; i++) {
     enum gs_err code;
@@ -439,7 +440,7 @@ static enum gs_err run_reserve(struct gs_fw *fw, struct cycle *cy, const struct 
   return GS_EOK;
 }
 
-static enum gs_err run_pre_bind(struct gs_fw *fw, struct cycle *cy, const struct gs_alloc *alloc,
+static enum gs_err run_pre_bind(struct gs_sched *fw, struct cycle *cy, const struct gs_alloc *alloc,
                              struct gs_annotations *ret, struct gs_status *st) {
   for (size_t i = 0; i < fw->nplugins; i++) {
     enum gs_err code;
@@ -452,7 +453,7 @@ static enum gs_err run_pre_bind(struct gs_fw *fw, struct cycle *cy, const struct
   return GS_EOK;
 }
 
-enum gs_err gs_fw_reserve(struct gs_fw *fw, const struct gs_pod_request *pod, const char *node,
+enum gs_err gs_fw_reserve(struct gs_sched *fw, const struct gs_pod_request *pod, const char *node,
                           int64_t now_ns, struct gs_annotations *ret, bool *ret_fresh,
                           struct gs_status *st) {
   struct cycle cy;
@@ -511,13 +512,23 @@ enum gs_err gs_fw_reserve(struct gs_fw *fw, const struct gs_pod_request *pod, co
     err = GS_EINVAL;
     goto unlock;
   }
-  *ret_fresh = fresh;
+  if (ret_fresh != NULL)
+    *ret_fresh = fresh;
 unlock:
   pthread_rwlock_unlock(&fw->lock);
   return err;
 }
 
-static bool may_evict(const struct gs_fw *fw, const struct gs_alloc *a) {
+/* The one adapter left between the service's names and the framework's:
+ * Reserve as front ends call it, without the freshness only gs_sched_bind
+ * needs (gs_fw_reserve). */
+enum gs_err gs_sched_reserve(struct gs_sched *s, const struct gs_pod_request *pod,
+                             const char *node, int64_t now_ns, struct gs_annotations *ret_annots,
+                             struct gs_status *st) {
+  return gs_fw_reserve(s, pod, node, now_ns, ret_annots, NULL, st);
+}
+
+static bool may_evict(const struct gs_sched *fw, const struct gs_alloc *a) {
   for (size_t i = 0; i < fw->nplugins; i++)
     if (fw->plugins[i]->may_evict != NULL &&
         !fw->plugins[i]->may_evict(fw->state[i], fw->ledger, a))
@@ -525,7 +536,7 @@ static bool may_evict(const struct gs_fw *fw, const struct gs_alloc *a) {
   return true;
 }
 
-enum gs_err gs_fw_preempt(struct gs_fw *fw, const struct gs_pod_request *pod, const char *node,
+enum gs_err gs_fw_preempt(struct gs_sched *fw, const struct gs_pod_request *pod, const char *node,
                           const char *const *proposed, size_t nproposed,
                           char (**ret_uids)[GS_UID_MAX + 1], size_t *ret_n,
                           struct gs_status *st) {
@@ -600,7 +611,7 @@ unlock:
   return err;
 }
 
-void gs_fw_post_bind(struct gs_fw *fw, const char *uid) {
+void gs_sched_post_bind(struct gs_sched *fw, const char *uid) {
   pthread_rwlock_wrlock(&fw->lock);
   if (gs_ledger_confirm(fw->ledger, uid) != GS_EOK) {
     /* deleted meanwhile: nothing to confirm */
@@ -608,7 +619,7 @@ void gs_fw_post_bind(struct gs_fw *fw, const char *uid) {
   pthread_rwlock_unlock(&fw->lock);
 }
 
-void gs_fw_unreserve(struct gs_fw *fw, const struct gs_pod_request *pod, const char *node) {
+void gs_sched_unreserve(struct gs_sched *fw, const struct gs_pod_request *pod, const char *node) {
   struct cycle cy;
   pthread_rwlock_wrlock(&fw->lock);
   cycle_init(fw, &cy, pod, 0); /* a later cycle: the plugins' state starts empty */
@@ -616,7 +627,7 @@ void gs_fw_unreserve(struct gs_fw *fw, const struct gs_pod_request *pod, const c
   pthread_rwlock_unlock(&fw->lock);
 }
 
-enum gs_err gs_fw_permit(struct gs_fw *fw, const struct gs_pod_request *pod, const char *node,
+enum gs_err gs_sched_permit(struct gs_sched *fw, const struct gs_pod_request *pod, const char *node,
                           int64_t now_ns, struct gs_status *st) {
   struct cycle cy;
   enum gs_err code = GS_EOK;
@@ -637,7 +648,7 @@ enum gs_err gs_fw_permit(struct gs_fw *fw, const struct gs_pod_request *pod, con
   return code;
 }
 
-enum gs_err gs_fw_node_upsert(struct gs_fw *fw, const struct gs_node_spec *spec) {
+enum gs_err gs_fw_node_upsert(struct gs_sched *fw, const struct gs_node_spec *spec) {
   enum gs_err err;
   pthread_rwlock_wrlock(&fw->lock);
   err = gs_ledger_node_upsert(fw->ledger, spec);
@@ -645,7 +656,7 @@ enum gs_err gs_fw_node_upsert(struct gs_fw *fw, const struct gs_node_spec *spec)
   return err;
 }
 
-enum gs_err gs_fw_node_remove(struct gs_fw *fw, const char *name) {
+enum gs_err gs_sched_node_remove(struct gs_sched *fw, const char *name) {
   enum gs_err err;
   pthread_rwlock_wrlock(&fw->lock);
   err = gs_ledger_node_remove(fw->ledger, name);
@@ -653,7 +664,7 @@ enum gs_err gs_fw_node_remove(struct gs_fw *fw, const char *name) {
   return err;
 }
 
-enum gs_err gs_fw_node_set_unhealthy(struct gs_fw *fw, const char *name, uint64_t mask) {
+enum gs_err gs_fw_node_set_unhealthy(struct gs_sched *fw, const char *name, uint64_t mask) {
   enum gs_err err;
   pthread_rwlock_wrlock(&fw->lock);
   err = gs_ledger_node_set_unhealthy(fw->ledger, name, mask);
@@ -661,7 +672,7 @@ enum gs_err gs_fw_node_set_unhealthy(struct gs_fw *fw, const char *name, uint64_
   return err;
 }
 
-void gs_fw_nodes_set_host(struct gs_fw *fw, const char *const *names,
+void gs_sched_nodes_set_host(struct gs_sched *fw, const char *const *names,
                           const struct gs_host *hosts, size_t n) {
   pthread_rwlock_wrlock(&fw->lock);
   for (size_t i = 0; i < n; i++)
@@ -670,7 +681,7 @@ void gs_fw_nodes_set_host(struct gs_fw *fw, const char *const *names,
   pthread_rwlock_unlock(&fw->lock);
 }
 
-enum gs_err gs_fw_pod_restore(struct gs_fw *fw, const struct gs_alloc *alloc) {
+enum gs_err gs_fw_pod_restore(struct gs_sched *fw, const struct gs_alloc *alloc) {
   enum gs_err err = GS_EOK;
   const struct gs_alloc *have;
   pthread_rwlock_wrlock(&fw->lock);
@@ -684,7 +695,7 @@ enum gs_err gs_fw_pod_restore(struct gs_fw *fw, const struct gs_alloc *alloc) {
   return err;
 }
 
-void gs__fw_write(struct gs_fw *fw,
+void gs__fw_write(struct gs_sched *fw,
                   void (*fn)(struct gs_ledger *ledger, const struct gs_policy *policy, void *arg),
                   void *arg) {
   pthread_rwlock_wrlock(&fw->lock);
@@ -692,7 +703,7 @@ void gs__fw_write(struct gs_fw *fw,
   pthread_rwlock_unlock(&fw->lock);
 }
 
-void gs_fw_pod_gone(struct gs_fw *fw, const char *uid) {
+void gs_fw_pod_gone(struct gs_sched *fw, const char *uid) {
   pthread_rwlock_wrlock(&fw->lock);
   if (gs_ledger_release(fw->ledger, uid) != GS_EOK) {
     /* a pod without GPUs has no allocation */
@@ -703,7 +714,7 @@ void gs_fw_pod_gone(struct gs_fw *fw, const char *uid) {
   pthread_rwlock_unlock(&fw->lock);
 }
 
-size_t gs_fw_expire_assumed(struct gs_fw *fw, int64_t now_ns, int64_t max_age_ns) {
+size_t gs_sched_expire_assumed(struct gs_sched *fw, int64_t now_ns, int64_t max_age_ns) {
   size_t expired = 0;
   pthread_rwlock_wrlock(&fw->lock);
   for (size_t i = 0; i < gs_ledger_node_count(fw->ledger); i++) {
@@ -723,18 +734,36 @@ size_t gs_fw_expire_assumed(struct gs_fw *fw, int64_t now_ns, int64_t max_age_ns
   return expired;
 }
 
-void gs_fw_tick(struct gs_fw *fw, int64_t now_ns, const struct gs_notify *notify) {
-  static const struct gs_notify none = {NULL, NULL};
+void gs_sched_set_notify(struct gs_sched *fw, const struct gs_notify *notify) {
+  fw->notify = notify != NULL ? *notify : (struct gs_notify){NULL, NULL};
+}
+
+/* Counts what the service reports about itself, then passes it on (under
+ * the write lock: the front end's callback must not call back in). */
+static void on_notice(void *ctx, const struct gs_notice *n) {
+  struct gs_sched *fw = ctx;
+  if (n->kind == GS_NOTICE_GANG_TIMEOUT && n->pod == NULL)
+    atomic_fetch_add(&fw->gang_timeouts, 1);
+  if (fw->notify.notice != NULL)
+    fw->notify.notice(fw->notify.ctx, n);
+}
+
+void gs_sched_tick(struct gs_sched *fw, int64_t now_ns) {
+  const struct gs_notify notify = {on_notice, fw};
   pthread_rwlock_wrlock(&fw->lock);
   for (size_t i = 0; i < fw->nplugins; i++)
     if (fw->plugins[i]->tick != NULL)
-      fw->plugins[i]->tick(fw->state[i], fw->ledger, now_ns, notify ? notify : &none);
+      fw->plugins[i]->tick(fw->state[i], fw->ledger, now_ns, &notify);
   pthread_rwlock_unlock(&fw->lock);
 }
 
-void gs_fw_pod_seen(struct gs_fw *fw, const struct gs_pod_request *pod,
-                    const struct gs_alloc *alloc) {
+uint64_t gs_sched_gang_timeouts(struct gs_sched *fw) { return atomic_load(&fw->gang_timeouts); }
+
+void gs_sched_pod_seen(struct gs_sched *fw, const struct gs_pod_request *pod,
+                       const struct gs_alloc *alloc) {
   bool any = false;
+  if (pod == NULL || pod->uid[0] == '\0')
+    return;
   for (size_t i = 0; i < fw->nplugins; i++)
     any = any || fw->plugins[i]->pod_seen != NULL;
   if (!any)
@@ -746,21 +775,24 @@ void gs_fw_pod_seen(struct gs_fw *fw, const struct gs_pod_request *pod,
   pthread_rwlock_unlock(&fw->lock);
 }
 
-void gs_fw_read(struct gs_fw *fw, void (*fn)(const struct gs_ledger *ledger, void *arg),
-                void *arg) {
+void gs_sched_read(struct gs_sched *fw, void (*fn)(const struct gs_ledger *ledger, void *arg),
+                   void (*plan)(void *arg, const struct gs_plan_view *p), void *arg) {
   pthread_rwlock_rdlock(&fw->lock);
-  fn(fw->ledger, arg);
+  if (plan != NULL)
+    gs_fw_describe(fw, plan, arg);
+  if (fn != NULL)
+    fn(fw->ledger, arg);
   pthread_rwlock_unlock(&fw->lock);
 }
 
-void gs_fw_describe(struct gs_fw *fw, void (*emit)(void *ctx, const struct gs_plan_view *plan),
+void gs_fw_describe(struct gs_sched *fw, void (*emit)(void *ctx, const struct gs_plan_view *plan),
                     void *ctx) {
   for (size_t i = 0; i < fw->nplugins; i++)
     if (fw->plugins[i]->describe != NULL)
       fw->plugins[i]->describe(fw->state[i], emit, ctx);
 }
 
-void *gs_fw_plugin_state_for_test(struct gs_fw *fw, const char *name) {
+void *gs_fw_plugin_state_for_test(struct gs_sched *fw, const char *name) {
   for (size_t i = 0; i < fw->nplugins; i++)
     if (strcmp(fw->plugins[i]->name, name) == 0)
       return fw->state[i];

@@ -1,6 +1,18 @@
 /* gpushare — the framework: runs the registered plugins at each extension
  * point over the ledger and owns the one lock around it.
  *
+ * The framework and the service (include/gpushare/sched.h) are one object,
+ * struct gs_sched, whose state two files keep: framework.c the ledger, its
+ * lock and the plugins, and implements the service's steps that are the
+ * plugins' extension points (gs_sched_filter, _prioritize,
+ * _prioritize_memo, _unreserve, _permit, _post_bind, node and pod events,
+ * tick; memo.c the memo); src/sched/sched.c what the service keeps beside
+ * them (pods whose node has not come, unhealthy masks, the front end's
+ * notify) and the steps made of several framework calls (bind, preemption
+ * over offers, node upsert). So each step has one name and one body, from
+ * the front end to the plugins (docs/architecture.md). The gs_fw_*
+ * functions below are the framework's parts the service composes.
+ *
  * Every function here is thread-safe. Filter and prioritize take the lock
  * shared (readers in parallel); reserve, bind bookkeeping and cluster
  * events take it exclusive.
@@ -11,84 +23,82 @@
 #include <gpushare/ledger.h>
 #include <gpushare/place.h>
 #include <gpushare/plugin.h>
+#include <gpushare/sched.h>
+
+#include <pthread.h>
+#include <stdatomic.h>
 
 #define GS_FW_MAX_PLUGINS 16
 
-struct gs_fw;
+struct gs_pool;
+struct gs_strmap;
 
-/* Creates a framework with an empty ledger in policy->unit_mib, running
- * plugins in the given order (array borrowed; it must outlive the
- * framework). Returns NULL on allocation failure or a plugin's create
- * failing. */
-struct gs_fw *gs_fw_new(const struct gs_policy *policy, const struct gs_plugin_ops *const *plugins,
-                        size_t nplugins);
-/* Accepts NULL. */
-void gs_fw_free(struct gs_fw *fw);
+struct gs_sched {
+  /* framework.c: the ledger, its lock, the plugins */
+  pthread_rwlock_t lock;
+  struct gs_policy policy;
+  struct gs_ledger *ledger;
+  size_t nplugins;
+  const struct gs_plugin_ops *plugins[GS_FW_MAX_PLUGINS];
+  void *state[GS_FW_MAX_PLUGINS];
+  struct gs_pool *pool; /* its workers start at the first verb over parallel_min nodes */
+  size_t parallel_min;
+  struct gs_notify notify; /* the front end's (gs_sched_set_notify); set before ticks start */
+  _Atomic uint64_t gang_timeouts;
+  /* src/sched/sched.c: what arrives before it can enter the ledger */
+  pthread_mutex_t mu;          /* kept, by_node, unhealthy; lock order: mu, then lock */
+  struct gs_strmap *kept;      /* uid → struct kept */
+  struct gs_strmap *by_node;   /* node → struct node_kept (the same records, by node) */
+  struct gs_strmap *unhealthy; /* node → struct unhealthy */
+};
+
+/* A service running plugins in the given order (array borrowed; it must
+ * outlive the service) over an empty ledger in policy->unit_mib: what
+ * gs_sched_new does with the built-in plugins (src/sched/sched.c), for the
+ * framework's tests and benchmarks. NULL on allocation failure, a plugin's
+ * create failing, or a plugin built against another GS_PLUGIN_API_VERSION
+ * (diag, may be NULL, says which). Free with gs_sched_free. */
+struct gs_sched *gs__sched_new_with(const struct gs_policy *policy,
+                                    const struct gs_plugin_ops *const *plugins, size_t nplugins,
+                                    struct gs_diag *diag);
+/* The framework's half of gs__sched_new_with and gs_sched_free: fills (or
+ * frees, accepting a half-filled s) the fields framework.c keeps. */
+enum gs_err gs__fw_init(struct gs_sched *s, const struct gs_policy *policy,
+                        const struct gs_plugin_ops *const *plugins, size_t nplugins,
+                        struct gs_diag *diag) GS_WUR;
+void gs__fw_fini(struct gs_sched *s);
 /* Filter and prioritize over at least min_nodes nodes run on the calling
  * thread and up to workers threads of the framework's pool (default: one
  * per CPU beside the caller's, at most 7, from 1,024 nodes). Call before
  * any verb (not thread-safe against them); tests and benchmarks use it. */
-enum gs_err gs_fw_set_parallel(struct gs_fw *fw, size_t workers, size_t min_nodes) GS_WUR;
-/* The policy in force (read-only; fixed at creation). */
-const struct gs_policy *gs_fw_policy(const struct gs_fw *fw);
+enum gs_err gs_fw_set_parallel(struct gs_sched *s, size_t workers, size_t min_nodes) GS_WUR;
 
-/* Filter: fills ret[i] for each of the n nodes. A node the ledger does
- * not know gets UNSCHEDULABLE "node unknown to gpushare". A pod gpushare
- * does not manage passes everywhere. */
-enum gs_err gs_fw_filter(struct gs_fw *fw, const struct gs_pod_request *pod,
-                         const char *const *nodes, size_t n, int64_t now_ns,
-                         struct gs_node_result *ret) GS_WUR;
-/* Prioritize: like filter, scores in ret[i].score (0 where not feasible). */
-enum gs_err gs_fw_prioritize(struct gs_fw *fw, const struct gs_pod_request *pod,
-                             const char *const *nodes, size_t n, int64_t now_ns,
-                             struct gs_node_result *ret) GS_WUR;
-
-/* The memo of one caller's prioritize over a node list it keeps between
- * calls (gs_fw_prioritize_memo). Owned by the caller; calls with one memo
- * must not overlap. */
-struct gs_fw_memo;
-/* NULL on allocation failure. */
-struct gs_fw_memo *gs_fw_memo_new(void);
-/* Accepts NULL. */
-void gs_fw_memo_free(struct gs_fw_memo *memo);
-/* The node list changed (or its array may be reused): nothing is reused. */
-void gs_fw_memo_forget(struct gs_fw_memo *memo);
-/* Nodes the memo's last call evaluated (the others' results were reused). */
-size_t gs_fw_memo_evaluated(const struct gs_fw_memo *memo);
-/* The positions whose results the memo's last call may have changed from
- * the call's before (ascending, borrowed until the next call): true with
- * them in *ret_idx and *ret_n; false when any position may have (a whole
- * evaluation, an error, a call before it with another pod or list). */
-bool gs_fw_memo_changed(const struct gs_fw_memo *memo, const size_t **ret_idx, size_t *ret_n);
-/* Prioritize into the memo's own results (*ret: n of them, valid until the
- * next call with memo), the same results as gs_fw_prioritize. nodes must be
- * the same array, unchanged, for as long as the memo is to be reused (else
- * gs_fw_memo_forget). When pod is signed as the memo's last pod was
- * (gs_place_signature) over the same array and the ledger can tell which
- * nodes changed since (gs_ledger_changed_since), only those are evaluated:
- * the per-node hooks of a signed pod depend on nothing but its signature,
- * the node's view and the policy (plugin.h). */
-enum gs_err gs_fw_prioritize_memo(struct gs_fw *fw, struct gs_fw_memo *memo,
-                                  const struct gs_pod_request *pod, const char *const *nodes,
-                                  size_t n, int64_t now_ns,
-                                  const struct gs_node_result **ret) GS_WUR;
+/* Implemented here, declared in sched.h: gs_sched_policy, gs_sched_filter,
+ * gs_sched_prioritize, gs_sched_prioritize_memo (and memo.c's
+ * gs_sched_memo_*), gs_sched_unreserve, gs_sched_post_bind,
+ * gs_sched_permit, gs_sched_node_remove, gs_sched_nodes_set_host,
+ * gs_sched_pod_seen, gs_sched_expire_assumed, gs_sched_set_notify,
+ * gs_sched_tick, gs_sched_gang_timeouts, gs_sched_read. A filter or
+ * prioritize over a node the ledger does not know answers UNSCHEDULABLE
+ * "node unknown to gpushare"; a pod gpushare does not manage passes
+ * everywhere. The memo's results are gs_sched_prioritize's: when pod is
+ * signed as the memo's last pod was (gs_place_signature) over the same
+ * array and the ledger can tell which nodes changed since
+ * (gs_ledger_changed_since), only those are evaluated: the per-node hooks
+ * of a signed pod depend on nothing but its signature, the node's view and
+ * the policy (plugin.h). */
 
 /* Reserve, then PreBind (kube-scheduler's names): under the lock, reserve
  * room for pod on node (or reuse the pod's existing allocation when the UID
  * already has one on that node: idempotent, never re-picks devices), and
- * produce the annotations the Binding must carry (the plugins' pre_bind). On failure st says why and the ledger
- * is unchanged. *ret_fresh tells whether this call made the reservation (so
- * a failed apiserver bind must undo it). */
-enum gs_err gs_fw_reserve(struct gs_fw *fw, const struct gs_pod_request *pod, const char *node,
+ * produce the annotations the Binding must carry (the plugins' pre_bind).
+ * On failure st says why and the ledger is unchanged. *ret_fresh (ret_fresh
+ * may be NULL) tells whether this call made the reservation (so a failed
+ * apiserver bind must undo it): gs_sched_bind needs it, gs_sched_reserve
+ * (sched.h, this with ret_fresh NULL) does not tell it. */
+enum gs_err gs_fw_reserve(struct gs_sched *s, const struct gs_pod_request *pod, const char *node,
                           int64_t now_ns, struct gs_annotations *ret, bool *ret_fresh,
                           struct gs_status *st) GS_WUR;
-/* Permit (the scheduling framework's): may the pod, reserved on node, be
- * bound now? SUCCESS: yes; WAIT: hold it and ask again (a gang not all
- * reserved yet); anything else: reject it (unreserve). st says why. For
- * front ends that can hold a pod between reserve and bind; the extender's
- * bind cannot (docs/gangs.md). */
-enum gs_err gs_fw_permit(struct gs_fw *fw, const struct gs_pod_request *pod, const char *node,
-                          int64_t now_ns, struct gs_status *st);
 /* Preemption on one node, a what-if under the read lock: the cheapest set
  * of pods of lower priority than pod (that no plugin protects) whose
  * eviction lets it fit (gs_preempt_pick), kube-scheduler's proposed UIDs
@@ -97,70 +107,47 @@ enum gs_err gs_fw_permit(struct gs_fw *fw, const struct gs_pod_request *pod, con
  * GPU on node (it chose them for its own resources). UNSCHEDULABLE or
  * UNRESOLVABLE in st: no such set. GS_ENOTFOUND: node unknown. Nothing is
  * changed. */
-enum gs_err gs_fw_preempt(struct gs_fw *fw, const struct gs_pod_request *pod, const char *node,
+enum gs_err gs_fw_preempt(struct gs_sched *s, const struct gs_pod_request *pod, const char *node,
                           const char *const *proposed, size_t nproposed,
                           char (**ret_uids)[GS_UID_MAX + 1], size_t *ret_n,
                           struct gs_status *st) GS_WUR;
-/* PostBind: the apiserver accepted the Binding; the reservation is the
- * pod's allocation. */
-void gs_fw_post_bind(struct gs_fw *fw, const char *uid);
-/* Unreserve: undo a reservation the cluster never confirmed. */
-void gs_fw_unreserve(struct gs_fw *fw, const struct gs_pod_request *pod, const char *node);
 
-/* Cluster events. */
-enum gs_err gs_fw_node_upsert(struct gs_fw *fw, const struct gs_node_spec *spec) GS_WUR;
-enum gs_err gs_fw_node_remove(struct gs_fw *fw, const char *name) GS_WUR;
-enum gs_err gs_fw_node_set_unhealthy(struct gs_fw *fw, const char *name, uint64_t mask) GS_WUR;
-/* gs_ledger_node_set_host of n nodes under one lock (unknown names are
- * passed over). */
-void gs_fw_nodes_set_host(struct gs_fw *fw, const char *const *names,
-                          const struct gs_host *hosts, size_t n);
+/* Cluster events the service composes (gs_sched_node_upsert,
+ * gs_sched_set_unhealthy, gs_sched_pod_bound, gs_sched_pod_gone). */
+enum gs_err gs_fw_node_upsert(struct gs_sched *s, const struct gs_node_spec *spec) GS_WUR;
+enum gs_err gs_fw_node_set_unhealthy(struct gs_sched *s, const char *name, uint64_t mask) GS_WUR;
 /* A pod seen with an allocation (from its annotations): recorded as BOUND
  * when bound, kept if already known. GS_ENOTFOUND: unknown node. */
-enum gs_err gs_fw_pod_restore(struct gs_fw *fw, const struct gs_alloc *alloc) GS_WUR;
-/* A pod exists, pending (alloc NULL) or bound with alloc: the plugins'
- * pod_seen hooks (gangs count their members). */
-void gs_fw_pod_seen(struct gs_fw *fw, const struct gs_pod_request *pod,
-                    const struct gs_alloc *alloc);
+enum gs_err gs_fw_pod_restore(struct gs_sched *s, const struct gs_alloc *alloc) GS_WUR;
 /* A pod left (deleted, Succeeded, Failed): frees its allocation. */
 /* Runs fn with the ledger write-locked (for the framework's own files:
  * claims.c). */
-void gs__fw_write(struct gs_fw *fw,
+void gs__fw_write(struct gs_sched *s,
                   void (*fn)(struct gs_ledger *ledger, const struct gs_policy *policy, void *arg),
                   void *arg);
 /* A DRA claim's charge recorded or replaced in one step (gs_ledger_claim_set),
  * and freed (GS_ENOTFOUND when the UID holds no claim; a pod's allocation
  * is never touched). */
-enum gs_err gs_fw_claim_set(struct gs_fw *fw, const struct gs_alloc *claim) GS_WUR;
-enum gs_err gs_fw_claim_gone(struct gs_fw *fw, const char *uid);
+enum gs_err gs_fw_claim_set(struct gs_sched *s, const struct gs_alloc *claim) GS_WUR;
+enum gs_err gs_fw_claim_gone(struct gs_sched *s, const char *uid);
 /* gs_claim_place and the charge recorded (ASSUMED) under one write lock, so
  * concurrent decisions never take the same memory; a UID already charged
  * answers its charge (never re-picked). */
 struct gs_claim_request;
 struct gs_claim_choice;
-enum gs_err gs_fw_claim_reserve(struct gs_fw *fw, const char *const *nodes, size_t n,
+enum gs_err gs_fw_claim_reserve(struct gs_sched *s, const char *const *nodes, size_t n,
                                 const struct gs_claim_request *req, const char *ns,
                                 const char *name, const char *uid, int64_t now_ns,
                                 struct gs_claim_choice *ret, struct gs_status *st) GS_WUR;
-void gs_fw_pod_gone(struct gs_fw *fw, const char *uid);
-/* Releases ASSUMED allocations older than max_age_ns whose UID is not
- * confirmed; returns how many. */
-size_t gs_fw_expire_assumed(struct gs_fw *fw, int64_t now_ns, int64_t max_age_ns);
-/* Lets time-driven plugins (gang timeouts) act; what they report goes to
- * notify (NULL: dropped). notify's callback runs under the write lock: it
- * must not call back into fw. */
-void gs_fw_tick(struct gs_fw *fw, int64_t now_ns, const struct gs_notify *notify);
+void gs_fw_pod_gone(struct gs_sched *s, const char *uid);
 
-/* Runs fn with the lock held shared; the ledger must not escape fn. */
-void gs_fw_read(struct gs_fw *fw, void (*fn)(const struct gs_ledger *ledger, void *arg),
-                void *arg);
-/* Every plugin's plans (describe hooks). Only inside gs_fw_read's fn (the
- * lock is held shared there). */
-void gs_fw_describe(struct gs_fw *fw, void (*emit)(void *ctx, const struct gs_plan_view *plan),
-                    void *ctx);
+/* Every plugin's plans (describe hooks). Only inside gs_sched_read's fn
+ * (the lock is held shared there). */
+void gs_fw_describe(struct gs_sched *s,
+                    void (*emit)(void *ctx, const struct gs_plan_view *plan), void *ctx);
 /* The plugin state of the named plugin, or NULL: for a plugin's own unit
  * tests only (product code describes plans through gs_fw_describe). Valid
- * while nothing else runs on fw. */
-void *gs_fw_plugin_state_for_test(struct gs_fw *fw, const char *name);
+ * while nothing else runs on s. */
+void *gs_fw_plugin_state_for_test(struct gs_sched *s, const char *name);
 
 #endif

@@ -4,14 +4,14 @@
 
 #include <gpushare/alloc.h>
 
-struct gs_fw_memo *gs_fw_memo_new(void) {
-  struct gs_fw_memo *memo = gs_calloc(1, sizeof *memo);
+struct gs_sched_memo *gs_sched_memo_new(void) {
+  struct gs_sched_memo *memo = gs_calloc(1, sizeof *memo);
   if (memo != NULL)
     memo->all = true;
   return memo;
 }
 
-void gs_fw_memo_free(struct gs_fw_memo *memo) {
+void gs_sched_memo_free(struct gs_sched_memo *memo) {
   if (memo == NULL)
     return;
   gs_free(memo->resolved);
@@ -19,14 +19,14 @@ void gs_fw_memo_free(struct gs_fw_memo *memo) {
   gs_free(memo);
 }
 
-void gs_fw_memo_forget(struct gs_fw_memo *memo) {
+void gs_sched_memo_forget(struct gs_sched_memo *memo) {
   memo->sig[0] = '\0';
   memo->all = true;
 }
 
-size_t gs_fw_memo_evaluated(const struct gs_fw_memo *memo) { return memo->evaluated; }
+size_t gs_sched_memo_evaluated(const struct gs_sched_memo *memo) { return memo->evaluated; }
 
-bool gs_fw_memo_changed(const struct gs_fw_memo *memo, const size_t **ret_idx, size_t *ret_n) {
+bool gs_sched_memo_changed(const struct gs_sched_memo *memo, const size_t **ret_idx, size_t *ret_n) {
   if (memo->all)
     return false;
   *ret_idx = memo->changed;
@@ -34,7 +34,7 @@ bool gs_fw_memo_changed(const struct gs_fw_memo *memo, const size_t **ret_idx, s
   return true;
 }
 
-enum gs_err gs__fw_memo_reserve(struct gs_fw_memo *memo, size_t n) {
+enum gs_err gs__fw_memo_reserve(struct gs_sched_memo *memo, size_t n) {
   memo->sig[0] = '\0';
   memo->all = true;
   if (n > memo->cap) {

@@ -1,5 +1,5 @@
 /* gpushare — the memo of the last prioritize (framework.h,
- * gs_fw_prioritize_memo): its layout, shared by memo.c (the object) and
+ * gs_sched_prioritize_memo): its layout, shared by memo.c (the object) and
  * framework.c (the verb that fills it). Internal to src/framework. */
 #ifndef GPUSHARE_FRAMEWORK_MEMO_H
 #define GPUSHARE_FRAMEWORK_MEMO_H
@@ -7,14 +7,14 @@
 #include "framework.h"
 
 /* At most this many positions a memo's call changed are told
- * (gs_fw_memo_changed); past them, every position is. */
+ * (gs_sched_memo_changed); past them, every position is. */
 #define GS__MEMO_INDEX_MAX 64
 
 /* The results over a node list its caller keeps, each name's node, the
  * ledger's generation when they were computed, and the pod's signature
  * ("": nothing to reuse). */
-struct gs_fw_memo {
-  const struct gs_fw *fw;
+struct gs_sched_memo {
+  const struct gs_sched *fw;
   const char *const *nodes;
   size_t n, cap;
   uint64_t gen;
@@ -30,6 +30,6 @@ struct gs_fw_memo {
 };
 
 /* Room for n results in memo; whatever it held is forgotten. */
-enum gs_err gs__fw_memo_reserve(struct gs_fw_memo *memo, size_t n) GS_WUR;
+enum gs_err gs__fw_memo_reserve(struct gs_sched_memo *memo, size_t n) GS_WUR;
 
 #endif

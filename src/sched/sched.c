@@ -1,7 +1,10 @@
-/* gpushare — the scheduler service (include/gpushare/sched.h): the
- * framework, the pods kept for later, the unhealthy GPUs and the bind
- * orchestration behind one object. No I/O, no logging: results and reasons
- * go back to the front end, which logs. */
+/* gpushare — the scheduler service (include/gpushare/sched.h), the half of
+ * struct gs_sched (src/framework/framework.h) that is not the framework's:
+ * the pods kept for later, the unhealthy GPUs, and the steps made of
+ * several framework calls (node upsert, bind, preemption over offers).
+ * The steps that are one extension point are implemented once, in
+ * framework.c, under their sched.h names. No I/O, no logging: results and
+ * reasons go back to the front end, which logs. */
 #include <gpushare/sched.h>
 #include <gpushare/version.h>
 
@@ -37,32 +40,28 @@ struct unhealthy {
   uint64_t mask;
 };
 
-struct gs_sched {
-  struct gs_fw *fw;
-  pthread_mutex_t mu;          /* kept, by_node, unhealthy; lock order: mu, then the framework's */
-  struct gs_strmap *kept;      /* uid → struct kept */
-  struct gs_strmap *by_node;   /* node → struct node_kept (the same records, by node) */
-  struct gs_strmap *unhealthy; /* node → struct unhealthy */
-  struct gs_notify notify;     /* the front end's; set before ticks start */
-  _Atomic uint64_t gang_timeouts;
-};
-
-struct gs_sched *gs_sched_new(const struct gs_policy *policy) {
+struct gs_sched *gs__sched_new_with(const struct gs_policy *policy,
+                                    const struct gs_plugin_ops *const *plugins, size_t nplugins,
+                                    struct gs_diag *diag) {
   struct gs_sched *s = gs_calloc(1, sizeof *s);
-  size_t n;
-  const struct gs_plugin_ops *const *plugins = gs_plugins_default(&n);
   if (s == NULL)
     return NULL;
   pthread_mutex_init(&s->mu, NULL);
   s->kept = gs_strmap_new();
   s->by_node = gs_strmap_new();
   s->unhealthy = gs_strmap_new();
-  s->fw = gs_fw_new(policy, plugins, n);
-  if (s->kept == NULL || s->by_node == NULL || s->unhealthy == NULL || s->fw == NULL) {
+  if (s->kept == NULL || s->by_node == NULL || s->unhealthy == NULL ||
+      gs__fw_init(s, policy, plugins, nplugins, diag) != GS_EOK) {
     gs_sched_free(s);
     return NULL;
   }
   return s;
+}
+
+struct gs_sched *gs_sched_new(const struct gs_policy *policy) {
+  size_t n;
+  const struct gs_plugin_ops *const *plugins = gs_plugins_default(&n);
+  return gs__sched_new_with(policy, plugins, n, NULL);
 }
 
 static void kept_free(struct kept *k) {
@@ -91,12 +90,10 @@ void gs_sched_free(struct gs_sched *s) {
   gs_strmap_free(s->kept);
   gs_strmap_free(s->by_node);
   gs_strmap_free(s->unhealthy);
-  gs_fw_free(s->fw);
+  gs__fw_fini(s);
   pthread_mutex_destroy(&s->mu);
   gs_free(s);
 }
-
-const struct gs_policy *gs_sched_policy(const struct gs_sched *s) { return gs_fw_policy(s->fw); }
 
 /* ---- pods kept for later ------------------------------------------------ */
 
@@ -178,7 +175,7 @@ static enum gs_err keep(struct gs_sched *s, const struct gs_alloc *a) {
 
 /* Under s->mu: one restore try. GS_EAGAIN: try again later. */
 static enum gs_err restore_once(struct gs_sched *s, const struct gs_alloc *a) {
-  enum gs_err e = gs_fw_pod_restore(s->fw, a);
+  enum gs_err e = gs_fw_pod_restore(s, a);
   if (e == GS_ENOTFOUND || e == GS_ENOMEM)
     return GS_EAGAIN;
   return e;
@@ -256,7 +253,7 @@ void gs_sched_pod_gone(struct gs_sched *s, const char *uid) {
   pthread_mutex_lock(&s->mu);
   forget(s, uid); /* first, then free (see retry_node) */
   pthread_mutex_unlock(&s->mu);
-  gs_fw_pod_gone(s->fw, uid);
+  gs_fw_pod_gone(s, uid);
 }
 
 /* ---- DRA claims ----------------------------------------------------------- */
@@ -268,10 +265,10 @@ enum gs_err gs_sched_claim_set(struct gs_sched *s, const struct gs_alloc *claim)
       claim->nparts == 0 || claim->parts == NULL)
     return GS_EINVAL;
   pthread_mutex_lock(&s->mu);
-  e = gs_fw_claim_set(s->fw, claim);
+  e = gs_fw_claim_set(s, claim);
   if (e == GS_ENOTFOUND || e == GS_ENOMEM) {
     /* its node later: an earlier charge elsewhere must not stay meanwhile */
-    (void)gs_fw_claim_gone(s->fw, claim->uid);
+    (void)gs_fw_claim_gone(s, claim->uid);
     e = keep(s, claim) == GS_EOK ? GS_EAGAIN : GS_ENOMEM;
   } else {
     forget(s, claim->uid);
@@ -287,7 +284,7 @@ enum gs_err gs_sched_claim_reserve(struct gs_sched *s, const char *const *nodes,
   if (req == NULL || ret == NULL || ns == NULL || name == NULL || uid == NULL || uid[0] == '\0' ||
       (n > 0 && nodes == NULL))
     return gs_status_set(st, GS_EINVAL, GS_R_OTHER, "invalid arguments");
-  return gs_fw_claim_reserve(s->fw, nodes, n, req, ns, name, uid, now_ns, ret, st);
+  return gs_fw_claim_reserve(s, nodes, n, req, ns, name, uid, now_ns, ret, st);
 }
 
 void gs_sched_claim_gone(struct gs_sched *s, const char *uid) {
@@ -298,28 +295,24 @@ void gs_sched_claim_gone(struct gs_sched *s, const char *uid) {
   k = gs_strmap_get(s->kept, uid);
   if (k != NULL && k->alloc.kind == GS_ALLOC_CLAIM)
     forget(s, uid);
-  (void)gs_fw_claim_gone(s->fw, uid);
+  (void)gs_fw_claim_gone(s, uid);
   pthread_mutex_unlock(&s->mu);
 }
 
 /* ---- nodes -------------------------------------------------------------- */
 
 enum gs_err gs_sched_node_upsert(struct gs_sched *s, const struct gs_node_spec *spec) {
-  enum gs_err e = gs_fw_node_upsert(s->fw, spec);
+  enum gs_err e = gs_fw_node_upsert(s, spec);
   struct unhealthy *u;
   if (e != GS_EOK)
     return e;
   pthread_mutex_lock(&s->mu);
   u = gs_strmap_get(s->unhealthy, spec->name);
   if (u != NULL)
-    e = gs_fw_node_set_unhealthy(s->fw, spec->name, u->mask);
+    e = gs_fw_node_set_unhealthy(s, spec->name, u->mask);
   retry_node(s, spec->name); /* pods whose allocation arrived before their node */
   pthread_mutex_unlock(&s->mu);
   return e;
-}
-
-enum gs_err gs_sched_node_remove(struct gs_sched *s, const char *name) {
-  return gs_fw_node_remove(s->fw, name);
 }
 
 enum gs_err gs_sched_set_unhealthy(struct gs_sched *s, const char *node, uint64_t mask) {
@@ -351,53 +344,15 @@ enum gs_err gs_sched_set_unhealthy(struct gs_sched *s, const char *node, uint64_
   pthread_mutex_unlock(&s->mu);
   if (e != GS_EOK)
     return e;
-  e = gs_fw_node_set_unhealthy(s->fw, node, mask);
+  e = gs_fw_node_set_unhealthy(s, node, mask);
   return e == GS_ENOTFOUND ? GS_EOK : e; /* applied when the node comes */
-}
-
-void gs_sched_nodes_set_host(struct gs_sched *s, const char *const *names,
-                             const struct gs_host *hosts, size_t n) {
-  gs_fw_nodes_set_host(s->fw, names, hosts, n);
-}
-
-/* ---- time --------------------------------------------------------------- */
-
-/* Counts what the service reports about itself, then passes it on. */
-static void on_notice(void *ctx, const struct gs_notice *n) {
-  struct gs_sched *s = ctx;
-  if (n->kind == GS_NOTICE_GANG_TIMEOUT && n->pod == NULL)
-    atomic_fetch_add(&s->gang_timeouts, 1);
-  if (s->notify.notice != NULL)
-    s->notify.notice(s->notify.ctx, n);
-}
-
-void gs_sched_set_notify(struct gs_sched *s, const struct gs_notify *notify) {
-  s->notify = notify != NULL ? *notify : (struct gs_notify){NULL, NULL};
-}
-
-void gs_sched_tick(struct gs_sched *s, int64_t now_ns) {
-  struct gs_notify n = {on_notice, s};
-  gs_fw_tick(s->fw, now_ns, &n);
-}
-
-uint64_t gs_sched_gang_timeouts(struct gs_sched *s) { return atomic_load(&s->gang_timeouts); }
-
-void gs_sched_pod_seen(struct gs_sched *s, const struct gs_pod_request *pod,
-                       const struct gs_alloc *alloc) {
-  if (pod == NULL || pod->uid[0] == '\0')
-    return;
-  gs_fw_pod_seen(s->fw, pod, alloc);
-}
-
-size_t gs_sched_expire_assumed(struct gs_sched *s, int64_t now_ns, int64_t max_age_ns) {
-  return gs_fw_expire_assumed(s->fw, now_ns, max_age_ns);
 }
 
 /* ---- verbs ---------------------------------------------------------------- */
 
 enum gs_err gs_sched_pre_filter(struct gs_sched *s, const struct gs_pod_request *pod,
                                 bool scoring, bool *ret_score_only) {
-  const struct gs_policy *policy = gs_fw_policy(s->fw);
+  const struct gs_policy *policy = &s->policy;
   bool host = gs_place_frag_scores_host(pod, policy);
   *ret_score_only = host;
   if (gs_place_check_pod(pod, policy, NULL) == GS_ESKIP && !gs_pod_request_is_gang_member(pod) &&
@@ -408,48 +363,7 @@ enum gs_err gs_sched_pre_filter(struct gs_sched *s, const struct gs_pod_request 
 
 enum gs_err gs_sched_signature(struct gs_sched *s, const struct gs_pod_request *pod,
                                char ret_sig[GS_REASON_MAX]) {
-  return gs_place_signature(pod, gs_fw_policy(s->fw), ret_sig);
-}
-
-enum gs_err gs_sched_filter(struct gs_sched *s, const struct gs_pod_request *pod,
-                            const char *const *nodes, size_t n, int64_t now_ns,
-                            struct gs_node_result *ret) {
-  return gs_fw_filter(s->fw, pod, nodes, n, now_ns, ret);
-}
-
-enum gs_err gs_sched_prioritize(struct gs_sched *s, const struct gs_pod_request *pod,
-                                const char *const *nodes, size_t n, int64_t now_ns,
-                                struct gs_node_result *ret) {
-  return gs_fw_prioritize(s->fw, pod, nodes, n, now_ns, ret);
-}
-
-/* The framework's memo, under the service's name. */
-struct gs_sched_memo *gs_sched_memo_new(void) {
-  return (struct gs_sched_memo *)gs_fw_memo_new();
-}
-
-void gs_sched_memo_free(struct gs_sched_memo *memo) {
-  gs_fw_memo_free((struct gs_fw_memo *)memo);
-}
-
-void gs_sched_memo_forget(struct gs_sched_memo *memo) {
-  gs_fw_memo_forget((struct gs_fw_memo *)memo);
-}
-
-size_t gs_sched_memo_evaluated(const struct gs_sched_memo *memo) {
-  return gs_fw_memo_evaluated((const struct gs_fw_memo *)memo);
-}
-
-bool gs_sched_memo_changed(const struct gs_sched_memo *memo, const size_t **ret_idx,
-                           size_t *ret_n) {
-  return gs_fw_memo_changed((const struct gs_fw_memo *)memo, ret_idx, ret_n);
-}
-
-enum gs_err gs_sched_prioritize_memo(struct gs_sched *s, struct gs_sched_memo *memo,
-                                     const struct gs_pod_request *pod, const char *const *nodes,
-                                     size_t n, int64_t now_ns,
-                                     const struct gs_node_result **ret) {
-  return gs_fw_prioritize_memo(s->fw, (struct gs_fw_memo *)memo, pod, nodes, n, now_ns, ret);
+  return gs_place_signature(pod, &s->policy, ret_sig);
 }
 
 enum gs_err gs_sched_bind(struct gs_sched *s, const struct gs_pod_request *pod,
@@ -466,7 +380,7 @@ enum gs_err gs_sched_bind(struct gs_sched *s, const struct gs_pod_request *pod,
                 bound_node);
     return GS_ECONFLICT;
   }
-  e = gs_fw_reserve(s->fw, pod, node, now_ns, &ret->annots, &fresh, &st);
+  e = gs_fw_reserve(s, pod, node, now_ns, &ret->annots, &fresh, &st);
   if (e != GS_EOK) {
     ret->no_fit = true;
     gs_diag_set(&ret->diag, "", "cannot bind pod %s/%s: %s", pod->ns, pod->name,
@@ -479,7 +393,7 @@ enum gs_err gs_sched_bind(struct gs_sched *s, const struct gs_pod_request *pod,
     return GS_EOK;
   }
   if (bound) {
-    gs_fw_unreserve(s->fw, pod, node);
+    gs_sched_unreserve(s, pod, node);
     gs_annotations_clear(&ret->annots);
     gs_diag_set(&ret->diag, "", "pod %s/%s is already bound without a GPU allocation", pod->ns,
                 pod->name);
@@ -488,7 +402,7 @@ enum gs_err gs_sched_bind(struct gs_sched *s, const struct gs_pod_request *pod,
   e = binder->bind(binder->ctx, pod, node, &ret->annots, &cdiag);
   if (e != GS_EOK) {
     if (fresh)
-      gs_fw_unreserve(s->fw, pod, node);
+      gs_sched_unreserve(s, pod, node);
     gs_annotations_clear(&ret->annots);
     ret->cluster_failed = true;
     gs_diag_set(&ret->diag, "", "binding to %.*s failed: %.*s", GS_NAME_MAX, node,
@@ -496,27 +410,9 @@ enum gs_err gs_sched_bind(struct gs_sched *s, const struct gs_pod_request *pod,
                 cdiag.text[0] ? cdiag.text : gs_strerror(e));
     return e;
   }
-  gs_fw_post_bind(s->fw, pod->uid);
+  gs_sched_post_bind(s, pod->uid);
   ret->bound = true;
   return GS_EOK;
-}
-
-enum gs_err gs_sched_reserve(struct gs_sched *s, const struct gs_pod_request *pod,
-                             const char *node, int64_t now_ns, struct gs_annotations *ret_annots,
-                             struct gs_status *st) {
-  bool fresh = false;
-  return gs_fw_reserve(s->fw, pod, node, now_ns, ret_annots, &fresh, st);
-}
-
-void gs_sched_unreserve(struct gs_sched *s, const struct gs_pod_request *pod, const char *node) {
-  gs_fw_unreserve(s->fw, pod, node);
-}
-
-void gs_sched_post_bind(struct gs_sched *s, const char *uid) { gs_fw_post_bind(s->fw, uid); }
-
-enum gs_err gs_sched_permit(struct gs_sched *s, const struct gs_pod_request *pod,
-                             const char *node, int64_t now_ns, struct gs_status *st) {
-  return gs_fw_permit(s->fw, pod, node, now_ns, st);
 }
 
 /* ---- preemption ------------------------------------------------------------ */
@@ -530,7 +426,7 @@ enum gs_err gs_sched_preempt(struct gs_sched *s, const struct gs_pod_request *po
     struct gs_status st = {GS_EOK, GS_R_OTHER, ""};
     enum gs_err e;
     memset(a, 0, sizeof *a);
-    e = gs_fw_preempt(s->fw, pod, offers[i].node, offers[i].victims, offers[i].nvictims,
+    e = gs_fw_preempt(s, pod, offers[i].node, offers[i].victims, offers[i].nvictims,
                       &a->victims, &a->nvictims, &st);
     if (e == GS_ENOTFOUND) {
       snprintf(a->reason, sizeof a->reason, "node unknown to gpushare");
@@ -638,27 +534,6 @@ void gs_sched_preempt_free(struct gs_preempt_answer *answers, size_t n) {
 }
 
 /* ---- views ---------------------------------------------------------------- */
-
-struct read_call {
-  struct gs_sched *s;
-  void (*fn)(const struct gs_ledger *ledger, void *arg);
-  void (*plan)(void *arg, const struct gs_plan_view *p);
-  void *arg;
-};
-
-static void read_fn(const struct gs_ledger *ledger, void *arg) {
-  struct read_call *r = arg;
-  if (r->plan != NULL)
-    gs_fw_describe(r->s->fw, r->plan, r->arg);
-  if (r->fn != NULL)
-    r->fn(ledger, r->arg);
-}
-
-void gs_sched_read(struct gs_sched *s, void (*fn)(const struct gs_ledger *ledger, void *arg),
-                   void (*plan)(void *arg, const struct gs_plan_view *p), void *arg) {
-  struct read_call r = {s, fn, plan, arg};
-  gs_fw_read(s->fw, read_fn, &r);
-}
 
 static void count_plan(void *arg, const struct gs_plan_view *p) {
   *(size_t *)arg += p->waiting;

@@ -178,7 +178,7 @@ static void serve_filter(struct call *c) {
   size_t passed = 0, run = 0;
   const char *last_code = NULL;
 
-  if (res == NULL || out == NULL ||
+  if (res == NULL || out == NULL || gs_api_filter_result_expect(out, args->nnodes) != GS_EOK ||
       gs_sched_filter(c->s->sched, c->pod, args->names, args->nnodes, gs__now_ns(), res) !=
           GS_EOK) {
     fail(c, 500, "internal error");

@@ -13,12 +13,12 @@
 
 #define NOW_NS INT64_C(1700000000000000000)
 
-static struct gs_fw *fw_new(void) {
+static struct gs_sched *fw_new(void) {
   struct gs_policy policy;
   size_t n;
   const struct gs_plugin_ops *const *plugins = gs_plugins_default(&n);
   gs_policy_init(&policy);
-  return gs_fw_new(&policy, plugins, n);
+  return gs__sched_new_with(&policy, plugins, n, NULL);
 }
 
 static int part_cmp(const void *a, const void *b) {
@@ -57,7 +57,7 @@ static void compare_fn(const struct gs_ledger *ledger, void *arg) {
 }
 
 /* Bind annotations → a Pod object → gs_api_alloc_from_pod. */
-static void check_bind_annotations(struct gs_fw *fw, const char *uid,
+static void check_bind_annotations(struct gs_sched *fw, const char *uid,
                                    const struct gs_annotations *ann) {
   json_t *pod = json_object(), *meta = json_object(), *anns = json_object();
   struct gs_api_alloc back;
@@ -69,20 +69,20 @@ static void check_bind_annotations(struct gs_fw *fw, const char *uid,
     FUZZ_CHECK(json_object_set_new(anns, ann->kv[i].key, json_string(ann->kv[i].value)) == 0);
   FUZZ_CHECK(json_object_set_new(meta, "annotations", anns) == 0);
   FUZZ_CHECK(json_object_set_new(pod, "metadata", meta) == 0);
-  err = gs_api_alloc_from_pod(pod, gs_fw_policy(fw)->unit_mib, &back, &diag);
+  err = gs_api_alloc_from_pod(pod, gs_sched_policy(fw)->unit_mib, &back, &diag);
   if (err != GS_EOK)
     fprintf(stderr, "read-back: %s: %s\n", diag.where, diag.text);
   FUZZ_CHECK(err == GS_EOK);
-  gs_fw_read(fw, compare_fn, &rt);
+  gs_sched_read(fw, compare_fn, NULL, &rt);
   FUZZ_CHECK(rt.checked);
   json_decref(pod);
 }
 
 /* An allocation the Pod carries, recorded as the rebuild would. */
-static void restore_pod(struct gs_fw *fw, const json_t *pod, const struct gs_pod_request *req) {
+static void restore_pod(struct gs_sched *fw, const json_t *pod, const struct gs_pod_request *req) {
   static struct gs_api_alloc a;
   struct gs_diag diag = {{0}, {0}};
-  enum gs_err err = gs_api_alloc_from_pod(pod, gs_fw_policy(fw)->unit_mib, &a, &diag);
+  enum gs_err err = gs_api_alloc_from_pod(pod, gs_sched_policy(fw)->unit_mib, &a, &diag);
   const char *node = gs_api_pod_node(pod);
   if (err != GS_ENOTFOUND)
     FUZZ_CHECK_DIAG(err, diag);
@@ -115,7 +115,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   struct gs_node_result *res = NULL;
   struct gs_api_filter_result *fr;
   int64_t *scores = NULL;
-  struct gs_fw *fw;
+  struct gs_sched *fw;
   bool pod_ok;
   enum gs_err err;
 
@@ -158,7 +158,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     res = calloc(args.nnodes, sizeof *res);
     scores = calloc(args.nnodes, sizeof *scores);
     FUZZ_CHECK(res != NULL && scores != NULL);
-    err = gs_fw_filter(fw, &req, args.names, args.nnodes, NOW_NS, res);
+    err = gs_sched_filter(fw, &req, args.names, args.nnodes, NOW_NS, res);
     FUZZ_CHECK(err == GS_EOK);
     fr = gs_api_filter_result_new(args.by_names);
     FUZZ_CHECK(fr != NULL);
@@ -173,7 +173,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     check_dump(gs_api_filter_result_dump(fr));
     gs_api_filter_result_free(fr);
 
-    err = gs_fw_prioritize(fw, &req, args.names, args.nnodes, NOW_NS, res);
+    err = gs_sched_prioritize(fw, &req, args.names, args.nnodes, NOW_NS, res);
     FUZZ_CHECK(err == GS_EOK);
     for (size_t i = 0; i < args.nnodes; i++) {
       FUZZ_CHECK(res[i].score >= 0 && res[i].score <= 10);
@@ -190,7 +190,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       err = gs_fw_reserve(fw, &req, args.names[i], NOW_NS, &ann, &fresh, &st);
       if (err == GS_EOK) {
         check_bind_annotations(fw, req.uid, &ann);
-        gs_fw_post_bind(fw, req.uid);
+        gs_sched_post_bind(fw, req.uid);
       }
       gs_annotations_clear(&ann);
       break;
@@ -199,7 +199,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   check_dump(gs_api_filter_error_dump(diag.text));
   free(res);
   free(scores);
-  gs_fw_free(fw);
+  gs_sched_free(fw);
   gs_api_args_release(&args);
   return 0;
 }

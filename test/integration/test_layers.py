@@ -55,7 +55,55 @@ SHIM_LINKS = {"gs_observe", "gs_sched", "gs_api", "gs_config"}
 PUBLIC_LIMITS = {
     "util": {"err.h", "alloc.h"},
 }
-SERVICE_USERS = {"sched", "observe", "server", "main", "shim"}
+# the framework implements the service's steps that are one extension point
+# under their sched.h names (struct gs_sched is one object, src/framework/
+# framework.h): it includes the header it implements
+SERVICE_USERS = {"framework", "sched", "observe", "server", "main", "shim"}
+# the service's one-statement bodies that call another gs_ function, each
+# with why it is not a forward to fold (no other is allowed: a step has one
+# name and one body, from the front end to the plugins)
+ADAPTERS = {
+    # Reserve as front ends call it: gs_fw_reserve also tells gs_sched_bind
+    # whether the call made the reservation; sched.h's signature is stable
+    "gs_sched_reserve": "gs_fw_reserve",
+    # the core's signature under the service's policy (a core function, not
+    # a framework step)
+    "gs_sched_signature": "gs_place_signature",
+}
+
+
+def service_functions():
+    """Every gs_sched_* function defined in src/sched/ and src/framework/:
+    (name, file, body without comments)."""
+    out = []
+    for layer in ("sched", "framework"):
+        d = os.path.join(SOURCE, "src", layer)
+        for f in sorted(os.listdir(d)):
+            if not f.endswith(".c"):
+                continue
+            path = os.path.join(d, f)
+            with open(path, encoding="utf-8") as fh:
+                src = fh.read()
+            for m in re.finditer(r"^[a-z][^\n;{}]*?\b(gs_sched_\w+)\(([^{};]*)\)\s*\{", src, re.M):
+                i = j = m.end()
+                depth = 1
+                while depth:
+                    depth += {"{": 1, "}": -1}.get(src[j], 0)
+                    j += 1
+                body = re.sub(r"/\*.*?\*/", "", src[i:j - 1], flags=re.S).strip()
+                out.append((m.group(1), os.path.relpath(path, SOURCE), body))
+    return out
+
+
+def forwards(functions):
+    """The functions whose body is one call to another gs_ function: name → callee."""
+    found = {}
+    for name, _path, body in functions:
+        stmts = [x.strip() for x in body.split(";") if x.strip()]
+        m = len(stmts) == 1 and re.match(r"(return\s+)?(\([^)]*\)\s*)?(gs_\w+)\(", stmts[0])
+        if m:
+            found[name] = m.group(3)
+    return found
 # the NVML reader (gpushare/nvml.h) loads a driver library: the node layer
 # and the node agent that fills its inventory from it (src/agent: a node
 # program like gpushare-topo), never the core or the scheduler's side
@@ -152,6 +200,40 @@ class Layers(unittest.TestCase):
         self.assertIn("gs_shim", archives)
         for bad in ("gs_server", "gs_k8s"):
             self.assertNotIn(bad, archives, "plugins/scheduler/build.sh")
+
+    def test_each_service_step_is_implemented_once(self):
+        functions = service_functions()
+        defined = [name for name, _path, _body in functions]
+        with open(os.path.join(SOURCE, "include", "gpushare", "sched.h"), encoding="utf-8") as f:
+            declared = set(re.findall(r"\b(gs_sched_\w+)\(", f.read()))
+        # every public name has one body, in the service's files
+        self.assertEqual(sorted(n for n in declared if defined.count(n) != 1), [])
+        # and no body is a one-line forward into the framework
+        self.assertEqual(forwards(functions), ADAPTERS)
+
+    def test_the_path_of_a_pod_names_files_that_are(self):
+        # docs/architecture.md's one-page path: every file it names exists,
+        # and every service or framework call it names is declared
+        with open(os.path.join(SOURCE, "docs", "architecture.md"), encoding="utf-8") as f:
+            doc = f.read()
+        section = doc[doc.index("## The path of one pod"):doc.index("## Concurrency")]
+        files = set(re.findall(r"`((?:src|plugins|include)/[\w./-]+\.(?:c|h|go))`", section))
+        self.assertGreater(len(files), 30)
+        self.assertEqual(sorted(f for f in files if not os.path.isfile(os.path.join(SOURCE, f))), [])
+        headers = ""
+        for h in ("include/gpushare/sched.h", "src/framework/framework.h", "src/shim/shim.h"):
+            with open(os.path.join(SOURCE, h), encoding="utf-8") as f:
+                headers += f.read()
+        calls = set(re.findall(r"`(gs_(?:sched|fw|shim)_\w+)`", section))
+        self.assertEqual(sorted(c for c in calls if not re.search(r"\b%s\(" % c, headers)), [])
+
+    def test_the_forward_guard_catches_a_forward(self):
+        made_up = [("gs_sched_filter", "src/sched/sched.c",
+                    "return gs_fw_filter(s->fw, pod, nodes, n, now_ns, ret);"),
+                   ("gs_sched_post_bind", "src/sched/sched.c", "gs_fw_post_bind(s->fw, uid);"),
+                   ("gs_sched_bind", "src/sched/sched.c", "e = gs_fw_reserve(s, pod);\nreturn e;")]
+        self.assertEqual(forwards(made_up), {"gs_sched_filter": "gs_fw_filter",
+                                             "gs_sched_post_bind": "gs_fw_post_bind"})
 
     def test_the_guard_catches_an_upward_include(self):
         # the rule itself, on a made-up line: core including the server

@@ -15,7 +15,7 @@ static inline struct gs_diag *gs_test_diag(struct gs_diag *d) {
   return d;
 }
 
-/* A ledger reader (gs_fw_read, gs_sched_read): the MiB used on one GPU
+/* A ledger reader (gs_sched_read): the MiB used on one GPU
  * of a node, UINT64_MAX when there is no such GPU. */
 struct gs_test_used {
   const char *node;

@@ -1,6 +1,6 @@
 /* gpushare-bench core: filter + prioritize in-process over N nodes.
  *
- * The framework is built exactly as the extender builds it (gs_fw_new with
+ * The framework is built exactly as the extender builds it (gs__sched_new_with with
  * gs_plugins_default), the nodes are the synthetic mix of bench.h, half
  * full, and one "decision" is what kube-scheduler asks of an extender for
  * one pod: a filter over all N node names, then a prioritize over all N
@@ -14,7 +14,7 @@
 #include <string.h>
 
 struct fill_ctx {
-  struct gs_fw *fw;
+  struct gs_sched *fw;
   uint32_t unit_mib;
   size_t allocs;
   bool failed;
@@ -49,7 +49,7 @@ static enum gs_placement core_policy = GS_PLACE_BINPACK;
 static long core_workers = -1;
 
 /* Builds the framework with n synthetic nodes, half full. */
-static struct gs_fw *build(size_t n, uint32_t gpus, const char *topo_path, char ***ret_names,
+static struct gs_sched *build(size_t n, uint32_t gpus, const char *topo_path, char ***ret_names,
                            size_t *ret_allocs) {
   struct gs_policy policy;
   size_t nplugins;
@@ -57,22 +57,22 @@ static struct gs_fw *build(size_t n, uint32_t gpus, const char *topo_path, char 
   const struct gs_topo *topo = gpus == 8 ? bench_topo(topo_path) : NULL;
   struct fill_ctx ctx = {0};
   char **names;
-  struct gs_fw *fw;
+  struct gs_sched *fw;
 
   if (gpus == 8 && topo == NULL)
     return NULL;
   gs_policy_init(&policy);
   policy.node_policy = core_policy;
   policy.frag_aware = core_policy == GS_PLACE_FRAG;
-  fw = gs_fw_new(&policy, plugins, nplugins);
+  fw = gs__sched_new_with(&policy, plugins, nplugins, NULL);
   if (fw != NULL && core_workers >= 0 &&
       gs_fw_set_parallel(fw, (size_t)core_workers, 1024) != GS_EOK) {
-    gs_fw_free(fw);
+    gs_sched_free(fw);
     fw = NULL;
   }
   names = calloc(n, sizeof *names);
   if (fw == NULL || names == NULL) {
-    gs_fw_free(fw);
+    gs_sched_free(fw);
     free(names);
     return NULL;
   }
@@ -102,7 +102,7 @@ static struct gs_fw *build(size_t n, uint32_t gpus, const char *topo_path, char 
     if (core_policy == GS_PLACE_FRAG) {
       const char *one[1] = {names[i]};
       struct gs_host host = {96000, 393216, 48000 + 1000 * (i % 40), 196608};
-      gs_fw_nodes_set_host(fw, one, &host, 1);
+      gs_sched_nodes_set_host(fw, one, &host, 1);
     }
   }
   if (ctx.failed) {
@@ -117,7 +117,7 @@ fail:
   for (size_t i = 0; i < n; i++)
     free(names[i]);
   free(names);
-  gs_fw_free(fw);
+  gs_sched_free(fw);
   return NULL;
 }
 
@@ -159,7 +159,7 @@ int bench_core_run(size_t n, uint32_t gpus, size_t iters, const char *topo_path,
   char **names = NULL;
   size_t allocs = 0;
   int64_t t0 = bench_now_ns();
-  struct gs_fw *fw = build(n, gpus, topo_path, &names, &allocs);
+  struct gs_sched *fw = build(n, gpus, topo_path, &names, &allocs);
   struct gs_node_result *res = calloc(n, sizeof *res);
   struct bench_samples all = {0}, filt = {0}, prio = {0}, cpu = {0};
   struct bench_samples per[NKINDS];
@@ -174,7 +174,7 @@ int bench_core_run(size_t n, uint32_t gpus, size_t iters, const char *topo_path,
   /* Warm-up: caches and branch predictors, not counted. */
   for (size_t k = 0; k < NKINDS; k++) {
     make_pod(&kinds[k], k, pod);
-    if (gs_fw_filter(fw, pod, (const char *const *)names, n, bench_wall_ns(), res) != GS_EOK)
+    if (gs_sched_filter(fw, pod, (const char *const *)names, n, bench_wall_ns(), res) != GS_EOK)
       goto out;
   }
   for (size_t it = 0; it < iters; it++) {
@@ -185,10 +185,10 @@ int bench_core_run(size_t n, uint32_t gpus, size_t iters, const char *topo_path,
       make_pod(&kinds[k], it * NKINDS + k, pod);
       ca = bench_cpu_ns();
       a = bench_now_ns();
-      if (gs_fw_filter(fw, pod, (const char *const *)names, n, bench_wall_ns(), res) != GS_EOK)
+      if (gs_sched_filter(fw, pod, (const char *const *)names, n, bench_wall_ns(), res) != GS_EOK)
         goto out;
       b = bench_now_ns();
-      if (gs_fw_prioritize(fw, pod, (const char *const *)names, n, bench_wall_ns(), res) !=
+      if (gs_sched_prioritize(fw, pod, (const char *const *)names, n, bench_wall_ns(), res) !=
           GS_EOK)
         goto out;
       c = bench_now_ns();
@@ -255,7 +255,7 @@ out:
   free(names);
   free(res);
   free(pod);
-  gs_fw_free(fw);
+  gs_sched_free(fw);
   return rc;
 }
 
@@ -317,7 +317,7 @@ int bench_core(int argc, char **argv) {
     }
   }
   bench_print_machine();
-  bench_table_init(&t, "core: gs_fw_filter + gs_fw_prioritize over all nodes (one decision)",
+  bench_table_init(&t, "core: gs_sched_filter + gs_sched_prioritize over all nodes (one decision)",
                    cols);
   for (size_t s = 0; s < nsizes; s++)
     if (bench_core_run((size_t)sizes[s], gpus, iters, topo_path, &t, NULL) != 0)

@@ -280,9 +280,9 @@ static void snap_fn(const struct gs_ledger *l, void *arg) {
   }
 }
 
-static void snapshot_take(struct gs_fw *fw, struct snapshot *s) {
+static void snapshot_take(struct gs_sched *fw, struct snapshot *s) {
   struct snap_call c = {s};
-  gs_fw_read(fw, snap_fn, &c);
+  gs_sched_read(fw, snap_fn, NULL, &c);
 }
 
 struct replay_opts {
@@ -305,7 +305,7 @@ static int replay(const struct trace *t, const struct policy_def *pol, const str
   struct gs_policy policy;
   size_t nplugins;
   const struct gs_plugin_ops *const *plugins = gs_plugins_default(&nplugins);
-  struct gs_fw *fw;
+  struct gs_sched *fw;
   const char **names = calloc(t->nnodes, sizeof *names);
   const char **feasible = calloc(t->nnodes, sizeof *feasible);
   struct gs_node_result *res = calloc(t->nnodes, sizeof *res);
@@ -319,7 +319,7 @@ static int replay(const struct trace *t, const struct policy_def *pol, const str
   policy.unit_mib = o->unit_mib;
   policy.node_policy = pol->node_policy;
   policy.frag_aware = pol->frag_aware;
-  fw = gs_fw_new(&policy, plugins, nplugins);
+  fw = gs__sched_new_with(&policy, plugins, nplugins, NULL);
   if (fw == NULL || names == NULL || feasible == NULL || res == NULL || pod == NULL)
     goto out;
   for (size_t i = 0; i < t->nnodes; i++) {
@@ -352,7 +352,7 @@ static int replay(const struct trace *t, const struct policy_def *pol, const str
     pod->mem_units[0] = pod_units(tp, o->unit_mib);
     pod->gpu_count = tp->num_gpu;
 
-    if (gs_fw_filter(fw, pod, names, t->nnodes, 0, res) != GS_EOK)
+    if (gs_sched_filter(fw, pod, names, t->nnodes, 0, res) != GS_EOK)
       goto out;
     for (size_t k = 0; k < t->nnodes; k++)
       if (res[k].code == GS_EOK)
@@ -372,7 +372,7 @@ static int replay(const struct trace *t, const struct policy_def *pol, const str
       continue;
     }
     if (nf > 1) {
-      if (gs_fw_prioritize(fw, pod, feasible, nf, 0, res) != GS_EOK)
+      if (gs_sched_prioritize(fw, pod, feasible, nf, 0, res) != GS_EOK)
         goto out;
       for (size_t k = 0; k < nf; k++) {
         if (res[k].code != GS_EOK)
@@ -397,7 +397,7 @@ static int replay(const struct trace *t, const struct policy_def *pol, const str
       goto out;
     }
     gs_annotations_clear(&ann);
-    gs_fw_post_bind(fw, pod->uid);
+    gs_sched_post_bind(fw, pod->uid);
   }
   ret->us_per_pod = t->npods ? (double)(bench_now_ns() - t0) / 1e3 / (double)t->npods : 0;
   ret->end.pods_done = t->npods;
@@ -405,7 +405,7 @@ static int replay(const struct trace *t, const struct policy_def *pol, const str
   snapshot_take(fw, &ret->end);
   rc = 0;
 out:
-  gs_fw_free(fw);
+  gs_sched_free(fw);
   free(names);
   free(feasible);
   free(res);

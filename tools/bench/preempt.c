@@ -21,7 +21,7 @@ static void usage(void) {
 
 static int run(size_t nodes, size_t victims, size_t iters, struct bench_table *t) {
   struct gs_policy policy;
-  struct gs_fw *fw;
+  struct gs_sched *fw;
   size_t nplugins;
   const struct gs_plugin_ops *const *plugins = gs_plugins_default(&nplugins);
   char (*names)[32] = calloc(nodes, sizeof *names);
@@ -34,7 +34,7 @@ static int run(size_t nodes, size_t victims, size_t iters, struct bench_table *t
   int rc = 1;
 
   gs_policy_init(&policy);
-  fw = gs_fw_new(&policy, plugins, nplugins);
+  fw = gs__sched_new_with(&policy, plugins, nplugins, NULL);
   if (fw == NULL || names == NULL || uids == NULL || proposed == NULL)
     goto out;
   for (size_t i = 0; i < nodes; i++) {
@@ -111,7 +111,7 @@ static int run(size_t nodes, size_t victims, size_t iters, struct bench_table *t
 out:
   bench_samples_free(&wall);
   bench_samples_free(&cpu);
-  gs_fw_free(fw);
+  gs_sched_free(fw);
   free(names);
   free(uids);
   free(proposed);

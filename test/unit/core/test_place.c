@@ -797,7 +797,9 @@ static void test_one_gpu_shortcut(void **state) {
  * (gs_place_pick_prepared) answers as checking it per node does: the same
  * verdict and reason as gs_place_check_pod, the fields the obvious way,
  * and on every node, chooser and policy the same verdict, reason and
- * choice as gs_place_pick_with. Random pods, many of them invalid. */
+ * choice as gs_place_pick_with; and gs_place_fits_prepared the same verdict
+ * and status as the default chooser's pick. Random pods, many of them
+ * invalid. */
 static void test_prepared_pod(void **state) {
   static const enum gs_mode modes[] = {GS_MODE_NONE, GS_MODE_SHARE, GS_MODE_CGPU, GS_MODE_MPS,
                                        GS_MODE_TOPOLOGY};
@@ -883,6 +885,15 @@ static void test_prepared_pod(void **state) {
         assert_int_equal(fa, fb);
         assert_string_equal(ra.reason, rb.reason);
         assert_memory_equal(&a, &b, sizeof a);
+        if (ch == 0) { /* the verdict alone (filter's): the same code, reason code and text */
+          struct gs_status rc;
+          memset(&rc, 0x5a, sizeof rc);
+          assert_int_equal(gs_place_fits_prepared(nodes[i], &pod, &rc), fb);
+          assert_int_equal(rc.code, rb.code);
+          assert_int_equal(rc.why, rb.why);
+          assert_string_equal(rc.reason, rb.reason);
+          assert_int_equal(gs_place_fits_prepared(nodes[i], &pod, NULL), fb);
+        }
       }
     }
   }

@@ -57,15 +57,15 @@ static struct gs_pod_request pod_of(unsigned thread, unsigned round) {
 /* kube-scheduler for one pod: filter, prioritize, bind the best node; the
  * apiserver accepts most binds, refuses some (abort), and older pods leave. */
 static void *binder(void *arg) {
-  struct gs_fw *fw = arg;
+  struct gs_sched *fw = arg;
   static atomic_uint next_id;
   unsigned id = atomic_fetch_add(&next_id, 1);
   for (unsigned r = 0; r < ROUNDS; r++) {
     struct gs_pod_request p = pod_of(id, r);
     struct gs_node_result res[NODES];
     int best = -1;
-    CHECK(gs_fw_filter(fw, &p, node_names, NODES, 1000, res) == GS_EOK);
-    CHECK(gs_fw_prioritize(fw, &p, node_names, NODES, 1000, res) == GS_EOK);
+    CHECK(gs_sched_filter(fw, &p, node_names, NODES, 1000, res) == GS_EOK);
+    CHECK(gs_sched_prioritize(fw, &p, node_names, NODES, 1000, res) == GS_EOK);
     for (int i = 0; i < NODES; i++)
       if (res[i].code == GS_EOK && (best < 0 || res[i].score > res[best].score))
         best = i;
@@ -76,9 +76,9 @@ static void *binder(void *arg) {
       /* another thread may have taken the room since filter: a refusal is fine */
       if (gs_fw_reserve(fw, &p, node_names[best], 1000, &a, &fresh, &st) == GS_EOK) {
         if (r % 5 == 4) {
-          gs_fw_unreserve(fw, &p, node_names[best]);
+          gs_sched_unreserve(fw, &p, node_names[best]);
         } else {
-          gs_fw_post_bind(fw, p.uid);
+          gs_sched_post_bind(fw, p.uid);
           atomic_fetch_add(&bound, 1);
         }
       } else {
@@ -118,7 +118,7 @@ static void check_fn(const struct gs_ledger *l, void *arg) {
 
 /* Cluster events and readers while the binders run. */
 static void *housekeeper(void *arg) {
-  struct gs_fw *fw = arg;
+  struct gs_sched *fw = arg;
   unsigned i = 0;
   while (!atomic_load(&stop)) {
     struct gs_node_spec s = spec_of(node_names[i % NODES]);
@@ -126,9 +126,9 @@ static void *housekeeper(void *arg) {
     CHECK(gs_fw_node_upsert(fw, &s) == GS_EOK);
     CHECK(gs_fw_node_set_unhealthy(fw, node_names[(i + 1) % NODES], i % 4 == 0 ? 1u : 0u) ==
           GS_EOK);
-    (void)gs_fw_expire_assumed(fw, 1000, INT64_C(1) << 40); /* nothing is that old */
-    gs_fw_tick(fw, 1000, NULL);
-    gs_fw_read(fw, check_fn, &c);
+    (void)gs_sched_expire_assumed(fw, 1000, INT64_C(1) << 40); /* nothing is that old */
+    gs_sched_tick(fw, 1000);
+    gs_sched_read(fw, check_fn, NULL, &c);
     CHECK(c.overcommitted == 0);
     CHECK(c.mismatched == 0);
     i++;
@@ -140,12 +140,12 @@ static void test_filters_and_binds_in_parallel(void **state) {
   struct gs_policy policy;
   size_t n;
   const struct gs_plugin_ops *const *plugins = gs_plugins_default(&n);
-  struct gs_fw *fw;
+  struct gs_sched *fw;
   pthread_t th[BINDERS], hk;
   struct check c = {0, 0};
   (void)state;
   gs_policy_init(&policy);
-  fw = gs_fw_new(&policy, plugins, n);
+  fw = gs__sched_new_with(&policy, plugins, n, NULL);
   assert_non_null(fw);
   for (int i = 0; i < NODES; i++) {
     struct gs_node_spec s = spec_of(node_names[i]);
@@ -160,12 +160,12 @@ static void test_filters_and_binds_in_parallel(void **state) {
   assert_int_equal(pthread_join(hk, NULL), 0);
 
   assert_int_equal(atomic_load(&failures), 0);
-  gs_fw_read(fw, check_fn, &c);
+  gs_sched_read(fw, check_fn, NULL, &c);
   assert_int_equal(c.overcommitted, 0);
   assert_int_equal(c.mismatched, 0);
   assert_true(atomic_load(&bound) > 0);
   printf("# %u bound, %u refused at bind\n", atomic_load(&bound), atomic_load(&refused));
-  gs_fw_free(fw);
+  gs_sched_free(fw);
 }
 
 int main(void) {

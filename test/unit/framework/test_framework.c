@@ -16,39 +16,39 @@
 #include <stdio.h>
 #include <string.h>
 
-static struct gs_fw *fw_new(uint32_t unit) {
+static struct gs_sched *fw_new(uint32_t unit) {
   struct gs_policy policy;
   size_t n;
   const struct gs_plugin_ops *const *plugins = gs_plugins_default(&n);
   gs_policy_init(&policy);
   policy.unit_mib = unit;
-  return gs_fw_new(&policy, plugins, n);
+  return gs__sched_new_with(&policy, plugins, n, NULL);
 }
 
-static void add_node(struct gs_fw *fw, const char *name, enum gs_mode mode, uint32_t gpus,
+static void add_node(struct gs_sched *fw, const char *name, enum gs_mode mode, uint32_t gpus,
                      uint64_t units) {
   struct gs_node_spec spec = gs_test_node(name, mode, gpus, units);
   assert_int_equal(gs_fw_node_upsert(fw, &spec), GS_EOK);
 }
 
-static uint64_t used_mib(struct gs_fw *fw, const char *node, uint32_t gpu) {
+static uint64_t used_mib(struct gs_sched *fw, const char *node, uint32_t gpu) {
   struct gs_test_used c = {node, gpu, 0};
-  gs_fw_read(fw, gs_test_used_fn, &c);
+  gs_sched_read(fw, gs_test_used_fn, NULL, &c);
   return c.used;
 }
 
 /* Binds pod to node the way the server does: prepare, then commit. */
-static enum gs_err bind(struct gs_fw *fw, const struct gs_pod_request *pod, const char *node,
+static enum gs_err bind(struct gs_sched *fw, const struct gs_pod_request *pod, const char *node,
                         struct gs_annotations *annots, struct gs_status *st) {
   bool fresh = false;
   enum gs_err err = gs_fw_reserve(fw, pod, node, 1000, annots, &fresh, st);
   if (err == GS_EOK)
-    gs_fw_post_bind(fw, pod->uid);
+    gs_sched_post_bind(fw, pod->uid);
   return err;
 }
 
 static void test_unit_128mib_fills_one_gpu(void **state) {
-  struct gs_fw *fw = fw_new(GS_UNIT_128MIB);
+  struct gs_sched *fw = fw_new(GS_UNIT_128MIB);
   const char *nodes[] = {"gpu-a"};
   struct gs_node_result r;
   struct gs_status st;
@@ -61,7 +61,7 @@ static void test_unit_128mib_fills_one_gpu(void **state) {
     struct gs_pod_request p;
     snprintf(name, sizeof name, "p%d", i);
     p = gs_test_mem_pod(name, 16, 1);
-    assert_int_equal(gs_fw_filter(fw, &p, nodes, 1, 0, &r), GS_EOK);
+    assert_int_equal(gs_sched_filter(fw, &p, nodes, 1, 0, &r), GS_EOK);
     assert_int_equal(r.code, GS_EOK);
     assert_int_equal(bind(fw, &p, "gpu-a", &a, &st), GS_EOK);
     assert_int_equal(used_mib(fw, "gpu-a", 0), (uint64_t)(i + 1) * 2048);
@@ -76,18 +76,18 @@ static void test_unit_128mib_fills_one_gpu(void **state) {
   {
     struct gs_pod_request p = gs_test_mem_pod("p8", 16, 1);
     struct gs_annotations a = {0};
-    assert_int_equal(gs_fw_filter(fw, &p, nodes, 1, 0, &r), GS_EOK);
+    assert_int_equal(gs_sched_filter(fw, &p, nodes, 1, 0, &r), GS_EOK);
     assert_int_equal(r.code, GS_ENOFIT);
     assert_string_equal(r.reason, "insufficient GPU memory on any single GPU");
     assert_int_not_equal(bind(fw, &p, "gpu-a", &a, &st), GS_EOK);
     assert_int_equal(a.n, 0);
     assert_int_equal(used_mib(fw, "gpu-a", 0), 16384);
   }
-  gs_fw_free(fw);
+  gs_sched_free(fw);
 }
 
 static void test_multi_card_split_and_refusal(void **state) {
-  struct gs_fw *fw = fw_new(GS_UNIT_GIB);
+  struct gs_sched *fw = fw_new(GS_UNIT_GIB);
   const char *nodes[] = {"gpu-b", "gpu-c"};
   struct gs_node_result r[2];
   struct gs_status st;
@@ -97,7 +97,7 @@ static void test_multi_card_split_and_refusal(void **state) {
 
   add_node(fw, "gpu-b", GS_MODE_SHARE, 4, 64);
   add_node(fw, "gpu-c", GS_MODE_SHARE, 4, 64);
-  assert_int_equal(gs_fw_filter(fw, &p, nodes, 2, 0, r), GS_EOK);
+  assert_int_equal(gs_sched_filter(fw, &p, nodes, 2, 0, r), GS_EOK);
   assert_int_equal(r[0].code, GS_EOK);
   assert_int_equal(bind(fw, &p, "gpu-b", &a, &st), GS_EOK);
   assert_string_equal(gs_annotations_get(&a, GS_ANN_ALLOCATION), "{\"0\":{\"0\":4,\"1\":4}}");
@@ -107,7 +107,7 @@ static void test_multi_card_split_and_refusal(void **state) {
   assert_int_equal(used_mib(fw, "gpu-b", 1), 4096);
   gs_annotations_clear(&a);
 
-  assert_int_equal(gs_fw_filter(fw, &bad, nodes, 2, 0, r), GS_EOK);
+  assert_int_equal(gs_sched_filter(fw, &bad, nodes, 2, 0, r), GS_EOK);
   for (int i = 0; i < 2; i++) {
     assert_int_equal(r[i].code, GS_EUNRESOLVABLE);
     gs_test_assert_reason_label(&r[i].status); /* the prefilter's, copied per node */
@@ -115,11 +115,11 @@ static void test_multi_card_split_and_refusal(void **state) {
     assert_non_null(strstr(r[i].reason, "2"));
   }
   assert_string_equal(r[0].reason, r[1].reason);
-  gs_fw_free(fw);
+  gs_sched_free(fw);
 }
 
 static void test_reasons_never_name_nodes(void **state) {
-  struct gs_fw *fw = fw_new(GS_UNIT_GIB);
+  struct gs_sched *fw = fw_new(GS_UNIT_GIB);
   const char *nodes[] = {"plain-node", "cpu-node", "ghost-node"};
   struct gs_node_result r[3];
   struct gs_pod_request p = gs_test_mem_pod("x", 1, 1);
@@ -127,7 +127,7 @@ static void test_reasons_never_name_nodes(void **state) {
 
   add_node(fw, "plain-node", GS_MODE_NONE, 2, 32);
   add_node(fw, "cpu-node", GS_MODE_SHARE, 0, 0);
-  assert_int_equal(gs_fw_filter(fw, &p, nodes, 3, 0, r), GS_EOK);
+  assert_int_equal(gs_sched_filter(fw, &p, nodes, 3, 0, r), GS_EOK);
   assert_string_equal(r[0].reason, "node is not a GPU-sharing node");
   assert_string_equal(r[1].reason, "node is not a GPU-sharing node");
   assert_string_equal(r[2].reason, "node unknown to gpushare");
@@ -136,11 +136,11 @@ static void test_reasons_never_name_nodes(void **state) {
     gs_test_assert_reason_label(&r[i].status);
     assert_null(strstr(r[i].reason, nodes[i]));
   }
-  gs_fw_free(fw);
+  gs_sched_free(fw);
 }
 
 static void test_bind_is_idempotent_and_abort_frees(void **state) {
-  struct gs_fw *fw = fw_new(GS_UNIT_GIB);
+  struct gs_sched *fw = fw_new(GS_UNIT_GIB);
   struct gs_pod_request p = gs_test_mem_pod("idem", 6, 1), q = gs_test_mem_pod("other", 12, 1);
   struct gs_annotations a1 = {0}, a2 = {0};
   struct gs_status st;
@@ -170,18 +170,18 @@ static void test_bind_is_idempotent_and_abort_frees(void **state) {
   /* A failed apiserver bind undoes a fresh reservation. */
   assert_int_equal(gs_fw_reserve(fw, &q, "gpu-d", 3000, &a2, &fresh, &st), GS_EOK);
   assert_true(fresh);
-  gs_fw_unreserve(fw, &q, "gpu-d");
+  gs_sched_unreserve(fw, &q, "gpu-d");
   gs_annotations_clear(&a2);
   assert_int_equal(used_mib(fw, "gpu-d", 0) + used_mib(fw, "gpu-d", 1), 6144);
 
   /* Deleted pods free their memory. */
   gs_fw_pod_gone(fw, p.uid);
   assert_int_equal(used_mib(fw, "gpu-d", 0) + used_mib(fw, "gpu-d", 1), 0);
-  gs_fw_free(fw);
+  gs_sched_free(fw);
 }
 
 static void test_expire_assumed(void **state) {
-  struct gs_fw *fw = fw_new(GS_UNIT_GIB);
+  struct gs_sched *fw = fw_new(GS_UNIT_GIB);
   struct gs_pod_request p = gs_test_mem_pod("stale", 4, 1);
   struct gs_annotations a = {0};
   struct gs_status st;
@@ -191,21 +191,21 @@ static void test_expire_assumed(void **state) {
   add_node(fw, "gpu-f", GS_MODE_SHARE, 1, 16);
   assert_int_equal(gs_fw_reserve(fw, &p, "gpu-f", 1000, &a, &fresh, &st), GS_EOK);
   gs_annotations_clear(&a);
-  assert_int_equal(gs_fw_expire_assumed(fw, 1500, 1000), 0);
-  assert_int_equal(gs_fw_expire_assumed(fw, 5000, 1000), 1);
+  assert_int_equal(gs_sched_expire_assumed(fw, 1500, 1000), 0);
+  assert_int_equal(gs_sched_expire_assumed(fw, 5000, 1000), 1);
   assert_int_equal(used_mib(fw, "gpu-f", 0), 0);
-  gs_fw_free(fw);
+  gs_sched_free(fw);
 }
 
 static void test_unmanaged_pod_passes(void **state) {
-  struct gs_fw *fw = fw_new(GS_UNIT_GIB);
+  struct gs_sched *fw = fw_new(GS_UNIT_GIB);
   struct gs_pod_request p = gs_test_mem_pod("cpu-only", 0, 1);
   const char *nodes[] = {"anything"};
   struct gs_node_result r;
   (void)state;
-  assert_int_equal(gs_fw_filter(fw, &p, nodes, 1, 0, &r), GS_EOK);
+  assert_int_equal(gs_sched_filter(fw, &p, nodes, 1, 0, &r), GS_EOK);
   assert_int_equal(r.code, GS_EOK);
-  gs_fw_free(fw);
+  gs_sched_free(fw);
 }
 
 /* A plugin with filter_score: prioritize takes its one-pass answer and
@@ -286,21 +286,43 @@ static void test_verdicts_are_error_codes(void **state) {
   assert_int_equal(GS_ERR_COUNT_, 20);
 }
 
+/* A plugin built against plugin.h 7 (its annotation hook was bind): the
+ * service refuses it and says which plugin and which versions. */
+static void test_old_plugin_version_refused(void **state) {
+  static const struct gs_plugin_ops old = {.name = "oldbind", .api_version = 7u};
+  static const struct gs_plugin_ops *const list[] = {&fs_plugin, &old};
+  struct gs_diag diag = {"", ""};
+  struct gs_policy policy;
+  (void)state;
+  assert_int_equal(GS_PLUGIN_API_VERSION, 8u);
+  gs_policy_init(&policy);
+  assert_null(gs__sched_new_with(&policy, list, 2, &diag));
+  assert_string_equal(diag.text, "plugin oldbind: built for GS_PLUGIN_API_VERSION 7, this gpushare "
+                                 "runs plugins of version 8 (rebuild it against gpushare/plugin.h: "
+                                 "docs/plugin.md)");
+  assert_null(gs__sched_new_with(&policy, list + 1, 1, NULL)); /* no diag: refused all the same */
+  diag.text[0] = '\0';
+  struct gs_sched *s = gs__sched_new_with(&policy, list, 1, &diag);
+  assert_non_null(s); /* the current version loads */
+  assert_string_equal(diag.text, "");
+  gs_sched_free(s);
+}
+
 static void test_filter_score_hook(void **state) {
   static const struct gs_plugin_ops *const list[] = {&fs_plugin};
   const char *names[] = {"a", "b", "c", "zz"};
   struct gs_node_result res[4];
   struct gs_pod_request pod = gs_test_mem_pod("p", 1, 1);
   struct gs_policy policy;
-  struct gs_fw *fw;
+  struct gs_sched *fw;
   (void)state;
   gs_policy_init(&policy);
-  fw = gs_fw_new(&policy, list, 1);
+  fw = gs__sched_new_with(&policy, list, 1, NULL);
   assert_non_null(fw);
   add_node(fw, "a", GS_MODE_SHARE, 1, 16);
   add_node(fw, "b", GS_MODE_SHARE, 1, 16);
   add_node(fw, "c", GS_MODE_SHARE, 1, 16);
-  assert_int_equal(gs_fw_prioritize(fw, &pod, names, 4, 1, res), GS_EOK);
+  assert_int_equal(gs_sched_prioritize(fw, &pod, names, 4, 1, res), GS_EOK);
   assert_int_equal(fs_score_calls, 0);
   assert_int_equal(fs_filter_calls, 0);
   assert_int_equal(fs_combined_calls, 3); /* zz is unknown to the ledger */
@@ -312,11 +334,11 @@ static void test_filter_score_hook(void **state) {
   assert_int_equal(res[2].code, GS_EOK);
   assert_int_equal(res[2].score, 0);
   assert_int_equal(res[3].code, GS_ENOFIT);
-  assert_int_equal(gs_fw_filter(fw, &pod, names, 4, 1, res), GS_EOK);
+  assert_int_equal(gs_sched_filter(fw, &pod, names, 4, 1, res), GS_EOK);
   assert_int_equal(fs_filter_calls, 3);
   assert_int_equal(fs_combined_calls, 3);
   assert_int_equal(res[1].code, GS_ENOFIT);
-  gs_fw_free(fw);
+  gs_sched_free(fw);
 }
 
 /* Per-cycle state: each plugin gets its own bytes, zeroed when a cycle
@@ -375,20 +397,20 @@ static void test_cycle_state(void **state) {
   struct gs_annotations ann = {0};
   struct gs_policy policy;
   struct gs_status st;
-  struct gs_fw *fw;
+  struct gs_sched *fw;
   bool fresh;
   (void)state;
   list[0] = &cs1_plugin;
   list[1] = &cs2_plugin;
   list[2] = defaults[n - 1]; /* gpumem reserves and binds */
   gs_policy_init(&policy);
-  fw = gs_fw_new(&policy, list, 3);
+  fw = gs__sched_new_with(&policy, list, 3, NULL);
   assert_non_null(fw);
   add_node(fw, "a", GS_MODE_SHARE, 1, 16);
   add_node(fw, "b", GS_MODE_SHARE, 1, 16);
   for (int round = 0; round < 3; round++) {
-    assert_int_equal(gs_fw_filter(fw, &pod, names, 2, 1, res), GS_EOK);
-    assert_int_equal(gs_fw_prioritize(fw, &pod, names, 2, 1, res), GS_EOK);
+    assert_int_equal(gs_sched_filter(fw, &pod, names, 2, 1, res), GS_EOK);
+    assert_int_equal(gs_sched_prioritize(fw, &pod, names, 2, 1, res), GS_EOK);
   }
   assert_int_equal(gs_fw_reserve(fw, &pod, "a", 1, &ann, &fresh, &st), GS_EOK);
   gs_annotations_clear(&ann);
@@ -396,7 +418,7 @@ static void test_cycle_state(void **state) {
   assert_int_equal(cs_seen_foreign, 0); /* and each plugin sees only its own */
   assert_int_equal(cs_filter_ok, 2 * 2 * 6);
   assert_int_equal(cs_reserve_ok, 2);
-  gs_fw_free(fw);
+  gs_sched_free(fw);
 }
 
 /* gpumem's one-pass prioritize gives each node the score placement gives. */
@@ -417,7 +439,7 @@ static void pick_fn(const struct gs_ledger *l, void *arg) {
 }
 
 static void test_prioritize_matches_placement(void **state) {
-  struct gs_fw *fw = fw_new(GS_UNIT_GIB);
+  struct gs_sched *fw = fw_new(GS_UNIT_GIB);
   const char *names[] = {"n0", "n1", "n2", "n3"};
   struct gs_node_result res[4];
   struct gs_annotations ann = {0};
@@ -435,14 +457,14 @@ static void test_prioritize_matches_placement(void **state) {
     gs_annotations_clear(&ann);
   }
   prio_pod = gs_test_mem_pod("new", 4, 1);
-  assert_int_equal(gs_fw_prioritize(fw, &prio_pod, names, 4, 1, res), GS_EOK);
+  assert_int_equal(gs_sched_prioritize(fw, &prio_pod, names, 4, 1, res), GS_EOK);
   for (int i = 0; i < 4; i++) {
     struct pick_call c = {names[i], 0, GS_ENOFIT};
-    gs_fw_read(fw, pick_fn, &c);
+    gs_sched_read(fw, pick_fn, NULL, &c);
     assert_int_equal(res[i].code, c.fit == GS_EOK ? GS_EOK : GS_ENOFIT);
     assert_int_equal(res[i].score, c.score);
   }
-  gs_fw_free(fw);
+  gs_sched_free(fw);
 }
 
 /* nodePolicy frag through the plugins: gpumem learns the requests it sees
@@ -455,13 +477,13 @@ static void test_frag_policy(void **state) {
   struct gs_node_result res[2];
   struct gs_annotations ann = {0};
   struct gs_status st;
-  struct gs_fw *fw;
+  struct gs_sched *fw;
   bool fresh;
   (void)state;
   gs_policy_init(&policy);
   policy.node_policy = GS_PLACE_FRAG;
   policy.frag_aware = true;
-  fw = gs_fw_new(&policy, plugins, n);
+  fw = gs__sched_new_with(&policy, plugins, n, NULL);
   assert_non_null(fw);
   add_node(fw, "empty", GS_MODE_SHARE, 8, 256);
   add_node(fw, "used", GS_MODE_SHARE, 8, 256);
@@ -469,7 +491,7 @@ static void test_frag_policy(void **state) {
     struct gs_pod_request full = gs_test_mem_pod("full", 32, 1);
     assert_int_equal(gs_fw_reserve(fw, &full, "used", 1, &ann, &fresh, &st), GS_EOK);
     gs_annotations_clear(&ann);
-    gs_fw_post_bind(fw, full.uid);
+    gs_sched_post_bind(fw, full.uid);
   }
   /* Requests seen: many small ones and a few 8 × 32 GiB jobs. */
   for (int i = 0; i < 20; i++) {
@@ -477,11 +499,11 @@ static void test_frag_policy(void **state) {
     struct gs_pod_request p;
     snprintf(pname, sizeof pname, "%s%d", i % 5 == 0 ? "job" : "small", i);
     p = i % 5 == 0 ? gs_test_mem_pod(pname, 256, 8) : gs_test_mem_pod(pname, 8, 1);
-    assert_int_equal(gs_fw_filter(fw, &p, names, 2, 1, res), GS_EOK);
+    assert_int_equal(gs_sched_filter(fw, &p, names, 2, 1, res), GS_EOK);
   }
   {
     struct gs_pod_request p = gs_test_mem_pod("newsmall", 8, 1);
-    assert_int_equal(gs_fw_prioritize(fw, &p, names, 2, 1, res), GS_EOK);
+    assert_int_equal(gs_sched_prioritize(fw, &p, names, 2, 1, res), GS_EOK);
     assert_int_equal(res[0].code, GS_EOK);
     assert_int_equal(res[1].code, GS_EOK);
     assert_true(res[1].score > res[0].score);
@@ -498,12 +520,12 @@ static void test_frag_policy(void **state) {
     struct gs_pod_request cpu = gs_test_mem_pod("cpu", 0, 1);
     cpu.ncontainers = 1;
     cpu.cpu_milli = 2000;
-    assert_int_equal(gs_fw_filter(fw, &cpu, three, 3, 1, r3), GS_EOK);
+    assert_int_equal(gs_sched_filter(fw, &cpu, three, 3, 1, r3), GS_EOK);
     for (int i = 0; i < 3; i++) {
       assert_int_equal(r3[i].code, GS_EOK);
       assert_string_equal(r3[i].reason, "");
     }
-    assert_int_equal(gs_fw_prioritize(fw, &cpu, three, 3, 1, r3), GS_EOK);
+    assert_int_equal(gs_sched_prioritize(fw, &cpu, three, 3, 1, r3), GS_EOK);
     assert_int_equal(r3[0].code, GS_EOK);
     assert_int_equal(r3[0].score100, 50);
     assert_int_equal(r3[0].score, 5);
@@ -512,7 +534,7 @@ static void test_frag_policy(void **state) {
     assert_int_equal(gs_fw_reserve(fw, &cpu, "empty", 1, &ann, &fresh, &st), GS_EINVAL);
     assert_string_equal(st.reason, "pod requests no GPU resource managed by gpushare");
   }
-  gs_fw_free(fw);
+  gs_sched_free(fw);
 }
 
 /* The framework checks the pod once per verb and hands the per-node hooks
@@ -576,24 +598,24 @@ static void test_prepared_pod_in_cycle(void **state) {
   struct gs_annotations ann = {0};
   struct gs_status st;
   struct gs_policy policy;
-  struct gs_fw *fw;
+  struct gs_sched *fw;
   bool fresh;
   (void)state;
   gs_policy_init(&policy);
-  fw = gs_fw_new(&policy, list, 1);
+  fw = gs__sched_new_with(&policy, list, 1, NULL);
   assert_non_null(fw);
   add_node(fw, "a", GS_MODE_SHARE, 1, 16);
   add_node(fw, "b", GS_MODE_SHARE, 1, 16);
   probe_pod = &pod;
-  assert_int_equal(gs_fw_filter(fw, &pod, names, 2, 1, res), GS_EOK);
-  assert_int_equal(gs_fw_prioritize(fw, &pod, names, 2, 1, res), GS_EOK);
+  assert_int_equal(gs_sched_filter(fw, &pod, names, 2, 1, res), GS_EOK);
+  assert_int_equal(gs_sched_prioritize(fw, &pod, names, 2, 1, res), GS_EOK);
   assert_int_equal(probe_calls[1], 4);
   assert_int_equal(probe_seen_place[1], 4);
   assert_int_equal(probe_calls[2], 2);
   assert_int_equal(probe_seen_place[2], 2);
   /* 3 GiB over 2 GPUs is invalid: the plugin is still asked, without it. */
   probe_pod = &bad;
-  assert_int_equal(gs_fw_filter(fw, &bad, names, 2, 1, res), GS_EOK);
+  assert_int_equal(gs_sched_filter(fw, &bad, names, 2, 1, res), GS_EOK);
   assert_int_equal(probe_calls[1], 6);
   assert_int_equal(probe_seen_place[1], 4);
   probe_pod = &pod;
@@ -604,7 +626,7 @@ static void test_prepared_pod_in_cycle(void **state) {
   assert_int_equal(probe_seen_place[0], 0);
   assert_int_equal(probe_calls[3], 1);
   assert_int_equal(probe_seen_place[3], 0);
-  gs_fw_free(fw);
+  gs_sched_free(fw);
 }
 
 /* gpumem answers the same with the framework's prepared pod as without
@@ -659,7 +681,7 @@ static void test_gpumem_prepared_same(void **state) {
   (void)state;
   for (int frag = 0; frag < 2; frag++) {
     struct gs_policy policy;
-    struct gs_fw *fw;
+    struct gs_sched *fw;
     struct gs_annotations ann = {0};
     struct gs_status st;
     bool fresh;
@@ -669,7 +691,7 @@ static void test_gpumem_prepared_same(void **state) {
     gs_policy_init(&policy);
     if (frag)
       policy.node_policy = GS_PLACE_FRAG;
-    fw = gs_fw_new(&policy, plugins, np);
+    fw = gs__sched_new_with(&policy, plugins, np, NULL);
     assert_non_null(fw);
     add_node(fw, "s0", GS_MODE_SHARE, 2, 32);
     add_node(fw, "s1", GS_MODE_SHARE, 4, 64);
@@ -685,9 +707,9 @@ static void test_gpumem_prepared_same(void **state) {
                        GS_EOK);
       gs_annotations_clear(&ann);
     }
-    call = (struct gpumem_call){gs_fw_policy(fw), gs_fw_plugin_state_for_test(fw, "gpumem"), names, 5};
-    gs_fw_read(fw, gpumem_same_fn, &call);
-    gs_fw_free(fw);
+    call = (struct gpumem_call){gs_sched_policy(fw), gs_fw_plugin_state_for_test(fw, "gpumem"), names, 5};
+    gs_sched_read(fw, gpumem_same_fn, NULL, &call);
+    gs_sched_free(fw);
   }
 }
 
@@ -721,19 +743,19 @@ static void test_result_is_plugin_status(void **state) {
   struct gs_node_result res[3];
   struct gs_pod_request pod = gs_test_mem_pod("p", 1, 1);
   struct gs_policy policy;
-  struct gs_fw *fw;
+  struct gs_sched *fw;
   (void)state;
   gs_policy_init(&policy);
-  fw = gs_fw_new(&policy, list, 2);
+  fw = gs__sched_new_with(&policy, list, 2, NULL);
   assert_non_null(fw);
   for (int i = 0; i < 3; i++)
     add_node(fw, names[i], GS_MODE_SHARE, 1, 16);
   for (int verb = 0; verb < 2; verb++) {
     memset(res, 0x55, sizeof res);
     if (verb == 0)
-      assert_int_equal(gs_fw_filter(fw, &pod, names, 3, 1, res), GS_EOK);
+      assert_int_equal(gs_sched_filter(fw, &pod, names, 3, 1, res), GS_EOK);
     else
-      assert_int_equal(gs_fw_prioritize(fw, &pod, names, 3, 1, res), GS_EOK);
+      assert_int_equal(gs_sched_prioritize(fw, &pod, names, 3, 1, res), GS_EOK);
     assert_int_equal(res[0].code, GS_EOK);
     assert_string_equal(res[0].reason, "");
     assert_int_equal(res[0].score, verb == 0 ? 0 : 7); /* fs_combined's score */
@@ -744,7 +766,7 @@ static void test_result_is_plugin_status(void **state) {
     assert_int_equal(res[2].code, GS_EUNRESOLVABLE);
     assert_string_equal(res[2].reason, "refused here");
   }
-  gs_fw_free(fw);
+  gs_sched_free(fw);
 }
 
 int main(void) {
@@ -763,6 +785,7 @@ int main(void) {
       cmocka_unit_test(test_prepared_pod_in_cycle),
       cmocka_unit_test(test_gpumem_prepared_same),
       cmocka_unit_test(test_result_is_plugin_status),
+      cmocka_unit_test(test_old_plugin_version_refused),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,5 +1,5 @@
-/* The memo of the last prioritize (gs_fw_prioritize_memo): node for node
- * the answers of a fresh gs_fw_prioritize after every kind of ledger
+/* The memo of the last prioritize (gs_sched_prioritize_memo): node for node
+ * the answers of a fresh gs_sched_prioritize after every kind of ledger
  * change — reservations, releases, GPU health, node updates, nodes added
  * and removed, more changes than the log holds — while reusing what it
  * may: a pod signed as the last one is evaluated again only on the nodes
@@ -40,16 +40,16 @@ static struct gs_node_spec spec_of(uint32_t i, uint32_t *s) {
   return spec;
 }
 
-static struct gs_fw *cluster(enum gs_placement node_policy, uint32_t *s) {
+static struct gs_sched *cluster(enum gs_placement node_policy, uint32_t *s) {
   struct gs_policy policy;
   size_t n;
   const struct gs_plugin_ops *const *plugins = gs_plugins_default(&n);
-  struct gs_fw *fw;
+  struct gs_sched *fw;
   gs_policy_init(&policy);
   policy.node_policy = node_policy;
   policy.frag_aware = node_policy == GS_PLACE_FRAG;
   policy.cgpu_max_pods = 3; /* reached now and then: the cap's refusals change too */
-  fw = gs_fw_new(&policy, plugins, n);
+  fw = gs__sched_new_with(&policy, plugins, n, NULL);
   assert_non_null(fw);
   for (uint32_t i = 0; i < LISTED; i++) {
     snprintf(names_buf[i], sizeof names_buf[i], "n%04u", i);
@@ -114,7 +114,7 @@ struct placed {
 
 /* One step of a cluster's life; returns how many ledger changes it made
  * (*set: a node came or left). */
-static unsigned change(struct gs_fw *fw, uint32_t *s, struct placed *live, size_t *nlive,
+static unsigned change(struct gs_sched *fw, uint32_t *s, struct placed *live, size_t *nlive,
                        bool *present, bool *set) {
   uint32_t i = rnd(s, NODES), what = rnd(s, 20);
   if (what < 8 && *nlive > 0) { /* a pod ends */
@@ -135,7 +135,7 @@ static unsigned change(struct gs_fw *fw, uint32_t *s, struct placed *live, size_
   }
   if (what == 13) { /* a node leaves, or comes (back) */
     if (present[i]) {
-      assert_int_equal(gs_fw_node_remove(fw, names[i]), GS_EOK);
+      assert_int_equal(gs_sched_node_remove(fw, names[i]), GS_EOK);
       for (size_t k = 0; k < *nlive;) /* its pods went with it */
         if (strncmp(live[k].uid, names[i], 5) == 0)
           live[k] = live[--*nlive];
@@ -159,9 +159,9 @@ static void run_life(enum gs_placement np, uint32_t seed) {
   static struct placed live[4096];
   static bool present[LISTED];
   const struct gs_node_result *got;
-  struct gs_fw_memo *memo = gs_fw_memo_new();
+  struct gs_sched_memo *memo = gs_sched_memo_new();
   uint32_t s = seed;
-  struct gs_fw *fw = cluster(np, &s);
+  struct gs_sched *fw = cluster(np, &s);
   size_t nlive = 0, reused = 0;
   char last_sig[GS_REASON_MAX] = "";
   unsigned changes = 0;
@@ -172,19 +172,19 @@ static void run_life(enum gs_placement np, uint32_t seed) {
   for (uint32_t step = 0; step < 1500; step++) {
     struct gs_pod_request p = pod_of(step, &s);
     char sig[GS_REASON_MAX];
-    bool signed_ = gs_place_signature(&p, gs_fw_policy(fw), sig) == GS_EOK && sig[0] != '\0';
+    bool signed_ = gs_place_signature(&p, gs_sched_policy(fw), sig) == GS_EOK && sig[0] != '\0';
     int b;
-    assert_int_equal(gs_fw_prioritize_memo(fw, memo, &p, names, LISTED, step, &got), GS_EOK);
-    assert_int_equal(gs_fw_prioritize(fw, &p, names, LISTED, step, fresh), GS_EOK);
+    assert_int_equal(gs_sched_prioritize_memo(fw, memo, &p, names, LISTED, step, &got), GS_EOK);
+    assert_int_equal(gs_sched_prioritize(fw, &p, names, LISTED, step, fresh), GS_EOK);
     same(fresh, got, step);
     /* reuse exactly when allowed: the same signature, no node came or
      * left, a few changes */
     if (signed_ && strcmp(sig, last_sig) == 0 && !set && changes <= 16) {
-      assert_true(gs_fw_memo_evaluated(memo) <= changes);
+      assert_true(gs_sched_memo_evaluated(memo) <= changes);
       reused++;
     } else if (!signed_ || strcmp(sig, last_sig) != 0) {
       if (p.mem_units[0] != 0 && p.mem_units[0] != 999)
-        assert_int_equal(gs_fw_memo_evaluated(memo), LISTED);
+        assert_int_equal(gs_sched_memo_evaluated(memo), LISTED);
     }
     snprintf(last_sig, sizeof last_sig, "%s", signed_ ? sig : "");
     changes = 0;
@@ -198,7 +198,7 @@ static void run_life(enum gs_placement np, uint32_t seed) {
       assert_int_equal(gs_fw_reserve(fw, &p, names[b], step, &annots, &fresh_res, &st),
                        GS_EOK);
       gs_annotations_clear(&annots);
-      gs_fw_post_bind(fw, p.uid);
+      gs_sched_post_bind(fw, p.uid);
       snprintf(live[nlive++].uid, sizeof live[0].uid, "%s", p.uid);
       changes++;
     }
@@ -212,8 +212,8 @@ static void run_life(enum gs_placement np, uint32_t seed) {
     assert_true(reused > 300); /* the memo was used, not only right */
   else
     assert_int_equal(reused, 0);
-  gs_fw_memo_free(memo);
-  gs_fw_free(fw);
+  gs_sched_memo_free(memo);
+  gs_sched_free(fw);
 }
 
 static void test_binpack(void **state) {
@@ -234,14 +234,14 @@ static void test_frag_never_reused(void **state) {
 
 /* A reservation changes one node: the next pod signed alike is evaluated
  * there only, and sees that node's new state; another list (or the same
- * array after gs_fw_memo_forget) is evaluated whole. */
+ * array after gs_sched_memo_forget) is evaluated whole. */
 static void test_one_node_again(void **state) {
   const struct gs_node_result *got;
-  struct gs_fw_memo *memo = gs_fw_memo_new();
+  struct gs_sched_memo *memo = gs_sched_memo_new();
   struct gs_policy policy;
   size_t np;
   const struct gs_plugin_ops *const *plugins = gs_plugins_default(&np);
-  struct gs_fw *fw;
+  struct gs_sched *fw;
   const char *list[3] = {"a", "b", "c"};
   struct gs_pod_request p = gs_test_mem_pod("x", 16, 1);
   struct gs_annotations annots = {0};
@@ -249,32 +249,32 @@ static void test_one_node_again(void **state) {
   bool fresh;
   (void)state;
   gs_policy_init(&policy);
-  fw = gs_fw_new(&policy, plugins, np);
+  fw = gs__sched_new_with(&policy, plugins, np, NULL);
   assert_non_null(fw);
   for (int i = 0; i < 3; i++) {
     struct gs_node_spec spec = gs_test_node(list[i], GS_MODE_SHARE, 1, 16);
     assert_int_equal(gs_fw_node_upsert(fw, &spec), GS_EOK);
   }
-  assert_int_equal(gs_fw_prioritize_memo(fw, memo, &p, list, 3, 0, &got), GS_EOK);
-  assert_int_equal(gs_fw_memo_evaluated(memo), 3);
+  assert_int_equal(gs_sched_prioritize_memo(fw, memo, &p, list, 3, 0, &got), GS_EOK);
+  assert_int_equal(gs_sched_memo_evaluated(memo), 3);
   assert_int_equal(got[1].code, GS_EOK);
   assert_int_equal(gs_fw_reserve(fw, &p, "b", 0, &annots, &fresh, &st), GS_EOK);
   gs_annotations_clear(&annots);
   snprintf(p.uid, sizeof p.uid, "uid-y"); /* the next pod, signed alike */
-  assert_int_equal(gs_fw_prioritize_memo(fw, memo, &p, list, 3, 0, &got), GS_EOK);
-  assert_int_equal(gs_fw_memo_evaluated(memo), 1);
+  assert_int_equal(gs_sched_prioritize_memo(fw, memo, &p, list, 3, 0, &got), GS_EOK);
+  assert_int_equal(gs_sched_memo_evaluated(memo), 1);
   assert_int_equal(got[0].code, GS_EOK);
   assert_int_equal(got[1].code, GS_ENOFIT); /* b's one GPU is full now */
   assert_int_equal(got[2].code, GS_EOK);
-  assert_int_equal(gs_fw_prioritize_memo(fw, memo, &p, list, 3, 0, &got), GS_EOK);
-  assert_int_equal(gs_fw_memo_evaluated(memo), 0); /* nothing changed */
-  assert_int_equal(gs_fw_prioritize_memo(fw, memo, &p, list, 2, 0, &got), GS_EOK);
-  assert_int_equal(gs_fw_memo_evaluated(memo), 2); /* another list */
-  gs_fw_memo_forget(memo);
-  assert_int_equal(gs_fw_prioritize_memo(fw, memo, &p, list, 2, 0, &got), GS_EOK);
-  assert_int_equal(gs_fw_memo_evaluated(memo), 2);
-  gs_fw_memo_free(memo);
-  gs_fw_free(fw);
+  assert_int_equal(gs_sched_prioritize_memo(fw, memo, &p, list, 3, 0, &got), GS_EOK);
+  assert_int_equal(gs_sched_memo_evaluated(memo), 0); /* nothing changed */
+  assert_int_equal(gs_sched_prioritize_memo(fw, memo, &p, list, 2, 0, &got), GS_EOK);
+  assert_int_equal(gs_sched_memo_evaluated(memo), 2); /* another list */
+  gs_sched_memo_forget(memo);
+  assert_int_equal(gs_sched_prioritize_memo(fw, memo, &p, list, 2, 0, &got), GS_EOK);
+  assert_int_equal(gs_sched_memo_evaluated(memo), 2);
+  gs_sched_memo_free(memo);
+  gs_sched_free(fw);
 }
 
 int main(void) {

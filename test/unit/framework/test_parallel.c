@@ -30,16 +30,16 @@ static uint32_t rnd(uint32_t *s, uint32_t n) {
 
 /* NODES nodes: share, cgpu, mps and plain, 1–8 GPUs of 16 or 32 GiB,
  * loaded at random, some with host resources known. */
-static struct gs_fw *cluster(enum gs_placement node_policy) {
+static struct gs_sched *cluster(enum gs_placement node_policy) {
   struct gs_policy policy;
   size_t n;
   const struct gs_plugin_ops *const *plugins = gs_plugins_default(&n);
-  struct gs_fw *fw;
+  struct gs_sched *fw;
   uint32_t s = 7;
   gs_policy_init(&policy);
   policy.node_policy = node_policy;
   policy.frag_aware = node_policy == GS_PLACE_FRAG;
-  fw = gs_fw_new(&policy, plugins, n);
+  fw = gs__sched_new_with(&policy, plugins, n, NULL);
   assert_non_null(fw);
   for (uint32_t i = 0; i < NODES; i++) {
     static const enum gs_mode modes[] = {GS_MODE_SHARE, GS_MODE_CGPU, GS_MODE_MPS, GS_MODE_NONE};
@@ -69,7 +69,7 @@ static struct gs_fw *cluster(enum gs_placement node_policy) {
     if (rnd(&s, 2)) {
       const char *one[1] = {names[i]};
       struct gs_host h = {64000, 262144, rnd(&s, 64000), rnd(&s, 262144)};
-      gs_fw_nodes_set_host(fw, one, &h, 1);
+      gs_sched_nodes_set_host(fw, one, &h, 1);
     }
   }
   return fw;
@@ -111,14 +111,14 @@ static void test_same_answers(void **state) {
   (void)state;
   for (int pol = 0; pol < 3; pol++) {
     enum gs_placement np = pol == 0 ? GS_PLACE_BINPACK : pol == 1 ? GS_PLACE_SPREAD : GS_PLACE_FRAG;
-    struct gs_fw *fw = cluster(np);
+    struct gs_sched *fw = cluster(np);
     uint32_t s = 11;
     for (uint32_t i = 0; i < 24; i++) {
       struct gs_pod_request p = pod_of(i, &s);
       for (int verb = 0; verb < 2; verb++) {
-        enum gs_err (*fn)(struct gs_fw *, const struct gs_pod_request *, const char *const *,
+        enum gs_err (*fn)(struct gs_sched *, const struct gs_pod_request *, const char *const *,
                           size_t, int64_t, struct gs_node_result *) =
-            verb ? gs_fw_prioritize : gs_fw_filter;
+            verb ? gs_sched_prioritize : gs_sched_filter;
         assert_int_equal(gs_fw_set_parallel(fw, 0, 1), GS_EOK);
         assert_int_equal(fn(fw, &p, names, NODES, 1, one), GS_EOK);
         assert_int_equal(gs_fw_set_parallel(fw, 3, 1), GS_EOK);
@@ -127,12 +127,12 @@ static void test_same_answers(void **state) {
         same(one, many);
       }
     }
-    gs_fw_free(fw);
+    gs_sched_free(fw);
   }
 }
 
 struct caller {
-  struct gs_fw *fw;
+  struct gs_sched *fw;
   struct gs_pod_request pod;
   struct gs_node_result res[NODES];
 };
@@ -140,7 +140,7 @@ struct caller {
 static void *call(void *arg) {
   struct caller *c = arg;
   for (int k = 0; k < 20; k++)
-    if (gs_fw_prioritize(c->fw, &c->pod, names, NODES, 1, c->res) != GS_EOK)
+    if (gs_sched_prioritize(c->fw, &c->pod, names, NODES, 1, c->res) != GS_EOK)
       return arg;
   return NULL;
 }
@@ -150,7 +150,7 @@ static void *call(void *arg) {
 static void test_two_callers(void **state) {
   static struct gs_node_result want[2][NODES];
   static struct caller c[2];
-  struct gs_fw *fw = cluster(GS_PLACE_FRAG);
+  struct gs_sched *fw = cluster(GS_PLACE_FRAG);
   pthread_t t[2];
   uint32_t s = 5;
   void *rv;
@@ -160,10 +160,10 @@ static void test_two_callers(void **state) {
     c[i].fw = fw;
     c[i].pod = pod_of((uint32_t)(4 * i), &s); /* one-card pods */
     /* first seen here: frag learns both before the answers are taken */
-    assert_int_equal(gs_fw_prioritize(fw, &c[i].pod, names, NODES, 1, want[i]), GS_EOK);
+    assert_int_equal(gs_sched_prioritize(fw, &c[i].pod, names, NODES, 1, want[i]), GS_EOK);
   }
   for (int i = 0; i < 2; i++)
-    assert_int_equal(gs_fw_prioritize(fw, &c[i].pod, names, NODES, 1, want[i]), GS_EOK);
+    assert_int_equal(gs_sched_prioritize(fw, &c[i].pod, names, NODES, 1, want[i]), GS_EOK);
   assert_int_equal(gs_fw_set_parallel(fw, 2, 1), GS_EOK);
   for (int i = 0; i < 2; i++)
     assert_int_equal(pthread_create(&t[i], NULL, call, &c[i]), 0);
@@ -172,7 +172,7 @@ static void test_two_callers(void **state) {
     assert_null(rv);
     same(want[i], c[i].res);
   }
-  gs_fw_free(fw);
+  gs_sched_free(fw);
 }
 
 int main(void) {
