@@ -1,0 +1,176 @@
+/* GPU-aware preemption for a whole gang (include/gpushare/gang_preempt.h,
+ * docs/gangs.md "Preemption").
+ *
+ * Greedy over the slots, each on the node where k GPUs cost least. A GPU is
+ * usable when it is healthy and everything on it is a candidate; its cost
+ * is the candidates on it not already chosen (a victim chosen for one slot
+ * frees all of its GPUs, which then cost nothing to the next slot). The
+ * choice is made on a scratch copy and written out only when every slot
+ * found a node: all or nothing. */
+#include <gpushare/alloc.h>
+#include <gpushare/gang_preempt.h>
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+struct cost {
+  int32_t maxprio; /* INT32_MIN: free already */
+  uint32_t count;
+};
+
+static int cost_cmp(const struct cost *a, const struct cost *b) {
+  if (a->maxprio != b->maxprio)
+    return a->maxprio < b->maxprio ? -1 : 1;
+  if (a->count != b->count)
+    return a->count < b->count ? -1 : 1;
+  return 0;
+}
+
+static bool touches(const struct gs_alloc *a, uint32_t g, uint64_t *ret_mib) {
+  bool t = false;
+  *ret_mib = 0;
+  for (uint32_t i = 0; i < a->nparts; i++)
+    if (a->parts[i].gpu == g) {
+      *ret_mib += gs_alloc_part_mib(a, &a->parts[i]);
+      t = true;
+    }
+  return t;
+}
+
+/* GPU g of node: usable (everything on it may go) and at what cost, given
+ * the victims already chosen (out). */
+static bool gpu_cost(const struct gs_node *node, uint32_t g, const struct gs_preempt_candidate *cands,
+                     size_t ncands, const bool *out, struct cost *ret) {
+  const struct gs_gpu *gpu = &node->gpus[g];
+  uint64_t cand_mib = 0;
+  bool owner_is_cand = gpu->owner == NULL;
+  struct cost c = {INT32_MIN, 0};
+  if (!gpu->healthy)
+    return false;
+  for (size_t i = 0; i < ncands; i++) {
+    const struct gs_alloc *a = cands[i].alloc;
+    uint64_t mib;
+    if (strcmp(a->node, node->name) != 0 || !touches(a, g, &mib))
+      continue;
+    cand_mib += mib;
+    owner_is_cand = owner_is_cand || gpu->owner == a;
+    if (out[i])
+      continue;
+    if (c.count == 0 || a->priority > c.maxprio)
+      c.maxprio = a->priority;
+    c.count++;
+  }
+  if (!owner_is_cand || gpu->used_mib > cand_mib)
+    return false; /* something that may not go is there */
+  *ret = c;
+  return true;
+}
+
+/* The k cheapest usable GPUs of node not taken yet: their mask and the
+ * cost of taking them (the highest priority, the victims). false: fewer
+ * than k usable. */
+static bool node_cost(const struct gs_node *node, uint64_t taken, uint32_t k,
+                      const struct gs_preempt_candidate *cands, size_t ncands, const bool *out,
+                      uint64_t *ret_set, struct cost *ret_cost, uint32_t *ret_usable) {
+  struct cost costs[GS_MAX_GPUS];
+  uint32_t idx[GS_MAX_GPUS], n = 0;
+  struct cost total = {INT32_MIN, 0};
+  uint64_t set = 0;
+  for (uint32_t g = 0; g < node->ngpus && g < GS_MAX_GPUS; g++) {
+    if (taken & (UINT64_C(1) << g))
+      continue;
+    if (gpu_cost(node, g, cands, ncands, out, &costs[g]))
+      idx[n++] = g;
+  }
+  if (n < k)
+    return false;
+  /* insertion sort by cost, lowest index first on ties (n <= 64) */
+  for (uint32_t i = 1; i < n; i++) {
+    uint32_t v = idx[i], j = i;
+    for (; j > 0 && cost_cmp(&costs[v], &costs[idx[j - 1]]) < 0; j--)
+      idx[j] = idx[j - 1];
+    idx[j] = v;
+  }
+  for (uint32_t i = 0; i < k; i++) {
+    const struct cost *c = &costs[idx[i]];
+    set |= UINT64_C(1) << idx[i];
+    if (c->count > 0 && (total.count == 0 || c->maxprio > total.maxprio))
+      total.maxprio = c->maxprio;
+    total.count += c->count;
+  }
+  *ret_set = set;
+  *ret_cost = total;
+  *ret_usable = n;
+  return true;
+}
+
+enum gs_err gs_gang_preempt_pick(const struct gs_node *const *nodes, size_t nnodes, uint32_t slots,
+                                 uint32_t k, const struct gs_preempt_candidate *cands,
+                                 size_t ncands, bool *ret_out, size_t *ret_first,
+                                 struct gs_status *st) {
+  bool *out = NULL;
+  uint64_t *taken = NULL;
+  size_t first = nnodes;
+  uint32_t done = 0;
+  enum gs_err err = GS_EOK;
+
+  if (k == 0 || slots == 0 || k > GS_MAX_GPUS)
+    return gs_status_set(st, GS_EINVAL, GS_R_OTHER, "a gang of %" PRIu32 " slots of %" PRIu32
+                         " GPUs cannot be preempted for", slots, k);
+  out = gs_calloc(ncands ? ncands : 1, sizeof *out);
+  taken = gs_calloc(nnodes ? nnodes : 1, sizeof *taken);
+  if (out == NULL || taken == NULL) {
+    err = gs_status_set(st, GS_ENOMEM, GS_R_OTHER, "out of memory");
+    goto done;
+  }
+  for (; done < slots; done++) {
+    size_t best = nnodes;
+    uint64_t best_set = 0;
+    struct cost best_cost = {0, 0};
+    uint32_t best_usable = 0;
+    for (size_t i = 0; i < nnodes; i++) {
+      uint64_t set;
+      struct cost c;
+      uint32_t usable;
+      if (nodes[i] == NULL || nodes[i]->mode != GS_MODE_TOPOLOGY ||
+          !node_cost(nodes[i], taken[i], k, cands, ncands, out, &set, &c, &usable))
+        continue;
+      if (best == nnodes || cost_cmp(&c, &best_cost) < 0 ||
+          (cost_cmp(&c, &best_cost) == 0 && usable < best_usable)) {
+        best = i;
+        best_set = set;
+        best_cost = c;
+        best_usable = usable;
+      }
+    }
+    if (best == nnodes)
+      break;
+    if (first == nnodes)
+      first = best;
+    taken[best] |= best_set;
+    for (size_t c = 0; c < ncands; c++) {
+      uint64_t mib;
+      if (out[c] || strcmp(cands[c].alloc->node, nodes[best]->name) != 0)
+        continue;
+      for (uint32_t g = 0; g < GS_MAX_GPUS && !out[c]; g++)
+        if ((best_set & (UINT64_C(1) << g)) && touches(cands[c].alloc, g, &mib))
+          out[c] = true;
+    }
+  }
+  if (done < slots) {
+    err = gs_status_set(st, GS_ENOFIT, GS_R_GANG_NO_FIT,
+                        "gang preemption: only %" PRIu32 " of %" PRIu32
+                        " replicas (%" PRIu32 " whole GPUs each) can be freed by evicting "
+                        "lower-priority pods; none is evicted",
+                        done, slots, k);
+    goto done;
+  }
+  memcpy(ret_out, out, ncands * sizeof *out);
+  *ret_first = first;
+  gs_status_set(st, GS_EOK, GS_R_OTHER, "%s", "");
+done:
+  gs_free(out);
+  gs_free(taken);
+  return err;
+}
