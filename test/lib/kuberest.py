@@ -53,6 +53,9 @@ KINDS = {
     "PriorityClass": ("/apis/scheduling.k8s.io/v1", "priorityclasses", False),
     "Lease": ("/apis/coordination.k8s.io/v1", "leases", True),
     "PodDisruptionBudget": ("/apis/policy/v1", "poddisruptionbudgets", True),
+    # Kubernetes' Workload API (feature gate GenericWorkload, v1.37 beta)
+    "Workload": ("/apis/scheduling.k8s.io/v1beta1", "workloads", True),
+    "PodGroup": ("/apis/scheduling.k8s.io/v1beta1", "podgroups", True),
 }
 RESOURCES = {res: (prefix, kind, nsd) for kind, (prefix, res, nsd) in KINDS.items()}
 
