@@ -3,6 +3,7 @@
 (gpu-topology, gpu-topology-replica), all or nothing; and preemption for a
 whole gang of whole GPUs: lower-priority pods evicted for all four members,
 or nothing. Unit 1GiB."""
+import re
 import time
 import unittest
 
@@ -107,7 +108,22 @@ class GangsGateOff(RealCase):
         gpus = sorted(int(g) for p in bound for g in topo_alloc(p)["allocatedGPUs"]["0"])
         self.assertEqual(gpus, list(range(8)))
         self.assert_ledger_is_truth()
-        self.assertIn("gpushare: preempted", Env.cp.procs["kube-scheduler"].tail(400000))
+        # exactly the eight, for the pair job only; each marked
+        # (DisruptionTarget, a status patch) before its deletion, both by
+        # gpushare-scheduler (the audit log)
+        victims = set(re.findall(rf'"gpushare: preempted" preemptor="{self.ns}/(\S+?)" '
+                                 rf'victim="{self.ns}/(\S+?)"',
+                                 Env.cp.procs["kube-scheduler"].tail(400000)))
+        self.assertEqual({v for _, v in victims}, {f"low-{i}" for i in range(8)})
+        self.assertEqual({m[:5] for m, _ in victims}, {"pair-"})
+        sa = "system:serviceaccount:kube-system:gpushare-scheduler"
+        done = [e for e in self.cp.audit(user=sa) if e.get("stage") == "ResponseComplete"
+                and (e.get("objectRef") or {}).get("namespace") == self.ns]
+        for i in range(8):
+            ops = [(e["verb"], e["objectRef"].get("subresource")) for e in done
+                   if e["objectRef"].get("name") == f"low-{i}" and e["verb"] in ("patch", "delete")]
+            self.assertEqual(ops[0], ("patch", "status"), (i, ops))
+            self.assertIn(("delete", None), ops, i)
 
 
 if __name__ == "__main__":
