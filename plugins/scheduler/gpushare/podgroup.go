@@ -32,7 +32,9 @@ const (
 // set it (read by New).
 var workloads atomic.Bool
 
-func readWorkloadGate() { workloads.Store(utilfeature.DefaultFeatureGate.Enabled(features.GenericWorkload)) }
+func readWorkloadGate() {
+	workloads.Store(utilfeature.DefaultFeatureGate.Enabled(features.GenericWorkload))
+}
 
 // podGroupOf is the PodGroup the pod names ("" when none, or the gate is off).
 func podGroupOf(pod *v1.Pod) string {
