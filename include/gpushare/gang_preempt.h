@@ -34,4 +34,19 @@ enum gs_err gs_gang_preempt_pick(const struct gs_node *const *nodes, size_t nnod
                                  size_t ncands, bool *ret_out, size_t *ret_first,
                                  struct gs_status *st) GS_WUR;
 
+/* The same for a memory-shared gang: `slots` members each placed as pod
+ * (prepared with gs_place_prepare: N units over M GPUs) is placed, on
+ * nodes serving GPU memory. Slot by slot, each node's cheapest set is
+ * gs_preempt_pick's on the node as the slots before and the victims before
+ * leave it; the node whose set costs least (the lowest highest priority,
+ * then the fewest victims, then the least memory) takes the slot, on the
+ * GPUs gs_place_pick_prepared then chooses. cgpu_max_pods as for
+ * gs_preempt_pick. Results as gs_gang_preempt_pick. */
+enum gs_err gs_gang_preempt_pick_mem(const struct gs_node *const *nodes, size_t nnodes,
+                                     uint32_t slots, const struct gs_place_pod *pod,
+                                     uint32_t cgpu_max_pods,
+                                     const struct gs_preempt_candidate *cands, size_t ncands,
+                                     bool *ret_out, size_t *ret_first,
+                                     struct gs_status *st) GS_WUR;
+
 #endif

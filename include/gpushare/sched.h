@@ -257,11 +257,11 @@ enum gs_err gs_sched_preempt_cheapest(struct gs_sched *s, const struct gs_preemp
                                       size_t *ret_n) GS_WUR;
 
 /* GPU-aware preemption for a whole gang (docs/gangs.md "Preemption"): pod
- * is a member of a whole-GPU job (labels gpu-topology and
- * gpu-topology-replica) refused because its job does not fit. Victims of
- * lower priority than pod (never gang members) on the n nodes, freeing k
- * whole GPUs of one topology node for every slot the job still needs, or
- * none at all. GS_EOK: *ret_victims (owned by the caller: gs_free) holds
+ * is a member of a job (labels gpu-topology and gpu-topology-replica)
+ * refused because its job does not fit. Victims of lower priority than pod
+ * (never gang members) on the n nodes, freeing a slot for every member the
+ * job still needs — k whole GPUs of one topology node, or the member's
+ * memory on the GPUs of one memory node — or none at all. GS_EOK: *ret_victims (owned by the caller: gs_free) holds
  * the *ret_n victims, *ret_node the index in nodes of the first slot's
  * node (to nominate). GS_ENOTFOUND: no set frees every slot, or none is
  * needed; st says why; nothing written. GS_ENOMEM. Nothing in the ledger

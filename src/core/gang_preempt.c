@@ -174,3 +174,162 @@ done:
   gs_free(taken);
   return err;
 }
+
+/* ---- memory-shared gangs ------------------------------------------------- */
+
+struct mem_cost {
+  int32_t maxprio;
+  uint32_t count;
+  uint64_t mib;
+};
+
+static int mem_cost_cmp(const struct mem_cost *a, const struct mem_cost *b) {
+  if (a->maxprio != b->maxprio)
+    return a->maxprio < b->maxprio ? -1 : 1;
+  if (a->count != b->count)
+    return a->count < b->count ? -1 : 1;
+  if (a->mib != b->mib)
+    return a->mib < b->mib ? -1 : 1;
+  return 0;
+}
+
+/* node as the choices so far leave it, in view (its GPUs in gpus): the
+ * victims out gone, the slots placed on it (placed[g] MiB and pods[g] on
+ * GPU g) added. */
+static void node_after(const struct gs_node *node, const struct gs_preempt_candidate *cands,
+                       size_t ncands, const bool *out, const uint64_t *placed,
+                       const uint32_t *pods, struct gs_node *view, struct gs_gpu *gpus) {
+  uint32_t n = node->ngpus < GS_MAX_GPUS ? node->ngpus : GS_MAX_GPUS;
+  *view = *node;
+  view->ngpus = n;
+  view->gpus = gpus;
+  for (uint32_t g = 0; g < n; g++) {
+    gpus[g] = node->gpus[g];
+    for (size_t i = 0; i < ncands; i++) {
+      uint64_t mib;
+      if (!out[i] || strcmp(cands[i].alloc->node, node->name) != 0 ||
+          !touches(cands[i].alloc, g, &mib))
+        continue;
+      gpus[g].used_mib = gpus[g].used_mib > mib ? gpus[g].used_mib - mib : 0;
+      gpus[g].npods -= gpus[g].npods > 0;
+    }
+    gpus[g].used_mib += placed[g];
+    gpus[g].npods += pods[g];
+  }
+}
+
+enum gs_err gs_gang_preempt_pick_mem(const struct gs_node *const *nodes, size_t nnodes,
+                                     uint32_t slots, const struct gs_place_pod *pod,
+                                     uint32_t cgpu_max_pods,
+                                     const struct gs_preempt_candidate *cands, size_t ncands,
+                                     bool *ret_out, size_t *ret_first,
+                                     struct gs_status *st) {
+  bool *out = NULL;
+  uint64_t *placed = NULL; /* nnodes x GS_MAX_GPUS MiB the slots take */
+  uint32_t *pods = NULL;
+  struct gs_preempt_candidate *local = NULL;
+  size_t *map = NULL;
+  uint32_t *idx = NULL;
+  size_t first = nnodes;
+  uint32_t done = 0;
+  enum gs_err err = GS_EOK;
+
+  if (slots == 0 || pod == NULL || !pod->mem)
+    return gs_status_set(st, GS_EINVAL, GS_R_OTHER, "not a memory-shared gang");
+  out = gs_calloc(ncands ? ncands : 1, sizeof *out);
+  placed = gs_calloc(nnodes ? nnodes * GS_MAX_GPUS : 1, sizeof *placed);
+  pods = gs_calloc(nnodes ? nnodes * GS_MAX_GPUS : 1, sizeof *pods);
+  local = gs_calloc(ncands ? ncands : 1, sizeof *local);
+  map = gs_calloc(ncands ? ncands : 1, sizeof *map);
+  idx = gs_calloc(ncands ? ncands : 1, sizeof *idx);
+  if (out == NULL || placed == NULL || pods == NULL || local == NULL || map == NULL ||
+      idx == NULL) {
+    err = gs_status_set(st, GS_ENOMEM, GS_R_OTHER, "out of memory");
+    goto done;
+  }
+  for (; done < slots; done++) {
+    size_t best = nnodes;
+    struct mem_cost best_cost = {0, 0, 0};
+    for (size_t i = 0; i < nnodes; i++) {
+      struct gs_gpu gpus[GS_MAX_GPUS];
+      struct gs_node view;
+      struct gs_status nst;
+      struct mem_cost c = {INT32_MIN, 0, 0};
+      size_t nl = 0, nv = 0;
+      if (nodes[i] == NULL || !gs_mode_is_memory(nodes[i]->mode))
+        continue;
+      node_after(nodes[i], cands, ncands, out, placed + i * GS_MAX_GPUS,
+                 pods + i * GS_MAX_GPUS, &view, gpus);
+      for (size_t j = 0; j < ncands; j++)
+        if (!out[j] && strcmp(cands[j].alloc->node, nodes[i]->name) == 0) {
+          local[nl] = cands[j];
+          map[nl++] = j;
+        }
+      if (gs_preempt_pick(&view, pod, cgpu_max_pods, local, nl, idx, &nv, &nst) != GS_EOK)
+        continue;
+      for (size_t v = 0; v < nv; v++) {
+        const struct gs_alloc *a = local[idx[v]].alloc;
+        if (c.count == 0 || a->priority > c.maxprio)
+          c.maxprio = a->priority;
+        c.count++;
+        for (uint32_t p = 0; p < a->nparts; p++)
+          c.mib += gs_alloc_part_mib(a, &a->parts[p]);
+      }
+      if (best == nnodes || mem_cost_cmp(&c, &best_cost) < 0) {
+        best = i;
+        best_cost = c;
+      }
+    }
+    if (best == nnodes)
+      break;
+    /* the winner's set again (the scratch arrays served every node), then
+     * the GPUs the slot takes once it is gone */
+    {
+      struct gs_gpu gpus[GS_MAX_GPUS];
+      struct gs_node view;
+      struct gs_status nst;
+      struct gs_choice choice;
+      size_t nl = 0, nv = 0;
+      uint64_t *pl = placed + best * GS_MAX_GPUS;
+      uint32_t *pp = pods + best * GS_MAX_GPUS;
+      node_after(nodes[best], cands, ncands, out, pl, pp, &view, gpus);
+      for (size_t j = 0; j < ncands; j++)
+        if (!out[j] && strcmp(cands[j].alloc->node, nodes[best]->name) == 0) {
+          local[nl] = cands[j];
+          map[nl++] = j;
+        }
+      if (gs_preempt_pick(&view, pod, cgpu_max_pods, local, nl, idx, &nv, &nst) != GS_EOK)
+        break; /* the same inputs: not reached */
+      for (size_t v = 0; v < nv; v++)
+        out[map[idx[v]]] = true;
+      node_after(nodes[best], cands, ncands, out, pl, pp, &view, gpus);
+      if (gs_place_pick_prepared(&view, pod, NULL, NULL, &choice, &nst) != GS_EOK)
+        break; /* gs_preempt_pick said it fits: not reached */
+      for (uint32_t g = 0; g < choice.ngpus; g++) {
+        pl[choice.gpus[g]] += choice.mib_per_gpu;
+        pp[choice.gpus[g]]++;
+      }
+    }
+    if (first == nnodes)
+      first = best;
+  }
+  if (done < slots) {
+    err = gs_status_set(st, GS_ENOFIT, GS_R_GANG_NO_FIT,
+                        "gang preemption: only %" PRIu32 " of %" PRIu32
+                        " replicas (%" PRIu64 " MiB on %" PRIu32 " GPU%s each) can be freed by "
+                        "evicting lower-priority pods; none is evicted",
+                        done, slots, pod->mib_per_gpu, pod->k, pod->k == 1 ? "" : "s");
+    goto done;
+  }
+  memcpy(ret_out, out, ncands * sizeof *out);
+  *ret_first = first;
+  gs_status_set(st, GS_EOK, GS_R_OTHER, "%s", "");
+done:
+  gs_free(out);
+  gs_free(placed);
+  gs_free(pods);
+  gs_free(local);
+  gs_free(map);
+  gs_free(idx);
+  return err;
+}

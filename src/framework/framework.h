@@ -143,7 +143,8 @@ void gs_fw_describe(struct gs_fw *fw, void (*emit)(void *ctx, const struct gs_pl
  * inside gs_fw_read's fn. */
 bool gs_fw_may_evict(struct gs_fw *fw, const struct gs_alloc *alloc);
 /* Preemption for a whole gang (docs/gangs.md "Preemption"), a what-if
- * under the read lock: pod is a member of a whole-GPU job; the slots its
+ * under the read lock: pod is a member of a job (whole GPUs:
+ * gs_gang_preempt_pick; memory-shared: gs_gang_preempt_pick_mem); the slots its
  * job still needs (all of them, or those its running members do not hold)
  * are freed on the given nodes by evicting pods of lower priority than pod
  * that no plugin protects (gs_gang_preempt_pick), for every slot or for

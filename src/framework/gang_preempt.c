@@ -79,7 +79,16 @@ static void gang_fn(const struct gs_ledger *ledger, void *arg) {
       cands[nc++] = (struct gs_preempt_candidate){a, false};
     }
   }
-  c->st->code = gs_gang_preempt_pick(views, c->n, need, k, cands, nc, out, &first, c->st);
+  if (gs_pod_request_is_whole(c->pod)) {
+    c->st->code = gs_gang_preempt_pick(views, c->n, need, k, cands, nc, out, &first, c->st);
+  } else {
+    const struct gs_policy *policy = gs_fw_policy(c->fw);
+    struct gs_place_pod place;
+    c->st->code = gs_place_prepare(c->pod, policy, &place, c->st);
+    if (c->st->code == GS_EOK)
+      c->st->code = gs_gang_preempt_pick_mem(views, c->n, need, &place, policy->cgpu_max_pods,
+                                             cands, nc, out, &first, c->st);
+  }
   if (c->st->code == GS_EOK) {
     c->uids = gs_calloc(nc ? nc : 1, sizeof *c->uids);
     if (c->uids == NULL)
@@ -108,9 +117,8 @@ enum gs_err gs_fw_preempt_gang(struct gs_fw *fw, const struct gs_pod_request *po
   *ret_uids = NULL;
   *ret_n = 0;
   *ret_first = 0;
-  if (!gs_pod_request_is_gang_member(pod) || !gs_pod_request_is_whole(pod)) {
-    gs_status_set(st, GS_EUNRESOLVABLE, GS_R_OTHER,
-                  "gang preemption is for members of whole-GPU jobs");
+  if (!gs_pod_request_is_gang_member(pod)) {
+    gs_status_set(st, GS_EUNRESOLVABLE, GS_R_OTHER, "gang preemption is for members of jobs");
     return GS_EOK;
   }
   gs_fw_read(fw, gang_fn, &c);

@@ -525,7 +525,7 @@ int gs_shim_permit(struct gs_shim *s, const char *pod, size_t len, const char *n
   return code;
 }
 
-/* gs_shim_preempt for a member of a whole-GPU job (docs/gangs.md
+/* gs_shim_preempt for a member of a job (docs/gangs.md
  * "Preemption"): the same answer, its victims on any of the nodes. */
 static char *preempt_gang(struct gs_shim *s, const struct gs_pod_request *req,
                           const char *const *nodes, size_t n) {
@@ -561,7 +561,7 @@ char *gs_shim_preempt(struct gs_shim *s, const char *pod, size_t len, const char
   json_t *doc, *list;
   if (offers == NULL || answers == NULL || decode_pod(s, pod, len, &req, reason) != GS_SHIM_OK)
     goto done;
-  if (gs_pod_request_is_gang_member(&req) && gs_pod_request_is_whole(&req)) {
+  if (gs_pod_request_is_gang_member(&req)) {
     out = preempt_gang(s, &req, nodes, n); /* victims for every member, or none */
     goto done;
   }

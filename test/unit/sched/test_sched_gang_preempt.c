@@ -207,12 +207,98 @@ static void test_gang_members_are_never_victims(void **state) {
   gs_sched_free(s);
 }
 
+/* A memory-shared job: share nodes of one 16 GiB GPU, each full of four
+ * 4 GiB pods. */
+static void share_node(struct gs_sched *s, const char *name) {
+  struct gs_node_spec spec;
+  memset(&spec, 0, sizeof spec);
+  snprintf(spec.name, sizeof spec.name, "%s", name);
+  spec.mode = GS_MODE_SHARE;
+  spec.gpu_count = 1;
+  spec.gpu_mem_units = 16;
+  assert_int_equal(gs_sched_node_upsert(s, &spec), GS_EOK);
+}
+
+static struct gs_pod_request mem(const char *name, uint64_t gib, int32_t prio) {
+  struct gs_pod_request p = whole(name, 0, prio);
+  p.whole_gpus[0] = 0;
+  p.mem_units[0] = gib;
+  return p;
+}
+
+static void fill_mem(struct gs_sched *s, const char *node, const char *prefix, int32_t prio,
+                     int vip) {
+  for (int i = 0; i < 4; i++) {
+    char name[32];
+    struct gs_pod_request p;
+    snprintf(name, sizeof name, "%s%d", prefix, i);
+    p = mem(name, 4, i == vip ? 2000 : prio);
+    bind_to(s, &p, node);
+  }
+}
+
+static struct gs_pod_request mem_gang(struct gs_sched *s, const char *job, uint32_t replicas,
+                                      uint64_t gib) {
+  struct gs_pod_request m0;
+  for (uint32_t i = 0; i < replicas; i++) {
+    char name[64];
+    struct gs_pod_request m;
+    snprintf(name, sizeof name, "%s-%u", job, i);
+    m = mem(name, gib, 1000);
+    snprintf(m.gang_job, sizeof m.gang_job, "%s", job);
+    m.gang_replicas = replicas;
+    gs_sched_pod_seen(s, &m, NULL);
+    if (i == 0)
+      m0 = m;
+  }
+  return m0;
+}
+
+/* Four 4 GiB members on a GPU full of four 4 GiB pods of priority 10: all
+ * four go; with one of them at priority 2000 only three slots can be
+ * freed, and none goes. Two nodes, priority 10 and 50: the job of 2 x 8 GiB
+ * takes the cheaper node's pods only. */
+static void test_memory_shared_gangs(void **state) {
+  static const char *share[] = {"s-a", "s-b"};
+  struct gs_sched *s = sched_new();
+  struct gs_pod_request m0;
+  struct gs_victim *v = NULL;
+  struct gs_status st;
+  size_t n = 0, first = 9;
+  (void)state;
+  share_node(s, "s-a");
+  share_node(s, "s-b");
+  fill_mem(s, "s-a", "a", 10, -1);
+  fill_mem(s, "s-b", "b", 50, 1);
+  m0 = mem_gang(s, "infer", 4, 4);
+  assert_int_equal(gs_sched_preempt_gang(s, &m0, share, 1, &v, &n, &first, &st), GS_EOK);
+  assert_int_equal(n, 4);
+  assert_int_equal(first, 0);
+  for (size_t i = 0; i < n; i++)
+    assert_int_equal(v[i].name[0], 'a');
+  gs_free(v);
+  v = NULL;
+  assert_int_equal(gs_sched_preempt_gang(s, &m0, share + 1, 1, &v, &n, &first, &st), GS_ENOTFOUND);
+  assert_null(v);
+  assert_string_equal(st.reason, "gang preemption: only 3 of 4 replicas (4096 MiB on 1 GPU each) "
+                                 "can be freed by evicting lower-priority pods; none is evicted");
+  m0 = mem_gang(s, "pair", 2, 8);
+  assert_int_equal(gs_sched_preempt_gang(s, &m0, share, 2, &v, &n, &first, &st), GS_EOK);
+  assert_int_equal(n, 4);
+  assert_int_equal(first, 0);
+  for (size_t i = 0; i < n; i++)
+    assert_int_equal(v[i].name[0], 'a');
+  gs_free(v);
+  gs_sched_free(s);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_victims_for_every_member),
       cmocka_unit_test(test_none_when_not_every_member_can_be_freed),
       cmocka_unit_test(test_the_cheapest_pods_go),
       cmocka_unit_test(test_gang_members_are_never_victims),
+      cmocka_unit_test(test_memory_shared_gangs),
   };
   return cmocka_run_group_tests(tests, setup, NULL);
 }
