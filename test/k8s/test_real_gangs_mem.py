@@ -9,7 +9,7 @@ import unittest
 
 from realcase import Env, RealCase, alloc_gpus, topo_alloc, wait_for
 
-CLASSES = {"low": 10, "high": 1000}
+CLASSES = {"low": 10, "high": 1000, "vip": 2000}
 
 
 def setUpModule():
@@ -125,6 +125,41 @@ class GangsGateOff(RealCase):
             self.assertEqual(ops[0], ("patch", "status"), (i, ops))
             self.assertIn(("delete", None), ops, i)
 
+    def test_a_memory_shared_gang_preempts_for_all_members_or_nothing(self):
+        """Two 16 GiB GPUs (one node) full of eight 4 GiB pods of priority 10
+        (binpack: low-0..3 on GPU 0, low-4..7 on GPU 1), low-0 of priority
+        2000. A high-priority job of 4 x 8 GiB cannot be freed whole (GPU 0
+        keeps low-0's 4 GiB: one 8 GiB slot there, two on GPU 1): nothing is
+        evicted. A job of 4 x 6 GiB: two slots per GPU once three pods of
+        each go; exactly six are evicted, low-0 and one pod of GPU 1 stay,
+        and the four members fill both GPUs."""
+        self.node("gpu-mp", "share", gpus=2, units=32)
+        for i in range(8):
+            self.pod(f"low-{i}", units=4, priority_class="vip" if i == 0 else "low",
+                     labels={"job": "low"})
+            self.wait_bound(i + 1, "job=low")  # in order: binpack fills GPU 0 first
+        self.assertEqual(self.used("gpu-mp"), {0: 16, 1: 16})
+        for i in range(4):
+            self.member(f"big-{i}", "big", 4, units=8, priority_class="high")
+        self.wait_event("big-3", r"gang [a-z0-9-]+/big: only 0 of 4 replicas fit "
+                                 r"\(8 units of GPU memory on 1 GPU each\)")
+        low = self.pods("job=low")
+        self.assertEqual(len(low), 8)
+        for p in low:
+            self.assertIsNone(p["metadata"].get("deletionTimestamp"), p["metadata"]["name"])
+        for i in range(4):
+            self.k.delete("pods", self.ns, f"big-{i}", grace=0)
+
+        for i in range(4):
+            self.member(f"mid-{i}", "mid", 4, units=6, priority_class="high")
+        bound = self.wait_bound(4, "job=mid", timeout=300)
+        left = sorted(p["metadata"]["name"] for p in self.pods("job=low"))
+        self.assertEqual(len(left), 2, left)
+        self.assertEqual(left[0], "low-0")
+        self.assertIn(left[1], [f"low-{i}" for i in range(4, 8)])
+        self.assertEqual(sorted(alloc_gpus(p)[0] for p in bound), [0, 0, 1, 1])
+        wait_for(lambda: self.used("gpu-mp") == {0: 16, 1: 16}, 60, "both GPUs full")
+        self.assert_ledger_is_truth()
 
 if __name__ == "__main__":
     unittest.main()
