@@ -12,6 +12,7 @@
 
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 struct cost {
@@ -38,20 +39,82 @@ static bool touches(const struct gs_alloc *a, uint32_t g, uint64_t *ret_mib) {
   return t;
 }
 
+/* The candidates of each node: ix->order[ix->lo[i] .. ix->hi[i]) are the
+ * indices in cands of those on nodes[i]. Built once per call, by sorting on
+ * the node's name, so that the per-node loops below touch only the node's
+ * own candidates (a cluster has thousands of nodes and pods). */
+struct node_index {
+  size_t *order, *lo, *hi;
+};
+struct by_node {
+  const char *node;
+  size_t i;
+};
+
+static int by_node_cmp(const void *a, const void *b) {
+  const struct by_node *x = a, *y = b;
+  int c = strcmp(x->node, y->node);
+  return c != 0 ? c : (x->i > y->i) - (x->i < y->i);
+}
+
+static void index_free(struct node_index *ix) {
+  gs_free(ix->order);
+  gs_free(ix->lo);
+  gs_free(ix->hi);
+  *ix = (struct node_index){0};
+}
+
+static bool index_build(const struct gs_node *const *nodes, size_t nnodes,
+                        const struct gs_preempt_candidate *cands, size_t ncands,
+                        struct node_index *ix) {
+  struct by_node *s = gs_calloc(ncands ? ncands : 1, sizeof *s);
+  ix->order = gs_calloc(ncands ? ncands : 1, sizeof *ix->order);
+  ix->lo = gs_calloc(nnodes ? nnodes : 1, sizeof *ix->lo);
+  ix->hi = gs_calloc(nnodes ? nnodes : 1, sizeof *ix->hi);
+  if (s == NULL || ix->order == NULL || ix->lo == NULL || ix->hi == NULL) {
+    gs_free(s);
+    index_free(ix);
+    return false;
+  }
+  for (size_t i = 0; i < ncands; i++)
+    s[i] = (struct by_node){cands[i].alloc->node, i};
+  qsort(s, ncands, sizeof *s, by_node_cmp);
+  for (size_t i = 0; i < ncands; i++)
+    ix->order[i] = s[i].i;
+  for (size_t n = 0; n < nnodes; n++) {
+    size_t lo = 0, hi = ncands;
+    if (nodes[n] == NULL)
+      continue;
+    while (lo < hi) { /* the first candidate on nodes[n] or after it */
+      size_t mid = lo + (hi - lo) / 2;
+      if (strcmp(s[mid].node, nodes[n]->name) < 0)
+        lo = mid + 1;
+      else
+        hi = mid;
+    }
+    ix->lo[n] = ix->hi[n] = lo;
+    while (ix->hi[n] < ncands && strcmp(s[ix->hi[n]].node, nodes[n]->name) == 0)
+      ix->hi[n]++;
+  }
+  gs_free(s);
+  return true;
+}
+
 /* GPU g of node: usable (everything on it may go) and at what cost, given
  * the victims already chosen (out). */
 static bool gpu_cost(const struct gs_node *node, uint32_t g, const struct gs_preempt_candidate *cands,
-                     size_t ncands, const bool *out, struct cost *ret) {
+                     const size_t *own, size_t nown, const bool *out, struct cost *ret) {
   const struct gs_gpu *gpu = &node->gpus[g];
   uint64_t cand_mib = 0;
   bool owner_is_cand = gpu->owner == NULL;
   struct cost c = {INT32_MIN, 0};
   if (!gpu->healthy)
     return false;
-  for (size_t i = 0; i < ncands; i++) {
+  for (size_t j = 0; j < nown; j++) {
+    size_t i = own[j];
     const struct gs_alloc *a = cands[i].alloc;
     uint64_t mib;
-    if (strcmp(a->node, node->name) != 0 || !touches(a, g, &mib))
+    if (!touches(a, g, &mib))
       continue;
     cand_mib += mib;
     owner_is_cand = owner_is_cand || gpu->owner == a;
@@ -71,8 +134,9 @@ static bool gpu_cost(const struct gs_node *node, uint32_t g, const struct gs_pre
  * cost of taking them (the highest priority, the victims). false: fewer
  * than k usable. */
 static bool node_cost(const struct gs_node *node, uint64_t taken, uint32_t k,
-                      const struct gs_preempt_candidate *cands, size_t ncands, const bool *out,
-                      uint64_t *ret_set, struct cost *ret_cost, uint32_t *ret_usable) {
+                      const struct gs_preempt_candidate *cands, const size_t *own, size_t nown,
+                      const bool *out, uint64_t *ret_set, struct cost *ret_cost,
+                      uint32_t *ret_usable) {
   struct cost costs[GS_MAX_GPUS];
   uint32_t idx[GS_MAX_GPUS], n = 0;
   struct cost total = {INT32_MIN, 0};
@@ -80,7 +144,7 @@ static bool node_cost(const struct gs_node *node, uint64_t taken, uint32_t k,
   for (uint32_t g = 0; g < node->ngpus && g < GS_MAX_GPUS; g++) {
     if (taken & (UINT64_C(1) << g))
       continue;
-    if (gpu_cost(node, g, cands, ncands, out, &costs[g]))
+    if (gpu_cost(node, g, cands, own, nown, out, &costs[g]))
       idx[n++] = g;
   }
   if (n < k)
@@ -111,6 +175,7 @@ enum gs_err gs_gang_preempt_pick(const struct gs_node *const *nodes, size_t nnod
                                  struct gs_status *st) {
   bool *out = NULL;
   uint64_t *taken = NULL;
+  struct node_index ix = {0};
   size_t first = nnodes;
   uint32_t done = 0;
   enum gs_err err = GS_EOK;
@@ -120,7 +185,7 @@ enum gs_err gs_gang_preempt_pick(const struct gs_node *const *nodes, size_t nnod
                          " GPUs cannot be preempted for", slots, k);
   out = gs_calloc(ncands ? ncands : 1, sizeof *out);
   taken = gs_calloc(nnodes ? nnodes : 1, sizeof *taken);
-  if (out == NULL || taken == NULL) {
+  if (out == NULL || taken == NULL || !index_build(nodes, nnodes, cands, ncands, &ix)) {
     err = gs_status_set(st, GS_ENOMEM, GS_R_OTHER, "out of memory");
     goto done;
   }
@@ -134,7 +199,8 @@ enum gs_err gs_gang_preempt_pick(const struct gs_node *const *nodes, size_t nnod
       struct cost c;
       uint32_t usable;
       if (nodes[i] == NULL || nodes[i]->mode != GS_MODE_TOPOLOGY ||
-          !node_cost(nodes[i], taken[i], k, cands, ncands, out, &set, &c, &usable))
+          !node_cost(nodes[i], taken[i], k, cands, ix.order + ix.lo[i], ix.hi[i] - ix.lo[i], out,
+                     &set, &c, &usable))
         continue;
       if (best == nnodes || cost_cmp(&c, &best_cost) < 0 ||
           (cost_cmp(&c, &best_cost) == 0 && usable < best_usable)) {
@@ -149,9 +215,10 @@ enum gs_err gs_gang_preempt_pick(const struct gs_node *const *nodes, size_t nnod
     if (first == nnodes)
       first = best;
     taken[best] |= best_set;
-    for (size_t c = 0; c < ncands; c++) {
+    for (size_t j = ix.lo[best]; j < ix.hi[best]; j++) {
+      size_t c = ix.order[j];
       uint64_t mib;
-      if (out[c] || strcmp(cands[c].alloc->node, nodes[best]->name) != 0)
+      if (out[c])
         continue;
       for (uint32_t g = 0; g < GS_MAX_GPUS && !out[c]; g++)
         if ((best_set & (UINT64_C(1) << g)) && touches(cands[c].alloc, g, &mib))
@@ -172,6 +239,7 @@ enum gs_err gs_gang_preempt_pick(const struct gs_node *const *nodes, size_t nnod
 done:
   gs_free(out);
   gs_free(taken);
+  index_free(&ix);
   return err;
 }
 
@@ -197,7 +265,7 @@ static int mem_cost_cmp(const struct mem_cost *a, const struct mem_cost *b) {
  * victims out gone, the slots placed on it (placed[g] MiB and pods[g] on
  * GPU g) added. */
 static void node_after(const struct gs_node *node, const struct gs_preempt_candidate *cands,
-                       size_t ncands, const bool *out, const uint64_t *placed,
+                       const size_t *own, size_t nown, const bool *out, const uint64_t *placed,
                        const uint32_t *pods, struct gs_node *view, struct gs_gpu *gpus) {
   uint32_t n = node->ngpus < GS_MAX_GPUS ? node->ngpus : GS_MAX_GPUS;
   *view = *node;
@@ -205,10 +273,10 @@ static void node_after(const struct gs_node *node, const struct gs_preempt_candi
   view->gpus = gpus;
   for (uint32_t g = 0; g < n; g++) {
     gpus[g] = node->gpus[g];
-    for (size_t i = 0; i < ncands; i++) {
+    for (size_t j = 0; j < nown; j++) {
+      size_t i = own[j];
       uint64_t mib;
-      if (!out[i] || strcmp(cands[i].alloc->node, node->name) != 0 ||
-          !touches(cands[i].alloc, g, &mib))
+      if (!out[i] || !touches(cands[i].alloc, g, &mib))
         continue;
       gpus[g].used_mib = gpus[g].used_mib > mib ? gpus[g].used_mib - mib : 0;
       gpus[g].npods -= gpus[g].npods > 0;
@@ -230,6 +298,7 @@ enum gs_err gs_gang_preempt_pick_mem(const struct gs_node *const *nodes, size_t 
   struct gs_preempt_candidate *local = NULL;
   size_t *map = NULL;
   uint32_t *idx = NULL;
+  struct node_index ix = {0};
   size_t first = nnodes;
   uint32_t done = 0;
   enum gs_err err = GS_EOK;
@@ -243,7 +312,7 @@ enum gs_err gs_gang_preempt_pick_mem(const struct gs_node *const *nodes, size_t 
   map = gs_calloc(ncands ? ncands : 1, sizeof *map);
   idx = gs_calloc(ncands ? ncands : 1, sizeof *idx);
   if (out == NULL || placed == NULL || pods == NULL || local == NULL || map == NULL ||
-      idx == NULL) {
+      idx == NULL || !index_build(nodes, nnodes, cands, ncands, &ix)) {
     err = gs_status_set(st, GS_ENOMEM, GS_R_OTHER, "out of memory");
     goto done;
   }
@@ -258,12 +327,12 @@ enum gs_err gs_gang_preempt_pick_mem(const struct gs_node *const *nodes, size_t 
       size_t nl = 0, nv = 0;
       if (nodes[i] == NULL || !gs_mode_is_memory(nodes[i]->mode))
         continue;
-      node_after(nodes[i], cands, ncands, out, placed + i * GS_MAX_GPUS,
-                 pods + i * GS_MAX_GPUS, &view, gpus);
-      for (size_t j = 0; j < ncands; j++)
-        if (!out[j] && strcmp(cands[j].alloc->node, nodes[i]->name) == 0) {
-          local[nl] = cands[j];
-          map[nl++] = j;
+      node_after(nodes[i], cands, ix.order + ix.lo[i], ix.hi[i] - ix.lo[i], out,
+                 placed + i * GS_MAX_GPUS, pods + i * GS_MAX_GPUS, &view, gpus);
+      for (size_t o = ix.lo[i]; o < ix.hi[i]; o++)
+        if (!out[ix.order[o]]) {
+          local[nl] = cands[ix.order[o]];
+          map[nl++] = ix.order[o];
         }
       if (gs_preempt_pick(&view, pod, cgpu_max_pods, local, nl, idx, &nv, &nst) != GS_EOK)
         continue;
@@ -292,17 +361,19 @@ enum gs_err gs_gang_preempt_pick_mem(const struct gs_node *const *nodes, size_t 
       size_t nl = 0, nv = 0;
       uint64_t *pl = placed + best * GS_MAX_GPUS;
       uint32_t *pp = pods + best * GS_MAX_GPUS;
-      node_after(nodes[best], cands, ncands, out, pl, pp, &view, gpus);
-      for (size_t j = 0; j < ncands; j++)
-        if (!out[j] && strcmp(cands[j].alloc->node, nodes[best]->name) == 0) {
-          local[nl] = cands[j];
-          map[nl++] = j;
+      const size_t *own = ix.order + ix.lo[best];
+      size_t nown = ix.hi[best] - ix.lo[best];
+      node_after(nodes[best], cands, own, nown, out, pl, pp, &view, gpus);
+      for (size_t o = 0; o < nown; o++)
+        if (!out[own[o]]) {
+          local[nl] = cands[own[o]];
+          map[nl++] = own[o];
         }
       if (gs_preempt_pick(&view, pod, cgpu_max_pods, local, nl, idx, &nv, &nst) != GS_EOK)
         break; /* the same inputs: not reached */
       for (size_t v = 0; v < nv; v++)
         out[map[idx[v]]] = true;
-      node_after(nodes[best], cands, ncands, out, pl, pp, &view, gpus);
+      node_after(nodes[best], cands, own, nown, out, pl, pp, &view, gpus);
       if (gs_place_pick_prepared(&view, pod, NULL, NULL, &choice, &nst) != GS_EOK)
         break; /* gs_preempt_pick said it fits: not reached */
       for (uint32_t g = 0; g < choice.ngpus; g++) {
@@ -331,5 +402,6 @@ done:
   gs_free(local);
   gs_free(map);
   gs_free(idx);
+  index_free(&ix);
   return err;
 }
