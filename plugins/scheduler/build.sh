@@ -80,7 +80,13 @@ fi
 mkdir -p "$out"
 version=$(sed -n 's/^\s*k8s.io\/kubernetes \(v[0-9.]*\)$/\1/p' "$here/go.mod" | head -1)
 minor=$(echo "$version" | cut -d. -f2)
-ldflags="-X k8s.io/component-base/version.gitVersion=$version
+# the C libraries' digest in the link flags: Go's build cache does not hash
+# the archives CGO_LDFLAGS names, so a change in the C side alone would
+# otherwise leave the binary linked against the old core (-X of a name no
+# package declares sets nothing; it only makes the link a new one)
+core_digest=$(for l in "${libs[@]}"; do sha256sum "$build/$l"; done | sha256sum | cut -c1-16)
+ldflags="-X main.gpushareCoreDigest=$core_digest
+ -X k8s.io/component-base/version.gitVersion=$version
  -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$minor
  -X k8s.io/component-base/version.gitTreeState=clean"
 t0=$(date +%s)
