@@ -285,6 +285,21 @@ enum gs_err gs_sched_preempt_cheapest(struct gs_sched *s, const struct gs_preemp
                                       size_t n, size_t *ret_best, struct gs_victim **ret_victims,
                                       size_t *ret_n) GS_WUR;
 
+/* GPU-aware preemption for a whole gang (docs/gangs.md "Preemption"): pod
+ * is a member of a job (labels gpu-topology and gpu-topology-replica)
+ * refused because its job does not fit. Victims of lower priority than pod
+ * (never gang members) on the n nodes, freeing a slot for every member the
+ * job still needs — k whole GPUs of one topology node, or the member's
+ * memory on the GPUs of one memory node — or none at all. GS_EOK: *ret_victims (owned by the caller: gs_free) holds
+ * the *ret_n victims, *ret_node the index in nodes of the first slot's
+ * node (to nominate). GS_ENOTFOUND: no set frees every slot, or none is
+ * needed; st says why; nothing written. GS_ENOMEM. Nothing in the ledger
+ * changes. */
+enum gs_err gs_sched_preempt_gang(struct gs_sched *s, const struct gs_pod_request *pod,
+                                  const char *const *nodes, size_t n,
+                                  struct gs_victim **ret_victims, size_t *ret_n, size_t *ret_node,
+                                  struct gs_status *st) GS_WUR;
+
 /* ---- views ------------------------------------------------------------------ */
 
 /* Runs fn with the ledger read-locked; nothing read may escape fn. plan

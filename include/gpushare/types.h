@@ -149,8 +149,9 @@ bool gs_pod_request_is_memory(const struct gs_pod_request *req);
 /* True when the pod asks for aliyun.com/gpu (whole GPUs). */
 bool gs_pod_request_is_whole(const struct gs_pod_request *req);
 /* A member of a distributed job (labels gpu-topology and
- * gpu-topology-replica, whole GPUs): the gang plugin places it; the one
- * place that decides membership. */
+ * gpu-topology-replica) asking whole GPUs or GPU memory (a memory-shared
+ * gang): the gang plugin places it; the one place that decides
+ * membership. */
 bool gs_pod_request_is_gang_member(const struct gs_pod_request *req);
 
 #endif

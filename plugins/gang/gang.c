@@ -2,7 +2,7 @@
  * lock: pre_filter, reserve, unreserve, tick, pod_gone and pod_seen under
  * the write lock (they change the gangs); filter, score and describe under
  * the read lock (they only read them). */
-#include "gang.h"
+#include "gang_int.h"
 
 #include <gpushare/alloc.h>
 #include <gpushare/place.h>
@@ -12,43 +12,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-#define GANG_MAX 16384      /* jobs known at once; more are refused, not a crash */
-#define MEMBERS_EXTRA 8     /* members beyond R kept (disagreeing pods) */
-
-enum slot_state {
-  SLOT_EMPTY = 0, /* nothing held: not planned yet, or its member left */
-  SLOT_HELD,      /* the placeholder holds the GPUs; member may be assigned */
-  SLOT_PLACED,    /* the member holds them, its bind not confirmed yet */
-  SLOT_BOUND,     /* the member is bound there */
-};
-
-struct slot {
-  enum slot_state state;
-  char node[GS_NAME_MAX + 1];
-  uint64_t gpus;
-  char member[GS_UID_MAX + 1]; /* "" = not assigned */
-  char placeholder[GS_UID_MAX + 1];
-};
-
-/* A pod of the job that exists (pending or bound), in the order seen. */
-struct member {
-  char uid[GS_UID_MAX + 1];
-  char name[GS_NAME_MAX + 1];
-  uint64_t k;        /* whole GPUs it asks */
-  uint32_t replicas; /* its gpu-topology-replica */
-};
-
-struct gang {
-  char ns[GS_NS_MAX + 1];
-  char job[GS_NAME_MAX + 1];
-  uint32_t replicas; /* the job's shape: R members of k whole GPUs, from */
-  uint64_t k;        /* the first member seen */
-  int64_t plan_ns;   /* when the held slots were planned; 0: none held */
-  struct slot *slots; /* replicas entries */
-  struct member *members;
-  uint32_t nmembers, cap;
-};
 
 /* What pre_filter leaves the per-node hooks of its cycle
  * (struct gs_cycle.state): the node of the member's slot, as plain data. */
@@ -93,14 +56,21 @@ static struct member *member_of(const struct gang *g, const char *uid) {
   return NULL;
 }
 
-static bool agrees(const struct gang *g, uint64_t k, uint32_t replicas) {
-  return k == g->k && replicas == g->replicas;
+static struct shape shape_of(const struct gs_pod_request *pod) {
+  return (struct shape){gs_pod_request_whole_effective(pod),
+                        gs_pod_request_is_whole(pod) ? 0 : gs_pod_request_mem_effective(pod),
+                        gs_pod_request_is_whole(pod) ? 0 : pod->gpu_count, pod->gang_replicas};
+}
+
+static bool agrees(const struct gang *g, const struct shape *m) {
+  return m->k == g->shape.k && m->mem == g->shape.mem && m->count == g->shape.count &&
+         m->replicas == g->shape.replicas;
 }
 
 static uint32_t present(const struct gang *g) {
   uint32_t n = 0;
   for (uint32_t i = 0; i < g->nmembers; i++)
-    n += agrees(g, g->members[i].k, g->members[i].replicas);
+    n += agrees(g, &g->members[i].shape);
   return n;
 }
 
@@ -132,7 +102,7 @@ static uint32_t popcount(uint64_t m) {
 /* A slot's placeholder UID: "gang/<ns>/<job>/<slot>" where that fits a
  * ledger UID (GS_UID_MAX), else "gang/#<64-bit FNV-1a of ns/job>/<slot>":
  * a namespace and a job name may each be 63 characters. */
-static void placeholder_uid(const struct gang *g, uint32_t slot, char *out, size_t len) {
+void gs__gang_placeholder_uid(const struct gang *g, uint32_t slot, char *out, size_t len) {
   int n = snprintf(out, len, GS_GANG_UID_PREFIX "%s/%s/%" PRIu32, g->ns, g->job, slot);
   if (n >= 0 && (size_t)n <= GS_UID_MAX)
     return;
@@ -145,20 +115,23 @@ static void placeholder_uid(const struct gang *g, uint32_t slot, char *out, size
   snprintf(out, len, GS_GANG_UID_PREFIX "#%016" PRIx64 "/%" PRIu32, h, slot);
 }
 
-/* Holds (or re-holds) a slot's GPUs with its placeholder allocation. */
-static enum gs_err hold(struct gs_ledger *ledger, const struct gang *g, const struct slot *s) {
+/* Holds (or re-holds) a slot's GPUs with its placeholder allocation: the
+ * whole GPUs, or a memory slot's MiB on each of its GPUs (in the ledger's
+ * unit: the placeholder is one part per GPU, whatever the members'
+ * containers). */
+enum gs_err gs__gang_hold(struct gs_ledger *ledger, const struct gang *g, const struct slot *s) {
   struct gs_alloc_part parts[GS_MAX_GPUS];
   struct gs_alloc a;
-  uint32_t n = 0;
+  uint32_t n = 0, unit = gs_ledger_unit_mib(ledger);
   for (uint32_t i = 0; i < GS_MAX_GPUS; i++)
     if (s->gpus & (UINT64_C(1) << i))
-      parts[n++] = (struct gs_alloc_part){0, i, 0};
+      parts[n++] = (struct gs_alloc_part){0, i, s->mib_per_gpu / unit};
   a = (struct gs_alloc){
       .ns = g->ns,
       .name = g->job,
       .uid = s->placeholder,
       .node = s->node,
-      .kind = GS_ALLOC_WHOLE,
+      .kind = s->mib_per_gpu > 0 ? GS_ALLOC_MEM : GS_ALLOC_WHOLE,
       .state = GS_ALLOC_BOUND, /* a plan reservation: never expired as a stale bind */
       .unit_mib = gs_ledger_unit_mib(ledger),
       .assume_time_ns = g->plan_ns,
@@ -169,7 +142,7 @@ static enum gs_err hold(struct gs_ledger *ledger, const struct gang *g, const st
 }
 
 /* A held slot goes back to empty; its GPUs are free again. */
-static void unhold(struct gs_ledger *ledger, struct slot *s) {
+void gs__gang_unhold(struct gs_ledger *ledger, struct slot *s) {
   if (gs_ledger_release(ledger, s->placeholder) != GS_EOK) {
     /* the node went away with its allocations */
   }
@@ -180,7 +153,7 @@ static void unhold(struct gs_ledger *ledger, struct slot *s) {
 static void release_held(struct gs_ledger *ledger, struct gang *g) {
   for (uint32_t i = 0; i < g->replicas; i++)
     if (g->slots[i].state == SLOT_HELD)
-      unhold(ledger, &g->slots[i]);
+      gs__gang_unhold(ledger, &g->slots[i]);
   if (count_slots(g, SLOT_PLACED) == 0)
     g->plan_ns = 0;
 }
@@ -214,7 +187,7 @@ static uint32_t plan(struct gs_ledger *ledger, struct gang *g, int64_t now) {
       if (n->mode != GS_MODE_TOPOLOGY)
         continue;
       f = popcount(free_gpus(n) & ~taken[i]);
-      if (f < g->k)
+      if (f < g->shape.k)
         continue;
       for (uint32_t j = 0; j < g->replicas && !own; j++)
         own = g->slots[j].state != SLOT_EMPTY && strcmp(g->slots[j].node, n->name) == 0;
@@ -229,12 +202,13 @@ static uint32_t plan(struct gs_ledger *ledger, struct gang *g, int64_t now) {
       break;
     {
       const struct gs_node *n = gs_ledger_node_at(ledger, best);
-      if (gs_topo_choose(n->topo, free_gpus(n) & ~taken[best], (uint32_t)g->k, &set) != GS_EOK)
+      if (gs_topo_choose(n->topo, free_gpus(n) & ~taken[best], (uint32_t)g->shape.k, &set) != GS_EOK)
         break;
       taken[best] |= set;
       snprintf(s->node, sizeof s->node, "%s", n->name);
       s->gpus = set;
-      placeholder_uid(g, r, s->placeholder, sizeof s->placeholder);
+      s->mib_per_gpu = 0;
+      gs__gang_placeholder_uid(g, r, s->placeholder, sizeof s->placeholder);
       which[planned++] = r;
     }
   }
@@ -248,9 +222,9 @@ static uint32_t plan(struct gs_ledger *ledger, struct gang *g, int64_t now) {
   g->plan_ns = now;
   for (uint32_t i = 0; i < planned; i++) {
     struct slot *s = &g->slots[which[i]];
-    if (hold(ledger, g, s) != GS_EOK) {
+    if (gs__gang_hold(ledger, g, s) != GS_EOK) {
       while (i-- > 0)
-        unhold(ledger, &g->slots[which[i]]);
+        gs__gang_unhold(ledger, &g->slots[which[i]]);
       filled = 0;
       goto done;
     }
@@ -290,8 +264,8 @@ static struct gang *gang_new(struct gang_state *st, const struct gs_pod_request 
   g = gs_calloc(1, sizeof *g);
   if (g == NULL)
     return NULL;
-  g->replicas = pod->gang_replicas;
-  g->k = gs_pod_request_whole_effective(pod);
+  g->shape = shape_of(pod);
+  g->replicas = g->shape.replicas;
   g->cap = pod->gang_replicas + MEMBERS_EXTRA;
   g->slots = gs_calloc(g->replicas, sizeof *g->slots);
   g->members = gs_calloc(g->cap, sizeof *g->members);
@@ -315,17 +289,16 @@ static void gang_drop(struct gs_ledger *ledger, struct gang_state *st, size_t id
 /* Records pod as a member. false: no room (more pods than the job has
  * replicas, or too many disagreeing ones). */
 static bool member_add(struct gang *g, const struct gs_pod_request *pod) {
-  uint64_t k = gs_pod_request_whole_effective(pod);
+  struct shape want = shape_of(pod);
   struct member *m;
   if (member_of(g, pod->uid) != NULL)
     return true;
-  if (g->nmembers == g->cap || (agrees(g, k, pod->gang_replicas) && present(g) >= g->replicas))
+  if (g->nmembers == g->cap || (agrees(g, &want) && present(g) >= g->replicas))
     return false;
   m = &g->members[g->nmembers++];
   snprintf(m->uid, sizeof m->uid, "%s", pod->uid);
   snprintf(m->name, sizeof m->name, "%s", pod->name);
-  m->k = k;
-  m->replicas = pod->gang_replicas;
+  m->shape = want;
   return true;
 }
 
@@ -335,15 +308,26 @@ static bool reshape(struct gang *g) {
   struct slot *slots;
   if (g->nmembers == 0 || present(g) > 0 || count_slots(g, SLOT_EMPTY) != g->replicas)
     return true;
-  slots = gs_calloc(g->members[0].replicas, sizeof *slots);
+  slots = gs_calloc(g->members[0].shape.replicas, sizeof *slots);
   if (slots == NULL)
     return false;
   gs_free(g->slots);
   g->slots = slots;
-  g->replicas = g->members[0].replicas;
-  g->k = g->members[0].k;
+  g->shape = g->members[0].shape;
+  g->replicas = g->shape.replicas;
   g->plan_ns = 0;
   return true;
+}
+
+/* What a member asks, for people: "2 GPUs x 2 replicas" (whole GPUs, the
+ * words of the first release), "4 units of GPU memory on 1 GPU x 4
+ * replicas" (memory-shared). */
+static void asks(const struct shape *m, char *out, size_t len) {
+  if (m->mem == 0)
+    snprintf(out, len, "%" PRIu64 " GPUs x %" PRIu32 " replicas", m->k, m->replicas);
+  else
+    snprintf(out, len, "%" PRIu64 " units of GPU memory on %" PRIu32 " GPU%s x %" PRIu32
+             " replicas", m->mem, m->count, m->count == 1 ? "" : "s", m->replicas);
 }
 
 /* The reason a job whose members disagree is refused, or false. */
@@ -351,7 +335,7 @@ static bool disagreement(const struct gang *g, struct gs_status *st) {
   const struct member *ref = NULL, *odd = NULL;
   for (uint32_t i = 0; i < g->nmembers; i++) {
     const struct member *m = &g->members[i];
-    if (agrees(g, m->k, m->replicas)) {
+    if (agrees(g, &m->shape)) {
       if (ref == NULL)
         ref = m;
     } else if (odd == NULL) {
@@ -362,11 +346,14 @@ static bool disagreement(const struct gang *g, struct gs_status *st) {
     return false;
   if (ref == NULL)
     ref = &g->members[0] == odd && g->nmembers > 1 ? &g->members[1] : &g->members[0];
-  gs_status_set(st, GS_EUNRESOLVABLE, GS_R_GANG_DISAGREE,
-                "gang %s/%s: members disagree: pod %s asks %" PRIu64 " GPUs x %" PRIu32
-                " replicas, pod %s asks %" PRIu64 " GPUs x %" PRIu32 " replicas",
-                g->ns, g->job, ref->name, ref->k, ref->replicas, odd->name, odd->k,
-                odd->replicas);
+  {
+    char a[96], b[96];
+    asks(&ref->shape, a, sizeof a);
+    asks(&odd->shape, b, sizeof b);
+    gs_status_set(st, GS_EUNRESOLVABLE, GS_R_GANG_DISAGREE,
+                  "gang %s/%s: members disagree: pod %s asks %s, pod %s asks %s", g->ns, g->job,
+                  ref->name, a, odd->name, b);
+  }
   return true;
 }
 
@@ -410,6 +397,14 @@ static enum gs_err pre_filter(void *self, const struct gs_cycle *c, struct gs_st
     return gs_status_set(status, GS_EUNRESOLVABLE, GS_R_GANG_OTHER,
                          "gang %s/%s: label gpu-topology-replica must be 1..%d", pod->ns,
                          pod->gang_job, GS_GANG_REPLICAS_MAX);
+  if (!gs_pod_request_is_whole(pod)) {
+    /* a memory-shared member: checked as gpumem checks any memory pod */
+    enum gs_err e = gs_place_check_pod(pod, c->policy, status);
+    if (e != GS_EOK) {
+      status->code = e;
+      return e;
+    }
+  }
   g = find(st, pod->ns, pod->gang_job, NULL);
   if (g == NULL && (g = gang_new(st, pod)) == NULL)
     return gs_status_set(status, GS_ENOFIT, GS_R_GANG_LIMIT, "too many gangs waiting");
@@ -432,12 +427,20 @@ static enum gs_err pre_filter(void *self, const struct gs_cycle *c, struct gs_st
     if (g->slots[i].state == SLOT_HELD && g->slots[i].member[0] == '\0')
       s = &g->slots[i];
   if (s == NULL) {
-    uint32_t fit = plan(c->ledger, g, c->now_ns);
+    uint32_t fit = gs__gang_is_mem(g) ? gs__gang_plan_mem(c->ledger, g, c->policy, c->now_ns)
+                                      : plan(c->ledger, g, c->now_ns);
+    if (fit < g->replicas && gs__gang_is_mem(g))
+      return gs_status_set(status, GS_ENOFIT, GS_R_GANG_NO_FIT,
+                           "gang %s/%s: only %" PRIu32 " of %" PRIu32
+                           " replicas fit (%" PRIu64 " units of GPU memory on %" PRIu32
+                           " GPU%s each)",
+                           g->ns, g->job, fit, g->replicas, g->shape.mem, g->shape.count,
+                           g->shape.count == 1 ? "" : "s");
     if (fit < g->replicas)
       return gs_status_set(status, GS_ENOFIT, GS_R_GANG_NO_FIT,
                            "gang %s/%s: only %" PRIu32 " of %" PRIu32
                            " replicas fit (%" PRIu64 " whole GPUs each)",
-                           g->ns, g->job, fit, g->replicas, g->k);
+                           g->ns, g->job, fit, g->replicas, g->shape.k);
     for (uint32_t i = 0; i < g->replicas && s == NULL; i++)
       if (g->slots[i].state == SLOT_HELD && g->slots[i].member[0] == '\0')
         s = &g->slots[i];
@@ -502,12 +505,13 @@ static enum gs_err reserve(void *self, struct gs_cycle *c, const struct gs_node 
   for (uint32_t i = 0; i < GS_MAX_GPUS; i++)
     if (s->gpus & (UINT64_C(1) << i))
       choice.gpus[choice.ngpus++] = i;
+  choice.mib_per_gpu = s->mib_per_gpu;
   a = (struct gs_alloc){
       .ns = c->pod->ns,
       .name = c->pod->name,
       .uid = c->pod->uid,
       .node = s->node,
-      .kind = GS_ALLOC_WHOLE,
+      .kind = s->mib_per_gpu > 0 ? GS_ALLOC_MEM : GS_ALLOC_WHOLE,
       .state = GS_ALLOC_ASSUMED,
       .unit_mib = c->policy->unit_mib,
       .assume_time_ns = c->now_ns,
@@ -515,13 +519,16 @@ static enum gs_err reserve(void *self, struct gs_cycle *c, const struct gs_node 
   };
   a.nparts = gs_place_parts(c->pod, &choice, parts, GS_MAX_PARTS);
   a.parts = parts;
+  if (a.nparts == 0)
+    return gs_status_set(status, GS_EUNRESOLVABLE, GS_R_GANG_OTHER,
+                         "gang %s/%s: the member does not match its slot", g->ns, g->job);
   /* Swap placeholder for the member's own allocation, atomically under the
    * framework's write lock; on failure the placeholder comes back. */
   if (gs_ledger_release(c->ledger, s->placeholder) != GS_EOK)
     return gs_status_set(status, GS_ECONFLICT, GS_R_GANG_OTHER, "gang slot lost its reservation");
   err = gs_ledger_reserve(c->ledger, &a, c->policy->cgpu_max_pods);
   if (err != GS_EOK) {
-    if (hold(c->ledger, g, s) != GS_EOK) {
+    if (gs__gang_hold(c->ledger, g, s) != GS_EOK) {
       /* the GPUs were free a moment ago under the same lock */
     }
     return gs_status_set(status, GS_ECONFLICT, GS_R_GANG_OTHER, "cannot reserve the gang slot: %s",
@@ -548,7 +555,7 @@ static void unreserve(void *self, struct gs_cycle *c, const char *node) {
   if (gs_ledger_release(c->ledger, c->pod->uid) != GS_EOK) {
     /* already gone */
   }
-  if (hold(c->ledger, g, s) == GS_EOK)
+  if (gs__gang_hold(c->ledger, g, s) == GS_EOK)
     s->state = SLOT_HELD; /* else tick holds it again */
 }
 
@@ -591,7 +598,7 @@ static void pod_gone(void *self, struct gs_ledger *ledger, const char *uid) {
        * running job it is freed, and a replacement is planned anew. */
       s->state = SLOT_EMPTY;
       s->member[0] = '\0';
-      if (g->plan_ns != 0 && hold(ledger, g, s) == GS_EOK)
+      if (g->plan_ns != 0 && gs__gang_hold(ledger, g, s) == GS_EOK)
         s->state = SLOT_HELD;
     }
     if (m != NULL) {
@@ -632,7 +639,7 @@ static void pod_seen(void *self, struct gs_ledger *ledger, const struct gs_pod_r
   for (uint32_t i = 0; i < g->replicas && s == NULL; i++)
     if (g->slots[i].state == SLOT_HELD && g->slots[i].member[0] == '\0') {
       s = &g->slots[i];
-      unhold(ledger, s);
+      gs__gang_unhold(ledger, s);
     }
   if (s == NULL)
     return; /* more bound members than replicas: not ours to fix */
@@ -640,10 +647,14 @@ static void pod_seen(void *self, struct gs_ledger *ledger, const struct gs_pod_r
   snprintf(s->node, sizeof s->node, "%s", alloc->node);
   snprintf(s->member, sizeof s->member, "%s", pod->uid);
   s->gpus = 0;
+  s->mib_per_gpu = 0;
   for (uint32_t i = 0; i < alloc->nparts; i++)
-    if (alloc->parts[i].gpu < GS_MAX_GPUS)
+    if (alloc->parts[i].gpu < GS_MAX_GPUS) {
+      if (alloc->kind == GS_ALLOC_MEM && alloc->parts[i].gpu == alloc->parts[0].gpu)
+        s->mib_per_gpu += gs_alloc_part_mib(alloc, &alloc->parts[i]);
       s->gpus |= UINT64_C(1) << alloc->parts[i].gpu;
-  placeholder_uid(g, (uint32_t)(s - g->slots), s->placeholder, sizeof s->placeholder);
+    }
+  gs__gang_placeholder_uid(g, (uint32_t)(s - g->slots), s->placeholder, sizeof s->placeholder);
 }
 
 /* A plan not all bound in time: the held slots go, and the gang and each
@@ -686,7 +697,7 @@ static void tick(void *self, struct gs_ledger *ledger, int64_t now,
       a = gs_ledger_alloc_get(ledger, s->member);
       if (a != NULL && a->state == GS_ALLOC_BOUND)
         s->state = SLOT_BOUND;
-      else if (a == NULL && hold(ledger, g, s) == GS_EOK)
+      else if (a == NULL && gs__gang_hold(ledger, g, s) == GS_EOK)
         s->state = SLOT_HELD; /* its reservation expired: held for it again */
     }
     if (g->plan_ns == 0)

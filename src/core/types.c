@@ -100,5 +100,5 @@ bool gs_pod_request_is_whole(const struct gs_pod_request *req) {
 }
 
 bool gs_pod_request_is_gang_member(const struct gs_pod_request *req) {
-  return req->gang_job[0] != '\0' && gs_pod_request_is_whole(req);
+  return req->gang_job[0] != '\0' && (gs_pod_request_is_whole(req) || gs_pod_request_is_memory(req));
 }

@@ -798,3 +798,5 @@ void *gs_fw_plugin_state_for_test(struct gs_sched *fw, const char *name) {
       return fw->state[i];
   return NULL;
 }
+
+bool gs_fw_may_evict(struct gs_sched *fw, const struct gs_alloc *alloc) { return may_evict(fw, alloc); }

@@ -145,6 +145,23 @@ void gs_fw_pod_gone(struct gs_sched *s, const char *uid);
  * (the lock is held shared there). */
 void gs_fw_describe(struct gs_sched *s,
                     void (*emit)(void *ctx, const struct gs_plan_view *plan), void *ctx);
+/* May the pod holding alloc be evicted (every plugin's may_evict)? Only
+ * inside gs_sched_read's fn. */
+bool gs_fw_may_evict(struct gs_sched *s, const struct gs_alloc *alloc);
+/* Preemption for a whole gang (docs/gangs.md "Preemption"), a what-if
+ * under the read lock: pod is a member of a job (whole GPUs:
+ * gs_gang_preempt_pick; memory-shared: gs_gang_preempt_pick_mem); the slots its
+ * job still needs (all of them, or those its running members do not hold)
+ * are freed on the given nodes by evicting pods of lower priority than pod
+ * that no plugin protects (gs_gang_preempt_pick), for every slot or for
+ * none. GS_EOK with st->code: SUCCESS, *ret_uids (heap, gs_free) holding
+ * *ret_n victims (0: the job fits already) and *ret_first the index in
+ * nodes of the first slot's node; UNSCHEDULABLE or UNRESOLVABLE: no victims
+ * (st says why). GS_ENOMEM. Nothing is changed. */
+enum gs_err gs_fw_preempt_gang(struct gs_sched *s, const struct gs_pod_request *pod,
+                               const char *const *nodes, size_t n,
+                               char (**ret_uids)[GS_UID_MAX + 1], size_t *ret_n,
+                               size_t *ret_first, struct gs_status *st) GS_WUR;
 /* The plugin state of the named plugin, or NULL: for a plugin's own unit
  * tests only (product code describes plans through gs_fw_describe). Valid
  * while nothing else runs on s. */

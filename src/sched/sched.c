@@ -546,3 +546,59 @@ size_t gs_sched_plans_waiting(struct gs_sched *s) {
 }
 
 const char *gs_version(void) { return GS_VERSION_STRING; }
+
+/* ---- gang preemption (docs/gangs.md "Preemption") ------------------------- */
+
+struct victims_call {
+  char (*uids)[GS_UID_MAX + 1];
+  size_t n;
+  struct gs_victim *out;
+  size_t nout;
+};
+
+static void victims_fn(const struct gs_ledger *ledger, void *arg) {
+  struct victims_call *c = arg;
+  for (size_t i = 0; i < c->n; i++) {
+    const struct gs_alloc *a = gs_ledger_alloc_get(ledger, c->uids[i]);
+    struct gs_victim *v = &c->out[c->nout];
+    if (a == NULL)
+      continue; /* gone meanwhile */
+    snprintf(v->ns, sizeof v->ns, "%s", a->ns);
+    snprintf(v->name, sizeof v->name, "%s", a->name);
+    snprintf(v->uid, sizeof v->uid, "%s", a->uid);
+    c->nout++;
+  }
+}
+
+enum gs_err gs_sched_preempt_gang(struct gs_sched *s, const struct gs_pod_request *pod,
+                                  const char *const *nodes, size_t n,
+                                  struct gs_victim **ret_victims, size_t *ret_n, size_t *ret_node,
+                                  struct gs_status *st) {
+  struct victims_call c = {0};
+  size_t first;
+  enum gs_err err = gs_fw_preempt_gang(s, pod, nodes, n, &c.uids, &c.n, &first, st);
+  if (err != GS_EOK)
+    return err;
+  if (st->code != GS_EOK || c.n == 0) {
+    if (st->code == GS_EOK)
+      gs_status_set(st, GS_ENOFIT, GS_R_OTHER, "the job fits without preemption");
+    gs_free(c.uids);
+    return GS_ENOTFOUND;
+  }
+  c.out = gs_calloc(c.n, sizeof *c.out);
+  if (c.out == NULL) {
+    gs_free(c.uids);
+    return GS_ENOMEM;
+  }
+  gs_sched_read(s, victims_fn, NULL, &c);
+  gs_free(c.uids);
+  if (c.nout == 0) {
+    gs_free(c.out);
+    gs_status_set(st, GS_ENOFIT, GS_R_OTHER, "the victims are gone already");
+    return GS_ENOTFOUND;
+  }
+  *ret_victims = c.out;
+  *ret_n = c.nout;
+  *ret_node = first;
+  return GS_EOK;
+}

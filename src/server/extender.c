@@ -351,6 +351,21 @@ static void serve_preempt(struct call *c) {
     fail(c, 500, "out of memory");
     goto done;
   }
+  if (gs_pod_request_is_gang_member(pod)) {
+    /* kube-scheduler evicts on the one node it picks, for this member only:
+     * a gang's preemption, all members or none, is gpushare-scheduler's
+     * (docs/gangs.md "Preemption"). No node is kept: nothing is evicted. */
+    gs_log(GS_LVL_INFO, "preempt", "pod=%s/%s offered=%zu kept=0 victims=0 reason=\"%s\"",
+           pod->ns, pod->name, args->nnodes,
+           "a gang member: gang preemption needs gpushare-scheduler");
+    c->result = "nofit";
+    body = gs_api_preempt_result_dump(kept, 0);
+    if (body != NULL)
+      respond(c->resp, 200, "application/json", body);
+    else
+      respond_error(c->resp, 500, "out of memory");
+    goto done;
+  }
   for (size_t i = 0; i < args->nnodes; i++)
     offers[i] = (struct gs_preempt_offer){args->nodes[i].node, args->nodes[i].uids,
                                           args->nodes[i].nvictims};

@@ -544,6 +544,30 @@ int gs_shim_permit(struct gs_shim *s, const char *pod, size_t len, const char *n
   return code;
 }
 
+/* gs_shim_preempt for a member of a job (docs/gangs.md
+ * "Preemption"): the same answer, its victims on any of the nodes. */
+static char *preempt_gang(struct gs_shim *s, const struct gs_pod_request *req,
+                          const char *const *nodes, size_t n) {
+  struct gs_victim *victims = NULL;
+  size_t first, nvictims = 0;
+  struct gs_status st;
+  json_t *doc = NULL, *list;
+  char *out = NULL;
+  if (gs_sched_preempt_gang(s->sched, req, nodes, n, &victims, &nvictims, &first, &st) != GS_EOK)
+    return NULL;
+  if ((list = json_array()) != NULL) {
+    for (size_t v = 0; v < nvictims; v++)
+      json_array_append_new(list, json_pack("{s:s,s:s,s:s}", "namespace", victims[v].ns, "name",
+                                            victims[v].name, "uid", victims[v].uid));
+    doc = json_pack("{s:s,s:O}", "node", nodes[first], "victims", list);
+  }
+  out = doc != NULL ? gs_api_dump(doc) : NULL;
+  json_decref(doc);
+  json_decref(list);
+  gs_free(victims);
+  return out;
+}
+
 char *gs_shim_preempt(struct gs_shim *s, const char *pod, size_t len, const char *const *nodes,
                       size_t n) {
   struct gs_pod_request req;
@@ -556,6 +580,10 @@ char *gs_shim_preempt(struct gs_shim *s, const char *pod, size_t len, const char
   json_t *doc, *list;
   if (offers == NULL || answers == NULL || decode_pod(s, pod, len, &req, reason) != GS_SHIM_OK)
     goto done;
+  if (gs_pod_request_is_gang_member(&req)) {
+    out = preempt_gang(s, &req, nodes, n); /* victims for every member, or none */
+    goto done;
+  }
   for (size_t i = 0; i < n; i++)
     offers[i] = (struct gs_preempt_offer){nodes[i], NULL, 0};
   if (gs_sched_preempt(s->sched, &req, offers, n, answers) != GS_EOK ||

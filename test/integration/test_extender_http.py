@@ -444,6 +444,61 @@ class Gangs(unittest.TestCase):
             ext.close()
 
 
+class MemoryGangs(unittest.TestCase):
+    """A job of memory-shared pods (issue 34, docs/gangs.md): the gang labels
+    on aliyun.com/gpu-mem pods, all or nothing, over the real binary."""
+
+    def member(self, i, gib=4):
+        return pod(f"infer-{i}", units=gib,
+                   labels={"gpu-topology": "infer", "gpu-topology-replica": "4"})
+
+    def test_four_members_fill_one_gpu_or_none_is_placed(self):
+        members = [self.member(i) for i in range(4)]
+        blocker = bound_pod("blocker", "s", {"0": {"0": 4}})
+        ext = Extender([node("s", "share", gpus=1, units=16), blocker] + members)
+        try:
+            chosen, res = cycle(ext, members[0], ["s"])
+            self.assertIsNone(chosen)
+            self.assertEqual(res["FailedNodes"], {"s": "gang default/infer: only 3 of 4 replicas "
+                                                       "fit (4 units of GPU memory on 1 GPU each)"})
+            self.assertEqual(ext.ledger()["gangs"], [])
+            self.assertEqual([g["usedMiB"] for n in ext.ledger()["nodes"] for g in n["gpus"]], [4096])
+        finally:
+            ext.close()
+        ext = Extender([node("s", "share", gpus=1, units=16)] + members)
+        try:
+            for m in members:
+                self.assertEqual(cycle(ext, m, ["s"])[0], "s")
+            led = ext.ledger()
+            self.assertEqual([g["usedMiB"] for n in led["nodes"] for g in n["gpus"]], [16384])
+            self.assertEqual([(g["job"], g["replicas"], g["placed"]) for g in led["gangs"]],
+                             [("default/infer", 4, 4)])
+        finally:
+            ext.close()
+
+    def test_the_preempt_verb_keeps_no_node_for_a_gang_member(self):
+        """kube-scheduler would evict on one node for one member: for a gang
+        the extender answers no node, nothing is evicted (docs/gangs.md
+        "Preemption")."""
+        low = bound_pod("low", "s", {"0": {"0": 16}})
+        low["spec"]["priority"] = 0
+        m = self.member(0)
+        m["spec"]["priority"] = 1000
+        ext = Extender([node("s", "share", gpus=1, units=16), low, m])
+        try:
+            body = {"Pod": m, "NodeNameToVictims": None,
+                    "NodeNameToMetaVictims": {"s": {"Pods": [{"UID": "uid-default-low"}]}}}
+            st, res, _ = ext.post("preempt", body)
+            self.assertEqual((st, res), (200, {"NodeNameToMetaVictims": {}}))
+            plain = pod("plain", units=4)
+            plain["spec"]["priority"] = 1000
+            body["Pod"] = plain
+            st, res, _ = ext.post("preempt", body)
+            self.assertEqual(list(res["NodeNameToMetaVictims"]), ["s"])  # not a gang: as before
+        finally:
+            ext.close()
+
+
 class Preempt(unittest.TestCase):
     """The preempt verb (issue 14): victims chosen per GPU, a what-if."""
 

@@ -58,7 +58,7 @@ class ControlPlane:
     def __init__(self, workdir, bindir=None, ext_url=None, scheduler_config=None,
                  scheduler=True, controller_manager=True, scheduler_name=None,
                  scheduler_binary=None, extra_scheduler_args=(), scheduler_via=None,
-                 ext_scheme="http"):
+                 ext_scheme="http", feature_gates=None):
         self.dir = workdir
         os.makedirs(self.dir, exist_ok=True)
         self.bindir = bindir or k8s_bin_dir()
@@ -70,6 +70,11 @@ class ControlPlane:
         self.want_cm = controller_manager
         self.scheduler_binary = scheduler_binary
         self.extra_scheduler_args = list(extra_scheduler_args)
+        # Kubernetes feature gates ({"GenericWorkload": True}), passed to the
+        # apiserver, the controller-manager and the scheduler alike; a gate
+        # whose API group is beta (GenericWorkload: scheduling.k8s.io/v1beta1)
+        # also turns the group on in the apiserver (--runtime-config)
+        self.feature_gates = dict(feature_gates or {})
         self.plugin_debug = free_port()
         self.plugin_args = {}
         # the plugin form runs as deploy/plugin's ServiceAccount (its RBAC
@@ -187,6 +192,7 @@ class ControlPlane:
                "--requestheader-username-headers=X-Remote-User",
                f"--proxy-client-cert-file={pki}/front-proxy-client.crt",
                f"--proxy-client-key-file={pki}/front-proxy-client.key",
+               *self.gate_args(), *self.runtime_config_args(),
                *audit]
         self.procs["kube-apiserver"] = Proc("kube-apiserver", cmd, d)
         self.admin = Kube(self.server, self.tokens["admin"], self.ca)
@@ -215,6 +221,20 @@ class ControlPlane:
             self.start_scheduler(minor)
         return self
 
+    # API groups a feature gate needs served (beta groups are off by default)
+    GATE_APIS = {"GenericWorkload": "scheduling.k8s.io/v1beta1"}
+
+    def gate_args(self):
+        if not self.feature_gates:
+            return []
+        gates = ",".join(f"{k}={'true' if v else 'false'}" for k, v in sorted(self.feature_gates.items()))
+        return [f"--feature-gates={gates}"]
+
+    def runtime_config_args(self):
+        apis = [self.GATE_APIS[k] + "=true" for k, v in sorted(self.feature_gates.items())
+                if v and k in self.GATE_APIS]
+        return [f"--runtime-config={','.join(apis)}"] if apis else []
+
     def start_controller_manager(self, minor):
         d = self.dir
         kc = write_kubeconfig(os.path.join(d, "kcm.kubeconfig"), self.server, self.ca, self.tokens["cm"])
@@ -226,7 +246,8 @@ class ControlPlane:
                f"--service-account-private-key-file={d}/pki/sa.key",
                f"--root-ca-file={self.ca}",
                f"--cluster-signing-cert-file={self.ca}", f"--cluster-signing-key-file={d}/pki/ca.key",
-               "--bind-address=127.0.0.1", f"--secure-port={free_port()}"]
+               "--bind-address=127.0.0.1", f"--secure-port={free_port()}",
+               *self.gate_args()]
         self.procs["kube-controller-manager"] = Proc("kube-controller-manager", cmd, d)
 
     def scheduler_config_text(self, minor, url_prefix=None):
@@ -269,7 +290,7 @@ class ControlPlane:
                f"--authentication-kubeconfig={self.sched_kubeconfig}",
                f"--authorization-kubeconfig={self.sched_kubeconfig}",
                "--bind-address=127.0.0.1", f"--secure-port={self.sched_port}",
-               *self.extra_scheduler_args]
+               *self.gate_args(), *self.extra_scheduler_args]
         self.procs[name] = Proc(name, cmd, d)
         wait_for(lambda: self._scheduler_leads(), START_TIMEOUT, "kube-scheduler leadership", 0.2)
 

@@ -60,6 +60,9 @@ KINDS = {
     "Secret": ("/api/v1", "secrets", True),
     "EndpointSlice": ("/apis/discovery.k8s.io/v1", "endpointslices", True),
     "NetworkPolicy": ("/apis/networking.k8s.io/v1", "networkpolicies", True),
+    # Kubernetes' Workload API (feature gate GenericWorkload, v1.37 beta)
+    "Workload": ("/apis/scheduling.k8s.io/v1beta1", "workloads", True),
+    "PodGroup": ("/apis/scheduling.k8s.io/v1beta1", "podgroups", True),
 }
 RESOURCES = {res: (prefix, kind, nsd) for kind, (prefix, res, nsd) in KINDS.items()}
 

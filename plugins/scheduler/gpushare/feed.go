@@ -134,7 +134,7 @@ func coreJSON[T any, P interface {
 }
 
 // podJSON is the pod as the core reads it (coreJSON).
-func podJSON(pod *v1.Pod) ([]byte, error) { return coreJSON(pod) }
+func podJSON(pod *v1.Pod) ([]byte, error) { return coreJSON(withCoreLabels(pod)) }
 
 // cycleJSON is the pod as the core's verbs read it (filter, sign, reserve,
 // permit, preempt: gs_api_pod_decode in src/api/pod.c): its name,
@@ -147,7 +147,7 @@ func podJSON(pod *v1.Pod) ([]byte, error) { return coreJSON(pod) }
 // the core whole pods (podJSON): a bound pod's annotations are read there.
 func cycleJSON(pod *v1.Pod) ([]byte, error) {
 	q := v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: pod.Name, Namespace: pod.Namespace,
-		UID: pod.UID, Labels: pod.Labels}}
+		UID: pod.UID, Labels: coreLabels(pod)}}
 	q.Spec.Priority = pod.Spec.Priority
 	q.Spec.Overhead = pod.Spec.Overhead
 	q.Spec.Containers = make([]v1.Container, len(pod.Spec.Containers))

@@ -160,6 +160,7 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, err
 	if err != nil {
 		return nil, err
 	}
+	readWorkloadGate() // a PodGroup's pods are kube-scheduler's gang (podgroup.go)
 	core, err := shim.New(raw, cmData, cmNs, cmName, args.OnInvalidConfig == config.OnInvalidConfigIgnore)
 	if err != nil {
 		return nil, err

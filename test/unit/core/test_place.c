@@ -901,8 +901,9 @@ static void test_prepared_pod(void **state) {
   gs_policy_init(&fx.policy);
 }
 
-/* The one gang-membership predicate: gang labels and whole GPUs; a memory
- * pod with gang labels is not a member (gpumem places it). */
+/* The one gang-membership predicate: gang labels and whole GPUs or GPU
+ * memory (a memory-shared gang, issue 34); without a GPU request the labels
+ * mean nothing. */
 static void test_gang_membership(void **state) {
   struct gs_pod_request m = whole_pod("m", 2), mem = mem_pod("x", 4, 1), plain = whole_pod("p", 1);
   (void)state;
@@ -911,8 +912,15 @@ static void test_gang_membership(void **state) {
   snprintf(mem.gang_job, sizeof mem.gang_job, "job");
   mem.gang_replicas = 2;
   assert_true(gs_pod_request_is_gang_member(&m));
-  assert_false(gs_pod_request_is_gang_member(&mem));
+  assert_true(gs_pod_request_is_gang_member(&mem));
   assert_false(gs_pod_request_is_gang_member(&plain));
+  {
+    struct gs_pod_request cpu = {0};
+    snprintf(cpu.gang_job, sizeof cpu.gang_job, "job");
+    cpu.gang_replicas = 2;
+    cpu.ncontainers = 1;
+    assert_false(gs_pod_request_is_gang_member(&cpu));
+  }
 }
 
 int main(void) {

@@ -1,0 +1,165 @@
+"""Gangs under gpushare-scheduler with the GenericWorkload gate off (issue
+34; docs/gangs.md): a job of memory-shared pods through gpushare's labels
+(gpu-topology, gpu-topology-replica), all or nothing; and preemption for a
+whole gang of whole GPUs: lower-priority pods evicted for all four members,
+or nothing. Unit 1GiB."""
+import re
+import time
+import unittest
+
+from realcase import Env, RealCase, alloc_gpus, topo_alloc, wait_for
+
+CLASSES = {"low": 10, "high": 1000, "vip": 2000}
+
+
+def setUpModule():
+    Env.up(unit="1GiB", form="plugin", config={"gangTimeoutSeconds": "30"})
+    for name, value in CLASSES.items():
+        Env.cp.admin.apply({"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
+                            "metadata": {"name": name}, "value": value,
+                            "preemptionPolicy": "PreemptLowerPriority"})
+
+
+def tearDownModule():
+    Env.down()
+
+
+class GangsGateOff(RealCase):
+    def member(self, name, job, replicas, **kw):
+        labels = {"gpu-topology": job, "gpu-topology-replica": str(replicas), "job": job}
+        return self.pod(name, labels=labels, **kw)
+
+    def used(self, node):
+        led = Env.ext.ledger(node)
+        return {g["index"]: g["usedMiB"] // 1024 for g in led["nodes"][0]["gpus"] if g["usedMiB"]}
+
+    def bound(self, selector=None):
+        return [p for p in self.pods(selector) if p["spec"].get("nodeName")]
+
+    def binding_times(self, pods):
+        times = []
+        for p in pods:
+            (b,) = self.cp.audit_bindings(p["metadata"]["name"])
+            times.append(time.mktime(time.strptime(b["stageTimestamp"][:19], "%Y-%m-%dT%H:%M:%S")))
+        return times
+
+    def test_a_memory_shared_job_through_the_labels(self):
+        """The Workload test's job with the gate off: four 4 GiB pods labelled
+        as one job on a 16 GiB GPU holding a 4 GiB pod. The members are told
+        only 3 of 4 fit; none is bound and nothing is held for them. The
+        blocker gone, all four bind within seconds of each other; a member
+        deleted is replaced and placed in its 4 GiB."""
+        self.node("gpu-mg", "share", gpus=1, units=16)
+        self.pod("blocker", units=4)
+        self.wait_bound(1)
+        for i in range(4):
+            self.member(f"w-{i}", "infer", 4, units=4)
+        self.wait_event("w-3", r"gang [a-z0-9-]+/infer: only 3 of 4 replicas fit "
+                               r"\(4 units of GPU memory on 1 GPU each\)")
+        self.assertEqual(self.bound("job=infer"), [])
+        self.assertEqual(self.used("gpu-mg"), {0: 4})
+        self.assertFalse(Env.ext.ledger().get("gangs"))
+
+        self.k.delete("pods", self.ns, "blocker", grace=0)
+        bound = self.wait_bound(4, "job=infer", timeout=240)
+        self.assertEqual(sorted(alloc_gpus(p) for p in bound), [[0]] * 4)
+        times = self.binding_times(bound)
+        self.assertLessEqual(max(times) - min(times), 10, times)
+        wait_for(lambda: self.used("gpu-mg") == {0: 16}, 60, "the GPU full of the job")
+        self.assert_ledger_is_truth()
+
+        self.k.delete("pods", self.ns, "w-2", grace=0)
+        wait_for(lambda: self.used("gpu-mg") == {0: 12}, 60, "w-2's memory free")
+        self.member("w-4", "infer", 4, units=4)
+        bound = self.wait_bound(4, "job=infer", timeout=240)
+        self.assertEqual(sorted(p["metadata"]["name"] for p in bound), ["w-0", "w-1", "w-3", "w-4"])
+        wait_for(lambda: self.used("gpu-mg") == {0: 16}, 60, "the GPU full again")
+        self.assert_ledger_is_truth()
+
+    def test_a_gang_preempts_for_all_members_or_nothing(self):
+        """One 8-GPU topology node full of eight 1-GPU pods of priority 10.
+        A high-priority job of 4 x 3 GPUs cannot be freed whole (two slots
+        of 3 GPUs in 8 at most): nothing is evicted, every low pod stays. A job of 4 x 2 GPUs: all eight pods are evicted (each with
+        DisruptionTarget) and the four members bind."""
+        self.topo_node("gpu-gp")
+        for i in range(8):
+            self.pod(f"low-{i}", whole=1, priority_class="low", labels={"job": "low"})
+        self.wait_bound(8, "job=low")
+
+        for i in range(4):
+            self.member(f"big-{i}", "big", 4, whole=3, priority_class="high")
+        # the event is posted after the attempt's PostFilter, which asked the
+        # core for victims for the whole job and was told no
+        self.wait_event("big-3", r"gang [a-z0-9-]+/big: only 0 of 4 replicas fit "
+                                 r"\(3 whole GPUs each\)")
+        low = self.pods("job=low")
+        self.assertEqual(len(low), 8)
+        for p in low:
+            self.assertIsNone(p["metadata"].get("deletionTimestamp"), p["metadata"]["name"])
+            self.assertFalse([c for c in p["status"].get("conditions", [])
+                              if c["type"] == "DisruptionTarget"], p["metadata"]["name"])
+        for i in range(4):
+            self.k.delete("pods", self.ns, f"big-{i}", grace=0)
+
+        for i in range(4):
+            self.member(f"pair-{i}", "pair", 4, whole=2, priority_class="high")
+        bound = self.wait_bound(4, "job=pair", timeout=300)
+        wait_for(lambda: not self.pods("job=low"), 120, "every low pod gone")
+        gpus = sorted(int(g) for p in bound for g in topo_alloc(p)["allocatedGPUs"]["0"])
+        self.assertEqual(gpus, list(range(8)))
+        self.assert_ledger_is_truth()
+        # exactly the eight, for the pair job only; each marked
+        # (DisruptionTarget, a status patch) before its deletion, both by
+        # gpushare-scheduler (the audit log)
+        victims = set(re.findall(rf'"gpushare: preempted" preemptor="{self.ns}/(\S+?)" '
+                                 rf'victim="{self.ns}/(\S+?)"',
+                                 Env.cp.procs["kube-scheduler"].tail(400000)))
+        self.assertEqual({v for _, v in victims}, {f"low-{i}" for i in range(8)})
+        self.assertEqual({m[:5] for m, _ in victims}, {"pair-"})
+        sa = "system:serviceaccount:kube-system:gpushare-scheduler"
+        done = [e for e in self.cp.audit(user=sa) if e.get("stage") == "ResponseComplete"
+                and (e.get("objectRef") or {}).get("namespace") == self.ns]
+        for i in range(8):
+            ops = [(e["verb"], e["objectRef"].get("subresource")) for e in done
+                   if e["objectRef"].get("name") == f"low-{i}" and e["verb"] in ("patch", "delete")]
+            self.assertEqual(ops[0], ("patch", "status"), (i, ops))
+            self.assertIn(("delete", None), ops, i)
+
+    def test_a_memory_shared_gang_preempts_for_all_members_or_nothing(self):
+        """Two 16 GiB GPUs (one node) full of eight 4 GiB pods of priority 10
+        (binpack: low-0..3 on GPU 0, low-4..7 on GPU 1), low-0 of priority
+        2000. A high-priority job of 4 x 8 GiB cannot be freed whole (GPU 0
+        keeps low-0's 4 GiB: one 8 GiB slot there, two on GPU 1): nothing is
+        evicted. A job of 4 x 6 GiB: two slots per GPU once three pods of
+        each go; exactly six are evicted, low-0 and one pod of GPU 1 stay,
+        and the four members fill both GPUs."""
+        self.node("gpu-mp", "share", gpus=2, units=32)
+        for i in range(8):
+            self.pod(f"low-{i}", units=4, priority_class="vip" if i == 0 else "low",
+                     labels={"job": "low"})
+            self.wait_bound(i + 1, "job=low")  # in order: binpack fills GPU 0 first
+        self.assertEqual(self.used("gpu-mp"), {0: 16, 1: 16})
+        for i in range(4):
+            self.member(f"big-{i}", "big", 4, units=8, priority_class="high")
+        self.wait_event("big-3", r"gang [a-z0-9-]+/big: only 0 of 4 replicas fit "
+                                 r"\(8 units of GPU memory on 1 GPU each\)")
+        low = self.pods("job=low")
+        self.assertEqual(len(low), 8)
+        for p in low:
+            self.assertIsNone(p["metadata"].get("deletionTimestamp"), p["metadata"]["name"])
+        for i in range(4):
+            self.k.delete("pods", self.ns, f"big-{i}", grace=0)
+
+        for i in range(4):
+            self.member(f"mid-{i}", "mid", 4, units=6, priority_class="high")
+        bound = self.wait_bound(4, "job=mid", timeout=300)
+        left = sorted(p["metadata"]["name"] for p in self.pods("job=low"))
+        self.assertEqual(len(left), 2, left)
+        self.assertEqual(left[0], "low-0")
+        self.assertIn(left[1], [f"low-{i}" for i in range(4, 8)])
+        self.assertEqual(sorted(alloc_gpus(p)[0] for p in bound), [0, 0, 1, 1])
+        wait_for(lambda: self.used("gpu-mp") == {0: 16, 1: 16}, 60, "both GPUs full")
+        self.assert_ledger_is_truth()
+
+if __name__ == "__main__":
+    unittest.main()
