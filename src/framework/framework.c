@@ -529,9 +529,22 @@ enum gs_err gs_fw_preempt(struct gs_fw *fw, const struct gs_pod_request *pod, co
                           const char *const *proposed, size_t nproposed,
                           char (**ret_uids)[GS_UID_MAX + 1], size_t *ret_n,
                           struct gs_status *st) {
+  uint32_t violations;
+  return gs_fw_preempt_limited(fw, pod, node, proposed, nproposed, NULL, ret_uids, ret_n,
+                               &violations, st);
+}
+
+enum gs_err gs_fw_preempt_limited(struct gs_fw *fw, const struct gs_pod_request *pod,
+                                  const char *node, const char *const *proposed,
+                                  size_t nproposed, const struct gs_fw_preempt_info *info,
+                                  char (**ret_uids)[GS_UID_MAX + 1], size_t *ret_n,
+                                  uint32_t *ret_violations, struct gs_status *st) {
   char(*uids)[GS_UID_MAX + 1] = NULL;
   struct gs_preempt_candidate *cands = NULL;
+  struct gs_preempt_limits lim = {NULL, 0, true, 0, 0};
   uint32_t *idx = NULL;
+  uint64_t *vb = NULL;
+  int32_t *vp = NULL;
   struct gs_place_pod place;
   const struct gs_node *n;
   size_t count, nc = 0, nv = 0;
@@ -539,6 +552,7 @@ enum gs_err gs_fw_preempt(struct gs_fw *fw, const struct gs_pod_request *pod, co
 
   *ret_n = 0;
   *ret_uids = NULL;
+  *ret_violations = 0;
   st->code = gs_place_prepare(pod, &fw->policy, &place, st);
   if (st->code != GS_EOK) {
     if (st->code == GS_ESKIP)
@@ -555,7 +569,9 @@ enum gs_err gs_fw_preempt(struct gs_fw *fw, const struct gs_pod_request *pod, co
   count = gs_ledger_node_alloc_count(fw->ledger, node);
   cands = gs_calloc(count ? count : 1, sizeof *cands);
   idx = gs_calloc(count ? count : 1, sizeof *idx);
-  if (cands == NULL || idx == NULL) {
+  vb = gs_calloc(count + nproposed ? count + nproposed : 1, sizeof *vb);
+  vp = gs_calloc(count + nproposed ? count + nproposed : 1, sizeof *vp);
+  if (cands == NULL || idx == NULL || vb == NULL || vp == NULL) {
     err = GS_ENOMEM;
     goto unlock;
   }
@@ -566,27 +582,56 @@ enum gs_err gs_fw_preempt(struct gs_fw *fw, const struct gs_pod_request *pod, co
       continue;
     for (size_t j = 0; j < nproposed && !named; j++)
       named = strcmp(proposed[j], a->uid) == 0;
-    cands[nc++] = (struct gs_preempt_candidate){a, named};
+    cands[nc] = (struct gs_preempt_candidate){.alloc = a, .proposed = named};
+    if (info != NULL && !info->describe(info->ctx, a->uid, &cands[nc]))
+      continue;
+    nc++;
   }
-  st->code = gs_preempt_pick(n, &place, fw->policy.cgpu_max_pods, cands, nc, idx, &nv, st);
+  /* kube-scheduler's victims that hold no GPU here stay (below): what they
+   * free counts for the host, their budgets for the count. */
+  for (size_t j = 0; j < nproposed && info != NULL; j++) {
+    const struct gs_alloc *a = gs_ledger_alloc_get(fw->ledger, proposed[j]);
+    struct gs_preempt_candidate c = {.alloc = NULL};
+    if (a != NULL && strcmp(a->node, node) == 0)
+      continue;
+    (void)info->describe(info->ctx, proposed[j], &c);
+    lim.freed_cpu_milli += c.cpu_milli;
+    lim.freed_mem_mib += c.mem_mib;
+  }
+  if (info != NULL)
+    lim.allowed = info->allowed(info->ctx, &lim.nbudgets);
+  st->code = gs_preempt_pick_limited(n, &place, fw->policy.cgpu_max_pods, cands, nc, &lim, idx,
+                                     &nv, NULL, st);
   if (st->code == GS_EOK) {
+    size_t m = 0;
     uids = gs_calloc(nv + nproposed ? nv + nproposed : 1, sizeof *uids);
     if (uids == NULL) {
       err = GS_ENOMEM;
       goto unlock;
     }
-    for (size_t i = 0; i < nv; i++)
+    for (size_t i = 0; i < nv; i++) {
       snprintf(uids[(*ret_n)++], GS_UID_MAX + 1, "%s", cands[idx[i]].alloc->uid);
+      vb[m] = cands[idx[i]].budgets;
+      vp[m++] = cands[idx[i]].alloc->priority;
+    }
     /* kube-scheduler's victims that hold no GPU here stay: it chose them
      * for its own resources (CPU, memory, ports). */
     for (size_t j = 0; j < nproposed; j++) {
       const struct gs_alloc *a = gs_ledger_alloc_get(fw->ledger, proposed[j]);
       bool again = false; /* a UID named twice is answered once */
+      struct gs_preempt_candidate c = {.alloc = NULL};
       for (size_t k = 0; k < j && !again; k++)
         again = strcmp(proposed[k], proposed[j]) == 0;
-      if (!again && (a == NULL || strcmp(a->node, node) != 0))
-        snprintf(uids[(*ret_n)++], GS_UID_MAX + 1, "%s", proposed[j]);
+      if (again || (a != NULL && strcmp(a->node, node) == 0))
+        continue;
+      snprintf(uids[(*ret_n)++], GS_UID_MAX + 1, "%s", proposed[j]);
+      if (info != NULL)
+        (void)info->describe(info->ctx, proposed[j], &c);
+      vb[m] = c.budgets;
+      vp[m++] = a != NULL ? a->priority : INT32_MIN; /* unknown: the least important */
     }
+    if (info != NULL)
+      *ret_violations = gs_preempt_violations(vb, vp, m, lim.allowed, lim.nbudgets);
     *ret_uids = uids;
   } else if (gs_status_is_error(st->code)) {
     err = st->code;
@@ -595,6 +640,8 @@ unlock:
   pthread_rwlock_unlock(&fw->lock);
   gs_free(cands);
   gs_free(idx);
+  gs_free(vb);
+  gs_free(vp);
   return err;
 }
 

@@ -11,6 +11,7 @@
 #include <gpushare/ledger.h>
 #include <gpushare/place.h>
 #include <gpushare/plugin.h>
+#include <gpushare/preempt.h>
 
 #define GS_FW_MAX_PLUGINS 16
 
@@ -101,6 +102,24 @@ enum gs_err gs_fw_preempt(struct gs_fw *fw, const struct gs_pod_request *pod, co
                           const char *const *proposed, size_t nproposed,
                           char (**ret_uids)[GS_UID_MAX + 1], size_t *ret_n,
                           struct gs_status *st) GS_WUR;
+/* What gs_fw_preempt_limited asks of its caller: each pod's host requests
+ * and the disruption budgets selecting it (fills c's cpu_milli, mem_mib and
+ * budgets; false: the pod may not go), and then the budgets' allowed
+ * disruptions (*ret_n of them). Called under the framework's read lock. */
+struct gs_fw_preempt_info {
+  bool (*describe)(void *ctx, const char *uid, struct gs_preempt_candidate *c);
+  const int32_t *(*allowed)(void *ctx, uint32_t *ret_n);
+  void *ctx;
+};
+/* gs_fw_preempt with the pods' budgets and host requests from info (NULL:
+ * none): gs_preempt_pick_limited with the node's host view, and in
+ * *ret_violations the victims answered (kube-scheduler's that hold no GPU
+ * included) that violate a budget. */
+enum gs_err gs_fw_preempt_limited(struct gs_fw *fw, const struct gs_pod_request *pod,
+                                  const char *node, const char *const *proposed,
+                                  size_t nproposed, const struct gs_fw_preempt_info *info,
+                                  char (**ret_uids)[GS_UID_MAX + 1], size_t *ret_n,
+                                  uint32_t *ret_violations, struct gs_status *st) GS_WUR;
 /* PostBind: the apiserver accepted the Binding; the reservation is the
  * pod's allocation. */
 void gs_fw_post_bind(struct gs_fw *fw, const char *uid);

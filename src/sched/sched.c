@@ -6,6 +6,7 @@
 #include <gpushare/version.h>
 
 #include "alloc.h"
+#include "budget.h"
 #include "framework.h"
 #include "plugins.h"
 #include "strmap.h"
@@ -45,6 +46,7 @@ struct gs_sched {
   struct gs_strmap *unhealthy; /* node → struct unhealthy */
   struct gs_notify notify;     /* the front end's; set before ticks start */
   _Atomic uint64_t gang_timeouts;
+  struct gs__budgets *budgets; /* PDBs, pods' labels and host requests (budget.h) */
 };
 
 struct gs_sched *gs_sched_new(const struct gs_policy *policy) {
@@ -58,7 +60,9 @@ struct gs_sched *gs_sched_new(const struct gs_policy *policy) {
   s->by_node = gs_strmap_new();
   s->unhealthy = gs_strmap_new();
   s->fw = gs_fw_new(policy, plugins, n);
-  if (s->kept == NULL || s->by_node == NULL || s->unhealthy == NULL || s->fw == NULL) {
+  s->budgets = gs__budgets_new();
+  if (s->kept == NULL || s->by_node == NULL || s->unhealthy == NULL || s->fw == NULL ||
+      s->budgets == NULL) {
     gs_sched_free(s);
     return NULL;
   }
@@ -92,6 +96,7 @@ void gs_sched_free(struct gs_sched *s) {
   gs_strmap_free(s->by_node);
   gs_strmap_free(s->unhealthy);
   gs_fw_free(s->fw);
+  gs__budgets_free(s->budgets);
   pthread_mutex_destroy(&s->mu);
   gs_free(s);
 }
@@ -257,6 +262,7 @@ void gs_sched_pod_gone(struct gs_sched *s, const char *uid) {
   forget(s, uid); /* first, then free (see retry_node) */
   pthread_mutex_unlock(&s->mu);
   gs_fw_pod_gone(s->fw, uid);
+  gs__budgets_pod_forget(s->budgets, uid);
 }
 
 /* ---- nodes -------------------------------------------------------------- */
@@ -478,6 +484,29 @@ enum gs_err gs_sched_permit(struct gs_sched *s, const struct gs_pod_request *pod
 
 /* ---- preemption ------------------------------------------------------------ */
 
+/* One offer's budgets (budget.h), for the framework. */
+static bool view_describe(void *ctx, const char *uid, struct gs_preempt_candidate *c) {
+  return gs__budgets_describe(ctx, uid, c);
+}
+
+static const int32_t *view_allowed(void *ctx, uint32_t *ret_n) {
+  struct gs__budget_view *v = ctx;
+  *ret_n = v->n;
+  return v->allowed;
+}
+
+enum gs_err gs_sched_pdb_upsert(struct gs_sched *s, const struct gs_pdb *pdb) {
+  return gs__budgets_pdb_set(s->budgets, pdb);
+}
+
+void gs_sched_pdb_remove(struct gs_sched *s, const char *ns, const char *name) {
+  gs__budgets_pdb_remove(s->budgets, ns, name);
+}
+
+enum gs_err gs_sched_pod_meta(struct gs_sched *s, const struct gs_pod_meta *m) {
+  return gs__budgets_pod_set(s->budgets, m);
+}
+
 enum gs_err gs_sched_preempt(struct gs_sched *s, const struct gs_pod_request *pod,
                              const struct gs_preempt_offer *offers, size_t n,
                              struct gs_preempt_answer *ret) {
@@ -487,8 +516,11 @@ enum gs_err gs_sched_preempt(struct gs_sched *s, const struct gs_pod_request *po
     struct gs_status st = {GS_EOK, GS_R_OTHER, ""};
     enum gs_err e;
     memset(a, 0, sizeof *a);
-    e = gs_fw_preempt(s->fw, pod, offers[i].node, offers[i].victims, offers[i].nvictims,
-                      &a->victims, &a->nvictims, &st);
+    struct gs__budget_view view = {.b = s->budgets, .n = 0};
+    struct gs_fw_preempt_info info = {view_describe, view_allowed, &view};
+    e = gs_fw_preempt_limited(s->fw, pod, offers[i].node, offers[i].victims,
+                              offers[i].nvictims, &info, &a->victims, &a->nvictims,
+                              &a->pdb_violations, &st);
     if (e == GS_ENOTFOUND) {
       snprintf(a->reason, sizeof a->reason, "node unknown to gpushare");
     } else if (e != GS_EOK) {
@@ -523,6 +555,7 @@ struct cheapest {
 static void cheapest_fn(const struct gs_ledger *ledger, void *arg) {
   struct cheapest *c = arg;
   int32_t best_prio = INT32_MAX;
+  uint32_t best_viol = UINT32_MAX;
   size_t best_count = SIZE_MAX;
   uint64_t best_mib = UINT64_MAX;
   c->best = c->n;
@@ -541,10 +574,13 @@ static void cheapest_fn(const struct gs_ledger *ledger, void *arg) {
       for (uint32_t k = 0; k < al->nparts; k++)
         mib += gs_alloc_part_mib(al, &al->parts[k]);
     }
-    if (prio < best_prio ||
-        (prio == best_prio &&
-         (a->nvictims < best_count || (a->nvictims == best_count && mib < best_mib)))) {
+    if (a->pdb_violations < best_viol ||
+        (a->pdb_violations == best_viol &&
+         (prio < best_prio ||
+          (prio == best_prio &&
+           (a->nvictims < best_count || (a->nvictims == best_count && mib < best_mib)))))) {
       c->best = i;
+      best_viol = a->pdb_violations;
       best_prio = prio;
       best_count = a->nvictims;
       best_mib = mib;
