@@ -90,6 +90,58 @@ static void feed_gang_member(struct gs_sched *sched, const json_t *pod,
   gs_sched_pod_seen(sched, &req, alloc);
 }
 
+/* A bound pod's labels and host requests, for preemption's budgets and
+ * host check (gs_sched_pod_meta). */
+static void feed_pod_meta(struct gs_sched *sched, const json_t *pod, const char *uid) {
+  static __thread char labels[GS_API_LABELS_MAX]; /* 8 KiB: off the stack */
+  struct gs_pod_request req;
+  struct gs_diag diag = {"", ""};
+  struct gs_pod_meta m = {uid, gs_api_pod_ns(pod), labels, 0, 0};
+  if (gs_api_pod_labels_text(pod, labels, sizeof labels) != GS_EOK) {
+    gs_log(GS_LVL_WARN, "pod labels unreadable: no disruption budget selects it",
+           "pod=%s/%s", gs_api_pod_ns(pod), gs_api_pod_name(pod) ? gs_api_pod_name(pod) : "?");
+    labels[0] = '\0';
+  }
+  if (gs_api_pod_decode(pod, &req, &diag) == GS_EOK) {
+    m.cpu_milli = req.cpu_milli;
+    m.mem_mib = req.mem_mib;
+  }
+  if (gs_sched_pod_meta(sched, &m) != GS_EOK)
+    gs_log(GS_LVL_WARN, "cannot record pod for preemption", "pod=%s/%s", m.ns,
+           gs_api_pod_name(pod) ? gs_api_pod_name(pod) : "?");
+}
+
+void gs__feed_pdb(struct gs_sched *sched, const json_t *pdb) {
+  static __thread struct gs_api_pdb d; /* 4 KiB: off the stack */
+  struct gs_diag diag = {"", ""};
+  struct gs_pdb p;
+  enum gs_err err = gs_api_pdb_decode(pdb, &d, &diag);
+  if (err != GS_EOK) {
+    const json_t *meta = json_object_get(pdb, "metadata");
+    const char *ns = json_string_value(json_object_get(meta, "namespace"));
+    const char *name = json_string_value(json_object_get(meta, "name"));
+    gs_log(GS_LVL_WARN, "ignoring PodDisruptionBudget", "pdb=%s/%s where=\"%s\" error=\"%s\"",
+           ns ? ns : "?", name ? name : "?", diag.where, diag.text);
+    if (ns != NULL && name != NULL)
+      gs_sched_pdb_remove(sched, ns, name);
+    return;
+  }
+  p = (struct gs_pdb){d.ns, d.name, d.selector_null ? NULL : d.selector, d.allowed};
+  if (gs_sched_pdb_upsert(sched, &p) != GS_EOK)
+    gs_log(GS_LVL_WARN, "cannot record PodDisruptionBudget", "pdb=%s/%s", d.ns, d.name);
+  else
+    gs_log(GS_LVL_DEBUG, "PodDisruptionBudget", "pdb=%s/%s disruptionsAllowed=%d", d.ns, d.name,
+           (int)d.allowed);
+}
+
+void gs__feed_pdb_delete(struct gs_sched *sched, const json_t *pdb) {
+  const json_t *meta = json_object_get(pdb, "metadata");
+  const char *ns = json_string_value(json_object_get(meta, "namespace"));
+  const char *name = json_string_value(json_object_get(meta, "name"));
+  if (name != NULL)
+    gs_sched_pdb_remove(sched, ns != NULL && ns[0] ? ns : "default", name);
+}
+
 void gs__feed_pod(struct gs_sched *sched, const json_t *pod) {
   const char *uid = gs_api_pod_uid(pod), *node = gs_api_pod_node(pod);
   struct gs_diag diag = {"", ""};
@@ -107,6 +159,7 @@ void gs__feed_pod(struct gs_sched *sched, const json_t *pod) {
     return;
   }
   if (node != NULL && node[0] != '\0') {
+    feed_pod_meta(sched, pod, uid);
     err = gs_api_alloc_from_pod(pod, gs_sched_policy(sched)->unit_mib, &a, &diag);
     if (err == GS_EOK) {
       alloc = bound_alloc(pod, &a, uid, node);

@@ -559,6 +559,22 @@ done:
   return out;
 }
 
+char *gs_shim_preempt_host(struct gs_shim *s, const char *pod, size_t len,
+                           const char *const *nodes, size_t n, const int64_t *host) {
+  if (host != NULL && set_hosts(s, nodes, n, host) != GS_EOK)
+    return NULL;
+  return gs_shim_preempt(s, pod, len, nodes, n);
+}
+
+void gs_shim_pdb(struct gs_shim *s, const char *json, size_t len, int deleted) {
+  json_t *pdb = load(json, len);
+  if (pdb != NULL && deleted)
+    gs__feed_pdb_delete(s->sched, pdb);
+  else if (pdb != NULL)
+    gs__feed_pdb(s->sched, pdb);
+  json_decref(pdb);
+}
+
 char *gs_shim_view(struct gs_shim *s, const char *node, int inspect, int *status) {
   char *text = NULL;
   enum gs_err err = gs__view_json(s->sched, node, inspect != 0, &s->config, &text);

@@ -572,7 +572,21 @@ func (p *Plugin) PostFilter(ctx context.Context, state fwk.CycleState, pod *v1.P
 	if len(names) == 0 {
 		return nil, fwk.NewStatus(fwk.Unschedulable, "gpushare: no node where preemption helps")
 	}
-	res, ok := p.core.Preempt(c.pod, names)
+	// the nodes' host resources: victims that free a GPU but leave the
+	// preemptor's CPU or memory short are not chosen
+	host := make([]int64, 0, 4*len(names))
+	for _, name := range names {
+		var a, r fwk.Resource
+		if ni, err := p.h.SnapshotSharedLister().NodeInfos().Get(name); err == nil {
+			a, r = ni.GetAllocatable(), ni.GetRequested()
+		}
+		if a == nil || r == nil {
+			host = append(host, 0, 0, 0, 0) // unknown: not checked
+			continue
+		}
+		host = append(host, a.GetMilliCPU(), r.GetMilliCPU(), a.GetMemory(), r.GetMemory())
+	}
+	res, ok := p.core.PreemptHost(c.pod, names, host)
 	if !ok {
 		return nil, fwk.NewStatus(fwk.Unschedulable, "gpushare: no lower-priority pods free a GPU on any node")
 	}
