@@ -237,6 +237,10 @@ enum gs__inf_kind {
   GS__INF_PODS,
   GS__INF_CM_GPUSHARE,  /* the gpushare ConfigMap (fieldSelector metadata.name) */
   GS__INF_CM_UNHEALTHY, /* kube-system ConfigMaps named unhealthy-gpu-* */
+  GS__INF_PDBS,         /* policy/v1 PodDisruptionBudgets (preemption); the ones
+                           before it gate the first sync, it does not: an
+                           apiserver or RBAC without them leaves preemption
+                           without budgets, not the extender unready */
   GS__INF_COUNT
 };
 #define GS_KUBE_UNHEALTHY_PREFIX "unhealthy-gpu-"

@@ -372,7 +372,7 @@ static void serve_preempt(struct call *c) {
       continue;
     }
     kept[nkept] = (struct gs_api_preempt_node){args->nodes[i].node, answers[i].nvictims,
-                                               uids + nuids, args->nodes[i].pdb_violations};
+                                               uids + nuids, answers[i].pdb_violations};
     for (size_t j = 0; j < answers[i].nvictims; j++)
       uids[nuids++] = answers[i].victims[j];
     log_victims(pod, &args->nodes[i], &kept[nkept]);

@@ -76,6 +76,16 @@ static void sink_configmap_delete(void *ctx, const json_t *cm) {
   gs__feed_configmap_delete(s->sched, &f, cm, &s->config);
 }
 
+static void sink_pdb_upsert(void *ctx, const json_t *pdb) {
+  struct gs_server *s = ctx;
+  gs__feed_pdb(s->sched, pdb);
+}
+
+static void sink_pdb_delete(void *ctx, const json_t *pdb) {
+  struct gs_server *s = ctx;
+  gs__feed_pdb_delete(s->sched, pdb);
+}
+
 static void sink_synced(void *ctx) {
   struct gs_server *s = ctx;
   if (!atomic_exchange(&s->synced, true))
@@ -99,5 +109,7 @@ struct gs_cluster_sink gs__server_sink(struct gs_server *s) {
       .configmap_delete = sink_configmap_delete,
       .synced = sink_synced,
       .leader = sink_leader,
+      .pdb_upsert = sink_pdb_upsert,
+      .pdb_delete = sink_pdb_delete,
   };
 }

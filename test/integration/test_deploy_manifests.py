@@ -168,6 +168,11 @@ def calls():
         ("kube_informer.c", "GET", ("/api/v1/nodes",), "", "nodes", "watch", ANY, None),
         ("kube_informer.c", "GET", ("/api/v1/pods",), "", "pods", "list", ANY, None),
         ("kube_informer.c", "GET", ("/api/v1/pods",), "", "pods", "watch", ANY, None),
+        # PodDisruptionBudgets, for preemption
+        ("kube_informer.c", "GET", ("/apis/policy/v1/poddisruptionbudgets",), "policy",
+         "poddisruptionbudgets", "list", ANY, None),
+        ("kube_informer.c", "GET", ("/apis/policy/v1/poddisruptionbudgets",), "policy",
+         "poddisruptionbudgets", "watch", ANY, None),
         # the gpushare ConfigMap (fieldSelector metadata.name) ...
         ("kube_informer.c", "GET", (ns_pfx, "/configmaps"), "", "configmaps", "list", cm_ns, None),
         ("kube_informer.c", "GET", (ns_pfx, "/configmaps"), "", "configmaps", "watch", cm_ns, None),
