@@ -331,8 +331,9 @@ static void log_victims(const struct gs_pod_request *pod, const struct gs_api_pr
   for (size_t j = 0; j < answer->nvictims; j++)
     snprintf(chosen + strlen(chosen), sizeof chosen - strlen(chosen), "%s%s", j ? "," : "",
              answer->uids[j]);
-  gs_log(GS_LVL_INFO, "preempt: victims", "pod=%s/%s node=%s proposed=%s victims=%s", pod->ns,
-         pod->name, answer->node, proposed, chosen);
+  gs_log(GS_LVL_INFO, "preempt: victims",
+         "pod=%s/%s node=%s proposed=%s victims=%s pdb_violations=%" PRId64, pod->ns, pod->name,
+         answer->node, proposed, chosen, answer->pdb_violations);
 }
 
 /* The offers → one service call → the nodes kept, with their victims. */

@@ -547,7 +547,8 @@ char *gs_shim_preempt(struct gs_shim *s, const char *pod, size_t len, const char
   for (size_t v = 0; v < nvictims; v++)
     json_array_append_new(list, json_pack("{s:s,s:s,s:s}", "namespace", victims[v].ns, "name",
                                           victims[v].name, "uid", victims[v].uid));
-  doc = json_pack("{s:s,s:O}", "node", nodes[best], "victims", list);
+  doc = json_pack("{s:s,s:O,s:I}", "node", nodes[best], "victims", list, "pdbViolations",
+                  (json_int_t)answers[best].pdb_violations);
   out = doc != NULL ? gs_api_dump(doc) : NULL;
   json_decref(doc);
   json_decref(list);

@@ -591,7 +591,8 @@ func (p *Plugin) PostFilter(ctx context.Context, state fwk.CycleState, pod *v1.P
 		return nil, fwk.NewStatus(fwk.Unschedulable, "gpushare: no lower-priority pods free a GPU on any node")
 	}
 	var choice struct {
-		Node    string `json:"node"`
+		Node          string `json:"node"`
+		PDBViolations int    `json:"pdbViolations"`
 		Victims []struct {
 			Namespace string `json:"namespace"`
 			Name      string `json:"name"`
@@ -614,7 +615,7 @@ func (p *Plugin) PostFilter(ctx context.Context, state fwk.CycleState, pod *v1.P
 			return nil, fwk.AsStatus(fmt.Errorf("preempting %s/%s: %w", v.Namespace, v.Name, err))
 		}
 		klog.InfoS("gpushare: preempted", "preemptor", klog.KObj(pod), "victim",
-			klog.KRef(v.Namespace, v.Name), "node", choice.Node)
+			klog.KRef(v.Namespace, v.Name), "node", choice.Node, "pdbViolations", choice.PDBViolations)
 	}
 	return &fwk.PostFilterResult{NominatingInfo: &fwk.NominatingInfo{
 		NominatedNodeName: choice.Node, NominatingMode: fwk.ModeOverride}}, fwk.NewStatus(fwk.Success)
