@@ -77,6 +77,21 @@ enum gs_err gs_preempt_pick_limited(const struct gs_node *node, const struct gs_
 uint32_t gs_preempt_violations(const uint64_t *budgets, const int32_t *prios, size_t n,
                                const int32_t *allowed, uint32_t nbudgets);
 
+/* ---- nominated pods (docs/preemption.md) ------------------------------------- */
+
+/* The node as another pod sees it while the n pods in held (prepared;
+ * kube-scheduler nominated them to it: status.nominatedNodeName) wait for
+ * their victims to go, as kube-scheduler adds nominated pods of equal or
+ * higher priority to a node before its filters run: each is placed on the
+ * view in turn and its GPUs charged. *ret_view is node with its GPUs in
+ * gpus (room for node->ngpus; ret_view->gpus points there). GS_EOK, or
+ * GS_ENOFIT when a held pod does not fit now (its victims are still
+ * there): the GPUs it waits for are not to be given away, so the node
+ * holds nothing for another pod (st says so). */
+enum gs_err gs_preempt_hold_view(const struct gs_node *node, const struct gs_place_pod *const *held,
+                                 size_t n, struct gs_node *ret_view, struct gs_gpu *gpus,
+                                 struct gs_status *st);
+
 /* Does a label selector select a pod with these labels? Both in the text
  * form src/api writes (docs/preemption.md): labels are "key=value" lines;
  * a selector is lines of requirements, all of which must hold:

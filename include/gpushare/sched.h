@@ -270,6 +270,16 @@ struct gs_pod_meta {
 enum gs_err gs_sched_pod_meta(struct gs_sched *s, const struct gs_pod_meta *m) GS_WUR;
 
 
+/* pod is nominated to node by preemption (kube-scheduler's
+ * status.nominatedNodeName; NULL or "": not, or no longer): as
+ * kube-scheduler holds a nominated pod's resources, the GPUs it will take
+ * there are held against pods of equal or lower priority until it is
+ * reserved, bound or gone — while its victims terminate no other pod takes
+ * them, and a node where it does not fit yet holds nothing for those pods.
+ * A pod gpushare does not place is not held. GS_ETOOBIG past 256 at once. */
+enum gs_err gs_sched_nominate(struct gs_sched *s, const struct gs_pod_request *pod,
+                              const char *node) GS_WUR;
+
 /* A pod to evict, as the ledger records it. */
 struct gs_victim {
   char ns[GS_NS_MAX + 1], name[GS_NAME_MAX + 1], uid[GS_UID_MAX + 1];

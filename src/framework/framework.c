@@ -7,6 +7,7 @@
  * events take the write lock.
  */
 #include "framework.h"
+#include "hold.h"
 #include "memo.h"
 #include "pool.h"
 
@@ -34,6 +35,7 @@ struct gs_fw {
   void *state[GS_FW_MAX_PLUGINS];
   struct gs_pool *pool; /* its workers start at the first verb over parallel_min nodes */
   size_t parallel_min;
+  struct gs__holds *holds; /* pods nominated by preemption (hold.h) */
 };
 
 /* One worker per CPU beside the caller's, at most WORKERS_MAX. */
@@ -62,6 +64,9 @@ struct gs_fw *gs_fw_new(const struct gs_policy *policy, const struct gs_plugin_o
   if (fw->pool == NULL)
     goto free_lock;
   fw->parallel_min = PARALLEL_MIN_NODES;
+  fw->holds = gs__holds_new();
+  if (fw->holds == NULL)
+    goto free_plugins;
   for (size_t i = 0; i < nplugins; i++) {
     if (plugins[i]->api_version != GS_PLUGIN_API_VERSION)
       goto free_plugins;
@@ -79,6 +84,7 @@ free_plugins:
   for (size_t i = 0; i < fw->nplugins; i++)
     if (fw->plugins[i]->destroy != NULL)
       fw->plugins[i]->destroy(fw->state[i]);
+  gs__holds_free(fw->holds);
   gs_pool_free(fw->pool);
 free_lock:
   pthread_rwlock_destroy(&fw->lock);
@@ -95,6 +101,7 @@ void gs_fw_free(struct gs_fw *fw) {
   for (size_t i = 0; i < fw->nplugins; i++)
     if (fw->plugins[i]->destroy != NULL)
       fw->plugins[i]->destroy(fw->state[i]);
+  gs__holds_free(fw->holds);
   gs_pool_free(fw->pool);
   pthread_rwlock_destroy(&fw->lock);
   gs_ledger_free(fw->ledger);
@@ -192,6 +199,8 @@ static void run_node(struct gs_fw *fw, const struct cycle *cy, const struct gs_n
                      bool score, struct gs_node_result *r) {
   struct gs_status *st = &r->status; /* plugins write the result's own */
   struct gs_cycle view;
+  struct gs_node held;
+  struct gs_gpu held_gpus[GS_MAX_GPUS];
   int64_t total = 0, early[GS_FW_MAX_PLUGINS];
   bool early_scored[GS_FW_MAX_PLUGINS];
   size_t scored = 0;
@@ -201,6 +210,17 @@ static void run_node(struct gs_fw *fw, const struct cycle *cy, const struct gs_n
     r->code = GS_ENOFIT;
     r->why = GS_R_NODE_UNKNOWN;
     snprintf(r->reason, sizeof r->reason, "node unknown to gpushare");
+    return;
+  }
+  /* GPUs held for pods nominated here (hold.h): the plugins see them taken */
+  switch (gs__holds_view(fw->holds, node, cy->c.pod, &held, held_gpus, st)) {
+  case GS_EOK:
+    node = &held;
+    break;
+  case GS_ESKIP:
+    break;
+  default:
+    r->code = GS_ENOFIT;
     return;
   }
   for (size_t i = 0; i < fw->nplugins; i++) {
@@ -294,8 +314,8 @@ static void verb_chunk(void *ctx, size_t begin, size_t end) {
 static bool memo_update(struct gs_fw *fw, struct cycle *cy, struct gs_fw_memo *memo) {
   const struct gs_node *changed[MEMO_CHANGES_MAX];
   size_t k = gs_ledger_changed_since(fw->ledger, memo->gen, changed, MEMO_CHANGES_MAX);
-  if (k == SIZE_MAX)
-    return false;
+  if (k == SIZE_MAX || memo->holds_gen != gs__holds_gen(fw->holds))
+    return false; /* a nomination began or ended: every node again */
   memo->evaluated = 0;
   for (size_t i = 0; k > 0 && i < memo->n; i++) {
     for (size_t j = 0; j < k; j++) {
@@ -386,6 +406,7 @@ static enum gs_err run_verb(struct gs_fw *fw, const struct gs_pod_request *pod,
     /* Read under the same lock as the results: a change after it is
      * logged past this generation. */
     memo->gen = gs_ledger_gen(fw->ledger);
+    memo->holds_gen = gs__holds_gen(fw->holds);
     memcpy(memo->sig, sig, sizeof sig);
   }
   pthread_rwlock_unlock(&fw->lock);
@@ -458,6 +479,8 @@ enum gs_err gs_fw_reserve(struct gs_fw *fw, const struct gs_pod_request *pod, co
   struct cycle cy;
   const struct gs_node *n;
   const struct gs_alloc *alloc;
+  struct gs_node held;
+  struct gs_gpu held_gpus[GS_MAX_GPUS];
   enum gs_err code;
   enum gs_err err = GS_EOK;
   bool fresh = false;
@@ -489,7 +512,13 @@ enum gs_err gs_fw_reserve(struct gs_fw *fw, const struct gs_pod_request *pod, co
       err = GS_ENOFIT;
       goto unlock;
     }
-    code = run_reserve(fw, &cy, n, st);
+    /* GPUs held for pods nominated here are not the pod's to take */
+    code = gs__holds_view(fw->holds, n, pod, &held, held_gpus, st);
+    if (code == GS_ENOFIT) {
+      err = GS_ENOFIT;
+      goto unlock;
+    }
+    code = run_reserve(fw, &cy, code == GS_EOK ? &held : n, st);
     if (code != GS_EOK) {
       err = GS_ENOFIT;
       goto unlock;
@@ -512,6 +541,7 @@ enum gs_err gs_fw_reserve(struct gs_fw *fw, const struct gs_pod_request *pod, co
     goto unlock;
   }
   *ret_fresh = fresh;
+  (void)gs__holds_drop(fw->holds, pod->uid); /* placed: its nomination is done */
 unlock:
   pthread_rwlock_unlock(&fw->lock);
   return err;
@@ -725,6 +755,24 @@ enum gs_err gs_fw_pod_restore(struct gs_fw *fw, const struct gs_alloc *alloc) {
   } else if (alloc->state == GS_ALLOC_BOUND && have->state != GS_ALLOC_BOUND) {
     err = gs_ledger_confirm(fw->ledger, alloc->uid);
   }
+  (void)gs__holds_drop(fw->holds, alloc->uid); /* bound: no longer nominated */
+  pthread_rwlock_unlock(&fw->lock);
+  return err;
+}
+
+enum gs_err gs_fw_nominate(struct gs_fw *fw, const struct gs_pod_request *pod, const char *node) {
+  enum gs_err err;
+  bool changed;
+  if (node == NULL || node[0] == '\0') { /* every pending pod's event: read-locked first */
+    bool held;
+    pthread_rwlock_rdlock(&fw->lock);
+    held = gs__holds_has(fw->holds, pod->uid);
+    pthread_rwlock_unlock(&fw->lock);
+    if (!held)
+      return GS_EOK;
+  }
+  pthread_rwlock_wrlock(&fw->lock);
+  err = gs__holds_set(fw->holds, pod, &fw->policy, node, &changed);
   pthread_rwlock_unlock(&fw->lock);
   return err;
 }
@@ -734,6 +782,7 @@ void gs_fw_pod_gone(struct gs_fw *fw, const char *uid) {
   if (gs_ledger_release(fw->ledger, uid) != GS_EOK) {
     /* a pod without GPUs has no allocation */
   }
+  (void)gs__holds_drop(fw->holds, uid);
   for (size_t i = 0; i < fw->nplugins; i++)
     if (fw->plugins[i]->pod_gone != NULL)
       fw->plugins[i]->pod_gone(fw->state[i], fw->ledger, uid);

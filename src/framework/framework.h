@@ -120,6 +120,11 @@ enum gs_err gs_fw_preempt_limited(struct gs_fw *fw, const struct gs_pod_request 
                                   size_t nproposed, const struct gs_fw_preempt_info *info,
                                   char (**ret_uids)[GS_UID_MAX + 1], size_t *ret_n,
                                   uint32_t *ret_violations, struct gs_status *st) GS_WUR;
+/* pod was nominated to node by preemption (NULL: no longer): its GPUs
+ * there are held against pods of lower or equal priority until it is
+ * reserved, bound or gone (hold.h, docs/preemption.md). */
+enum gs_err gs_fw_nominate(struct gs_fw *fw, const struct gs_pod_request *pod,
+                           const char *node) GS_WUR;
 /* PostBind: the apiserver accepted the Binding; the reservation is the
  * pod's allocation. */
 void gs_fw_post_bind(struct gs_fw *fw, const char *uid);

@@ -111,6 +111,24 @@ static void feed_pod_meta(struct gs_sched *sched, const json_t *pod, const char 
            gs_api_pod_name(pod) ? gs_api_pod_name(pod) : "?");
 }
 
+/* A pending pod's status.nominatedNodeName (kube-scheduler's preemption
+ * set it): the GPUs it will take there are held (gs_sched_nominate); gone,
+ * the hold ends. */
+static void feed_nominated(struct gs_sched *sched, const json_t *pod) {
+  const char *nominated =
+      json_string_value(json_object_get(json_object_get(pod, "status"), "nominatedNodeName"));
+  struct gs_pod_request req;
+  struct gs_diag diag = {"", ""};
+  enum gs_err err;
+  if (gs_api_pod_decode(pod, &req, &diag) != GS_EOK || !(gs_pod_request_is_memory(&req) ||
+                                                          gs_pod_request_is_whole(&req)))
+    return;
+  err = gs_sched_nominate(sched, &req, nominated);
+  if (err != GS_EOK)
+    gs_log(GS_LVL_WARN, "nominated pod's GPUs not held", "pod=%s/%s node=%s error=\"%s\"",
+           req.ns, req.name, nominated ? nominated : "", gs_strerror(err));
+}
+
 void gs__feed_pdb(struct gs_sched *sched, const json_t *pdb) {
   static __thread struct gs_api_pdb d; /* 4 KiB: off the stack */
   struct gs_diag diag = {"", ""};
@@ -171,6 +189,8 @@ void gs__feed_pod(struct gs_sched *sched, const json_t *pod) {
              diag.where, err == GS_ENOMEM ? "out of memory" : diag.text);
     }
   }
+  if (node == NULL || node[0] == '\0')
+    feed_nominated(sched, pod);
   feed_gang_member(sched, pod, bound ? &alloc : NULL);
 }
 

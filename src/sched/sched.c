@@ -495,6 +495,11 @@ static const int32_t *view_allowed(void *ctx, uint32_t *ret_n) {
   return v->allowed;
 }
 
+enum gs_err gs_sched_nominate(struct gs_sched *s, const struct gs_pod_request *pod,
+                              const char *node) {
+  return gs_fw_nominate(s->fw, pod, node);
+}
+
 enum gs_err gs_sched_pdb_upsert(struct gs_sched *s, const struct gs_pdb *pdb) {
   return gs__budgets_pdb_set(s->budgets, pdb);
 }

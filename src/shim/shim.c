@@ -542,6 +542,12 @@ char *gs_shim_preempt(struct gs_shim *s, const char *pod, size_t len, const char
   if (gs_sched_preempt(s->sched, &req, offers, n, answers) != GS_EOK ||
       gs_sched_preempt_cheapest(s->sched, answers, n, &best, &victims, &nvictims) != GS_EOK)
     goto done;
+  /* the framework nominates the pod to the node after PostFilter (its
+   * status then reaches the feed): hold its GPUs from now, before the
+   * victims go (gs_sched_nominate) */
+  if (gs_sched_nominate(s->sched, &req, nodes[best]) != GS_EOK) {
+    /* past the cap: the pod is nominated, its GPUs not held */
+  }
   if ((list = json_array()) == NULL)
     goto done;
   for (size_t v = 0; v < nvictims; v++)
