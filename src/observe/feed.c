@@ -92,6 +92,14 @@ static void feed_gang_member(struct gs_sched *sched, const json_t *pod,
 
 /* A bound pod's labels and host requests, for preemption's budgets and
  * host check (gs_sched_pod_meta). */
+static void feed_pod_meta(struct gs_sched *sched, const json_t *pod, const char *uid);
+
+void gs__feed_pod_meta(struct gs_sched *sched, const json_t *pod) {
+  const char *uid = gs_api_pod_uid(pod);
+  if (uid != NULL && uid[0] != '\0')
+    feed_pod_meta(sched, pod, uid);
+}
+
 static void feed_pod_meta(struct gs_sched *sched, const json_t *pod, const char *uid) {
   static __thread char labels[GS_API_LABELS_MAX]; /* 8 KiB: off the stack */
   struct gs_pod_request req;

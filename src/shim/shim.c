@@ -573,6 +573,13 @@ char *gs_shim_preempt_host(struct gs_shim *s, const char *pod, size_t len,
   return gs_shim_preempt(s, pod, len, nodes, n);
 }
 
+void gs_shim_pod_meta(struct gs_shim *s, const char *json, size_t len) {
+  json_t *pod = load(json, len);
+  if (pod != NULL)
+    gs__feed_pod_meta(s->sched, pod);
+  json_decref(pod);
+}
+
 void gs_shim_pdb(struct gs_shim *s, const char *json, size_t len, int deleted) {
   json_t *pdb = load(json, len);
   if (pdb != NULL && deleted)

@@ -112,6 +112,9 @@ char *gs_shim_preempt(struct gs_shim *s, const char *pod, size_t len, const char
  * CPU and memory is not chosen (docs/preemption.md). */
 char *gs_shim_preempt_host(struct gs_shim *s, const char *pod, size_t len,
                            const char *const *nodes, size_t n, const int64_t *host);
+/* The labels and host requests of a pod the plugin bound (its cycle's
+ * JSON): preemption's budgets and host check read them. */
+void gs_shim_pod_meta(struct gs_shim *s, const char *json, size_t len);
 /* A policy/v1 PodDisruptionBudget added or changed (deleted 0) or deleted. */
 void gs_shim_pdb(struct gs_shim *s, const char *json, size_t len, int deleted);
 

@@ -66,6 +66,12 @@ class PluginPreemption(preempt.Preemption):
 
 
 class PluginBudgets(preempt.Budgets):
+    def victims(self, pod, names):
+        """The plugin's `gpushare: preempted` lines for pod: the victims
+        its PostFilter ended (not DefaultPreemption's, which runs after it)."""
+        return sorted(re.findall(rf'"gpushare: preempted" preemptor="{self.ns}/{pod}" '
+                                 rf'victim="{self.ns}/([^"]+)"', Env.ext.proc.tail(400000)))
+
     def violations(self, pod, node):
         """The plugin's `gpushare: preempted` line: the count the core gave
         for the node it chose."""

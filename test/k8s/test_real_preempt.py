@@ -195,6 +195,17 @@ class Budgets(RealCase):
         t.start()
         return t, seen
 
+    def victims(self, pod, names):
+        """The victims gpushare answered for pod (the extender's `preempt:
+        victims` lines, every node offered), by name (names: uid → name)."""
+        uids = {}
+        for line in Env.ext.proc.tail(400000).splitlines():
+            m = re.search(rf'msg="preempt: victims" pod={self.ns}/{pod} node=\S+ '
+                          r'proposed=\S* victims=(\S*)', line)
+            if m:
+                uids.update(dict.fromkeys(u for u in m.group(1).split(",") if u))
+        return sorted(names.get(u, u) for u in uids)
+
     def test_a_budget_moves_the_victims_to_the_other_gpu(self):
         """Two 16 GiB GPUs, each full with one low-priority pod; the one on
         GPU 0 (which the choice takes on a tie) is under a budget allowing no
@@ -233,6 +244,7 @@ class Budgets(RealCase):
         self.put("h-gpu", "gpu-h", 16, "low-10", cpu="2")
         self.put("h-cpu", "gpu-h", 0, "top", cpu="6")
         self.put("k-gpu", "gpu-k", 16, "low-10", cpu="8")
+        names = {p["metadata"]["uid"]: p["metadata"]["name"] for p in self.pods()}
         p = kcluster.gpu_pod("hi", ns=self.ns, units=16, priority_class="high",
                              node_selector={"gpushare-test": self.ns})
         p["spec"]["containers"][0]["resources"]["requests"] = {"cpu": "8"}
@@ -240,6 +252,9 @@ class Budgets(RealCase):
         hi = self.bound("hi")
         self.assertEqual(hi["spec"]["nodeName"], "gpu-k")
         self.assertEqual(self.names(), ["h-cpu", "h-gpu", "hi"])
+        # the extender is offered gpu-k only (kube-scheduler's dry run counts
+        # the CPU); the plugin is offered both and chooses gpu-k itself
+        self.assertEqual(self.victims("hi", names), ["k-gpu"])
         self.assert_ledger_is_truth()
 
     def test_when_every_set_violates_the_least_violating_goes(self):

@@ -541,6 +541,7 @@ func (p *Plugin) Bind(ctx context.Context, state fwk.CycleState, pod *v1.Pod, no
 		return fwk.AsStatus(err)
 	}
 	p.core.Confirm(string(pod.UID))
+	p.core.PodMeta(c.pod) // its updates are not fed again (feed.go): budgets and the host need these
 	p.bound.Store(pod.UID, struct{}{})
 	return nil
 }

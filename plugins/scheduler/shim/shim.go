@@ -415,6 +415,13 @@ func (s *Shim) PreemptHost(pod []byte, names []string, host []int64) (string, bo
 	return take(res)
 }
 
+// PodMeta records the labels and host requests of a pod the plugin bound
+// (its cycle's JSON), which its informer's updates no longer carry to the
+// core.
+func (s *Shim) PodMeta(pod []byte) {
+	withBytes(pod, func(b *C.char, l C.size_t) { C.gs_shim_pod_meta(s.c, b, l) })
+}
+
 // PDB feeds a policy/v1 PodDisruptionBudget (its JSON) added, changed or
 // deleted.
 func (s *Shim) PDB(pdb []byte, deleted bool) {
