@@ -275,7 +275,7 @@ enum gs_err gs_sched_pod_meta(struct gs_sched *s, const struct gs_pod_meta *m) G
  * kube-scheduler holds a nominated pod's resources, the GPUs it will take
  * there are held against pods of equal or lower priority until it is
  * reserved, bound or gone — while its victims terminate no other pod takes
- * them, and a node where it does not fit yet holds nothing for those pods.
+ * them, and a node where it does not fit yet takes none of those pods.
  * A pod gpushare does not place is not held. GS_ETOOBIG past 256 at once. */
 enum gs_err gs_sched_nominate(struct gs_sched *s, const struct gs_pod_request *pod,
                               const char *node) GS_WUR;
