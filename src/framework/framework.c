@@ -5,6 +5,11 @@
  * per-node filter and score hooks run under the read lock, so filters of
  * different pods proceed in parallel. Reserve, bind bookkeeping and cluster
  * events take the write lock.
+ *
+ * A little over 800 lines: every entry point here takes the one lock
+ * around the ledger and the plugins' state, so they stay beside the struct
+ * they lock; what needs no lock of its own lives apart (memo.c, pool.c,
+ * hold.c).
  */
 #include "framework.h"
 #include "hold.h"
