@@ -594,7 +594,7 @@ func (p *Plugin) PostFilter(ctx context.Context, state fwk.CycleState, pod *v1.P
 	var choice struct {
 		Node          string `json:"node"`
 		PDBViolations int    `json:"pdbViolations"`
-		Victims []struct {
+		Victims       []struct {
 			Namespace string `json:"namespace"`
 			Name      string `json:"name"`
 			UID       string `json:"uid"`
