@@ -266,8 +266,16 @@ void gs_sched_pdb_remove(struct gs_sched *s, const char *ns, const char *name);
 struct gs_pod_meta {
   const char *uid, *ns, *labels;
   uint64_t cpu_milli, mem_mib;
+  const char *node; /* spec.nodeName (appended; NULL: not known) */
 };
 enum gs_err gs_sched_pod_meta(struct gs_sched *s, const struct gs_pod_meta *m) GS_WUR;
+/* A node's allocatable CPU and memory (status.allocatable), for a front
+ * end without kube-scheduler's NodeInfo (the extender): preemption's host
+ * check then counts the node's requests from the pods' records
+ * (gs_sched_pod_meta with node). A host view from gs_sched_nodes_set_host
+ * is preferred where there is one. cpu_milli 0: unknown. */
+void gs_sched_node_allocatable(struct gs_sched *s, const char *name, uint64_t cpu_milli,
+                               uint64_t mem_mib);
 
 
 /* pod is nominated to node by preemption (kube-scheduler's

@@ -132,6 +132,53 @@ static void test_budgets_through_the_feed(void **state) {
   gs_sched_free(s);
 }
 
+/* The extender's host view: the node's allocatable from its object, its
+ * requests from the pods' records. A preemptor needing 6 CPUs on a node of
+ * 8, all requested: GPU 0's pod frees 2, GPU 1's 6: GPU 1's goes. Needing
+ * 9: no set frees it, the node is dropped. */
+static void test_host_from_the_feed(void **state) {
+  struct gs_policy policy;
+  struct gs_sched *s;
+  struct gs_preempt_answer a;
+  struct gs_pod_request p = gs_test_mem_pod("hi", 16, 1);
+  struct gs_preempt_offer o = {"n", NULL, 0};
+  json_t *node = parse(
+      "{\"metadata\":{\"name\":\"n\",\"labels\":{\"ack.node.gpu.schedule\":\"share\"}},"
+      "\"status\":{\"capacity\":{\"aliyun.com/gpu-mem\":\"32\",\"aliyun.com/gpu-count\":\"2\","
+      "\"cpu\":\"8\",\"memory\":\"64Gi\"},\"allocatable\":{\"aliyun.com/gpu-mem\":\"32\","
+      "\"aliyun.com/gpu-count\":\"2\",\"cpu\":\"8\",\"memory\":\"64Gi\"}}}");
+  (void)state;
+  gs_policy_init(&policy);
+  s = gs_sched_new(&policy);
+  assert_non_null(s);
+  gs__feed_node(s, node);
+  bound(s, "v0", 0, 16);
+  bound(s, "v1", 1, 16);
+  feed_pod(s, "v0", "{}", "2");
+  feed_pod(s, "v1", "{}", "6");
+  p.priority = 100;
+  p.cpu_milli = 6000;
+  assert_int_equal(gs_sched_preempt(s, &p, &o, 1, &a), GS_EOK);
+  assert_true(a.keep);
+  assert_int_equal(a.nvictims, 1);
+  assert_string_equal(a.victims[0], "v1");
+  gs_sched_preempt_free(&a, 1);
+  p.cpu_milli = 9000;
+  assert_int_equal(gs_sched_preempt(s, &p, &o, 1, &a), GS_EOK);
+  assert_false(a.keep);
+  assert_string_equal(a.reason, "lower-priority pods free GPUs for the pod but not its CPU and "
+                                "memory on the node");
+  /* no allocatable on the object: the host unknown, not checked */
+  json_object_del(json_object_get(node, "status"), "allocatable");
+  gs__feed_node(s, node);
+  assert_int_equal(gs_sched_preempt(s, &p, &o, 1, &a), GS_EOK);
+  assert_true(a.keep);
+  assert_string_equal(a.victims[0], "v0");
+  gs_sched_preempt_free(&a, 1);
+  json_decref(node);
+  gs_sched_free(s);
+}
+
 static void test_pdb_decode(void **state) {
   struct gs_api_pdb d;
   struct gs_diag diag = {"", ""};
@@ -173,6 +220,7 @@ static void test_pdb_decode(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_budgets_through_the_feed),
+      cmocka_unit_test(test_host_from_the_feed),
       cmocka_unit_test(test_pdb_decode),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
