@@ -259,7 +259,8 @@ void gs_sched_pdb_remove(struct gs_sched *s, const char *ns, const char *name);
  * memory MiB: effective requests), kept until gs_sched_pod_gone: budgets
  * select victims by them, and preemption's host check counts what a
  * victim's eviction frees: where the node's host view is known
- * (gs_sched_nodes_set_host), a set that frees GPUs but leaves the
+ * (gs_sched_nodes_set_host, or gs_sched_node_allocatable and the pods'
+ * records with their node), a set that frees GPUs but leaves the
  * preemptor's CPU or memory (pod->cpu_milli, mem_mib) short is never
  * answered (more victims are taken if they free it, else the node is
  * dropped). */
