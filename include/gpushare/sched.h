@@ -253,6 +253,7 @@ struct gs_preempt_answer {
   char reason[GS_REASON_MAX];   /* why it was dropped */
   size_t nvictims;
   char (*victims)[GS_UID_MAX + 1]; /* heap; gs_sched_preempt_free */
+  uint32_t pdb_violations;      /* victims that violate a disruption budget (appended) */
 };
 
 /* GPU-aware preemption, a what-if (docs/preemption.md): for each offered
@@ -261,7 +262,9 @@ struct gs_preempt_answer {
  * own victims first, the node's other lower-priority pods only when those
  * cannot make room; kube-scheduler's victims that hold no GPU on the node
  * are kept. A node where no such set exists, or where nothing needs to go,
- * is dropped (keep false, reason). Gang members are never victims. Nothing
+ * is dropped (keep false, reason). Gang members are never victims. Sets
+ * that violate no PodDisruptionBudget come first (gs_sched_pdb_upsert);
+ * pdb_violations counts the answer's victims that violate one. Nothing
  * in the ledger changes. ret has room for n answers; free them with
  * gs_sched_preempt_free. GS_EOK, or GS_ENOMEM (every answer dropped). */
 enum gs_err gs_sched_preempt(struct gs_sched *s, const struct gs_pod_request *pod,
@@ -269,14 +272,61 @@ enum gs_err gs_sched_preempt(struct gs_sched *s, const struct gs_pod_request *po
                              struct gs_preempt_answer *ret) GS_WUR;
 void gs_sched_preempt_free(struct gs_preempt_answer *answers, size_t n);
 
+/* What preemption weighs besides GPUs (docs/preemption.md), fed by the
+ * front ends' watches. A PodDisruptionBudget (policy/v1): its selector in
+ * the text form of gs_selector_matches (preempt.h; src/api writes it from
+ * spec.selector; NULL selects nothing) and status.disruptionsAllowed.
+ * Victims are chosen so that no budget goes below zero where any set
+ * allows it, and each answer counts the victims that violate one. */
+struct gs_pdb {
+  const char *ns, *name, *selector;
+  int32_t allowed;
+};
+enum gs_err gs_sched_pdb_upsert(struct gs_sched *s, const struct gs_pdb *pdb) GS_WUR;
+void gs_sched_pdb_remove(struct gs_sched *s, const char *ns, const char *name);
+/* A pod's labels ("key=value" lines) and host requests (CPU millicores,
+ * memory MiB: effective requests), kept until gs_sched_pod_gone: budgets
+ * select victims by them, and preemption's host check counts what a
+ * victim's eviction frees: where the node's host view is known
+ * (gs_sched_nodes_set_host, or gs_sched_node_allocatable and the pods'
+ * records with their node), a set that frees GPUs but leaves the
+ * preemptor's CPU or memory (pod->cpu_milli, mem_mib) short is never
+ * answered (more victims are taken if they free it, else the node is
+ * dropped). */
+struct gs_pod_meta {
+  const char *uid, *ns, *labels;
+  uint64_t cpu_milli, mem_mib;
+  const char *node; /* spec.nodeName (appended; NULL: not known) */
+};
+enum gs_err gs_sched_pod_meta(struct gs_sched *s, const struct gs_pod_meta *m) GS_WUR;
+/* A node's allocatable CPU and memory (status.allocatable), for a front
+ * end without kube-scheduler's NodeInfo (the extender): preemption's host
+ * check then counts the node's requests from the pods' records
+ * (gs_sched_pod_meta with node). A host view from gs_sched_nodes_set_host
+ * is preferred where there is one. cpu_milli 0: unknown. */
+void gs_sched_node_allocatable(struct gs_sched *s, const char *name, uint64_t cpu_milli,
+                               uint64_t mem_mib);
+
+
+/* pod is nominated to node by preemption (kube-scheduler's
+ * status.nominatedNodeName; NULL or "": not, or no longer): as
+ * kube-scheduler holds a nominated pod's resources, the GPUs it will take
+ * there are held against pods of equal or lower priority until it is
+ * reserved, bound or gone — while its victims terminate no other pod takes
+ * them, and a node where it does not fit yet takes none of those pods.
+ * A pod gpushare does not place is not held. GS_ETOOBIG past 256 at once. */
+enum gs_err gs_sched_nominate(struct gs_sched *s, const struct gs_pod_request *pod,
+                              const char *node) GS_WUR;
+
 /* A pod to evict, as the ledger records it. */
 struct gs_victim {
   char ns[GS_NS_MAX + 1], name[GS_NAME_MAX + 1], uid[GS_UID_MAX + 1];
 };
 /* For a front end that picks the node itself (the scheduling framework's
  * PostFilter; the extender hands every kept node to kube-scheduler): of
- * the n answers gs_sched_preempt gave, the cheapest kept node — the lowest
- * highest victim priority, then the fewest victims, then the least GPU
+ * the n answers gs_sched_preempt gave, the cheapest kept node — the fewest
+ * victims violating a disruption budget, then the lowest highest victim
+ * priority, then the fewest victims, then the least GPU
  * memory, then the order given — in *ret_best, and its victims still in
  * the ledger in *ret_victims (*ret_n of them; owned by the caller:
  * gs_free). GS_ENOTFOUND when no node is kept (or none of its victims is

@@ -256,4 +256,28 @@ void gs_api_plan_append(json_t *gangs, const struct gs_plan_view *plan);
 enum gs_err gs_api_inspect_json(const struct gs_ledger *ledger, const char *node,
                                 json_t **ret) GS_WUR;
 
+/* ---- disruption budgets (docs/preemption.md) ------------------------------------ */
+
+#define GS_API_SELECTOR_MAX 4096 /* a budget's selector in gs_selector_matches' form */
+#define GS_API_LABELS_MAX 8192   /* a pod's labels as "key=value" lines */
+
+/* A policy/v1 PodDisruptionBudget: ns/name, spec.selector in
+ * gs_selector_matches' text form (selector_null: no selector, which selects
+ * nothing), status.disruptionsAllowed (0 when absent: the disruption
+ * controller has not counted it yet). An unknown operator, a value
+ * holding '=', ',' or a newline, or a selector over GS_API_SELECTOR_MAX:
+ * GS_EPARSE / GS_ETOOBIG with diag. */
+struct gs_api_pdb {
+  char ns[GS_NS_MAX + 1], name[GS_NAME_MAX + 1];
+  char selector[GS_API_SELECTOR_MAX];
+  bool selector_null;
+  int32_t allowed;
+};
+enum gs_err gs_api_pdb_decode(const json_t *pdb, struct gs_api_pdb *ret,
+                              struct gs_diag *diag) GS_WUR;
+/* A pod's metadata.labels as "key=value" lines into buf (cap bytes);
+ * GS_ETOOBIG past cap, GS_EPARSE for a label gs_selector_matches could not
+ * read back. */
+enum gs_err gs_api_pod_labels_text(const json_t *pod, char *buf, size_t cap) GS_WUR;
+
 #endif

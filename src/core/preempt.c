@@ -275,17 +275,39 @@ static int gpu_cost_cmp(const void *a, const void *b) {
   return d != 0 ? d : (x->g < y->g ? -1 : 1);
 }
 
-/* Spares every victim whose return still leaves the pod fitting, the most
- * important (highest priority, then most memory) first. */
+/* Does the host hold the pod once the victims in out (and lim's others)
+ * are gone? Always when lim asks no host check or the host is unknown. */
+static bool host_after(const struct gs_node *node, const struct gs_place_pod *pod,
+                       const struct gs_preempt_limits *lim,
+                       const struct gs_preempt_candidate *cands, size_t n, const bool *out) {
+  const struct gs_host *h = &node->host;
+  uint64_t cpu, mem;
+  if (lim == NULL || !lim->host || h->cpu_milli == 0)
+    return true;
+  cpu = (h->cpu_milli > h->cpu_used_milli ? h->cpu_milli - h->cpu_used_milli : 0) +
+        lim->freed_cpu_milli;
+  mem = (h->mem_mib > h->mem_used_mib ? h->mem_mib - h->mem_used_mib : 0) + lim->freed_mem_mib;
+  for (size_t i = 0; i < n; i++)
+    if (out[i]) {
+      cpu += cands[i].cpu_milli;
+      mem += cands[i].mem_mib;
+    }
+  return cpu >= pod->req->cpu_milli && (h->mem_mib == 0 || mem >= pod->req->mem_mib);
+}
+
+/* Spares every victim whose return still leaves the pod fitting (on its
+ * GPUs and, under lim, on the host), the most important (highest
+ * priority, then most memory) first. */
 static void spare(const struct gs_node *node, const struct gs_place_pod *pod, uint32_t cap,
-                  const struct gs_preempt_candidate *cands, size_t n, bool *out) {
+                  const struct gs_preempt_limits *lim, const struct gs_preempt_candidate *cands,
+                  size_t n, bool *out) {
   for (;;) {
     size_t best = n;
     for (size_t i = 0; i < n; i++) {
       if (!out[i])
         continue;
       out[i] = false;
-      if (fits_after(node, pod, cap, cands, n, out) &&
+      if (fits_after(node, pod, cap, cands, n, out) && host_after(node, pod, lim, cands, n, out) &&
           (best == n || cands[i].alloc->priority > cands[best].alloc->priority))
         best = i;
       out[i] = true;
@@ -339,7 +361,7 @@ static enum gs_err solve(const struct gs_node *node, const struct gs_place_pod *
       out[i] = out[i] || scratch[i];
   }
   if (pod->k > 1)
-    spare(node, pod, cap, cands, n, out);
+    spare(node, pod, cap, NULL, cands, n, out);
   return fits_after(node, pod, cap, cands, n, out) ? GS_EOK : GS_ENOFIT;
 }
 
@@ -387,13 +409,171 @@ done:
   return code;
 }
 
-enum gs_err gs_preempt_pick(const struct gs_node *node, const struct gs_place_pod *pod,
-                             uint32_t cgpu_max_pods, const struct gs_preempt_candidate *cands,
-                             size_t n, uint32_t *ret_idx, size_t *ret_n,
-                             struct gs_status *st) {
+/* ---- budgets and the host ------------------------------------------------------- */
+
+struct by_importance {
+  const int32_t *prios;
+};
+
+static int importance_cmp(const void *a, const void *b, void *arg) {
+  const int32_t *prios = ((const struct by_importance *)arg)->prios;
+  size_t x = *(const size_t *)a, y = *(const size_t *)b;
+  if (prios[x] != prios[y])
+    return prios[x] > prios[y] ? -1 : 1;
+  return x < y ? -1 : 1;
+}
+
+/* The victims (indices into budgets and prios) the most important first:
+ * a plain insertion sort, n being a node's pods. */
+static void order_by_importance(const int32_t *prios, size_t *order, size_t n) {
+  struct by_importance arg = {prios};
+  for (size_t i = 1; i < n; i++)
+    for (size_t j = i; j > 0 && importance_cmp(&order[j], &order[j - 1], &arg) < 0; j--) {
+      size_t t = order[j];
+      order[j] = order[j - 1];
+      order[j - 1] = t;
+    }
+}
+
+/* Marks in ret_violating which of the n victims violate (kube-scheduler's
+ * count); returns how many. order: scratch for n. */
+static uint32_t mark_violations(const uint64_t *budgets, const int32_t *prios, size_t n,
+                                const int32_t *allowed, uint32_t nbudgets, size_t *order,
+                                bool *ret_violating) {
+  int64_t left[GS_PREEMPT_BUDGETS_MAX];
+  uint32_t count = 0;
+  for (uint32_t b = 0; b < nbudgets && b < GS_PREEMPT_BUDGETS_MAX; b++)
+    left[b] = allowed[b];
+  for (size_t i = 0; i < n; i++)
+    order[i] = i;
+  order_by_importance(prios, order, n);
+  for (size_t k = 0; k < n; k++) {
+    size_t i = order[k];
+    bool bad = false;
+    for (uint32_t b = 0; b < nbudgets && b < GS_PREEMPT_BUDGETS_MAX; b++)
+      if (budgets[i] & (UINT64_C(1) << b))
+        bad = --left[b] < 0 || bad;
+    if (ret_violating != NULL)
+      ret_violating[i] = bad;
+    count += bad;
+  }
+  return count;
+}
+
+uint32_t gs_preempt_violations(const uint64_t *budgets, const int32_t *prios, size_t n,
+                               const int32_t *allowed, uint32_t nbudgets) {
+  size_t *order = gs_calloc(n ? n : 1, sizeof *order);
+  uint32_t count = 0;
+  if (order == NULL) { /* no room to order them: the order given */
+    int64_t left[GS_PREEMPT_BUDGETS_MAX];
+    for (uint32_t b = 0; b < nbudgets && b < GS_PREEMPT_BUDGETS_MAX; b++)
+      left[b] = allowed[b];
+    for (size_t i = 0; i < n; i++) {
+      bool bad = false;
+      for (uint32_t b = 0; b < nbudgets && b < GS_PREEMPT_BUDGETS_MAX; b++)
+        if (budgets[i] & (UINT64_C(1) << b))
+          bad = --left[b] < 0 || bad;
+      count += bad;
+    }
+    return count;
+  }
+  count = mark_violations(budgets, prios, n, allowed, nbudgets, order, NULL);
+  gs_free(order);
+  return count;
+}
+
+/* The victims of out as arrays for mark_violations (vb, vp, vi: room for n). */
+static size_t victims_of(const struct gs_preempt_candidate *cands, size_t n, const bool *out,
+                         uint64_t *vb, int32_t *vp, size_t *vi) {
+  size_t m = 0;
+  for (size_t i = 0; i < n; i++)
+    if (out[i]) {
+      vb[m] = cands[i].budgets;
+      vp[m] = cands[i].alloc->priority;
+      vi[m++] = i;
+    }
+  return m;
+}
+
+/* Scratch for the limited pick, one allocation per array. */
+struct lim_scratch {
+  uint64_t *vb;
+  int32_t *vp;
+  size_t *vi, *order;
+  bool *violating;
+};
+
+/* Spares violating victims where the pod still fits without their
+ * eviction, the most important first, as DefaultPreemption reprieves them;
+ * returns how many of what is left violate. */
+static uint32_t reprieve(const struct gs_node *node, const struct gs_place_pod *pod, uint32_t cap,
+                         const struct gs_preempt_limits *lim,
+                         const struct gs_preempt_candidate *cands, size_t n, bool *out,
+                         struct lim_scratch *x) {
+  for (;;) {
+    size_t m = victims_of(cands, n, out, x->vb, x->vp, x->vi);
+    uint32_t bad = mark_violations(x->vb, x->vp, m, lim->allowed, lim->nbudgets, x->order,
+                                   x->violating);
+    bool spared = false;
+    if (bad == 0)
+      return 0;
+    for (size_t k = 0; k < m && !spared; k++) { /* x->order: the most important first */
+      size_t i = x->vi[x->order[k]];
+      if (!x->violating[x->order[k]])
+        continue;
+      out[i] = false;
+      if (fits_after(node, pod, cap, cands, n, out) && host_after(node, pod, lim, cands, n, out))
+        spared = true;
+      else
+        out[i] = true;
+    }
+    if (!spared)
+      return bad;
+  }
+}
+
+/* The host after the GPU set: more of the allowed candidates (lowest
+ * priority first, then the most CPU, then the most memory) until the host
+ * holds the pod, then the spares. False when all of them do not free it. */
+static bool free_host(const struct gs_node *node, const struct gs_place_pod *pod, uint32_t cap,
+                      const struct gs_preempt_limits *lim,
+                      const struct gs_preempt_candidate *cands, size_t n, const bool *allowed,
+                      bool *out) {
+  bool added = false;
+  while (!host_after(node, pod, lim, cands, n, out)) {
+    size_t best = n;
+    for (size_t i = 0; i < n; i++) {
+      const struct gs_preempt_candidate *c = &cands[i], *b = &cands[best < n ? best : 0];
+      if (!allowed[i] || out[i] || (c->cpu_milli == 0 && c->mem_mib == 0))
+        continue;
+      if (best == n || c->alloc->priority < b->alloc->priority ||
+          (c->alloc->priority == b->alloc->priority &&
+           (c->cpu_milli > b->cpu_milli ||
+            (c->cpu_milli == b->cpu_milli && c->mem_mib > b->mem_mib))))
+        best = i;
+    }
+    if (best == n)
+      return false;
+    out[best] = true;
+    added = true;
+  }
+  if (added)
+    spare(node, pod, cap, lim, cands, n, out);
+  return true;
+}
+
+enum gs_err gs_preempt_pick_limited(const struct gs_node *node, const struct gs_place_pod *pod,
+                                    uint32_t cgpu_max_pods,
+                                    const struct gs_preempt_candidate *cands, size_t n,
+                                    const struct gs_preempt_limits *lim, uint32_t *ret_idx,
+                                    size_t *ret_n, uint32_t *ret_violations,
+                                    struct gs_status *st) {
   uint32_t cap = node->mode == GS_MODE_CGPU ? cgpu_max_pods : 0;
-  bool *allowed = NULL, *out = NULL;
-  enum gs_err code;
+  uint64_t exhausted = 0;
+  bool *allowed = NULL, *out = NULL, *prev = NULL, host_short = false, any_protected = false;
+  struct lim_scratch x = {NULL, NULL, NULL, NULL, NULL};
+  uint32_t violations = 0;
+  enum gs_err code = GS_ENOFIT;
 
   if (pod->mem ? !gs_mode_is_memory(node->mode) : node->mode != GS_MODE_TOPOLOGY) {
     if (node->mode == GS_MODE_NONE)
@@ -405,28 +585,62 @@ enum gs_err gs_preempt_pick(const struct gs_node *node, const struct gs_place_po
     return gs_status_set(st, GS_EUNRESOLVABLE, GS_R_NODE_MEMORY_ONLY,
                          "node does not serve whole GPUs");
   }
+  if (lim != NULL && lim->nbudgets > GS_PREEMPT_BUDGETS_MAX)
+    return gs_status_set(st, GS_EINVAL, GS_R_OTHER, "more than %u disruption budgets",
+                         (unsigned)GS_PREEMPT_BUDGETS_MAX);
+  for (uint32_t b = 0; lim != NULL && b < lim->nbudgets; b++)
+    if (lim->allowed[b] <= 0)
+      exhausted |= UINT64_C(1) << b;
   allowed = gs_calloc(n ? n : 1, sizeof *allowed);
   out = gs_calloc(n ? n : 1, sizeof *out);
-  if (allowed == NULL || out == NULL) {
+  prev = gs_calloc(n ? n : 1, sizeof *prev);
+  x.vb = gs_calloc(n ? n : 1, sizeof *x.vb);
+  x.vp = gs_calloc(n ? n : 1, sizeof *x.vp);
+  x.vi = gs_calloc(n ? n : 1, sizeof *x.vi);
+  x.order = gs_calloc(n ? n : 1, sizeof *x.order);
+  x.violating = gs_calloc(n ? n : 1, sizeof *x.violating);
+  if (allowed == NULL || out == NULL || prev == NULL || x.vb == NULL || x.vp == NULL ||
+      x.vi == NULL || x.order == NULL || x.violating == NULL) {
     code = gs_status_set(st, GS_ENOMEM, GS_R_OTHER, "out of memory");
     goto done;
   }
-  /* kube-scheduler's own victims first; the node's other candidates only
-   * when those cannot make room. */
+  /* kube-scheduler's own victims first, the node's other candidates only
+   * when those cannot make room; and first without a pod whose budget
+   * allows no disruption, then with them (the set then violates). A stage
+   * allowing what the one before allowed is not run again. */
   for (size_t i = 0; i < n; i++)
-    allowed[i] = cands[i].proposed;
-  code = pick_from(node, pod, cap, cands, n, allowed, out);
-  if (code == GS_ENOFIT) {
-    for (size_t i = 0; i < n; i++)
-      allowed[i] = true;
+    any_protected = any_protected || (cands[i].budgets & exhausted) != 0;
+  for (int stage = 0; stage < (any_protected ? 4 : 2) && code == GS_ENOFIT; stage++) {
+    bool same = stage > 0;
+    for (size_t i = 0; i < n; i++) {
+      allowed[i] = (stage % 2 == 1 || cands[i].proposed) &&
+                   (stage >= 2 || (cands[i].budgets & exhausted) == 0);
+      same = same && allowed[i] == prev[i];
+      prev[i] = allowed[i];
+    }
+    if (same)
+      continue;
+    memset(out, 0, n * sizeof *out);
     code = pick_from(node, pod, cap, cands, n, allowed, out);
+    if (code == GS_EOK && !free_host(node, pod, cap, lim, cands, n, allowed, out)) {
+      host_short = true;
+      code = GS_ENOFIT;
+    }
   }
+  if (code == GS_EOK && lim != NULL && lim->nbudgets > 0)
+    violations = reprieve(node, pod, cap, lim, cands, n, out, &x);
   if (code == GS_EOK) {
     *ret_n = 0;
     for (size_t i = 0; i < n; i++)
       if (out[i])
         ret_idx[(*ret_n)++] = (uint32_t)i;
+    if (ret_violations != NULL)
+      *ret_violations = violations;
     gs_status_set(st, GS_EOK, GS_R_OTHER, "%s", "");
+  } else if (code == GS_ENOFIT && host_short) {
+    gs_status_set(st, code, GS_R_OTHER,
+                  "lower-priority pods free GPUs for the pod but not its CPU and memory on "
+                  "the node");
   } else if (code == GS_ENOFIT) {
     if (pod->k == 1)
       gs_status_set(st, code, GS_R_OTHER, "no lower-priority pods free one GPU for the pod");
@@ -439,5 +653,19 @@ enum gs_err gs_preempt_pick(const struct gs_node *node, const struct gs_place_po
 done:
   gs_free(allowed);
   gs_free(out);
+  gs_free(prev);
+  gs_free(x.vb);
+  gs_free(x.vp);
+  gs_free(x.vi);
+  gs_free(x.order);
+  gs_free(x.violating);
   return code;
+}
+
+enum gs_err gs_preempt_pick(const struct gs_node *node, const struct gs_place_pod *pod,
+                             uint32_t cgpu_max_pods, const struct gs_preempt_candidate *cands,
+                             size_t n, uint32_t *ret_idx, size_t *ret_n,
+                             struct gs_status *st) {
+  return gs_preempt_pick_limited(node, pod, cgpu_max_pods, cands, n, NULL, ret_idx, ret_n, NULL,
+                                 st);
 }

@@ -5,8 +5,14 @@
  * per-node filter and score hooks run under the read lock, so filters of
  * different pods proceed in parallel. Reserve, bind bookkeeping and cluster
  * events take the write lock.
+ *
+ * A little over 800 lines: every entry point here takes the one lock
+ * around the ledger and the plugins' state, so they stay beside the struct
+ * they lock; what needs no lock of its own lives apart (memo.c, pool.c,
+ * hold.c).
  */
 #include "framework.h"
+#include "hold.h"
 #include "memo.h"
 #include "pool.h"
 
@@ -62,6 +68,9 @@ enum gs_err gs__fw_init(struct gs_sched *fw, const struct gs_policy *policy,
   if (fw->pool == NULL)
     goto free_lock;
   fw->parallel_min = PARALLEL_MIN_NODES;
+  fw->holds = gs__holds_new();
+  if (fw->holds == NULL)
+    goto free_plugins;
   for (size_t i = 0; i < nplugins; i++) {
     fw->plugins[i] = plugins[i];
     fw->nplugins = i + 1;
@@ -80,6 +89,8 @@ free_plugins:
     if (fw->plugins[i]->destroy != NULL)
       fw->plugins[i]->destroy(fw->state[i]);
   fw->nplugins = 0;
+  gs__holds_free(fw->holds);
+  fw->holds = NULL;
   gs_pool_free(fw->pool);
   fw->pool = NULL;
 free_lock:
@@ -96,6 +107,7 @@ void gs__fw_fini(struct gs_sched *fw) {
   for (size_t i = 0; i < fw->nplugins; i++)
     if (fw->plugins[i]->destroy != NULL)
       fw->plugins[i]->destroy(fw->state[i]);
+  gs__holds_free(fw->holds);
   gs_pool_free(fw->pool);
   pthread_rwlock_destroy(&fw->lock);
   gs_ledger_free(fw->ledger);
@@ -193,6 +205,8 @@ static void run_node(struct gs_sched *fw, const struct cycle *cy, const struct g
                      bool score, struct gs_node_result *r) {
   struct gs_status *st = &r->status; /* plugins write the result's own */
   struct gs_cycle view;
+  struct gs_node held;
+  struct gs_gpu held_gpus[GS_MAX_GPUS];
   int64_t total = 0, early[GS_FW_MAX_PLUGINS];
   bool early_scored[GS_FW_MAX_PLUGINS];
   size_t scored = 0;
@@ -202,6 +216,17 @@ static void run_node(struct gs_sched *fw, const struct cycle *cy, const struct g
     r->code = GS_ENOFIT;
     r->why = GS_R_NODE_UNKNOWN;
     snprintf(r->reason, sizeof r->reason, "node unknown to gpushare");
+    return;
+  }
+  /* GPUs held for pods nominated here (hold.h): the plugins see them taken */
+  switch (gs__holds_view(fw->holds, node, cy->c.pod, &held, held_gpus, st)) {
+  case GS_EOK:
+    node = &held;
+    break;
+  case GS_ESKIP:
+    break;
+  default:
+    r->code = GS_ENOFIT;
     return;
   }
   for (size_t i = 0; i < fw->nplugins; i++) {
@@ -295,8 +320,8 @@ static void verb_chunk(void *ctx, size_t begin, size_t end) {
 static bool memo_update(struct gs_sched *fw, struct cycle *cy, struct gs_sched_memo *memo) {
   const struct gs_node *changed[MEMO_CHANGES_MAX];
   size_t k = gs_ledger_changed_since(fw->ledger, memo->gen, changed, MEMO_CHANGES_MAX);
-  if (k == SIZE_MAX)
-    return false;
+  if (k == SIZE_MAX || memo->holds_gen != gs__holds_gen(fw->holds))
+    return false; /* a nomination began or ended: every node again */
   memo->evaluated = 0;
   for (size_t i = 0; k > 0 && i < memo->n; i++) {
     for (size_t j = 0; j < k; j++) {
@@ -387,6 +412,7 @@ static enum gs_err run_verb(struct gs_sched *fw, const struct gs_pod_request *po
     /* Read under the same lock as the results: a change after it is
      * logged past this generation. */
     memo->gen = gs_ledger_gen(fw->ledger);
+    memo->holds_gen = gs__holds_gen(fw->holds);
     memcpy(memo->sig, sig, sizeof sig);
   }
   pthread_rwlock_unlock(&fw->lock);
@@ -459,6 +485,8 @@ enum gs_err gs_fw_reserve(struct gs_sched *fw, const struct gs_pod_request *pod,
   struct cycle cy;
   const struct gs_node *n;
   const struct gs_alloc *alloc;
+  struct gs_node held;
+  struct gs_gpu held_gpus[GS_MAX_GPUS];
   enum gs_err code;
   enum gs_err err = GS_EOK;
   bool fresh = false;
@@ -490,7 +518,13 @@ enum gs_err gs_fw_reserve(struct gs_sched *fw, const struct gs_pod_request *pod,
       err = GS_ENOFIT;
       goto unlock;
     }
-    code = run_reserve(fw, &cy, n, st);
+    /* GPUs held for pods nominated here are not the pod's to take */
+    code = gs__holds_view(fw->holds, n, pod, &held, held_gpus, st);
+    if (code == GS_ENOFIT) {
+      err = GS_ENOFIT;
+      goto unlock;
+    }
+    code = run_reserve(fw, &cy, code == GS_EOK ? &held : n, st);
     if (code != GS_EOK) {
       err = GS_ENOFIT;
       goto unlock;
@@ -514,6 +548,7 @@ enum gs_err gs_fw_reserve(struct gs_sched *fw, const struct gs_pod_request *pod,
   }
   if (ret_fresh != NULL)
     *ret_fresh = fresh;
+  (void)gs__holds_drop(fw->holds, pod->uid); /* placed: its nomination is done */
 unlock:
   pthread_rwlock_unlock(&fw->lock);
   return err;
@@ -529,6 +564,8 @@ enum gs_err gs_sched_reserve(struct gs_sched *s, const struct gs_pod_request *po
 }
 
 static bool may_evict(const struct gs_sched *fw, const struct gs_alloc *a) {
+  if (a->kind == GS_ALLOC_CLAIM)
+    return false; /* a DRA claim is no pod: nothing gpushare may evict (docs/dra.md) */
   for (size_t i = 0; i < fw->nplugins; i++)
     if (fw->plugins[i]->may_evict != NULL &&
         !fw->plugins[i]->may_evict(fw->state[i], fw->ledger, a))
@@ -540,16 +577,31 @@ enum gs_err gs_fw_preempt(struct gs_sched *fw, const struct gs_pod_request *pod,
                           const char *const *proposed, size_t nproposed,
                           char (**ret_uids)[GS_UID_MAX + 1], size_t *ret_n,
                           struct gs_status *st) {
+  uint32_t violations;
+  return gs_fw_preempt_limited(fw, pod, node, proposed, nproposed, NULL, ret_uids, ret_n,
+                               &violations, st);
+}
+
+enum gs_err gs_fw_preempt_limited(struct gs_sched *fw, const struct gs_pod_request *pod,
+                                  const char *node, const char *const *proposed,
+                                  size_t nproposed, const struct gs_fw_preempt_info *info,
+                                  char (**ret_uids)[GS_UID_MAX + 1], size_t *ret_n,
+                                  uint32_t *ret_violations, struct gs_status *st) {
   char(*uids)[GS_UID_MAX + 1] = NULL;
   struct gs_preempt_candidate *cands = NULL;
+  struct gs_preempt_limits lim = {NULL, 0, true, 0, 0};
   uint32_t *idx = NULL;
+  uint64_t *vb = NULL;
+  int32_t *vp = NULL;
   struct gs_place_pod place;
   const struct gs_node *n;
+  struct gs_node host_view;
   size_t count, nc = 0, nv = 0;
   enum gs_err err = GS_EOK;
 
   *ret_n = 0;
   *ret_uids = NULL;
+  *ret_violations = 0;
   st->code = gs_place_prepare(pod, &fw->policy, &place, st);
   if (st->code != GS_EOK) {
     if (st->code == GS_ESKIP)
@@ -566,7 +618,9 @@ enum gs_err gs_fw_preempt(struct gs_sched *fw, const struct gs_pod_request *pod,
   count = gs_ledger_node_alloc_count(fw->ledger, node);
   cands = gs_calloc(count ? count : 1, sizeof *cands);
   idx = gs_calloc(count ? count : 1, sizeof *idx);
-  if (cands == NULL || idx == NULL) {
+  vb = gs_calloc(count + nproposed ? count + nproposed : 1, sizeof *vb);
+  vp = gs_calloc(count + nproposed ? count + nproposed : 1, sizeof *vp);
+  if (cands == NULL || idx == NULL || vb == NULL || vp == NULL) {
     err = GS_ENOMEM;
     goto unlock;
   }
@@ -579,27 +633,64 @@ enum gs_err gs_fw_preempt(struct gs_sched *fw, const struct gs_pod_request *pod,
       continue;
     for (size_t j = 0; j < nproposed && !named; j++)
       named = strcmp(proposed[j], a->uid) == 0;
-    cands[nc++] = (struct gs_preempt_candidate){a, named};
+    cands[nc] = (struct gs_preempt_candidate){.alloc = a, .proposed = named};
+    if (info != NULL && !info->describe(info->ctx, a->uid, &cands[nc]))
+      continue;
+    nc++;
   }
-  st->code = gs_preempt_pick(n, &place, fw->policy.cgpu_max_pods, cands, nc, idx, &nv, st);
+  /* kube-scheduler's victims that hold no GPU here stay (below): what they
+   * free counts for the host, their budgets for the count. */
+  for (size_t j = 0; j < nproposed && info != NULL; j++) {
+    const struct gs_alloc *a = gs_ledger_alloc_get(fw->ledger, proposed[j]);
+    struct gs_preempt_candidate c = {.alloc = NULL};
+    if (a != NULL && strcmp(a->node, node) == 0)
+      continue;
+    (void)info->describe(info->ctx, proposed[j], &c);
+    lim.freed_cpu_milli += c.cpu_milli;
+    lim.freed_mem_mib += c.mem_mib;
+  }
+  if (info != NULL)
+    lim.allowed = info->allowed(info->ctx, &lim.nbudgets);
+  /* no host view in the ledger (the extender): the caller's, if any */
+  if (n->host.cpu_milli == 0 && info != NULL && info->host != NULL &&
+      info->host(info->ctx, node, &host_view.host)) {
+    struct gs_host h = host_view.host;
+    host_view = *n;
+    host_view.host = h;
+    n = &host_view;
+  }
+  st->code = gs_preempt_pick_limited(n, &place, fw->policy.cgpu_max_pods, cands, nc, &lim, idx,
+                                     &nv, NULL, st);
   if (st->code == GS_EOK) {
+    size_t m = 0;
     uids = gs_calloc(nv + nproposed ? nv + nproposed : 1, sizeof *uids);
     if (uids == NULL) {
       err = GS_ENOMEM;
       goto unlock;
     }
-    for (size_t i = 0; i < nv; i++)
+    for (size_t i = 0; i < nv; i++) {
       snprintf(uids[(*ret_n)++], GS_UID_MAX + 1, "%s", cands[idx[i]].alloc->uid);
+      vb[m] = cands[idx[i]].budgets;
+      vp[m++] = cands[idx[i]].alloc->priority;
+    }
     /* kube-scheduler's victims that hold no GPU here stay: it chose them
      * for its own resources (CPU, memory, ports). */
     for (size_t j = 0; j < nproposed; j++) {
       const struct gs_alloc *a = gs_ledger_alloc_get(fw->ledger, proposed[j]);
       bool again = false; /* a UID named twice is answered once */
+      struct gs_preempt_candidate c = {.alloc = NULL};
       for (size_t k = 0; k < j && !again; k++)
         again = strcmp(proposed[k], proposed[j]) == 0;
-      if (!again && (a == NULL || strcmp(a->node, node) != 0))
-        snprintf(uids[(*ret_n)++], GS_UID_MAX + 1, "%s", proposed[j]);
+      if (again || (a != NULL && strcmp(a->node, node) == 0))
+        continue;
+      snprintf(uids[(*ret_n)++], GS_UID_MAX + 1, "%s", proposed[j]);
+      if (info != NULL)
+        (void)info->describe(info->ctx, proposed[j], &c);
+      vb[m] = c.budgets;
+      vp[m++] = a != NULL ? a->priority : INT32_MIN; /* unknown: the least important */
     }
+    if (info != NULL)
+      *ret_violations = gs_preempt_violations(vb, vp, m, lim.allowed, lim.nbudgets);
     *ret_uids = uids;
   } else if (gs_status_is_error(st->code)) {
     err = st->code;
@@ -608,6 +699,8 @@ unlock:
   pthread_rwlock_unlock(&fw->lock);
   gs_free(cands);
   gs_free(idx);
+  gs_free(vb);
+  gs_free(vp);
   return err;
 }
 
@@ -691,6 +784,24 @@ enum gs_err gs_fw_pod_restore(struct gs_sched *fw, const struct gs_alloc *alloc)
   } else if (alloc->state == GS_ALLOC_BOUND && have->state != GS_ALLOC_BOUND) {
     err = gs_ledger_confirm(fw->ledger, alloc->uid);
   }
+  (void)gs__holds_drop(fw->holds, alloc->uid); /* bound: no longer nominated */
+  pthread_rwlock_unlock(&fw->lock);
+  return err;
+}
+
+enum gs_err gs_sched_nominate(struct gs_sched *fw, const struct gs_pod_request *pod, const char *node) {
+  enum gs_err err;
+  bool changed;
+  if (node == NULL || node[0] == '\0') { /* every pending pod's event: read-locked first */
+    bool held;
+    pthread_rwlock_rdlock(&fw->lock);
+    held = gs__holds_has(fw->holds, pod->uid);
+    pthread_rwlock_unlock(&fw->lock);
+    if (!held)
+      return GS_EOK;
+  }
+  pthread_rwlock_wrlock(&fw->lock);
+  err = gs__holds_set(fw->holds, pod, &fw->policy, node, &changed);
   pthread_rwlock_unlock(&fw->lock);
   return err;
 }
@@ -708,6 +819,7 @@ void gs_fw_pod_gone(struct gs_sched *fw, const char *uid) {
   if (gs_ledger_release(fw->ledger, uid) != GS_EOK) {
     /* a pod without GPUs has no allocation */
   }
+  (void)gs__holds_drop(fw->holds, uid);
   for (size_t i = 0; i < fw->nplugins; i++)
     if (fw->plugins[i]->pod_gone != NULL)
       fw->plugins[i]->pod_gone(fw->state[i], fw->ledger, uid);

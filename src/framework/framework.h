@@ -27,6 +27,7 @@
 
 #include <pthread.h>
 #include <stdatomic.h>
+#include <gpushare/preempt.h>
 
 #define GS_FW_MAX_PLUGINS 16
 
@@ -45,11 +46,13 @@ struct gs_sched {
   size_t parallel_min;
   struct gs_notify notify; /* the front end's (gs_sched_set_notify); set before ticks start */
   _Atomic uint64_t gang_timeouts;
+  struct gs__holds *holds; /* pods nominated by preemption (hold.h) */
   /* src/sched/sched.c: what arrives before it can enter the ledger */
   pthread_mutex_t mu;          /* kept, by_node, unhealthy; lock order: mu, then lock */
   struct gs_strmap *kept;      /* uid → struct kept */
   struct gs_strmap *by_node;   /* node → struct node_kept (the same records, by node) */
   struct gs_strmap *unhealthy; /* node → struct unhealthy */
+  struct gs__budgets *budgets; /* PDBs, pods' labels and host requests (budget.h) */
 };
 
 /* A service running plugins in the given order (array borrowed; it must
@@ -111,6 +114,26 @@ enum gs_err gs_fw_preempt(struct gs_sched *s, const struct gs_pod_request *pod, 
                           const char *const *proposed, size_t nproposed,
                           char (**ret_uids)[GS_UID_MAX + 1], size_t *ret_n,
                           struct gs_status *st) GS_WUR;
+/* What gs_fw_preempt_limited asks of its caller: each pod's host requests
+ * and the disruption budgets selecting it (fills c's cpu_milli, mem_mib and
+ * budgets; false: the pod may not go), and then the budgets' allowed
+ * disruptions (*ret_n of them). Called under the framework's read lock. */
+struct gs_fw_preempt_info {
+  bool (*describe)(void *ctx, const char *uid, struct gs_preempt_candidate *c);
+  const int32_t *(*allowed)(void *ctx, uint32_t *ret_n);
+  void *ctx;
+  /* The node's host where the ledger has none (NULL, or false: none). */
+  bool (*host)(void *ctx, const char *node, struct gs_host *ret);
+};
+/* gs_fw_preempt with the pods' budgets and host requests from info (NULL:
+ * none): gs_preempt_pick_limited with the node's host view, and in
+ * *ret_violations the victims answered (kube-scheduler's that hold no GPU
+ * included) that violate a budget. */
+enum gs_err gs_fw_preempt_limited(struct gs_sched *s, const struct gs_pod_request *pod,
+                                  const char *node, const char *const *proposed,
+                                  size_t nproposed, const struct gs_fw_preempt_info *info,
+                                  char (**ret_uids)[GS_UID_MAX + 1], size_t *ret_n,
+                                  uint32_t *ret_violations, struct gs_status *st) GS_WUR;
 
 /* Cluster events the service composes (gs_sched_node_upsert,
  * gs_sched_set_unhealthy, gs_sched_pod_bound, gs_sched_pod_gone). */

@@ -76,7 +76,7 @@ static void gang_fn(const struct gs_ledger *ledger, void *arg) {
       if (a->priority >= c->pod->priority || strcmp(a->uid, c->pod->uid) == 0 ||
           !gs_fw_may_evict(c->fw, a))
         continue;
-      cands[nc++] = (struct gs_preempt_candidate){a, false};
+      cands[nc++] = (struct gs_preempt_candidate){.alloc = a, .proposed = false};
     }
   }
   if (gs_pod_request_is_whole(c->pod)) {

@@ -18,6 +18,7 @@ struct gs_sched_memo {
   const char *const *nodes;
   size_t n, cap;
   uint64_t gen;
+  uint64_t holds_gen; /* the nominations' (hold.h) when they were computed */
   char sig[GS_REASON_MAX];
   const struct gs_node **resolved;
   struct gs_node_result *res;

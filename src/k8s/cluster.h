@@ -30,6 +30,9 @@ struct gs_cluster_sink {
   void (*synced)(void *ctx);
   /* Leadership changed (always true without leader election). */
   void (*leader)(void *ctx, bool is_leader);
+  /* policy/v1 PodDisruptionBudgets (preemption weighs them). */
+  void (*pdb_upsert)(void *ctx, const json_t *pdb);
+  void (*pdb_delete)(void *ctx, const json_t *pdb);
 };
 
 /* Counters for /metrics (monotonic since start). */

@@ -122,6 +122,10 @@ static void deliver_upsert(struct gs__informer *inf, const json_t *obj) {
     if (s->claim_upsert)
       s->claim_upsert(s->ctx, obj);
     break;
+  case GS__INF_PDBS:
+    if (s->pdb_upsert)
+      s->pdb_upsert(s->ctx, obj);
+    break;
   default:
     if (s->configmap_upsert)
       s->configmap_upsert(s->ctx, obj);
@@ -147,6 +151,10 @@ static void deliver_delete(struct gs__informer *inf, const json_t *obj) {
   case GS__INF_CLAIMS:
     if (s->claim_delete)
       s->claim_delete(s->ctx, obj);
+    break;
+  case GS__INF_PDBS:
+    if (s->pdb_delete)
+      s->pdb_delete(s->ctx, obj);
     break;
   default:
     if (s->configmap_delete)
@@ -190,6 +198,11 @@ enum gs_err gs__informer_init(struct gs__informer *inf, struct gs__kube *k,
     inf->resource = "resourceclaims";
     inf->item_kind = "ResourceClaim";
     e = gs_buf_str(&b, "/apis/resource.k8s.io/v1/resourceclaims");
+    break;
+  case GS__INF_PDBS:
+    inf->resource = "poddisruptionbudgets";
+    inf->item_kind = "PodDisruptionBudget";
+    e = gs_buf_str(&b, "/apis/policy/v1/poddisruptionbudgets");
     break;
   case GS__INF_CM_GPUSHARE:
   case GS__INF_CM_UNHEALTHY:
@@ -486,10 +499,10 @@ static void apply_list(struct gs__informer *inf, json_t *fresh, const char *rv) 
   pthread_mutex_lock(&k->mu);
   if (!inf->listed) {
     inf->listed = true;
-    k->nlisted++;
+    k->nlisted += inf->kind < GS__INF_PDBS;
   }
   inf->list_gen = inf->cur_gen;
-  all = k->nlisted == GS__INF_COUNT;
+  all = k->nlisted == GS__INF_PDBS && inf->kind < GS__INF_PDBS;
   pthread_cond_broadcast(&k->cond);
   pthread_mutex_unlock(&k->mu);
   if (all && k->sink.synced)
@@ -860,7 +873,7 @@ void gs__kube_request_resync(struct gs__kube *k, unsigned gen) {
 bool gs__kube_resynced(struct gs__kube *k, unsigned gen) {
   bool ok = true;
   pthread_mutex_lock(&k->mu);
-  for (int i = 0; i < GS__INF_COUNT; i++)
+  for (int i = 0; i < GS__INF_PDBS; i++) /* the gating ones (kube_int.h) */
     if (!k->inf[i].listed || k->inf[i].list_gen < gen)
       ok = false;
   pthread_mutex_unlock(&k->mu);

@@ -239,6 +239,10 @@ enum gs__inf_kind {
   GS__INF_CM_UNHEALTHY, /* kube-system ConfigMaps named unhealthy-gpu-* */
   GS__INF_SLICES,       /* resource.k8s.io/v1 ResourceSlices (docs/dra.md) */
   GS__INF_CLAIMS,       /* resource.k8s.io/v1 ResourceClaims */
+  GS__INF_PDBS,         /* policy/v1 PodDisruptionBudgets (preemption); the ones
+                           before it gate the first sync, it does not: an
+                           apiserver or RBAC without them leaves preemption
+                           without budgets, not the extender unready */
   GS__INF_COUNT
 };
 #define GS_KUBE_UNHEALTHY_PREFIX "unhealthy-gpu-"

@@ -53,6 +53,20 @@ static void feed_pod_bound(struct gs_sched *sched, const struct gs_alloc *alloc)
            alloc->ns, alloc->name, alloc->node, gs_strerror(err));
 }
 
+/* The node's allocatable CPU and memory, for preemption's host check where
+ * no scheduler's NodeInfo is handed over (the extender). Unreadable: unknown. */
+static void feed_node_allocatable(struct gs_sched *sched, const json_t *node, const char *name) {
+  const json_t *alloc = json_object_get(json_object_get(node, "status"), "allocatable");
+  struct gs_diag diag = {"", ""};
+  uint64_t cpu = 0, mem = 0;
+  if (gs_api_quantity_scaled_diag(json_object_get(alloc, "cpu"), 3, 0, "cpu", &cpu, &diag) !=
+          GS_EOK ||
+      gs_api_quantity_scaled_diag(json_object_get(alloc, "memory"), 0, -20, "memory", &mem,
+                                  &diag) != GS_EOK)
+    cpu = mem = 0;
+  gs_sched_node_allocatable(sched, name, cpu, mem);
+}
+
 void gs__feed_node(struct gs_sched *sched, const json_t *node) {
   struct gs_node_spec spec;
   static __thread struct gs_topo topo; /* 8 KiB: keep it off the stack */
@@ -68,9 +82,11 @@ void gs__feed_node(struct gs_sched *sched, const json_t *node) {
   err = gs_sched_node_upsert(sched, &spec);
   if (err != GS_EOK)
     gs_log(GS_LVL_WARN, "cannot add node", "node=%s error=\"%s\"", spec.name, gs_strerror(err));
+  feed_node_allocatable(sched, node, spec.name);
 }
 
 void gs__feed_node_delete(struct gs_sched *sched, const char *name) {
+  gs_sched_node_allocatable(sched, name, 0, 0);
   if (gs_sched_node_remove(sched, name) == GS_EOK)
     gs_log(GS_LVL_INFO, "node removed", "node=%s", name);
 }
@@ -90,6 +106,84 @@ static void feed_gang_member(struct gs_sched *sched, const json_t *pod,
   gs_sched_pod_seen(sched, &req, alloc);
 }
 
+/* A bound pod's labels and host requests, for preemption's budgets and
+ * host check (gs_sched_pod_meta). */
+static void feed_pod_meta(struct gs_sched *sched, const json_t *pod, const char *uid);
+
+void gs__feed_pod_meta(struct gs_sched *sched, const json_t *pod) {
+  const char *uid = gs_api_pod_uid(pod);
+  if (uid != NULL && uid[0] != '\0')
+    feed_pod_meta(sched, pod, uid);
+}
+
+static void feed_pod_meta(struct gs_sched *sched, const json_t *pod, const char *uid) {
+  static __thread char labels[GS_API_LABELS_MAX]; /* 8 KiB: off the stack */
+  struct gs_pod_request req;
+  struct gs_diag diag = {"", ""};
+  struct gs_pod_meta m = {uid, gs_api_pod_ns(pod), labels, 0, 0, gs_api_pod_node(pod)};
+  if (gs_api_pod_labels_text(pod, labels, sizeof labels) != GS_EOK) {
+    gs_log(GS_LVL_WARN, "pod labels unreadable: no disruption budget selects it",
+           "pod=%s/%s", gs_api_pod_ns(pod), gs_api_pod_name(pod) ? gs_api_pod_name(pod) : "?");
+    labels[0] = '\0';
+  }
+  if (gs_api_pod_decode(pod, &req, &diag) == GS_EOK) {
+    m.cpu_milli = req.cpu_milli;
+    m.mem_mib = req.mem_mib;
+  }
+  if (gs_sched_pod_meta(sched, &m) != GS_EOK)
+    gs_log(GS_LVL_WARN, "cannot record pod for preemption", "pod=%s/%s", m.ns,
+           gs_api_pod_name(pod) ? gs_api_pod_name(pod) : "?");
+}
+
+/* A pending pod's status.nominatedNodeName (kube-scheduler's preemption
+ * set it): the GPUs it will take there are held (gs_sched_nominate); gone,
+ * the hold ends. */
+static void feed_nominated(struct gs_sched *sched, const json_t *pod) {
+  const char *nominated =
+      json_string_value(json_object_get(json_object_get(pod, "status"), "nominatedNodeName"));
+  struct gs_pod_request req;
+  struct gs_diag diag = {"", ""};
+  enum gs_err err;
+  if (gs_api_pod_decode(pod, &req, &diag) != GS_EOK || !(gs_pod_request_is_memory(&req) ||
+                                                          gs_pod_request_is_whole(&req)))
+    return;
+  err = gs_sched_nominate(sched, &req, nominated);
+  if (err != GS_EOK)
+    gs_log(GS_LVL_WARN, "nominated pod's GPUs not held", "pod=%s/%s node=%s error=\"%s\"",
+           req.ns, req.name, nominated ? nominated : "", gs_strerror(err));
+}
+
+void gs__feed_pdb(struct gs_sched *sched, const json_t *pdb) {
+  static __thread struct gs_api_pdb d; /* 4 KiB: off the stack */
+  struct gs_diag diag = {"", ""};
+  struct gs_pdb p;
+  enum gs_err err = gs_api_pdb_decode(pdb, &d, &diag);
+  if (err != GS_EOK) {
+    const json_t *meta = json_object_get(pdb, "metadata");
+    const char *ns = json_string_value(json_object_get(meta, "namespace"));
+    const char *name = json_string_value(json_object_get(meta, "name"));
+    gs_log(GS_LVL_WARN, "ignoring PodDisruptionBudget", "pdb=%s/%s where=\"%s\" error=\"%s\"",
+           ns ? ns : "?", name ? name : "?", diag.where, diag.text);
+    if (ns != NULL && name != NULL)
+      gs_sched_pdb_remove(sched, ns, name);
+    return;
+  }
+  p = (struct gs_pdb){d.ns, d.name, d.selector_null ? NULL : d.selector, d.allowed};
+  if (gs_sched_pdb_upsert(sched, &p) != GS_EOK)
+    gs_log(GS_LVL_WARN, "cannot record PodDisruptionBudget", "pdb=%s/%s", d.ns, d.name);
+  else
+    gs_log(GS_LVL_DEBUG, "PodDisruptionBudget", "pdb=%s/%s disruptionsAllowed=%d", d.ns, d.name,
+           (int)d.allowed);
+}
+
+void gs__feed_pdb_delete(struct gs_sched *sched, const json_t *pdb) {
+  const json_t *meta = json_object_get(pdb, "metadata");
+  const char *ns = json_string_value(json_object_get(meta, "namespace"));
+  const char *name = json_string_value(json_object_get(meta, "name"));
+  if (name != NULL)
+    gs_sched_pdb_remove(sched, ns != NULL && ns[0] ? ns : "default", name);
+}
+
 void gs__feed_pod(struct gs_sched *sched, const json_t *pod) {
   const char *uid = gs_api_pod_uid(pod), *node = gs_api_pod_node(pod);
   struct gs_diag diag = {"", ""};
@@ -107,6 +201,7 @@ void gs__feed_pod(struct gs_sched *sched, const json_t *pod) {
     return;
   }
   if (node != NULL && node[0] != '\0') {
+    feed_pod_meta(sched, pod, uid);
     err = gs_api_alloc_from_pod(pod, gs_sched_policy(sched)->unit_mib, &a, &diag);
     if (err == GS_EOK) {
       alloc = bound_alloc(pod, &a, uid, node);
@@ -118,6 +213,8 @@ void gs__feed_pod(struct gs_sched *sched, const json_t *pod) {
              diag.where, err == GS_ENOMEM ? "out of memory" : diag.text);
     }
   }
+  if (node == NULL || node[0] == '\0')
+    feed_nominated(sched, pod);
   feed_gang_member(sched, pod, bound ? &alloc : NULL);
 }
 

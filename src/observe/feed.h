@@ -19,6 +19,15 @@ void gs__feed_node_delete(struct gs_sched *sched, const char *name);
  * allocation is restored; a member of a distributed job is counted. */
 void gs__feed_pod(struct gs_sched *sched, const json_t *pod);
 
+/* A pod's labels and host requests only (gs_sched_pod_meta): for a front
+ * end that bound the pod itself and does not feed it again. */
+void gs__feed_pod_meta(struct gs_sched *sched, const json_t *pod);
+/* A policy/v1 PodDisruptionBudget added, changed or deleted: preemption
+ * weighs it (docs/preemption.md). An undecodable one is logged and
+ * forgotten (it protects nothing gpushare can read). */
+void gs__feed_pdb(struct gs_sched *sched, const json_t *pdb);
+void gs__feed_pdb_delete(struct gs_sched *sched, const json_t *pdb);
+
 /* Which ConfigMap holds the configuration (docs/contract.md §6), and whether a
  * flag or the plugin's args fixed the unit (then a change is not pending). */
 struct gs__feed_cm {

@@ -9,6 +9,7 @@
 #include <gpushare/version.h>
 
 #include "alloc.h"
+#include "budget.h"
 #include "framework.h"
 #include "plugins.h"
 #include "strmap.h"
@@ -50,7 +51,8 @@ struct gs_sched *gs__sched_new_with(const struct gs_policy *policy,
   s->kept = gs_strmap_new();
   s->by_node = gs_strmap_new();
   s->unhealthy = gs_strmap_new();
-  if (s->kept == NULL || s->by_node == NULL || s->unhealthy == NULL ||
+  s->budgets = gs__budgets_new();
+  if (s->kept == NULL || s->by_node == NULL || s->unhealthy == NULL || s->budgets == NULL ||
       gs__fw_init(s, policy, plugins, nplugins, diag) != GS_EOK) {
     gs_sched_free(s);
     return NULL;
@@ -91,6 +93,7 @@ void gs_sched_free(struct gs_sched *s) {
   gs_strmap_free(s->by_node);
   gs_strmap_free(s->unhealthy);
   gs__fw_fini(s);
+  gs__budgets_free(s->budgets);
   pthread_mutex_destroy(&s->mu);
   gs_free(s);
 }
@@ -254,6 +257,7 @@ void gs_sched_pod_gone(struct gs_sched *s, const char *uid) {
   forget(s, uid); /* first, then free (see retry_node) */
   pthread_mutex_unlock(&s->mu);
   gs_fw_pod_gone(s, uid);
+  gs__budgets_pod_forget(s->budgets, uid);
 }
 
 /* ---- DRA claims ----------------------------------------------------------- */
@@ -417,6 +421,32 @@ enum gs_err gs_sched_bind(struct gs_sched *s, const struct gs_pod_request *pod,
 
 /* ---- preemption ------------------------------------------------------------ */
 
+/* One offer's budgets (budget.h), for the framework. */
+static bool view_describe(void *ctx, const char *uid, struct gs_preempt_candidate *c) {
+  return gs__budgets_describe(ctx, uid, c);
+}
+
+static bool view_host(void *ctx, const char *node, struct gs_host *ret) {
+  return gs__budgets_host(((struct gs__budget_view *)ctx)->b, node, ret);
+}
+
+void gs_sched_node_allocatable(struct gs_sched *s, const char *name, uint64_t cpu_milli,
+                               uint64_t mem_mib) {
+  if (gs__budgets_node_set(s->budgets, name, cpu_milli, mem_mib) != GS_EOK) {
+    /* no room (or a bad name): the node's host stays unknown, not checked */
+  }
+}
+
+static const int32_t *view_allowed(void *ctx, uint32_t *ret_n) {
+  struct gs__budget_view *v = ctx;
+  *ret_n = v->n;
+  return v->allowed;
+}
+
+
+
+
+
 enum gs_err gs_sched_preempt(struct gs_sched *s, const struct gs_pod_request *pod,
                              const struct gs_preempt_offer *offers, size_t n,
                              struct gs_preempt_answer *ret) {
@@ -426,8 +456,11 @@ enum gs_err gs_sched_preempt(struct gs_sched *s, const struct gs_pod_request *po
     struct gs_status st = {GS_EOK, GS_R_OTHER, ""};
     enum gs_err e;
     memset(a, 0, sizeof *a);
-    e = gs_fw_preempt(s, pod, offers[i].node, offers[i].victims, offers[i].nvictims,
-                      &a->victims, &a->nvictims, &st);
+    struct gs__budget_view view = {.b = s->budgets, .n = 0};
+    struct gs_fw_preempt_info info = {view_describe, view_allowed, &view, view_host};
+    e = gs_fw_preempt_limited(s, pod, offers[i].node, offers[i].victims,
+                              offers[i].nvictims, &info, &a->victims, &a->nvictims,
+                              &a->pdb_violations, &st);
     if (e == GS_ENOTFOUND) {
       snprintf(a->reason, sizeof a->reason, "node unknown to gpushare");
     } else if (e != GS_EOK) {
@@ -462,6 +495,7 @@ struct cheapest {
 static void cheapest_fn(const struct gs_ledger *ledger, void *arg) {
   struct cheapest *c = arg;
   int32_t best_prio = INT32_MAX;
+  uint32_t best_viol = UINT32_MAX;
   size_t best_count = SIZE_MAX;
   uint64_t best_mib = UINT64_MAX;
   c->best = c->n;
@@ -480,10 +514,13 @@ static void cheapest_fn(const struct gs_ledger *ledger, void *arg) {
       for (uint32_t k = 0; k < al->nparts; k++)
         mib += gs_alloc_part_mib(al, &al->parts[k]);
     }
-    if (prio < best_prio ||
-        (prio == best_prio &&
-         (a->nvictims < best_count || (a->nvictims == best_count && mib < best_mib)))) {
+    if (a->pdb_violations < best_viol ||
+        (a->pdb_violations == best_viol &&
+         (prio < best_prio ||
+          (prio == best_prio &&
+           (a->nvictims < best_count || (a->nvictims == best_count && mib < best_mib)))))) {
       c->best = i;
+      best_viol = a->pdb_violations;
       best_prio = prio;
       best_count = a->nvictims;
       best_mib = mib;

@@ -331,8 +331,9 @@ static void log_victims(const struct gs_pod_request *pod, const struct gs_api_pr
   for (size_t j = 0; j < answer->nvictims; j++)
     snprintf(chosen + strlen(chosen), sizeof chosen - strlen(chosen), "%s%s", j ? "," : "",
              answer->uids[j]);
-  gs_log(GS_LVL_INFO, "preempt: victims", "pod=%s/%s node=%s proposed=%s victims=%s", pod->ns,
-         pod->name, answer->node, proposed, chosen);
+  gs_log(GS_LVL_INFO, "preempt: victims",
+         "pod=%s/%s node=%s proposed=%s victims=%s pdb_violations=%" PRId64, pod->ns, pod->name,
+         answer->node, proposed, chosen, answer->pdb_violations);
 }
 
 /* The offers → one service call → the nodes kept, with their victims. */
@@ -387,7 +388,7 @@ static void serve_preempt(struct call *c) {
       continue;
     }
     kept[nkept] = (struct gs_api_preempt_node){args->nodes[i].node, answers[i].nvictims,
-                                               uids + nuids, args->nodes[i].pdb_violations};
+                                               uids + nuids, answers[i].pdb_violations};
     for (size_t j = 0; j < answers[i].nvictims; j++)
       uids[nuids++] = answers[i].victims[j];
     log_victims(pod, &args->nodes[i], &kept[nkept]);

@@ -97,6 +97,16 @@ static void sink_claim_delete(void *ctx, const json_t *claim) {
   gs__dra_claim_delete(s->dra, s->sched, claim);
 }
 
+static void sink_pdb_upsert(void *ctx, const json_t *pdb) {
+  struct gs_server *s = ctx;
+  gs__feed_pdb(s->sched, pdb);
+}
+
+static void sink_pdb_delete(void *ctx, const json_t *pdb) {
+  struct gs_server *s = ctx;
+  gs__feed_pdb_delete(s->sched, pdb);
+}
+
 static void sink_synced(void *ctx) {
   struct gs_server *s = ctx;
   if (!atomic_exchange(&s->synced, true))
@@ -124,5 +134,7 @@ struct gs_cluster_sink gs__server_sink(struct gs_server *s) {
       .claim_delete = sink_claim_delete,
       .synced = sink_synced,
       .leader = sink_leader,
+      .pdb_upsert = sink_pdb_upsert,
+      .pdb_delete = sink_pdb_delete,
   };
 }

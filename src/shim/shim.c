@@ -589,12 +589,19 @@ char *gs_shim_preempt(struct gs_shim *s, const char *pod, size_t len, const char
   if (gs_sched_preempt(s->sched, &req, offers, n, answers) != GS_EOK ||
       gs_sched_preempt_cheapest(s->sched, answers, n, &best, &victims, &nvictims) != GS_EOK)
     goto done;
+  /* the framework nominates the pod to the node after PostFilter (its
+   * status then reaches the feed): hold its GPUs from now, before the
+   * victims go (gs_sched_nominate) */
+  if (gs_sched_nominate(s->sched, &req, nodes[best]) != GS_EOK) {
+    /* past the cap: the pod is nominated, its GPUs not held */
+  }
   if ((list = json_array()) == NULL)
     goto done;
   for (size_t v = 0; v < nvictims; v++)
     json_array_append_new(list, json_pack("{s:s,s:s,s:s}", "namespace", victims[v].ns, "name",
                                           victims[v].name, "uid", victims[v].uid));
-  doc = json_pack("{s:s,s:O}", "node", nodes[best], "victims", list);
+  doc = json_pack("{s:s,s:O,s:I}", "node", nodes[best], "victims", list, "pdbViolations",
+                  (json_int_t)answers[best].pdb_violations);
   out = doc != NULL ? gs_api_dump(doc) : NULL;
   json_decref(doc);
   json_decref(list);
@@ -604,6 +611,29 @@ done:
   gs_free(answers);
   gs_free(offers);
   return out;
+}
+
+char *gs_shim_preempt_host(struct gs_shim *s, const char *pod, size_t len,
+                           const char *const *nodes, size_t n, const int64_t *host) {
+  if (host != NULL && set_hosts(s, nodes, n, host) != GS_EOK)
+    return NULL;
+  return gs_shim_preempt(s, pod, len, nodes, n);
+}
+
+void gs_shim_pod_meta(struct gs_shim *s, const char *json, size_t len) {
+  json_t *pod = load(json, len);
+  if (pod != NULL)
+    gs__feed_pod_meta(s->sched, pod);
+  json_decref(pod);
+}
+
+void gs_shim_pdb(struct gs_shim *s, const char *json, size_t len, int deleted) {
+  json_t *pdb = load(json, len);
+  if (pdb != NULL && deleted)
+    gs__feed_pdb_delete(s->sched, pdb);
+  else if (pdb != NULL)
+    gs__feed_pdb(s->sched, pdb);
+  json_decref(pdb);
 }
 
 char *gs_shim_view(struct gs_shim *s, const char *node, int inspect, int *status) {

@@ -110,6 +110,16 @@ int gs_shim_permit(struct gs_shim *s, const char *pod, size_t len, const char *n
  * no node can be made to fit (or out of memory). Free the string. */
 char *gs_shim_preempt(struct gs_shim *s, const char *pod, size_t len, const char *const *nodes,
                       size_t n);
+/* gs_shim_preempt with the n nodes' host resources first (host: 4 per node,
+ * as gs_shim_filter's): a set of victims that frees GPUs but not the pod's
+ * CPU and memory is not chosen (docs/preemption.md). */
+char *gs_shim_preempt_host(struct gs_shim *s, const char *pod, size_t len,
+                           const char *const *nodes, size_t n, const int64_t *host);
+/* The labels and host requests of a pod the plugin bound (its cycle's
+ * JSON): preemption's budgets and host check read them. */
+void gs_shim_pod_meta(struct gs_shim *s, const char *json, size_t len);
+/* A policy/v1 PodDisruptionBudget added or changed (deleted 0) or deleted. */
+void gs_shim_pdb(struct gs_shim *s, const char *json, size_t len, int deleted);
 
 /* /debug/ledger (inspect 0) or /gpushare-scheduler/inspect (inspect 1) of
  * every node or of node (NULL), byte for byte as the extender serves them;

@@ -81,6 +81,16 @@ def main():
         '{"aliyun.com/gpu-count":"2"}},"spec":{"priority":1000,"containers":[{"resources":'
         '{"limits":{"aliyun.com/gpu-mem":"20"}}}]}},"NodeNameToMetaVictims":{"n":{"Pods":[]}}}')
 
+    # pdb: [PodDisruptionBudget, Pod] (fuzz_pdb.c)
+    put("pdb", "match", '[{"metadata":{"name":"db","namespace":"a"},"spec":{"selector":'
+        '{"matchLabels":{"app":"db"},"matchExpressions":[{"key":"tier","operator":"In",'
+        '"values":["x","y"]},{"key":"z","operator":"DoesNotExist"},{"key":"app",'
+        '"operator":"Exists"},{"key":"q","operator":"NotIn","values":["1"]}]}},'
+        '"status":{"disruptionsAllowed":1}},{"metadata":{"labels":{"app":"db","tier":"x"}}}]')
+    put("pdb", "null-selector", '[{"metadata":{"name":"n"},"spec":{}},{"metadata":{}}]')
+    put("pdb", "bad-op", '[{"metadata":{"name":"b"},"spec":{"selector":{"matchExpressions":'
+        '[{"key":"a","operator":"Gt","values":["1"]}]}}},{"metadata":{"labels":{"a":"1"}}}]')
+
     # pod, node: test/data/api and the v1.34.0 serialization fixtures.
     for f in sorted(os.listdir(api)):
         if f.startswith("pod-"):

@@ -177,6 +177,11 @@ def calls():
          "resourceclaims", "list", ANY, None),
         ("kube_informer.c", "GET", ("/apis/resource.k8s.io/v1/resourceclaims",), "resource.k8s.io",
          "resourceclaims", "watch", ANY, None),
+        # PodDisruptionBudgets, for preemption
+        ("kube_informer.c", "GET", ("/apis/policy/v1/poddisruptionbudgets",), "policy",
+         "poddisruptionbudgets", "list", ANY, None),
+        ("kube_informer.c", "GET", ("/apis/policy/v1/poddisruptionbudgets",), "policy",
+         "poddisruptionbudgets", "watch", ANY, None),
         # the gpushare ConfigMap (fieldSelector metadata.name) ...
         ("kube_informer.c", "GET", (ns_pfx, "/configmaps"), "", "configmaps", "list", cm_ns, None),
         ("kube_informer.c", "GET", (ns_pfx, "/configmaps"), "", "configmaps", "watch", cm_ns, None),

@@ -65,5 +65,20 @@ class PluginPreemption(preempt.Preemption):
         preempt.Preemption.test_the_extender_is_never_offered_a_node_that_fits_by_totals)
 
 
+class PluginBudgets(preempt.Budgets):
+    def victims(self, pod, names):
+        """The plugin's `gpushare: preempted` lines for pod: the victims
+        its PostFilter ended (not DefaultPreemption's, which runs after it)."""
+        return sorted(re.findall(rf'"gpushare: preempted" preemptor="{self.ns}/{pod}" '
+                                 rf'victim="{self.ns}/([^"]+)"', Env.ext.proc.tail(400000)))
+
+    def violations(self, pod, node):
+        """The plugin's `gpushare: preempted` line: the count the core gave
+        for the node it chose."""
+        m = re.findall(rf'"gpushare: preempted" preemptor="{self.ns}/{pod}" victim="[^"]+" '
+                       rf'node="{node}" pdbViolations=(\d+)', Env.ext.proc.tail(400000))
+        return int(m[-1]) if m else None
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -2,9 +2,12 @@
 (issue 14, docs/preemption.md): kube-scheduler calls the extender's preempt
 verb (deploy/scheduler sets preemptVerb) and deletes the victims gpushare
 names. Unit 1GiB; nodes of two 16 GiB GPUs."""
+import json
 import re
+import threading
 import unittest
 
+import kcluster
 from realcase import Env, LeastPrivilege, RealCase, alloc_gpus, wait_for
 
 GPU16 = 16
@@ -129,6 +132,150 @@ class Preemption(RealCase):
         self.assertEqual(sorted(p["metadata"]["name"] for p in self.pods()), ["hi4", "l0", "l1"])
         self.assertIsNone(self.victims_line("hi4", {}))
         self.assertNotIn(f"pod={self.ns}/hi4 offered", Env.ext.proc.tail(200000))
+
+class Budgets(RealCase):
+    """Issue 34: PodDisruptionBudgets and the host in the choice of victims.
+    A budget with maxUnavailable 0 allows no disruption whether or not the
+    disruption controller has counted it (no status: gpushare reads 0)."""
+
+    def budget(self, name, app):
+        self.create({"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
+                     "metadata": {"name": name},
+                     "spec": {"maxUnavailable": 0, "selector": {"matchLabels": {"app": app}}}})
+
+    def gpu_node(self, name, gpus, cpu="64"):
+        self.nodes.append(name)
+        cap = dict(kcluster.gpu_node_capacity(gpus, gpus * GPU16, 0), cpu=cpu)
+        self.cp.add_node(name, labels={"ack.node.gpu.schedule": "share", "pre": name,
+                                       "gpushare-test": self.ns}, capacity=cap)
+
+    def put(self, name, node, gib, prio, app=None, cpu=None):
+        """A pod bound on node (checked before the next is created); GPU
+        memory gib (0: none), label app, CPU request cpu."""
+        p = kcluster.gpu_pod(name, ns=self.ns, units=gib, priority_class=prio,
+                             labels={"app": app} if app else None, node_selector={"pre": node})
+        if cpu:
+            p["spec"]["containers"][0]["resources"]["requests"] = {"cpu": cpu}
+        self.k.create(p)
+        q = wait_for(lambda: (lambda q: q if q["spec"].get("nodeName") else None)(
+            self.k.get("pods", self.ns, name)), 120, f"{name} bound", 0.2)
+        return alloc_gpus(q) if gib else None
+
+    def bound(self, name, timeout=180):
+        return wait_for(lambda: (lambda q: q if q["spec"].get("nodeName") else None)(
+            self.k.get("pods", self.ns, name)), timeout, f"{name} bound", 0.5)
+
+    def names(self):
+        return sorted(p["metadata"]["name"] for p in self.pods())
+
+    def violations(self, pod, node):
+        """The count gpushare reported for pod's victims on node: the
+        extender's `preempt: victims` line (what it answered kube-scheduler
+        as NumPDBViolations)."""
+        m = re.findall(rf'msg="preempt: victims" pod={self.ns}/{pod} node={node} .*'
+                       r'pdb_violations=(\d+)', Env.ext.proc.tail(400000))
+        return int(m[-1]) if m else None
+
+    def watch_pod(self, name, until):
+        """The watch events of pod name from now on, collected by a thread
+        until one satisfies until: (thread, events)."""
+        rv = self.k.call("GET", self.k.path("pods", self.ns))["metadata"]["resourceVersion"]
+        path = self.k.path("pods", self.ns, query={
+            "watch": "1", "fieldSelector": f"metadata.name={name}", "resourceVersion": rv,
+            "allowWatchBookmarks": "false", "timeoutSeconds": "170"})
+        seen = []
+
+        def run():
+            with self.k.open("GET", path, timeout=180) as r:
+                for line in r:
+                    seen.append(json.loads(line))
+                    if until(seen[-1]):
+                        return
+        t = threading.Thread(target=run, daemon=True)
+        t.start()
+        return t, seen
+
+    def victims(self, pod, names):
+        """The victims gpushare answered for pod (the extender's `preempt:
+        victims` lines, every node offered), by name (names: uid → name)."""
+        uids = {}
+        for line in Env.ext.proc.tail(400000).splitlines():
+            m = re.search(rf'msg="preempt: victims" pod={self.ns}/{pod} node=\S+ '
+                          r'proposed=\S* victims=(\S*)', line)
+            if m:
+                uids.update(dict.fromkeys(u for u in m.group(1).split(",") if u))
+        return sorted(names.get(u, u) for u in uids)
+
+    def test_a_budget_moves_the_victims_to_the_other_gpu(self):
+        """Two 16 GiB GPUs, each full with one low-priority pod; the one on
+        GPU 0 (which the choice takes on a tie) is under a budget allowing no
+        disruption: the 16 GiB preemptor evicts the other, binds on GPU 1,
+        and nothing violates. The victim carries DisruptionTarget before its
+        deletion (kube-scheduler writes it in the extender's form, the
+        plugin in its own)."""
+        self.budget("db", "db")
+        self.gpu_node("gpu-bud", 2)
+        self.assertEqual(self.put("v-db", "gpu-bud", 16, "low-10", app="db"), [0])
+        self.assertEqual(self.put("v-web", "gpu-bud", 16, "low-10", app="web"), [1])
+        th, events = self.watch_pod("v-web", lambda e: e["type"] == "DELETED")
+        self.pod("hi", units=16, priority_class="high", node_selector={"pre": "gpu-bud"})
+        hi = self.bound("hi")
+        self.assertEqual((hi["spec"]["nodeName"], alloc_gpus(hi)), ("gpu-bud", [1]))
+        self.assertEqual(self.names(), ["hi", "v-db"])
+        self.assertEqual(self.violations("hi", "gpu-bud"), 0)
+        self.assert_ledger_is_truth()
+        th.join(170)
+        marked = [i for i, e in enumerate(events)
+                  if any(c["type"] == "DisruptionTarget" and c["status"] == "True"
+                         for c in e["object"]["status"].get("conditions", []))]
+        ending = [i for i, e in enumerate(events)
+                  if e["type"] == "DELETED" or e["object"]["metadata"].get("deletionTimestamp")]
+        self.assertTrue(marked and ending, [e["type"] for e in events])
+        self.assertLessEqual(marked[0], ending[0], "DisruptionTarget only after the deletion began")
+
+    def test_a_node_whose_victims_free_a_gpu_but_not_the_cpu_is_not_chosen(self):
+        """The preemptor needs a 16 GiB GPU and 8 CPUs. gpu-h (8 CPUs): its
+        low-priority GPU pod frees the GPU but only 2 CPUs (6 are a
+        higher-priority pod's). gpu-k (8 CPUs): its low-priority GPU pod frees
+        the GPU and 8 CPUs. gpu-h sorts first and its set is as cheap: only
+        the host check leaves it alone."""
+        self.gpu_node("gpu-h", 1, cpu="8")
+        self.gpu_node("gpu-k", 1, cpu="8")
+        self.put("h-gpu", "gpu-h", 16, "low-10", cpu="2")
+        self.put("h-cpu", "gpu-h", 0, "top", cpu="6")
+        self.put("k-gpu", "gpu-k", 16, "low-10", cpu="8")
+        names = {p["metadata"]["uid"]: p["metadata"]["name"] for p in self.pods()}
+        p = kcluster.gpu_pod("hi", ns=self.ns, units=16, priority_class="high",
+                             node_selector={"gpushare-test": self.ns})
+        p["spec"]["containers"][0]["resources"]["requests"] = {"cpu": "8"}
+        self.k.create(p)
+        hi = self.bound("hi")
+        self.assertEqual(hi["spec"]["nodeName"], "gpu-k")
+        self.assertEqual(self.names(), ["h-cpu", "h-gpu", "hi"])
+        # the extender is offered gpu-k only (kube-scheduler's dry run counts
+        # the CPU); the plugin is offered both and chooses gpu-k itself
+        self.assertEqual(self.victims("hi", names), ["k-gpu"])
+        self.assert_ledger_is_truth()
+
+    def test_when_every_set_violates_the_least_violating_goes(self):
+        """Two one-GPU nodes; every low-priority pod is under a budget that
+        allows no disruption. gpu-vb's set is two pods of priority 10 (two
+        violations), gpu-va's one pod of priority 50 (one): by priority alone
+        gpu-vb would go; the fewest violations first, gpu-va's pod goes, and
+        one violation is reported."""
+        self.budget("db", "db")
+        self.gpu_node("gpu-va", 1)
+        self.gpu_node("gpu-vb", 1)
+        self.put("a50", "gpu-va", 16, "low-50", app="db")
+        self.put("b10a", "gpu-vb", 8, "low-10", app="db")
+        self.put("b10b", "gpu-vb", 8, "low-10", app="db")
+        self.pod("hi", units=16, priority_class="high",
+                 node_selector={"gpushare-test": self.ns})
+        hi = self.bound("hi")
+        self.assertEqual(hi["spec"]["nodeName"], "gpu-va")
+        self.assertEqual(self.names(), ["b10a", "b10b", "hi"])
+        self.assertEqual(self.violations("hi", "gpu-va"), 1)
+        self.assert_ledger_is_truth()
 
 
 class ZzLeastPrivilege(LeastPrivilege, RealCase):

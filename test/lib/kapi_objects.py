@@ -64,6 +64,15 @@ CONFIGMAP = S("ConfigMap", True, kind=STR, apiVersion=STR, metadata=META, data=M
 LEASE = S("Lease", True, kind=STR, apiVersion=STR, metadata=META,
           spec=S("LeaseSpec", holderIdentity=STR, leaseDurationSeconds=I32, acquireTime=MICRO,
                  renewTime=MICRO, leaseTransitions=I32, strategy=STR, preferredHolder=STR))
+LABELSEL = S("LabelSelector", matchLabels=MAPSTR,
+             matchExpressions=L(S("LabelSelectorRequirement", key=STR, operator=STR,
+                                  values=L(STR))))
+PDB = S("PodDisruptionBudget", True, kind=STR, apiVersion=STR, metadata=META,
+        spec=S("PodDisruptionBudgetSpec", selector=LABELSEL, minAvailable=ANY, maxUnavailable=ANY,
+               unhealthyPodEvictionPolicy=STR),
+        status=S("PodDisruptionBudgetStatus", observedGeneration=I64, disruptionsAllowed=I32,
+                 currentHealthy=I32, desiredHealthy=I32, expectedPods=I32, conditions=L(ANY),
+                 disruptedPods=("map", TIME)))
 EVSOURCE = S("EventSource", component=STR, host=STR)
 EVSERIES = S("EventSeries", count=I32, lastObservedTime=MICRO)
 EVENT_CORE = S("Event", True, kind=STR, apiVersion=STR, metadata=META, involvedObject=OBJREF,
@@ -232,6 +241,8 @@ RESOURCES = [
     Res("", "v1", "configmaps", "ConfigMap", True, "configmaps", CONFIGMAP, META_FIELDS),
     Res("", "v1", "events", "Event", True, "events", EVENT_CORE, EVENT_FIELDS),
     Res("coordination.k8s.io", "v1", "leases", "Lease", True, "leases", LEASE, META_FIELDS),
+    Res("policy", "v1", "poddisruptionbudgets", "PodDisruptionBudget", True,
+        "poddisruptionbudgets", PDB, META_FIELDS),
 ]
 RES_BY_PATH = {(r.group, r.version, r.plural): r for r in RESOURCES}
 STORAGE_RES = {r.storage: r for r in RESOURCES}

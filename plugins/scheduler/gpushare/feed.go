@@ -13,6 +13,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	resourcev1 "k8s.io/api/resource/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -48,6 +49,28 @@ func (p *Plugin) watch() error {
 	}
 	if _, err := f.Core().V1().Pods().Informer().AddEventHandler(feedHandlers(p.pod, podGone)); err != nil {
 		return fmt.Errorf("gpushare: pod informer: %w", err)
+	}
+	// PodDisruptionBudgets: preemption ranks sets that violate none first
+	// and counts violations (docs/preemption.md); DefaultPreemption reads
+	// the same informer, so kube-scheduler's RBAC already allows it.
+	pdb := func(o interface{}, deleted bool) {
+		d, ok := final(o).(*policyv1.PodDisruptionBudget)
+		if !ok {
+			return
+		}
+		b, err := coreJSON(d)
+		if err != nil {
+			klog.ErrorS(err, "gpushare: PodDisruptionBudget not fed to the core", "pdb", klog.KObj(d))
+			return
+		}
+		p.core.PDB(b, deleted)
+	}
+	if _, err := f.Policy().V1().PodDisruptionBudgets().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(o interface{}) { pdb(o, false) },
+		UpdateFunc: func(_, o interface{}) { pdb(o, false) },
+		DeleteFunc: func(o interface{}) { pdb(o, true) },
+	}); err != nil {
+		return fmt.Errorf("gpushare: PodDisruptionBudget informer: %w", err)
 	}
 	return nil
 }

@@ -545,6 +545,7 @@ func (p *Plugin) Bind(ctx context.Context, state fwk.CycleState, pod *v1.Pod, no
 		return fwk.AsStatus(err)
 	}
 	p.core.Confirm(string(pod.UID))
+	p.core.PodMeta(c.pod) // its updates are not fed again (feed.go): budgets and the host need these
 	p.bound.Store(pod.UID, struct{}{})
 	return nil
 }
@@ -576,13 +577,28 @@ func (p *Plugin) PostFilter(ctx context.Context, state fwk.CycleState, pod *v1.P
 	if len(names) == 0 {
 		return nil, fwk.NewStatus(fwk.Unschedulable, "gpushare: no node where preemption helps")
 	}
-	res, ok := p.core.Preempt(c.pod, names)
+	// the nodes' host resources: victims that free a GPU but leave the
+	// preemptor's CPU or memory short are not chosen
+	host := make([]int64, 0, 4*len(names))
+	for _, name := range names {
+		var a, r fwk.Resource
+		if ni, err := p.h.SnapshotSharedLister().NodeInfos().Get(name); err == nil {
+			a, r = ni.GetAllocatable(), ni.GetRequested()
+		}
+		if a == nil || r == nil {
+			host = append(host, 0, 0, 0, 0) // unknown: not checked
+			continue
+		}
+		host = append(host, a.GetMilliCPU(), r.GetMilliCPU(), a.GetMemory(), r.GetMemory())
+	}
+	res, ok := p.core.PreemptHost(c.pod, names, host)
 	if !ok {
 		return nil, fwk.NewStatus(fwk.Unschedulable, "gpushare: no lower-priority pods free a GPU on any node")
 	}
 	var choice struct {
-		Node    string `json:"node"`
-		Victims []struct {
+		Node          string `json:"node"`
+		PDBViolations int    `json:"pdbViolations"`
+		Victims       []struct {
 			Namespace string `json:"namespace"`
 			Name      string `json:"name"`
 			UID       string `json:"uid"`
@@ -604,7 +620,7 @@ func (p *Plugin) PostFilter(ctx context.Context, state fwk.CycleState, pod *v1.P
 			return nil, fwk.AsStatus(fmt.Errorf("preempting %s/%s: %w", v.Namespace, v.Name, err))
 		}
 		klog.InfoS("gpushare: preempted", "preemptor", klog.KObj(pod), "victim",
-			klog.KRef(v.Namespace, v.Name), "node", choice.Node)
+			klog.KRef(v.Namespace, v.Name), "node", choice.Node, "pdbViolations", choice.PDBViolations)
 	}
 	return &fwk.PostFilterResult{NominatingInfo: &fwk.NominatingInfo{
 		NominatedNodeName: choice.Node, NominatingMode: fwk.ModeOverride}}, fwk.NewStatus(fwk.Success)

@@ -412,6 +412,41 @@ func (s *Shim) Preempt(pod []byte, names []string) (string, bool) {
 	return out, true
 }
 
+// PreemptHost is Preempt with the nodes' host resources (4 per node, as
+// Filter's): the core does not choose victims that free GPUs but leave the
+// preemptor's CPU or memory short.
+func (s *Shim) PreemptHost(pod []byte, names []string, host []int64) (string, bool) {
+	if len(names) == 0 || len(host) < 4*len(names) {
+		return s.Preempt(pod, names)
+	}
+	arr := s.nameArray(names)
+	defer C.free(unsafe.Pointer(arr))
+	// Go memory without Go pointers, read by C during the call only
+	h := (*C.int64_t)(unsafe.Pointer(&host[0]))
+	var res *C.char
+	withBytes(pod, func(b *C.char, l C.size_t) {
+		res = C.gs_shim_preempt_host(s.c, b, l, arr, C.size_t(len(names)), h)
+	})
+	return take(res)
+}
+
+// PodMeta records the labels and host requests of a pod the plugin bound
+// (its cycle's JSON), which its informer's updates no longer carry to the
+// core.
+func (s *Shim) PodMeta(pod []byte) {
+	withBytes(pod, func(b *C.char, l C.size_t) { C.gs_shim_pod_meta(s.c, b, l) })
+}
+
+// PDB feeds a policy/v1 PodDisruptionBudget (its JSON) added, changed or
+// deleted.
+func (s *Shim) PDB(pdb []byte, deleted bool) {
+	d := C.int(0)
+	if deleted {
+		d = 1
+	}
+	withBytes(pdb, func(b *C.char, l C.size_t) { C.gs_shim_pdb(s.c, b, l, d) })
+}
+
 // GangTimeoutSeconds is the configuration's gangTimeoutSeconds.
 func (s *Shim) GangTimeoutSeconds() int { return int(C.gs_shim_gang_timeout_s(s.c)) }
 

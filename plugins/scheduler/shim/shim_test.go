@@ -548,3 +548,78 @@ func BenchmarkReserve500(b *testing.B) {
 		s.PodDelete(fmt.Sprintf("uid-p%d", i%len(pods)))
 	}
 }
+
+// labelled is a pod with labels, a priority and a CPU request.
+func labelled(name string, units, prio int, cpu string, labels map[string]string) []byte {
+	res := map[string]interface{}{"limits": map[string]string{"aliyun.com/gpu-mem": fmt.Sprint(units)}}
+	if cpu != "" {
+		res["requests"] = map[string]string{"cpu": cpu}
+	}
+	b, _ := json.Marshal(map[string]interface{}{
+		"metadata": map[string]interface{}{"name": name, "namespace": "default", "uid": "uid-" + name,
+			"labels": labels},
+		"spec": map[string]interface{}{"priority": prio, "containers": []interface{}{
+			map[string]interface{}{"name": "c", "resources": res}}},
+	})
+	return b
+}
+
+// Issue 34 through the shim: a PodDisruptionBudget moves PostFilter's
+// choice to the node whose victim it does not protect; a host whose victim
+// frees no CPU is passed over and the protected victim's violation counted;
+// the chosen node's GPU is then held for the preemptor against a
+// lower-priority pod.
+func TestPreemptBudgetsHostAndHold(t *testing.T) {
+	s := gibShim(t)
+	s.Node(node("a", 1, 16))
+	s.Node(node("b", 1, 16))
+	for _, v := range []struct{ name, node, app string }{{"va", "a", "db"}, {"vb", "b", "web"}} {
+		p := labelled(v.name, 16, 0, "", map[string]string{"app": v.app})
+		if rc, _, reason := s.Reserve(p, v.node, 1); rc != OK {
+			t.Fatalf("reserve %s: %d %s", v.name, rc, reason)
+		}
+		s.Confirm("uid-" + v.name)
+		s.PodMeta(p)
+	}
+	s.PDB([]byte(`{"metadata":{"name":"db","namespace":"default"},`+
+		`"spec":{"maxUnavailable":0,"selector":{"matchLabels":{"app":"db"}}}}`), false)
+	hi := labelled("hi", 16, 100, "8", nil)
+	var choice struct {
+		Node          string `json:"node"`
+		PDBViolations int    `json:"pdbViolations"`
+		Victims       []struct {
+			Name string `json:"name"`
+		} `json:"victims"`
+	}
+	res, ok := s.PreemptHost(hi, []string{"a", "b"}, nil)
+	if err := json.Unmarshal([]byte(res), &choice); !ok || err != nil || choice.Node != "b" ||
+		choice.PDBViolations != 0 || len(choice.Victims) != 1 || choice.Victims[0].Name != "vb" {
+		t.Fatalf("with the budget: %v %s", ok, res)
+	}
+	// b's host: 8 CPUs all requested, and vb frees none of them; a's unknown
+	host := []int64{0, 0, 0, 0, 8000, 8000, 64 << 30, 1 << 30}
+	res, ok = s.PreemptHost(hi, []string{"a", "b"}, host)
+	if err := json.Unmarshal([]byte(res), &choice); !ok || err != nil || choice.Node != "a" ||
+		choice.PDBViolations != 1 || choice.Victims[0].Name != "va" {
+		t.Fatalf("with the host: %v %s", ok, res)
+	}
+	// hi is nominated to a: while va is there the node takes no pod of lower
+	// priority; once va is gone its GPU is hi's; with hi gone, lo fits
+	lo := labelled("lo", 8, 0, "", nil)
+	rc, vs := s.Filter(lo, []string{"a"}, nil, 1, false)
+	if rc != OK || vs.Code(0) != Unschedulable ||
+		vs.Reason(0) != "GPUs held for pod default/hi, nominated here by preemption" {
+		t.Fatalf("held: %d %d %q", rc, vs.Code(0), vs.Reason(0))
+	}
+	s.PodDelete("uid-va")
+	if rc, vs = s.Filter(lo, []string{"a"}, nil, 1, false); rc != OK || vs.Code(0) != Unschedulable {
+		t.Fatalf("held after the victim: %d %d %q", rc, vs.Code(0), vs.Reason(0))
+	}
+	if rc, vs = s.Filter(hi, []string{"a"}, nil, 1, false); rc != OK || vs.Code(0) != OK {
+		t.Fatalf("hi itself: %d %d %q", rc, vs.Code(0), vs.Reason(0))
+	}
+	s.PodDelete("uid-hi")
+	if rc, vs = s.Filter(lo, []string{"a"}, nil, 1, false); rc != OK || vs.Code(0) != OK {
+		t.Fatalf("hi gone: %d %d %q", rc, vs.Code(0), vs.Reason(0))
+	}
+}

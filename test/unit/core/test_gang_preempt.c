@@ -57,7 +57,7 @@ static struct pick pick(struct gs_ledger *l, uint32_t slots, uint32_t k, int32_t
     for (size_t j = 0; j < gs_ledger_node_alloc_count(l, nodes[i]->name); j++) {
       const struct gs_alloc *a = gs_ledger_node_alloc_at(l, nodes[i]->name, j);
       if (a->priority < below)
-        cands[n++] = (struct gs_preempt_candidate){a, false};
+        cands[n++] = (struct gs_preempt_candidate){.alloc = a, .proposed = false};
     }
   memset(out, 0x55, sizeof out); /* neither true nor false: written or not */
   r.code = gs_gang_preempt_pick(nodes, 2, slots, k, cands, n, out, &first, &st);

@@ -201,7 +201,7 @@ static void test_place_and_preempt_see_claims(void **state) {
   }
   /* ... and evicting the 2 GiB pod does not make room (4 GiB): the claim
    * stays, it is no candidate (the framework never offers one) */
-  cands[0] = (struct gs_preempt_candidate){gs_ledger_alloc_get(l, "low"), false};
+  cands[0] = (struct gs_preempt_candidate){.alloc = gs_ledger_alloc_get(l, "low"), .proposed = false};
   assert_int_equal(gs_preempt_pick(gs_ledger_node_get(l, "n"), &pp, 0, cands, 1, idx, &nv, &st),
                    GS_ENOFIT);
   gs_ledger_free(l);

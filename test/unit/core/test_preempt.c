@@ -48,7 +48,7 @@ static void candidates(struct fx *f, const char *node, int32_t below, const char
       continue;
     for (size_t j = 0; proposed != NULL && proposed[j] != NULL; j++)
       p = p || strcmp(proposed[j], a->uid) == 0;
-    f->cands[f->n++] = (struct gs_preempt_candidate){a, p};
+    f->cands[f->n++] = (struct gs_preempt_candidate){.alloc = a, .proposed = p};
   }
 }
 

@@ -1,0 +1,36 @@
+/* Nominated pods' GPUs held while their victims terminate
+ * (include/gpushare/preempt.h gs_preempt_hold_view). */
+#include <gpushare/preempt.h>
+
+#include <string.h>
+
+/* Owns a whole GPU a nominated pod will take: no allocation of the ledger's. */
+static const struct gs_alloc held_owner = {.ns = "", .name = "", .uid = "", .node = ""};
+
+enum gs_err gs_preempt_hold_view(const struct gs_node *node, const struct gs_place_pod *const *held,
+                                 size_t n, struct gs_node *ret_view, struct gs_gpu *gpus,
+                                 struct gs_status *st) {
+  struct gs_node view = *node;
+  memcpy(gpus, node->gpus, node->ngpus * sizeof *gpus);
+  view.gpus = gpus;
+  for (size_t i = 0; i < n; i++) {
+    struct gs_choice choice;
+    struct gs_status why;
+    if (gs_place_pick_prepared(&view, held[i], NULL, NULL, &choice, &why) != GS_EOK)
+      return gs_status_set(st, GS_ENOFIT, GS_R_OTHER,
+                           "GPUs held for pod %s/%s, nominated here by preemption",
+                           held[i]->req->ns, held[i]->req->name);
+    for (uint32_t k = 0; k < choice.ngpus; k++) {
+      struct gs_gpu *g = &gpus[choice.gpus[k]];
+      if (held[i]->mem) {
+        g->used_mib += choice.mib_per_gpu;
+        g->npods++;
+      } else {
+        g->owner = &held_owner;
+        g->npods++;
+      }
+    }
+  }
+  *ret_view = view;
+  return GS_EOK;
+}

@@ -1,0 +1,120 @@
+/* Pods nominated by preemption, their GPUs held (hold.h). A handful at a
+ * time: a plain array. */
+#include "hold.h"
+
+#include <gpushare/alloc.h>
+
+#include <string.h>
+
+struct hold {
+  char node[GS_NAME_MAX + 1];
+  struct gs_pod_request req;
+  struct gs_place_pod place; /* place.req points at req */
+};
+
+struct gs__holds {
+  struct hold *h[GS__HOLDS_MAX];
+  size_t n;
+  uint64_t gen;
+};
+
+struct gs__holds *gs__holds_new(void) { return gs_calloc(1, sizeof(struct gs__holds)); }
+
+void gs__holds_free(struct gs__holds *h) {
+  if (h == NULL)
+    return;
+  for (size_t i = 0; i < h->n; i++)
+    gs_free(h->h[i]);
+  gs_free(h);
+}
+
+static size_t find(const struct gs__holds *h, const char *uid) {
+  for (size_t i = 0; i < h->n; i++)
+    if (strcmp(h->h[i]->req.uid, uid) == 0)
+      return i;
+  return h->n;
+}
+
+bool gs__holds_drop(struct gs__holds *h, const char *uid) {
+  size_t i;
+  if (h->n == 0 || uid == NULL)
+    return false;
+  i = find(h, uid);
+  if (i == h->n)
+    return false;
+  gs_free(h->h[i]);
+  h->h[i] = h->h[--h->n];
+  h->gen++;
+  return true;
+}
+
+enum gs_err gs__holds_set(struct gs__holds *h, const struct gs_pod_request *pod,
+                          const struct gs_policy *policy, const char *node, bool *ret_changed) {
+  struct gs_place_pod place;
+  struct hold *rec;
+  size_t i;
+  *ret_changed = false;
+  if (pod->uid[0] == '\0')
+    return GS_EOK;
+  if (node == NULL || node[0] == '\0' || gs_place_prepare(pod, policy, &place, NULL) != GS_EOK ||
+      gs_pod_request_is_gang_member(pod)) {
+    *ret_changed = gs__holds_drop(h, pod->uid);
+    return GS_EOK;
+  }
+  if (strlen(node) > GS_NAME_MAX)
+    return GS_ETOOBIG;
+  i = find(h, pod->uid);
+  if (i < h->n && strcmp(h->h[i]->node, node) == 0 &&
+      memcmp(&h->h[i]->req, pod, sizeof *pod) == 0)
+    return GS_EOK; /* the same nomination seen again */
+  if (i == h->n && h->n == GS__HOLDS_MAX)
+    return GS_ETOOBIG;
+  rec = gs_calloc(1, sizeof *rec);
+  if (rec == NULL)
+    return GS_ENOMEM;
+  memcpy(rec->node, node, strlen(node) + 1);
+  rec->req = *pod;
+  rec->place = place;
+  rec->place.req = &rec->req;
+  if (i < h->n) {
+    gs_free(h->h[i]);
+    h->h[i] = rec;
+  } else {
+    h->h[h->n++] = rec;
+  }
+  h->gen++;
+  *ret_changed = true;
+  return GS_EOK;
+}
+
+bool gs__holds_has(const struct gs__holds *h, const char *uid) {
+  return h->n > 0 && find(h, uid) < h->n;
+}
+
+uint64_t gs__holds_gen(const struct gs__holds *h) { return h->gen; }
+
+enum gs_err gs__holds_view(const struct gs__holds *h, const struct gs_node *node,
+                           const struct gs_pod_request *pod, struct gs_node *ret_view,
+                           struct gs_gpu *gpus, struct gs_status *st) {
+  const struct gs_place_pod *held[GS__HOLDS_MAX];
+  size_t m = 0;
+  if (h == NULL || h->n == 0 || node == NULL)
+    return GS_ESKIP;
+  /* kube-scheduler adds the nominated pods of equal or higher priority */
+  for (size_t i = 0; i < h->n; i++) {
+    const struct hold *r = h->h[i];
+    if (strcmp(r->node, node->name) == 0 && strcmp(r->req.uid, pod->uid) != 0 &&
+        r->req.priority >= pod->priority)
+      held[m++] = &r->place;
+  }
+  /* the most important first, as they would be placed */
+  for (size_t i = 1; i < m; i++)
+    for (size_t j = i; j > 0 && held[j]->req->priority > held[j - 1]->req->priority; j--) {
+      const struct gs_place_pod *t = held[j];
+      held[j] = held[j - 1];
+      held[j - 1] = t;
+    }
+  if (m == 0)
+    return GS_ESKIP;
+  return gs_preempt_hold_view(node, held, m, ret_view, gpus, st);
+}

@@ -1,0 +1,269 @@
+/* PodDisruptionBudgets and pod labels for preemption (budget.h). */
+#include "budget.h"
+#include "framework.h"
+
+#include "alloc.h"
+#include "strmap.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+
+struct pdb_rec {
+  char key[GS_NS_MAX + GS_NAME_MAX + 2]; /* ns/name */
+  char ns[GS_NS_MAX + 1];
+  char *selector; /* NULL: selects nothing */
+  int32_t allowed;
+};
+
+struct pod_rec {
+  char uid[GS_UID_MAX + 1];
+  char ns[GS_NS_MAX + 1];
+  char node[GS_NAME_MAX + 1];
+  char *labels;
+  uint64_t cpu_milli, mem_mib;
+};
+
+struct node_rec {
+  char name[GS_NAME_MAX + 1];
+  uint64_t cpu_milli, mem_mib;
+};
+
+struct gs__budgets {
+  pthread_mutex_t mu;
+  struct gs_strmap *nodes; /* name → struct node_rec */
+  struct gs_strmap *pdbs; /* ns/name → struct pdb_rec */
+  struct gs_strmap *pods; /* uid → struct pod_rec */
+};
+
+static char *dup_or_null(const char *text) {
+  char *d;
+  size_t len;
+  if (text == NULL)
+    return NULL;
+  len = strlen(text);
+  d = gs_malloc(len + 1);
+  if (d != NULL)
+    memcpy(d, text, len + 1);
+  return d;
+}
+
+struct gs__budgets *gs__budgets_new(void) {
+  struct gs__budgets *b = gs_calloc(1, sizeof *b);
+  if (b == NULL)
+    return NULL;
+  pthread_mutex_init(&b->mu, NULL);
+  b->pdbs = gs_strmap_new();
+  b->pods = gs_strmap_new();
+  b->nodes = gs_strmap_new();
+  if (b->pdbs == NULL || b->pods == NULL || b->nodes == NULL) {
+    gs__budgets_free(b);
+    return NULL;
+  }
+  return b;
+}
+
+static void pdb_free(struct pdb_rec *p) {
+  if (p != NULL)
+    gs_free(p->selector);
+  gs_free(p);
+}
+
+static void pod_free(struct pod_rec *p) {
+  if (p != NULL)
+    gs_free(p->labels);
+  gs_free(p);
+}
+
+void gs__budgets_free(struct gs__budgets *b) {
+  size_t cur = 0;
+  const char *key;
+  void *val;
+  if (b == NULL)
+    return;
+  while (b->pdbs != NULL && gs_strmap_next(b->pdbs, &cur, &key, &val))
+    pdb_free(val);
+  cur = 0;
+  while (b->pods != NULL && gs_strmap_next(b->pods, &cur, &key, &val))
+    pod_free(val);
+  cur = 0;
+  while (b->nodes != NULL && gs_strmap_next(b->nodes, &cur, &key, &val))
+    gs_free(val);
+  gs_strmap_free(b->pdbs);
+  gs_strmap_free(b->pods);
+  gs_strmap_free(b->nodes);
+  pthread_mutex_destroy(&b->mu);
+  gs_free(b);
+}
+
+enum gs_err gs_sched_pdb_upsert(struct gs_sched *s, const struct gs_pdb *pdb) {
+  struct gs__budgets *b = s->budgets;
+  struct pdb_rec *p = gs_calloc(1, sizeof *p), *old;
+  enum gs_err err;
+  int n;
+  if (p == NULL)
+    return GS_ENOMEM;
+  if (pdb->ns == NULL || pdb->name == NULL || pdb->ns[0] == '\0' || pdb->name[0] == '\0' ||
+      strlen(pdb->ns) > GS_NS_MAX || strlen(pdb->name) > GS_NAME_MAX) {
+    pdb_free(p);
+    return GS_EINVAL;
+  }
+  n = snprintf(p->key, sizeof p->key, "%s/%s", pdb->ns, pdb->name);
+  (void)n;
+  snprintf(p->ns, sizeof p->ns, "%s", pdb->ns);
+  p->allowed = pdb->allowed;
+  p->selector = dup_or_null(pdb->selector);
+  if (pdb->selector != NULL && p->selector == NULL) {
+    pdb_free(p);
+    return GS_ENOMEM;
+  }
+  pthread_mutex_lock(&b->mu);
+  old = gs_strmap_del(b->pdbs, p->key);
+  err = gs_strmap_put(b->pdbs, p->key, p);
+  pthread_mutex_unlock(&b->mu);
+  pdb_free(old);
+  if (err != GS_EOK)
+    pdb_free(p);
+  return err;
+}
+
+void gs_sched_pdb_remove(struct gs_sched *s, const char *ns, const char *name) {
+  struct gs__budgets *b = s->budgets;
+  char key[GS_NS_MAX + GS_NAME_MAX + 2];
+  struct pdb_rec *old;
+  snprintf(key, sizeof key, "%s/%s", ns, name);
+  pthread_mutex_lock(&b->mu);
+  old = gs_strmap_del(b->pdbs, key);
+  pthread_mutex_unlock(&b->mu);
+  pdb_free(old);
+}
+
+enum gs_err gs_sched_pod_meta(struct gs_sched *s, const struct gs_pod_meta *m) {
+  struct gs__budgets *b = s->budgets;
+  struct pod_rec *p, *old;
+  enum gs_err err;
+  if (m->uid == NULL || m->uid[0] == '\0' || strlen(m->uid) > GS_UID_MAX || m->ns == NULL ||
+      strlen(m->ns) > GS_NS_MAX)
+    return GS_EINVAL;
+  p = gs_calloc(1, sizeof *p);
+  if (p == NULL)
+    return GS_ENOMEM;
+  snprintf(p->uid, sizeof p->uid, "%s", m->uid);
+  snprintf(p->ns, sizeof p->ns, "%s", m->ns);
+  snprintf(p->node, sizeof p->node, "%s", m->node != NULL ? m->node : "");
+  p->labels = dup_or_null(m->labels != NULL ? m->labels : "");
+  p->cpu_milli = m->cpu_milli;
+  p->mem_mib = m->mem_mib;
+  if (p->labels == NULL) {
+    pod_free(p);
+    return GS_ENOMEM;
+  }
+  pthread_mutex_lock(&b->mu);
+  old = gs_strmap_del(b->pods, p->uid);
+  err = gs_strmap_put(b->pods, p->uid, p);
+  pthread_mutex_unlock(&b->mu);
+  pod_free(old);
+  if (err != GS_EOK)
+    pod_free(p);
+  return err;
+}
+
+void gs__budgets_pod_forget(struct gs__budgets *b, const char *uid) {
+  struct pod_rec *old;
+  pthread_mutex_lock(&b->mu);
+  old = gs_strmap_del(b->pods, uid);
+  pthread_mutex_unlock(&b->mu);
+  pod_free(old);
+}
+
+enum gs_err gs__budgets_node_set(struct gs__budgets *b, const char *name, uint64_t cpu_milli,
+                                 uint64_t mem_mib) {
+  struct node_rec *n = NULL, *old;
+  enum gs_err err = GS_EOK;
+  if (name == NULL || name[0] == '\0' || strlen(name) > GS_NAME_MAX)
+    return GS_EINVAL;
+  if (cpu_milli != 0) {
+    n = gs_calloc(1, sizeof *n);
+    if (n == NULL)
+      return GS_ENOMEM;
+    snprintf(n->name, sizeof n->name, "%s", name);
+    n->cpu_milli = cpu_milli;
+    n->mem_mib = mem_mib;
+  }
+  pthread_mutex_lock(&b->mu);
+  old = gs_strmap_del(b->nodes, name);
+  if (n != NULL)
+    err = gs_strmap_put(b->nodes, n->name, n);
+  pthread_mutex_unlock(&b->mu);
+  gs_free(old);
+  if (err != GS_EOK)
+    gs_free(n);
+  return err;
+}
+
+bool gs__budgets_host(struct gs__budgets *b, const char *node, struct gs_host *ret) {
+  const struct node_rec *n;
+  struct gs_host h = {0, 0, 0, 0};
+  size_t cur = 0;
+  const char *key;
+  void *val;
+  pthread_mutex_lock(&b->mu);
+  n = gs_strmap_get(b->nodes, node);
+  if (n != NULL) {
+    h.cpu_milli = n->cpu_milli;
+    h.mem_mib = n->mem_mib;
+    /* one pass over the pods: preemption is rare, and a node's requests
+     * change with every pod event */
+    while (gs_strmap_next(b->pods, &cur, &key, &val)) {
+      const struct pod_rec *p = val;
+      if (strcmp(p->node, node) == 0) {
+        h.cpu_used_milli += p->cpu_milli;
+        h.mem_used_mib += p->mem_mib;
+      }
+    }
+  }
+  pthread_mutex_unlock(&b->mu);
+  if (n == NULL)
+    return false;
+  *ret = h;
+  return true;
+}
+
+bool gs__budgets_describe(struct gs__budget_view *v, const char *uid,
+                          struct gs_preempt_candidate *c) {
+  const struct pod_rec *p;
+  size_t cur = 0;
+  const char *key;
+  void *val;
+  bool ok = true;
+  c->cpu_milli = c->mem_mib = 0;
+  c->budgets = 0;
+  pthread_mutex_lock(&v->b->mu);
+  p = gs_strmap_get(v->b->pods, uid);
+  if (p == NULL)
+    goto unlock;
+  c->cpu_milli = p->cpu_milli;
+  c->mem_mib = p->mem_mib;
+  /* A namespace holds few budgets; a cluster a few hundred at most. */
+  while (gs_strmap_next(v->b->pdbs, &cur, &key, &val)) {
+    const struct pdb_rec *d = val;
+    uint32_t i;
+    if (strcmp(d->ns, p->ns) != 0 || !gs_selector_matches(d->selector, p->labels))
+      continue;
+    for (i = 0; i < v->n && strcmp(v->keys[i], d->key) != 0; i++)
+      ;
+    if (i == v->n) {
+      if (v->n == GS_PREEMPT_BUDGETS_MAX) {
+        ok = false; /* no room to count it: the pod is not offered */
+        continue;
+      }
+      snprintf(v->keys[i], sizeof v->keys[i], "%s", d->key);
+      v->allowed[i] = d->allowed;
+      v->n++;
+    }
+    c->budgets |= UINT64_C(1) << i;
+  }
+unlock:
+  pthread_mutex_unlock(&v->b->mu);
+  return ok;
+}

@@ -1,0 +1,227 @@
+/* PodDisruptionBudgets and pods' labels and requests, from the objects the
+ * watches deliver through the feed to the service's preemption (issue 34):
+ * a budget moves the choice, a violation is counted, kube-scheduler's
+ * victim without a GPU counts too, a bad budget is refused and forgotten. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include "api.h"
+#include "feed.h"
+
+#include "../testutil.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static json_t *parse(const char *text) {
+  json_error_t e;
+  json_t *v = json_loads(text, 0, &e);
+  if (v == NULL)
+    fail_msg("bad test JSON: %s", e.text);
+  return v;
+}
+
+static void feed_pdb(struct gs_sched *s, const char *text) {
+  json_t *v = parse(text);
+  gs__feed_pdb(s, v);
+  json_decref(v);
+}
+
+static void bound(struct gs_sched *s, const char *uid, uint32_t gpu, uint64_t gib) {
+  struct gs_alloc_part part = {0, gpu, gib};
+  struct gs_alloc a = {.ns = "default", .name = uid, .uid = uid, .node = "n",
+                       .kind = GS_ALLOC_MEM, .state = GS_ALLOC_BOUND, .unit_mib = 1024,
+                       .assume_time_ns = 1, .nparts = 1, .parts = &part, .priority = 0};
+  assert_int_equal(gs_sched_pod_bound(s, &a), GS_EOK);
+}
+
+/* A pod object bound to n with labels, as the watch delivers it. */
+static void feed_pod(struct gs_sched *s, const char *uid, const char *labels, const char *cpu) {
+  char text[1024];
+  json_t *v;
+  snprintf(text, sizeof text,
+           "{\"metadata\":{\"name\":\"%s\",\"namespace\":\"default\",\"uid\":\"%s\","
+           "\"labels\":%s},\"spec\":{\"nodeName\":\"n\",\"containers\":[{\"name\":\"c\","
+           "\"resources\":{\"requests\":{\"cpu\":\"%s\"}}}]},\"status\":{\"phase\":\"Running\"}}",
+           uid, uid, labels, cpu);
+  v = parse(text);
+  gs__feed_pod(s, v);
+  json_decref(v);
+}
+
+static void offer(struct gs_sched *s, const char *const *proposed, size_t np,
+                  struct gs_preempt_answer *ret) {
+  struct gs_pod_request p = gs_test_mem_pod("hi", 16, 1);
+  struct gs_preempt_offer o = {"n", proposed, np};
+  p.priority = 100;
+  assert_int_equal(gs_sched_preempt(s, &p, &o, 1, ret), GS_EOK);
+}
+
+static void test_budgets_through_the_feed(void **state) {
+  struct gs_policy policy;
+  struct gs_sched *s;
+  struct gs_node_spec spec = gs_test_node("n", GS_MODE_SHARE, 2, 32);
+  struct gs_preempt_answer a;
+  static const char *db_pdb =
+      "{\"metadata\":{\"name\":\"db\",\"namespace\":\"default\"},"
+      "\"spec\":{\"selector\":{\"matchLabels\":{\"app\":\"db\"},"
+      "\"matchExpressions\":[{\"key\":\"tier\",\"operator\":\"In\",\"values\":[\"a\",\"b\"]}]}},"
+      "\"status\":{\"disruptionsAllowed\":0}}";
+  (void)state;
+  gs_policy_init(&policy);
+  s = gs_sched_new(&policy);
+  assert_non_null(s);
+  assert_int_equal(gs_sched_node_upsert(s, &spec), GS_EOK);
+  bound(s, "v0", 0, 16);
+  bound(s, "v1", 1, 16);
+  feed_pod(s, "v0", "{\"app\":\"db\",\"tier\":\"a\"}", "1");
+  feed_pod(s, "v1", "{\"app\":\"web\"}", "1");
+  /* no budget: GPU 0's pod (the order) */
+  offer(s, NULL, 0, &a);
+  assert_true(a.keep);
+  assert_string_equal(a.victims[0], "v0");
+  assert_int_equal(a.pdb_violations, 0);
+  gs_sched_preempt_free(&a, 1);
+  /* v0 protected: v1 instead, nothing violated */
+  feed_pdb(s, db_pdb);
+  offer(s, NULL, 0, &a);
+  assert_true(a.keep);
+  assert_int_equal(a.nvictims, 1);
+  assert_string_equal(a.victims[0], "v1");
+  assert_int_equal(a.pdb_violations, 0);
+  gs_sched_preempt_free(&a, 1);
+  /* v1 protected too (a NotIn budget over what is not db): one set, one violation */
+  feed_pdb(s, "{\"metadata\":{\"name\":\"rest\",\"namespace\":\"default\"},"
+              "\"spec\":{\"selector\":{\"matchExpressions\":[{\"key\":\"app\","
+              "\"operator\":\"NotIn\",\"values\":[\"db\"]}]}}}");
+  offer(s, NULL, 0, &a);
+  assert_true(a.keep);
+  assert_int_equal(a.nvictims, 1);
+  assert_int_equal(a.pdb_violations, 1);
+  gs_sched_preempt_free(&a, 1);
+  /* kube-scheduler's victim without a GPU, selected by "rest": counted */
+  feed_pod(s, "cpu-only", "{\"app\":\"batch\"}", "2");
+  {
+    static const char *const proposed[] = {"cpu-only"};
+    offer(s, proposed, 1, &a);
+    assert_true(a.keep);
+    assert_int_equal(a.nvictims, 2);
+    assert_string_equal(a.victims[1], "cpu-only");
+    assert_int_equal(a.pdb_violations, 2);
+    gs_sched_preempt_free(&a, 1);
+  }
+  /* the budgets gone: nothing violated */
+  {
+    json_t *v = parse("{\"metadata\":{\"name\":\"rest\",\"namespace\":\"default\"}}");
+    gs__feed_pdb_delete(s, v);
+    json_decref(v);
+  }
+  /* an unknown operator: refused, and the budget of that name forgotten */
+  feed_pdb(s, "{\"metadata\":{\"name\":\"db\",\"namespace\":\"default\"},"
+              "\"spec\":{\"selector\":{\"matchExpressions\":[{\"key\":\"app\","
+              "\"operator\":\"Gt\",\"values\":[\"1\"]}]}}}");
+  offer(s, NULL, 0, &a);
+  assert_true(a.keep);
+  assert_string_equal(a.victims[0], "v0");
+  assert_int_equal(a.pdb_violations, 0);
+  gs_sched_preempt_free(&a, 1);
+  /* a pod gone takes its labels along: budgets cannot select it */
+  gs_sched_pod_gone(s, "v0");
+  gs_sched_free(s);
+}
+
+/* The extender's host view: the node's allocatable from its object, its
+ * requests from the pods' records. A preemptor needing 6 CPUs on a node of
+ * 8, all requested: GPU 0's pod frees 2, GPU 1's 6: GPU 1's goes. Needing
+ * 9: no set frees it, the node is dropped. */
+static void test_host_from_the_feed(void **state) {
+  struct gs_policy policy;
+  struct gs_sched *s;
+  struct gs_preempt_answer a;
+  struct gs_pod_request p = gs_test_mem_pod("hi", 16, 1);
+  struct gs_preempt_offer o = {"n", NULL, 0};
+  json_t *node = parse(
+      "{\"metadata\":{\"name\":\"n\",\"labels\":{\"ack.node.gpu.schedule\":\"share\"}},"
+      "\"status\":{\"capacity\":{\"aliyun.com/gpu-mem\":\"32\",\"aliyun.com/gpu-count\":\"2\","
+      "\"cpu\":\"8\",\"memory\":\"64Gi\"},\"allocatable\":{\"aliyun.com/gpu-mem\":\"32\","
+      "\"aliyun.com/gpu-count\":\"2\",\"cpu\":\"8\",\"memory\":\"64Gi\"}}}");
+  (void)state;
+  gs_policy_init(&policy);
+  s = gs_sched_new(&policy);
+  assert_non_null(s);
+  gs__feed_node(s, node);
+  bound(s, "v0", 0, 16);
+  bound(s, "v1", 1, 16);
+  feed_pod(s, "v0", "{}", "2");
+  feed_pod(s, "v1", "{}", "6");
+  p.priority = 100;
+  p.cpu_milli = 6000;
+  assert_int_equal(gs_sched_preempt(s, &p, &o, 1, &a), GS_EOK);
+  assert_true(a.keep);
+  assert_int_equal(a.nvictims, 1);
+  assert_string_equal(a.victims[0], "v1");
+  gs_sched_preempt_free(&a, 1);
+  p.cpu_milli = 9000;
+  assert_int_equal(gs_sched_preempt(s, &p, &o, 1, &a), GS_EOK);
+  assert_false(a.keep);
+  assert_string_equal(a.reason, "lower-priority pods free GPUs for the pod but not its CPU and "
+                                "memory on the node");
+  /* no allocatable on the object: the host unknown, not checked */
+  json_object_del(json_object_get(node, "status"), "allocatable");
+  gs__feed_node(s, node);
+  assert_int_equal(gs_sched_preempt(s, &p, &o, 1, &a), GS_EOK);
+  assert_true(a.keep);
+  assert_string_equal(a.victims[0], "v0");
+  gs_sched_preempt_free(&a, 1);
+  json_decref(node);
+  gs_sched_free(s);
+}
+
+static void test_pdb_decode(void **state) {
+  struct gs_api_pdb d;
+  struct gs_diag diag = {"", ""};
+  json_t *v;
+  char labels[64];
+  (void)state;
+  v = parse("{\"metadata\":{\"name\":\"x\",\"namespace\":\"ns\"},\"spec\":{\"selector\":{"
+            "\"matchLabels\":{\"a\":\"1\"},\"matchExpressions\":["
+            "{\"key\":\"b\",\"operator\":\"NotIn\",\"values\":[\"2\",\"3\"]},"
+            "{\"key\":\"c\",\"operator\":\"Exists\"},"
+            "{\"key\":\"d\",\"operator\":\"DoesNotExist\"}]}},"
+            "\"status\":{\"disruptionsAllowed\":2}}");
+  assert_int_equal(gs_api_pdb_decode(v, &d, &diag), GS_EOK);
+  assert_string_equal(d.ns, "ns");
+  assert_string_equal(d.selector, "=a=1\n!b=2,3\n+c\n-d\n");
+  assert_false(d.selector_null);
+  assert_int_equal(d.allowed, 2);
+  json_decref(v);
+  /* no selector selects nothing; status absent: no disruption allowed */
+  v = parse("{\"metadata\":{\"name\":\"x\"},\"spec\":{}}");
+  assert_int_equal(gs_api_pdb_decode(v, &d, &diag), GS_EOK);
+  assert_true(d.selector_null);
+  assert_string_equal(d.ns, "default");
+  assert_int_equal(d.allowed, 0);
+  json_decref(v);
+  v = parse("{\"metadata\":{\"name\":\"x\"},\"spec\":{\"selector\":{\"matchExpressions\":"
+            "[{\"key\":\"b\",\"operator\":\"In\"}]}}}");
+  assert_int_equal(gs_api_pdb_decode(v, &d, &diag), GS_EPARSE);
+  assert_string_equal(diag.where, "PodDisruptionBudget.spec.selector.matchExpressions[0]");
+  assert_string_equal(diag.text, "operator In needs values");
+  json_decref(v);
+  v = parse("{\"metadata\":{\"labels\":{\"a\":\"1\",\"b\":\"\"}}}");
+  assert_int_equal(gs_api_pod_labels_text(v, labels, sizeof labels), GS_EOK);
+  assert_string_equal(labels, "a=1\nb=\n");
+  assert_int_equal(gs_api_pod_labels_text(v, labels, 5), GS_ETOOBIG);
+  json_decref(v);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_budgets_through_the_feed),
+      cmocka_unit_test(test_host_from_the_feed),
+      cmocka_unit_test(test_pdb_decode),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
