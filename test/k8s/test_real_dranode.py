@@ -94,9 +94,11 @@ class DraNode(unittest.TestCase):
             "spec": {"restartPolicy": "Never", "terminationGracePeriodSeconds": 0,
                      "resourceClaims": [{"name": "gpu", "resourceClaimName": "four"}],
                      "containers": [{"name": "main", "image": kimages.BUSYBOX,
-                                     "command": ["sh", "-c", "env"],
+                                     "command": ["sh", "-c", "env; exec sleep 3600"],
                                      "resources": {"claims": [{"name": "gpu"}]}}]}})
-        pod = kbase.wait_pod_phase(cp.admin, "default", "claimer", "Succeeded", 180)
+        # Running: the pod holds its claim (once it ends, the resourceclaim
+        # controller deallocates it)
+        pod = kbase.wait_pod_phase(cp.admin, "default", "claimer", "Running", 180)
         self.assertEqual(pod["spec"]["nodeName"], NODE)  # placed by kube-scheduler
         claim = cp.admin.get("resourceclaims", "default", "four")
         res = claim["status"]["allocation"]["devices"]["results"]
