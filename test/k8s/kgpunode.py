@@ -44,12 +44,13 @@ class GpuNode:
     fake GPUs of 16 GiB, and gpushare-node (its mode from that label, the
     cluster's unit) advertising them."""
 
-    def __init__(self, cp, name, mode, unit, workdir, gpus=2, binary=None, args=()):
+    def __init__(self, cp, name, mode, unit, workdir, gpus=2, binary=None, args=(), **node_kw):
         """binary: gpushare-node's path (default GS_K8S_BIN's); args: more
-        flags (e.g. --dra)."""
+        flags (e.g. --dra); node_kw: knode.Node's (containerd_dir, cdi_dirs)."""
         self.cp, self.name, self.mode, self.unit, self.gpus = cp, name, mode, unit, gpus
         self.binary, self.args = binary, list(args)
-        self.node = knode.Node(cp, name=name, workdir=workdir, labels={"ack.node.gpu.schedule": mode})
+        self.node = knode.Node(cp, name=name, workdir=workdir, labels={"ack.node.gpu.schedule": mode},
+                               **node_kw)
         self.uuids, self.inventory_text = inventory(name, gpus)
         self.agent = None
 

@@ -8,13 +8,18 @@ allocator from that slice; the kubelet's NodePrepareResources writing the
 claim's CDI spec (the device-plugin path's env for that GPU and memory) and
 the pod running; NodeUnprepareResources removing it once the pod is gone.
 
-The container does not receive the CDI env here: Debian's containerd 1.6 has
-no CDI (docs/node-agent.md "DRA"), so only the spec file is checked.
+On Debian's containerd 1.6 (no CDI, docs/node-agent.md "DRA") the container
+does not receive the CDI env, so only the spec file is checked there.
+CdiNode runs a second node on containerd 2.x built from its Go module
+(tools/containerd2.sh → build/containerd2, or GS_CONTAINERD2 naming the
+folder) with CDI on, and checks the container's own env; it is skipped,
+saying so, when that build is absent.
 
 The gpushare-node under test is this tree's (build/k8s/bin, plugins/node/
 build.sh); GS_K8S_BIN names the control plane and kubelet."""
 import json
 import os
+import subprocess
 import tempfile
 import unittest
 
@@ -33,6 +38,8 @@ DEVICE_CLASS = {
     "spec": {"selectors": [{"cel": {"expression":
         'device.driver == "gpu.gpushare.io" && "gpushare.io" in device.attributes && '
         '"index" in device.attributes["gpushare.io"]'}}]}}
+
+CONTAINERD2 = os.environ.get("GS_CONTAINERD2") or os.path.join(BUILD, "containerd2")
 
 cp = gnode = tmp = None
 
@@ -63,6 +70,24 @@ def slices():
     return [s for s in cp.admin.list("resourceslices") if s["spec"].get("driver") == DRIVER]
 
 
+def create_claim(name, mem, node_name=None):
+    cp.admin.apply(DEVICE_CLASS)
+    cp.admin.create({
+        "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {
+            "deviceClassName": "gpushare.io", "capacity": {"requests": {"memory": mem}}}}]}}})
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": "default"},
+           "spec": {"restartPolicy": "Never", "terminationGracePeriodSeconds": 0,
+                    "resourceClaims": [{"name": "gpu", "resourceClaimName": name}],
+                    "containers": [{"name": "main", "image": kimages.BUSYBOX,
+                                    "command": ["sh", "-c", "env; exec sleep 3600"],
+                                    "resources": {"claims": [{"name": "gpu"}]}}]}}
+    if node_name:
+        pod["spec"]["nodeSelector"] = {"kubernetes.io/hostname": node_name}
+    cp.admin.create(pod)
+
+
 class DraNode(unittest.TestCase):
     def test_1_publishes_the_gpus_as_shared_devices(self):
         def published():
@@ -83,22 +108,10 @@ class DraNode(unittest.TestCase):
 
     def test_2_a_claim_is_allocated_by_kube_scheduler_and_prepared(self):
         wait_for(slices, 120, "gpushare-node's ResourceSlice", 0.2)
-        cp.admin.apply(DEVICE_CLASS)
-        cp.admin.create({
-            "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
-            "metadata": {"name": "four", "namespace": "default"},
-            "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {
-                "deviceClassName": "gpushare.io", "capacity": {"requests": {"memory": "4Gi"}}}}]}}})
-        cp.admin.create({
-            "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "claimer", "namespace": "default"},
-            "spec": {"restartPolicy": "Never", "terminationGracePeriodSeconds": 0,
-                     "resourceClaims": [{"name": "gpu", "resourceClaimName": "four"}],
-                     "containers": [{"name": "main", "image": kimages.BUSYBOX,
-                                     "command": ["sh", "-c", "env; exec sleep 3600"],
-                                     "resources": {"claims": [{"name": "gpu"}]}}]}})
+        create_claim("four", "4Gi", NODE)
         # Running: the pod holds its claim (once it ends, the resourceclaim
         # controller deallocates it)
-        pod = kbase.wait_pod_phase(cp.admin, "default", "claimer", "Running", 180)
+        pod = kbase.wait_pod_phase(cp.admin, "default", "four", "Running", 180)
         self.assertEqual(pod["spec"]["nodeName"], NODE)  # placed by kube-scheduler
         claim = cp.admin.get("resourceclaims", "default", "four")
         res = claim["status"]["allocation"]["devices"]["results"]
@@ -123,10 +136,49 @@ class DraNode(unittest.TestCase):
         self.assertIn(f"msg=\"claim prepared\" claim=default/four cdi=gpushare.io/gpu={uid}",
                       gnode.agent.tail(20000))
         # the pod gone and the claim released: NodeUnprepareResources
-        cp.admin.delete("pods", "default", "claimer")
+        cp.admin.delete("pods", "default", "four")
         wait_for(lambda: not os.path.exists(path), 120, "the CDI spec removed (NodeUnprepareResources)",
                  0.2)
         self.assertIn("msg=\"claim unprepared\" claim=default/four", gnode.agent.tail(20000))
+
+
+@unittest.skipUnless(os.access(os.path.join(CONTAINERD2, "containerd"), os.X_OK),
+                     f"no containerd 2.x in {CONTAINERD2} (tools/containerd2.sh): the CDI env "
+                     "cannot reach a container on Debian's containerd 1.6")
+class CdiNode(unittest.TestCase):
+    """The container itself sees its claim's GPU: containerd 2.x applies the
+    CDI device the kubelet passes."""
+
+    def test_the_container_sees_its_claims_gpu(self):
+        name = "gpu-dra-cdi"
+        d = os.path.join(tmp, name)
+        cdi = os.path.join(d, "cdi")
+        os.makedirs(cdi, exist_ok=True)
+        g = kgpunode.GpuNode(cp, name, "share", "1GiB", d,
+                             binary=os.path.join(BUILD, "k8s", "bin", "gpushare-node"),
+                             args=["--dra", "--cdi-dir", cdi], containerd_dir=CONTAINERD2, cdi_dirs=[cdi])
+        try:
+            g.start()
+            self.assertTrue(cp.admin.get("nodes", None, name)["status"]["nodeInfo"]
+                            ["containerRuntimeVersion"].startswith("containerd://2."))
+            create_claim("six", "6Gi", name)
+            pod = kbase.wait_pod_phase(cp.admin, "default", "six", "Running", 180)
+            self.assertEqual(pod["spec"]["nodeName"], name)
+            r = cp.admin.get("resourceclaims", "default", "six")["status"]["allocation"]["devices"]["results"][0]
+            gpu = int(r["device"].split("-")[1])
+
+            def logged():
+                out = subprocess.run([os.path.join(cp.bindir, "kubectl"), "--kubeconfig", cp.kubeconfig,
+                                      "logs", "six"], capture_output=True, text=True, timeout=60)
+                return out.returncode == 0 and "NVIDIA_VISIBLE_DEVICES=" in out.stdout and out.stdout
+            env = dict(line.split("=", 1) for line in
+                       wait_for(logged, 120, "the container's env", 0.5).splitlines() if "=" in line)
+            self.assertEqual(env["NVIDIA_VISIBLE_DEVICES"], g.uuids[gpu])
+            self.assertEqual(env["GPUSHARE_GPU_MEM_LIMIT_MIB"], "6144")
+            self.assertEqual(env["ALIYUN_COM_GPU_MEM_IDX"], str(gpu))
+            cp.admin.delete("pods", "default", "six")
+        finally:
+            g.stop()
 
 
 if __name__ == "__main__":
