@@ -67,7 +67,8 @@ def cdi_dir():
 
 
 def slices():
-    return [s for s in cp.admin.list("resourceslices") if s["spec"].get("driver") == DRIVER]
+    return [s for s in cp.admin.list("resourceslices")
+            if s["spec"].get("driver") == DRIVER and s["spec"].get("nodeName") == NODE]
 
 
 def create_claim(name, mem, node_name=None):
