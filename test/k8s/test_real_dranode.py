@@ -15,8 +15,9 @@ CdiNode runs a second node on containerd 2.x built from its Go module
 folder) with CDI on, and checks the container's own env; it is skipped,
 saying so, when that build is absent.
 
-The gpushare-node under test is this tree's (build/k8s/bin, plugins/node/
-build.sh); GS_K8S_BIN names the control plane and kubelet."""
+The gpushare-node under test is this tree's (GS_NODE_BIN, else
+GS_BUILD_DIR's or build/'s k8s/bin from plugins/node/build.sh, else
+GS_K8S_BIN's); GS_K8S_BIN names the control plane and kubelet."""
 import json
 import os
 import subprocess
@@ -27,7 +28,7 @@ import kbase
 import kgpunode
 import kimages
 import knode
-from kcluster import BUILD, ControlPlane, wait_for
+from kcluster import BUILD, SOURCE, ControlPlane, k8s_bin_dir, wait_for
 
 NODE = "gpu-dra-a"
 DRIVER = "gpu.gpushare.io"
@@ -39,7 +40,19 @@ DEVICE_CLASS = {
         'device.driver == "gpu.gpushare.io" && "gpushare.io" in device.attributes && '
         '"index" in device.attributes["gpushare.io"]'}}]}}
 
-CONTAINERD2 = os.environ.get("GS_CONTAINERD2") or os.path.join(BUILD, "containerd2")
+
+
+def _first(env, *paths):
+    """$env, else the first of paths that exists (else the last)."""
+    return os.environ.get(env) or next((p for p in paths if os.path.exists(p)), paths[-1])
+
+
+# this tree's gpushare-node (GS_K8S_BIN may name another tree's binaries)
+NODE_BIN = _first("GS_NODE_BIN", os.path.join(BUILD, "k8s", "bin", "gpushare-node"),
+                  os.path.join(SOURCE, "build", "k8s", "bin", "gpushare-node"),
+                  os.path.join(k8s_bin_dir(), "gpushare-node"))
+CONTAINERD2 = _first("GS_CONTAINERD2", os.path.join(BUILD, "containerd2"),
+                     os.path.join(SOURCE, "build", "containerd2"))
 
 cp = gnode = tmp = None
 
@@ -49,7 +62,7 @@ def setUpModule():
     tmp = tempfile.mkdtemp(prefix="gs-dranode-")
     cp = ControlPlane(os.path.join(tmp, "cp")).start()
     gnode = kgpunode.GpuNode(cp, NODE, "share", "1GiB", os.path.join(tmp, NODE),
-                             binary=os.path.join(BUILD, "k8s", "bin", "gpushare-node"),
+                             binary=NODE_BIN,
                              args=["--dra", "--cdi-dir", os.path.join(tmp, NODE, "cdi")])
     gnode.start()
 
@@ -156,7 +169,7 @@ class CdiNode(unittest.TestCase):
         cdi = os.path.join(d, "cdi")
         os.makedirs(cdi, exist_ok=True)
         g = kgpunode.GpuNode(cp, name, "share", "1GiB", d,
-                             binary=os.path.join(BUILD, "k8s", "bin", "gpushare-node"),
+                             binary=NODE_BIN,
                              args=["--dra", "--cdi-dir", cdi], containerd_dir=CONTAINERD2, cdi_dirs=[cdi])
         try:
             g.start()
