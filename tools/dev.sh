@@ -168,6 +168,9 @@ case "${1:-help}" in
     echo "== node: gpushare-node (the kubelet device plugin over src/agent)"
     "$root/plugins/node/build.sh" "$root/build-valgrind" "$root/build/k8s/bin"
     "$root/plugins/node/build.sh" --test "$root/build-valgrind"
+    # containerd 2.x from its Go module: CDI for test_real_dranode.py's CdiNode
+    # (Debian's containerd 1.6 has none; docs/node-agent.md "DRA")
+    "$root/tools/containerd2.sh" "$root/build/containerd2"
 
     # 4. Every test (unit, integration, fuzz replays, and the realk8s_*
     #    tier: the real kube-apiserver, kube-scheduler and

@@ -172,4 +172,40 @@ enum gs_err gs_agent_allocate(const struct gs_agent_config *cfg,
                               size_t len, int64_t now_ns, char **ret_json,
                               struct gs_diag *diag) GS_WUR;
 
+/* ---- DRA (docs/node-agent.md "DRA") ------------------------------------ */
+
+/* The DRA driver gpushare-node runs as, and the device attributes of each
+ * GPU (docs/dra.md: the DeviceClass gpushare.io selects them). */
+#define GS_AGENT_DRA_DRIVER "gpu.gpushare.io"
+#define GS_AGENT_DRA_ATTR_INDEX "gpushare.io/index"
+#define GS_AGENT_DRA_ATTR_UUID "gpushare.io/uuid"
+#define GS_AGENT_DRA_DEVICE_PREFIX "gpu-" /* device gpu-<index> */
+
+/* The devices to publish in the node's ResourceSlice (pool = the node's
+ * name): a JSON array of {"name":"gpu-<i>","index":i,"uuid":"…",
+ * "memoryBytes":N}, one per healthy GPU, by index; each is published with
+ * allowMultipleAllocations and capacity memory = memoryBytes. NULL out of
+ * memory. */
+char *gs_agent_dra_devices(const struct gs_agent_inventory *inv);
+
+/* One NodePrepareResources claim (claim_json: a resource.k8s.io/v1
+ * ResourceClaim). Its allocation results of driver GS_AGENT_DRA_DRIVER
+ * (others are skipped) must name pool node and a device gpu-<i> of inv; the
+ * memory each holds is consumedCapacity.memory (bytes, floored to MiB),
+ * or the whole GPU when absent (an exclusive allocation); two results on
+ * one GPU add up. On success *ret_json (free it) is
+ *   {"claim":"<uid>","devices":[{"request","pool","device"[,"shareID"]}],
+ *    "envs":{…},"mounts":[…]}
+ * envs being the device-plugin path's keys for the same GPUs and memory
+ * (NVIDIA_VISIBLE_DEVICES the UUIDs in result order,
+ * GPUSHARE_GPU_MEM_LIMIT_MIB the MiB per GPU, the Aliyun keys, MPS limits
+ * and pipe on mps nodes). Refusals: GS_EPARSE not JSON, no uid, not
+ * allocated, a malformed result or quantity; GS_ERANGE another node's pool,
+ * a device the node lacks, memory over the GPU's; GS_ENOTFOUND no result of
+ * this driver; with diag. */
+enum gs_err gs_agent_dra_prepare(const struct gs_agent_config *cfg,
+                                 const struct gs_agent_inventory *inv, const char *node,
+                                 const char *claim_json, size_t len, char **ret_json,
+                                 struct gs_diag *diag) GS_WUR;
+
 #endif

@@ -1326,8 +1326,12 @@ class NodeAgentTest(unittest.TestCase):
         # cms := ...ConfigMaps(ns); cms.Update / cms.Create
         if "cms := a.o.Client.CoreV1().ConfigMaps(" in text:
             calls |= {("configmaps", v.lower()) for v in re.findall(r"\bcms\.(\w+)\(", text)}
-        grants = set()
+        grants, dra = set(), set()
         for d in load_all(os.path.join(NODE_DEPLOY, "rbac.yaml")):
+            if d["kind"] == "ClusterRole" and d["metadata"]["name"] == "gpushare-node-dra":
+                # --dra: the calls of the upstream kubelet-plugin helper (dra.go)
+                dra = {(r, v) for rule in d["rules"] for r in rule["resources"] for v in rule["verbs"]}
+                continue
             if d["kind"] in ("ClusterRole", "Role"):
                 for rule in d["rules"]:
                     for r in rule["resources"]:
@@ -1341,6 +1345,10 @@ class NodeAgentTest(unittest.TestCase):
         self.assertEqual(calls, {("pods", "list"), ("pods", "patch"), ("nodes", "get"),
                                  ("nodes", "patch"), ("configmaps", "create"),
                                  ("configmaps", "update")})
+        self.assertIn('"k8s.io/dynamic-resource-allocation/kubeletplugin"', node_go("nodeagent", "dra.go"))
+        self.assertEqual(dra, {("resourceslices", v) for v in
+                               ("get", "list", "watch", "create", "update", "delete")} |
+                         {("resourceclaims", "get")})
 
     def test_image_tag_is_the_project_version(self):
         k = load_all(os.path.join(NODE_DEPLOY, "kustomization.yaml"))[0]
@@ -1357,8 +1365,10 @@ class NodeAgentTest(unittest.TestCase):
                            timeout=120)
         self.assertEqual(r.returncode, 0, r.stderr)
         kinds = sorted(d["kind"] for d in yaml.safe_load_all(r.stdout) if d)
-        self.assertEqual(kinds, ["ClusterRole", "ClusterRoleBinding", "DaemonSet", "Role",
-                                 "RoleBinding", "ServiceAccount"])
+        # the agent's and --dra's ClusterRole and binding each
+        self.assertEqual(kinds, ["ClusterRole", "ClusterRole", "ClusterRoleBinding",
+                                 "ClusterRoleBinding", "DaemonSet", "Role", "RoleBinding",
+                                 "ServiceAccount"])
 
 
 if __name__ == "__main__":

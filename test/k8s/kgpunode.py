@@ -44,9 +44,13 @@ class GpuNode:
     fake GPUs of 16 GiB, and gpushare-node (its mode from that label, the
     cluster's unit) advertising them."""
 
-    def __init__(self, cp, name, mode, unit, workdir, gpus=2):
+    def __init__(self, cp, name, mode, unit, workdir, gpus=2, binary=None, args=(), **node_kw):
+        """binary: gpushare-node's path (default GS_K8S_BIN's); args: more
+        flags (e.g. --dra); node_kw: knode.Node's (containerd_dir, cdi_dirs)."""
         self.cp, self.name, self.mode, self.unit, self.gpus = cp, name, mode, unit, gpus
-        self.node = knode.Node(cp, name=name, workdir=workdir, labels={"ack.node.gpu.schedule": mode})
+        self.binary, self.args = binary, list(args)
+        self.node = knode.Node(cp, name=name, workdir=workdir, labels={"ack.node.gpu.schedule": mode},
+                               **node_kw)
         self.uuids, self.inventory_text = inventory(name, gpus)
         self.agent = None
 
@@ -66,13 +70,14 @@ class GpuNode:
                                                   seconds=7 * 86400)
             kc = kcluster.write_kubeconfig(os.path.join(node.dir, "agent.kubeconfig"),
                                            self.cp.server, self.cp.ca, token)
-            binary = os.path.join(kcluster.k8s_bin_dir(), "gpushare-node")
+            binary = self.binary or os.path.join(kcluster.k8s_bin_dir(), "gpushare-node")
             if not os.access(binary, os.X_OK):
                 raise FileNotFoundError(f"{binary}: missing. Build it with plugins/node/build.sh "
                                         "(docs/node-agent.md), or set GS_K8S_BIN")
             self.agent = node.run("gpushare-node", [
                 binary, "--kubeconfig", kc, "--kubelet-root-dir", node.root_dir,
-                "--unit", self.unit, "--nvml-library", FAKE_NVML, "--poll-interval", "500ms"],
+                "--unit", self.unit, "--nvml-library", FAKE_NVML, "--poll-interval", "500ms",
+                *self.args],
                 env={"GS_FAKE_NVML_INVENTORY": inv}, in_ns=False)
             self.wait_advertised(timeout)
         except BaseException:

@@ -154,8 +154,14 @@ class Node:
     ctr (the ctr command line for this containerd), procs (name -> kbase.Proc).
     """
 
-    def __init__(self, cp, name=None, workdir=None, labels=None, images=("busybox",)):
+    def __init__(self, cp, name=None, workdir=None, labels=None, images=("busybox",),
+                 containerd_dir=None, cdi_dirs=()):
+        """containerd_dir: a folder holding another containerd and its
+        containerd-shim-runc-v2 (e.g. 2.x, built by tools/containerd2.sh),
+        used instead of Debian's 1.6; cdi_dirs: with it, CDI on
+        (enable_cdi, cdi_spec_dirs: containerd >= 1.7 only)."""
         self.cp = cp
+        self.containerd_dir, self.cdi_dirs = containerd_dir, list(cdi_dirs)
         self.name = name or f"gs-node-{os.urandom(3).hex()}"
         self.dir = workdir or os.path.join(cp.dir, self.name)
         self.labels = dict(labels or {})
@@ -230,6 +236,10 @@ class Node:
                           "dataDir": os.path.join(self.dir, "cni", "ipam")}},
             ]}, f)
         cri = 'plugins."io.containerd.grpc.v1.cri"'
+        cdi = ""
+        if self.cdi_dirs:
+            cdi = "  enable_cdi = true\n  cdi_spec_dirs = [%s]\n" % ", ".join(
+                json.dumps(d) for d in self.cdi_dirs)
         config = f"""version = 2
 root = "{cd}/root"
 state = "{cd}/state"
@@ -245,7 +255,7 @@ state = "{cd}/state"
   disable_apparmor = true
   # no CAP_SYS_RESOURCE here: a pod's oom_score_adj may not go below ours
   restrict_oom_score_adj = true
-  stream_server_address = "127.0.0.1"
+{cdi}  stream_server_address = "127.0.0.1"
   stream_server_port = "0"
 [{cri}.containerd]
   snapshotter = "overlayfs"
@@ -277,7 +287,9 @@ state = "{cd}/state"
             binds.append(f"mount --bind {shlex.quote(own)} {shlex.quote(host)}")
         self.procs["containerd"] = Proc("containerd", [
             "unshare", "--mount", "--propagation", "slave", "sh", "-c",
-            " && ".join([*binds, f"exec containerd --config {shlex.quote(path)}"])], self.dir)
+            " && ".join([*binds, f"exec containerd --config {shlex.quote(path)}"])], self.dir,
+            env=dict(os.environ, PATH=f"{self.containerd_dir}:{os.environ['PATH']}")
+            if self.containerd_dir else None)
 
         def up():
             if not self.procs["containerd"].alive():

@@ -26,6 +26,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/dynamic-resource-allocation/kubeletplugin"
 	pluginapi "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
 
 	"gpushare.io/node/cagent"
@@ -50,6 +51,7 @@ type Options struct {
 	Poll          time.Duration        // how often the kubelet socket (and an inventory file) are checked
 	Logf          func(string, ...any) // one line per event
 	Now           func() time.Time     // the assign time (tests)
+	DRA           *DRAOptions          // also a DRA kubelet plugin (dra.go); nil = not
 }
 
 // Agent is gpushare-node.
@@ -324,6 +326,13 @@ func (a *Agent) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	var dra *kubeletplugin.Helper
+	if a.o.DRA != nil {
+		if dra, err = a.startDRA(ctx); err != nil {
+			return err
+		}
+		defer dra.Stop()
+	}
 	nodeDirty := true
 	var servers []*server
 	stopAll := func() {
@@ -343,6 +352,12 @@ func (a *Agent) Run(ctx context.Context) error {
 				a.o.Logf("level=warn msg=\"node writes failed (retrying)\" error=%q", err.Error())
 			} else {
 				nodeDirty = false
+			}
+			if dra != nil {
+				if err := a.publishDRA(ctx, dra); err != nil {
+					a.o.Logf("level=warn msg=\"DRA publish failed (retrying)\" error=%q", err.Error())
+					nodeDirty = true
+				}
 			}
 		}
 		id, up := socketID(a.kubeletSocket())

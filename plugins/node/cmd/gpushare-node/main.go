@@ -44,6 +44,8 @@ func main() {
 	mps := fs.String("mps-pipe-dir", "/tmp/nvidia-mps", "the MPS pipe directory on mps nodes (mounted at the same path)")
 	kubeconfig := fs.String("kubeconfig", "", "kubeconfig file (default: in-cluster configuration)")
 	poll := fs.Duration("poll-interval", time.Second, "how often the kubelet socket (and an --inventory file) are checked")
+	dra := fs.Bool("dra", false, "also run as the DRA kubelet plugin of driver gpu.gpushare.io (docs/node-agent.md \"DRA\")")
+	cdiDir := fs.String("cdi-dir", "/var/run/cdi", "with --dra: where the claims' CDI specs are written (the runtime's CDI spec directory)")
 	showVersion := fs.Bool("version", false, "print the version and exit")
 	if err := fs.Parse(os.Args[1:]); err != nil {
 		os.Exit(2)
@@ -76,7 +78,11 @@ func main() {
 	logf := func(format string, args ...any) {
 		fmt.Fprintf(os.Stderr, "ts=%s "+format+"\n", append([]any{time.Now().UTC().Format(time.RFC3339Nano)}, args...)...)
 	}
-	a, err := nodeagent.New(nodeagent.Options{Node: *node, RootDir: *root, InventoryPath: *inventory,
+	var draOpts *nodeagent.DRAOptions
+	if *dra {
+		draOpts = &nodeagent.DRAOptions{CDIDir: *cdiDir}
+	}
+	a, err := nodeagent.New(nodeagent.Options{DRA: draOpts, Node: *node, RootDir: *root, InventoryPath: *inventory,
 		NVMLLibrary: *nvml,
 		Config:      cagent.Config{UnitMiB: unitMiB, Mode: *mode, MPSPipeDir: *mps},
 		Client:      client, Poll: *poll, Logf: logf})
