@@ -32,6 +32,16 @@
  *   plugin what users of the in-process plugin get: the same default
  *          scores plus gpushare's score (0..100) × 5 for every pod, CPU-only
  *          ones included (frag scores them; binpack and spread do not).
+ *   packing what users of the extender get with deploy/scheduler/'s packing
+ *          stanza (every pod sent to the extender): kube, with CPU-only pods
+ *          scored by gpushare too (0..10 × 10 × 5).
+ *
+ * Calibration against the real pipeline (tools/bench/fgd_real.py, issue 32):
+ * --ties random breaks ties as kube-scheduler does (one of the best nodes
+ * at random; seeded by the seed, so runs repeat) instead of the paper's
+ * first node; --host-view off leaves the nodes' host CPU and memory out of
+ * gpushare's scores (what the extender knew before it watched them; the
+ * fit is still enforced).
  */
 #include "bench.h"
 
@@ -71,9 +81,13 @@ struct fgd_data {
 };
 
 enum fgd_policy { FGD_BINPACK, FGD_SPREAD, FGD_FRAG, FGD_FRAG_FINE };
-enum fgd_scoring { FGD_SCORING_PAPER, FGD_SCORING_KUBE, FGD_SCORING_PLUGIN };
+enum fgd_scoring { FGD_SCORING_PAPER, FGD_SCORING_KUBE, FGD_SCORING_PLUGIN, FGD_SCORING_PACKING };
 
-static const char *const scoring_names[] = {"paper", "kube", "plugin"};
+static const char *const scoring_names[] = {"paper", "kube", "plugin", "packing"};
+
+/* --ties random, --host-view off (calibration; see the top) */
+static bool ties_random = false;
+static bool host_view = true;
 
 static const char *const policy_names[] = {"binpack", "spread", "frag", "frag-fine"};
 
@@ -250,6 +264,7 @@ struct replay {
   double at[FGD_X_MAX + 1]; /* allocation % at each arrived % */
   size_t placed, failed;
   double us_per_pod;
+  int seed; /* --ties random's generator starts from it */
 };
 
 /* The policy's opinion of the pod on node v (higher is better), as the
@@ -261,7 +276,8 @@ static bool score_node(const struct replay *r, const struct gs_node *v,
   bool frag = r->policy == FGD_FRAG || r->policy == FGD_FRAG_FINE;
   struct gs_frag_pick fp = {.table = table};
   /* The extender's scale for the extender's view, else the plugin's. */
-  int64_t max = r->scoring == FGD_SCORING_KUBE ? 10 : GS_SCORE_MAX;
+  bool ext = r->scoring == FGD_SCORING_KUBE || r->scoring == FGD_SCORING_PACKING;
+  int64_t max = ext ? 10 : GS_SCORE_MAX;
   if (prep != NULL) {
     if (gs_place_pick_prepared(v, prep, frag ? gs_place_choose_frag : NULL, &fp, choice, NULL) !=
         GS_EOK)
@@ -298,6 +314,7 @@ static int run(const struct fgd_data *d, struct replay *r) {
   const char **names = malloc(d->nnodes * sizeof *names);
   const struct gs_node **views = malloc(d->nnodes * sizeof *views);
   uint64_t arrived = 0, allocated = 0;
+  uint64_t rng = 0x9e3779b97f4a7c15ull * (uint64_t)(r->seed + 1); /* --ties random */
   int64_t t0;
   int rc = -1;
 
@@ -324,7 +341,7 @@ static int run(const struct fgd_data *d, struct replay *r) {
     spec.gpu_count = nodes[i].gpus;
     spec.gpu_mem_units = (uint64_t)nodes[i].gpus * FGD_MILLI;
     if (gs_ledger_node_upsert(l, &spec) != GS_EOK ||
-        gs_ledger_node_set_host(l, spec.name, &host) != GS_EOK) {
+        (host_view && gs_ledger_node_set_host(l, spec.name, &host) != GS_EOK)) {
       fprintf(stderr, "gpushare-bench: node %s refused (duplicate name?)\n", nodes[i].name);
       goto out;
     }
@@ -337,7 +354,7 @@ static int run(const struct fgd_data *d, struct replay *r) {
     struct gs_place_pod prep;
     struct gs_choice best_choice, choice;
     int64_t best_score = INT64_MIN, s;
-    size_t best = SIZE_MAX;
+    size_t best = SIZE_MAX, ties = 0;
     double a;
 
     memset(&req, 0, sizeof req);
@@ -368,12 +385,25 @@ static int run(const struct fgd_data *d, struct replay *r) {
         continue;
       if (r->scoring == FGD_SCORING_KUBE)
         s = kube_default_score(n, p) + (p->ngpu ? s * 10 * FGD_KUBE_WEIGHT : 0);
+      else if (r->scoring == FGD_SCORING_PACKING)
+        s = kube_default_score(n, p) + s * 10 * FGD_KUBE_WEIGHT;
       else if (r->scoring == FGD_SCORING_PLUGIN)
         s = kube_default_score(n, p) + s * FGD_KUBE_WEIGHT; /* s in 0..100 */
       if (s > best_score) { /* ties: the first node in the seed's order */
         best_score = s;
         best = j;
         best_choice = choice;
+        ties = 1;
+      } else if (s == best_score && ties_random) {
+        /* kube-scheduler's selectHost: each of the k best kept with
+         * probability 1/k (reservoir sampling) */
+        rng ^= rng << 13;
+        rng ^= rng >> 7;
+        rng ^= rng << 17;
+        if (rng % ++ties == 0) {
+          best = j;
+          best_choice = choice;
+        }
       }
     }
     if (best == SIZE_MAX) {
@@ -396,7 +426,7 @@ static int run(const struct fgd_data *d, struct replay *r) {
     }
     nodes[best].cpu_used += p->cpu;
     nodes[best].mem_used += p->mem;
-    {
+    if (host_view) {
       struct gs_host host = {nodes[best].cpu, nodes[best].mem, nodes[best].cpu_used,
                              nodes[best].mem_used};
       if (gs_ledger_node_set_host(l, nodes[best].name, &host) != GS_EOK)
@@ -497,7 +527,8 @@ static void usage(void) {
   fprintf(stderr,
           "usage: gpushare-bench pack --protocol fgd [--dir DIR] [--seeds 42-51|42,43,...]\n"
           "       [--policy binpack,spread,frag,frag-fine] [--scoring paper,kube] [--step 10]\n"
-          "       [--curve] [--workload default|NAME]\n"
+          "       [--curve] [--workload default|NAME] [--ties first|random]\n"
+          "       [--host-view on|off]   (--scoring also packing)\n"
           "  --workload NAME: seq_NAME_sNN.csv and nodes_NAME_sNN.csv in DIR\n"
           "                   (tools/bench/fgd-workloads.sh makes them)\n");
 }
@@ -546,7 +577,7 @@ int bench_pack_fgd(int argc, char **argv) {
   char policies[128] = "binpack,spread,frag,frag-fine", scorings[64] = "paper,kube,plugin";
   int seeds[FGD_SEEDS_MAX], nseeds = parse_seeds("42-51", seeds), step = 10;
   bool curve = false;
-  static struct result results[FGD_POLICIES_MAX * 3];
+  static struct result results[FGD_POLICIES_MAX * 4];
   static struct published pub[FGD_PUBLISHED_MAX];
   static struct bench_table runs, med;
   static const char *const run_cols[] = {"policy", "scoring", "seed", "alloc % at 100",
@@ -589,6 +620,12 @@ int bench_pack_fgd(int argc, char **argv) {
       snprintf(policies, sizeof policies, "%s", v);
     else if (strcmp(argv[i], "--scoring") == 0)
       snprintf(scorings, sizeof scorings, "%s", v);
+    else if (strcmp(argv[i], "--ties") == 0 &&
+             (strcmp(v, "first") == 0 || strcmp(v, "random") == 0))
+      ties_random = strcmp(v, "random") == 0;
+    else if (strcmp(argv[i], "--host-view") == 0 &&
+             (strcmp(v, "on") == 0 || strcmp(v, "off") == 0))
+      host_view = strcmp(v, "on") == 0;
     else if (strcmp(argv[i], "--step") == 0)
       step = (int)bench_parse_u64(v, "--step", 10, FGD_X_MAX);
     else {
@@ -608,8 +645,10 @@ int bench_pack_fgd(int argc, char **argv) {
         scoring = FGD_SCORING_KUBE;
       else if (strcmp(sc, "plugin") == 0)
         scoring = FGD_SCORING_PLUGIN;
+      else if (strcmp(sc, "packing") == 0)
+        scoring = FGD_SCORING_PACKING;
       else {
-        fprintf(stderr, "gpushare-bench: unknown --scoring %s: accepted paper, kube, plugin\n",
+        fprintf(stderr, "gpushare-bench: unknown --scoring %s: accepted paper, kube, plugin, packing\n",
                 sc);
         return 2;
       }
@@ -624,7 +663,7 @@ int bench_pack_fgd(int argc, char **argv) {
                           "frag-fine\n", pn);
           return 2;
         }
-        if (nres == FGD_POLICIES_MAX * 3)
+        if (nres == FGD_POLICIES_MAX * 4)
           break;
         results[nres].policy = (enum fgd_policy)k;
         results[nres].scoring = scoring;
@@ -644,7 +683,8 @@ int bench_pack_fgd(int argc, char **argv) {
                  workload, seeds[s], d.nnodes, (unsigned long long)(d.cap_milli / FGD_MILLI),
                  d.npods);
     for (int k = 0; k < nres; k++) {
-      struct replay r = {.policy = results[k].policy, .scoring = results[k].scoring};
+      struct replay r = {.policy = results[k].policy, .scoring = results[k].scoring,
+                         .seed = seeds[s]};
       if (run(&d, &r) != 0) {
         unload(&d);
         return 1;
