@@ -58,14 +58,25 @@ import threading
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "..", "test", "k8s"))
-import kcluster  # noqa: E402
-import yaml  # noqa: E402
-from kuberest import Kube  # noqa: E402
+SOURCE = os.path.normpath(os.path.join(HERE, "..", ".."))
+BUILD = os.environ.get("GS_BUILD_DIR", os.path.join(SOURCE, "build"))
+# the real control plane's harness, imported when a run starts (the reading
+# of a run's pods, which test/integration tests, needs none of it)
+kcluster = Kube = None
 
-DATA = os.path.join(kcluster.SOURCE, "..", "..", "shared", "data", "fgd-protocol")
+DATA = os.path.join(SOURCE, "..", "..", "shared", "data", "fgd-protocol")
 if not os.path.isdir(DATA):
     DATA = "/work/shared/data/fgd-protocol"
+
+
+def harness():
+    global kcluster, Kube
+    if kcluster is None:
+        sys.path.insert(0, os.path.join(SOURCE, "test", "k8s"))
+        sys.path.insert(0, os.path.join(SOURCE, "test", "lib"))
+        import kcluster as kc
+        from kuberest import Kube as K
+        kcluster, Kube = kc, K
 MILLI = 1000
 UNIT = "128MiB"
 NS = "default"
@@ -159,7 +170,8 @@ class Bound(threading.Thread):
 
 
 def scheduler_config(form, workdir, config=None):
-    path = config or os.path.join(kcluster.SOURCE, "deploy", "scheduler", FORMS[form])
+    import yaml
+    path = config or os.path.join(SOURCE, "deploy", "scheduler", FORMS[form])
     with open(path) as f:
         c = yaml.safe_load(f)
     c.setdefault("clientConnection", {})
@@ -251,6 +263,7 @@ def curve(nodes, pods, placed):
 
 
 def run(form, seed, a, workdir):
+    harness()
     nodes, pods = load(a.dir, seed, a.workload)
     if a.limit:
         pods = pods[:a.limit]
@@ -367,7 +380,7 @@ def main():
     ap.add_argument("--limit", type=int, default=0, help="only the first N pods of the sequence")
     ap.add_argument("--create", choices=("during", "before"), default="during")
     ap.add_argument("--config", help="a KubeSchedulerConfiguration instead of the form's shipped one")
-    ap.add_argument("--plugin-binary", default=os.path.join(kcluster.BUILD, "k8s", "bin", "gpushare-scheduler"))
+    ap.add_argument("--plugin-binary", default=os.path.join(BUILD, "k8s", "bin", "gpushare-scheduler"))
     ap.add_argument("--timeout", type=float, default=7200)
     ap.add_argument("--keep-pods", metavar="PREFIX", help="save each run's placements to PREFIX-FORM-sSEED.json")
     ap.add_argument("--progress", action="store_true")
