@@ -37,9 +37,10 @@
  *          scored by gpushare too (0..10 × 10 × 5).
  *
  * Calibration against the real pipeline (tools/bench/fgd_real.py, issue 32):
- * --ties random breaks ties as kube-scheduler does (one of the best nodes
- * at random; seeded by the seed, so runs repeat) instead of the paper's
- * first node; --host-view off leaves the nodes' host CPU and memory out of
+ * ties go as kube-scheduler breaks them (one of the best nodes at random;
+ * seeded by the seed, so runs repeat) for kube, plugin and packing, and to
+ * the first node in the seed's order for paper, as the paper's simulator
+ * does (--ties first|random forces one); --host-view off leaves the nodes' host CPU and memory out of
  * gpushare's scores (what the extender knew before it watched them; the
  * fit is still enforced).
  */
@@ -85,8 +86,9 @@ enum fgd_scoring { FGD_SCORING_PAPER, FGD_SCORING_KUBE, FGD_SCORING_PLUGIN, FGD_
 
 static const char *const scoring_names[] = {"paper", "kube", "plugin", "packing"};
 
-/* --ties random, --host-view off (calibration; see the top) */
-static bool ties_random = false;
+/* --ties (calibration; see the top): -1 the default (random for the
+ * scorings that model kube-scheduler, first for paper), 0 first, 1 random */
+static int ties_random = -1;
 static bool host_view = true;
 
 static const char *const policy_names[] = {"binpack", "spread", "frag", "frag-fine"};
@@ -394,7 +396,8 @@ static int run(const struct fgd_data *d, struct replay *r) {
         best = j;
         best_choice = choice;
         ties = 1;
-      } else if (s == best_score && ties_random) {
+      } else if (s == best_score &&
+                 (ties_random == 1 || (ties_random < 0 && r->scoring != FGD_SCORING_PAPER))) {
         /* kube-scheduler's selectHost: each of the k best kept with
          * probability 1/k (reservoir sampling) */
         rng ^= rng << 13;
@@ -622,7 +625,7 @@ int bench_pack_fgd(int argc, char **argv) {
       snprintf(scorings, sizeof scorings, "%s", v);
     else if (strcmp(argv[i], "--ties") == 0 &&
              (strcmp(v, "first") == 0 || strcmp(v, "random") == 0))
-      ties_random = strcmp(v, "random") == 0;
+      ties_random = strcmp(v, "random") == 0 ? 1 : 0;
     else if (strcmp(argv[i], "--host-view") == 0 &&
              (strcmp(v, "on") == 0 || strcmp(v, "off") == 0))
       host_view = strcmp(v, "on") == 0;
