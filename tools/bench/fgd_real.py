@@ -199,7 +199,7 @@ class Failed(threading.Thread):
                             raise RuntimeError(ev["object"].get("message"))
                         obj = ev["object"]
                         self.rv = obj["metadata"]["resourceVersion"]
-                        name = obj["metadata"]["name"]
+                        name = obj["metadata"].get("name")  # a BOOKMARK has none
                         if ev["type"] != "MODIFIED" or name in self.names:
                             continue
                         if any(c.get("type") == "PodScheduled" and c.get("status") == "False"
