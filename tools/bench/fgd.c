@@ -81,7 +81,7 @@ struct fgd_data {
   uint64_t cap_milli; /* GPUs × 1000 */
 };
 
-enum fgd_policy { FGD_BINPACK, FGD_SPREAD, FGD_FRAG, FGD_FRAG_FINE };
+enum fgd_policy { FGD_BINPACK, FGD_SPREAD, FGD_FRAG, FGD_FRAG_FINE, FGD_FRAG_NORM };
 enum fgd_scoring { FGD_SCORING_PAPER, FGD_SCORING_KUBE, FGD_SCORING_PLUGIN, FGD_SCORING_PACKING };
 
 static const char *const scoring_names[] = {"paper", "kube", "plugin", "packing"};
@@ -91,7 +91,8 @@ static const char *const scoring_names[] = {"paper", "kube", "plugin", "packing"
 static int ties_random = -1;
 static bool host_view = true;
 
-static const char *const policy_names[] = {"binpack", "spread", "frag", "frag-fine"};
+static const char *const policy_names[] = {"binpack", "spread", "frag", "frag-fine",
+                                           "frag-norm"};
 
 /* ---- input ---------------------------------------------------------------------- */
 
@@ -275,7 +276,7 @@ static bool score_node(const struct replay *r, const struct gs_node *v,
                        const struct gs_place_pod *prep, const struct gs_pod_request *req,
                        const struct gs_frag_table *table, const struct gs_policy *policy,
                        struct gs_choice *choice, int64_t *ret) {
-  bool frag = r->policy == FGD_FRAG || r->policy == FGD_FRAG_FINE;
+  bool frag = r->policy != FGD_BINPACK && r->policy != FGD_SPREAD;
   struct gs_frag_pick fp = {.table = table};
   /* The extender's scale for the extender's view, else the plugin's. */
   bool ext = r->scoring == FGD_SCORING_KUBE || r->scoring == FGD_SCORING_PACKING;
@@ -315,6 +316,9 @@ static int run(const struct fgd_data *d, struct replay *r) {
   struct fgd_node *nodes = malloc(d->nnodes * sizeof *nodes);
   const char **names = malloc(d->nnodes * sizeof *names);
   const struct gs_node **views = malloc(d->nnodes * sizeof *views);
+  int64_t *raw = malloc(d->nnodes * sizeof *raw);
+  bool *ok = malloc(d->nnodes * sizeof *ok);
+  struct gs_choice *choices = malloc(d->nnodes * sizeof *choices);
   uint64_t arrived = 0, allocated = 0;
   uint64_t rng = 0x9e3779b97f4a7c15ull * (uint64_t)(r->seed + 1); /* --ties random */
   int64_t t0;
@@ -325,12 +329,13 @@ static int run(const struct fgd_data *d, struct replay *r) {
   policy.node_policy = r->policy == FGD_SPREAD ? GS_PLACE_SPREAD
                        : r->policy == FGD_BINPACK ? GS_PLACE_BINPACK
                                                   : GS_PLACE_FRAG;
-  policy.frag_aware = r->policy == FGD_FRAG || r->policy == FGD_FRAG_FINE;
+  policy.frag_aware = r->policy != FGD_BINPACK && r->policy != FGD_SPREAD;
   gs_frag_dist_init(&dist);
   gs_frag_table_build(&table, &dist);
   memset(r->at, 0, sizeof r->at);
   r->placed = r->failed = 0;
-  if (l == NULL || nodes == NULL || names == NULL || views == NULL)
+  if (l == NULL || nodes == NULL || names == NULL || views == NULL || raw == NULL ||
+      ok == NULL || choices == NULL)
     goto out;
   memcpy(nodes, d->nodes, d->nnodes * sizeof *nodes);
   for (size_t i = 0; i < d->nnodes; i++) {
@@ -379,12 +384,34 @@ static int run(const struct fgd_data *d, struct replay *r) {
       }
     }
     gs_ledger_nodes_get(l, names, d->nnodes, views);
+    /* Every node's own score first: frag-norm spreads them over 0..max
+     * per pod (min-max over the nodes that fit) before they are combined. */
+    {
+      int64_t lo = INT64_MAX, hi = INT64_MIN;
+      bool ext = r->scoring == FGD_SCORING_KUBE || r->scoring == FGD_SCORING_PACKING;
+      for (size_t j = 0; j < d->nnodes; j++) {
+        const struct fgd_node *n = &nodes[j];
+        ok[j] = n->cpu_used + p->cpu <= n->cpu && n->mem_used + p->mem <= n->mem && /* Fit */
+                score_node(r, views[j], p->ngpu ? &prep : NULL, &req, &table, &policy,
+                           &choices[j], &raw[j]);
+        if (ok[j]) {
+          lo = raw[j] < lo ? raw[j] : lo;
+          hi = raw[j] > hi ? raw[j] : hi;
+        }
+      }
+      if (r->policy == FGD_FRAG_NORM) {
+        int64_t max = ext ? 10 : GS_SCORE_MAX;
+        for (size_t j = 0; j < d->nnodes; j++)
+          if (ok[j])
+            raw[j] = hi == lo ? max : ((raw[j] - lo) * max * 2 + (hi - lo)) / (2 * (hi - lo));
+      }
+    }
     for (size_t j = 0; j < d->nnodes; j++) {
       const struct fgd_node *n = &nodes[j];
-      if (n->cpu_used + p->cpu > n->cpu || n->mem_used + p->mem > n->mem)
-        continue; /* NodeResourcesFit */
-      if (!score_node(r, views[j], p->ngpu ? &prep : NULL, &req, &table, &policy, &choice, &s))
+      if (!ok[j])
         continue;
+      s = raw[j];
+      choice = choices[j];
       if (r->scoring == FGD_SCORING_KUBE)
         s = kube_default_score(n, p) + (p->ngpu ? s * 10 * FGD_KUBE_WEIGHT : 0);
       else if (r->scoring == FGD_SCORING_PACKING)
@@ -449,6 +476,9 @@ out:
   free(nodes);
   free(names);
   free(views);
+  free(raw);
+  free(ok);
+  free(choices);
   return rc;
 }
 
@@ -663,7 +693,7 @@ int bench_pack_fgd(int argc, char **argv) {
             break;
         if (k == sizeof policy_names / sizeof *policy_names) {
           fprintf(stderr, "gpushare-bench: unknown policy %s: accepted binpack, spread, frag, "
-                          "frag-fine\n", pn);
+                          "frag-fine, frag-norm\n", pn);
           return 2;
         }
         if (nres == FGD_POLICIES_MAX * 4)
