@@ -24,7 +24,10 @@
  *          spread score GPU pods and have no opinion on CPU-only pods
  *          (the extender never sees them); frag scores every pod, CPU-only
  *          ones included, as the in-process plugin can; frag-fine ranks by
- *          the exact fragmentation delta instead of its 0..10 score.
+ *          the exact fragmentation delta instead of its 0..10 score;
+ *          frag-norm spreads that delta over the score's range per pod
+ *          (min-max over the nodes that fit): what a normalised extender
+ *          score would give (an experiment, issue 32).
  *   kube   what users of the extender get: kube-scheduler's default scores
  *          (NodeResourcesFit LeastAllocated + NodeResourcesBalancedAllocation,
  *          0..100 each) for every pod, plus for GPU pods gpushare's
