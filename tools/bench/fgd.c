@@ -27,7 +27,9 @@
  *          the exact fragmentation delta instead of its 0..10 score;
  *          frag-norm spreads that delta over the score's range per pod
  *          (min-max over the nodes that fit): what a normalised extender
- *          score would give (an experiment, issue 32).
+ *          score would give (an experiment, issue 32); frag-norm100
+ *          spreads the plugin's 0..100 score instead (what the extender
+ *          could do from the score it already computes).
  *   kube   what users of the extender get: kube-scheduler's default scores
  *          (NodeResourcesFit LeastAllocated + NodeResourcesBalancedAllocation,
  *          0..100 each) for every pod, plus for GPU pods gpushare's
@@ -84,7 +86,8 @@ struct fgd_data {
   uint64_t cap_milli; /* GPUs × 1000 */
 };
 
-enum fgd_policy { FGD_BINPACK, FGD_SPREAD, FGD_FRAG, FGD_FRAG_FINE, FGD_FRAG_NORM };
+enum fgd_policy { FGD_BINPACK, FGD_SPREAD, FGD_FRAG, FGD_FRAG_FINE, FGD_FRAG_NORM,
+                  FGD_FRAG_NORM100 };
 enum fgd_scoring { FGD_SCORING_PAPER, FGD_SCORING_KUBE, FGD_SCORING_PLUGIN, FGD_SCORING_PACKING };
 
 static const char *const scoring_names[] = {"paper", "kube", "plugin", "packing"};
@@ -95,7 +98,7 @@ static int ties_random = -1;
 static bool host_view = true;
 
 static const char *const policy_names[] = {"binpack", "spread", "frag", "frag-fine",
-                                           "frag-norm"};
+                                           "frag-norm", "frag-norm100"};
 
 /* ---- input ---------------------------------------------------------------------- */
 
@@ -283,7 +286,8 @@ static bool score_node(const struct replay *r, const struct gs_node *v,
   struct gs_frag_pick fp = {.table = table};
   /* The extender's scale for the extender's view, else the plugin's. */
   bool ext = r->scoring == FGD_SCORING_KUBE || r->scoring == FGD_SCORING_PACKING;
-  int64_t max = ext ? 10 : GS_SCORE_MAX;
+  int64_t max = ext && r->policy != FGD_FRAG_NORM100 ? 10 : GS_SCORE_MAX;
+  bool line = r->policy == FGD_FRAG || r->policy == FGD_FRAG_NORM100; /* the 0..max line */
   if (prep != NULL) {
     if (gs_place_pick_prepared(v, prep, frag ? gs_place_choose_frag : NULL, &fp, choice, NULL) !=
         GS_EOK)
@@ -291,12 +295,12 @@ static bool score_node(const struct replay *r, const struct gs_node *v,
     if (!frag)
       *ret = choice->score * max / 10;
     else if (!fp.has_delta)
-      *ret = r->policy == FGD_FRAG
+      *ret = line
                  ? gs_place_frag_score(v, policy, table, req, choice, max)
                  : -gs_place_frag_delta(v, policy, table, choice->gpus, choice->ngpus,
                                         choice->mib_per_gpu, req->cpu_milli, req->mem_mib);
     else
-      *ret = r->policy == FGD_FRAG
+      *ret = line
                  ? gs_place_frag_delta_score(fp.delta,
                                              (int64_t)(choice->mib_per_gpu * choice->ngpus), max)
                  : -fp.delta;
@@ -305,7 +309,7 @@ static bool score_node(const struct replay *r, const struct gs_node *v,
   choice->ngpus = 0;
   *ret = 0; /* binpack and spread: no opinion on a pod without GPUs */
   if (frag && r->scoring != FGD_SCORING_KUBE)
-    *ret = r->policy == FGD_FRAG
+    *ret = line
                ? gs_place_frag_score(v, policy, table, req, NULL, max)
                : -gs_place_frag_delta(v, policy, table, NULL, 0, 0, req->cpu_milli, req->mem_mib);
   return true;
@@ -402,7 +406,7 @@ static int run(const struct fgd_data *d, struct replay *r) {
           hi = raw[j] > hi ? raw[j] : hi;
         }
       }
-      if (r->policy == FGD_FRAG_NORM) {
+      if (r->policy == FGD_FRAG_NORM || r->policy == FGD_FRAG_NORM100) {
         int64_t max = ext ? 10 : GS_SCORE_MAX;
         for (size_t j = 0; j < d->nnodes; j++)
           if (ok[j])
@@ -696,7 +700,7 @@ int bench_pack_fgd(int argc, char **argv) {
             break;
         if (k == sizeof policy_names / sizeof *policy_names) {
           fprintf(stderr, "gpushare-bench: unknown policy %s: accepted binpack, spread, frag, "
-                          "frag-fine, frag-norm\n", pn);
+                          "frag-fine, frag-norm, frag-norm100\n", pn);
           return 2;
         }
         if (nres == FGD_POLICIES_MAX * 4)
