@@ -702,6 +702,12 @@ enum gs_err gs_server_start(struct gs_server *s, const struct gs_policy *policy,
     gs_diag_set(diag, "", "out of memory");
     return GS_ENOMEM;
   }
+  /* frag weighs each node's host CPU and memory: the extender's own watch
+   * gives them (host.h), as kube-scheduler's NodeInfo gives the plugin */
+  if (policy->node_policy == GS_PLACE_FRAG && (s->hosts = gs__hosts_new(s->sched)) == NULL) {
+    gs_diag_set(diag, "", "out of memory");
+    return GS_ENOMEM;
+  }
   {
     struct gs_notify notify = {gs__server_on_notice, s};
     gs_sched_set_notify(s->sched, &notify);
@@ -747,6 +753,7 @@ void gs_server_free(struct gs_server *s) {
     s->cluster.ops->stop(s->cluster.self);
     s->cluster.ops->destroy(s->cluster.self);
   }
+  gs__hosts_free(s->hosts);
   gs_sched_free(s->sched);
   gs_metrics_free(s->metrics);
   gs__dra_free(s->dra);

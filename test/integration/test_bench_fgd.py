@@ -117,6 +117,28 @@ class BenchFgd(unittest.TestCase):
         self.assertEqual(rc, 2)
         self.assertIn("--workload wants", err)
 
+    def test_calibration_options(self):
+        # issue 32: the scorings that model kube-scheduler break ties at
+        # random (seeded: the same twice), packing scores the CPU-only pod
+        # through the extender's scale; on this cut every variant places
+        # all four pods, and the host view off changes nothing here either
+        outs = []
+        for args in (("--scoring", "kube,plugin,packing"),
+                     ("--scoring", "kube,plugin,packing"),
+                     ("--scoring", "kube,packing", "--ties", "first", "--host-view", "off")):
+            rc, out, err = bench("--seeds", "42", "--policy", "binpack,frag", "--json", *args)
+            self.assertEqual(rc, 0, err)
+            runs = table(records(out), "pack --protocol fgd: allocation per")
+            outs.append([(r["policy"], r["scoring"], r["alloc % at 100"], r["pods placed"])
+                         for r in runs])
+        self.assertEqual(outs[0], outs[1])
+        self.assertIn(("frag", "packing", 100.0, 4), outs[0])
+        self.assertIn(("frag", "kube", 100.0, 4), outs[2])
+        for bad in (("--ties", "last"), ("--host-view", "maybe")):
+            rc, _, err = bench(*bad)
+            self.assertEqual(rc, 2, bad)
+            self.assertIn("usage", err)
+
     def test_bad_input(self):
         rc, _, err = bench("--seeds", "7")
         self.assertNotEqual(rc, 0)
@@ -127,6 +149,7 @@ class BenchFgd(unittest.TestCase):
         rc, _, err = bench("--scoring", "fast")
         self.assertEqual(rc, 2)
         self.assertIn("unknown --scoring fast", err)
+        self.assertIn("packing", err)
 
 
 if __name__ == "__main__":

@@ -762,6 +762,29 @@ class SchedulerConfigTest(unittest.TestCase):
         self.assertEqual({k: v for k, v in tls.items() if k != "extenders"},
                          {k: v for k, v in plain.items() if k != "extenders"})
 
+    def test_packing_variant(self):
+        # issue 32: the first entry filters and scores every pod (no
+        # managedResources) and binds nothing; the second binds and preempts
+        # GPU pods only, as the shipped entry; everything else as shipped
+        packing = scheduler_config("kube-scheduler-config-packing.yaml")
+        plain = scheduler_config("kube-scheduler-config.yaml")
+        shipped = the_extender(plain)
+        self.assertLessEqual(set(packing), self.TOP)
+        score, bind = packing["extenders"]
+        for ext in (score, bind):
+            self.assertLessEqual(set(ext), self.EXTENDER)
+            for key in ("urlPrefix", "enableHTTPS", "nodeCacheCapable", "httpTimeout", "ignorable"):
+                self.assertEqual(ext[key], shipped[key], key)
+        self.assertEqual((score["filterVerb"], score["prioritizeVerb"], score["weight"]),
+                         (shipped["filterVerb"], shipped["prioritizeVerb"], shipped["weight"]))
+        for key in ("bindVerb", "preemptVerb", "managedResources"):
+            self.assertNotIn(key, score)
+            self.assertEqual(bind[key], shipped[key], key)
+        for key in ("filterVerb", "prioritizeVerb", "weight"):
+            self.assertNotIn(key, bind)
+        self.assertEqual({k: v for k, v in packing.items() if k != "extenders"},
+                         {k: v for k, v in plain.items() if k != "extenders"})
+
     def test_go_duration(self):
         self.assertEqual(go_duration_s("10s"), 10)
         self.assertEqual(go_duration_s("1m30s"), 90)

@@ -24,7 +24,12 @@
  *          spread score GPU pods and have no opinion on CPU-only pods
  *          (the extender never sees them); frag scores every pod, CPU-only
  *          ones included, as the in-process plugin can; frag-fine ranks by
- *          the exact fragmentation delta instead of its 0..10 score.
+ *          the exact fragmentation delta instead of its 0..10 score;
+ *          frag-norm spreads that delta over the score's range per pod
+ *          (min-max over the nodes that fit): what a normalised extender
+ *          score would give (an experiment, issue 32); frag-norm100
+ *          spreads the plugin's 0..100 score instead (what the extender
+ *          could do from the score it already computes).
  *   kube   what users of the extender get: kube-scheduler's default scores
  *          (NodeResourcesFit LeastAllocated + NodeResourcesBalancedAllocation,
  *          0..100 each) for every pod, plus for GPU pods gpushare's
@@ -32,6 +37,17 @@
  *   plugin what users of the in-process plugin get: the same default
  *          scores plus gpushare's score (0..100) × 5 for every pod, CPU-only
  *          ones included (frag scores them; binpack and spread do not).
+ *   packing what users of the extender get with deploy/scheduler/'s packing
+ *          stanza (every pod sent to the extender): kube, with CPU-only pods
+ *          scored by gpushare too (0..10 × 10 × 5).
+ *
+ * Calibration against the real pipeline (tools/bench/fgd_real.py, issue 32):
+ * ties go as kube-scheduler breaks them (one of the best nodes at random;
+ * seeded by the seed, so runs repeat) for kube, plugin and packing, and to
+ * the first node in the seed's order for paper, as the paper's simulator
+ * does (--ties first|random forces one); --host-view off leaves the nodes' host CPU and memory out of
+ * gpushare's scores (what the extender knew before it watched them; the
+ * fit is still enforced).
  */
 #include "bench.h"
 
@@ -70,12 +86,19 @@ struct fgd_data {
   uint64_t cap_milli; /* GPUs × 1000 */
 };
 
-enum fgd_policy { FGD_BINPACK, FGD_SPREAD, FGD_FRAG, FGD_FRAG_FINE };
-enum fgd_scoring { FGD_SCORING_PAPER, FGD_SCORING_KUBE, FGD_SCORING_PLUGIN };
+enum fgd_policy { FGD_BINPACK, FGD_SPREAD, FGD_FRAG, FGD_FRAG_FINE, FGD_FRAG_NORM,
+                  FGD_FRAG_NORM100 };
+enum fgd_scoring { FGD_SCORING_PAPER, FGD_SCORING_KUBE, FGD_SCORING_PLUGIN, FGD_SCORING_PACKING };
 
-static const char *const scoring_names[] = {"paper", "kube", "plugin"};
+static const char *const scoring_names[] = {"paper", "kube", "plugin", "packing"};
 
-static const char *const policy_names[] = {"binpack", "spread", "frag", "frag-fine"};
+/* --ties (calibration; see the top): -1 the default (random for the
+ * scorings that model kube-scheduler, first for paper), 0 first, 1 random */
+static int ties_random = -1;
+static bool host_view = true;
+
+static const char *const policy_names[] = {"binpack", "spread", "frag", "frag-fine",
+                                           "frag-norm", "frag-norm100"};
 
 /* ---- input ---------------------------------------------------------------------- */
 
@@ -250,6 +273,7 @@ struct replay {
   double at[FGD_X_MAX + 1]; /* allocation % at each arrived % */
   size_t placed, failed;
   double us_per_pod;
+  int seed; /* --ties random's generator starts from it */
 };
 
 /* The policy's opinion of the pod on node v (higher is better), as the
@@ -258,10 +282,12 @@ static bool score_node(const struct replay *r, const struct gs_node *v,
                        const struct gs_place_pod *prep, const struct gs_pod_request *req,
                        const struct gs_frag_table *table, const struct gs_policy *policy,
                        struct gs_choice *choice, int64_t *ret) {
-  bool frag = r->policy == FGD_FRAG || r->policy == FGD_FRAG_FINE;
+  bool frag = r->policy != FGD_BINPACK && r->policy != FGD_SPREAD;
   struct gs_frag_pick fp = {.table = table};
   /* The extender's scale for the extender's view, else the plugin's. */
-  int64_t max = r->scoring == FGD_SCORING_KUBE ? 10 : GS_SCORE_MAX;
+  bool ext = r->scoring == FGD_SCORING_KUBE || r->scoring == FGD_SCORING_PACKING;
+  int64_t max = ext && r->policy != FGD_FRAG_NORM100 ? 10 : GS_SCORE_MAX;
+  bool line = r->policy == FGD_FRAG || r->policy == FGD_FRAG_NORM100; /* the 0..max line */
   if (prep != NULL) {
     if (gs_place_pick_prepared(v, prep, frag ? gs_place_choose_frag : NULL, &fp, choice, NULL) !=
         GS_EOK)
@@ -269,12 +295,12 @@ static bool score_node(const struct replay *r, const struct gs_node *v,
     if (!frag)
       *ret = choice->score * max / 10;
     else if (!fp.has_delta)
-      *ret = r->policy == FGD_FRAG
+      *ret = line
                  ? gs_place_frag_score(v, policy, table, req, choice, max)
                  : -gs_place_frag_delta(v, policy, table, choice->gpus, choice->ngpus,
                                         choice->mib_per_gpu, req->cpu_milli, req->mem_mib);
     else
-      *ret = r->policy == FGD_FRAG
+      *ret = line
                  ? gs_place_frag_delta_score(fp.delta,
                                              (int64_t)(choice->mib_per_gpu * choice->ngpus), max)
                  : -fp.delta;
@@ -283,7 +309,7 @@ static bool score_node(const struct replay *r, const struct gs_node *v,
   choice->ngpus = 0;
   *ret = 0; /* binpack and spread: no opinion on a pod without GPUs */
   if (frag && r->scoring != FGD_SCORING_KUBE)
-    *ret = r->policy == FGD_FRAG
+    *ret = line
                ? gs_place_frag_score(v, policy, table, req, NULL, max)
                : -gs_place_frag_delta(v, policy, table, NULL, 0, 0, req->cpu_milli, req->mem_mib);
   return true;
@@ -297,7 +323,11 @@ static int run(const struct fgd_data *d, struct replay *r) {
   struct fgd_node *nodes = malloc(d->nnodes * sizeof *nodes);
   const char **names = malloc(d->nnodes * sizeof *names);
   const struct gs_node **views = malloc(d->nnodes * sizeof *views);
+  int64_t *raw = malloc(d->nnodes * sizeof *raw);
+  bool *ok = malloc(d->nnodes * sizeof *ok);
+  struct gs_choice *choices = malloc(d->nnodes * sizeof *choices);
   uint64_t arrived = 0, allocated = 0;
+  uint64_t rng = 0x9e3779b97f4a7c15ull * (uint64_t)(r->seed + 1); /* --ties random */
   int64_t t0;
   int rc = -1;
 
@@ -306,12 +336,13 @@ static int run(const struct fgd_data *d, struct replay *r) {
   policy.node_policy = r->policy == FGD_SPREAD ? GS_PLACE_SPREAD
                        : r->policy == FGD_BINPACK ? GS_PLACE_BINPACK
                                                   : GS_PLACE_FRAG;
-  policy.frag_aware = r->policy == FGD_FRAG || r->policy == FGD_FRAG_FINE;
+  policy.frag_aware = r->policy != FGD_BINPACK && r->policy != FGD_SPREAD;
   gs_frag_dist_init(&dist);
   gs_frag_table_build(&table, &dist);
   memset(r->at, 0, sizeof r->at);
   r->placed = r->failed = 0;
-  if (l == NULL || nodes == NULL || names == NULL || views == NULL)
+  if (l == NULL || nodes == NULL || names == NULL || views == NULL || raw == NULL ||
+      ok == NULL || choices == NULL)
     goto out;
   memcpy(nodes, d->nodes, d->nnodes * sizeof *nodes);
   for (size_t i = 0; i < d->nnodes; i++) {
@@ -324,7 +355,7 @@ static int run(const struct fgd_data *d, struct replay *r) {
     spec.gpu_count = nodes[i].gpus;
     spec.gpu_mem_units = (uint64_t)nodes[i].gpus * FGD_MILLI;
     if (gs_ledger_node_upsert(l, &spec) != GS_EOK ||
-        gs_ledger_node_set_host(l, spec.name, &host) != GS_EOK) {
+        (host_view && gs_ledger_node_set_host(l, spec.name, &host) != GS_EOK)) {
       fprintf(stderr, "gpushare-bench: node %s refused (duplicate name?)\n", nodes[i].name);
       goto out;
     }
@@ -337,7 +368,7 @@ static int run(const struct fgd_data *d, struct replay *r) {
     struct gs_place_pod prep;
     struct gs_choice best_choice, choice;
     int64_t best_score = INT64_MIN, s;
-    size_t best = SIZE_MAX;
+    size_t best = SIZE_MAX, ties = 0;
     double a;
 
     memset(&req, 0, sizeof req);
@@ -360,20 +391,56 @@ static int run(const struct fgd_data *d, struct replay *r) {
       }
     }
     gs_ledger_nodes_get(l, names, d->nnodes, views);
+    /* Every node's own score first: frag-norm spreads them over 0..max
+     * per pod (min-max over the nodes that fit) before they are combined. */
+    {
+      int64_t lo = INT64_MAX, hi = INT64_MIN;
+      bool ext = r->scoring == FGD_SCORING_KUBE || r->scoring == FGD_SCORING_PACKING;
+      for (size_t j = 0; j < d->nnodes; j++) {
+        const struct fgd_node *n = &nodes[j];
+        ok[j] = n->cpu_used + p->cpu <= n->cpu && n->mem_used + p->mem <= n->mem && /* Fit */
+                score_node(r, views[j], p->ngpu ? &prep : NULL, &req, &table, &policy,
+                           &choices[j], &raw[j]);
+        if (ok[j]) {
+          lo = raw[j] < lo ? raw[j] : lo;
+          hi = raw[j] > hi ? raw[j] : hi;
+        }
+      }
+      if (r->policy == FGD_FRAG_NORM || r->policy == FGD_FRAG_NORM100) {
+        int64_t max = ext ? 10 : GS_SCORE_MAX;
+        for (size_t j = 0; j < d->nnodes; j++)
+          if (ok[j])
+            raw[j] = hi == lo ? max : ((raw[j] - lo) * max * 2 + (hi - lo)) / (2 * (hi - lo));
+      }
+    }
     for (size_t j = 0; j < d->nnodes; j++) {
       const struct fgd_node *n = &nodes[j];
-      if (n->cpu_used + p->cpu > n->cpu || n->mem_used + p->mem > n->mem)
-        continue; /* NodeResourcesFit */
-      if (!score_node(r, views[j], p->ngpu ? &prep : NULL, &req, &table, &policy, &choice, &s))
+      if (!ok[j])
         continue;
+      s = raw[j];
+      choice = choices[j];
       if (r->scoring == FGD_SCORING_KUBE)
         s = kube_default_score(n, p) + (p->ngpu ? s * 10 * FGD_KUBE_WEIGHT : 0);
+      else if (r->scoring == FGD_SCORING_PACKING)
+        s = kube_default_score(n, p) + s * 10 * FGD_KUBE_WEIGHT;
       else if (r->scoring == FGD_SCORING_PLUGIN)
         s = kube_default_score(n, p) + s * FGD_KUBE_WEIGHT; /* s in 0..100 */
       if (s > best_score) { /* ties: the first node in the seed's order */
         best_score = s;
         best = j;
         best_choice = choice;
+        ties = 1;
+      } else if (s == best_score &&
+                 (ties_random == 1 || (ties_random < 0 && r->scoring != FGD_SCORING_PAPER))) {
+        /* kube-scheduler's selectHost: each of the k best kept with
+         * probability 1/k (reservoir sampling) */
+        rng ^= rng << 13;
+        rng ^= rng >> 7;
+        rng ^= rng << 17;
+        if (rng % ++ties == 0) {
+          best = j;
+          best_choice = choice;
+        }
       }
     }
     if (best == SIZE_MAX) {
@@ -396,7 +463,7 @@ static int run(const struct fgd_data *d, struct replay *r) {
     }
     nodes[best].cpu_used += p->cpu;
     nodes[best].mem_used += p->mem;
-    {
+    if (host_view) {
       struct gs_host host = {nodes[best].cpu, nodes[best].mem, nodes[best].cpu_used,
                              nodes[best].mem_used};
       if (gs_ledger_node_set_host(l, nodes[best].name, &host) != GS_EOK)
@@ -416,6 +483,9 @@ out:
   free(nodes);
   free(names);
   free(views);
+  free(raw);
+  free(ok);
+  free(choices);
   return rc;
 }
 
@@ -497,7 +567,8 @@ static void usage(void) {
   fprintf(stderr,
           "usage: gpushare-bench pack --protocol fgd [--dir DIR] [--seeds 42-51|42,43,...]\n"
           "       [--policy binpack,spread,frag,frag-fine] [--scoring paper,kube] [--step 10]\n"
-          "       [--curve] [--workload default|NAME]\n"
+          "       [--curve] [--workload default|NAME] [--ties first|random]\n"
+          "       [--host-view on|off]   (--scoring also packing)\n"
           "  --workload NAME: seq_NAME_sNN.csv and nodes_NAME_sNN.csv in DIR\n"
           "                   (tools/bench/fgd-workloads.sh makes them)\n");
 }
@@ -546,7 +617,7 @@ int bench_pack_fgd(int argc, char **argv) {
   char policies[128] = "binpack,spread,frag,frag-fine", scorings[64] = "paper,kube,plugin";
   int seeds[FGD_SEEDS_MAX], nseeds = parse_seeds("42-51", seeds), step = 10;
   bool curve = false;
-  static struct result results[FGD_POLICIES_MAX * 3];
+  static struct result results[FGD_POLICIES_MAX * 4];
   static struct published pub[FGD_PUBLISHED_MAX];
   static struct bench_table runs, med;
   static const char *const run_cols[] = {"policy", "scoring", "seed", "alloc % at 100",
@@ -589,6 +660,12 @@ int bench_pack_fgd(int argc, char **argv) {
       snprintf(policies, sizeof policies, "%s", v);
     else if (strcmp(argv[i], "--scoring") == 0)
       snprintf(scorings, sizeof scorings, "%s", v);
+    else if (strcmp(argv[i], "--ties") == 0 &&
+             (strcmp(v, "first") == 0 || strcmp(v, "random") == 0))
+      ties_random = strcmp(v, "random") == 0 ? 1 : 0;
+    else if (strcmp(argv[i], "--host-view") == 0 &&
+             (strcmp(v, "on") == 0 || strcmp(v, "off") == 0))
+      host_view = strcmp(v, "on") == 0;
     else if (strcmp(argv[i], "--step") == 0)
       step = (int)bench_parse_u64(v, "--step", 10, FGD_X_MAX);
     else {
@@ -608,8 +685,10 @@ int bench_pack_fgd(int argc, char **argv) {
         scoring = FGD_SCORING_KUBE;
       else if (strcmp(sc, "plugin") == 0)
         scoring = FGD_SCORING_PLUGIN;
+      else if (strcmp(sc, "packing") == 0)
+        scoring = FGD_SCORING_PACKING;
       else {
-        fprintf(stderr, "gpushare-bench: unknown --scoring %s: accepted paper, kube, plugin\n",
+        fprintf(stderr, "gpushare-bench: unknown --scoring %s: accepted paper, kube, plugin, packing\n",
                 sc);
         return 2;
       }
@@ -621,10 +700,10 @@ int bench_pack_fgd(int argc, char **argv) {
             break;
         if (k == sizeof policy_names / sizeof *policy_names) {
           fprintf(stderr, "gpushare-bench: unknown policy %s: accepted binpack, spread, frag, "
-                          "frag-fine\n", pn);
+                          "frag-fine, frag-norm, frag-norm100\n", pn);
           return 2;
         }
-        if (nres == FGD_POLICIES_MAX * 3)
+        if (nres == FGD_POLICIES_MAX * 4)
           break;
         results[nres].policy = (enum fgd_policy)k;
         results[nres].scoring = scoring;
@@ -644,7 +723,8 @@ int bench_pack_fgd(int argc, char **argv) {
                  workload, seeds[s], d.nnodes, (unsigned long long)(d.cap_milli / FGD_MILLI),
                  d.npods);
     for (int k = 0; k < nres; k++) {
-      struct replay r = {.policy = results[k].policy, .scoring = results[k].scoring};
+      struct replay r = {.policy = results[k].policy, .scoring = results[k].scoring,
+                         .seed = seeds[s]};
       if (run(&d, &r) != 0) {
         unload(&d);
         return 1;

@@ -13,6 +13,10 @@ until every pod is bound. Two modes, same everything else:
             client (default 50 requests/s, burst 100) posts every Binding in
             plain mode, but the extender posts them in extender mode
   extender  deploy/scheduler's configuration as shipped, gpushare-extender wired in
+  extender-packing
+            deploy/scheduler/kube-scheduler-config-packing.yaml: every pod goes
+            to the extender (with --cpu-pods: what that stanza costs per
+            CPU-only pod, against extender, where they never reach it)
   plugin    gpushare-scheduler (kube-scheduler + the in-process plugin) with
             deploy/scheduler/gpushare-scheduler-config.yaml, no extender
             (docs/plugin.md); built by plugins/scheduler/build.sh
@@ -45,6 +49,10 @@ so the extender's share of an attempt. Figures go to docs/benchmarks.md.
 plane and the harness the others: on a machine of two vCPUs the scheduler's
 own cost per pod is then measured beside, not mixed with, the apiserver's
 and etcd's (its Go runtime sees one CPU: GOMAXPROCS 1).
+
+--cpu-pods makes the pods ask 1 CPU and 1 GiB and no GPU; --node-policy
+sets the ConfigMap's nodePolicy (frag scores CPU-only pods; binpack does
+not).
 
   python3 tools/bench/realk8s.py [--nodes 500,5000] [--pods 1000] [--modes plain,extender] [--pin]
 """
@@ -207,7 +215,15 @@ def on_cpus(cpus):
         os.sched_setaffinity(0, before)
 
 
-def run(mode, nodes, pods, workdir, pprof=None, dump=None, pprof_window=(0, 5), pin=None):
+def cpu_pod(name):
+    """A pod asking 1 CPU and 1 GiB and no GPU."""
+    p = kcluster.gpu_pod(name)
+    p["spec"]["containers"][0]["resources"] = {"requests": {"cpu": "1", "memory": "1Gi"}}
+    return p
+
+
+def run(mode, nodes, pods, workdir, pprof=None, dump=None, pprof_window=(0, 5), pin=None,
+        cpu_pods=False, node_policy=None):
     """One mode's run; pprof_window: the CPU profile's start (seconds after
     kube-scheduler starts) and length. pin (a list of CPUs, or None):
     kube-scheduler alone on the last, everything else (etcd, kube-apiserver,
@@ -226,6 +242,15 @@ def run(mode, nodes, pods, workdir, pprof=None, dump=None, pprof_window=(0, 5), 
         if mode.endswith("-batch"):
             kcluster.no_default_spread(c, "default-scheduler")
         cfg = os.path.join(workdir, "plain-scheduler.yaml")
+        with open(cfg, "w") as f:
+            yaml.safe_dump(c, f)
+    if mode == "extender-packing":
+        with open(os.path.join(kcluster.SOURCE, "deploy", "scheduler",
+                               "kube-scheduler-config-packing.yaml")) as f:
+            c = yaml.safe_load(f)
+        c["clientConnection"]["qps"] = 1000
+        c["clientConnection"]["burst"] = 1000
+        cfg = os.path.join(workdir, "packing-scheduler.yaml")
         with open(cfg, "w") as f:
             yaml.safe_dump(c, f)
     kw = {}
@@ -258,16 +283,18 @@ def run(mode, nodes, pods, workdir, pprof=None, dump=None, pprof_window=(0, 5), 
         k = cp.admin
         k.apply({"apiVersion": "v1", "kind": "ConfigMap",
                  "metadata": {"name": "gpushare-config", "namespace": "kube-system"},
-                 "data": {"gpuMemoryUnit": "1GiB"}})
+                 "data": dict({"gpuMemoryUnit": "1GiB"},
+                              **({"nodePolicy": node_policy} if node_policy else {}))})
         t = time.time()
         with concurrent.futures.ThreadPoolExecutor(8) as ex:
             list(ex.map(lambda i: cp.add_node(f"gpu-{i:05d}", labels={"ack.node.gpu.schedule": "share"},
                                               capacity=kcluster.gpu_node_capacity(8, 8 * 16)),
                         range(nodes)))
-            list(ex.map(lambda i: k.create(kcluster.gpu_pod(f"p-{i:05d}", units=4)), range(pods)))
+            list(ex.map(lambda i: k.create(cpu_pod(f"p-{i:05d}") if cpu_pods
+                                           else kcluster.gpu_pod(f"p-{i:05d}", units=4)), range(pods)))
         setup_s = time.time() - t
         ext = None
-        if mode == "extender":
+        if mode.startswith("extender"):
             ext = kcluster.Extender(cp, args=("--log-level", "warn")).wait_ready(timeout=300)
         watch = Bindings(cp, k, pods)
         watch.start()
@@ -379,6 +406,8 @@ def main():
     ap.add_argument("--pods", type=int, default=1000)
     ap.add_argument("--modes", default="plain,plain-unthrottled,extender,plugin")
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--cpu-pods", action="store_true", help="pods ask 1 CPU and 1 GiB, no GPU")
+    ap.add_argument("--node-policy", help="the ConfigMap's nodePolicy (binpack, spread, frag)")
     ap.add_argument("--pprof", metavar="PREFIX",
                     help="save kube-scheduler's CPU profile (--pprof-window) to PREFIX-MODE-NODES.pprof"
                          " and its allocations over the run to PREFIX-MODE-NODES.allocs.pprof;"
@@ -402,7 +431,8 @@ def main():
         for mode in a.modes.split(","):
             with tempfile.TemporaryDirectory(prefix="gs-bench-k8s-") as d:
                 with on_cpus(pin[:-1] if pin else None):
-                    r = run(mode, n, a.pods, d, a.pprof, a.dump, window, pin)
+                    r = run(mode, n, a.pods, d, a.pprof, a.dump, window, pin, a.cpu_pods,
+                            a.node_policy)
             results.append(r)
             row[mode] = r
             if a.json:
@@ -411,7 +441,8 @@ def main():
             print(f"{n:6d} nodes {mode:17s} {r['pods']} pods in {r['seconds']:7.2f} s = {r['pods_per_s']:7.1f} pods/s"
                   f"  attempt mean {r['attempt_mean_ms']} ms"
                   + (f"  extender filter+prioritize {r['extender_filter_prioritize_mean_ms']} ms,"
-                     f" bind {r['extender_bind_mean_ms']} ms" if mode == "extender" else ""), flush=True)
+                     f" bind {r['extender_bind_mean_ms']} ms" if mode.startswith("extender") else ""),
+                  flush=True)
         for pm, base in (("plugin", "plain"), ("plugin-unthrottled", "plain-unthrottled"),
                          ("plugin-batch", "plain-batch"),
                          ("plain-gsbin-unthrottled", "plain-unthrottled"),
@@ -432,8 +463,17 @@ def main():
                 if base in row:
                     print(f"{n:6d} nodes ratio extender/{base} = "
                           f"{e['pods_per_s'] / row[base]['pods_per_s']:.2f}", flush=True)
-            print(f"{n:6d} nodes extender share of an attempt = "
-                  f"{e['extender_filter_prioritize_mean_ms'] / e['attempt_mean_ms']:.1%}", flush=True)
+            if e["extender_filter_prioritize_mean_ms"] and e["attempt_mean_ms"]:
+                print(f"{n:6d} nodes extender share of an attempt = "
+                      f"{e['extender_filter_prioritize_mean_ms'] / e['attempt_mean_ms']:.1%}", flush=True)
+        if "extender-packing" in row and "extender" in row:
+            p, e = row["extender-packing"], row["extender"]
+            print(f"{n:6d} nodes packing stanza: attempt mean {p['attempt_mean_ms']} ms against"
+                  f" {e['attempt_mean_ms']} ms (+{p['attempt_mean_ms'] - e['attempt_mean_ms']:.3f} ms a pod),"
+                  f" pods/s {p['pods_per_s']} against {e['pods_per_s']}; kube-scheduler CPU per pod"
+                  f" {p['cpu_ms_per_pod'].get('kube-scheduler')} / {e['cpu_ms_per_pod'].get('kube-scheduler')} ms,"
+                  f" extender {p['cpu_ms_per_pod'].get(next((k for k in p['cpu_ms_per_pod'] if k.startswith('gpushare-extender')), ''))} ms",
+                  flush=True)
     return 0
 
 
