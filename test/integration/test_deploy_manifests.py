@@ -1374,6 +1374,11 @@ class NodeAgentTest(unittest.TestCase):
         main = node_go("cmd", "gpushare-node", "main.go")
         self.assertIn('fs.Bool("dra", false,', main)  # off unless the patch is applied
         self.assertIn('fs.String("cdi-dir",', main)
+        binary = os.path.join(BUILD, "k8s", "bin", "gpushare-node")
+        if os.access(binary, os.X_OK):  # plugins/node/build.sh: the built binary's own flags
+            r = subprocess.run([binary, "--help"], capture_output=True, text=True, timeout=60)
+            for a in c["args"]:
+                self.assertRegex(r.stdout + r.stderr, rf"(?m)^\s+-{a[2:].split('=', 1)[0]}(?: |$)", a)
         args = dict(a[2:].split("=", 1) for a in c["args"] if "=" in a)
         root = args["kubelet-root-dir"]
         driver = re.search(r'#define GS_AGENT_DRA_DRIVER "([^"]+)"', read("src", "agent", "agent.h"))
