@@ -1373,6 +1373,63 @@ class NodeAgentTest(unittest.TestCase):
                                ("get", "list", "watch", "create", "update", "delete")} |
                          {("resourceclaims", "get")})
 
+    def test_dra_patch_is_the_binarys_flags_and_the_kubelets_paths(self):
+        """daemonset-dra.yaml, the commented patch of kustomization.yaml
+        uncommented: the plain args plus --dra and --cdi-dir, flags of the
+        binary; the plugin's socket directory, the registry and the CDI
+        directory mounted at the paths dra.go uses, the host's own."""
+        text = read("deploy", "node", "kustomization.yaml")
+        self.assertIn("# patches:\n# - path: daemonset-dra.yaml\n", text)
+        with tempfile.TemporaryDirectory() as tmp:
+            copy = os.path.join(tmp, "node")
+            shutil.copytree(NODE_DEPLOY, copy)
+            with open(os.path.join(copy, "kustomization.yaml"), "w") as f:
+                f.write(text.replace("# patches:\n# - path: daemonset-dra",
+                                     "patches:\n- path: daemonset-dra"))
+            built = KustomizationTest.kustomize(self, copy)
+        ds = [d for d in built if d["kind"] == "DaemonSet"][0]
+        spec = ds["spec"]["template"]["spec"]
+        c = spec["containers"][0]
+        plain = self.container()["args"]
+        self.assertEqual(c["args"][:len(plain)], plain, "the DRA args must keep every plain arg")
+        extra = c["args"][len(plain):]
+        self.assertEqual([a.split("=", 1)[0] for a in extra], ["--dra", "--cdi-dir"])
+        main = node_go("cmd", "gpushare-node", "main.go")
+        self.assertIn('fs.Bool("dra", false,', main)  # off unless the patch is applied
+        self.assertIn('fs.String("cdi-dir",', main)
+        binary = os.path.join(BUILD, "k8s", "bin", "gpushare-node")
+        if os.access(binary, os.X_OK):  # plugins/node/build.sh: the built binary's own flags
+            r = subprocess.run([binary, "--help"], capture_output=True, text=True, timeout=60)
+            for a in c["args"]:
+                self.assertRegex(r.stdout + r.stderr, rf"(?m)^\s+-{a[2:].split('=', 1)[0]}(?: |$)", a)
+        args = dict(a[2:].split("=", 1) for a in c["args"] if "=" in a)
+        root = args["kubelet-root-dir"]
+        driver = re.search(r'#define GS_AGENT_DRA_DRIVER "([^"]+)"', read("src", "agent", "agent.h"))
+        dra_go = node_go("nodeagent", "dra.go")
+        self.assertIn('filepath.Join(a.o.RootDir, "plugins", cagent.DRADriver)', dra_go)
+        self.assertIn('filepath.Join(a.o.RootDir, "plugins_registry")', dra_go)
+        self.assertIn("a.o.DRA.CDIDir", dra_go)
+        mounts = {m["mountPath"]: m for m in c["volumeMounts"]}
+        vols = {v["name"]: v for v in spec["volumes"]}
+        for path in (f"{root}/plugins/{driver.group(1)}", f"{root}/plugins_registry",
+                     args["cdi-dir"]):
+            with self.subTest(path=path):
+                self.assertIn(path, mounts)
+                self.assertFalse(mounts[path].get("readOnly", False))
+                # the kubelet dials the socket paths the plugin registers: the host's
+                self.assertEqual(vols[mounts[path]["name"]]["hostPath"]["path"], path)
+        self.assertEqual(args["cdi-dir"], "/var/run/cdi")  # knode's and containerd's default
+        # the plain mounts kept
+        self.assertLessEqual({m["mountPath"] for m in self.container()["volumeMounts"]}, set(mounts))
+
+    def test_dra_is_off_as_shipped(self):
+        args = self.container()["args"]
+        self.assertFalse([a for a in args if a.startswith(("--dra", "--cdi-dir"))], args)
+        root = dict(a[2:].split("=", 1) for a in args)["kubelet-root-dir"]
+        mounts = {m["mountPath"] for m in self.container()["volumeMounts"]}
+        self.assertFalse([m for m in mounts if m.startswith((root + "/plugins", "/var/run/cdi"))],
+                         mounts)
+
     def test_image_tag_is_the_project_version(self):
         k = load_all(os.path.join(NODE_DEPLOY, "kustomization.yaml"))[0]
         image = self.container()["image"]

@@ -24,6 +24,7 @@ import subprocess
 import tempfile
 import unittest
 
+import dracase
 import kbase
 import kgpunode
 import kimages
@@ -33,13 +34,6 @@ from kcluster import BUILD, SOURCE, ControlPlane, k8s_bin_dir, wait_for
 NODE = "gpu-dra-a"
 DRIVER = "gpu.gpushare.io"
 GIB = 1 << 30
-# as deploy/dra/deviceclass.yaml (docs/dra.md) selects gpushare's GPUs
-DEVICE_CLASS = {
-    "apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": "gpushare.io"},
-    "spec": {"selectors": [{"cel": {"expression":
-        'device.driver == "gpu.gpushare.io" && "gpushare.io" in device.attributes && '
-        '"index" in device.attributes["gpushare.io"]'}}]}}
-
 
 
 def _first(env, *paths):
@@ -85,12 +79,12 @@ def slices():
 
 
 def create_claim(name, mem, node_name=None):
-    cp.admin.apply(DEVICE_CLASS)
+    cp.admin.apply(dracase.device_class())  # the shipped deploy/dra/deviceclass.yaml
     cp.admin.create({
         "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
         "metadata": {"name": name, "namespace": "default"},
         "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {
-            "deviceClassName": "gpushare.io", "capacity": {"requests": {"memory": mem}}}}]}}})
+            "deviceClassName": dracase.CLASS, "capacity": {"requests": {"memory": mem}}}}]}}})
     pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": "default"},
            "spec": {"restartPolicy": "Never", "terminationGracePeriodSeconds": 0,
                     "resourceClaims": [{"name": "gpu", "resourceClaimName": name}],
