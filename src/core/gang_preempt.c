@@ -10,14 +10,19 @@
 #include <gpushare/alloc.h>
 #include <gpushare/gang_preempt.h>
 
+#include "preempt_int.h"
+
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+/* What a choice costs: the highest priority it evicts, then how many pods,
+ * then (memory-shared gangs; 0 for whole GPUs) how many MiB. */
 struct cost {
   int32_t maxprio; /* INT32_MIN: free already */
   uint32_t count;
+  uint64_t mib;
 };
 
 static int cost_cmp(const struct cost *a, const struct cost *b) {
@@ -25,18 +30,9 @@ static int cost_cmp(const struct cost *a, const struct cost *b) {
     return a->maxprio < b->maxprio ? -1 : 1;
   if (a->count != b->count)
     return a->count < b->count ? -1 : 1;
+  if (a->mib != b->mib)
+    return a->mib < b->mib ? -1 : 1;
   return 0;
-}
-
-static bool touches(const struct gs_alloc *a, uint32_t g, uint64_t *ret_mib) {
-  bool t = false;
-  *ret_mib = 0;
-  for (uint32_t i = 0; i < a->nparts; i++)
-    if (a->parts[i].gpu == g) {
-      *ret_mib += gs_alloc_part_mib(a, &a->parts[i]);
-      t = true;
-    }
-  return t;
 }
 
 /* The candidates of each node: ix->order[ix->lo[i] .. ix->hi[i]) are the
@@ -107,14 +103,14 @@ static bool gpu_cost(const struct gs_node *node, uint32_t g, const struct gs_pre
   const struct gs_gpu *gpu = &node->gpus[g];
   uint64_t cand_mib = 0;
   bool owner_is_cand = gpu->owner == NULL;
-  struct cost c = {INT32_MIN, 0};
+  struct cost c = {INT32_MIN, 0, 0};
   if (!gpu->healthy)
     return false;
   for (size_t j = 0; j < nown; j++) {
     size_t i = own[j];
     const struct gs_alloc *a = cands[i].alloc;
     uint64_t mib;
-    if (!touches(a, g, &mib))
+    if (!gs__preempt_touches(a, g, &mib))
       continue;
     cand_mib += mib;
     owner_is_cand = owner_is_cand || gpu->owner == a;
@@ -139,7 +135,7 @@ static bool node_cost(const struct gs_node *node, uint64_t taken, uint32_t k,
                       uint32_t *ret_usable) {
   struct cost costs[GS_MAX_GPUS];
   uint32_t idx[GS_MAX_GPUS], n = 0;
-  struct cost total = {INT32_MIN, 0};
+  struct cost total = {INT32_MIN, 0, 0};
   uint64_t set = 0;
   for (uint32_t g = 0; g < node->ngpus && g < GS_MAX_GPUS; g++) {
     if (taken & (UINT64_C(1) << g))
@@ -192,7 +188,7 @@ enum gs_err gs_gang_preempt_pick(const struct gs_node *const *nodes, size_t nnod
   for (; done < slots; done++) {
     size_t best = nnodes;
     uint64_t best_set = 0;
-    struct cost best_cost = {0, 0};
+    struct cost best_cost = {0, 0, 0};
     uint32_t best_usable = 0;
     for (size_t i = 0; i < nnodes; i++) {
       uint64_t set;
@@ -221,7 +217,7 @@ enum gs_err gs_gang_preempt_pick(const struct gs_node *const *nodes, size_t nnod
       if (out[c])
         continue;
       for (uint32_t g = 0; g < GS_MAX_GPUS && !out[c]; g++)
-        if ((best_set & (UINT64_C(1) << g)) && touches(cands[c].alloc, g, &mib))
+        if ((best_set & (UINT64_C(1) << g)) && gs__preempt_touches(cands[c].alloc, g, &mib))
           out[c] = true;
     }
   }
@@ -245,22 +241,6 @@ done:
 
 /* ---- memory-shared gangs ------------------------------------------------- */
 
-struct mem_cost {
-  int32_t maxprio;
-  uint32_t count;
-  uint64_t mib;
-};
-
-static int mem_cost_cmp(const struct mem_cost *a, const struct mem_cost *b) {
-  if (a->maxprio != b->maxprio)
-    return a->maxprio < b->maxprio ? -1 : 1;
-  if (a->count != b->count)
-    return a->count < b->count ? -1 : 1;
-  if (a->mib != b->mib)
-    return a->mib < b->mib ? -1 : 1;
-  return 0;
-}
-
 /* node as the choices so far leave it, in view (its GPUs in gpus): the
  * victims out gone, the slots placed on it (placed[g] MiB and pods[g] on
  * GPU g) added. */
@@ -276,7 +256,7 @@ static void node_after(const struct gs_node *node, const struct gs_preempt_candi
     for (size_t j = 0; j < nown; j++) {
       size_t i = own[j];
       uint64_t mib;
-      if (!out[i] || !touches(cands[i].alloc, g, &mib))
+      if (!out[i] || !gs__preempt_touches(cands[i].alloc, g, &mib))
         continue;
       gpus[g].used_mib = gpus[g].used_mib > mib ? gpus[g].used_mib - mib : 0;
       gpus[g].npods -= gpus[g].npods > 0;
@@ -318,12 +298,12 @@ enum gs_err gs_gang_preempt_pick_mem(const struct gs_node *const *nodes, size_t 
   }
   for (; done < slots; done++) {
     size_t best = nnodes;
-    struct mem_cost best_cost = {0, 0, 0};
+    struct cost best_cost = {0, 0, 0};
     for (size_t i = 0; i < nnodes; i++) {
       struct gs_gpu gpus[GS_MAX_GPUS];
       struct gs_node view;
       struct gs_status nst;
-      struct mem_cost c = {INT32_MIN, 0, 0};
+      struct cost c = {INT32_MIN, 0, 0};
       size_t nl = 0, nv = 0;
       if (nodes[i] == NULL || !gs_mode_is_memory(nodes[i]->mode))
         continue;
@@ -344,7 +324,7 @@ enum gs_err gs_gang_preempt_pick_mem(const struct gs_node *const *nodes, size_t 
         for (uint32_t p = 0; p < a->nparts; p++)
           c.mib += gs_alloc_part_mib(a, &a->parts[p]);
       }
-      if (best == nnodes || mem_cost_cmp(&c, &best_cost) < 0) {
+      if (best == nnodes || cost_cmp(&c, &best_cost) < 0) {
         best = i;
         best_cost = c;
       }

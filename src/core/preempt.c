@@ -17,6 +17,8 @@
 #include <gpushare/alloc.h>
 #include <gpushare/preempt.h>
 
+#include "preempt_int.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,18 +44,6 @@ static int cost_cmp(const struct cost *a, const struct cost *b) {
   return 0;
 }
 
-/* MiB of alloc on GPU g, and whether it touches g at all. */
-static uint64_t share_on(const struct gs_alloc *a, uint32_t g, bool *touches) {
-  uint64_t mib = 0;
-  *touches = false;
-  for (uint32_t i = 0; i < a->nparts; i++)
-    if (a->parts[i].gpu == g) {
-      mib += gs_alloc_part_mib(a, &a->parts[i]);
-      *touches = true;
-    }
-  return mib;
-}
-
 /* Does the pod fit on node once the candidates marked in out are gone? */
 static bool fits_after(const struct gs_node *node, const struct gs_place_pod *pod, uint32_t cap,
                        const struct gs_preempt_candidate *cands, size_t n, const bool *out) {
@@ -70,7 +60,7 @@ static bool fits_after(const struct gs_node *node, const struct gs_place_pod *po
       uint64_t mib;
       if (!out[i])
         continue;
-      mib = share_on(cands[i].alloc, g, &touches);
+      touches = gs__preempt_touches(cands[i].alloc, g, &mib);
       freed += mib;
       gone += touches;
       owner_gone = owner_gone || gpu->owner == cands[i].alloc;
@@ -170,7 +160,7 @@ static struct cost best_on_gpu(const struct gs_node *node, uint32_t g,
     uint64_t mib;
     if (!pre[i])
       continue;
-    mib = share_on(cands[i].alloc, g, &touches);
+    touches = gs__preempt_touches(cands[i].alloc, g, &mib);
     used = used > mib ? used - mib : 0;
     npods -= touches && npods > 0;
   }
@@ -191,7 +181,7 @@ static struct cost best_on_gpu(const struct gs_node *node, uint32_t g,
     uint64_t mib;
     if (!allowed[i] || pre[i])
       continue;
-    mib = share_on(cands[i].alloc, g, &touches);
+    touches = gs__preempt_touches(cands[i].alloc, g, &mib);
     if (!touches)
       continue;
     items[m++] = (struct item){(uint32_t)i, mib, cands[i].alloc->priority};
@@ -245,7 +235,8 @@ static struct cost clear_gpu(const struct gs_node *node, uint32_t g,
     return (struct cost){false, 0, 0, 0};
   for (size_t i = 0; i < n; i++) {
     bool touches;
-    uint64_t mib = share_on(cands[i].alloc, g, &touches);
+    uint64_t mib;
+    touches = gs__preempt_touches(cands[i].alloc, g, &mib);
     if (!touches || !(allowed[i] || pre[i]))
       continue;
     gone++;
