@@ -134,6 +134,16 @@ func where(d *C.struct_gs_diag) string {
 	return ""
 }
 
+// refusal is C's answer rc with text: ErrNotFound for GS_ENOTFOUND, else
+// ErrRefused.
+func refusal(rc C.enum_gs_err, text string) *Refusal {
+	kind := ErrRefused
+	if rc == C.GS_ENOTFOUND {
+		kind = ErrNotFound
+	}
+	return &Refusal{kind: kind, Text: text}
+}
+
 func take(s *C.char) (string, bool) {
 	if s == nil {
 		return "", false
@@ -254,11 +264,7 @@ func Allocate(c Config, inv *Inventory, node, resource string, n uint64, podsJSO
 	rc := C.gs_agent_allocate(&cc, inv.c, cn, cr, C.uint64_t(n), (*C.char)(cp),
 		C.size_t(len(podsJSON)), C.int64_t(nowNs), &out, &diag)
 	if rc != C.GS_EOK {
-		kind := ErrRefused
-		if rc == C.GS_ENOTFOUND {
-			kind = ErrNotFound
-		}
-		return nil, &Refusal{kind: kind, Text: C.GoString(&diag.text[0])}
+		return nil, refusal(rc, C.GoString(&diag.text[0]))
 	}
 	s, _ := take(out)
 	var a Answer

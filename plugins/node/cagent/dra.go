@@ -72,11 +72,7 @@ func DRAPrepare(c Config, inv *Inventory, node string, claimJSON []byte) (*DRAPr
 	var out *C.char
 	rc := C.gs_agent_dra_prepare(&cc, inv.c, cn, (*C.char)(cp), C.size_t(len(claimJSON)), &out, &diag)
 	if rc != C.GS_EOK {
-		kind := ErrRefused
-		if rc == C.GS_ENOTFOUND {
-			kind = ErrNotFound
-		}
-		return nil, &Refusal{kind: kind, Text: where(&diag) + C.GoString(&diag.text[0])}
+		return nil, refusal(rc, where(&diag)+C.GoString(&diag.text[0]))
 	}
 	s, _ := take(out)
 	var p DRAPrepared
