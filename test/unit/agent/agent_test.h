@@ -15,6 +15,18 @@
 #define UUID0 "GPU-00000000-0000-0000-0000-000000000000"
 #define UUID1 "GPU-11111111-1111-1111-1111-111111111111"
 
+/* A node agent's config: unit MiB units, mode (MPS: pipes in
+ * /var/run/nvidia/mps). */
+static inline struct gs_agent_config cfg_of(uint32_t unit, enum gs_mode mode) {
+  struct gs_agent_config c;
+  memset(&c, 0, sizeof c);
+  c.unit_mib = unit;
+  c.mode = mode;
+  if (mode == GS_MODE_MPS)
+    snprintf(c.mps_pipe_dir, sizeof c.mps_pipe_dir, "/var/run/nvidia/mps");
+  return c;
+}
+
 /* Allocate on NODE at NOW over inv and a borrowed pod list; the answer as
  * JSON, or NULL with *ret_err and d (printed when ret_err is NULL). */
 static inline json_t *agent_allocate(const struct gs_agent_config *cfg,

@@ -30,16 +30,6 @@ static struct gs_agent_inventory *inv2(void) {
   return &inv;
 }
 
-static struct gs_agent_config cfg_of(uint32_t unit, enum gs_mode mode) {
-  struct gs_agent_config c;
-  memset(&c, 0, sizeof c);
-  c.unit_mib = unit;
-  c.mode = mode;
-  if (mode == GS_MODE_MPS)
-    snprintf(c.mps_pipe_dir, sizeof c.mps_pipe_dir, "/var/run/nvidia/mps");
-  return c;
-}
-
 /* A pending memory pod on NODE: containers asking units[i] (0: none) and,
  * when v2 != NULL, gpushare's allocation annotations with assume time t. */
 static json_t *pod_of(const char *ns, const char *name, const char *resource,

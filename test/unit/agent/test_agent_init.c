@@ -29,14 +29,6 @@ static struct gs_agent_inventory *inv2(void) {
   return &inv;
 }
 
-static struct gs_agent_config cfg_of(uint32_t unit, enum gs_mode mode) {
-  struct gs_agent_config c;
-  memset(&c, 0, sizeof c);
-  c.unit_mib = unit;
-  c.mode = mode;
-  return c;
-}
-
 /* A pending pod on NODE: init containers and app containers asking
  * resource (inits[i]/apps[i], 0: nothing; names i<k>/c<k>), the allocation
  * annotation alloc (V2 for memory, topology for whole GPUs), unit_mib

@@ -229,16 +229,6 @@ static struct gs_pod_request mem(const char *name, uint64_t gib, int32_t prio) {
   return p;
 }
 
-static void fill_mem(struct gs_sched *s, const char *node, const char *prefix, int32_t prio,
-                     int vip) {
-  fill_with(s, node, prefix, prio, vip, 4, mem, 4);
-}
-
-static struct gs_pod_request mem_gang(struct gs_sched *s, const char *job, uint32_t replicas,
-                                      uint64_t gib) {
-  return gang_with(s, job, replicas, mem, gib);
-}
-
 /* Four 4 GiB members on a GPU full of four 4 GiB pods of priority 10: all
  * four go; with one of them at priority 2000 only three slots can be
  * freed, and none goes. Two nodes, priority 10 and 50: the job of 2 x 8 GiB
@@ -253,9 +243,9 @@ static void test_memory_shared_gangs(void **state) {
   (void)state;
   share_node(s, "s-a");
   share_node(s, "s-b");
-  fill_mem(s, "s-a", "a", 10, -1);
-  fill_mem(s, "s-b", "b", 50, 1);
-  m0 = mem_gang(s, "infer", 4, 4);
+  fill_with(s, "s-a", "a", 10, -1, 4, mem, 4);
+  fill_with(s, "s-b", "b", 50, 1, 4, mem, 4);
+  m0 = gang_with(s, "infer", 4, mem, 4);
   assert_int_equal(gs_sched_preempt_gang(s, &m0, share, 1, &v, &n, &first, &st), GS_EOK);
   assert_int_equal(n, 4);
   assert_int_equal(first, 0);
@@ -267,7 +257,7 @@ static void test_memory_shared_gangs(void **state) {
   assert_null(v);
   assert_string_equal(st.reason, "gang preemption: only 3 of 4 replicas (4096 MiB on 1 GPU each) "
                                  "can be freed by evicting lower-priority pods; none is evicted");
-  m0 = mem_gang(s, "pair", 2, 8);
+  m0 = gang_with(s, "pair", 2, mem, 8);
   assert_int_equal(gs_sched_preempt_gang(s, &m0, share, 2, &v, &n, &first, &st), GS_EOK);
   assert_int_equal(n, 4);
   assert_int_equal(first, 0);
