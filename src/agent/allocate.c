@@ -5,6 +5,7 @@
  * assume time first), with a total order so the answer never depends on
  * the order the pods were listed in. */
 #include "agent.h"
+#include "agent_internal.h"
 
 #include "api.h"
 
@@ -144,10 +145,7 @@ static const char *container_name(const json_t *pod, bool init, uint32_t c) {
   return json_is_string(v) ? json_string_value(v) : "";
 }
 
-/* Appends "<text>" to a comma list in buf. */
-static void list_add(char *buf, size_t cap, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static void list_add(char *buf, size_t cap, const char *fmt, ...) {
+void gs__agent_list_add(char *buf, size_t cap, const char *fmt, ...) {
   size_t off = strlen(buf);
   va_list ap;
   if (off > 0 && off + 1 < cap)
@@ -157,14 +155,14 @@ static void list_add(char *buf, size_t cap, const char *fmt, ...) {
   va_end(ap);
 }
 
-static int set_str(json_t *o, const char *key, const char *value) {
+int gs__agent_set_str(json_t *o, const char *key, const char *value) {
   return json_object_set_new(o, key, json_string(value));
 }
 
-static int set_u64(json_t *o, const char *key, uint64_t v) {
+int gs__agent_set_u64(json_t *o, const char *key, uint64_t v) {
   char s[24];
   snprintf(s, sizeof s, "%" PRIu64, v);
-  return set_str(o, key, s);
+  return gs__agent_set_str(o, key, s);
 }
 
 /* The patch once the last container is served: the pod is assigned. */
@@ -172,9 +170,9 @@ static enum gs_err assigned_patch(const json_t *pod, bool whole, int64_t now_ns,
   char t[24];
   snprintf(t, sizeof t, "%" PRId64, now_ns);
   if (!whole) {
-    return set_str(anns, GS_ANN_LEGACY_ASSIGNED, "true") != 0 ||
-                   set_str(anns, GS_ANN_ASSIGNED, "true") != 0 ||
-                   set_str(anns, GS_AGENT_ANN_ASSIGN_TIME, t) != 0
+    return gs__agent_set_str(anns, GS_ANN_LEGACY_ASSIGNED, "true") != 0 ||
+                   gs__agent_set_str(anns, GS_ANN_ASSIGNED, "true") != 0 ||
+                   gs__agent_set_str(anns, GS_AGENT_ANN_ASSIGN_TIME, t) != 0
                ? GS_ENOMEM
                : GS_EOK;
   }
@@ -189,7 +187,7 @@ static enum gs_err assigned_patch(const json_t *pod, bool whole, int64_t now_ns,
   json_decref(doc);
   if (s == NULL)
     return GS_ENOMEM;
-  int rc = set_str(anns, GS_ANN_TOPO_ALLOCATION, s);
+  int rc = gs__agent_set_str(anns, GS_ANN_TOPO_ALLOCATION, s);
   free(s);
   return rc != 0 ? GS_ENOMEM : GS_EOK;
 }
@@ -343,11 +341,11 @@ static enum gs_err answer(const struct gs_agent_config *cfg, const struct gs_age
     pod_mib += a->parts[i].units * a->unit_mib;
   for (uint32_t i = 0; i < nsh; i++) {
     mine_mib += sh[i].mib;
-    list_add(visible, sizeof visible, "%s", inv->gpu[sh[i].gpu].uuid);
-    list_add(idx, sizeof idx, "%" PRIu32, sh[i].gpu);
-    list_add(limit, sizeof limit, "%" PRIu64, sh[i].mib);
+    gs__agent_list_add(visible, sizeof visible, "%s", inv->gpu[sh[i].gpu].uuid);
+    gs__agent_list_add(idx, sizeof idx, "%" PRIu32, sh[i].gpu);
+    gs__agent_list_add(limit, sizeof limit, "%" PRIu64, sh[i].mib);
     /* the container's own CUDA ordinals: its GPUs in NVIDIA_VISIBLE_DEVICES order */
-    list_add(mps, sizeof mps, "%" PRIu32 "=%" PRIu64 "M", i, sh[i].mib);
+    gs__agent_list_add(mps, sizeof mps, "%" PRIu32 "=%" PRIu64 "M", i, sh[i].mib);
   }
   if (w->init)
     done_init |= UINT64_C(1) << w->container;
@@ -365,24 +363,26 @@ static enum gs_err answer(const struct gs_agent_config *cfg, const struct gs_age
   if (json_object_set_new(out, "pod",
                           json_pack("{ssssss}", "namespace", w->ns, "name", w->name, "uid",
                                     w->uid)) != 0 ||
-      set_str(out, "container", container_name(w->pod, w->init, w->container)) != 0 ||
+      gs__agent_set_str(out, "container", container_name(w->pod, w->init, w->container)) != 0 ||
       json_object_set_new(out, "containerIndex", json_integer(w->container)) != 0 ||
       json_object_set_new(out, "init", json_boolean(w->init)) != 0 ||
-      set_str(envs, GS_AGENT_ENV_VISIBLE, visible) != 0)
+      gs__agent_set_str(envs, GS_AGENT_ENV_VISIBLE, visible) != 0)
     goto out_json;
   if (!whole) {
     /* on cgpu nodes the cap is per GPU (every GPU of the container gets it) */
-    if (set_str(envs, GS_AGENT_ENV_IDX, idx) != 0 ||
-        set_u64(envs, GS_AGENT_ENV_POD, pod_mib / key_mib) != 0 ||
-        set_u64(envs, GS_AGENT_ENV_CONTAINER, (cgpu ? sh[0].mib : mine_mib) / key_mib) != 0 ||
-        set_u64(envs, GS_AGENT_ENV_DEV, inv->gpu[sh[0].gpu].mem_mib / key_mib) != 0 ||
-        set_str(envs, GS_AGENT_ENV_LIMIT, limit) != 0 || set_u64(envs, GS_AGENT_ENV_UNIT, key_mib) != 0)
+    if (gs__agent_set_str(envs, GS_AGENT_ENV_IDX, idx) != 0 ||
+        gs__agent_set_u64(envs, GS_AGENT_ENV_POD, pod_mib / key_mib) != 0 ||
+        gs__agent_set_u64(envs, GS_AGENT_ENV_CONTAINER,
+                          (cgpu ? sh[0].mib : mine_mib) / key_mib) != 0 ||
+        gs__agent_set_u64(envs, GS_AGENT_ENV_DEV, inv->gpu[sh[0].gpu].mem_mib / key_mib) != 0 ||
+        gs__agent_set_str(envs, GS_AGENT_ENV_LIMIT, limit) != 0 ||
+        gs__agent_set_u64(envs, GS_AGENT_ENV_UNIT, key_mib) != 0)
       goto out_json;
-    if (cgpu && set_str(envs, GS_AGENT_ENV_CGPU_VISIBLE, visible) != 0)
+    if (cgpu && gs__agent_set_str(envs, GS_AGENT_ENV_CGPU_VISIBLE, visible) != 0)
       goto out_json;
     if (cfg->mode == GS_MODE_MPS &&
-        (set_str(envs, GS_AGENT_ENV_MPS_LIMIT, mps) != 0 ||
-         set_str(envs, GS_AGENT_ENV_MPS_PIPE, cfg->mps_pipe_dir) != 0 ||
+        (gs__agent_set_str(envs, GS_AGENT_ENV_MPS_LIMIT, mps) != 0 ||
+         gs__agent_set_str(envs, GS_AGENT_ENV_MPS_PIPE, cfg->mps_pipe_dir) != 0 ||
          json_array_append_new(mounts, json_pack("{sssssb}", "hostPath", cfg->mps_pipe_dir,
                                                  "containerPath", cfg->mps_pipe_dir,
                                                  "readOnly", 0)) != 0))
@@ -390,9 +390,10 @@ static enum gs_err answer(const struct gs_agent_config *cfg, const struct gs_age
   }
   for (uint32_t c = 0; c < GS_MAX_CONTAINERS; c++) {
     if ((w->init ? done_init : done) >> c & 1)
-      list_add(served, sizeof served, "%" PRIu32, c);
+      gs__agent_list_add(served, sizeof served, "%" PRIu32, c);
   }
-  if (set_str(anns, w->init ? GS_AGENT_ANN_INIT_CONTAINERS : GS_AGENT_ANN_CONTAINERS, served) != 0)
+  if (gs__agent_set_str(anns, w->init ? GS_AGENT_ANN_INIT_CONTAINERS : GS_AGENT_ANN_CONTAINERS,
+                        served) != 0)
     goto out_json;
   if (!next_container(k, done, done_init, &ignored, &ignored_init)) {
     err = assigned_patch(w->pod, whole, now_ns, anns);

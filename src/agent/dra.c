@@ -5,12 +5,12 @@
  * (plugins/node/nodeagent/dra.go) converts the ResourceSlice and the CDI
  * spec; every choice is here. */
 #include "agent.h"
+#include "agent_internal.h"
 
 #include "api.h"
 
 #include <inttypes.h>
 #include <jansson.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -62,18 +62,6 @@ static const char *str_of(const json_t *o, const char *key) {
   return json_is_string(v) ? json_string_value(v) : NULL;
 }
 
-static void list_add(char *buf, size_t cap, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static void list_add(char *buf, size_t cap, const char *fmt, ...) {
-  size_t off = strlen(buf);
-  va_list ap;
-  if (off > 0 && off + 1 < cap)
-    buf[off++] = ',', buf[off] = '\0';
-  va_start(ap, fmt);
-  vsnprintf(buf + off, cap - off, fmt, ap);
-  va_end(ap);
-}
-
 /* One result of ours: its GPU and the memory it holds (MiB, floored: the
  * container's limit never passes what was allocated). */
 static enum gs_err result_share(const struct gs_agent_inventory *inv, const char *node,
@@ -114,16 +102,6 @@ static enum gs_err result_share(const struct gs_agent_inventory *inv, const char
   return GS_EOK;
 }
 
-static int set_str(json_t *o, const char *key, const char *value) {
-  return json_object_set_new(o, key, json_string(value));
-}
-
-static int set_u64(json_t *o, const char *key, uint64_t v) {
-  char s[24];
-  snprintf(s, sizeof s, "%" PRIu64, v);
-  return set_str(o, key, s);
-}
-
 /* The env of one claim's GPUs: the device-plugin path's keys (allocate.c)
  * for the same memory. */
 static json_t *claim_envs(const struct gs_agent_config *cfg, const struct gs_agent_inventory *inv,
@@ -137,21 +115,22 @@ static json_t *claim_envs(const struct gs_agent_config *cfg, const struct gs_age
 
   for (uint32_t i = 0; i < n; i++) {
     sum += mibs[i];
-    list_add(visible, sizeof visible, "%s", inv->gpu[gpus[i]].uuid);
-    list_add(idx, sizeof idx, "%" PRIu32, gpus[i]);
-    list_add(limit, sizeof limit, "%" PRIu64, mibs[i]);
-    list_add(mps, sizeof mps, "%" PRIu32 "=%" PRIu64 "M", i, mibs[i]);
+    gs__agent_list_add(visible, sizeof visible, "%s", inv->gpu[gpus[i]].uuid);
+    gs__agent_list_add(idx, sizeof idx, "%" PRIu32, gpus[i]);
+    gs__agent_list_add(limit, sizeof limit, "%" PRIu64, mibs[i]);
+    gs__agent_list_add(mps, sizeof mps, "%" PRIu32 "=%" PRIu64 "M", i, mibs[i]);
   }
-  if (envs == NULL || set_str(envs, GS_AGENT_ENV_VISIBLE, visible) != 0 ||
-      set_str(envs, GS_AGENT_ENV_IDX, idx) != 0 ||
-      set_u64(envs, GS_AGENT_ENV_POD, sum / key_mib) != 0 ||
-      set_u64(envs, GS_AGENT_ENV_CONTAINER, (cgpu ? mibs[0] : sum) / key_mib) != 0 ||
-      set_u64(envs, GS_AGENT_ENV_DEV, inv->gpu[gpus[0]].mem_mib / key_mib) != 0 ||
-      set_str(envs, GS_AGENT_ENV_LIMIT, limit) != 0 ||
-      set_u64(envs, GS_AGENT_ENV_UNIT, key_mib) != 0 ||
-      (cgpu && set_str(envs, GS_AGENT_ENV_CGPU_VISIBLE, visible) != 0) ||
-      (cfg->mode == GS_MODE_MPS && (set_str(envs, GS_AGENT_ENV_MPS_LIMIT, mps) != 0 ||
-                                    set_str(envs, GS_AGENT_ENV_MPS_PIPE, cfg->mps_pipe_dir) != 0))) {
+  if (envs == NULL || gs__agent_set_str(envs, GS_AGENT_ENV_VISIBLE, visible) != 0 ||
+      gs__agent_set_str(envs, GS_AGENT_ENV_IDX, idx) != 0 ||
+      gs__agent_set_u64(envs, GS_AGENT_ENV_POD, sum / key_mib) != 0 ||
+      gs__agent_set_u64(envs, GS_AGENT_ENV_CONTAINER, (cgpu ? mibs[0] : sum) / key_mib) != 0 ||
+      gs__agent_set_u64(envs, GS_AGENT_ENV_DEV, inv->gpu[gpus[0]].mem_mib / key_mib) != 0 ||
+      gs__agent_set_str(envs, GS_AGENT_ENV_LIMIT, limit) != 0 ||
+      gs__agent_set_u64(envs, GS_AGENT_ENV_UNIT, key_mib) != 0 ||
+      (cgpu && gs__agent_set_str(envs, GS_AGENT_ENV_CGPU_VISIBLE, visible) != 0) ||
+      (cfg->mode == GS_MODE_MPS &&
+       (gs__agent_set_str(envs, GS_AGENT_ENV_MPS_LIMIT, mps) != 0 ||
+        gs__agent_set_str(envs, GS_AGENT_ENV_MPS_PIPE, cfg->mps_pipe_dir) != 0))) {
     json_decref(envs);
     return NULL;
   }
@@ -200,7 +179,7 @@ enum gs_err gs_agent_dra_prepare(const struct gs_agent_config *cfg,
   out = json_object();
   devices = json_array();
   if (out == NULL || json_object_set_new(out, "devices", devices) != 0 ||
-      set_str(out, "claim", uid) != 0)
+      gs__agent_set_str(out, "claim", uid) != 0)
     goto out;
   for (size_t k = 0; k < json_array_size(results); k++) {
     const json_t *r = json_array_get(results, k);
@@ -231,7 +210,7 @@ enum gs_err gs_agent_dra_prepare(const struct gs_agent_config *cfg,
                   str_of(r, "device"));
     if (d == NULL || json_array_append_new(devices, d) != 0)
       goto out;
-    if (str_of(r, "shareID") != NULL && set_str(d, "shareID", str_of(r, "shareID")) != 0)
+    if (str_of(r, "shareID") != NULL && gs__agent_set_str(d, "shareID", str_of(r, "shareID")) != 0)
       goto out;
   }
   if (n == 0) {

@@ -10,34 +10,12 @@
 #include <gpushare/alloc.h>
 #include <gpushare/gang_preempt.h>
 
+#include "preempt_int.h"
+
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-struct cost {
-  int32_t maxprio; /* INT32_MIN: free already */
-  uint32_t count;
-};
-
-static int cost_cmp(const struct cost *a, const struct cost *b) {
-  if (a->maxprio != b->maxprio)
-    return a->maxprio < b->maxprio ? -1 : 1;
-  if (a->count != b->count)
-    return a->count < b->count ? -1 : 1;
-  return 0;
-}
-
-static bool touches(const struct gs_alloc *a, uint32_t g, uint64_t *ret_mib) {
-  bool t = false;
-  *ret_mib = 0;
-  for (uint32_t i = 0; i < a->nparts; i++)
-    if (a->parts[i].gpu == g) {
-      *ret_mib += gs_alloc_part_mib(a, &a->parts[i]);
-      t = true;
-    }
-  return t;
-}
 
 /* The candidates of each node: ix->order[ix->lo[i] .. ix->hi[i]) are the
  * indices in cands of those on nodes[i]. Built once per call, by sorting on
@@ -103,18 +81,19 @@ static bool index_build(const struct gs_node *const *nodes, size_t nnodes,
 /* GPU g of node: usable (everything on it may go) and at what cost, given
  * the victims already chosen (out). */
 static bool gpu_cost(const struct gs_node *node, uint32_t g, const struct gs_preempt_candidate *cands,
-                     const size_t *own, size_t nown, const bool *out, struct cost *ret) {
+                     const size_t *own, size_t nown, const bool *out,
+                     struct gs__preempt_cost *ret) {
   const struct gs_gpu *gpu = &node->gpus[g];
   uint64_t cand_mib = 0;
   bool owner_is_cand = gpu->owner == NULL;
-  struct cost c = {INT32_MIN, 0};
+  struct gs__preempt_cost c = {true, INT32_MIN, 0, 0};
   if (!gpu->healthy)
     return false;
   for (size_t j = 0; j < nown; j++) {
     size_t i = own[j];
     const struct gs_alloc *a = cands[i].alloc;
     uint64_t mib;
-    if (!touches(a, g, &mib))
+    if (!gs__preempt_touches(a, g, &mib))
       continue;
     cand_mib += mib;
     owner_is_cand = owner_is_cand || gpu->owner == a;
@@ -135,11 +114,11 @@ static bool gpu_cost(const struct gs_node *node, uint32_t g, const struct gs_pre
  * than k usable. */
 static bool node_cost(const struct gs_node *node, uint64_t taken, uint32_t k,
                       const struct gs_preempt_candidate *cands, const size_t *own, size_t nown,
-                      const bool *out, uint64_t *ret_set, struct cost *ret_cost,
+                      const bool *out, uint64_t *ret_set, struct gs__preempt_cost *ret_cost,
                       uint32_t *ret_usable) {
-  struct cost costs[GS_MAX_GPUS];
+  struct gs__preempt_cost costs[GS_MAX_GPUS];
   uint32_t idx[GS_MAX_GPUS], n = 0;
-  struct cost total = {INT32_MIN, 0};
+  struct gs__preempt_cost total = {true, INT32_MIN, 0, 0};
   uint64_t set = 0;
   for (uint32_t g = 0; g < node->ngpus && g < GS_MAX_GPUS; g++) {
     if (taken & (UINT64_C(1) << g))
@@ -152,12 +131,12 @@ static bool node_cost(const struct gs_node *node, uint64_t taken, uint32_t k,
   /* insertion sort by cost, lowest index first on ties (n <= 64) */
   for (uint32_t i = 1; i < n; i++) {
     uint32_t v = idx[i], j = i;
-    for (; j > 0 && cost_cmp(&costs[v], &costs[idx[j - 1]]) < 0; j--)
+    for (; j > 0 && gs__preempt_cost_cmp(&costs[v], &costs[idx[j - 1]]) < 0; j--)
       idx[j] = idx[j - 1];
     idx[j] = v;
   }
   for (uint32_t i = 0; i < k; i++) {
-    const struct cost *c = &costs[idx[i]];
+    const struct gs__preempt_cost *c = &costs[idx[i]];
     set |= UINT64_C(1) << idx[i];
     if (c->count > 0 && (total.count == 0 || c->maxprio > total.maxprio))
       total.maxprio = c->maxprio;
@@ -192,18 +171,18 @@ enum gs_err gs_gang_preempt_pick(const struct gs_node *const *nodes, size_t nnod
   for (; done < slots; done++) {
     size_t best = nnodes;
     uint64_t best_set = 0;
-    struct cost best_cost = {0, 0};
+    struct gs__preempt_cost best_cost = {true, 0, 0, 0};
     uint32_t best_usable = 0;
     for (size_t i = 0; i < nnodes; i++) {
       uint64_t set;
-      struct cost c;
+      struct gs__preempt_cost c;
       uint32_t usable;
       if (nodes[i] == NULL || nodes[i]->mode != GS_MODE_TOPOLOGY ||
           !node_cost(nodes[i], taken[i], k, cands, ix.order + ix.lo[i], ix.hi[i] - ix.lo[i], out,
                      &set, &c, &usable))
         continue;
-      if (best == nnodes || cost_cmp(&c, &best_cost) < 0 ||
-          (cost_cmp(&c, &best_cost) == 0 && usable < best_usable)) {
+      if (best == nnodes || gs__preempt_cost_cmp(&c, &best_cost) < 0 ||
+          (gs__preempt_cost_cmp(&c, &best_cost) == 0 && usable < best_usable)) {
         best = i;
         best_set = set;
         best_cost = c;
@@ -221,7 +200,7 @@ enum gs_err gs_gang_preempt_pick(const struct gs_node *const *nodes, size_t nnod
       if (out[c])
         continue;
       for (uint32_t g = 0; g < GS_MAX_GPUS && !out[c]; g++)
-        if ((best_set & (UINT64_C(1) << g)) && touches(cands[c].alloc, g, &mib))
+        if ((best_set & (UINT64_C(1) << g)) && gs__preempt_touches(cands[c].alloc, g, &mib))
           out[c] = true;
     }
   }
@@ -245,22 +224,6 @@ done:
 
 /* ---- memory-shared gangs ------------------------------------------------- */
 
-struct mem_cost {
-  int32_t maxprio;
-  uint32_t count;
-  uint64_t mib;
-};
-
-static int mem_cost_cmp(const struct mem_cost *a, const struct mem_cost *b) {
-  if (a->maxprio != b->maxprio)
-    return a->maxprio < b->maxprio ? -1 : 1;
-  if (a->count != b->count)
-    return a->count < b->count ? -1 : 1;
-  if (a->mib != b->mib)
-    return a->mib < b->mib ? -1 : 1;
-  return 0;
-}
-
 /* node as the choices so far leave it, in view (its GPUs in gpus): the
  * victims out gone, the slots placed on it (placed[g] MiB and pods[g] on
  * GPU g) added. */
@@ -276,7 +239,7 @@ static void node_after(const struct gs_node *node, const struct gs_preempt_candi
     for (size_t j = 0; j < nown; j++) {
       size_t i = own[j];
       uint64_t mib;
-      if (!out[i] || !touches(cands[i].alloc, g, &mib))
+      if (!out[i] || !gs__preempt_touches(cands[i].alloc, g, &mib))
         continue;
       gpus[g].used_mib = gpus[g].used_mib > mib ? gpus[g].used_mib - mib : 0;
       gpus[g].npods -= gpus[g].npods > 0;
@@ -318,12 +281,12 @@ enum gs_err gs_gang_preempt_pick_mem(const struct gs_node *const *nodes, size_t 
   }
   for (; done < slots; done++) {
     size_t best = nnodes;
-    struct mem_cost best_cost = {0, 0, 0};
+    struct gs__preempt_cost best_cost = {true, 0, 0, 0};
     for (size_t i = 0; i < nnodes; i++) {
       struct gs_gpu gpus[GS_MAX_GPUS];
       struct gs_node view;
       struct gs_status nst;
-      struct mem_cost c = {INT32_MIN, 0, 0};
+      struct gs__preempt_cost c = {true, INT32_MIN, 0, 0};
       size_t nl = 0, nv = 0;
       if (nodes[i] == NULL || !gs_mode_is_memory(nodes[i]->mode))
         continue;
@@ -344,7 +307,7 @@ enum gs_err gs_gang_preempt_pick_mem(const struct gs_node *const *nodes, size_t 
         for (uint32_t p = 0; p < a->nparts; p++)
           c.mib += gs_alloc_part_mib(a, &a->parts[p]);
       }
-      if (best == nnodes || mem_cost_cmp(&c, &best_cost) < 0) {
+      if (best == nnodes || gs__preempt_cost_cmp(&c, &best_cost) < 0) {
         best = i;
         best_cost = c;
       }

@@ -17,42 +17,13 @@
 #include <gpushare/alloc.h>
 #include <gpushare/preempt.h>
 
+#include "preempt_int.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #define PREEMPT_BUDGET 20000
-
-struct cost {
-  bool ok;
-  int32_t maxprio;
-  uint32_t count;
-  uint64_t mib;
-};
-
-static int cost_cmp(const struct cost *a, const struct cost *b) {
-  if (a->ok != b->ok)
-    return a->ok ? -1 : 1;
-  if (a->maxprio != b->maxprio)
-    return a->maxprio < b->maxprio ? -1 : 1;
-  if (a->count != b->count)
-    return a->count < b->count ? -1 : 1;
-  if (a->mib != b->mib)
-    return a->mib < b->mib ? -1 : 1;
-  return 0;
-}
-
-/* MiB of alloc on GPU g, and whether it touches g at all. */
-static uint64_t share_on(const struct gs_alloc *a, uint32_t g, bool *touches) {
-  uint64_t mib = 0;
-  *touches = false;
-  for (uint32_t i = 0; i < a->nparts; i++)
-    if (a->parts[i].gpu == g) {
-      mib += gs_alloc_part_mib(a, &a->parts[i]);
-      *touches = true;
-    }
-  return mib;
-}
 
 /* Does the pod fit on node once the candidates marked in out are gone? */
 static bool fits_after(const struct gs_node *node, const struct gs_place_pod *pod, uint32_t cap,
@@ -70,7 +41,7 @@ static bool fits_after(const struct gs_node *node, const struct gs_place_pod *po
       uint64_t mib;
       if (!out[i])
         continue;
-      mib = share_on(cands[i].alloc, g, &touches);
+      touches = gs__preempt_touches(cands[i].alloc, g, &mib);
       freed += mib;
       gone += touches;
       owner_gone = owner_gone || gpu->owner == cands[i].alloc;
@@ -147,12 +118,12 @@ static void dfs(struct search *s, size_t from, uint32_t depth, uint64_t sum) {
 }
 
 /* The cheapest set on GPU g among the allowed candidates; marks it in out. */
-static struct cost best_on_gpu(const struct gs_node *node, uint32_t g,
-                               const struct gs_place_pod *pod, uint32_t cap,
-                               const struct gs_preempt_candidate *cands, size_t n,
-                               const bool *allowed, const bool *pre, bool *out) {
+static struct gs__preempt_cost best_on_gpu(const struct gs_node *node, uint32_t g,
+                                           const struct gs_place_pod *pod, uint32_t cap,
+                                           const struct gs_preempt_candidate *cands, size_t n,
+                                           const bool *allowed, const bool *pre, bool *out) {
   const struct gs_gpu *gpu = &node->gpus[g];
-  struct cost c = {false, 0, 0, 0};
+  struct gs__preempt_cost c = {false, 0, 0, 0};
   struct item *items = NULL, *sub = NULL;
   int32_t *prios = NULL;
   struct search *s = NULL;
@@ -170,7 +141,7 @@ static struct cost best_on_gpu(const struct gs_node *node, uint32_t g,
     uint64_t mib;
     if (!pre[i])
       continue;
-    mib = share_on(cands[i].alloc, g, &touches);
+    touches = gs__preempt_touches(cands[i].alloc, g, &mib);
     used = used > mib ? used - mib : 0;
     npods -= touches && npods > 0;
   }
@@ -179,7 +150,7 @@ static struct cost best_on_gpu(const struct gs_node *node, uint32_t g,
   if (cap != 0 && npods >= cap)
     r = npods - cap + 1;
   if (deficit == 0 && r == 0)
-    return (struct cost){true, INT32_MIN, 0, 0};
+    return (struct gs__preempt_cost){true, INT32_MIN, 0, 0};
   items = gs_calloc(n ? n : 1, sizeof *items);
   sub = gs_calloc(n ? n : 1, sizeof *sub);
   prios = gs_calloc(n ? n : 1, sizeof *prios);
@@ -191,7 +162,7 @@ static struct cost best_on_gpu(const struct gs_node *node, uint32_t g,
     uint64_t mib;
     if (!allowed[i] || pre[i])
       continue;
-    mib = share_on(cands[i].alloc, g, &touches);
+    touches = gs__preempt_touches(cands[i].alloc, g, &mib);
     if (!touches)
       continue;
     items[m++] = (struct item){(uint32_t)i, mib, cands[i].alloc->priority};
@@ -219,7 +190,7 @@ static struct cost best_on_gpu(const struct gs_node *node, uint32_t g,
     s->best_sum = sum;
     s->found = true;
     dfs(s, 0, 0, 0);
-    c = (struct cost){true, prios[t], k, s->best_sum};
+    c = (struct gs__preempt_cost){true, prios[t], k, s->best_sum};
     for (uint32_t i = 0; i < k; i++)
       out[sub[s->best[i]].cand] = true;
     break;
@@ -235,17 +206,18 @@ done:
 /* ---- whole GPUs --------------------------------------------------------------- */
 
 /* Every pod on GPU g must go for a whole-GPU pod to take it. */
-static struct cost clear_gpu(const struct gs_node *node, uint32_t g,
-                             const struct gs_preempt_candidate *cands, size_t n,
-                             const bool *allowed, const bool *pre, bool *out) {
+static struct gs__preempt_cost clear_gpu(const struct gs_node *node, uint32_t g,
+                                         const struct gs_preempt_candidate *cands, size_t n,
+                                         const bool *allowed, const bool *pre, bool *out) {
   const struct gs_gpu *gpu = &node->gpus[g];
-  struct cost c = {true, INT32_MIN, 0, 0};
+  struct gs__preempt_cost c = {true, INT32_MIN, 0, 0};
   uint32_t gone = 0;
   if (!gpu->healthy)
-    return (struct cost){false, 0, 0, 0};
+    return (struct gs__preempt_cost){false, 0, 0, 0};
   for (size_t i = 0; i < n; i++) {
     bool touches;
-    uint64_t mib = share_on(cands[i].alloc, g, &touches);
+    uint64_t mib;
+    touches = gs__preempt_touches(cands[i].alloc, g, &mib);
     if (!touches || !(allowed[i] || pre[i]))
       continue;
     gone++;
@@ -258,7 +230,7 @@ static struct cost clear_gpu(const struct gs_node *node, uint32_t g,
       c.maxprio = cands[i].alloc->priority;
   }
   if (gone < gpu->npods) /* a pod that may not go holds it */
-    return (struct cost){false, 0, 0, 0};
+    return (struct gs__preempt_cost){false, 0, 0, 0};
   return c;
 }
 
@@ -266,12 +238,12 @@ static struct cost clear_gpu(const struct gs_node *node, uint32_t g,
 
 struct gpu_cost {
   uint32_t g;
-  struct cost c;
+  struct gs__preempt_cost c;
 };
 
 static int gpu_cost_cmp(const void *a, const void *b) {
   const struct gpu_cost *x = a, *y = b;
-  int d = cost_cmp(&x->c, &y->c);
+  int d = gs__preempt_cost_cmp(&x->c, &y->c);
   return d != 0 ? d : (x->g < y->g ? -1 : 1);
 }
 
@@ -319,8 +291,9 @@ static void spare(const struct gs_node *node, const struct gs_place_pod *pod, ui
 }
 
 /* The cost of a whole set. */
-static struct cost set_cost(const struct gs_preempt_candidate *cands, size_t n, const bool *out) {
-  struct cost c = {true, INT32_MIN, 0, 0};
+static struct gs__preempt_cost set_cost(const struct gs_preempt_candidate *cands, size_t n,
+                                        const bool *out) {
+  struct gs__preempt_cost c = {true, INT32_MIN, 0, 0};
   for (size_t i = 0; i < n; i++) {
     if (!out[i])
       continue;
@@ -376,15 +349,16 @@ static enum gs_err pick_from(const struct gs_node *node, const struct gs_place_p
   bool *pre = gs_calloc(n ? n : 1, sizeof *pre);
   bool *trial = gs_calloc(n ? n : 1, sizeof *trial);
   enum gs_err code = GS_ENOMEM;
-  struct cost best;
+  struct gs__preempt_cost best;
 
   if (costs == NULL || scratch == NULL || pre == NULL || trial == NULL)
     goto done;
   code = solve(node, pod, cap, cands, n, allowed, pre, costs, scratch, out);
-  best = code == GS_EOK ? set_cost(cands, n, out) : (struct cost){false, 0, 0, 0};
+  best = code == GS_EOK ? set_cost(cands, n, out)
+                         : (struct gs__preempt_cost){false, 0, 0, 0};
   for (size_t i = 0; pod->k > 1 && i < n; i++) {
     uint64_t gpus = 0;
-    struct cost c;
+    struct gs__preempt_cost c;
     for (uint32_t p = 0; p < cands[i].alloc->nparts; p++)
       if (cands[i].alloc->parts[p].gpu < 64)
         gpus |= UINT64_C(1) << cands[i].alloc->parts[p].gpu;
@@ -395,7 +369,7 @@ static enum gs_err pick_from(const struct gs_node *node, const struct gs_place_p
     if (solve(node, pod, cap, cands, n, allowed, pre, costs, scratch, trial) != GS_EOK)
       continue;
     c = set_cost(cands, n, trial);
-    if (cost_cmp(&c, &best) < 0) {
+    if (gs__preempt_cost_cmp(&c, &best) < 0) {
       best = c;
       memcpy(out, trial, n * sizeof *out);
       code = GS_EOK;

@@ -7,6 +7,7 @@ import os
 import re
 import signal
 import tempfile
+import threading
 import time
 import unittest
 
@@ -113,6 +114,17 @@ class Env:
     @classmethod
     def set_unit(cls, unit, config=None):
         cls.cp.admin.apply(cls.configmap(unit, config))
+
+    @classmethod
+    def priority_classes(cls, classes, preempting=True):
+        """A PriorityClass of each name → value in classes; preempting: with
+        preemptionPolicy PreemptLowerPriority (else the field left out)."""
+        for name, value in classes.items():
+            obj = {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
+                   "metadata": {"name": name}, "value": value}
+            if preempting:
+                obj["preemptionPolicy"] = "PreemptLowerPriority"
+            cls.cp.admin.apply(obj)
 
     @classmethod
     def down(cls):
@@ -264,6 +276,26 @@ class RealCase(unittest.TestCase):
         for e in self.k.list("events", self.ns):
             out.append(f"event {e['involvedObject'].get('name')} {e.get('reason')}: {e.get('message')}")
         return "\n".join(out)
+
+    def watch_pod(self, name, until):
+        """The watch events of pod name from now on, collected by a thread
+        until one satisfies until (or the server ends the watch): (thread,
+        events)."""
+        rv = self.k.call("GET", self.k.path("pods", self.ns))["metadata"]["resourceVersion"]
+        path = self.k.path("pods", self.ns, query={
+            "watch": "1", "fieldSelector": f"metadata.name={name}", "resourceVersion": rv,
+            "allowWatchBookmarks": "false", "timeoutSeconds": "170"})
+        seen = []
+
+        def run():
+            with self.k.open("GET", path, timeout=180) as r:
+                for line in r:
+                    seen.append(json.loads(line))
+                    if until(seen[-1]):
+                        return
+        t = threading.Thread(target=run, daemon=True)
+        t.start()
+        return t, seen
 
     def assert_ledger_is_truth(self, ext=None):
         ext = ext or Env.ext

@@ -14,10 +14,7 @@ CLASSES = {"low": 10, "high": 1000, "vip": 2000}
 
 def setUpModule():
     Env.up(unit="1GiB", form="plugin", config={"gangTimeoutSeconds": "30"})
-    for name, value in CLASSES.items():
-        Env.cp.admin.apply({"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
-                            "metadata": {"name": name}, "value": value,
-                            "preemptionPolicy": "PreemptLowerPriority"})
+    Env.priority_classes(CLASSES)
 
 
 def tearDownModule():

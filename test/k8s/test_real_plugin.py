@@ -4,7 +4,6 @@ gpushare-scheduler (kube-scheduler v1.37.2 + the GpuShare plugin over the C
 core) as the cluster's scheduler and no extender. Unit 128MiB."""
 import json
 import re
-import threading
 import time
 import unittest
 
@@ -22,9 +21,7 @@ def setUpModule():
     # the configuration is the ConfigMap's only (the args as shipped carry
     # none of its keys)
     Env.up(unit="128MiB", form="plugin", config={"gangTimeoutSeconds": str(TIMEOUT_S)})
-    for name, value in {"low": 10, "high": 1000}.items():
-        Env.cp.admin.apply({"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
-                            "metadata": {"name": name}, "value": value})
+    Env.priority_classes({"low": 10, "high": 1000}, preempting=False)
 
 
 def tearDownModule():
@@ -45,26 +42,6 @@ class PluginOnly(RealCase):
     def bound_pod(self, name):
         return wait_for(lambda: (lambda q: q if q["spec"].get("nodeName") else None)(
             self.k.get("pods", self.ns, name)), 180, f"{name} bound", 0.2)
-
-    def watch_pod(self, name, until):
-        """The watch events of pod name from now on, collected by a thread
-        until one satisfies until (or the server ends the watch): (thread,
-        events)."""
-        rv = self.k.call("GET", self.k.path("pods", self.ns))["metadata"]["resourceVersion"]
-        path = self.k.path("pods", self.ns, query={
-            "watch": "1", "fieldSelector": f"metadata.name={name}", "resourceVersion": rv,
-            "allowWatchBookmarks": "false", "timeoutSeconds": "170"})
-        seen = []
-
-        def run():
-            with self.k.open("GET", path, timeout=180) as r:
-                for line in r:
-                    seen.append(json.loads(line))
-                    if until(seen[-1]):
-                        return
-        t = threading.Thread(target=run, daemon=True)
-        t.start()
-        return t, seen
 
     def test_gang_members_wait_in_permit_and_bind_together(self):
         """A 4-replica job whose 4th member comes later: no member is bound

@@ -20,10 +20,7 @@ SKIP = unittest.skip
 
 def setUpModule():
     Env.up(unit="1GiB", form="plugin", config={"gangTimeoutSeconds": str(gangs.TIMEOUT_S)})
-    for name, value in preempt.CLASSES.items():
-        Env.cp.admin.apply({"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
-                            "metadata": {"name": name}, "value": value,
-                            "preemptionPolicy": "PreemptLowerPriority"})
+    Env.priority_classes(preempt.CLASSES)
 
 
 def tearDownModule():

@@ -2,9 +2,7 @@
 (issue 14, docs/preemption.md): kube-scheduler calls the extender's preempt
 verb (deploy/scheduler sets preemptVerb) and deletes the victims gpushare
 names. Unit 1GiB; nodes of two 16 GiB GPUs."""
-import json
 import re
-import threading
 import unittest
 
 import kcluster
@@ -16,10 +14,7 @@ CLASSES = {"low-10": 10, "low-50": 50, "high": 1000, "top": 2000}
 
 def setUpModule():
     Env.up(unit="1GiB")
-    for name, value in CLASSES.items():
-        Env.cp.admin.apply({"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
-                            "metadata": {"name": name}, "value": value,
-                            "preemptionPolicy": "PreemptLowerPriority"})
+    Env.priority_classes(CLASSES)
 
 
 def tearDownModule():
@@ -175,25 +170,6 @@ class Budgets(RealCase):
         m = re.findall(rf'msg="preempt: victims" pod={self.ns}/{pod} node={node} .*'
                        r'pdb_violations=(\d+)', Env.ext.proc.tail(400000))
         return int(m[-1]) if m else None
-
-    def watch_pod(self, name, until):
-        """The watch events of pod name from now on, collected by a thread
-        until one satisfies until: (thread, events)."""
-        rv = self.k.call("GET", self.k.path("pods", self.ns))["metadata"]["resourceVersion"]
-        path = self.k.path("pods", self.ns, query={
-            "watch": "1", "fieldSelector": f"metadata.name={name}", "resourceVersion": rv,
-            "allowWatchBookmarks": "false", "timeoutSeconds": "170"})
-        seen = []
-
-        def run():
-            with self.k.open("GET", path, timeout=180) as r:
-                for line in r:
-                    seen.append(json.loads(line))
-                    if until(seen[-1]):
-                        return
-        t = threading.Thread(target=run, daemon=True)
-        t.start()
-        return t, seen
 
     def victims(self, pod, names):
         """The victims gpushare answered for pod (the extender's `preempt:

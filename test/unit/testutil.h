@@ -64,6 +64,17 @@ static inline struct gs_pod_request gs_test_mem_pod(const char *name, uint64_t u
   return p;
 }
 
+/* A bound memory pod default/<uid> (name and UID uid) of gib 1 GiB units
+ * on GPU gpu of node, assumed at 1 ns, priority 0; *part is its one part. */
+static inline struct gs_alloc gs_test_bound_mem(struct gs_alloc_part *part, const char *uid,
+                                                const char *node, uint32_t gpu, uint64_t gib) {
+  struct gs_alloc a = {.ns = "default", .name = uid, .uid = uid, .node = node,
+                       .kind = GS_ALLOC_MEM, .state = GS_ALLOC_BOUND, .unit_mib = 1024,
+                       .assume_time_ns = 1, .nparts = 1, .parts = part, .priority = 0};
+  *part = (struct gs_alloc_part){0, gpu, gib};
+  return a;
+}
+
 /* Puts used_units[g] (of unit_mib) on GPU g of node, one restored pod
  * each (UIDs load-N); 0 on success. */
 static inline int gs_test_load(struct gs_ledger *ledger, uint64_t unit_mib, const char *node,

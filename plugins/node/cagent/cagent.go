@@ -134,6 +134,25 @@ func where(d *C.struct_gs_diag) string {
 	return ""
 }
 
+// cBytes is b copied into C memory, or nil when b is empty (C.free takes
+// either).
+func cBytes(b []byte) unsafe.Pointer {
+	if len(b) == 0 {
+		return nil
+	}
+	return C.CBytes(b)
+}
+
+// refusal is C's answer rc with text: ErrNotFound for GS_ENOTFOUND, else
+// ErrRefused.
+func refusal(rc C.enum_gs_err, text string) *Refusal {
+	kind := ErrRefused
+	if rc == C.GS_ENOTFOUND {
+		kind = ErrNotFound
+	}
+	return &Refusal{kind: kind, Text: text}
+}
+
 func take(s *C.char) (string, bool) {
 	if s == nil {
 		return "", false
@@ -244,21 +263,14 @@ func Allocate(c Config, inv *Inventory, node, resource string, n uint64, podsJSO
 	cn, cr := C.CString(node), C.CString(resource)
 	defer C.free(unsafe.Pointer(cn))
 	defer C.free(unsafe.Pointer(cr))
-	var cp unsafe.Pointer
-	if len(podsJSON) > 0 {
-		cp = C.CBytes(podsJSON)
-		defer C.free(cp)
-	}
+	cp := cBytes(podsJSON)
+	defer C.free(cp)
 	var diag C.struct_gs_diag
 	var out *C.char
 	rc := C.gs_agent_allocate(&cc, inv.c, cn, cr, C.uint64_t(n), (*C.char)(cp),
 		C.size_t(len(podsJSON)), C.int64_t(nowNs), &out, &diag)
 	if rc != C.GS_EOK {
-		kind := ErrRefused
-		if rc == C.GS_ENOTFOUND {
-			kind = ErrNotFound
-		}
-		return nil, &Refusal{kind: kind, Text: C.GoString(&diag.text[0])}
+		return nil, refusal(rc, C.GoString(&diag.text[0]))
 	}
 	s, _ := take(out)
 	var a Answer

@@ -63,20 +63,13 @@ func DRAPrepare(c Config, inv *Inventory, node string, claimJSON []byte) (*DRAPr
 	}
 	cn := C.CString(node)
 	defer C.free(unsafe.Pointer(cn))
-	var cp unsafe.Pointer
-	if len(claimJSON) > 0 {
-		cp = C.CBytes(claimJSON)
-		defer C.free(cp)
-	}
+	cp := cBytes(claimJSON)
+	defer C.free(cp)
 	var diag C.struct_gs_diag
 	var out *C.char
 	rc := C.gs_agent_dra_prepare(&cc, inv.c, cn, (*C.char)(cp), C.size_t(len(claimJSON)), &out, &diag)
 	if rc != C.GS_EOK {
-		kind := ErrRefused
-		if rc == C.GS_ENOTFOUND {
-			kind = ErrNotFound
-		}
-		return nil, &Refusal{kind: kind, Text: where(&diag) + C.GoString(&diag.text[0])}
+		return nil, refusal(rc, where(&diag)+C.GoString(&diag.text[0]))
 	}
 	s, _ := take(out)
 	var p DRAPrepared

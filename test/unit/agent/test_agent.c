@@ -9,6 +9,7 @@
 #include <cmocka.h>
 
 #include "agent.h"
+#include "agent_test.h"
 
 #include <gpushare/annot.h>
 
@@ -16,11 +17,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-#define NODE "gpu-a"
-#define NOW INT64_C(1800000000000000000)
-#define UUID0 "GPU-00000000-0000-0000-0000-000000000000"
-#define UUID1 "GPU-11111111-1111-1111-1111-111111111111"
 
 static const char INV2[] =
     "{\"gpus\":[{\"uuid\":\"" UUID0 "\",\"memoryMiB\":16384,\"minor\":0},"
@@ -32,16 +28,6 @@ static struct gs_agent_inventory *inv2(void) {
   struct gs_diag d = {0};
   assert_int_equal(gs_agent_inventory_decode(INV2, strlen(INV2), &inv, &d), GS_EOK);
   return &inv;
-}
-
-static struct gs_agent_config cfg_of(uint32_t unit, enum gs_mode mode) {
-  struct gs_agent_config c;
-  memset(&c, 0, sizeof c);
-  c.unit_mib = unit;
-  c.mode = mode;
-  if (mode == GS_MODE_MPS)
-    snprintf(c.mps_pipe_dir, sizeof c.mps_pipe_dir, "/var/run/nvidia/mps");
-  return c;
 }
 
 /* A pending memory pod on NODE: containers asking units[i] (0: none) and,
@@ -82,30 +68,9 @@ static json_t *mem_pod(const char *name, uint64_t units, const char *v2, int64_t
 /* Allocate over pods (stolen); the answer as JSON, or NULL with *err. */
 static json_t *allocate(const struct gs_agent_config *cfg, const char *resource, uint64_t n,
                         json_t *pods, enum gs_err *ret_err, struct gs_diag *d) {
-  char *text = json_dumps(pods, JSON_COMPACT), *out = NULL;
-  json_t *answer = NULL;
-  enum gs_err err;
+  json_t *answer = agent_allocate(cfg, inv2(), resource, n, pods, ret_err, d);
   json_decref(pods);
-  memset(d, 0, sizeof *d);
-  err = gs_agent_allocate(cfg, inv2(), NODE, resource, n, text, strlen(text), NOW, &out, d);
-  free(text);
-  if (ret_err != NULL)
-    *ret_err = err;
-  else if (err != GS_EOK)
-    print_message("allocate: %s: %s\n", gs_strerror(err), d->text);
-  if (err == GS_EOK) {
-    answer = json_loads(out, 0, NULL);
-    free(out);
-  }
   return answer;
-}
-
-static const char *env(const json_t *answer, const char *key) {
-  return json_string_value(json_object_get(json_object_get(answer, "envs"), key));
-}
-
-static const char *patched(const json_t *answer, const char *key) {
-  return json_string_value(json_object_get(json_object_get(answer, "annotations"), key));
 }
 
 /* ---- inventory, capacity, devices, ConfigMap, topology ---------------------------- */

@@ -10,6 +10,7 @@
 #include <cmocka.h>
 
 #include "agent.h"
+#include "agent_test.h"
 
 #include <gpushare/annot.h>
 
@@ -17,11 +18,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-#define NODE "gpu-a"
-#define NOW INT64_C(1800000000000000000)
-#define UUID0 "GPU-00000000-0000-0000-0000-000000000000"
-#define UUID1 "GPU-11111111-1111-1111-1111-111111111111"
 
 static struct gs_agent_inventory *inv2(void) {
   static const char text[] =
@@ -31,14 +27,6 @@ static struct gs_agent_inventory *inv2(void) {
   struct gs_diag d = {0};
   assert_int_equal(gs_agent_inventory_decode(text, strlen(text), &inv, &d), GS_EOK);
   return &inv;
-}
-
-static struct gs_agent_config cfg_of(uint32_t unit, enum gs_mode mode) {
-  struct gs_agent_config c;
-  memset(&c, 0, sizeof c);
-  c.unit_mib = unit;
-  c.mode = mode;
-  return c;
 }
 
 /* A pending pod on NODE: init containers and app containers asking
@@ -86,29 +74,7 @@ static json_t *pod(const char *name, const char *resource, const uint64_t *inits
 /* Allocate over a borrowed pod list; the answer, or NULL with *ret_err and d. */
 static json_t *allocate(const struct gs_agent_config *cfg, const char *resource, uint64_t n,
                         const json_t *pods, enum gs_err *ret_err, struct gs_diag *d) {
-  char *text = json_dumps(pods, JSON_COMPACT), *out = NULL;
-  json_t *answer = NULL;
-  enum gs_err err;
-  memset(d, 0, sizeof *d);
-  err = gs_agent_allocate(cfg, inv2(), NODE, resource, n, text, strlen(text), NOW, &out, d);
-  free(text);
-  if (ret_err != NULL)
-    *ret_err = err;
-  else if (err != GS_EOK)
-    print_message("allocate: %s: %s\n", gs_strerror(err), d->text);
-  if (err == GS_EOK) {
-    answer = json_loads(out, 0, NULL);
-    free(out);
-  }
-  return answer;
-}
-
-static const char *env(const json_t *answer, const char *key) {
-  return json_string_value(json_object_get(json_object_get(answer, "envs"), key));
-}
-
-static const char *patched(const json_t *answer, const char *key) {
-  return json_string_value(json_object_get(json_object_get(answer, "annotations"), key));
+  return agent_allocate(cfg, inv2(), resource, n, pods, ret_err, d);
 }
 
 static const char *served(const json_t *answer) {

@@ -10,18 +10,15 @@
 #include <gpushare/place.h>
 #include <gpushare/preempt.h>
 
+#include "../testutil.h"
+
 #include <stdio.h>
 #include <string.h>
 
 static void add_node(struct gs_ledger *l, const char *name, enum gs_mode mode, uint32_t ngpus,
                      uint64_t units_per_gpu) {
-  struct gs_node_spec s;
-  memset(&s, 0, sizeof s);
-  snprintf(s.name, sizeof s.name, "%s", name);
-  s.mode = mode;
-  s.gpu_count = ngpus;
+  struct gs_node_spec s = gs_test_node(name, mode, ngpus, units_per_gpu * ngpus);
   s.whole_gpus = mode == GS_MODE_TOPOLOGY ? ngpus : 0;
-  s.gpu_mem_units = units_per_gpu * ngpus;
   assert_int_equal(gs_ledger_node_upsert(l, &s), GS_EOK);
 }
 
@@ -183,11 +180,7 @@ static void test_place_and_preempt_see_claims(void **state) {
   add_node(l, "n", GS_MODE_SHARE, 1, 16);
   assert_int_equal(gs_ledger_claim_set(l, &c), GS_EOK);
   assert_int_equal(pod(l, "low", "n", 0, 2, 0), GS_EOK);
-  memset(&req, 0, sizeof req);
-  snprintf(req.ns, sizeof req.ns, "default");
-  snprintf(req.name, sizeof req.name, "hi");
-  snprintf(req.uid, sizeof req.uid, "hi");
-  req.ncontainers = 1;
+  req = gs_test_pod("hi", "hi");
   req.mem_units[0] = 5;
   req.gpu_count = 1;
   req.priority = 100;

@@ -13,6 +13,7 @@
 #include <gpushare/annot.h>
 
 #include "../reason_labels.h"
+#include "../testutil.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -31,32 +32,15 @@ static struct gs_sched *fw_new(void) {
 
 /* A share node of one GPU of gib GiB. */
 static void add_share_node(struct gs_sched *fw, const char *name, uint64_t gib) {
-  struct gs_node_spec spec;
-  memset(&spec, 0, sizeof spec);
-  snprintf(spec.name, sizeof spec.name, "%s", name);
-  spec.mode = GS_MODE_SHARE;
-  spec.gpu_count = 1;
-  spec.gpu_mem_units = gib;
+  struct gs_node_spec spec = gs_test_node(name, GS_MODE_SHARE, 1, gib);
   assert_int_equal(gs_fw_node_upsert(fw, &spec), GS_EOK);
 }
 
-static struct gs_pod_request mem_pod(const char *name, uint64_t gib) {
-  struct gs_pod_request p;
-  memset(&p, 0, sizeof p);
-  snprintf(p.ns, sizeof p.ns, "default");
-  snprintf(p.name, sizeof p.name, "%s", name);
-  snprintf(p.uid, sizeof p.uid, "uid-%s", name);
-  p.ncontainers = 1;
-  p.mem_units[0] = gib;
-  p.gpu_count = 1;
-  return p;
-}
-
 static struct gs_pod_request member(const char *job, int i, uint32_t replicas, uint64_t gib) {
-  char name[64];
+  char name[GS_UID_MAX - 3]; /* uid-<name> fits a UID */
   struct gs_pod_request p;
   snprintf(name, sizeof name, "%s-%d", job, i);
-  p = mem_pod(name, gib);
+  p = gs_test_mem_pod(name, gib, 1);
   snprintf(p.gang_job, sizeof p.gang_job, "%s", job);
   p.gang_replicas = replicas;
   return p;
@@ -136,7 +120,7 @@ static void reserve(struct gs_sched *fw, const struct gs_pod_request *p, const c
 
 /* A plain 4 GiB pod bound on node (the cluster full but for 12 GiB). */
 static void blocker(struct gs_sched *fw, const char *node) {
-  struct gs_pod_request b = mem_pod("blocker", 4);
+  struct gs_pod_request b = gs_test_mem_pod("blocker", 4, 1);
   reserve(fw, &b, node);
   gs_sched_post_bind(fw, b.uid);
 }
@@ -177,7 +161,7 @@ static void test_none_held_until_all_fit_then_all_reserved(void **state) {
   }
   /* a pod outside the job cannot take the held memory */
   {
-    struct gs_pod_request other = mem_pod("other", 1);
+    struct gs_pod_request other = gs_test_mem_pod("other", 1, 1);
     assert_null(passes(fw, &other, 1, NULL, 0));
   }
   for (int i = 0; i < 4; i++) {

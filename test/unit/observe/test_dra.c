@@ -12,6 +12,8 @@
 
 #include <gpushare/alloc.h>
 
+#include "../testutil.h"
+
 #include <stdio.h>
 #include <string.h>
 
@@ -266,11 +268,7 @@ static void test_preemption_never_takes_a_claim(void **state) {
   slice(f->d, f->s, "n5-gpus", "n5", false);
   claim(f->d, f->s, "u10", "[" RES("n5", "gpu-0", MEM("16Gi")) "," RES("n5", "gpu-1", MEM("16Gi")) "]",
         false);
-  memset(&req, 0, sizeof req);
-  snprintf(req.ns, sizeof req.ns, "default");
-  snprintf(req.name, sizeof req.name, "hi");
-  snprintf(req.uid, sizeof req.uid, "hi-uid");
-  req.ncontainers = 1;
+  req = gs_test_pod("hi", "hi-uid");
   req.mem_units[0] = 1;
   req.gpu_count = 1;
   req.priority = 1000000;

@@ -30,10 +30,8 @@ static void feed_pdb(struct gs_sched *s, const char *text) {
 }
 
 static void bound(struct gs_sched *s, const char *uid, uint32_t gpu, uint64_t gib) {
-  struct gs_alloc_part part = {0, gpu, gib};
-  struct gs_alloc a = {.ns = "default", .name = uid, .uid = uid, .node = "n",
-                       .kind = GS_ALLOC_MEM, .state = GS_ALLOC_BOUND, .unit_mib = 1024,
-                       .assume_time_ns = 1, .nparts = 1, .parts = &part, .priority = 0};
+  struct gs_alloc_part part;
+  struct gs_alloc a = gs_test_bound_mem(&part, uid, "n", gpu, gib);
   assert_int_equal(gs_sched_pod_bound(s, &a), GS_EOK);
 }
 

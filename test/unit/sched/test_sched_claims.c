@@ -9,16 +9,13 @@
 #include <gpushare/claim.h>
 #include <gpushare/sched.h>
 
+#include "../testutil.h"
+
 #include <stdio.h>
 #include <string.h>
 
 static void node(struct gs_sched *s, const char *name) {
-  struct gs_node_spec spec;
-  memset(&spec, 0, sizeof spec);
-  snprintf(spec.name, sizeof spec.name, "%s", name);
-  spec.mode = GS_MODE_SHARE;
-  spec.gpu_count = 2;
-  spec.gpu_mem_units = 32;
+  struct gs_node_spec spec = gs_test_node(name, GS_MODE_SHARE, 2, 32);
   assert_int_equal(gs_sched_node_upsert(s, &spec), GS_EOK);
 }
 

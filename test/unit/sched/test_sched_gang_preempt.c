@@ -34,10 +34,7 @@ static struct gs_sched *sched_new(void) {
   s = gs_sched_new(&policy);
   assert_non_null(s);
   for (int i = 0; i < 2; i++) {
-    struct gs_node_spec spec;
-    memset(&spec, 0, sizeof spec);
-    snprintf(spec.name, sizeof spec.name, "%s", nodes[i]);
-    spec.mode = GS_MODE_TOPOLOGY;
+    struct gs_node_spec spec = gs_test_node(nodes[i], GS_MODE_TOPOLOGY, 0, 0);
     spec.whole_gpus = 8;
     spec.has_topo = true;
     spec.topo = &dgx1;
@@ -47,12 +44,8 @@ static struct gs_sched *sched_new(void) {
 }
 
 static struct gs_pod_request whole(const char *name, uint64_t gpus, int32_t prio) {
-  struct gs_pod_request p;
-  memset(&p, 0, sizeof p);
-  snprintf(p.ns, sizeof p.ns, "default");
-  snprintf(p.name, sizeof p.name, "%s", name);
+  struct gs_pod_request p = gs_test_pod(name, "");
   snprintf(p.uid, sizeof p.uid, "uid-%s", name);
-  p.ncontainers = 1;
   p.whole_gpus[0] = gpus;
   p.gpu_count = 1;
   p.priority = prio;
@@ -66,28 +59,31 @@ static void bind_to(struct gs_sched *s, const struct gs_pod_request *p, const ch
   gs_annotations_clear(&r.annots);
 }
 
-/* Fills node with 8 single-GPU pods of priority prio, named <prefix>0..7;
- * the one named vip (if any) gets priority 2000. */
-static void fill(struct gs_sched *s, const char *node, const char *prefix, int32_t prio,
-                 int vip) {
-  for (int i = 0; i < 8; i++) {
+/* A pod maker: whole(name, gpus, prio) or mem(name, gib, prio). */
+typedef struct gs_pod_request (*make_fn)(const char *name, uint64_t size, int32_t prio);
+
+/* Fills node with count pods of size made by make, of priority prio, named
+ * <prefix>0..; the one numbered vip (if any) gets priority 2000. */
+static void fill_with(struct gs_sched *s, const char *node, const char *prefix, int32_t prio,
+                      int vip, int count, make_fn make, uint64_t size) {
+  for (int i = 0; i < count; i++) {
     char name[32];
     struct gs_pod_request p;
     snprintf(name, sizeof name, "%s%d", prefix, i);
-    p = whole(name, 1, i == vip ? 2000 : prio);
+    p = make(name, size, i == vip ? 2000 : prio);
     bind_to(s, &p, node);
   }
 }
 
-/* The job's members, seen by the watch; returns member 0. */
-static struct gs_pod_request gang(struct gs_sched *s, const char *job, uint32_t replicas,
-                                  uint64_t gpus) {
+/* The job's members of size made by make, seen by the watch; returns member 0. */
+static struct gs_pod_request gang_with(struct gs_sched *s, const char *job, uint32_t replicas,
+                                       make_fn make, uint64_t size) {
   struct gs_pod_request m0;
   for (uint32_t i = 0; i < replicas; i++) {
     char name[64];
     struct gs_pod_request m;
     snprintf(name, sizeof name, "%s-%u", job, i);
-    m = whole(name, gpus, 1000);
+    m = make(name, size, 1000);
     snprintf(m.gang_job, sizeof m.gang_job, "%s", job);
     m.gang_replicas = replicas;
     gs_sched_pod_seen(s, &m, NULL);
@@ -95,6 +91,18 @@ static struct gs_pod_request gang(struct gs_sched *s, const char *job, uint32_t 
       m0 = m;
   }
   return m0;
+}
+
+/* Fills node with 8 single-GPU pods (see fill_with). */
+static void fill(struct gs_sched *s, const char *node, const char *prefix, int32_t prio,
+                 int vip) {
+  fill_with(s, node, prefix, prio, vip, 8, whole, 1);
+}
+
+/* The job's members of gpus whole GPUs each; returns member 0. */
+static struct gs_pod_request gang(struct gs_sched *s, const char *job, uint32_t replicas,
+                                  uint64_t gpus) {
+  return gang_with(s, job, replicas, whole, gpus);
 }
 
 /* The reason filter gives the member on node t-a. */
@@ -210,12 +218,7 @@ static void test_gang_members_are_never_victims(void **state) {
 /* A memory-shared job: share nodes of one 16 GiB GPU, each full of four
  * 4 GiB pods. */
 static void share_node(struct gs_sched *s, const char *name) {
-  struct gs_node_spec spec;
-  memset(&spec, 0, sizeof spec);
-  snprintf(spec.name, sizeof spec.name, "%s", name);
-  spec.mode = GS_MODE_SHARE;
-  spec.gpu_count = 1;
-  spec.gpu_mem_units = 16;
+  struct gs_node_spec spec = gs_test_node(name, GS_MODE_SHARE, 1, 16);
   assert_int_equal(gs_sched_node_upsert(s, &spec), GS_EOK);
 }
 
@@ -224,34 +227,6 @@ static struct gs_pod_request mem(const char *name, uint64_t gib, int32_t prio) {
   p.whole_gpus[0] = 0;
   p.mem_units[0] = gib;
   return p;
-}
-
-static void fill_mem(struct gs_sched *s, const char *node, const char *prefix, int32_t prio,
-                     int vip) {
-  for (int i = 0; i < 4; i++) {
-    char name[32];
-    struct gs_pod_request p;
-    snprintf(name, sizeof name, "%s%d", prefix, i);
-    p = mem(name, 4, i == vip ? 2000 : prio);
-    bind_to(s, &p, node);
-  }
-}
-
-static struct gs_pod_request mem_gang(struct gs_sched *s, const char *job, uint32_t replicas,
-                                      uint64_t gib) {
-  struct gs_pod_request m0;
-  for (uint32_t i = 0; i < replicas; i++) {
-    char name[64];
-    struct gs_pod_request m;
-    snprintf(name, sizeof name, "%s-%u", job, i);
-    m = mem(name, gib, 1000);
-    snprintf(m.gang_job, sizeof m.gang_job, "%s", job);
-    m.gang_replicas = replicas;
-    gs_sched_pod_seen(s, &m, NULL);
-    if (i == 0)
-      m0 = m;
-  }
-  return m0;
 }
 
 /* Four 4 GiB members on a GPU full of four 4 GiB pods of priority 10: all
@@ -268,9 +243,9 @@ static void test_memory_shared_gangs(void **state) {
   (void)state;
   share_node(s, "s-a");
   share_node(s, "s-b");
-  fill_mem(s, "s-a", "a", 10, -1);
-  fill_mem(s, "s-b", "b", 50, 1);
-  m0 = mem_gang(s, "infer", 4, 4);
+  fill_with(s, "s-a", "a", 10, -1, 4, mem, 4);
+  fill_with(s, "s-b", "b", 50, 1, 4, mem, 4);
+  m0 = gang_with(s, "infer", 4, mem, 4);
   assert_int_equal(gs_sched_preempt_gang(s, &m0, share, 1, &v, &n, &first, &st), GS_EOK);
   assert_int_equal(n, 4);
   assert_int_equal(first, 0);
@@ -282,7 +257,7 @@ static void test_memory_shared_gangs(void **state) {
   assert_null(v);
   assert_string_equal(st.reason, "gang preemption: only 3 of 4 replicas (4096 MiB on 1 GPU each) "
                                  "can be freed by evicting lower-priority pods; none is evicted");
-  m0 = mem_gang(s, "pair", 2, 8);
+  m0 = gang_with(s, "pair", 2, mem, 8);
   assert_int_equal(gs_sched_preempt_gang(s, &m0, share, 2, &v, &n, &first, &st), GS_EOK);
   assert_int_equal(n, 4);
   assert_int_equal(first, 0);
