@@ -57,20 +57,22 @@ import concurrent.futures
 import csv
 import json
 import os
-import re
 import sys
 import tempfile
 import threading
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from promtext import metric_sum  # noqa: E402
 SOURCE = os.path.normpath(os.path.join(HERE, "..", ".."))
 BUILD = os.environ.get("GS_BUILD_DIR", os.path.join(SOURCE, "build"))
 # the real control plane's harness, imported when a run starts (the reading
 # of a run's pods, which test/integration tests, needs none of it)
 kcluster = Kube = None
 
-DATA = os.path.join(SOURCE, "..", "..", "shared", "data", "fgd-protocol")
+DATA = os.path.join(os.environ.get("GS_SHARED", os.path.join(SOURCE, "..", "shared")),
+                    "data", "fgd-protocol")
 if not os.path.isdir(DATA):
     DATA = "/work/shared/data/fgd-protocol"
 
@@ -129,17 +131,6 @@ def pod_object(p):
                                      "resources": res}],
                      "restartPolicy": "Never", "terminationGracePeriodSeconds": 0}}
 
-
-def metric_sum(text, name, **labels):
-    total = 0.0
-    for line in text.splitlines():
-        m = re.match(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})?\s+(\S+)", line)
-        if not m or m.group(1) != name:
-            continue
-        got = dict(re.findall(r'(\w+)="([^"]*)"', m.group(2) or ""))
-        if all(got.get(k) == v for k, v in labels.items()):
-            total += float(m.group(3))
-    return total
 
 
 class Bound(threading.Thread):

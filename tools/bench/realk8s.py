@@ -70,19 +70,9 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "test", "k8s"))
 import kcluster  # noqa: E402
+from promtext import metric_sum  # noqa: E402
 import yaml  # noqa: E402
 
-
-def metric_sum(text, name, **labels):
-    total = 0.0
-    for line in text.splitlines():
-        m = re.match(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})?\s+(\S+)", line)
-        if not m or m.group(1) != name:
-            continue
-        got = dict(re.findall(r'(\w+)="([^"]*)"', m.group(2) or ""))
-        if all(got.get(k) == v for k, v in labels.items()):
-            total += float(m.group(3))
-    return total
 
 
 def fetch_profile(get, seconds, path, delay=0):
