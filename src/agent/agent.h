@@ -138,9 +138,34 @@ char *gs_agent_unhealthy_data(const struct gs_agent_inventory *inv);
  * NULL when the inventory has no matrix. */
 char *gs_agent_topology(const struct gs_agent_inventory *inv);
 
-/* One Allocate call: the kubelet asks n devices of resource for one
- * container; pods_json is the node's pods (a JSON array of v1.Pod, or a
- * PodList object with "items"). The matching rule (docs/node-agent.md):
+/* One Allocate call's inputs: the kubelet asks n devices of resource for
+ * one container of a pod it does not name.
+ *
+ * pods: the node's pods (a JSON array of v1.Pod, or a PodList object with
+ * "items"), read consistently from the apiserver.
+ *
+ * kubelet: the kubelet's own view at the moment of the call, its
+ * pod-resources List (k8s.io/kubelet podresources v1
+ * ListPodResourcesResponse as protobuf's canonical JSON prints it:
+ * {"podResources":[{"name","namespace","containers":[{"name","devices":
+ * [{"resourceName","deviceIds":[…]}]}]}]}); NULL when it cannot be had
+ * (the socket is not mounted). The kubelet adds a pod to the pods it lists
+ * before admitting it, admits one pod at a time, and records a
+ * container's devices only once Allocate has answered: so the pod the
+ * call is for is the listed pod whose container holds no device of
+ * resource yet (docs/node-agent.md, "Which pod an Allocate is for"). */
+struct gs_agent_call {
+  const char *node;
+  const char *resource;
+  uint64_t n;
+  const char *pods;
+  size_t pods_len;
+  const char *kubelet;
+  size_t kubelet_len;
+  int64_t now_ns; /* the assign time written once the pod is served */
+};
+
+/* One Allocate call (call above). The matching rule (docs/node-agent.md):
  * candidates are the pods with spec.nodeName == node, phase Pending, not
  * being deleted, carrying a gpushare allocation not yet assigned; a
  * candidate's next container is, in the kubelet's order, its first init
@@ -148,28 +173,33 @@ char *gs_agent_topology(const struct gs_agent_inventory *inv);
  * gpushare.io/allocated-init-containers, else its first app container
  * (spec.containers) asking resource not listed in
  * gpushare.io/allocated-containers; it matches when that container asks
- * exactly n. Among matches the first by (assume time, namespace, name, UID)
- * wins. An init container gets its own request over the pod's GPUs (all of
- * them, n/M each, for memory; the first n for whole GPUs): it runs before
- * the app containers, on memory the scheduler reserved as
- * max(init, sum of app). On cgpu nodes the Aliyun amount keys count in GiB
- * (what the cGPU module reads) and ALIYUN_COM_GPU_MEM_CONTAINER is the cap
- * per GPU; an amount that is not whole GiB is refused (GS_ERANGE).
+ * exactly n. With the kubelet's view, only the pod the kubelet is
+ * admitting can match (a pod it has not listed yet, or whose container
+ * already holds devices of resource, is not the one asking); among matches
+ * the first by (assume time, namespace, name, UID) wins — without the
+ * view this order alone decides, as Aliyun's plugin does. An init
+ * container gets its own request over the pod's GPUs (all of them, n/M
+ * each, for memory; the first n for whole GPUs): it runs before the app
+ * containers, on memory the scheduler reserved as max(init, sum of app).
+ * On cgpu nodes the Aliyun amount keys count in GiB (what the cGPU module
+ * reads) and ALIYUN_COM_GPU_MEM_CONTAINER is the cap per GPU; an amount
+ * that is not whole GiB is refused (GS_ERANGE).
  * On success *ret_json (free it) is
  *   {"pod":{"namespace","name","uid"},"container":"<name>","containerIndex":i,
- *    "init":false,"envs":{…},"mounts":[{"hostPath","containerPath","readOnly"}],
- *    "annotations":{…}}
- * where "annotations" is what to merge-patch on the pod (the container
- * recorded; once every container is served the pod marked assigned and its
- * assign time now_ns). gpu-count asks nothing of a pod: {"envs":{}}.
+ *    "init":false,"by":"kubelet"|"assume","envs":{…},
+ *    "mounts":[{"hostPath","containerPath","readOnly"}],"annotations":{…}}
+ * where "by" says which rule chose the pod (the kubelet's view, or the
+ * assume order without it) and "annotations" is what to merge-patch on the
+ * pod (the container recorded; once every container is served the pod
+ * marked assigned and its assign time now_ns). gpu-count asks nothing of a
+ * pod: {"envs":{}}.
  * Refusals (GS_ENOTFOUND no matching pod or no annotation, GS_ERANGE a GPU
  * the node lacks or units over its memory, GS_EPARSE a malformed
- * annotation, GS_EINVAL bad arguments) with diag->text saying which pod and
- * why. */
+ * annotation or kubelet view, GS_EINVAL bad arguments) with diag->text
+ * saying which pod and why. */
 enum gs_err gs_agent_allocate(const struct gs_agent_config *cfg,
-                              const struct gs_agent_inventory *inv, const char *node,
-                              const char *resource, uint64_t n, const char *pods_json,
-                              size_t len, int64_t now_ns, char **ret_json,
+                              const struct gs_agent_inventory *inv,
+                              const struct gs_agent_call *call, char **ret_json,
                               struct gs_diag *diag) GS_WUR;
 
 /* ---- DRA (docs/node-agent.md "DRA") ------------------------------------ */

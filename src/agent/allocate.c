@@ -1,9 +1,12 @@
 /* gpushare-node: which pod an Allocate call is for, and what its container
  * receives (agent.h, docs/node-agent.md). The kubelet names N fake devices
- * and no pod; the pod is found the way Aliyun's device plugin finds it
- * (pending pods of this node with an allocation not yet assigned, oldest
- * assume time first), with a total order so the answer never depends on
- * the order the pods were listed in. */
+ * and no pod. The pod is the one the kubelet is admitting: its
+ * pod-resources List holds that pod (added before admission) with no
+ * device of the resource recorded for the container yet. Among such pods,
+ * or among all pending pods when the kubelet's view cannot be had, the way
+ * Aliyun's device plugin finds it (pending pods of this node with an
+ * allocation not yet assigned, oldest assume time first), with a total
+ * order so the answer never depends on the order the pods were listed in. */
 #include "agent.h"
 #include "agent_internal.h"
 
@@ -310,7 +313,7 @@ static enum gs_err cgpu_check(const char *node, const struct cand *w, const stru
 static enum gs_err answer(const struct gs_agent_config *cfg, const struct gs_agent_inventory *inv,
                           const char *node, const struct cand *w, const struct asks *k,
                           const struct gs_api_alloc *a, uint64_t n, int64_t now_ns,
-                          char **ret_json, struct gs_diag *diag) {
+                          bool by_kubelet, char **ret_json, struct gs_diag *diag) {
   char visible[GS_MAX_GPUS * (GS_AGENT_UUID_MAX + 1)] = "", idx[GS_MAX_GPUS * 4] = "";
   char limit[GS_MAX_GPUS * 24] = "", mps[GS_MAX_GPUS * 32] = "", served[GS_MAX_CONTAINERS * 4] = "";
   bool whole = k->whole, cgpu = cfg->mode == GS_MODE_CGPU && !whole, ignored_init;
@@ -366,6 +369,7 @@ static enum gs_err answer(const struct gs_agent_config *cfg, const struct gs_age
       gs__agent_set_str(out, "container", container_name(w->pod, w->init, w->container)) != 0 ||
       json_object_set_new(out, "containerIndex", json_integer(w->container)) != 0 ||
       json_object_set_new(out, "init", json_boolean(w->init)) != 0 ||
+      gs__agent_set_str(out, "by", by_kubelet ? "kubelet" : "assume") != 0 ||
       gs__agent_set_str(envs, GS_AGENT_ENV_VISIBLE, visible) != 0)
     goto out_json;
   if (!whole) {
@@ -407,15 +411,79 @@ out_json:
   return err;
 }
 
+/* The kubelet's pod-resources List (agent.h, struct gs_agent_call): checks
+ * its shape; false with diag when malformed. Its pods are "podResources"
+ * (absent: protobuf's JSON leaves an empty list out; the loops see none). */
+static bool kubelet_check(const json_t *view, struct gs_diag *diag) {
+  const json_t *pods = json_object_get(view, "podResources"), *p, *c;
+  size_t i, j;
+  if (!json_is_object(view) || (pods != NULL && !json_is_array(pods))) {
+    gs_diag_set(diag, "", "the kubelet's pod-resources list must be an object whose "
+                          "\"podResources\" is an array");
+    return false;
+  }
+  json_array_foreach(pods, i, p) {
+    const json_t *cs = json_object_get(p, "containers");
+    if (!json_is_string(json_object_get(p, "name")) ||
+        !json_is_string(json_object_get(p, "namespace")) || (cs != NULL && !json_is_array(cs))) {
+      gs_diag_set(diag, "", "the kubelet's pod-resources list: podResources[%zu] has no "
+                            "name, namespace or containers array", i);
+      return false;
+    }
+    json_array_foreach(cs, j, c) {
+      const json_t *ds = json_object_get(c, "devices");
+      if (!json_is_string(json_object_get(c, "name")) || (ds != NULL && !json_is_array(ds))) {
+        gs_diag_set(diag, "", "the kubelet's pod-resources list: podResources[%zu]."
+                              "containers[%zu] has no name or devices array", i, j);
+        return false;
+      }
+    }
+  }
+  if (json_array_size(pods) > PODS_MAX) {
+    gs_diag_set(diag, "", "%zu pods in the kubelet's pod-resources list, over the limit of %d",
+                json_array_size(pods), PODS_MAX);
+    return false;
+  }
+  return true;
+}
+
+/* True when the kubelet (its checked view) is admitting pod ns/name for
+ * container cname: it lists the pod, and the container (absent: an init
+ * container the list leaves out, or none yet) holds no device of
+ * resource. */
+static bool kubelet_admitting(const json_t *view, const char *ns, const char *name,
+                              const char *cname, const char *resource) {
+  const json_t *p, *c, *d;
+  size_t i, j, k;
+  json_array_foreach(json_object_get(view, "podResources"), i, p) {
+    if (strcmp(json_string_value(json_object_get(p, "namespace")), ns) != 0 ||
+        strcmp(json_string_value(json_object_get(p, "name")), name) != 0)
+      continue;
+    json_array_foreach(json_object_get(p, "containers"), j, c) {
+      if (strcmp(json_string_value(json_object_get(c, "name")), cname) != 0)
+        continue;
+      json_array_foreach(json_object_get(c, "devices"), k, d) {
+        const json_t *rn = json_object_get(d, "resourceName");
+        if (json_is_string(rn) && strcmp(json_string_value(rn), resource) == 0 &&
+            json_array_size(json_object_get(d, "deviceIds")) > 0)
+          return false;
+      }
+    }
+    return true;
+  }
+  return false;
+}
+
 static const char *what_annotation(bool whole) {
   return whole ? GS_ANN_TOPO_ALLOCATION : GS_ANN_ALLOCATION;
 }
 
 enum gs_err gs_agent_allocate(const struct gs_agent_config *cfg,
-                              const struct gs_agent_inventory *inv, const char *node,
-                              const char *resource, uint64_t n, const char *pods_json,
-                              size_t len, int64_t now_ns, char **ret_json,
+                              const struct gs_agent_inventory *inv,
+                              const struct gs_agent_call *call, char **ret_json,
                               struct gs_diag *diag) {
+  const char *node = call->node, *resource = call->resource;
+  uint64_t n = call->n;
   bool whole = strcmp(resource, GS_AGENT_RES_WHOLE) == 0;
   struct cand *cands = NULL, bare = {0}, bad = {0};
   struct gs_diag bad_diag = {0};
@@ -423,8 +491,8 @@ enum gs_err gs_agent_allocate(const struct gs_agent_config *cfg,
   struct asks *k = NULL;
   struct gs_api_alloc *a = NULL;
   const json_t *items;
-  json_t *doc;
-  size_t ncand = 0;
+  json_t *doc, *view = NULL;
+  size_t ncand = 0, passed = 0; /* matches the kubelet is not admitting */
   enum gs_err err;
 
   if (strcmp(resource, GS_AGENT_RES_COUNT) == 0) {
@@ -440,7 +508,7 @@ enum gs_err gs_agent_allocate(const struct gs_agent_config *cfg,
     gs_diag_set(diag, "", "Allocate of no %s devices", resource);
     return GS_EINVAL;
   }
-  doc = json_loadb(pods_json, len, 0, NULL);
+  doc = json_loadb(call->pods, call->pods_len, 0, NULL);
   items = json_is_object(doc) ? json_object_get(doc, "items") : doc;
   if (!json_is_array(items)) {
     gs_diag_set(diag, "", "the node's pods must be a JSON array or a PodList");
@@ -452,6 +520,20 @@ enum gs_err gs_agent_allocate(const struct gs_agent_config *cfg,
                 PODS_MAX);
     json_decref(doc);
     return GS_ETOOBIG;
+  }
+  if (call->kubelet != NULL) {
+    json_error_t je;
+    view = json_loadb(call->kubelet, call->kubelet_len, 0, &je);
+    if (view == NULL) {
+      gs_diag_set(diag, "", "the kubelet's pod-resources list is not JSON: %s", je.text);
+      json_decref(doc);
+      return GS_EPARSE;
+    }
+    if (!kubelet_check(view, diag)) {
+      json_decref(view);
+      json_decref(doc);
+      return GS_EPARSE;
+    }
   }
   err = GS_ENOMEM;
   cands = calloc(json_array_size(items) + 1, sizeof *cands);
@@ -475,6 +557,12 @@ enum gs_err gs_agent_allocate(const struct gs_agent_config *cfg,
     c.ns = gs_api_pod_ns(pod);
     c.name = gs_api_pod_name(pod);
     c.uid = gs_api_pod_uid(pod);
+    if (view != NULL && !kubelet_admitting(view, c.ns, c.name,
+                                                container_name(pod, c.init, c.container),
+                                                resource)) {
+      passed++; /* not the pod the kubelet is admitting */
+      continue;
+    }
     err = gs_api_alloc_from_pod(pod, cfg->unit_mib, a, &d);
     if (err == GS_ENOMEM)
       goto out;
@@ -508,6 +596,15 @@ enum gs_err gs_agent_allocate(const struct gs_agent_config *cfg,
       gs_diag_set(diag, "", "pod %s/%s: its allocation cannot be read: %s: %s", bad.ns, bad.name,
                   bad_diag.where, bad_diag.text);
       err = GS_EPARSE;
+    } else if (passed > 0) {
+      gs_diag_set(diag, "",
+                  "no pending pod on node %s that the kubelet is admitting has a container "
+                  "asking %s: %" PRIu64 " with a gpushare allocation not yet assigned (%zu "
+                  "other pod%s match%s: the kubelet's pod-resources list shows %s not yet "
+                  "admitted or already holding the devices)",
+                  node, resource, n, passed, passed == 1 ? "" : "s", passed == 1 ? "es" : "",
+                  passed == 1 ? "it" : "them");
+      err = GS_ENOTFOUND;
     } else {
       gs_diag_set(diag, "",
                   "no pending pod on node %s has a container asking %s: %" PRIu64
@@ -524,12 +621,13 @@ enum gs_err gs_agent_allocate(const struct gs_agent_config *cfg,
   if (err == GS_EOK)
     err = gs_api_alloc_from_pod(cands[0].pod, cfg->unit_mib, a, NULL);
   if (err == GS_EOK)
-    err = answer(cfg, inv, node, &cands[0], k, a, n, now_ns, ret_json, diag);
+    err = answer(cfg, inv, node, &cands[0], k, a, n, call->now_ns, view != NULL, ret_json, diag);
 out:
   free(a);
   free(k);
   free(req);
   free(cands);
+  json_decref(view);
   json_decref(doc);
   return err;
 }

@@ -1,7 +1,8 @@
 /* Fuzz target "agent": gpushare-node's two inputs from outside. The input
  * is read as an inventory (gs_agent_inventory_decode) and as the node's pods
  * for one Allocate (gs_agent_allocate, over a fixed 2-GPU inventory, for
- * each resource, at both units). Every refusal has a text; an answer is a
+ * each resource, at both units; for counts 1 and 4 also as the kubelet's
+ * pod-resources list). Every refusal has a text; an answer is a
  * JSON object with "envs". */
 #include "fuzz.h"
 
@@ -35,8 +36,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         char *out = NULL;
         json_t *doc;
         memset(&diag, 0, sizeof diag);
-        err = gs_agent_allocate(&cfg, &fixed, "gpu-a", res[r], n, (const char *)data, size,
-                                1, &out, &diag);
+        /* the input as the node's pods, and (n 1 and 4) also as the
+         * kubelet's pod-resources list */
+        bool seen = n == 1 || n == 4;
+        struct gs_agent_call call = {"gpu-a", res[r], n, (const char *)data, size,
+                                     seen ? (const char *)data : NULL, seen ? size : 0, 1};
+        err = gs_agent_allocate(&cfg, &fixed, &call, &out, &diag);
         FUZZ_CHECK_DIAG(err, diag);
         if (err != GS_EOK) {
           FUZZ_CHECK(out == NULL);

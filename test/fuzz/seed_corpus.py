@@ -123,6 +123,14 @@ def main():
         pod % ("p3", "p3", '{\\"0\\":{\\"0\\":16}}', 1, ',"gpushare.io/unit-mib":"128"', 16),
         pod % ("p4", "p4", '{\\"0\\":{\\"2\\":1}}', 1, ',"gpushare.io/allocated-containers":"0"', 1),
     ]) + "]}")
+    # the same input is also read as the kubelet's pod-resources list: one
+    # object with both keys exercises the kubelet's view
+    put("agent", "seen", '{"items":[' + ",".join([
+        pod % ("p1", "p1", '{\\"0\\":{\\"1\\":4}}', 5, "", 4),
+        pod % ("p5", "p5", '{\\"0\\":{\\"0\\":4}}', 1, "", 4),
+    ]) + '],"podResources":[{"name":"p1","namespace":"default","containers":[{"name":"c0"}]},'
+        '{"name":"p5","namespace":"default","containers":[{"name":"c0","devices":[{"resourceName":'
+        '"aliyun.com/gpu-mem","deviceIds":["GPU-a-_-0"]}]}]}]}')
     put("agent", "whole", '[{"metadata":{"name":"w","uid":"w","annotations":{'
         '"gputopology.alibabacloud.com/allocation":"{\\"allocatedGPUs\\":{\\"0\\":[\\"0\\",\\"1\\"]},'
         '\\"assumeTime\\":1,\\"assigned\\":false}"}},"spec":{"nodeName":"gpu-a","containers":['

@@ -1310,6 +1310,13 @@ class NodeAgentTest(unittest.TestCase):
         self.assertEqual(mounts["device-plugins"]["mountPath"], dp)
         self.assertEqual(vols["device-plugins"]["hostPath"]["path"], dp)
         self.assertIn('filepath.Join(a.o.RootDir, "device-plugins")', node_go("nodeagent", "agent.go"))
+        # and the kubelet's pod-resources socket (which pod it admits), read-only
+        pr = args["kubelet-root-dir"] + "/pod-resources"
+        self.assertEqual((mounts["pod-resources"]["mountPath"], mounts["pod-resources"].get("readOnly")),
+                         (pr, True))
+        self.assertEqual(vols["pod-resources"]["hostPath"]["path"], pr)
+        self.assertIn('filepath.Join(rootDir, "pod-resources", "kubelet.sock")',
+                      node_go("nodeagent", "podresources.go"))
         # NVML: the host driver's library, one file read-only, the flag naming it
         self.assertNotIn("inventory", args)
         self.assertEqual(args["nvml-library"], mounts["nvml"]["mountPath"])

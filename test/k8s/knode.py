@@ -171,6 +171,7 @@ class Node:
         self.device_plugin_dir = os.path.join(self.root_dir, "device-plugins")
         # in the node's mount namespace: host path -> the node's own directory
         self.ns_binds = {"/var/lib/kubelet/device-plugins": self.device_plugin_dir,
+                         "/var/lib/kubelet/pod-resources": os.path.join(self.root_dir, "pod-resources"),
                          "/var/log/containers": os.path.join(self.dir, "container-logs")}
         self.plugins_registry_dir = os.path.join(self.root_dir, "plugins_registry")
         self.pod_resources_socket = os.path.join(self.root_dir, "pod-resources", "kubelet.sock")

@@ -333,7 +333,9 @@ class Deploy(unittest.TestCase):
         (leader,) = leaders()
         (standby,) = [q["metadata"]["name"] for q in ext_pods() if q["metadata"]["name"] != leader]
         p = self.run_gpu_pod("deploy-4", 4)
-        self.assertIn("pod=default/deploy-4", pod_log(NS, agent["metadata"]["name"]))
+        # the kubelet's pod-resources socket, mounted as shipped, named the pod
+        self.assertIn("pod=default/deploy-4 container=main init=false by=kubelet",
+                      pod_log(NS, agent["metadata"]["name"]))
         # kube-scheduler's calls reached the leader, never the standby
         self.assertIn("pod=default/deploy-4", pod_log(NS, leader))
         self.assertNotIn("deploy-4", pod_log(NS, standby))

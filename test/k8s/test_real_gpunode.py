@@ -26,6 +26,7 @@ import kcluster
 import kimages
 import knode
 from aliyun import aliyun_binary
+from delayproxy import DelayProxy
 from kcluster import BUILD, Extender, Fatal, wait_for
 from realcase import Env, PluginView, RealCase
 
@@ -49,11 +50,11 @@ class Agent:
     mps_dir = None
 
     @classmethod
-    def start(cls, unit="1GiB", mode=None):
+    def start(cls, unit="1GiB", mode=None, kubeconfig=None):
         cls.n += 1
         name = f"gpushare-node-{cls.n}"
         cmd = [os.path.join(kcluster.k8s_bin_dir(), "gpushare-node"),
-               "--kubeconfig", cls.kubeconfig, "--kubelet-root-dir", node.root_dir,
+               "--kubeconfig", kubeconfig or cls.kubeconfig, "--kubelet-root-dir", node.root_dir,
                "--unit", unit, "--nvml-library", FAKE_NVML, "--poll-interval", "200ms",
                "--mps-pipe-dir", cls.mps_dir]
         if mode:
@@ -79,9 +80,9 @@ class Agent:
         wait_allocatable(0, 0)
 
     @classmethod
-    def restart(cls, mem, unit="1GiB", mode=None):
+    def restart(cls, mem, unit="1GiB", mode=None, kubeconfig=None):
         cls.stop()
-        cls.start(unit, mode)
+        cls.start(unit, mode, kubeconfig)
         wait_allocatable(mem, 2)
 
 
@@ -118,9 +119,9 @@ def setUpModule():
             f.write(INVENTORY)
         # as deploy/node/ runs it: its ServiceAccount and least-privilege RBAC
         Env.cp.admin.apply_file(os.path.join(kcluster.SOURCE, "deploy", "node", "rbac.yaml"))
-        token = Env.cp.service_account_token(ns="kube-system", name="gpushare-node")
+        Agent.token = Env.cp.service_account_token(ns="kube-system", name="gpushare-node")
         Agent.kubeconfig = kcluster.write_kubeconfig(os.path.join(node.dir, "agent.kubeconfig"),
-                                                     Env.cp.server, Env.cp.ca, token)
+                                                     Env.cp.server, Env.cp.ca, Agent.token)
         Agent.start()
         wait_allocatable(32, 2)
     except BaseException:
@@ -463,6 +464,62 @@ class GpuNode(PodCase):
                 "GPUSHARE_GPU_MEM_LIMIT_MIB": "4096,4096", "GPUSHARE_GPU_MEM_UNIT_MIB": "1024"})
         finally:
             self.k.patch("nodes", None, NODE, {"metadata": {"labels": {"ack.node.gpu.schedule": "share"}}})
+            for q in self.pods():
+                self.k.delete("pods", self.ns, q["metadata"]["name"], grace=0)
+            wait_for(lambda: not self.pods(), 120, "the test's pods gone", 0.2)
+            Agent.restart(32)
+
+    def test_9c_the_pod_the_kubelet_admits_gets_its_own_gpu(self):
+        """Two pods asking the same amount, bound in the order opposite to
+        their assume times (what a gang's members bound within milliseconds
+        of each other do): the kubelet admits the later-assumed one first,
+        and each container gets its own GPU (docs/node-agent.md, "Which pod
+        an Allocate is for"; the defect a rehearsal found on 2026-11-28).
+        The agent's apiserver connection goes through a gate that holds its
+        List during the first Allocate while the second pod is bound, so the
+        agent sees both pods pending when it answers. The pods carry their
+        allocations by hand and a scheduler name no scheduler serves: the
+        test binds them itself, in the order it wants."""
+        proxy = DelayProxy(Env.cp.api_port, 0)
+        self.addCleanup(proxy.close)
+        gated = kcluster.write_kubeconfig(os.path.join(node.dir, "agent-gated.kubeconfig"),
+                                          f"https://127.0.0.1:{proxy.port}", Env.cp.ca, Agent.token)
+
+        def by_hand(name, gpu, assume_ns):
+            pod = gpu_pod(name, 8)
+            del pod["spec"]["nodeSelector"]
+            pod["spec"]["schedulerName"] = "gpushare-test-by-hand"
+            pod["metadata"]["annotations"] = {
+                ALLOC: json.dumps({"0": {str(gpu): 8}}),
+                "scheduler.framework.gpushare.assigned": "false",
+                "scheduler.framework.gpushare.assume-time": str(assume_ns),
+                "ALIYUN_COM_GPU_MEM_ASSIGNED": "false", "ALIYUN_COM_GPU_MEM_ASSUME_TIME": str(assume_ns)}
+            return pod
+
+        def bind(name):
+            Env.cp.admin.call("POST", f"/api/v1/namespaces/{self.ns}/pods/{name}/binding", {
+                "apiVersion": "v1", "kind": "Binding", "metadata": {"name": name},
+                "target": {"apiVersion": "v1", "kind": "Node", "name": NODE}})
+
+        Agent.restart(32, kubeconfig=gated)
+        try:
+            self.create(by_hand("early", 0, 1_000))
+            self.create(by_hand("late", 1, 2_000))
+            proxy.hold()
+            try:
+                bind("late")
+                wait_for(lambda: proxy.held > 0, 120,
+                         "gpushare-node's List (late's Allocate) held at the gate", 0.05)
+                bind("early")
+            finally:
+                proxy.release()
+            for name, gpu in (("late", 1), ("early", 0)):
+                self.wait_phase(name, "Succeeded")
+                self.assertEqual(self.assert_env_is_allocation(name), [gpu], name)
+            log = Agent.proc.tail(20000)
+            for name in ("late", "early"):
+                self.assertIn(f"pod={self.ns}/{name} container=main init=false by=kubelet", log)
+        finally:
             for q in self.pods():
                 self.k.delete("pods", self.ns, q["metadata"]["name"], grace=0)
             wait_for(lambda: not self.pods(), 120, "the test's pods gone", 0.2)

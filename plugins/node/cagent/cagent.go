@@ -247,14 +247,17 @@ type Answer struct {
 	Container      string            `json:"container"`
 	ContainerIndex int               `json:"containerIndex"`
 	Init           bool              `json:"init"` // an init container (spec.initContainers)
+	By             string            `json:"by"`   // "kubelet": its pod-resources list named the pod; "assume": the assume order did
 	Envs           map[string]string `json:"envs"`
 	Mounts         []Mount           `json:"mounts"`
 	Annotations    map[string]string `json:"annotations"`
 }
 
 // Allocate asks C which pod of podsJSON (the node's pods: a PodList or an
-// array of v1.Pod as JSON) an Allocate of n devices of resource is for.
-func Allocate(c Config, inv *Inventory, node, resource string, n uint64, podsJSON []byte,
+// array of v1.Pod as JSON) an Allocate of n devices of resource is for;
+// kubeletJSON is the kubelet's pod-resources List as protobuf's JSON, nil
+// when it cannot be had (agent.h, struct gs_agent_call).
+func Allocate(c Config, inv *Inventory, node, resource string, n uint64, podsJSON, kubeletJSON []byte,
 	nowNs int64) (*Answer, error) {
 	cc, err := c.toC()
 	if err != nil {
@@ -263,12 +266,15 @@ func Allocate(c Config, inv *Inventory, node, resource string, n uint64, podsJSO
 	cn, cr := C.CString(node), C.CString(resource)
 	defer C.free(unsafe.Pointer(cn))
 	defer C.free(unsafe.Pointer(cr))
-	cp := cBytes(podsJSON)
+	cp, ck := cBytes(podsJSON), cBytes(kubeletJSON)
 	defer C.free(cp)
+	defer C.free(ck)
+	call := C.struct_gs_agent_call{node: cn, resource: cr, n: C.uint64_t(n),
+		pods: (*C.char)(cp), pods_len: C.size_t(len(podsJSON)),
+		kubelet: (*C.char)(ck), kubelet_len: C.size_t(len(kubeletJSON)), now_ns: C.int64_t(nowNs)}
 	var diag C.struct_gs_diag
 	var out *C.char
-	rc := C.gs_agent_allocate(&cc, inv.c, cn, cr, C.uint64_t(n), (*C.char)(cp),
-		C.size_t(len(podsJSON)), C.int64_t(nowNs), &out, &diag)
+	rc := C.gs_agent_allocate(&cc, inv.c, &call, &out, &diag)
 	if rc != C.GS_EOK {
 		return nil, refusal(rc, C.GoString(&diag.text[0]))
 	}

@@ -36,12 +36,12 @@ func TestBoundary(t *testing.T) {
 	if n := MemUnits(cfg, inv); n != 16 {
 		t.Fatalf("MemUnits %d", n)
 	}
-	_, err = Allocate(cfg, inv, "gpu-a", ResourceMem, 4, []byte(`[]`), 1)
+	_, err = Allocate(cfg, inv, "gpu-a", ResourceMem, 4, []byte(`[]`), nil, 1)
 	var r *Refusal
 	if !errors.Is(err, ErrNotFound) || !errors.As(err, &r) || !strings.HasPrefix(err.Error(), "no pending pod on node gpu-a") {
 		t.Fatalf("refusal: %v", err)
 	}
-	if _, err := Allocate(cfg, inv, "gpu-a", ResourceMem, 4, []byte(`{}`), 1); !errors.Is(err, ErrRefused) {
+	if _, err := Allocate(cfg, inv, "gpu-a", ResourceMem, 4, []byte(`{}`), nil, 1); !errors.Is(err, ErrRefused) {
 		t.Fatalf("malformed pods: %v", err)
 	}
 	if d, _ := UnhealthyData(inv); d["gpus"] != "0" {

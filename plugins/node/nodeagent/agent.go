@@ -67,7 +67,8 @@ type Agent struct {
 	watching bool          // nv reports XID events
 	health   chan struct{} // a GPU turned unhealthy (buffered: one pending is enough)
 
-	allocMu sync.Mutex // one Allocate at a time: a pod's patch lands before the next match
+	allocMu sync.Mutex    // one Allocate at a time: a pod's patch lands before the next match
+	podres  *podResources // the kubelet's pod-resources service: which pod it admits
 }
 
 // New checks the options and reads the node's GPUs: from NVML, or from
@@ -85,7 +86,8 @@ func New(o Options) (*Agent, error) {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	a := &Agent{o: o, changed: make(chan struct{}), health: make(chan struct{}, 1)}
+	a := &Agent{o: o, changed: make(chan struct{}), health: make(chan struct{}, 1),
+		podres: newPodResources(o.RootDir, o.Logf)}
 	if o.InventoryPath != "" {
 		if _, err := a.reload(); err != nil {
 			return nil, err
@@ -195,6 +197,10 @@ func (a *Agent) devices(resource string) ([]cagent.Device, <-chan struct{}, stri
 func (a *Agent) allocate(ctx context.Context, resource string, n uint64) (*pluginapi.ContainerAllocateResponse, error) {
 	a.allocMu.Lock()
 	defer a.allocMu.Unlock()
+	// The kubelet's own view names the pod it is admitting (nil: C takes
+	// the assume order); it holds still during the call, the kubelet
+	// admitting one pod at a time.
+	seen := a.podres.list(ctx)
 	// A consistent List, not an informer's cache: the cache can lag the
 	// Binding and this agent's own patch of the previous container.
 	pods, err := a.o.Client.CoreV1().Pods("").List(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName=" + a.o.Node})
@@ -206,7 +212,7 @@ func (a *Agent) allocate(ctx context.Context, resource string, n uint64) (*plugi
 		return nil, err
 	}
 	a.mu.Lock()
-	ans, err := cagent.Allocate(a.o.Config, a.inv, a.o.Node, resource, n, data, a.o.Now().UnixNano())
+	ans, err := cagent.Allocate(a.o.Config, a.inv, a.o.Node, resource, n, data, seen, a.o.Now().UnixNano())
 	a.mu.Unlock()
 	if err != nil {
 		a.o.Logf("level=warn msg=\"allocate refused\" resource=%s devices=%d error=%q", resource, n, err.Error())
@@ -219,8 +225,8 @@ func (a *Agent) allocate(ctx context.Context, resource string, n uint64) (*plugi
 			types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
 			return nil, fmt.Errorf("marking pod %s/%s assigned: %w", ans.Pod.Namespace, ans.Pod.Name, err)
 		}
-		a.o.Logf("level=info msg=\"allocated\" resource=%s devices=%d pod=%s/%s container=%s init=%t env=%q",
-			resource, n, ans.Pod.Namespace, ans.Pod.Name, ans.Container, ans.Init, fmt.Sprint(ans.Envs))
+		a.o.Logf("level=info msg=\"allocated\" resource=%s devices=%d pod=%s/%s container=%s init=%t by=%s env=%q",
+			resource, n, ans.Pod.Namespace, ans.Pod.Name, ans.Container, ans.Init, ans.By, fmt.Sprint(ans.Envs))
 	}
 	resp := &pluginapi.ContainerAllocateResponse{Envs: ans.Envs}
 	for _, m := range ans.Mounts {
@@ -301,6 +307,7 @@ func (a *Agent) register(ctx context.Context, resource string) error {
 // and the node's annotation and ConfigMap rewritten; with NVML, the same
 // at a GPU's critical XID event.
 func (a *Agent) Run(ctx context.Context) error {
+	defer a.podres.close()
 	if a.nv != nil {
 		wctx, stop := context.WithCancel(ctx)
 		done := make(chan struct{})

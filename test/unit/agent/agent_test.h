@@ -27,17 +27,23 @@ static inline struct gs_agent_config cfg_of(uint32_t unit, enum gs_mode mode) {
   return c;
 }
 
-/* Allocate on NODE at NOW over inv and a borrowed pod list; the answer as
- * JSON, or NULL with *ret_err and d (printed when ret_err is NULL). */
-static inline json_t *agent_allocate(const struct gs_agent_config *cfg,
-                                     const struct gs_agent_inventory *inv, const char *resource,
-                                     uint64_t n, const json_t *pods, enum gs_err *ret_err,
-                                     struct gs_diag *d) {
+/* Allocate on NODE at NOW over inv, a borrowed pod list and a borrowed
+ * kubelet pod-resources list (NULL: none); the answer as JSON, or NULL
+ * with *ret_err and d (printed when ret_err is NULL). */
+static inline json_t *agent_allocate_seen(const struct gs_agent_config *cfg,
+                                          const struct gs_agent_inventory *inv,
+                                          const char *resource, uint64_t n, const json_t *pods,
+                                          const json_t *kubelet, enum gs_err *ret_err,
+                                          struct gs_diag *d) {
   char *text = json_dumps(pods, JSON_COMPACT), *out = NULL;
+  char *seen = kubelet != NULL ? json_dumps(kubelet, JSON_COMPACT) : NULL;
+  struct gs_agent_call call = {NODE, resource, n, text, strlen(text),
+                               seen, seen != NULL ? strlen(seen) : 0, NOW};
   json_t *answer = NULL;
   enum gs_err err;
   memset(d, 0, sizeof *d);
-  err = gs_agent_allocate(cfg, inv, NODE, resource, n, text, strlen(text), NOW, &out, d);
+  err = gs_agent_allocate(cfg, inv, &call, &out, d);
+  free(seen);
   free(text);
   if (ret_err != NULL)
     *ret_err = err;
@@ -48,6 +54,13 @@ static inline json_t *agent_allocate(const struct gs_agent_config *cfg,
     free(out);
   }
   return answer;
+}
+
+static inline json_t *agent_allocate(const struct gs_agent_config *cfg,
+                                     const struct gs_agent_inventory *inv, const char *resource,
+                                     uint64_t n, const json_t *pods, enum gs_err *ret_err,
+                                     struct gs_diag *d) {
+  return agent_allocate_seen(cfg, inv, resource, n, pods, NULL, ret_err, d);
 }
 
 static inline const char *env(const json_t *answer, const char *key) {

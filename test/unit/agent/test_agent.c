@@ -378,6 +378,124 @@ static void test_whole_gpus(void **state) {
   json_decref(a);
 }
 
+/* ---- the kubelet's admission (its pod-resources list) ------------------------------ */
+
+static json_t *seen_allocate(const struct gs_agent_config *cfg, const json_t *pods,
+                             const char *kubelet, enum gs_err *ret_err, struct gs_diag *d) {
+  json_t *view = kubelet != NULL ? json_loads(kubelet, 0, NULL) : NULL;
+  json_t *a = agent_allocate_seen(cfg, inv2(), GS_AGENT_RES_MEM, 4, pods, view, ret_err, d);
+  json_decref(view);
+  return a;
+}
+
+static const char *chosen(const json_t *a) {
+  return json_string_value(json_object_get(json_object_get(a, "pod"), "name"));
+}
+
+static void test_kubelet_admission_order(void **state) {
+  (void)state;
+  struct gs_agent_config cfg = cfg_of(GS_UNIT_GIB, GS_MODE_SHARE);
+  struct gs_diag d;
+  enum gs_err err;
+  json_t *pods = json_array(), *a;
+  /* the same request; "early" has the older assume time */
+  json_array_append_new(pods, mem_pod("early", 4, "{\"0\":{\"0\":4}}", 10));
+  json_array_append_new(pods, mem_pod("late", 4, "{\"0\":{\"1\":4}}", 20));
+
+  /* without the kubelet's view: the assume order, as Aliyun's plugin */
+  a = seen_allocate(&cfg, pods, NULL, NULL, &d);
+  assert_string_equal(chosen(a), "early");
+  assert_string_equal(json_string_value(json_object_get(a, "by")), "assume");
+  json_decref(a);
+  /* the kubelet admits "late" first: late gets its own GPU */
+  a = seen_allocate(&cfg, pods,
+                    "{\"podResources\":[{\"name\":\"late\",\"namespace\":\"default\","
+                    "\"containers\":[{\"name\":\"c0\"}]}]}",
+                    NULL, &d);
+  assert_string_equal(chosen(a), "late");
+  assert_string_equal(json_string_value(json_object_get(a, "by")), "kubelet");
+  assert_string_equal(env(a, "NVIDIA_VISIBLE_DEVICES"), UUID1);
+  json_decref(a);
+  /* a container holding devices of another resource is still being admitted
+   * for this one; one holding this resource's is not */
+  a = seen_allocate(&cfg, pods,
+                    "{\"podResources\":[{\"name\":\"late\",\"namespace\":\"default\","
+                    "\"containers\":[{\"name\":\"c0\",\"devices\":[{\"resourceName\":"
+                    "\"aliyun.com/gpu-mem\",\"deviceIds\":[\"x\"]}]}]},"
+                    "{\"name\":\"early\",\"namespace\":\"default\",\"containers\":[{\"name\":"
+                    "\"c0\",\"devices\":[{\"resourceName\":\"aliyun.com/gpu-count\",\"deviceIds\":"
+                    "[\"" UUID0 "\"]}]}]}]}",
+                    NULL, &d);
+  assert_string_equal(chosen(a), "early");
+  assert_string_equal(env(a, "NVIDIA_VISIBLE_DEVICES"), UUID0);
+  json_decref(a);
+  /* same name, another namespace: not the pod */
+  assert_null(seen_allocate(&cfg, pods,
+                            "{\"podResources\":[{\"name\":\"late\",\"namespace\":\"ml\"}]}", &err,
+                            &d));
+  assert_int_equal(err, GS_ENOTFOUND);
+  /* the kubelet lists none of them (an empty list is "{}" in protobuf's JSON) */
+  assert_null(seen_allocate(&cfg, pods, "{}", &err, &d));
+  assert_int_equal(err, GS_ENOTFOUND);
+  assert_string_equal(d.text,
+                      "no pending pod on node gpu-a that the kubelet is admitting has a container "
+                      "asking aliyun.com/gpu-mem: 4 with a gpushare allocation not yet assigned "
+                      "(2 other pods match: the kubelet's pod-resources list shows them not yet "
+                      "admitted or already holding the devices)");
+  /* a pod not placed by gpushare is being admitted: refused as such, it never
+   * takes the allocation of a placed pod that waits */
+  json_array_append_new(pods, mem_pod("bare", 4, NULL, 0));
+  assert_null(seen_allocate(&cfg, pods,
+                            "{\"podResources\":[{\"name\":\"bare\",\"namespace\":\"default\","
+                            "\"containers\":[{\"name\":\"c0\"}]}]}",
+                            &err, &d));
+  assert_int_equal(err, GS_ENOTFOUND);
+  assert_string_equal(d.text, "pod default/bare asks aliyun.com/gpu-mem: 4 but carries no gpushare "
+                              "allocation (annotation scheduler.framework.gpushare.allocation): it "
+                              "was not placed by gpushare's scheduler");
+  json_decref(pods);
+}
+
+static void test_kubelet_view_malformed(void **state) {
+  (void)state;
+  struct gs_agent_config cfg = cfg_of(GS_UNIT_GIB, GS_MODE_SHARE);
+  static const struct {
+    const char *view, *text;
+  } cases[] = {
+      {"[]", "the kubelet's pod-resources list must be an object whose \"podResources\" is an "
+             "array"},
+      {"{\"podResources\":{}}", "the kubelet's pod-resources list must be an object whose "
+                                "\"podResources\" is an array"},
+      {"{\"podResources\":[{\"name\":\"p\"}]}",
+       "the kubelet's pod-resources list: podResources[0] has no name, namespace or containers "
+       "array"},
+      {"{\"podResources\":[{\"name\":\"p\",\"namespace\":\"n\",\"containers\":[{\"devices\":[]}]}]}",
+       "the kubelet's pod-resources list: podResources[0].containers[0] has no name or devices "
+       "array"},
+      {"{\"podResources\":[{\"name\":\"p\",\"namespace\":\"n\",\"containers\":[{\"name\":\"c\","
+       "\"devices\":{}}]}]}",
+       "the kubelet's pod-resources list: podResources[0].containers[0] has no name or devices "
+       "array"},
+  };
+  json_t *pods = json_array();
+  json_array_append_new(pods, mem_pod("p", 4, "{\"0\":{\"0\":4}}", 10));
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    struct gs_diag d;
+    enum gs_err err;
+    assert_null(seen_allocate(&cfg, pods, cases[i].view, &err, &d));
+    assert_int_equal(err, GS_EPARSE);
+    assert_string_equal(d.text, cases[i].text);
+  }
+  /* not JSON at all */
+  struct gs_diag d;
+  char *out = NULL;
+  struct gs_agent_call call = {NODE, GS_AGENT_RES_MEM, 4, "[]", 2, "{\"podRes", 9, NOW};
+  assert_int_equal(gs_agent_allocate(&cfg, inv2(), &call, &out, &d), GS_EPARSE);
+  assert_true(strncmp(d.text, "the kubelet's pod-resources list is not JSON: ", 46) == 0);
+  assert_null(out);
+  json_decref(pods);
+}
+
 /* ---- refusals ----------------------------------------------------------------------- */
 
 static void refused(const struct gs_agent_config *cfg, uint64_t n, json_t *pod, enum gs_err want,
@@ -447,12 +565,12 @@ static void test_refusals(void **state) {
   enum gs_err err;
   memset(&d, 0, sizeof d);
   char *out = NULL;
-  assert_int_equal(gs_agent_allocate(&cfg, inv2(), NODE, GS_AGENT_RES_MEM, 4, "{}", 2, NOW, &out,
-                                     &d),
-                   GS_EPARSE);
+  struct gs_agent_call call = {NODE, GS_AGENT_RES_MEM, 4, "{}", 2, NULL, 0, NOW};
+  assert_int_equal(gs_agent_allocate(&cfg, inv2(), &call, &out, &d), GS_EPARSE);
   assert_string_equal(d.text, "the node's pods must be a JSON array or a PodList");
   memset(&d, 0, sizeof d);
-  err = gs_agent_allocate(&cfg, inv2(), NODE, "nvidia.com/gpu", 4, "[]", 2, NOW, &out, &d);
+  call = (struct gs_agent_call){NODE, "nvidia.com/gpu", 4, "[]", 2, NULL, 0, NOW};
+  err = gs_agent_allocate(&cfg, inv2(), &call, &out, &d);
   assert_int_equal(err, GS_EINVAL);
   assert_string_equal(d.text, "unknown resource \"nvidia.com/gpu\"");
   assert_null(out);
@@ -471,6 +589,8 @@ int main(void) {
       cmocka_unit_test(test_ten_pods_in_a_fixed_order),
       cmocka_unit_test(test_containers_in_order),
       cmocka_unit_test(test_whole_gpus),
+      cmocka_unit_test(test_kubelet_admission_order),
+      cmocka_unit_test(test_kubelet_view_malformed),
       cmocka_unit_test(test_refusals),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
