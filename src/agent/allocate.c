@@ -447,29 +447,38 @@ static bool kubelet_check(const json_t *view, struct gs_diag *diag) {
   return true;
 }
 
+/* True when container cname of one listed pod holds a device of resource. */
+static bool kubelet_holds(const json_t *p, const char *cname, const char *resource) {
+  const json_t *c, *d;
+  size_t j, k;
+  json_array_foreach(json_object_get(p, "containers"), j, c) {
+    if (strcmp(json_string_value(json_object_get(c, "name")), cname) != 0)
+      continue;
+    json_array_foreach(json_object_get(c, "devices"), k, d) {
+      const json_t *rn = json_object_get(d, "resourceName");
+      if (json_is_string(rn) && strcmp(json_string_value(rn), resource) == 0 &&
+          json_array_size(json_object_get(d, "deviceIds")) > 0)
+        return true;
+    }
+  }
+  return false;
+}
+
 /* True when the kubelet (its checked view) is admitting pod ns/name for
  * container cname: it lists the pod, and the container (absent: an init
  * container the list leaves out, or none yet) holds no device of
- * resource. */
+ * resource. The list names pods, not UIDs, and may hold two of one name
+ * (a StatefulSet's pod recreated while the old one still terminates, its
+ * devices held): any entry without the devices is the one admitted. */
 static bool kubelet_admitting(const json_t *view, const char *ns, const char *name,
                               const char *cname, const char *resource) {
-  const json_t *p, *c, *d;
-  size_t i, j, k;
+  const json_t *p;
+  size_t i;
   json_array_foreach(json_object_get(view, "podResources"), i, p) {
-    if (strcmp(json_string_value(json_object_get(p, "namespace")), ns) != 0 ||
-        strcmp(json_string_value(json_object_get(p, "name")), name) != 0)
-      continue;
-    json_array_foreach(json_object_get(p, "containers"), j, c) {
-      if (strcmp(json_string_value(json_object_get(c, "name")), cname) != 0)
-        continue;
-      json_array_foreach(json_object_get(c, "devices"), k, d) {
-        const json_t *rn = json_object_get(d, "resourceName");
-        if (json_is_string(rn) && strcmp(json_string_value(rn), resource) == 0 &&
-            json_array_size(json_object_get(d, "deviceIds")) > 0)
-          return false;
-      }
-    }
-    return true;
+    if (strcmp(json_string_value(json_object_get(p, "namespace")), ns) == 0 &&
+        strcmp(json_string_value(json_object_get(p, "name")), name) == 0 &&
+        !kubelet_holds(p, cname, resource))
+      return true;
   }
   return false;
 }

@@ -429,6 +429,17 @@ static void test_kubelet_admission_order(void **state) {
   assert_string_equal(chosen(a), "early");
   assert_string_equal(env(a, "NVIDIA_VISIBLE_DEVICES"), UUID0);
   json_decref(a);
+  /* two entries of one name (the old pod still terminating, holding its
+   * devices; the new one being admitted): the new one is admitted */
+  a = seen_allocate(&cfg, pods,
+                    "{\"podResources\":[{\"name\":\"late\",\"namespace\":\"default\","
+                    "\"containers\":[{\"name\":\"c0\",\"devices\":[{\"resourceName\":"
+                    "\"aliyun.com/gpu-mem\",\"deviceIds\":[\"y\"]}]}]},"
+                    "{\"name\":\"late\",\"namespace\":\"default\",\"containers\":"
+                    "[{\"name\":\"c0\"}]}]}",
+                    NULL, &d);
+  assert_string_equal(chosen(a), "late");
+  json_decref(a);
   /* same name, another namespace: not the pod */
   assert_null(seen_allocate(&cfg, pods,
                             "{\"podResources\":[{\"name\":\"late\",\"namespace\":\"ml\"}]}", &err,
