@@ -218,6 +218,15 @@ enum gs_err gs_agent_allocate(const struct gs_agent_config *cfg,
  * memory. */
 char *gs_agent_dra_devices(const struct gs_agent_inventory *inv);
 
+/* The health the kubelet is told of each GPU (its DRAResourceHealth
+ * service; pool = the node's name): a JSON array of
+ * {"device":"gpu-<i>","health":"Healthy"|"Unhealthy"}, every GPU by index —
+ * the unhealthy ones too: the ResourceSlice no longer offers them, but a
+ * claim prepared before still holds one, and the kubelet shows that pod's
+ * containers the device's health (status.containerStatuses[].
+ * allocatedResourcesStatus). NULL out of memory. */
+char *gs_agent_dra_health(const struct gs_agent_inventory *inv);
+
 /* One NodePrepareResources claim (claim_json: a resource.k8s.io/v1
  * ResourceClaim). Its allocation results of driver GS_AGENT_DRA_DRIVER
  * (others are skipped) must name pool node and a device gpu-<i> of inv; the

@@ -40,6 +40,25 @@ out:
   return s;
 }
 
+char *gs_agent_dra_health(const struct gs_agent_inventory *inv) {
+  json_t *out = json_array();
+  char name[32];
+  char *s = NULL;
+
+  if (out == NULL)
+    return NULL;
+  for (uint32_t i = 0; i < inv->n; i++) {
+    snprintf(name, sizeof name, GS_AGENT_DRA_DEVICE_PREFIX "%" PRIu32, i);
+    if (json_array_append_new(out, json_pack("{ssss}", "device", name, "health",
+                                             inv->gpu[i].healthy ? "Healthy" : "Unhealthy")) != 0)
+      goto out;
+  }
+  s = json_dumps(out, JSON_COMPACT);
+out:
+  json_decref(out);
+  return s;
+}
+
 /* "gpu-<i>" → i when the inventory has GPU i. */
 static bool device_index(const struct gs_agent_inventory *inv, const char *name, uint32_t *ret) {
   size_t plen = strlen(GS_AGENT_DRA_DEVICE_PREFIX);

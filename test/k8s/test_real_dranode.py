@@ -6,7 +6,8 @@ shared device per GPU with its memory as capacity and gpushare.io/index and
 /uuid); a pod's ResourceClaim of 4 GiB allocated by kube-scheduler's own DRA
 allocator from that slice; the kubelet's NodePrepareResources writing the
 claim's CDI spec (the device-plugin path's env for that GPU and memory) and
-the pod running; NodeUnprepareResources removing it once the pod is gone.
+the pod running; NodeUnprepareResources removing it once the pod is gone;
+each GPU's health told to the kubelet and shown in a running pod's status.
 
 On Debian's containerd 1.6 (no CDI, docs/node-agent.md "DRA") the container
 does not receive the CDI env, so only the spec file is checked there.
@@ -148,6 +149,37 @@ class DraNode(unittest.TestCase):
         wait_for(lambda: not os.path.exists(path), 120, "the CDI spec removed (NodeUnprepareResources)",
                  0.2)
         self.assertIn("msg=\"claim unprepared\" claim=default/four", gnode.agent.tail(20000))
+
+    def test_3_a_gpu_turning_unhealthy_shows_in_the_pods_status(self):
+        """gpushare-node tells the kubelet every GPU's health (the
+        DRAResourceHealth service; ResourceHealthStatus is beta and on in
+        1.37): a running pod's container status names its claim's device
+        Healthy, and Unhealthy once a critical XID hits that GPU; the slice
+        stops offering it. Last in its class: the agent keeps a GPU
+        unhealthy until it restarts."""
+        wait_for(slices, 120, "gpushare-node's ResourceSlice", 0.2)
+        create_claim("health", "4Gi", NODE)
+        kbase.wait_pod_phase(cp.admin, "default", "health", "Running", 180)
+        claim = cp.admin.get("resourceclaims", "default", "health")
+        (r,) = claim["status"]["allocation"]["devices"]["results"]
+        gpu, uid = int(r["device"].split("-")[1]), claim["metadata"]["uid"]
+
+        def resources_status():
+            pod = cp.admin.get("pods", "default", "health")
+            return pod["status"]["containerStatuses"][0].get("allocatedResourcesStatus")
+
+        def want(health):
+            return [{"name": "claim:gpu",
+                     "resources": [{"resourceID": f"gpushare.io/gpu={uid}", "health": health}]}]
+        wait_for(lambda: resources_status() == want("Healthy"), 120,
+                 "the pod's status naming its device Healthy", 0.2)
+        with open(os.path.join(gnode.node.dir, "gpus.inv"), "a") as f:
+            f.write(f"unhealthy {gnode.uuids[gpu]}\n")
+        wait_for(lambda: resources_status() == want("Unhealthy"), 120,
+                 f"the pod's status naming its device (GPU {gpu}) Unhealthy", 0.2)
+        wait_for(lambda: [d["name"] for d in slices()[0]["spec"]["devices"]]
+                 == [f"gpu-{1 - gpu}"], 60, f"the slice without gpu-{gpu}", 0.2)
+        cp.admin.delete("pods", "default", "health")
 
 
 @unittest.skipUnless(os.access(os.path.join(CONTAINERD2, "containerd"), os.X_OK),

@@ -38,6 +38,23 @@ func DRADevices(inv *Inventory) ([]DRADevice, error) {
 	return out, err
 }
 
+// DRAHealth is one GPU's health as the kubelet is told it.
+type DRAHealth struct {
+	Device string `json:"device"` // gpu-<index>, in the pool named after the node
+	Health string `json:"health"` // "Healthy" or "Unhealthy"
+}
+
+// DRAHealthReport is every GPU's health (gs_agent_dra_health).
+func DRAHealthReport(inv *Inventory) ([]DRAHealth, error) {
+	s, ok := take(C.gs_agent_dra_health(inv.c))
+	if !ok {
+		return nil, errors.New("out of memory")
+	}
+	var out []DRAHealth
+	err := json.Unmarshal([]byte(s), &out)
+	return out, err
+}
+
 // DRAResult is one of a claim's allocation results C prepared.
 type DRAResult struct {
 	Request string `json:"request"`

@@ -1,6 +1,7 @@
 // gpushare-node as a DRA kubelet plugin (docs/node-agent.md "DRA"): the
 // node's GPUs published in a ResourceSlice of driver gpu.gpushare.io, and
-// each allocated claim prepared as a CDI device whose env C decides. The
+// each allocated claim prepared as a CDI device whose env C decides, and
+// every GPU's health told to the kubelet (WatchHealthStatus). The
 // upstream helper (k8s.io/dynamic-resource-allocation/kubeletplugin)
 // serves the kubelet's gRPC, registers and publishes the slice; this file
 // converts C's answers into its types and the CDI spec.
@@ -14,6 +15,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"time"
 
 	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -82,8 +84,7 @@ func (a *Agent) startDRA(ctx context.Context) (*kubeletplugin.Helper, error) {
 		kubeletplugin.KubeClient(a.o.Client),
 		kubeletplugin.NodeName(a.o.Node),
 		kubeletplugin.RegistrarDirectoryPath(filepath.Join(a.o.RootDir, "plugins_registry")),
-		kubeletplugin.PluginDataDirectoryPath(dataDir),
-		kubeletplugin.HealthService(false))
+		kubeletplugin.PluginDataDirectoryPath(dataDir))
 	if err != nil {
 		return nil, fmt.Errorf("DRA kubelet plugin: %w", err)
 	}
@@ -198,6 +199,40 @@ func (p draPlugin) HandleError(_ context.Context, err error, msg string) {
 	p.a.o.Logf("level=warn msg=%q error=%q", msg, err.Error())
 }
 
-func (p draPlugin) WatchHealthStatus(context.Context, chan<- kubeletplugin.DeviceHealthReport) error {
-	return kubeletplugin.ErrHealthNotSupported
+// healthResend is how often WatchHealthStatus repeats an unchanged report:
+// the kubelet reads a device's health as unknown after 30 s without one.
+var healthResend = 10 * time.Second
+
+// WatchHealthStatus tells the kubelet every GPU's health as C words it
+// (pool = the node), again at once when the inventory or an XID event
+// changes it, and every healthResend otherwise, until ctx ends.
+func (p draPlugin) WatchHealthStatus(ctx context.Context, reports chan<- kubeletplugin.DeviceHealthReport) error {
+	tick := time.NewTicker(healthResend)
+	defer tick.Stop()
+	for {
+		p.a.mu.Lock()
+		gpus, err := cagent.DRAHealthReport(p.a.inv)
+		changed := p.a.changed
+		p.a.mu.Unlock()
+		if err != nil {
+			return err
+		}
+		now := time.Now()
+		r := kubeletplugin.DeviceHealthReport{Devices: make([]kubeletplugin.DeviceHealth, 0, len(gpus))}
+		for _, g := range gpus {
+			r.Devices = append(r.Devices, kubeletplugin.DeviceHealth{PoolName: p.a.o.Node, DeviceName: g.Device,
+				Health: kubeletplugin.HealthStatus(g.Health), LastUpdated: now})
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case reports <- r:
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-changed:
+		case <-tick.C:
+		}
+	}
 }

@@ -145,3 +145,44 @@ func TestDRAPrepareRefusal(t *testing.T) {
 		t.Fatalf("a refused claim has a spec: %v", err)
 	}
 }
+
+func TestDRAHealthReports(t *testing.T) {
+	a := draAgent(t, "share")
+	ctx, cancel := context.WithCancel(context.Background())
+	reports := make(chan kubeletplugin.DeviceHealthReport)
+	done := make(chan error, 1)
+	go func() { done <- draPlugin{a}.WatchHealthStatus(ctx, reports) }()
+	health := func() map[string]kubeletplugin.HealthStatus {
+		r := <-reports
+		out := map[string]kubeletplugin.HealthStatus{}
+		for _, d := range r.Devices {
+			if d.PoolName != node || d.LastUpdated.IsZero() {
+				t.Errorf("device %+v: pool %q, want %q, and a time", d, d.PoolName, node)
+			}
+			out[d.DeviceName] = d.Health
+		}
+		return out
+	}
+	// every GPU, the unhealthy one too (the slice no longer offers it; a
+	// claim prepared on it before still runs there)
+	want := map[string]kubeletplugin.HealthStatus{"gpu-0": kubeletplugin.HealthStatusHealthy,
+		"gpu-1": kubeletplugin.HealthStatusUnhealthy}
+	if got := health(); !reflect.DeepEqual(got, want) {
+		t.Fatalf("first report %v, want %v", got, want)
+	}
+	// GPU 1 healthy again: reported at once, not at the next resend
+	if err := os.WriteFile(a.o.InventoryPath, []byte(inventory(true)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if changed, err := a.reload(); !changed || err != nil {
+		t.Fatalf("reload: %v %v", changed, err)
+	}
+	want["gpu-1"] = kubeletplugin.HealthStatusHealthy
+	if got := health(); !reflect.DeepEqual(got, want) {
+		t.Fatalf("after the change %v, want %v", got, want)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("WatchHealthStatus returned %v after its context ended", err)
+	}
+}

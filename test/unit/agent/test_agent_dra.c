@@ -55,6 +55,19 @@ static void test_devices(void **state) {
   free(s);
 }
 
+static void test_health(void **state) {
+  (void)state;
+  /* every GPU, the unhealthy one too: a claim prepared before may hold it */
+  char *s = gs_agent_dra_health(inv2(false));
+  assert_string_equal(s, "[{\"device\":\"gpu-0\",\"health\":\"Healthy\"},"
+                         "{\"device\":\"gpu-1\",\"health\":\"Unhealthy\"}]");
+  free(s);
+  s = gs_agent_dra_health(inv2(true));
+  assert_string_equal(s, "[{\"device\":\"gpu-0\",\"health\":\"Healthy\"},"
+                         "{\"device\":\"gpu-1\",\"health\":\"Healthy\"}]");
+  free(s);
+}
+
 /* A claim with uid u whose allocation results are results (JSON text). */
 static char *claim(const char *results) {
   char *s = malloc(4096);
@@ -181,6 +194,7 @@ static void test_prepare_refusals(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_devices),
+      cmocka_unit_test(test_health),
       cmocka_unit_test(test_prepare_shared),
       cmocka_unit_test(test_prepare_two_gpus_exclusive_mps),
       cmocka_unit_test(test_prepare_refusals),
