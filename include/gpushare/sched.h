@@ -108,6 +108,16 @@ enum gs_err gs_sched_claim_reserve(struct gs_sched *s, const char *const *nodes,
                                    const char *name, const char *uid, int64_t now_ns,
                                    struct gs_claim_choice *ret, struct gs_status *st) GS_WUR;
 
+/* The per-node verdicts for a claim's request (gpushare-scheduler's Filter
+ * and Score for a pod whose claim gpushare places; gs_claim_fit): ret[i]
+ * for nodes[i] — code GS_EOK / GS_ENOFIT / GS_EUNRESOLVABLE with its
+ * reason, score100 0..100 (score 0..10). Charges nothing. GS_EOK when some
+ * node fits; GS_ENOFIT when none; GS_EINVAL for bad arguments. */
+struct gs_node_result;
+enum gs_err gs_sched_claim_filter(struct gs_sched *s, const char *const *nodes, size_t n,
+                                  const struct gs_claim_request *req,
+                                  struct gs_node_result *ret) GS_WUR;
+
 /* ---- time --------------------------------------------------------------- */
 
 /* Where the service's notices go (a gang timed out: struct gs_notice,

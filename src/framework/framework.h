@@ -158,6 +158,11 @@ enum gs_err gs_fw_claim_gone(struct gs_sched *s, const char *uid);
  * answers its charge (never re-picked). */
 struct gs_claim_request;
 struct gs_claim_choice;
+/* gs_claim_fit on each of the n nodes under the read lock (ret[i]: code,
+ * reason, score100 and score). GS_EOK when some node fits (or n is 0). */
+struct gs_node_result;
+enum gs_err gs_fw_claim_filter(struct gs_sched *s, const char *const *nodes, size_t n,
+                               const struct gs_claim_request *req, struct gs_node_result *ret);
 enum gs_err gs_fw_claim_reserve(struct gs_sched *s, const char *const *nodes, size_t n,
                                 const struct gs_claim_request *req, const char *ns,
                                 const char *name, const char *uid, int64_t now_ns,

@@ -291,6 +291,17 @@ enum gs_err gs_sched_claim_reserve(struct gs_sched *s, const char *const *nodes,
   return gs_fw_claim_reserve(s, nodes, n, req, ns, name, uid, now_ns, ret, st);
 }
 
+enum gs_err gs_sched_claim_filter(struct gs_sched *s, const char *const *nodes, size_t n,
+                                  const struct gs_claim_request *req,
+                                  struct gs_node_result *ret) {
+  if (s == NULL || req == NULL || (n > 0 && (nodes == NULL || ret == NULL)))
+    return GS_EINVAL;
+  for (size_t i = 0; i < n; i++)
+    if (nodes[i] == NULL)
+      return GS_EINVAL;
+  return gs_fw_claim_filter(s, nodes, n, req, ret);
+}
+
 void gs_sched_claim_gone(struct gs_sched *s, const char *uid) {
   struct kept *k;
   if (uid == NULL || uid[0] == '\0')
