@@ -5,10 +5,9 @@
  * answers into the claim's status.allocation. */
 #include "shim_int.h"
 
-#include "dra.h"
+#include "dra.h" /* and gpushare/claim.h: the request and choice types */
 
 #include <gpushare/alloc.h>
-#include <gpushare/claim.h>
 #include <gpushare/sched.h>
 
 #include <stdio.h>
