@@ -5,6 +5,7 @@
  * answers into the claim's status.allocation. */
 #include "shim_int.h"
 
+#include "api.h"
 #include "dra.h" /* and gpushare/claim.h: the request and choice types */
 
 #include <gpushare/alloc.h>
@@ -54,9 +55,9 @@ int gs_shim_claim_filter(struct gs_shim *s, const char *claim, size_t len,
       reasons[0] = '\0';
     return r == 0 ? GS_SHIM_SKIP : GS_SHIM_UNRESOLVABLE;
   }
-  res = calloc(n ? n : 1, sizeof *res);
+  res = gs_calloc(n ? n : 1, sizeof *res);
   if (res == NULL || gs_sched_claim_filter(gs__shim_sched(s), nodes, n, &req, res) == GS_EINVAL) {
-    free(res);
+    gs_free(res);
     snprintf(reasons, GS_SHIM_REASON, "out of memory or no node list");
     return GS_SHIM_ERROR;
   }
@@ -74,7 +75,7 @@ int gs_shim_claim_filter(struct gs_shim *s, const char *claim, size_t len,
     if (codes[i] != GS_SHIM_OK)
       snprintf(why, GS_SHIM_REASON, "%s", res[i].reason);
   }
-  free(res);
+  gs_free(res);
   return GS_SHIM_OK;
 }
 
@@ -154,7 +155,7 @@ int gs_shim_claim_reserve(struct gs_shim *s, const char *claim, size_t len, cons
   if (code == GS_SHIM_OK && results != NULL)
     out = json_pack("{s:s,s:s,s:O}", "node", c.node, "request", request, "results", results);
   if (code == GS_SHIM_OK && out != NULL)
-    *ret_json = json_dumps(out, JSON_COMPACT);
+    *ret_json = gs_api_dump(out);
   if (code == GS_SHIM_OK && *ret_json == NULL) {
     snprintf(reason, GS_SHIM_REASON, "out of memory");
     code = GS_SHIM_ERROR;
