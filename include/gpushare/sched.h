@@ -118,6 +118,20 @@ enum gs_err gs_sched_claim_filter(struct gs_sched *s, const char *const *nodes, 
                                   const struct gs_claim_request *req,
                                   struct gs_node_result *ret) GS_WUR;
 
+/* Gangs of claim pods (docs/dra.md): a pod whose GPUs are claims gpushare
+ * placed, member uid of job ns/job (label gpu-topology) of replicas members
+ * (gpu-topology-replica), reserved and asking in Permit. GS_EWAIT (st says
+ * how many of how many) until replicas members of the job have asked; then
+ * GS_EOK for each of them and for every later ask (the job is released:
+ * none waits again for a member that left). GS_EINVAL for a job without a
+ * name or replicas out of 1..10000; GS_ENOMEM. */
+enum gs_err gs_sched_claim_gang_permit(struct gs_sched *s, const char *ns, const char *job,
+                                       uint32_t replicas, const char *uid,
+                                       struct gs_status *st) GS_WUR;
+/* Member uid is no longer reserved (Unreserve, a Permit timeout) or its pod
+ * is gone (gs_sched_pod_gone calls it): it no longer counts. */
+void gs_sched_claim_gang_leave(struct gs_sched *s, const char *uid);
+
 /* ---- time --------------------------------------------------------------- */
 
 /* Where the service's notices go (a gang timed out: struct gs_notice,

@@ -157,4 +157,13 @@ int gs_shim_claim_reserve(struct gs_shim *s, const char *claim, size_t len, cons
 /* The reservation of claim uid given back (its ASSUMED or recorded charge). */
 void gs_shim_claim_unreserve(struct gs_shim *s, const char *uid);
 
+/* A pod whose GPUs are claims gpushare placed, in Permit: GS_SHIM_SKIP when
+ * it is no gang member (no gpu-topology label); else the gang barrier's
+ * answer (gs_sched_claim_gang_permit): GS_SHIM_WAIT with the reason,
+ * GS_SHIM_OK when its job is complete; GS_SHIM_ERROR for a pod that is not
+ * one (reason). */
+int gs_shim_claim_gang_permit(struct gs_shim *s, const char *pod, size_t len, char *reason);
+/* The member's reservation given back (Unreserve). */
+void gs_shim_claim_gang_leave(struct gs_shim *s, const char *uid);
+
 #endif

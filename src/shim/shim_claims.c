@@ -171,3 +171,27 @@ int gs_shim_claim_reserve(struct gs_shim *s, const char *claim, size_t len, cons
 void gs_shim_claim_unreserve(struct gs_shim *s, const char *uid) {
   gs_sched_claim_gone(gs__shim_sched(s), uid);
 }
+
+int gs_shim_claim_gang_permit(struct gs_shim *s, const char *pod, size_t len, char *reason) {
+  struct gs_pod_request req;
+  struct gs_diag diag = {"", ""};
+  struct gs_status st = {GS_EOK, GS_R_OTHER, ""};
+  json_t *obj = pod != NULL && len > 0 ? json_loadb(pod, len, 0, NULL) : NULL;
+  enum gs_err e = obj != NULL ? gs_api_pod_decode(obj, &req, &diag) : GS_EPARSE;
+  json_decref(obj);
+  reason[0] = '\0';
+  if (e != GS_EOK) {
+    snprintf(reason, GS_SHIM_REASON, "invalid Pod: %.100s: %.130s", diag.where, diag.text);
+    return GS_SHIM_ERROR;
+  }
+  if (req.gang_job[0] == '\0')
+    return GS_SHIM_SKIP;
+  e = gs_sched_claim_gang_permit(gs__shim_sched(s), req.ns, req.gang_job, req.gang_replicas,
+                                 req.uid, &st);
+  snprintf(reason, GS_SHIM_REASON, "%s", st.reason);
+  return e == GS_EOK ? GS_SHIM_OK : e == GS_EWAIT ? GS_SHIM_WAIT : GS_SHIM_ERROR;
+}
+
+void gs_shim_claim_gang_leave(struct gs_shim *s, const char *uid) {
+  gs_sched_claim_gang_leave(gs__shim_sched(s), uid);
+}

@@ -39,8 +39,9 @@ class PlacedClaims(dracase.DraBase):
         return self.create({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
                             "metadata": {"name": name}, "spec": self.exact(memory, count, **extra)})
 
-    def claim_pod(self, name, claim=None, template=None):
-        p = kcluster.gpu_pod(name, ns=self.ns, node_selector={"gpushare-test": self.ns})
+    def claim_pod(self, name, claim=None, template=None, labels=None):
+        p = kcluster.gpu_pod(name, ns=self.ns, node_selector={"gpushare-test": self.ns},
+                             labels=labels)
         for c in p["spec"]["containers"]:
             c["resources"] = {"claims": [{"name": "gpu"}]}
         ref = {"resourceClaimName": claim} if claim else {"resourceClaimTemplateName": template}
@@ -150,6 +151,28 @@ class PlacedClaims(dracase.DraBase):
         self.assertEqual(sorted(kcluster.ledger_used(Env.ext.ledger()).values()), [16 * GIB] * 4)
         self.assertEqual(metric(Env.ext.metrics(), "gpushare_dra_problems",
                                 reason="over_committed") or 0, 0)
+
+    def test_a_gang_of_claim_pods_waits_in_permit_and_binds_together(self):
+        """Three claim pods of one job (gpu-topology, replica 3): the first
+        two are reserved (their claims charged in the ledger) and wait in
+        Permit, unbound and unallocated; the third completes the job and all
+        three bind, their claims allocated."""
+        self.cluster()
+        job = {"gpu-topology": "job1", "gpu-topology-replica": "3"}
+        for i in range(2):
+            self.claim_of(f"g{i}", "4Gi")
+            self.claim_pod(f"gp{i}", f"g{i}", labels=job)
+        wait_for(lambda: len([c for n in ("pc-a", "pc-b") for c in self.ledger_claims(n)]) == 2,
+                 120, "both members reserved")
+        self.assertEqual([p["metadata"]["name"] for p in self.pods() if p["spec"].get("nodeName")], [])
+        for i in range(2):
+            self.assertNotIn("allocation", self.k.get("resourceclaims", self.ns, f"g{i}").get("status") or {})
+        self.claim_of("g2", "4Gi")
+        self.claim_pod("gp2", "g2", labels=job)
+        self.wait_bound(3)
+        for i in range(3):
+            self.assert_allocation(self.allocated(f"g{i}"), f"gp{i}", 4 * GIB, 1)
+        self.assert_ledger_is_dra_truth()
 
 
 if __name__ == "__main__":

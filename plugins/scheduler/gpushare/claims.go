@@ -347,3 +347,34 @@ func mustJSON(o interface{}) []byte {
 	b, _ := json.Marshal(o)
 	return b
 }
+
+// claimPod: a pod whose GPUs are claims gpushare places (and no gpu-mem).
+func (p *Plugin) claimPod(pod *v1.Pod) bool {
+	if len(pod.Spec.ResourceClaims) == 0 {
+		return false
+	}
+	claims, _, _ := p.podClaims(pod)
+	return len(claims) > 0
+}
+
+// claimsPermit: a gang member among claim pods (gpu-topology labels) waits
+// until every member of its job is reserved (gs_sched_claim_gang_permit),
+// then the waiting ones go together.
+func (p *Plugin) claimsPermit(ctx context.Context, pod *v1.Pod) (*fwk.Status, time.Duration) {
+	b, err := cycleJSON(pod)
+	if err != nil {
+		return fwk.AsStatus(err), 0
+	}
+	switch rc, reason := p.core.ClaimGangPermit(b); rc {
+	case shim.Skip:
+		return nil, 0
+	case shim.Wait:
+		p.activateSiblings(ctx, pod)
+		return fwk.NewStatus(fwk.Wait, reason), p.wait
+	case shim.OK:
+		p.allowWaiting()
+		return nil, 0
+	default:
+		return fwk.AsStatus(fmt.Errorf("gpushare: %s", reason)), 0
+	}
+}

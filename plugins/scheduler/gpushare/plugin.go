@@ -490,6 +490,7 @@ func (p *Plugin) Reserve(ctx context.Context, state fwk.CycleState, pod *v1.Pod,
 func (p *Plugin) Unreserve(ctx context.Context, state fwk.CycleState, pod *v1.Pod, nodeName string) {
 	if cc := readClaims(state); cc != nil {
 		p.claimsUnreserve(ctx, cc)
+		p.core.ClaimGangLeave(string(pod.UID))
 	}
 	c := read(state)
 	if c == nil || !c.managed {
@@ -524,6 +525,9 @@ func (p *Plugin) permit(pod []byte, nodeName string) (int, string) {
 func (p *Plugin) Permit(ctx context.Context, state fwk.CycleState, pod *v1.Pod, nodeName string) (*fwk.Status, time.Duration) {
 	c := read(state)
 	if c == nil || !c.managed {
+		if readClaims(state) != nil {
+			return p.claimsPermit(ctx, pod)
+		}
 		return nil, 0
 	}
 	rc, reason := p.permit(c.pod, nodeName)
@@ -575,6 +579,12 @@ func (p *Plugin) allowWaiting() {
 		b, err := cycleJSON(pod)
 		if err != nil {
 			klog.ErrorS(err, "gpushare: waiting pod not asked again", "pod", klog.KObj(pod))
+			return
+		}
+		if p.claimPod(pod) {
+			if rc, _ := p.core.ClaimGangPermit(b); rc == shim.OK {
+				wp.Allow(Name)
+			}
 			return
 		}
 		// a refusal here is the member's own Permit answer already given:

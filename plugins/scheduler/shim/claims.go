@@ -100,3 +100,19 @@ func (s *Shim) ClaimReserve(claim []byte, node string, nowNs int64) (int, string
 func (s *Shim) ClaimUnreserve(uid string) {
 	withString(uid, func(c *C.char) { C.gs_shim_claim_unreserve(s.c, c) })
 }
+
+// ClaimGangPermit: Permit for a pod whose GPUs are claims gpushare placed
+// (shim.h gs_shim_claim_gang_permit): Skip (no gang member), Wait with the
+// reason, OK (its job is complete) or Error.
+func (s *Shim) ClaimGangPermit(pod []byte) (int, string) {
+	reason := (*C.char)(C.calloc(1, C.size_t(reasonMax)))
+	defer C.free(unsafe.Pointer(reason))
+	var rc int
+	withBytes(pod, func(b *C.char, l C.size_t) { rc = int(C.gs_shim_claim_gang_permit(s.c, b, l, reason)) })
+	return rc, C.GoString(reason)
+}
+
+// ClaimGangLeave: the member's reservation was given back.
+func (s *Shim) ClaimGangLeave(uid string) {
+	withString(uid, func(c *C.char) { C.gs_shim_claim_gang_leave(s.c, c) })
+}

@@ -73,3 +73,29 @@ func TestClaims(t *testing.T) {
 		t.Fatalf("reserve another class: %d %q", rc, reason)
 	}
 }
+
+// A gang of claim pods (labels gpu-topology): Permit waits until every
+// member asked; a pod of no job is skipped; a member that left stops counting.
+func TestClaimGang(t *testing.T) {
+	s := gibShim(t)
+	member := func(uid string) []byte {
+		return []byte(fmt.Sprintf(`{"metadata":{"name":"%[1]s","namespace":"t","uid":"%[1]s",`+
+			`"labels":{"gpu-topology":"j","gpu-topology-replica":"2"}},"spec":{"containers":[{"name":"c"}]}}`, uid))
+	}
+	if rc, reason := s.ClaimGangPermit(member("a")); rc != Wait || reason != "waiting for the job t/j: 1 of 2 members reserved" {
+		t.Fatalf("a: %d %q", rc, reason)
+	}
+	s.ClaimGangLeave("a")
+	if rc, _ := s.ClaimGangPermit(member("b")); rc != Wait {
+		t.Fatalf("b after a left: %d", rc)
+	}
+	if rc, _ := s.ClaimGangPermit(member("a")); rc != OK {
+		t.Fatalf("a again: %d", rc)
+	}
+	if rc, _ := s.ClaimGangPermit(member("b")); rc != OK {
+		t.Fatalf("b released: %d", rc)
+	}
+	if rc, _ := s.ClaimGangPermit([]byte(`{"metadata":{"name":"x","uid":"x"},"spec":{"containers":[{"name":"c"}]}}`)); rc != Skip {
+		t.Fatalf("no job: %d", rc)
+	}
+}

@@ -192,12 +192,46 @@ static void test_filter(void **state) {
   gs_sched_free(s);
 }
 
+/* A gang of claim pods waits in Permit until every member asked; a member
+ * that leaves stops counting; once released, the job never waits again. */
+static void test_gang(void **state) {
+  struct gs_policy pol;
+  struct gs_sched *s;
+  struct gs_status st;
+  (void)state;
+  gs_policy_init(&pol);
+  s = gs_sched_new(&pol);
+  assert_int_equal(gs_sched_claim_gang_permit(s, "t", "j", 3, "a", &st), GS_EWAIT);
+  assert_string_equal(st.reason, "waiting for the job t/j: 1 of 3 members reserved");
+  assert_int_equal(gs_sched_claim_gang_permit(s, "t", "j", 3, "b", &st), GS_EWAIT);
+  assert_int_equal(gs_sched_claim_gang_permit(s, "t", "j", 3, "a", &st), GS_EWAIT); /* asked again */
+  gs_sched_claim_gang_leave(s, "b"); /* b's reservation given back (a timeout) */
+  assert_int_equal(gs_sched_claim_gang_permit(s, "t", "j", 3, "c", &st), GS_EWAIT);
+  assert_string_equal(st.reason, "waiting for the job t/j: 2 of 3 members reserved");
+  /* the same job name in another namespace is another job */
+  assert_int_equal(gs_sched_claim_gang_permit(s, "u", "j", 3, "x", &st), GS_EWAIT);
+  assert_int_equal(gs_sched_claim_gang_permit(s, "t", "j", 3, "b", &st), GS_EOK);
+  /* released: the others are let go when they ask again, even after one is gone */
+  gs_sched_pod_gone(s, "b");
+  assert_int_equal(gs_sched_claim_gang_permit(s, "t", "j", 3, "a", &st), GS_EOK);
+  assert_int_equal(gs_sched_claim_gang_permit(s, "t", "j", 3, "c", &st), GS_EOK);
+  assert_int_equal(gs_sched_claim_gang_permit(s, "u", "j", 3, "x", &st), GS_EWAIT);
+  /* every member gone: the name starts a new job */
+  gs_sched_pod_gone(s, "a");
+  gs_sched_pod_gone(s, "c");
+  assert_int_equal(gs_sched_claim_gang_permit(s, "t", "j", 2, "d", &st), GS_EWAIT);
+  assert_int_equal(gs_sched_claim_gang_permit(s, "t", "j", 0, "e", &st), GS_EINVAL);
+  assert_int_equal(gs_sched_claim_gang_permit(s, "t", "", 2, "e", &st), GS_EINVAL);
+  gs_sched_free(s);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_kept_moved_and_gone),
       cmocka_unit_test(test_a_pods_uid_is_never_a_claims),
       cmocka_unit_test(test_reserve),
       cmocka_unit_test(test_filter),
+      cmocka_unit_test(test_gang),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
