@@ -168,10 +168,16 @@ class PlacedClaims(dracase.DraBase):
         for i in range(2):
             self.assertNotIn("allocation", self.k.get("resourceclaims", self.ns, f"g{i}").get("status") or {})
         self.claim_of("g2", "4Gi")
-        self.claim_pod("gp2", "g2", labels=job)
+        third = self.claim_pod("gp2", "g2", labels=job)["metadata"]["creationTimestamp"]
         self.wait_bound(3)
         for i in range(3):
-            self.assert_allocation(self.allocated(f"g{i}"), f"gp{i}", 4 * GIB, 1)
+            claim = self.allocated(f"g{i}")
+            self.assert_allocation(claim, f"gp{i}", 4 * GIB, 1)
+            # written in PreBind, after Permit let it go: not before the
+            # third member existed
+            written = [m["time"] for m in claim["metadata"]["managedFields"]
+                       if m.get("subresource") == "status"]
+            self.assertTrue(written and min(written) >= third, (written, third))
         self.assert_ledger_is_dra_truth()
 
 
