@@ -4,8 +4,9 @@
  * get. Pure: reads the ledger, never changes it; the caller records the
  * choice with gs_ledger_claim_set (or gs_sched_claim_set).
  *
- * Not wired into a front end yet: gpushare-scheduler writing the claim's
- * status.allocation is issue 33 item 2's Go side. */
+ * gpushare-scheduler's plugin asks gs_sched_claim_filter (per node, this
+ * file's gs_claim_fit) and gs_sched_claim_reserve (gs_claim_place on the
+ * node kube-scheduler chose), then writes the claim's status.allocation. */
 #ifndef GPUSHARE_CLAIM_H
 #define GPUSHARE_CLAIM_H
 
@@ -40,6 +41,14 @@ struct gs_claim_choice {
 enum gs_err gs_claim_place(const struct gs_ledger *ledger, const char *const *nodes, size_t n,
                            const struct gs_policy *policy, const struct gs_claim_request *req,
                            struct gs_claim_choice *ret, struct gs_status *st) GS_WUR;
+
+/* One node's verdict for req, as gs_claim_place weighs it: GS_EOK with
+ * *score in 0..GS_SCORE_MAX (the framework's scale, higher is better under
+ * the policy's nodePolicy); GS_ENOFIT with st's reason (the node unknown,
+ * no room); GS_EUNRESOLVABLE for a request no node could hold. */
+enum gs_err gs_claim_fit(const struct gs_ledger *ledger, const char *node,
+                         const struct gs_policy *policy, const struct gs_claim_request *req,
+                         int64_t *score, struct gs_status *st) GS_WUR;
 
 /* The charge of a choice for claim uid (ns/name): parts written into
  * parts[0..choice.ngpus), *ret_alloc borrows them and the strings. */

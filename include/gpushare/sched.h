@@ -108,6 +108,30 @@ enum gs_err gs_sched_claim_reserve(struct gs_sched *s, const char *const *nodes,
                                    const char *name, const char *uid, int64_t now_ns,
                                    struct gs_claim_choice *ret, struct gs_status *st) GS_WUR;
 
+/* The per-node verdicts for a claim's request (gpushare-scheduler's Filter
+ * and Score for a pod whose claim gpushare places; gs_claim_fit): ret[i]
+ * for nodes[i] — code GS_EOK / GS_ENOFIT / GS_EUNRESOLVABLE with its
+ * reason, score100 0..100 (score 0..10). Charges nothing. GS_EOK when some
+ * node fits; GS_ENOFIT when none; GS_EINVAL for bad arguments. */
+struct gs_node_result;
+enum gs_err gs_sched_claim_filter(struct gs_sched *s, const char *const *nodes, size_t n,
+                                  const struct gs_claim_request *req,
+                                  struct gs_node_result *ret) GS_WUR;
+
+/* Gangs of claim pods (docs/dra.md): a pod whose GPUs are claims gpushare
+ * placed, member uid of job ns/job (label gpu-topology) of replicas members
+ * (gpu-topology-replica), reserved and asking in Permit. GS_EWAIT (st says
+ * how many of how many) until replicas members of the job have asked; then
+ * GS_EOK for each of them and for every later ask (the job is released:
+ * none waits again for a member that left). GS_EINVAL for a job without a
+ * name or replicas out of 1..10000; GS_ENOMEM. */
+enum gs_err gs_sched_claim_gang_permit(struct gs_sched *s, const char *ns, const char *job,
+                                       uint32_t replicas, const char *uid,
+                                       struct gs_status *st) GS_WUR;
+/* Member uid is no longer reserved (Unreserve, a Permit timeout) or its pod
+ * is gone (gs_sched_pod_gone calls it): it no longer counts. */
+void gs_sched_claim_gang_leave(struct gs_sched *s, const char *uid);
+
 /* ---- time --------------------------------------------------------------- */
 
 /* Where the service's notices go (a gang timed out: struct gs_notice,

@@ -5,6 +5,8 @@
 
 #include "caps.h"
 
+#include <gpushare/plugin.h> /* GS_SCORE_MAX */
+
 #include <stdio.h>
 #include <string.h>
 
@@ -39,6 +41,46 @@ static bool better(int64_t score, const char *name, int64_t best, const char *be
   return strcmp(name, best_name) < 0;
 }
 
+/* Node's choice for req and its score (0..GS_SCORE_MAX, higher better for
+ * the policy), or GS_ENOFIT with *why. */
+static enum gs_err fit_one(const struct gs_node *node, const struct gs_policy *policy,
+                           const struct gs_claim_request *req, const struct gs_pod_request *pod,
+                           struct gs_choice *c, int64_t *score, struct gs_status *why) {
+  if (req->mib_per_gpu == 0) {
+    uint64_t mask = free_gpus(node);
+    uint32_t nfree = (uint32_t)__builtin_popcountll(mask), k = 0;
+    if (node->mode == GS_MODE_NONE || nfree < req->count)
+      return gs_status_set(why, GS_ENOFIT, GS_R_INSUFFICIENT_WHOLE_GPUS,
+                           "fewer than %u free whole GPUs", (unsigned)req->count);
+    memset(c, 0, sizeof *c);
+    for (uint32_t g = 0; g < node->ngpus && k < req->count; g++)
+      if (mask >> g & 1)
+        c->gpus[k++] = g;
+    c->ngpus = k;
+    /* binpack: the node left with the fewest free GPUs; spread: the most */
+    *score = policy->node_policy == GS_PLACE_SPREAD
+                 ? (int64_t)nfree * GS_SCORE_MAX / GS_MAX_GPUS
+                 : (int64_t)(GS_MAX_GPUS - nfree) * GS_SCORE_MAX / GS_MAX_GPUS;
+    return GS_EOK;
+  }
+  if (gs_place_pick(node, pod, policy, c, why) != GS_EOK)
+    return GS_ENOFIT;
+  c->mib_per_gpu = req->mib_per_gpu;
+  *score = c->score * (GS_SCORE_MAX / 10);
+  return GS_EOK;
+}
+
+static enum gs_err check(const struct gs_claim_request *req, struct gs_status *st) {
+  if (req->count == 0 || req->count > GS_MAX_GPUS)
+    return gs_status_set(st, GS_EUNRESOLVABLE, GS_R_INVALID_POD,
+                         "a claim of %u GPUs: 1..%u per claim", (unsigned)req->count,
+                         (unsigned)GS_MAX_GPUS);
+  if (req->mib_per_gpu > GS__PART_MIB_MAX)
+    return gs_status_set(st, GS_EUNRESOLVABLE, GS_R_INVALID_POD,
+                         "a claim of more memory per GPU than any GPU has");
+  return GS_EOK;
+}
+
 enum gs_err gs_claim_place(const struct gs_ledger *ledger, const char *const *nodes, size_t n,
                            const struct gs_policy *policy, const struct gs_claim_request *req,
                            struct gs_claim_choice *ret, struct gs_status *st) {
@@ -47,45 +89,15 @@ enum gs_err gs_claim_place(const struct gs_ledger *ledger, const char *const *no
   struct gs_status why = {GS_ENOFIT, GS_R_NODE_UNKNOWN, "no node offered"};
   const char *best_name = NULL;
   int64_t best_score = 0;
-  bool whole = req->mib_per_gpu == 0;
 
-  if (req->count == 0 || req->count > GS_MAX_GPUS)
-    return gs_status_set(st, GS_EUNRESOLVABLE, GS_R_INVALID_POD,
-                         "a claim of %u GPUs: 1..%u per claim", (unsigned)req->count,
-                         (unsigned)GS_MAX_GPUS);
-  if (req->mib_per_gpu > GS__PART_MIB_MAX)
-    return gs_status_set(st, GS_EUNRESOLVABLE, GS_R_INVALID_POD,
-                         "a claim of more memory per GPU than any GPU has");
+  if (check(req, st) != GS_EOK)
+    return GS_EUNRESOLVABLE;
   as_pod(req, policy->unit_mib, &pod);
   for (size_t i = 0; i < n; i++) {
     const struct gs_node *node = gs_ledger_node_get(ledger, nodes[i]);
     int64_t score;
-    if (node == NULL)
+    if (node == NULL || fit_one(node, policy, req, &pod, &c, &score, &why) != GS_EOK)
       continue;
-    if (whole) {
-      uint64_t mask = free_gpus(node);
-      uint32_t nfree = (uint32_t)__builtin_popcountll(mask), k = 0;
-      if (node->mode == GS_MODE_NONE || nfree < req->count) {
-        gs_status_set(&why, GS_ENOFIT, GS_R_INSUFFICIENT_WHOLE_GPUS,
-                      "fewer than %u free whole GPUs", (unsigned)req->count);
-        continue;
-      }
-      memset(&c, 0, sizeof c);
-      for (uint32_t g = 0; g < node->ngpus && k < req->count; g++)
-        if (mask >> g & 1)
-          c.gpus[k++] = g;
-      c.ngpus = k;
-      /* binpack: the node left with the fewest free GPUs; spread: the most */
-      score = policy->node_policy == GS_PLACE_SPREAD ? (int64_t)nfree : -(int64_t)nfree;
-    } else {
-      struct gs_status s;
-      if (gs_place_pick(node, &pod, policy, &c, &s) != GS_EOK) {
-        why = s;
-        continue;
-      }
-      c.mib_per_gpu = req->mib_per_gpu;
-      score = c.score;
-    }
     if (better(score, node->name, best_score, best_name)) {
       best = c;
       best_score = score;
@@ -99,6 +111,23 @@ enum gs_err gs_claim_place(const struct gs_ledger *ledger, const char *const *no
   }
   snprintf(ret->node, sizeof ret->node, "%s", best_name);
   ret->choice = best;
+  return gs_status_set(st, GS_EOK, GS_R_OTHER, "%s", "");
+}
+
+enum gs_err gs_claim_fit(const struct gs_ledger *ledger, const char *node_name,
+                         const struct gs_policy *policy, const struct gs_claim_request *req,
+                         int64_t *score, struct gs_status *st) {
+  struct gs_pod_request pod;
+  struct gs_choice c;
+  const struct gs_node *node = gs_ledger_node_get(ledger, node_name);
+  *score = 0;
+  if (check(req, st) != GS_EOK)
+    return GS_EUNRESOLVABLE;
+  if (node == NULL)
+    return gs_status_set(st, GS_ENOFIT, GS_R_NODE_UNKNOWN, "node not managed by gpushare");
+  as_pod(req, policy->unit_mib, &pod);
+  if (fit_one(node, policy, req, &pod, &c, score, st) != GS_EOK)
+    return GS_ENOFIT;
   return gs_status_set(st, GS_EOK, GS_R_OTHER, "%s", "");
 }
 

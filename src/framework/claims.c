@@ -96,3 +96,22 @@ enum gs_err gs_fw_claim_reserve(struct gs_sched *fw, const char *const *nodes, s
   gs__fw_write(fw, reserve_fn, &r);
   return r.err;
 }
+
+enum gs_err gs_fw_claim_filter(struct gs_sched *fw, const char *const *nodes, size_t n,
+                               const struct gs_claim_request *req, struct gs_node_result *ret) {
+  enum gs_err worst = GS_ENOFIT;
+  pthread_rwlock_rdlock(&fw->lock);
+  for (size_t i = 0; i < n; i++) {
+    struct gs_status st = {GS_EOK, GS_R_OTHER, ""};
+    int64_t score = 0;
+    enum gs_err e = gs_claim_fit(fw->ledger, nodes[i], &fw->policy, req, &score, &st);
+    ret[i].status = st;
+    ret[i].code = e;
+    ret[i].score100 = e == GS_EOK ? score : 0;
+    ret[i].score = (ret[i].score100 + 5) / 10;
+    if (e == GS_EOK)
+      worst = GS_EOK;
+  }
+  pthread_rwlock_unlock(&fw->lock);
+  return n == 0 ? GS_EOK : worst;
+}

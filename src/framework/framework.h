@@ -53,6 +53,7 @@ struct gs_sched {
   struct gs_strmap *by_node;   /* node → struct node_kept (the same records, by node) */
   struct gs_strmap *unhealthy; /* node → struct unhealthy */
   struct gs__budgets *budgets; /* PDBs, pods' labels and host requests (budget.h) */
+  struct gs_strmap *claim_gangs; /* uid → struct claim_member: gangs of claim pods (claim_gang.c) */
 };
 
 /* A service running plugins in the given order (array borrowed; it must
@@ -158,6 +159,11 @@ enum gs_err gs_fw_claim_gone(struct gs_sched *s, const char *uid);
  * answers its charge (never re-picked). */
 struct gs_claim_request;
 struct gs_claim_choice;
+/* gs_claim_fit on each of the n nodes under the read lock (ret[i]: code,
+ * reason, score100 and score). GS_EOK when some node fits (or n is 0). */
+struct gs_node_result;
+enum gs_err gs_fw_claim_filter(struct gs_sched *s, const char *const *nodes, size_t n,
+                               const struct gs_claim_request *req, struct gs_node_result *ret);
 enum gs_err gs_fw_claim_reserve(struct gs_sched *s, const char *const *nodes, size_t n,
                                 const struct gs_claim_request *req, const char *ns,
                                 const char *name, const char *uid, int64_t now_ns,

@@ -41,6 +41,7 @@ struct gs__dra {
                       "charged","report","unresolved"} */
   json_t *shares;  /* key "|" shareID → uid */
   json_t *users;   /* device key → {uid: true}: the claims a slice's change concerns */
+  json_t *bynode;  /* node → {"<gpu>": key}: gpushare's own driver's devices (placing claims) */
   uint64_t problems[P_COUNT];
 };
 
@@ -53,8 +54,9 @@ struct gs__dra *gs__dra_new(void) {
   d->claims = json_object();
   d->shares = json_object();
   d->users = json_object();
+  d->bynode = json_object();
   if (d->devices == NULL || d->slices == NULL || d->claims == NULL || d->shares == NULL ||
-      d->users == NULL) {
+      d->users == NULL || d->bynode == NULL) {
     gs__dra_free(d);
     return NULL;
   }
@@ -65,8 +67,9 @@ struct gs__dra *gs__dra_new(void) {
 void gs__dra_free(struct gs__dra *d) {
   if (d == NULL)
     return;
-  if (d->devices && d->slices && d->claims && d->shares && d->users)
+  if (d->devices && d->slices && d->claims && d->shares && d->users && d->bynode)
     pthread_mutex_destroy(&d->mu);
+  json_decref(d->bynode);
   json_decref(d->users);
   json_decref(d->devices);
   json_decref(d->slices);
@@ -130,6 +133,21 @@ static void affected_add(struct gs__dra *d, const char *key, json_t *affected) {
     json_object_set(affected, uid, json_true());
 }
 
+/* Under d->mu: gpushare's own device key of (node, gpu) dropped. */
+static void bynode_del(struct gs__dra *d, const json_t *dev, const char *key) {
+  json_t *gpus = json_object_get(d->bynode, obj_str(dev, "node") ? obj_str(dev, "node") : "");
+  char idx[24];
+  const char *have;
+  if (gpus == NULL || !json_is_integer(json_object_get(dev, "gpu")))
+    return;
+  snprintf(idx, sizeof idx, "%lld", (long long)json_integer_value(json_object_get(dev, "gpu")));
+  have = json_string_value(json_object_get(gpus, idx));
+  if (have != NULL && strcmp(have, key) == 0)
+    json_object_del(gpus, idx);
+  if (json_object_size(gpus) == 0)
+    json_object_del(d->bynode, obj_str(dev, "node"));
+}
+
 static void slice_forget(struct gs__dra *d, const char *slice, json_t *affected) {
   json_t *keys = json_object_get(d->slices, slice);
   size_t i;
@@ -138,8 +156,10 @@ static void slice_forget(struct gs__dra *d, const char *slice, json_t *affected)
     affected_add(d, json_string_value(k), affected);
     const json_t *dev = json_object_get(d->devices, json_string_value(k));
     /* a device moved to another slice of the pool stays */
-    if (dev != NULL && strcmp(obj_str(dev, "slice") ? obj_str(dev, "slice") : "", slice) == 0)
+    if (dev != NULL && strcmp(obj_str(dev, "slice") ? obj_str(dev, "slice") : "", slice) == 0) {
+      bynode_del(d, dev, json_string_value(k));
       json_object_del(d->devices, json_string_value(k));
+    }
   }
   json_object_del(d->slices, slice);
 }
@@ -190,6 +210,15 @@ void gs__dra_slice(struct gs__dra *d, struct gs_sched *s, const json_t *slice) {
     if (entry == NULL || json_object_set_new(d->devices, key, entry) != 0 ||
         json_array_append_new(keys, json_string(key)) != 0)
       break;
+    if (idx >= 0 && node != NULL && strcmp(driver, GS_DRA_DRIVER) == 0) {
+      char at[24];
+      json_t *gpus = json_object_get(d->bynode, node);
+      if (gpus == NULL && json_object_set_new(d->bynode, node, gpus = json_object()) != 0)
+        gpus = NULL;
+      snprintf(at, sizeof at, "%lld", (long long)idx);
+      if (gpus != NULL)
+        json_object_set_new(gpus, at, json_string(key));
+    }
     affected_add(d, key, affected);
   }
   json_object_set(d->slices, name, keys);
@@ -585,4 +614,113 @@ void gs__dra_gauges(struct gs__dra *d, struct gs_metrics *m) {
                          "(docs/dra.md).",
                          (const char *[]){"reason", problem_label[p], NULL}, (double)problems[p]);
   }
+}
+
+/* ---- gpushare placing claims ---------------------------------------------- */
+
+static bool names_class(const json_t *r) {
+  const char *cls = obj_str(json_object_get(r, "exactly"), "deviceClassName");
+  const json_t *sub;
+  size_t i;
+  if (cls != NULL && strcmp(cls, GS_DRA_CLASS) == 0)
+    return true;
+  json_array_foreach(json_object_get(r, "firstAvailable"), i, sub) {
+    cls = obj_str(sub, "deviceClassName");
+    if (cls != NULL && strcmp(cls, GS_DRA_CLASS) == 0)
+      return true;
+  }
+  return false;
+}
+
+#define REFUSE(...) (snprintf(why, wcap, __VA_ARGS__), -1)
+
+int gs__dra_request(const json_t *claim, struct gs_claim_request *req, char *request, size_t rcap,
+                    char *why, size_t wcap) {
+  const json_t *devs = json_object_get(json_object_get(claim, "spec"), "devices");
+  const json_t *reqs = json_object_get(devs, "requests"), *r, *ex, *caps, *mem, *count;
+  const char *mode, *key;
+  const json_t *v;
+  bool ours = false;
+  size_t i;
+  json_array_foreach(reqs, i, r) ours = ours || names_class(r);
+  if (!ours)
+    return 0;
+  r = json_array_get(reqs, 0);
+  ex = json_object_get(r, "exactly");
+  if (json_array_size(reqs) != 1)
+    return REFUSE("spec.devices.requests: %zu requests; gpushare places one request of "
+                  "DeviceClass %s alone",
+                  json_array_size(reqs), GS_DRA_CLASS);
+  if (ex == NULL)
+    return REFUSE("spec.devices.requests[0]: firstAvailable is not supported for DeviceClass %s",
+                  GS_DRA_CLASS);
+  if (json_array_size(json_object_get(devs, "constraints")) > 0 ||
+      json_array_size(json_object_get(devs, "config")) > 0)
+    return REFUSE("spec.devices: constraints and config are not supported for DeviceClass %s",
+                  GS_DRA_CLASS);
+  if (json_array_size(json_object_get(ex, "selectors")) > 0)
+    return REFUSE("spec.devices.requests[0].exactly.selectors: not supported for DeviceClass %s",
+                  GS_DRA_CLASS);
+  if (json_is_true(json_object_get(ex, "adminAccess")))
+    return REFUSE("spec.devices.requests[0].exactly.adminAccess: not supported");
+  mode = obj_str(ex, "allocationMode");
+  if (mode != NULL && strcmp(mode, "ExactCount") != 0)
+    return REFUSE("spec.devices.requests[0].exactly.allocationMode %s: only ExactCount", mode);
+  count = json_object_get(ex, "count");
+  if (count != NULL &&
+      (!json_is_integer(count) || json_integer_value(count) < 1 ||
+       json_integer_value(count) > GS_MAX_GPUS))
+    return REFUSE("spec.devices.requests[0].exactly.count: 1..%d", GS_MAX_GPUS);
+  req->count = count != NULL ? (uint32_t)json_integer_value(count) : 1;
+  req->mib_per_gpu = 0;
+  caps = json_object_get(json_object_get(ex, "capacity"), "requests");
+  json_object_foreach((json_t *)caps, key, v) {
+    if (strcmp(key, GS_DRA_CAPACITY) != 0)
+      return REFUSE("spec.devices.requests[0].exactly.capacity.requests.%s: only %s", key,
+                    GS_DRA_CAPACITY);
+  }
+  mem = json_object_get(caps, GS_DRA_CAPACITY);
+  if (mem != NULL) {
+    struct gs_diag diag = {"", ""};
+    uint64_t bytes = 0, per;
+    if (gs_api_quantity_scaled_diag(mem, 0, 0, "spec.devices.requests[0].exactly.capacity."
+                                               "requests.memory",
+                                    &bytes, &diag) != GS_EOK)
+      return REFUSE("%s: %.120s", diag.where, diag.text);
+    if (bytes == 0)
+      return REFUSE("spec.devices.requests[0].exactly.capacity.requests.memory: 0");
+    per = (bytes + req->count - 1) / req->count;
+    req->mib_per_gpu = (per + (UINT64_C(1) << 20) - 1) >> 20;
+  }
+  snprintf(request, rcap, "%s", obj_str(r, "name") ? obj_str(r, "name") : "");
+  if (request[0] == '\0')
+    return REFUSE("spec.devices.requests[0].name missing");
+  return 1;
+}
+
+bool gs__dra_node_published(struct gs__dra *d, const char *node) {
+  bool yes;
+  pthread_mutex_lock(&d->mu);
+  yes = node != NULL && json_object_size(json_object_get(d->bynode, node)) > 0;
+  pthread_mutex_unlock(&d->mu);
+  return yes;
+}
+
+bool gs__dra_device_at(struct gs__dra *d, const char *node, uint32_t gpu, char *pool, size_t pcap,
+                       char *dev, size_t dcap, bool *multi) {
+  char at[24];
+  const char *key, *p1, *p2;
+  bool found = false;
+  snprintf(at, sizeof at, "%u", (unsigned)gpu);
+  pthread_mutex_lock(&d->mu);
+  key = json_string_value(json_object_get(json_object_get(d->bynode, node ? node : ""), at));
+  /* key is "driver|pool|device" (device_key) */
+  if (key != NULL && (p1 = strchr(key, '|')) != NULL && (p2 = strchr(p1 + 1, '|')) != NULL) {
+    snprintf(pool, pcap, "%.*s", (int)(p2 - p1 - 1), p1 + 1);
+    snprintf(dev, dcap, "%s", p2 + 1);
+    *multi = json_is_true(json_object_get(json_object_get(d->devices, key), "multi"));
+    found = true;
+  }
+  pthread_mutex_unlock(&d->mu);
+  return found;
 }

@@ -23,11 +23,14 @@
 
 #include "metrics.h"
 
+#include <gpushare/claim.h>
 #include <gpushare/sched.h>
 
 #include <jansson.h>
 
 #define GS_DRA_ATTR_INDEX "gpushare.io/index"
+#define GS_DRA_DRIVER "gpu.gpushare.io" /* gpushare's own driver (deploy/dra/) */
+#define GS_DRA_CLASS "gpushare.io"      /* its DeviceClass: claims gpushare places */
 #define GS_DRA_NVIDIA_DRIVER "gpu.nvidia.com"
 #define GS_DRA_CAPACITY "memory"
 #define GS_DRA_RESULTS_MAX 64  /* results of one claim looked at */
@@ -46,6 +49,23 @@ void gs__dra_slice_delete(struct gs__dra *d, struct gs_sched *s, const json_t *s
  * deleted (freed). */
 void gs__dra_claim(struct gs__dra *d, struct gs_sched *s, const json_t *claim);
 void gs__dra_claim_delete(struct gs__dra *d, struct gs_sched *s, const json_t *claim);
+
+/* ---- gpushare placing claims (issue 33 item 2) ----------------------------
+ * A claim is gpushare's when a request names the DeviceClass GS_DRA_CLASS.
+ * gpushare places it when it is exactly one request "exactly" of that class,
+ * allocationMode ExactCount (count K, 1 by default), no selectors, no
+ * constraints, no config, no adminAccess, capacity.requests only "memory"
+ * (M: M / K bytes per GPU, rounded up to MiB) or none (K whole devices).
+ * 1: *req and the request's name; 0: not gpushare's (DynamicResources');
+ * -1: gpushare's but not placeable, why says which field. */
+int gs__dra_request(const json_t *claim, struct gs_claim_request *req, char *request, size_t rcap,
+                    char *why, size_t wcap);
+/* Whether the node has devices of GS_DRA_DRIVER published with GPU indexes. */
+bool gs__dra_node_published(struct gs__dra *d, const char *node);
+/* The device of GS_DRA_DRIVER for GPU gpu of node: its pool and name, and
+ * whether it allows multiple allocations. false: none published. */
+bool gs__dra_device_at(struct gs__dra *d, const char *node, uint32_t gpu, char *pool, size_t pcap,
+                       char *dev, size_t dcap, bool *multi);
 
 /* Counts for tests and gauges. */
 struct gs__dra_counts {

@@ -49,10 +49,12 @@ struct gs_sched *gs__sched_new_with(const struct gs_policy *policy,
     return NULL;
   pthread_mutex_init(&s->mu, NULL);
   s->kept = gs_strmap_new();
+  s->claim_gangs = gs_strmap_new();
   s->by_node = gs_strmap_new();
   s->unhealthy = gs_strmap_new();
   s->budgets = gs__budgets_new();
-  if (s->kept == NULL || s->by_node == NULL || s->unhealthy == NULL || s->budgets == NULL ||
+  if (s->kept == NULL || s->claim_gangs == NULL || s->by_node == NULL || s->unhealthy == NULL ||
+      s->budgets == NULL ||
       gs__fw_init(s, policy, plugins, nplugins, diag) != GS_EOK) {
     gs_sched_free(s);
     return NULL;
@@ -89,6 +91,10 @@ void gs_sched_free(struct gs_sched *s) {
   cur = 0;
   while (s->unhealthy != NULL && gs_strmap_next(s->unhealthy, &cur, &key, &val))
     gs_free(val);
+  cur = 0;
+  while (s->claim_gangs != NULL && gs_strmap_next(s->claim_gangs, &cur, &key, &val))
+    gs_free(val);
+  gs_strmap_free(s->claim_gangs);
   gs_strmap_free(s->kept);
   gs_strmap_free(s->by_node);
   gs_strmap_free(s->unhealthy);
@@ -256,6 +262,7 @@ void gs_sched_pod_gone(struct gs_sched *s, const char *uid) {
   pthread_mutex_lock(&s->mu);
   forget(s, uid); /* first, then free (see retry_node) */
   pthread_mutex_unlock(&s->mu);
+  gs_sched_claim_gang_leave(s, uid);
   gs_fw_pod_gone(s, uid);
   gs__budgets_pod_forget(s->budgets, uid);
 }
@@ -289,6 +296,17 @@ enum gs_err gs_sched_claim_reserve(struct gs_sched *s, const char *const *nodes,
       (n > 0 && nodes == NULL))
     return gs_status_set(st, GS_EINVAL, GS_R_OTHER, "invalid arguments");
   return gs_fw_claim_reserve(s, nodes, n, req, ns, name, uid, now_ns, ret, st);
+}
+
+enum gs_err gs_sched_claim_filter(struct gs_sched *s, const char *const *nodes, size_t n,
+                                  const struct gs_claim_request *req,
+                                  struct gs_node_result *ret) {
+  if (s == NULL || req == NULL || (n > 0 && (nodes == NULL || ret == NULL)))
+    return GS_EINVAL;
+  for (size_t i = 0; i < n; i++)
+    if (nodes[i] == NULL)
+      return GS_EINVAL;
+  return gs_fw_claim_filter(s, nodes, n, req, ret);
 }
 
 void gs_sched_claim_gone(struct gs_sched *s, const char *uid) {

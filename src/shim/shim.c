@@ -2,6 +2,7 @@
  * answers out. Decoding is src/api's, feeding src/observe/feed.c's — the same
  * code the extender runs — so both forms read the cluster alike. */
 #include "shim.h"
+#include "shim_int.h"
 
 #include "api.h"
 #include "config.h"
@@ -59,6 +60,9 @@ struct gs_shim {
   pthread_mutex_t fill_mu;
   const int *filled;
 };
+
+struct gs_sched *gs__shim_sched(struct gs_shim *s) { return s->sched; }
+struct gs__dra *gs__shim_dra(struct gs_shim *s) { return s->dra; }
 
 static json_t *load(const char *json, size_t len) {
   return json != NULL && len > 0 ? json_loadb(json, len, 0, NULL) : NULL;

@@ -133,4 +133,37 @@ char *gs_shim_metrics(struct gs_shim *s);
  * line); NULL when there are none. */
 char *gs_shim_notices(struct gs_shim *s);
 
+/* ---- gpushare placing DRA claims (docs/dra.md, issue 33 item 2) ----------
+ * claim: a ResourceClaim's JSON. A claim is gpushare's when a request names
+ * the DeviceClass gpushare.io (gs__dra_request says which shapes it places). */
+
+/* The per-node verdicts for the claim: GS_SHIM_SKIP (reasons[0] empty) when
+ * the claim is not gpushare's; GS_SHIM_UNRESOLVABLE with reasons[0] when it
+ * is but gpushare cannot place it (an unsupported or bad field); else
+ * GS_SHIM_OK and, for node i, codes[i], reasons + i*GS_SHIM_REASON when not
+ * OK, scores[i] in 0..100. A node with no device of gpu.gpushare.io
+ * published is unschedulable. Charges nothing. */
+int gs_shim_claim_filter(struct gs_shim *s, const char *claim, size_t len,
+                         const char *const *nodes, size_t n, int *codes, char *reasons,
+                         int64_t *scores);
+/* Chooses the claim's GPUs on node and charges them (ASSUMED, as
+ * gs_sched_claim_reserve; a retry answers the same GPUs): GS_SHIM_OK with
+ * *ret_json (free it) = {"node","request","results":[{"driver","pool",
+ * "device","memory"(a quantity, absent for a whole device),"shared"}]},
+ * the devices of gpu.gpushare.io holding the GPUs. Else the code and reason;
+ * nothing stays charged. */
+int gs_shim_claim_reserve(struct gs_shim *s, const char *claim, size_t len, const char *node,
+                          int64_t now_ns, char **ret_json, char *reason);
+/* The reservation of claim uid given back (its ASSUMED or recorded charge). */
+void gs_shim_claim_unreserve(struct gs_shim *s, const char *uid);
+
+/* A pod whose GPUs are claims gpushare placed, in Permit: GS_SHIM_SKIP when
+ * it is no gang member (no gpu-topology label); else the gang barrier's
+ * answer (gs_sched_claim_gang_permit): GS_SHIM_WAIT with the reason,
+ * GS_SHIM_OK when its job is complete; GS_SHIM_ERROR for a pod that is not
+ * one (reason). */
+int gs_shim_claim_gang_permit(struct gs_shim *s, const char *pod, size_t len, char *reason);
+/* The member's reservation given back (Unreserve). */
+void gs_shim_claim_gang_leave(struct gs_shim *s, const char *uid);
+
 #endif

@@ -35,7 +35,8 @@ def mib(q):
     return int(-(-int(q) // (1024 * 1024)))
 
 
-class DraCases(RealCase):
+class DraBase(RealCase):
+    """The DRA cluster of a test: the DeviceClass, slices, claims, the truth."""
 
     def setUp(self):
         super().setUp()
@@ -136,7 +137,11 @@ class DraCases(RealCase):
         return {(g["index"], c["name"]): c["usedMiB"] for n in led["nodes"] for g in n["gpus"]
                 for c in g.get("claims", [])}
 
-    # -- the cases -------------------------------------------------------------
+
+
+class DraCases(DraBase):
+    """The coexistence cases, run by each form."""
+
     def test_claims_allocated_by_kube_scheduler_first_then_gpu_mem_pods(self):
         """kube-scheduler's DRA allocator places two 12 GiB claims (one per
         GPU: 12 + 12 > 16); then gpu-mem pods of 4 GiB fill what is left:

@@ -56,6 +56,7 @@ KINDS = {
     "DeviceClass": ("/apis/resource.k8s.io/v1", "deviceclasses", False),
     "ResourceSlice": ("/apis/resource.k8s.io/v1", "resourceslices", False),
     "ResourceClaim": ("/apis/resource.k8s.io/v1", "resourceclaims", True),
+    "ResourceClaimTemplate": ("/apis/resource.k8s.io/v1", "resourceclaimtemplates", True),
     "DaemonSet": ("/apis/apps/v1", "daemonsets", True),
     "Secret": ("/api/v1", "secrets", True),
     "EndpointSlice": ("/apis/discovery.k8s.io/v1", "endpointslices", True),

@@ -96,6 +96,9 @@ func (p *Plugin) watchDRA() error {
 				if b, err := coreJSON(c); err == nil {
 					p.core.DRA(b, true, deleted)
 				}
+				if deleted {
+					p.claimKind.Delete(c.UID) // whether gpushare places it (claims.go)
+				}
 			}
 		}
 	}

@@ -49,6 +49,9 @@ type Plugin struct {
 	wait  time.Duration
 	mu    sync.Mutex // orders the Allow calls of waiting gang members
 	bound sync.Map   // UIDs this plugin bound: their informer updates carry nothing new
+
+	claimKind sync.Map    // claim UID → whether gpushare places it (claims.go)
+	anyClaims atomic.Bool // a pod with claims gpushare places was seen: Filter and Score look for them
 }
 
 // cycle is what one scheduling cycle carries between extension points:
@@ -140,6 +143,7 @@ var (
 	_ fwk.EnqueueExtensions = &Plugin{}
 	_ fwk.PostFilterPlugin  = &Plugin{}
 	_ fwk.SignPlugin        = &Plugin{}
+	_ fwk.PreBindPlugin     = &Plugin{}
 )
 
 // New makes the plugin: the C service from the args, fed by the scheduler's
@@ -168,6 +172,7 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, err
 	// Permit waits as long as the core keeps a gang's plan (gangTimeoutSeconds
 	// as the core read it from the ConfigMap and the args)
 	p := &Plugin{core: core, h: h, wait: time.Duration(core.GangTimeoutSeconds()) * time.Second}
+	plugins.Store(h, p) // for the profile's DynamicResources wrapper (dynres.go)
 	if err := p.watch(); err != nil {
 		return nil, err
 	}
@@ -258,6 +263,11 @@ const signKey = "v1.Pod.Spec.Containers.GpuShareRequest()"
 // schedules it on its own. Without this, every pod of the profile would
 // lose batching (docs/plugin.md).
 func (p *Plugin) SignPod(ctx context.Context, pod *v1.Pod) ([]fwk.SignFragment, *fwk.Status) {
+	if len(pod.Spec.ResourceClaims) > 0 {
+		if claims, _, _ := p.podClaims(pod); len(claims) > 0 {
+			return nil, fwk.NewStatus(fwk.Unschedulable, "gpushare: a pod with claims gpushare places")
+		}
+	}
 	b, err := cycleJSON(pod)
 	if err != nil {
 		return nil, fwk.AsStatus(err)
@@ -285,6 +295,15 @@ func (p *Plugin) PreFilter(ctx context.Context, state fwk.CycleState, pod *v1.Po
 		return nil, fwk.AsStatus(err)
 	}
 	ix := p.index(nodes)
+	claims := false
+	if len(pod.Spec.ResourceClaims) > 0 {
+		if st := p.claimsPreFilter(state, pod, ix); st != nil {
+			return nil, st
+		}
+		if claims = readClaims(state) != nil; claims {
+			p.anyClaims.Store(true)
+		}
+	}
 	var host []int64
 	if p.core.WantsHost() { // nodePolicy frag weighs the nodes' CPU and memory
 		host = make([]int64, 0, 4*len(nodes))
@@ -295,6 +314,9 @@ func (p *Plugin) PreFilter(ctx context.Context, state fwk.CycleState, pod *v1.Po
 	}
 	rc, vs := p.core.Filter(b, ix.names, host, time.Now().UnixNano(), true)
 	if rc == shim.Skip {
+		if claims {
+			return nil, nil // Filter answers for the claims
+		}
 		return nil, fwk.NewStatus(fwk.Skip)
 	}
 	if rc != shim.OK && rc != shim.ScoreOnly {
@@ -303,7 +325,7 @@ func (p *Plugin) PreFilter(ctx context.Context, state fwk.CycleState, pod *v1.Po
 	c := &cycle{pod: b, managed: rc == shim.OK, nodes: ix, verdict: vs} // ScoreOnly: scored, nothing to filter or reserve
 	state.Write(stateKey, c)
 	p.last.Store(&lastCycle{state, c})
-	if vs.AllPass() {
+	if vs.AllPass() && !claims {
 		// Filter would answer Success for every node: Skip spares the
 		// framework a call per node (docs/plugin.md). Score, Reserve, Permit
 		// and Bind still run; so does PostFilter, which finds no node where
@@ -365,6 +387,13 @@ func read(state fwk.CycleState) *cycle {
 
 // Filter answers from PreFilter's verdicts.
 func (p *Plugin) Filter(ctx context.Context, state fwk.CycleState, pod *v1.Pod, nodeInfo fwk.NodeInfo) *fwk.Status {
+	if p.anyClaims.Load() {
+		if cc := readClaims(state); cc != nil {
+			if st := cc.filter(nodeInfo.Node().Name); !st.IsSuccess() {
+				return st
+			}
+		}
+	}
 	c := p.cycleOf(state)
 	if c == nil || !c.managed {
 		return nil
@@ -385,6 +414,9 @@ func (p *Plugin) Filter(ctx context.Context, state fwk.CycleState, pod *v1.Pod, 
 // (≈ 0.3 µs a node: docs/plugin.md). An empty cluster under either policy,
 // or one where binpack has no half-filled GPU to prefer, is such a case.
 func (p *Plugin) PreScore(ctx context.Context, state fwk.CycleState, pod *v1.Pod, nodes []fwk.NodeInfo) *fwk.Status {
+	if p.anyClaims.Load() && readClaims(state) != nil {
+		return nil // Score adds the claims' scores
+	}
 	c := read(state)
 	if c == nil || c.nodes == nil || c.sameScore(nodes) {
 		return fwk.NewStatus(fwk.Skip)
@@ -413,14 +445,20 @@ func (c *cycle) sameScore(nodes []fwk.NodeInfo) bool {
 // of it; binpack and spread give multiples of 10, the extender's 0..10).
 func (p *Plugin) Score(ctx context.Context, state fwk.CycleState, pod *v1.Pod, nodeInfo fwk.NodeInfo) (int64, *fwk.Status) {
 	c := p.cycleOf(state)
-	if c == nil || c.nodes == nil {
-		return 0, nil
+	var score int64
+	if c != nil && c.nodes != nil {
+		if i, ok := c.answer(nodeInfo); ok {
+			_, _, score = c.at(i)
+		}
 	}
-	i, ok := c.answer(nodeInfo)
-	if !ok {
-		return 0, nil
+	if p.anyClaims.Load() {
+		if cc := readClaims(state); cc != nil {
+			if c == nil || c.nodes == nil {
+				return cc.score(nodeInfo.Node().Name), nil
+			}
+			return (score + cc.score(nodeInfo.Node().Name)) / 2, nil // both 0..100
+		}
 	}
-	_, _, score := c.at(i)
 	return score, nil
 }
 
@@ -430,24 +468,52 @@ func (p *Plugin) ScoreExtensions() fwk.ScoreExtensions { return nil }
 // Reserve puts the pod's GPUs in the ledger and keeps the annotations.
 func (p *Plugin) Reserve(ctx context.Context, state fwk.CycleState, pod *v1.Pod, nodeName string) *fwk.Status {
 	c := read(state)
-	if c == nil || !c.managed {
-		return nil
+	if c != nil && c.managed {
+		rc, annots, reason := p.core.Reserve(c.pod, nodeName, time.Now().UnixNano())
+		if rc != shim.OK {
+			return status(rc, reason)
+		}
+		c.annots = annots
 	}
-	rc, annots, reason := p.core.Reserve(c.pod, nodeName, time.Now().UnixNano())
-	if rc != shim.OK {
-		return status(rc, reason)
+	if cc := readClaims(state); cc != nil {
+		if st := p.claimsReserve(cc, nodeName); st != nil {
+			if c != nil && c.managed {
+				p.core.Unreserve(c.pod, nodeName)
+			}
+			return st
+		}
 	}
-	c.annots = annots
 	return nil
 }
 
 // Unreserve gives the reservation back.
 func (p *Plugin) Unreserve(ctx context.Context, state fwk.CycleState, pod *v1.Pod, nodeName string) {
+	if cc := readClaims(state); cc != nil {
+		p.claimsUnreserve(ctx, cc)
+		p.core.ClaimGangLeave(string(pod.UID))
+	}
 	c := read(state)
 	if c == nil || !c.managed {
 		return
 	}
 	p.core.Unreserve(c.pod, nodeName)
+}
+
+// PreBindPreFlight: PreBind writes only for a pod with claims gpushare places.
+func (p *Plugin) PreBindPreFlight(ctx context.Context, state fwk.CycleState, pod *v1.Pod, nodeName string) (*fwk.PreBindPreFlightResult, *fwk.Status) {
+	if readClaims(state) == nil {
+		return nil, fwk.NewStatus(fwk.Skip)
+	}
+	return &fwk.PreBindPreFlightResult{AllowParallel: true}, nil
+}
+
+// PreBind writes the allocations of the pod's claims gpushare placed
+// (claims.go).
+func (p *Plugin) PreBind(ctx context.Context, state fwk.CycleState, pod *v1.Pod, nodeName string) *fwk.Status {
+	if cc := readClaims(state); cc != nil {
+		return p.claimsPreBind(ctx, cc, pod)
+	}
+	return nil
 }
 
 func (p *Plugin) permit(pod []byte, nodeName string) (int, string) {
@@ -459,6 +525,9 @@ func (p *Plugin) permit(pod []byte, nodeName string) (int, string) {
 func (p *Plugin) Permit(ctx context.Context, state fwk.CycleState, pod *v1.Pod, nodeName string) (*fwk.Status, time.Duration) {
 	c := read(state)
 	if c == nil || !c.managed {
+		if readClaims(state) != nil {
+			return p.claimsPermit(ctx, pod)
+		}
 		return nil, 0
 	}
 	rc, reason := p.permit(c.pod, nodeName)
@@ -510,6 +579,12 @@ func (p *Plugin) allowWaiting() {
 		b, err := cycleJSON(pod)
 		if err != nil {
 			klog.ErrorS(err, "gpushare: waiting pod not asked again", "pod", klog.KObj(pod))
+			return
+		}
+		if p.claimPod(pod) {
+			if rc, _ := p.core.ClaimGangPermit(b); rc == shim.OK {
+				wp.Allow(Name)
+			}
 			return
 		}
 		// a refusal here is the member's own Permit answer already given:
@@ -679,5 +754,8 @@ func (p *Plugin) EventsToRegister(ctx context.Context) ([]fwk.ClusterEventWithHi
 		{Event: fwk.ClusterEvent{Resource: fwk.Pod, ActionType: fwk.Delete}},
 		{Event: fwk.ClusterEvent{Resource: fwk.Pod, ActionType: fwk.Add}},
 		{Event: fwk.ClusterEvent{Resource: fwk.Node, ActionType: fwk.Add | fwk.Update}},
+		// claims gpushare places: a slice published, a claim freed
+		{Event: fwk.ClusterEvent{Resource: fwk.ResourceSlice, ActionType: fwk.Add | fwk.Update}},
+		{Event: fwk.ClusterEvent{Resource: fwk.ResourceClaim, ActionType: fwk.Update | fwk.Delete}},
 	}, nil
 }

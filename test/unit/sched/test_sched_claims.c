@@ -150,11 +150,88 @@ static void test_reserve(void **state) {
   gs_sched_free(s);
 }
 
+/* gs_sched_claim_filter: each node's verdict and score for a claim, as
+ * reserve would weigh it; nothing charged. */
+static void test_filter(void **state) {
+  struct gs_policy pol;
+  struct gs_sched *s;
+  const char *nodes[] = {"a", "b", "nope"};
+  struct gs_claim_request req = {4096, 1};
+  struct gs_claim_choice c;
+  struct gs_status st;
+  struct gs_node_result res[3];
+  (void)state;
+  gs_policy_init(&pol);
+  s = gs_sched_new(&pol);
+  node(s, "a");
+  node(s, "b");
+  assert_int_equal(gs_sched_claim_reserve(s, nodes, 1, &req, "t", "r", "r", 0, &c, &st), GS_EOK);
+  assert_int_equal(gs_sched_claim_filter(s, nodes, 3, &req, res), GS_EOK);
+  assert_int_equal(res[0].code, GS_EOK);
+  assert_int_equal(res[1].code, GS_EOK);
+  assert_int_equal(res[2].code, GS_ENOFIT);
+  assert_int_equal(res[2].why, GS_R_NODE_UNKNOWN);
+  /* binpack: the node with a claim already scores higher */
+  assert_true(res[0].score100 > res[1].score100);
+  assert_true(res[0].score100 <= 100);
+  assert_int_equal(used(s, "b").mib[0], 0); /* filter charged nothing */
+  /* 2 × 16 GiB: only b (a holds 4 GiB) */
+  req = (struct gs_claim_request){16384, 2};
+  assert_int_equal(gs_sched_claim_filter(s, nodes, 2, &req, res), GS_EOK);
+  assert_int_equal(res[0].code, GS_ENOFIT);
+  assert_int_equal(res[1].code, GS_EOK);
+  /* whole devices: a has one untouched GPU, b two; binpack prefers a for one */
+  req = (struct gs_claim_request){0, 1};
+  assert_int_equal(gs_sched_claim_filter(s, nodes, 2, &req, res), GS_EOK);
+  assert_true(res[0].score100 > res[1].score100);
+  /* a request no node could hold; bad arguments */
+  req = (struct gs_claim_request){4096, 0};
+  assert_int_equal(gs_sched_claim_filter(s, nodes, 2, &req, res), GS_ENOFIT);
+  assert_int_equal(res[0].code, GS_EUNRESOLVABLE);
+  assert_int_equal(gs_sched_claim_filter(s, NULL, 2, &req, res), GS_EINVAL);
+  gs_sched_free(s);
+}
+
+/* A gang of claim pods waits in Permit until every member asked; a member
+ * that leaves stops counting; once released, the job never waits again. */
+static void test_gang(void **state) {
+  struct gs_policy pol;
+  struct gs_sched *s;
+  struct gs_status st;
+  (void)state;
+  gs_policy_init(&pol);
+  s = gs_sched_new(&pol);
+  assert_int_equal(gs_sched_claim_gang_permit(s, "t", "j", 3, "a", &st), GS_EWAIT);
+  assert_string_equal(st.reason, "waiting for the job t/j: 1 of 3 members reserved");
+  assert_int_equal(gs_sched_claim_gang_permit(s, "t", "j", 3, "b", &st), GS_EWAIT);
+  assert_int_equal(gs_sched_claim_gang_permit(s, "t", "j", 3, "a", &st), GS_EWAIT); /* asked again */
+  gs_sched_claim_gang_leave(s, "b"); /* b's reservation given back (a timeout) */
+  assert_int_equal(gs_sched_claim_gang_permit(s, "t", "j", 3, "c", &st), GS_EWAIT);
+  assert_string_equal(st.reason, "waiting for the job t/j: 2 of 3 members reserved");
+  /* the same job name in another namespace is another job */
+  assert_int_equal(gs_sched_claim_gang_permit(s, "u", "j", 3, "x", &st), GS_EWAIT);
+  assert_int_equal(gs_sched_claim_gang_permit(s, "t", "j", 3, "b", &st), GS_EOK);
+  /* released: the others are let go when they ask again, even after one is gone */
+  gs_sched_pod_gone(s, "b");
+  assert_int_equal(gs_sched_claim_gang_permit(s, "t", "j", 3, "a", &st), GS_EOK);
+  assert_int_equal(gs_sched_claim_gang_permit(s, "t", "j", 3, "c", &st), GS_EOK);
+  assert_int_equal(gs_sched_claim_gang_permit(s, "u", "j", 3, "x", &st), GS_EWAIT);
+  /* every member gone: the name starts a new job */
+  gs_sched_pod_gone(s, "a");
+  gs_sched_pod_gone(s, "c");
+  assert_int_equal(gs_sched_claim_gang_permit(s, "t", "j", 2, "d", &st), GS_EWAIT);
+  assert_int_equal(gs_sched_claim_gang_permit(s, "t", "j", 0, "e", &st), GS_EINVAL);
+  assert_int_equal(gs_sched_claim_gang_permit(s, "t", "", 2, "e", &st), GS_EINVAL);
+  gs_sched_free(s);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_kept_moved_and_gone),
       cmocka_unit_test(test_a_pods_uid_is_never_a_claims),
       cmocka_unit_test(test_reserve),
+      cmocka_unit_test(test_filter),
+      cmocka_unit_test(test_gang),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -13,5 +13,6 @@ import (
 )
 
 func main() {
-	os.Exit(cli.Run(app.NewSchedulerCommand(app.WithPlugin(gpushare.Name, gpushare.New))))
+	os.Exit(cli.Run(app.NewSchedulerCommand(app.WithPlugin(gpushare.Name, gpushare.New),
+		app.WithPlugin(gpushare.DynResName, gpushare.NewDynRes))))
 }

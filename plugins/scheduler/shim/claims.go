@@ -1,0 +1,118 @@
+package shim
+
+/*
+#include <stdlib.h>
+#include "shim.h"
+*/
+import "C"
+
+import (
+	"encoding/json"
+	"fmt"
+	"unsafe"
+)
+
+// ClaimVerdicts is ClaimFilter's answer per node of its list.
+type ClaimVerdicts struct {
+	Codes   []int
+	Reasons []string // "" where the node passed
+	Scores  []int64  // 0..100
+}
+
+// ClaimFilter: the core's verdict for the ResourceClaim claim (its JSON) on
+// each node (shim.h gs_shim_claim_filter): Skip when the claim is not
+// gpushare's (no request of DeviceClass gpushare.io); Unresolvable with the
+// reason when gpushare cannot place it; else OK and a verdict per node.
+func (s *Shim) ClaimFilter(claim []byte, names []string) (int, string, ClaimVerdicts) {
+	n := len(names)
+	arr := s.nameArray(names)
+	defer C.free(unsafe.Pointer(arr))
+	m := n
+	if m == 0 {
+		m = 1
+	}
+	codes := (*C.int)(C.calloc(C.size_t(m), C.size_t(unsafe.Sizeof(C.int(0)))))
+	reasons := (*C.char)(C.calloc(C.size_t(m), C.size_t(reasonMax)))
+	scores := (*C.int64_t)(C.calloc(C.size_t(m), C.size_t(unsafe.Sizeof(C.int64_t(0)))))
+	defer C.free(unsafe.Pointer(codes))
+	defer C.free(unsafe.Pointer(reasons))
+	defer C.free(unsafe.Pointer(scores))
+	var rc int
+	withBytes(claim, func(b *C.char, l C.size_t) {
+		rc = int(C.gs_shim_claim_filter(s.c, b, l, arr, C.size_t(n), codes, reasons, scores))
+	})
+	if rc != OK {
+		return rc, C.GoString(reasons), ClaimVerdicts{}
+	}
+	v := ClaimVerdicts{Codes: make([]int, n), Reasons: make([]string, n), Scores: make([]int64, n)}
+	cs, ss := unsafe.Slice(codes, n), unsafe.Slice(scores, n)
+	for i := 0; i < n; i++ {
+		v.Codes[i], v.Scores[i] = int(cs[i]), int64(ss[i])
+		if v.Codes[i] != OK {
+			v.Reasons[i] = C.GoString((*C.char)(unsafe.Add(unsafe.Pointer(reasons), i*reasonMax)))
+		}
+	}
+	return OK, "", v
+}
+
+// ClaimDevice is one device the core chose for a claim.
+type ClaimDevice struct {
+	Driver string `json:"driver"`
+	Pool   string `json:"pool"`
+	Device string `json:"device"`
+	Memory string `json:"memory"` // a quantity; "" for a whole device
+	Shared bool   `json:"shared"` // the device allows multiple allocations
+}
+
+// ClaimChoice is ClaimReserve's answer: the node, the claim's request name
+// and the devices, one per GPU.
+type ClaimChoice struct {
+	Node    string        `json:"node"`
+	Request string        `json:"request"`
+	Results []ClaimDevice `json:"results"`
+}
+
+// ClaimReserve: the core chooses the claim's GPUs on node and charges them
+// until the allocation is seen or ClaimUnreserve (shim.h
+// gs_shim_claim_reserve). A retry answers the same GPUs.
+func (s *Shim) ClaimReserve(claim []byte, node string, nowNs int64) (int, string, ClaimChoice) {
+	var out *C.char
+	reason := (*C.char)(C.calloc(1, C.size_t(reasonMax)))
+	defer C.free(unsafe.Pointer(reason))
+	var rc int
+	withBytes(claim, func(b *C.char, l C.size_t) {
+		withString(node, func(cn *C.char) {
+			rc = int(C.gs_shim_claim_reserve(s.c, b, l, cn, C.int64_t(nowNs), &out, reason))
+		})
+	})
+	if rc != OK {
+		return rc, C.GoString(reason), ClaimChoice{}
+	}
+	defer C.gs_shim_free_string(out)
+	var c ClaimChoice
+	if err := json.Unmarshal([]byte(C.GoString(out)), &c); err != nil {
+		return Error, fmt.Sprintf("the core's claim choice: %v", err), ClaimChoice{}
+	}
+	return OK, "", c
+}
+
+// ClaimUnreserve gives the claim's charge back.
+func (s *Shim) ClaimUnreserve(uid string) {
+	withString(uid, func(c *C.char) { C.gs_shim_claim_unreserve(s.c, c) })
+}
+
+// ClaimGangPermit: Permit for a pod whose GPUs are claims gpushare placed
+// (shim.h gs_shim_claim_gang_permit): Skip (no gang member), Wait with the
+// reason, OK (its job is complete) or Error.
+func (s *Shim) ClaimGangPermit(pod []byte) (int, string) {
+	reason := (*C.char)(C.calloc(1, C.size_t(reasonMax)))
+	defer C.free(unsafe.Pointer(reason))
+	var rc int
+	withBytes(pod, func(b *C.char, l C.size_t) { rc = int(C.gs_shim_claim_gang_permit(s.c, b, l, reason)) })
+	return rc, C.GoString(reason)
+}
+
+// ClaimGangLeave: the member's reservation was given back.
+func (s *Shim) ClaimGangLeave(uid string) {
+	withString(uid, func(c *C.char) { C.gs_shim_claim_gang_leave(s.c, c) })
+}

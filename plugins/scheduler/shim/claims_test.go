@@ -1,0 +1,101 @@
+package shim
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+)
+
+func slice(node string) []byte {
+	return []byte(fmt.Sprintf(`{"metadata":{"name":"%[1]s-gpus"},"spec":{"driver":"gpu.gpushare.io",`+
+		`"nodeName":"%[1]s","pool":{"name":"%[1]s"},"devices":[`+
+		`{"name":"gpu-0","allowMultipleAllocations":true,"attributes":{"gpushare.io/index":{"int":0}}},`+
+		`{"name":"gpu-1","allowMultipleAllocations":true,"attributes":{"gpushare.io/index":{"int":1}}}]}}`, node))
+}
+
+func claimJSON(uid, exactly string) []byte {
+	return []byte(fmt.Sprintf(`{"metadata":{"name":"c-%[1]s","namespace":"t","uid":"%[1]s"},`+
+		`"spec":{"devices":{"requests":[{"name":"gpu","exactly":%[2]s}]}}}`, uid, exactly))
+}
+
+// gpushare placing claims through the shim (docs/dra.md): per-node
+// verdicts, the core's GPUs on the node Reserve is given with the devices
+// of the published slice, 4 GiB claims binpacked onto one GPU, 8 GiB over
+// count 2 as 4 + 4, a claim of another class skipped, a bad one refused,
+// and a reservation given back.
+func TestClaims(t *testing.T) {
+	s := gibShim(t)
+	s.Node(node("a", 2, 32))
+	s.Node(node("b", 2, 32))
+	s.DRA(slice("a"), false, false) // b publishes nothing
+	four := `{"deviceClassName":"gpushare.io","capacity":{"requests":{"memory":"4Gi"}}}`
+	rc, reason, v := s.ClaimFilter(claimJSON("u0", four), []string{"a", "b"})
+	if rc != OK || v.Codes[0] != OK || v.Codes[1] != Unschedulable ||
+		!strings.Contains(v.Reasons[1], "no GPU of the node published") {
+		t.Fatalf("filter: %d %q %+v", rc, reason, v)
+	}
+	for i := 0; i < 4; i++ {
+		rc, reason, c := s.ClaimReserve(claimJSON(fmt.Sprint("u", i), four), "a", 1)
+		want := ClaimChoice{Node: "a", Request: "gpu", Results: []ClaimDevice{
+			{Driver: "gpu.gpushare.io", Pool: "a", Device: "gpu-0", Memory: "4Gi", Shared: true}}}
+		if rc != OK || fmt.Sprint(c) != fmt.Sprint(want) {
+			t.Fatalf("reserve %d: %d %q %+v", i, rc, reason, c)
+		}
+	}
+	// GPU 0 full: 8 GiB over 2 GPUs does not fit on a; 4 GiB goes to GPU 1
+	pair := `{"deviceClassName":"gpushare.io","count":2,"capacity":{"requests":{"memory":"8Gi"}}}`
+	if rc, _, v := s.ClaimFilter(claimJSON("p", pair), []string{"a"}); rc != OK || v.Codes[0] != Unschedulable {
+		t.Fatalf("a pair beside a full GPU: %d %+v", rc, v)
+	}
+	s.DRA(slice("b"), false, false)
+	rc, reason, c := s.ClaimReserve(claimJSON("p", pair), "b", 1)
+	if rc != OK || len(c.Results) != 2 || c.Results[0].Device != "gpu-0" || c.Results[1].Device != "gpu-1" ||
+		c.Results[0].Memory != "4Gi" || c.Results[1].Memory != "4Gi" {
+		t.Fatalf("pair: %d %q %+v", rc, reason, c)
+	}
+	// given back: b's GPUs are free again (a whole device fits on each)
+	s.ClaimUnreserve("p")
+	whole := `{"deviceClassName":"gpushare.io","count":2}`
+	if rc, _, v := s.ClaimFilter(claimJSON("w", whole), []string{"b"}); rc != OK || v.Codes[0] != OK {
+		t.Fatalf("b not free after unreserve: %d %+v", rc, v)
+	}
+	// not gpushare's; refused
+	if rc, _, _ := s.ClaimFilter(claimJSON("x", `{"deviceClassName":"other"}`), []string{"a"}); rc != Skip {
+		t.Fatalf("another class: %d", rc)
+	}
+	bad := `{"deviceClassName":"gpushare.io","allocationMode":"All"}`
+	if rc, reason, _ := s.ClaimFilter(claimJSON("y", bad), []string{"a"}); rc != Unresolvable ||
+		!strings.Contains(reason, "ResourceClaim c-y: spec.devices.requests[0].exactly.allocationMode All: only ExactCount") {
+		t.Fatalf("bad: %d %q", rc, reason)
+	}
+	if rc, reason, _ := s.ClaimReserve(claimJSON("x", `{"deviceClassName":"other"}`), "a", 1); rc != Unresolvable ||
+		reason != "the ResourceClaim is not gpushare's" {
+		t.Fatalf("reserve another class: %d %q", rc, reason)
+	}
+}
+
+// A gang of claim pods (labels gpu-topology): Permit waits until every
+// member asked; a pod of no job is skipped; a member that left stops counting.
+func TestClaimGang(t *testing.T) {
+	s := gibShim(t)
+	member := func(uid string) []byte {
+		return []byte(fmt.Sprintf(`{"metadata":{"name":"%[1]s","namespace":"t","uid":"%[1]s",`+
+			`"labels":{"gpu-topology":"j","gpu-topology-replica":"2"}},"spec":{"containers":[{"name":"c"}]}}`, uid))
+	}
+	if rc, reason := s.ClaimGangPermit(member("a")); rc != Wait || reason != "waiting for the job t/j: 1 of 2 members reserved" {
+		t.Fatalf("a: %d %q", rc, reason)
+	}
+	s.ClaimGangLeave("a")
+	if rc, _ := s.ClaimGangPermit(member("b")); rc != Wait {
+		t.Fatalf("b after a left: %d", rc)
+	}
+	if rc, _ := s.ClaimGangPermit(member("a")); rc != OK {
+		t.Fatalf("a again: %d", rc)
+	}
+	if rc, _ := s.ClaimGangPermit(member("b")); rc != OK {
+		t.Fatalf("b released: %d", rc)
+	}
+	if rc, _ := s.ClaimGangPermit([]byte(`{"metadata":{"name":"x","uid":"x"},"spec":{"containers":[{"name":"c"}]}}`)); rc != Skip {
+		t.Fatalf("no job: %d", rc)
+	}
+}
