@@ -14,8 +14,8 @@
 #include <gpushare/place.h>
 
 /* A claim's request: count GPUs of one node with mib_per_gpu MiB each (a
- * request of capacity.requests.memory M with count K: M / K each, the
- * caller divides), or count whole devices (mib_per_gpu 0). */
+ * request of capacity.requests.memory M with count K: M on each, DRA's
+ * meaning of a capacity request), or count whole devices (mib_per_gpu 0). */
 struct gs_claim_request {
   uint64_t mib_per_gpu;
   uint32_t count;

@@ -682,15 +682,17 @@ int gs__dra_request(const json_t *claim, struct gs_claim_request *req, char *req
   mem = json_object_get(caps, GS_DRA_CAPACITY);
   if (mem != NULL) {
     struct gs_diag diag = {"", ""};
-    uint64_t bytes = 0, per;
+    uint64_t bytes = 0;
     if (gs_api_quantity_scaled_diag(mem, 0, 0, "spec.devices.requests[0].exactly.capacity."
                                                "requests.memory",
                                     &bytes, &diag) != GS_EOK)
       return REFUSE("%s: %.120s", diag.where, diag.text);
     if (bytes == 0)
       return REFUSE("spec.devices.requests[0].exactly.capacity.requests.memory: 0");
-    per = (bytes + req->count - 1) / req->count;
-    req->mib_per_gpu = (per + (UINT64_C(1) << 20) - 1) >> 20;
+    /* DRA's meaning: a capacity request is what each allocated device
+     * gives (count: 2 with 4Gi is 4 GiB on each of 2 GPUs), as
+     * kube-scheduler's own allocator reads the same claim */
+    req->mib_per_gpu = (bytes + (UINT64_C(1) << 20) - 1) >> 20;
   }
   snprintf(request, rcap, "%s", obj_str(r, "name") ? obj_str(r, "name") : "");
   if (request[0] == '\0')

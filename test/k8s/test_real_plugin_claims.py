@@ -78,9 +78,10 @@ class PlacedClaims(dracase.DraBase):
 
     def test_4gib_claims_binpack_onto_one_gpu_and_count_2_splits_evenly(self):
         """Four 4 GiB claims, one pod each, arriving one after the other: all
-        on one GPU (binpack). Then 8 GiB over count 2: 4 + 4 on two GPUs of
-        one node, which here is the other node (the first has one GPU with
-        room). Every shareID is distinct."""
+        on one GPU (binpack). Then 8 GiB over two GPUs — count 2 with 4Gi, a
+        capacity request being per device in DRA: 4 + 4 on two GPUs of one
+        node, which here is the other node (the first has one GPU with room).
+        Every shareID is distinct."""
         self.cluster()
         places = set()
         for i in range(4):
@@ -91,7 +92,7 @@ class PlacedClaims(dracase.DraBase):
             places.add((node, gpus[0]))
         self.assertEqual(len(places), 1, places)
         (full_node, _), = places
-        self.claim_of("pair", "8Gi", count=2)
+        self.claim_of("pair", "4Gi", count=2)
         self.claim_pod("pp", "pair")
         self.wait_bound(5)
         node, gpus = self.assert_allocation(self.allocated("pair"), "pp", 4 * GIB, 2)

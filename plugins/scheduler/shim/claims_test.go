@@ -42,8 +42,8 @@ func TestClaims(t *testing.T) {
 			t.Fatalf("reserve %d: %d %q %+v", i, rc, reason, c)
 		}
 	}
-	// GPU 0 full: 8 GiB over 2 GPUs does not fit on a; 4 GiB goes to GPU 1
-	pair := `{"deviceClassName":"gpushare.io","count":2,"capacity":{"requests":{"memory":"8Gi"}}}`
+	// GPU 0 full: 4 GiB on each of 2 GPUs does not fit on a; 4 GiB goes to GPU 1
+	pair := `{"deviceClassName":"gpushare.io","count":2,"capacity":{"requests":{"memory":"4Gi"}}}`
 	if rc, _, v := s.ClaimFilter(claimJSON("p", pair), []string{"a"}); rc != OK || v.Codes[0] != Unschedulable {
 		t.Fatalf("a pair beside a full GPU: %d %+v", rc, v)
 	}

@@ -45,10 +45,11 @@ static void test_request(void **state) {
   assert_int_equal(req.count, 1);
   assert_int_equal(req.mib_per_gpu, 4096);
   assert_string_equal(name, "gpu");
-  /* 8 GiB over 2 GPUs: 4 GiB each; 1G (10^9 bytes) over 3: rounded up to MiB */
+  /* 4 GiB on each of 2 GPUs (DRA: a capacity request is per device); 1G
+   * (10^9 bytes) on each of 3: rounded up to MiB */
   assert_int_equal(request("{\"requests\":[{\"name\":\"g\",\"exactly\":{\"deviceClassName\":"
                            "\"gpushare.io\",\"count\":2,\"capacity\":{\"requests\":{\"memory\":"
-                           "\"8Gi\"}}}}]}",
+                           "\"4Gi\"}}}}]}",
                            &req, name, why),
                    1);
   assert_int_equal(req.count, 2);
@@ -58,7 +59,7 @@ static void test_request(void **state) {
                            "\"1G\"}}}}]}",
                            &req, name, why),
                    1);
-  assert_int_equal(req.mib_per_gpu, 318); /* 333,333,334 bytes → 318 MiB */
+  assert_int_equal(req.mib_per_gpu, 954); /* 10^9 bytes → 953.67 MiB, rounded up */
   /* no capacity: whole devices */
   assert_int_equal(request("{\"requests\":[{\"name\":\"g\",\"exactly\":{\"deviceClassName\":"
                            "\"gpushare.io\",\"allocationMode\":\"ExactCount\",\"count\":2}}]}",
