@@ -13,7 +13,8 @@ pods).
             the rest, of which there are none here)
 
 The cluster: nodes_sNN.csv as Nodes (CPU, memory, pods 1000; the GPU-sharing
-label and aliyun.com/gpu-count so gpushare knows them as GPU nodes) and one
+label, aliyun.com/gpu-count and gpu-mem in 128 MiB units, as a node running
+gpushare-node advertises them, so gpushare knows its GPUs) and one
 ResourceSlice per node as gpushare-node --dra publishes it: driver
 gpu.gpushare.io, pool = the node, devices gpu-<i> with
 allowMultipleAllocations, attributes gpushare.io/index and /uuid, capacity
@@ -244,7 +245,8 @@ def run(form, seed, a, workdir):
                 local.k = Kube(cp.server, cp.tokens["admin"], cp.ca, timeout=60)
             cp.add_node(n[0], labels={"ack.node.gpu.schedule": "share"},
                         capacity={"cpu": f"{n[1]}m", "memory": f"{n[2]}Mi", "pods": "1000",
-                                  "aliyun.com/gpu-count": str(n[3])})
+                                  "aliyun.com/gpu-count": str(n[3]),
+                                  "aliyun.com/gpu-mem": str(n[3] * MILLI)})
             if n[3]:
                 st, body = local.k.req("POST", "/apis/resource.k8s.io/v1/resourceslices", slice_object(n))
                 if st != 201:
