@@ -426,17 +426,6 @@ static bool view_describe(void *ctx, const char *uid, struct gs_preempt_candidat
   return gs__budgets_describe(ctx, uid, c);
 }
 
-static bool view_host(void *ctx, const char *node, struct gs_host *ret) {
-  return gs__budgets_host(((struct gs__budget_view *)ctx)->b, node, ret);
-}
-
-void gs_sched_node_allocatable(struct gs_sched *s, const char *name, uint64_t cpu_milli,
-                               uint64_t mem_mib) {
-  if (gs__budgets_node_set(s->budgets, name, cpu_milli, mem_mib) != GS_EOK) {
-    /* no room (or a bad name): the node's host stays unknown, not checked */
-  }
-}
-
 static const int32_t *view_allowed(void *ctx, uint32_t *ret_n) {
   struct gs__budget_view *v = ctx;
   *ret_n = v->n;
@@ -457,7 +446,7 @@ enum gs_err gs_sched_preempt(struct gs_sched *s, const struct gs_pod_request *po
     enum gs_err e;
     memset(a, 0, sizeof *a);
     struct gs__budget_view view = {.b = s->budgets, .n = 0};
-    struct gs_fw_preempt_info info = {view_describe, view_allowed, &view, view_host};
+    struct gs_fw_preempt_info info = {view_describe, view_allowed, &view};
     e = gs_fw_preempt_limited(s, pod, offers[i].node, offers[i].victims,
                               offers[i].nvictims, &info, &a->victims, &a->nvictims,
                               &a->pdb_violations, &st);
