@@ -6,6 +6,8 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include "../test_main.h"
+
 #include <gpushare/gang_preempt.h>
 #include <gpushare/ledger.h>
 
@@ -150,11 +152,5 @@ static void test_free_gpus_first(void **state) {
   gs_ledger_free(l);
 }
 
-int main(void) {
-  const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_cheapest_node_per_slot),
-      cmocka_unit_test(test_none_unless_every_slot),
-      cmocka_unit_test(test_free_gpus_first),
-  };
-  return cmocka_run_group_tests(tests, NULL, NULL);
-}
+GS_TEST_MAIN(NULL, NULL, cmocka_unit_test(test_cheapest_node_per_slot),
+             cmocka_unit_test(test_none_unless_every_slot), cmocka_unit_test(test_free_gpus_first))

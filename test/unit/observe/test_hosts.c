@@ -6,6 +6,8 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include "../test_main.h"
+
 #include "host.h"
 #include "feed.h"
 
@@ -154,10 +156,5 @@ static void test_bad_request_not_counted(void **state) {
   gs__hosts_free(NULL);
 }
 
-int main(void) {
-  const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_bound_pods_counted_on_their_node),
-      cmocka_unit_test(test_bad_request_not_counted),
-  };
-  return cmocka_run_group_tests(tests, NULL, NULL);
-}
+GS_TEST_MAIN(NULL, NULL, cmocka_unit_test(test_bound_pods_counted_on_their_node),
+             cmocka_unit_test(test_bad_request_not_counted))

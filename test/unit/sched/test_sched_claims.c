@@ -6,6 +6,8 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include "../test_main.h"
+
 #include <gpushare/claim.h>
 #include <gpushare/sched.h>
 
@@ -150,11 +152,5 @@ static void test_reserve(void **state) {
   gs_sched_free(s);
 }
 
-int main(void) {
-  const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_kept_moved_and_gone),
-      cmocka_unit_test(test_a_pods_uid_is_never_a_claims),
-      cmocka_unit_test(test_reserve),
-  };
-  return cmocka_run_group_tests(tests, NULL, NULL);
-}
+GS_TEST_MAIN(NULL, NULL, cmocka_unit_test(test_kept_moved_and_gone),
+             cmocka_unit_test(test_a_pods_uid_is_never_a_claims), cmocka_unit_test(test_reserve))
