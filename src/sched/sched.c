@@ -73,25 +73,19 @@ static void kept_free(struct kept *k) {
   gs_free(k);
 }
 
+static void kept_free_value(void *k) { kept_free(k); }
+
+static void node_kept_free(void *v) {
+  gs_strmap_free(((struct node_kept *)v)->uids);
+  gs_free(v);
+}
+
 void gs_sched_free(struct gs_sched *s) {
-  size_t cur = 0;
-  const char *key;
-  void *val;
   if (s == NULL)
     return;
-  while (s->kept != NULL && gs_strmap_next(s->kept, &cur, &key, &val))
-    kept_free(val);
-  cur = 0;
-  while (s->by_node != NULL && gs_strmap_next(s->by_node, &cur, &key, &val)) {
-    gs_strmap_free(((struct node_kept *)val)->uids);
-    gs_free(val);
-  }
-  cur = 0;
-  while (s->unhealthy != NULL && gs_strmap_next(s->unhealthy, &cur, &key, &val))
-    gs_free(val);
-  gs_strmap_free(s->kept);
-  gs_strmap_free(s->by_node);
-  gs_strmap_free(s->unhealthy);
+  gs_strmap_free_all(s->kept, kept_free_value);
+  gs_strmap_free_all(s->by_node, node_kept_free);
+  gs_strmap_free_all(s->unhealthy, gs_free);
   gs__fw_fini(s);
   gs__budgets_free(s->budgets);
   pthread_mutex_destroy(&s->mu);
