@@ -312,24 +312,15 @@ void gs_sched_pdb_remove(struct gs_sched *s, const char *ns, const char *name);
  * memory MiB: effective requests), kept until gs_sched_pod_gone: budgets
  * select victims by them, and preemption's host check counts what a
  * victim's eviction frees: where the node's host view is known
- * (gs_sched_nodes_set_host, or gs_sched_node_allocatable and the pods'
- * records with their node), a set that frees GPUs but leaves the
- * preemptor's CPU or memory (pod->cpu_milli, mem_mib) short is never
- * answered (more victims are taken if they free it, else the node is
- * dropped). */
+ * (gs_sched_nodes_set_host: the plugin's NodeInfo, the extender's own
+ * watch), a set that frees GPUs but leaves the preemptor's CPU or memory
+ * (pod->cpu_milli, mem_mib) short is never answered (more victims are
+ * taken if they free it, else the node is dropped). */
 struct gs_pod_meta {
   const char *uid, *ns, *labels;
   uint64_t cpu_milli, mem_mib;
-  const char *node; /* spec.nodeName (appended; NULL: not known) */
 };
 enum gs_err gs_sched_pod_meta(struct gs_sched *s, const struct gs_pod_meta *m) GS_WUR;
-/* A node's allocatable CPU and memory (status.allocatable), for a front
- * end without kube-scheduler's NodeInfo (the extender): preemption's host
- * check then counts the node's requests from the pods' records
- * (gs_sched_pod_meta with node). A host view from gs_sched_nodes_set_host
- * is preferred where there is one. cpu_milli 0: unknown. */
-void gs_sched_node_allocatable(struct gs_sched *s, const char *name, uint64_t cpu_milli,
-                               uint64_t mem_mib);
 
 
 /* pod is nominated to node by preemption (kube-scheduler's

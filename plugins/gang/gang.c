@@ -3,6 +3,7 @@
  * the write lock (they change the gangs); filter, score and describe under
  * the read lock (they only read them). */
 #include "gang_int.h"
+#include "plugins.h"
 
 #include <gpushare/alloc.h>
 #include <gpushare/place.h>
@@ -506,19 +507,8 @@ static enum gs_err reserve(void *self, struct gs_cycle *c, const struct gs_node 
     if (s->gpus & (UINT64_C(1) << i))
       choice.gpus[choice.ngpus++] = i;
   choice.mib_per_gpu = s->mib_per_gpu;
-  a = (struct gs_alloc){
-      .ns = c->pod->ns,
-      .name = c->pod->name,
-      .uid = c->pod->uid,
-      .node = s->node,
-      .kind = s->mib_per_gpu > 0 ? GS_ALLOC_MEM : GS_ALLOC_WHOLE,
-      .state = GS_ALLOC_ASSUMED,
-      .unit_mib = c->policy->unit_mib,
-      .assume_time_ns = c->now_ns,
-      .priority = c->pod->priority,
-  };
-  a.nparts = gs_place_parts(c->pod, &choice, parts, GS_MAX_PARTS);
-  a.parts = parts;
+  a = gs__plugin_assumed(c, s->node, s->mib_per_gpu > 0 ? GS_ALLOC_MEM : GS_ALLOC_WHOLE, &choice,
+                         parts, GS_MAX_PARTS);
   if (a.nparts == 0)
     return gs_status_set(status, GS_EUNRESOLVABLE, GS_R_GANG_OTHER,
                          "gang %s/%s: the member does not match its slot", g->ns, g->job);

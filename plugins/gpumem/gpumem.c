@@ -189,19 +189,9 @@ static enum gs_err reserve(void *self, struct gs_cycle *c, const struct gs_node 
   code = fit_code(pick(self, c, node, false, &choice, st), st);
   if (code != GS_EOK)
     return code;
-  alloc = (struct gs_alloc){
-      .ns = c->pod->ns,
-      .name = c->pod->name,
-      .uid = c->pod->uid,
-      .node = node->name,
-      .kind = gs_pod_request_is_whole(c->pod) ? GS_ALLOC_WHOLE : GS_ALLOC_MEM,
-      .state = GS_ALLOC_ASSUMED,
-      .unit_mib = c->policy->unit_mib,
-      .assume_time_ns = c->now_ns,
-      .priority = c->pod->priority,
-  };
-  alloc.nparts = gs_place_parts(c->pod, &choice, parts, GS_MAX_PARTS);
-  alloc.parts = parts;
+  alloc = gs__plugin_assumed(c, node->name,
+                             gs_pod_request_is_whole(c->pod) ? GS_ALLOC_WHOLE : GS_ALLOC_MEM,
+                             &choice, parts, GS_MAX_PARTS);
   if (alloc.nparts == 0)
     return gs_status_set(st, GS_EUNRESOLVABLE, GS_R_INVALID_POD, "pod needs more than %d GPU shares",
                          GS_MAX_PARTS);

@@ -180,27 +180,23 @@ static enum gs_err load_user(const struct ctx *c, const json_t *u, const char *w
   const char *token;
   enum gs_err err;
 
-  if (json_object_get(u, "exec") != NULL) {
-    gs_diag_set(c->diag, c->path,
-                "%s in kubeconfig %s uses an exec credential plugin, which gpushare does not "
-                "run; use token, tokenFile or a client certificate",
-                what, c->path);
-    return GS_EUNSUPPORTED;
-  }
-  if (json_object_get(u, "auth-provider") != NULL) {
-    gs_diag_set(c->diag, c->path,
-                "%s in kubeconfig %s uses an auth-provider, which gpushare does not support; "
-                "use token, tokenFile or a client certificate",
-                what, c->path);
-    return GS_EUNSUPPORTED;
-  }
-  if (json_object_get(u, "username") != NULL || json_object_get(u, "password") != NULL) {
-    gs_diag_set(c->diag, c->path,
-                "%s in kubeconfig %s uses basic auth (username/password), which gpushare "
-                "does not support; use token, tokenFile or a client certificate",
-                what, c->path);
-    return GS_EUNSUPPORTED;
-  }
+  /* credentials gpushare does not handle: said, not ignored */
+  static const struct {
+    const char *key, *or_key, *uses;
+  } unsupported[] = {
+      {"exec", NULL, "uses an exec credential plugin, which gpushare does not run"},
+      {"auth-provider", NULL, "uses an auth-provider, which gpushare does not support"},
+      {"username", "password",
+       "uses basic auth (username/password), which gpushare does not support"},
+  };
+  for (size_t i = 0; i < sizeof unsupported / sizeof *unsupported; i++)
+    if (json_object_get(u, unsupported[i].key) != NULL ||
+        (unsupported[i].or_key != NULL && json_object_get(u, unsupported[i].or_key) != NULL)) {
+      gs_diag_set(c->diag, c->path,
+                  "%s in kubeconfig %s %s; use token, tokenFile or a client certificate", what,
+                  c->path, unsupported[i].uses);
+      return GS_EUNSUPPORTED;
+    }
   if ((err = get_str(c, u, "token", what, &token)) != GS_EOK)
     return err;
   if (token != NULL &&
@@ -216,11 +212,41 @@ static enum gs_err load_user(const struct ctx *c, const json_t *u, const char *w
                           sizeof kc->key_file, &kc->key_data, &kc->key_data_len);
 }
 
+/* doc's entry of kind ("context", "cluster", "user": in the list kind + "s")
+ * named name, in *ret, and its words in what; GS_ENOTFOUND, said in
+ * c->diag, when there is none. of: the context that names it (NULL: the
+ * file's current-context). */
+static enum gs_err named(const struct ctx *c, const json_t *doc, const char *kind,
+                         const char *name, const char *of, const json_t **ret, char *what,
+                         size_t size) {
+  char list[16];
+  bool found;
+  snprintf(list, sizeof list, "%ss", kind);
+  *ret = find_named(doc, list, kind, name, &found);
+  if (!found) {
+    if (of == NULL)
+      gs_diag_set(c->diag, c->path, "%s \"%.80s\" not found in kubeconfig %s", kind, name,
+                  c->path);
+    else
+      gs_diag_set(c->diag, c->path,
+                  "%s \"%.80s\" (of context \"%.80s\") not found in kubeconfig %s", kind, name,
+                  of, c->path);
+    return GS_ENOTFOUND;
+  }
+  snprintf(what, size, "%s \"%.80s\"", kind, name);
+  return GS_EOK;
+}
+
+/* GS_EINVAL, said in c->diag: what (an entry's words) lacks something. */
+static enum gs_err refuse(const struct ctx *c, const char *what, const char *lack) {
+  gs_diag_set(c->diag, c->path, "%s in kubeconfig %s %s", what, c->path, lack);
+  return GS_EINVAL;
+}
+
 static enum gs_err load(const struct ctx *c, const json_t *doc, struct gs_kubeconfig *kc) {
   const char *cur, *cluster_name, *user_name, *ns;
   const json_t *context, *cluster, *user;
   char what[GS_NAME_MAX + 32];
-  bool found;
   enum gs_err err;
 
   if (!json_is_object(doc)) {
@@ -233,57 +259,35 @@ static enum gs_err load(const struct ctx *c, const json_t *doc, struct gs_kubeco
     gs_diag_set(c->diag, c->path, "kubeconfig %s has no current-context", c->path);
     return GS_EINVAL;
   }
-  context = find_named(doc, "contexts", "context", cur, &found);
-  if (!found) {
-    gs_diag_set(c->diag, c->path, "context \"%.80s\" not found in kubeconfig %s", cur, c->path);
-    return GS_ENOTFOUND;
-  }
-  snprintf(what, sizeof what, "context \"%.80s\"", cur);
-  if (!json_is_object(context)) {
-    gs_diag_set(c->diag, c->path, "%s in kubeconfig %s has no cluster", what, c->path);
-    return GS_EINVAL;
-  }
+  if ((err = named(c, doc, "context", cur, NULL, &context, what, sizeof what)) != GS_EOK)
+    return err;
+  if (!json_is_object(context))
+    return refuse(c, what, "has no cluster");
   if ((err = get_str(c, context, "cluster", what, &cluster_name)) != GS_EOK ||
       (err = get_str(c, context, "user", what, &user_name)) != GS_EOK ||
       (err = get_str(c, context, "namespace", what, &ns)) != GS_EOK)
     return err;
-  if (cluster_name == NULL || cluster_name[0] == '\0') {
-    gs_diag_set(c->diag, c->path, "%s in kubeconfig %s has no cluster", what, c->path);
-    return GS_EINVAL;
-  }
+  if (cluster_name == NULL || cluster_name[0] == '\0')
+    return refuse(c, what, "has no cluster");
   if ((err = copy_str(c, kc->ns, sizeof kc->ns, ns && ns[0] ? ns : "default", "namespace",
                       what)) != GS_EOK)
     return err;
 
-  cluster = find_named(doc, "clusters", "cluster", cluster_name, &found);
-  if (!found) {
-    gs_diag_set(c->diag, c->path, "cluster \"%.80s\" (of %s) not found in kubeconfig %s",
-                cluster_name, what, c->path);
-    return GS_ENOTFOUND;
-  }
-  snprintf(what, sizeof what, "cluster \"%.80s\"", cluster_name);
-  if (!json_is_object(cluster)) {
-    gs_diag_set(c->diag, c->path, "%s in kubeconfig %s has no server", what, c->path);
-    return GS_EINVAL;
-  }
+  if ((err = named(c, doc, "cluster", cluster_name, cur, &cluster, what, sizeof what)) != GS_EOK)
+    return err;
+  if (!json_is_object(cluster))
+    return refuse(c, what, "has no server");
   if ((err = load_cluster(c, cluster, what, kc)) != GS_EOK)
     return err;
 
   if (user_name == NULL || user_name[0] == '\0')
     return GS_EOK; /* no credentials: anonymous (or a CA-only setup) */
-  user = find_named(doc, "users", "user", user_name, &found);
-  if (!found) {
-    gs_diag_set(c->diag, c->path, "user \"%.80s\" (of context \"%.80s\") not found in kubeconfig %s",
-                user_name, cur, c->path);
-    return GS_ENOTFOUND;
-  }
-  snprintf(what, sizeof what, "user \"%.80s\"", user_name);
+  if ((err = named(c, doc, "user", user_name, cur, &user, what, sizeof what)) != GS_EOK)
+    return err;
   if (user == NULL || json_is_null(user))
     return GS_EOK;
-  if (!json_is_object(user)) {
-    gs_diag_set(c->diag, c->path, "%s in kubeconfig %s is not a mapping", what, c->path);
-    return GS_EINVAL;
-  }
+  if (!json_is_object(user))
+    return refuse(c, what, "is not a mapping");
   return load_user(c, user, what, kc);
 }
 

@@ -16,6 +16,11 @@ void gs__config_policy_defaults(struct gs_policy *policy) {
 }
 
 void gs__config_render(const json_t *v, char *buf, size_t size) {
+  /* how a value without text of its own is shown, by its type */
+  static const char *const shown[] = {
+      [JSON_OBJECT] = "(a mapping)", [JSON_ARRAY] = "(a list)", [JSON_TRUE] = "true",
+      [JSON_FALSE] = "false",        [JSON_NULL] = "(empty)",
+  };
   switch (json_typeof(v)) {
   case JSON_STRING:
     snprintf(buf, size, "\"%.64s\"", json_string_value(v));
@@ -26,20 +31,8 @@ void gs__config_render(const json_t *v, char *buf, size_t size) {
   case JSON_REAL:
     snprintf(buf, size, "%g", json_real_value(v));
     break;
-  case JSON_TRUE:
-    snprintf(buf, size, "true");
-    break;
-  case JSON_FALSE:
-    snprintf(buf, size, "false");
-    break;
-  case JSON_NULL:
-    snprintf(buf, size, "(empty)");
-    break;
-  case JSON_ARRAY:
-    snprintf(buf, size, "(a list)");
-    break;
   default:
-    snprintf(buf, size, "(a mapping)");
+    snprintf(buf, size, "%s", shown[json_typeof(v)]);
     break;
   }
 }

@@ -61,24 +61,13 @@ enum gs_err gs_topo_cell_parse(const char *cell, uint8_t *ret_link, uint8_t *ret
 }
 
 const char *gs_topo_cell_name(uint8_t link) {
-  switch (link) {
-  case GS_LINK_SELF:
-    return "X";
-  case GS_LINK_NV:
+  if (link == GS_LINK_NV)
     return "NV";
-  case GS_LINK_PIX:
-    return "PIX";
-  case GS_LINK_PXB:
-    return "PXB";
-  case GS_LINK_PHB:
-    return "PHB";
-  case GS_LINK_NODE:
-    return "NODE";
-  case GS_LINK_SYS:
-    return "SYS";
-  default:
-    return "?";
-  }
+  /* the first name of the class: SYS before the old drivers' SOC */
+  for (size_t i = 0; i < sizeof cell_names / sizeof cell_names[0]; i++)
+    if (cell_names[i].link == link)
+      return cell_names[i].name;
+  return "?";
 }
 
 const char *gs_topo_cell_format(uint8_t link, uint8_t nvlinks, char buf[GS_TOPO_CELL_MAX]) {

@@ -595,7 +595,6 @@ enum gs_err gs_fw_preempt_limited(struct gs_sched *fw, const struct gs_pod_reque
   int32_t *vp = NULL;
   struct gs_place_pod place;
   const struct gs_node *n;
-  struct gs_node host_view;
   size_t count, nc = 0, nv = 0;
   enum gs_err err = GS_EOK;
 
@@ -651,14 +650,6 @@ enum gs_err gs_fw_preempt_limited(struct gs_sched *fw, const struct gs_pod_reque
   }
   if (info != NULL)
     lim.allowed = info->allowed(info->ctx, &lim.nbudgets);
-  /* no host view in the ledger (the extender): the caller's, if any */
-  if (n->host.cpu_milli == 0 && info != NULL && info->host != NULL &&
-      info->host(info->ctx, node, &host_view.host)) {
-    struct gs_host h = host_view.host;
-    host_view = *n;
-    host_view.host = h;
-    n = &host_view;
-  }
   st->code = gs_preempt_pick_limited(n, &place, fw->policy.cgpu_max_pods, cands, nc, &lim, idx,
                                      &nv, NULL, st);
   if (st->code == GS_EOK) {

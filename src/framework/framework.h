@@ -123,8 +123,6 @@ struct gs_fw_preempt_info {
   bool (*describe)(void *ctx, const char *uid, struct gs_preempt_candidate *c);
   const int32_t *(*allowed)(void *ctx, uint32_t *ret_n);
   void *ctx;
-  /* The node's host where the ledger has none (NULL, or false: none). */
-  bool (*host)(void *ctx, const char *node, struct gs_host *ret);
 };
 /* gs_fw_preempt with the pods' budgets and host requests from info (NULL:
  * none): gs_preempt_pick_limited with the node's host view, and in

@@ -53,20 +53,6 @@ static void feed_pod_bound(struct gs_sched *sched, const struct gs_alloc *alloc)
            alloc->ns, alloc->name, alloc->node, gs_strerror(err));
 }
 
-/* The node's allocatable CPU and memory, for preemption's host check where
- * no scheduler's NodeInfo is handed over (the extender). Unreadable: unknown. */
-static void feed_node_allocatable(struct gs_sched *sched, const json_t *node, const char *name) {
-  const json_t *alloc = json_object_get(json_object_get(node, "status"), "allocatable");
-  struct gs_diag diag = {"", ""};
-  uint64_t cpu = 0, mem = 0;
-  if (gs_api_quantity_scaled_diag(json_object_get(alloc, "cpu"), 3, 0, "cpu", &cpu, &diag) !=
-          GS_EOK ||
-      gs_api_quantity_scaled_diag(json_object_get(alloc, "memory"), 0, -20, "memory", &mem,
-                                  &diag) != GS_EOK)
-    cpu = mem = 0;
-  gs_sched_node_allocatable(sched, name, cpu, mem);
-}
-
 void gs__feed_node(struct gs_sched *sched, const json_t *node) {
   struct gs_node_spec spec;
   static __thread struct gs_topo topo; /* 8 KiB: keep it off the stack */
@@ -82,11 +68,9 @@ void gs__feed_node(struct gs_sched *sched, const json_t *node) {
   err = gs_sched_node_upsert(sched, &spec);
   if (err != GS_EOK)
     gs_log(GS_LVL_WARN, "cannot add node", "node=%s error=\"%s\"", spec.name, gs_strerror(err));
-  feed_node_allocatable(sched, node, spec.name);
 }
 
 void gs__feed_node_delete(struct gs_sched *sched, const char *name) {
-  gs_sched_node_allocatable(sched, name, 0, 0);
   if (gs_sched_node_remove(sched, name) == GS_EOK)
     gs_log(GS_LVL_INFO, "node removed", "node=%s", name);
 }
@@ -120,7 +104,7 @@ static void feed_pod_meta(struct gs_sched *sched, const json_t *pod, const char 
   static __thread char labels[GS_API_LABELS_MAX]; /* 8 KiB: off the stack */
   struct gs_pod_request req;
   struct gs_diag diag = {"", ""};
-  struct gs_pod_meta m = {uid, gs_api_pod_ns(pod), labels, 0, 0, gs_api_pod_node(pod)};
+  struct gs_pod_meta m = {uid, gs_api_pod_ns(pod), labels, 0, 0};
   if (gs_api_pod_labels_text(pod, labels, sizeof labels) != GS_EOK) {
     gs_log(GS_LVL_WARN, "pod labels unreadable: no disruption budget selects it",
            "pod=%s/%s", gs_api_pod_ns(pod), gs_api_pod_name(pod) ? gs_api_pod_name(pod) : "?");

@@ -12,13 +12,13 @@
 #include <string.h>
 
 struct host_node {
-  char *name;
+  char name[GS_NAME_MAX + 1];
   struct gs_host host; /* cpu_milli 0 until the Node is seen */
   size_t pods;         /* pods counted here */
 };
 
 struct host_pod {
-  char *uid;
+  char uid[GS_UID_MAX + 1];
   struct host_node *node;
   uint64_t cpu_milli, mem_mib;
 };
@@ -29,6 +29,15 @@ struct gs__hosts {
   struct gs_strmap *nodes; /* name → struct host_node */
   struct gs_strmap *pods;  /* uid → struct host_pod */
 };
+
+void gs__hosts_free(struct gs__hosts *h) {
+  if (h == NULL)
+    return;
+  gs_strmap_free_all(h->pods, gs_free);
+  gs_strmap_free_all(h->nodes, gs_free);
+  pthread_mutex_destroy(&h->mu);
+  gs_free(h);
+}
 
 struct gs__hosts *gs__hosts_new(struct gs_sched *sched) {
   struct gs__hosts *h = gs_calloc(1, sizeof *h);
@@ -45,48 +54,25 @@ struct gs__hosts *gs__hosts_new(struct gs_sched *sched) {
   return h;
 }
 
-void gs__hosts_free(struct gs__hosts *h) {
-  size_t cur = 0;
-  const char *key;
-  void *v;
-  if (h == NULL)
-    return;
-  while (h->pods != NULL && gs_strmap_next(h->pods, &cur, &key, &v)) {
-    gs_free(((struct host_pod *)v)->uid);
-    gs_free(v);
+/* A record of size bytes whose first member is a key of cap bytes, kept in
+ * map under key; NULL when memory runs out or the key is longer than any
+ * the service keeps. */
+static void *rec_new(struct gs_strmap *map, const char *key, size_t cap, size_t size) {
+  char *rec;
+  if (strlen(key) >= cap || (rec = gs_calloc(1, size)) == NULL)
+    return NULL;
+  memcpy(rec, key, strlen(key) + 1);
+  if (gs_strmap_put(map, rec, rec) != GS_EOK) {
+    gs_free(rec);
+    return NULL;
   }
-  cur = 0;
-  while (h->nodes != NULL && gs_strmap_next(h->nodes, &cur, &key, &v)) {
-    gs_free(((struct host_node *)v)->name);
-    gs_free(v);
-  }
-  gs_strmap_free(h->pods);
-  gs_strmap_free(h->nodes);
-  pthread_mutex_destroy(&h->mu);
-  gs_free(h);
-}
-
-static char *dup_str(const char *s) {
-  size_t n = strlen(s) + 1;
-  char *p = gs_malloc(n);
-  if (p != NULL)
-    memcpy(p, s, n);
-  return p;
+  return rec;
 }
 
 /* The node's record, made when absent; NULL when memory runs out. */
 static struct host_node *node_get(struct gs__hosts *h, const char *name) {
   struct host_node *n = gs_strmap_get(h->nodes, name);
-  if (n != NULL)
-    return n;
-  if ((n = gs_calloc(1, sizeof *n)) == NULL || (n->name = dup_str(name)) == NULL ||
-      gs_strmap_put(h->nodes, n->name, n) != GS_EOK) {
-    if (n != NULL)
-      gs_free(n->name);
-    gs_free(n);
-    return NULL;
-  }
-  return n;
+  return n != NULL ? n : rec_new(h->nodes, name, sizeof n->name, sizeof *n);
 }
 
 /* Drops a record nothing refers to any more (no Node, no pod). */
@@ -94,7 +80,6 @@ static void node_maybe_drop(struct gs__hosts *h, struct host_node *n) {
   if (n->pods != 0 || n->host.cpu_milli != 0 || n->host.mem_mib != 0)
     return;
   gs_strmap_del(h->nodes, n->name);
-  gs_free(n->name);
   gs_free(n);
 }
 
@@ -151,7 +136,6 @@ static void pod_forget(struct gs__hosts *h, struct host_pod *p) {
   n->pods--;
   push(h, n);
   gs_strmap_del(h->pods, p->uid);
-  gs_free(p->uid);
   gs_free(p);
   node_maybe_drop(h, n);
 }
@@ -182,11 +166,7 @@ void gs__hosts_pod(struct gs__hosts *h, const json_t *pod) {
     goto unlock;
   if ((n = node_get(h, node)) == NULL)
     goto unlock;
-  if ((p = gs_calloc(1, sizeof *p)) == NULL || (p->uid = dup_str(uid)) == NULL ||
-      gs_strmap_put(h->pods, p->uid, p) != GS_EOK) {
-    if (p != NULL)
-      gs_free(p->uid);
-    gs_free(p);
+  if ((p = rec_new(h->pods, uid, sizeof p->uid, sizeof *p)) == NULL) {
     node_maybe_drop(h, n);
     goto unlock;
   }

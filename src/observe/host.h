@@ -2,7 +2,8 @@
  * them: each node's allocatable, and the requests of the non-terminal pods
  * bound to it (the data kube-scheduler's NodeResourcesFit uses), handed to
  * the service with gs_sched_nodes_set_host as the in-process plugin hands
- * kube-scheduler's NodeInfo. Only nodePolicy frag weighs it. */
+ * kube-scheduler's NodeInfo. nodePolicy frag weighs it, and preemption's
+ * host check counts it (docs/preemption.md): one view for both. */
 #ifndef GPUSHARE_OBSERVE_HOST_H
 #define GPUSHARE_OBSERVE_HOST_H
 

@@ -19,19 +19,12 @@ struct pdb_rec {
 struct pod_rec {
   char uid[GS_UID_MAX + 1];
   char ns[GS_NS_MAX + 1];
-  char node[GS_NAME_MAX + 1];
   char *labels;
-  uint64_t cpu_milli, mem_mib;
-};
-
-struct node_rec {
-  char name[GS_NAME_MAX + 1];
   uint64_t cpu_milli, mem_mib;
 };
 
 struct gs__budgets {
   pthread_mutex_t mu;
-  struct gs_strmap *nodes; /* name → struct node_rec */
   struct gs_strmap *pdbs; /* ns/name → struct pdb_rec */
   struct gs_strmap *pods; /* uid → struct pod_rec */
 };
@@ -48,6 +41,29 @@ static char *dup_or_null(const char *text) {
   return d;
 }
 
+static void pdb_free(void *v) {
+  struct pdb_rec *p = v;
+  if (p != NULL)
+    gs_free(p->selector);
+  gs_free(p);
+}
+
+static void pod_free(void *v) {
+  struct pod_rec *p = v;
+  if (p != NULL)
+    gs_free(p->labels);
+  gs_free(p);
+}
+
+void gs__budgets_free(struct gs__budgets *b) {
+  if (b == NULL)
+    return;
+  gs_strmap_free_all(b->pdbs, pdb_free);
+  gs_strmap_free_all(b->pods, pod_free);
+  pthread_mutex_destroy(&b->mu);
+  gs_free(b);
+}
+
 struct gs__budgets *gs__budgets_new(void) {
   struct gs__budgets *b = gs_calloc(1, sizeof *b);
   if (b == NULL)
@@ -55,51 +71,42 @@ struct gs__budgets *gs__budgets_new(void) {
   pthread_mutex_init(&b->mu, NULL);
   b->pdbs = gs_strmap_new();
   b->pods = gs_strmap_new();
-  b->nodes = gs_strmap_new();
-  if (b->pdbs == NULL || b->pods == NULL || b->nodes == NULL) {
+  if (b->pdbs == NULL || b->pods == NULL) {
     gs__budgets_free(b);
     return NULL;
   }
   return b;
 }
 
-static void pdb_free(struct pdb_rec *p) {
-  if (p != NULL)
-    gs_free(p->selector);
-  gs_free(p);
+/* Keeps rec under key in map, freeing the record it replaces; rec itself
+ * when it cannot be kept. */
+static enum gs_err rec_put(struct gs__budgets *b, struct gs_strmap *map, const char *key,
+                           void *rec, void (*free_rec)(void *)) {
+  void *old;
+  enum gs_err err;
+  pthread_mutex_lock(&b->mu);
+  old = gs_strmap_del(map, key);
+  err = gs_strmap_put(map, key, rec);
+  pthread_mutex_unlock(&b->mu);
+  free_rec(old);
+  if (err != GS_EOK)
+    free_rec(rec);
+  return err;
 }
 
-static void pod_free(struct pod_rec *p) {
-  if (p != NULL)
-    gs_free(p->labels);
-  gs_free(p);
-}
-
-void gs__budgets_free(struct gs__budgets *b) {
-  size_t cur = 0;
-  const char *key;
-  void *val;
-  if (b == NULL)
-    return;
-  while (b->pdbs != NULL && gs_strmap_next(b->pdbs, &cur, &key, &val))
-    pdb_free(val);
-  cur = 0;
-  while (b->pods != NULL && gs_strmap_next(b->pods, &cur, &key, &val))
-    pod_free(val);
-  cur = 0;
-  while (b->nodes != NULL && gs_strmap_next(b->nodes, &cur, &key, &val))
-    gs_free(val);
-  gs_strmap_free(b->pdbs);
-  gs_strmap_free(b->pods);
-  gs_strmap_free(b->nodes);
-  pthread_mutex_destroy(&b->mu);
-  gs_free(b);
+/* Forgets key's record in map. */
+static void rec_drop(struct gs__budgets *b, struct gs_strmap *map, const char *key,
+                     void (*free_rec)(void *)) {
+  void *old;
+  pthread_mutex_lock(&b->mu);
+  old = gs_strmap_del(map, key);
+  pthread_mutex_unlock(&b->mu);
+  free_rec(old);
 }
 
 enum gs_err gs_sched_pdb_upsert(struct gs_sched *s, const struct gs_pdb *pdb) {
   struct gs__budgets *b = s->budgets;
-  struct pdb_rec *p = gs_calloc(1, sizeof *p), *old;
-  enum gs_err err;
+  struct pdb_rec *p = gs_calloc(1, sizeof *p);
   int n;
   if (p == NULL)
     return GS_ENOMEM;
@@ -117,31 +124,19 @@ enum gs_err gs_sched_pdb_upsert(struct gs_sched *s, const struct gs_pdb *pdb) {
     pdb_free(p);
     return GS_ENOMEM;
   }
-  pthread_mutex_lock(&b->mu);
-  old = gs_strmap_del(b->pdbs, p->key);
-  err = gs_strmap_put(b->pdbs, p->key, p);
-  pthread_mutex_unlock(&b->mu);
-  pdb_free(old);
-  if (err != GS_EOK)
-    pdb_free(p);
-  return err;
+  return rec_put(b, b->pdbs, p->key, p, pdb_free);
 }
 
 void gs_sched_pdb_remove(struct gs_sched *s, const char *ns, const char *name) {
   struct gs__budgets *b = s->budgets;
   char key[GS_NS_MAX + GS_NAME_MAX + 2];
-  struct pdb_rec *old;
   snprintf(key, sizeof key, "%s/%s", ns, name);
-  pthread_mutex_lock(&b->mu);
-  old = gs_strmap_del(b->pdbs, key);
-  pthread_mutex_unlock(&b->mu);
-  pdb_free(old);
+  rec_drop(b, b->pdbs, key, pdb_free);
 }
 
 enum gs_err gs_sched_pod_meta(struct gs_sched *s, const struct gs_pod_meta *m) {
   struct gs__budgets *b = s->budgets;
-  struct pod_rec *p, *old;
-  enum gs_err err;
+  struct pod_rec *p;
   if (m->uid == NULL || m->uid[0] == '\0' || strlen(m->uid) > GS_UID_MAX || m->ns == NULL ||
       strlen(m->ns) > GS_NS_MAX)
     return GS_EINVAL;
@@ -150,7 +145,6 @@ enum gs_err gs_sched_pod_meta(struct gs_sched *s, const struct gs_pod_meta *m) {
     return GS_ENOMEM;
   snprintf(p->uid, sizeof p->uid, "%s", m->uid);
   snprintf(p->ns, sizeof p->ns, "%s", m->ns);
-  snprintf(p->node, sizeof p->node, "%s", m->node != NULL ? m->node : "");
   p->labels = dup_or_null(m->labels != NULL ? m->labels : "");
   p->cpu_milli = m->cpu_milli;
   p->mem_mib = m->mem_mib;
@@ -158,75 +152,11 @@ enum gs_err gs_sched_pod_meta(struct gs_sched *s, const struct gs_pod_meta *m) {
     pod_free(p);
     return GS_ENOMEM;
   }
-  pthread_mutex_lock(&b->mu);
-  old = gs_strmap_del(b->pods, p->uid);
-  err = gs_strmap_put(b->pods, p->uid, p);
-  pthread_mutex_unlock(&b->mu);
-  pod_free(old);
-  if (err != GS_EOK)
-    pod_free(p);
-  return err;
+  return rec_put(b, b->pods, p->uid, p, pod_free);
 }
 
 void gs__budgets_pod_forget(struct gs__budgets *b, const char *uid) {
-  struct pod_rec *old;
-  pthread_mutex_lock(&b->mu);
-  old = gs_strmap_del(b->pods, uid);
-  pthread_mutex_unlock(&b->mu);
-  pod_free(old);
-}
-
-enum gs_err gs__budgets_node_set(struct gs__budgets *b, const char *name, uint64_t cpu_milli,
-                                 uint64_t mem_mib) {
-  struct node_rec *n = NULL, *old;
-  enum gs_err err = GS_EOK;
-  if (name == NULL || name[0] == '\0' || strlen(name) > GS_NAME_MAX)
-    return GS_EINVAL;
-  if (cpu_milli != 0) {
-    n = gs_calloc(1, sizeof *n);
-    if (n == NULL)
-      return GS_ENOMEM;
-    snprintf(n->name, sizeof n->name, "%s", name);
-    n->cpu_milli = cpu_milli;
-    n->mem_mib = mem_mib;
-  }
-  pthread_mutex_lock(&b->mu);
-  old = gs_strmap_del(b->nodes, name);
-  if (n != NULL)
-    err = gs_strmap_put(b->nodes, n->name, n);
-  pthread_mutex_unlock(&b->mu);
-  gs_free(old);
-  if (err != GS_EOK)
-    gs_free(n);
-  return err;
-}
-
-bool gs__budgets_host(struct gs__budgets *b, const char *node, struct gs_host *ret) {
-  const struct node_rec *n;
-  struct gs_host h = {0, 0, 0, 0};
-  size_t cur = 0;
-  const char *key;
-  void *val;
-  pthread_mutex_lock(&b->mu);
-  n = gs_strmap_get(b->nodes, node);
-  if (n != NULL) {
-    h.cpu_milli = n->cpu_milli;
-    h.mem_mib = n->mem_mib;
-    /* one pass over the pods: preemption is rare, and a node's requests
-     * change with every pod event */
-    while (gs_strmap_next(b->pods, &cur, &key, &val)) {
-      const struct pod_rec *p = val;
-      if (strcmp(p->node, node) == 0) {
-        h.cpu_used_milli += p->cpu_milli;
-        h.mem_used_mib += p->mem_mib;
-      }
-    }
-  }
-  pthread_mutex_unlock(&b->mu);
-  if (n == NULL)
-    return false;
-  *ret = h;
-  return true;
+  rec_drop(b, b->pods, uid, pod_free);
 }
 
 bool gs__budgets_describe(struct gs__budget_view *v, const char *uid,

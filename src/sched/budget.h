@@ -17,12 +17,6 @@ void gs__budgets_free(struct gs__budgets *b);
  * are implemented in budget.c over the service's budgets. */
 void gs__budgets_pod_forget(struct gs__budgets *b, const char *uid);
 
-/* A node's allocatable CPU and memory (cpu 0: forget it), and its host as
- * the pods' records sum it up: false when its allocatable is unknown. */
-enum gs_err gs__budgets_node_set(struct gs__budgets *b, const char *name, uint64_t cpu_milli,
-                                 uint64_t mem_mib) GS_WUR;
-bool gs__budgets_host(struct gs__budgets *b, const char *node, struct gs_host *ret);
-
 /* One preemption's view: the budgets selecting the pods described so far
  * (indices into allowed), at most GS_PREEMPT_BUDGETS_MAX. */
 struct gs__budget_view {

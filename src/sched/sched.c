@@ -75,29 +75,20 @@ static void kept_free(struct kept *k) {
   gs_free(k);
 }
 
+static void kept_free_value(void *k) { kept_free(k); }
+
+static void node_kept_free(void *v) {
+  gs_strmap_free(((struct node_kept *)v)->uids);
+  gs_free(v);
+}
+
 void gs_sched_free(struct gs_sched *s) {
-  size_t cur = 0;
-  const char *key;
-  void *val;
   if (s == NULL)
     return;
-  while (s->kept != NULL && gs_strmap_next(s->kept, &cur, &key, &val))
-    kept_free(val);
-  cur = 0;
-  while (s->by_node != NULL && gs_strmap_next(s->by_node, &cur, &key, &val)) {
-    gs_strmap_free(((struct node_kept *)val)->uids);
-    gs_free(val);
-  }
-  cur = 0;
-  while (s->unhealthy != NULL && gs_strmap_next(s->unhealthy, &cur, &key, &val))
-    gs_free(val);
-  cur = 0;
-  while (s->claim_gangs != NULL && gs_strmap_next(s->claim_gangs, &cur, &key, &val))
-    gs_free(val);
-  gs_strmap_free(s->claim_gangs);
-  gs_strmap_free(s->kept);
-  gs_strmap_free(s->by_node);
-  gs_strmap_free(s->unhealthy);
+  gs_strmap_free_all(s->kept, kept_free_value);
+  gs_strmap_free_all(s->by_node, node_kept_free);
+  gs_strmap_free_all(s->unhealthy, gs_free);
+  gs_strmap_free_all(s->claim_gangs, gs_free);
   gs__fw_fini(s);
   gs__budgets_free(s->budgets);
   pthread_mutex_destroy(&s->mu);
@@ -444,17 +435,6 @@ static bool view_describe(void *ctx, const char *uid, struct gs_preempt_candidat
   return gs__budgets_describe(ctx, uid, c);
 }
 
-static bool view_host(void *ctx, const char *node, struct gs_host *ret) {
-  return gs__budgets_host(((struct gs__budget_view *)ctx)->b, node, ret);
-}
-
-void gs_sched_node_allocatable(struct gs_sched *s, const char *name, uint64_t cpu_milli,
-                               uint64_t mem_mib) {
-  if (gs__budgets_node_set(s->budgets, name, cpu_milli, mem_mib) != GS_EOK) {
-    /* no room (or a bad name): the node's host stays unknown, not checked */
-  }
-}
-
 static const int32_t *view_allowed(void *ctx, uint32_t *ret_n) {
   struct gs__budget_view *v = ctx;
   *ret_n = v->n;
@@ -475,7 +455,7 @@ enum gs_err gs_sched_preempt(struct gs_sched *s, const struct gs_pod_request *po
     enum gs_err e;
     memset(a, 0, sizeof *a);
     struct gs__budget_view view = {.b = s->budgets, .n = 0};
-    struct gs_fw_preempt_info info = {view_describe, view_allowed, &view, view_host};
+    struct gs_fw_preempt_info info = {view_describe, view_allowed, &view};
     e = gs_fw_preempt_limited(s, pod, offers[i].node, offers[i].victims,
                               offers[i].nvictims, &info, &a->victims, &a->nvictims,
                               &a->pdb_violations, &st);

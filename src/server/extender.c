@@ -702,9 +702,10 @@ enum gs_err gs_server_start(struct gs_server *s, const struct gs_policy *policy,
     gs_diag_set(diag, "", "out of memory");
     return GS_ENOMEM;
   }
-  /* frag weighs each node's host CPU and memory: the extender's own watch
-   * gives them (host.h), as kube-scheduler's NodeInfo gives the plugin */
-  if (policy->node_policy == GS_PLACE_FRAG && (s->hosts = gs__hosts_new(s->sched)) == NULL) {
+  /* the nodes' host CPU and memory, which frag weighs and preemption's
+   * host check counts: the extender's own watch gives them (host.h), as
+   * kube-scheduler's NodeInfo gives the plugin */
+  if ((s->hosts = gs__hosts_new(s->sched)) == NULL) {
     gs_diag_set(diag, "", "out of memory");
     return GS_ENOMEM;
   }

@@ -31,7 +31,7 @@ struct gs_server {
   atomic_bool leader;
   struct gs__feed_config config; /* pendingUnit, an invalid ConfigMap */
   struct gs__dra *dra;           /* ResourceSlices and ResourceClaims (docs/dra.md) */
-  struct gs__hosts *hosts; /* nodePolicy frag: the hosts from the watch (host.h); else NULL */
+  struct gs__hosts *hosts; /* the hosts from the watch (host.h): frag and preemption */
   pthread_mutex_t mu; /* guards stats */
   struct gs_cluster_stats stats; /* backend counters at the last scrape (under mu) */
   uint64_t gang_timeouts;        /* the service's count at the last scrape (under mu) */

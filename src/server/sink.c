@@ -12,22 +12,19 @@
 static void sink_node_upsert(void *ctx, const json_t *node) {
   struct gs_server *s = ctx;
   gs__feed_node(s->sched, node);
-  if (s->hosts != NULL)
-    gs__hosts_node(s->hosts, node);
+  gs__hosts_node(s->hosts, node);
 }
 
 static void sink_node_delete(void *ctx, const char *name) {
   struct gs_server *s = ctx;
   gs__feed_node_delete(s->sched, name);
-  if (s->hosts != NULL)
-    gs__hosts_node_delete(s->hosts, name);
+  gs__hosts_node_delete(s->hosts, name);
 }
 
 static void sink_pod_upsert(void *ctx, const json_t *pod) {
   struct gs_server *s = ctx;
   gs__feed_pod(s->sched, pod);
-  if (s->hosts != NULL)
-    gs__hosts_pod(s->hosts, pod);
+  gs__hosts_pod(s->hosts, pod);
 }
 
 /* What the service reports from its tick (a gang timed out): a log line
@@ -53,8 +50,7 @@ void gs__server_on_notice(void *ctx, const struct gs_notice *n) {
 static void sink_pod_delete(void *ctx, const json_t *pod) {
   struct gs_server *s = ctx;
   gs_sched_pod_gone(s->sched, gs_api_pod_uid(pod));
-  if (s->hosts != NULL)
-    gs__hosts_pod_delete(s->hosts, pod);
+  gs__hosts_pod_delete(s->hosts, pod);
 }
 
 static struct gs__feed_cm feed_cm(const struct gs_server *s) {

@@ -51,6 +51,9 @@ void gs_jw_raw(struct gs_buf *w, const char *s, size_t n) {
 /* The escaped form of one byte that needs it, or NULL for plain bytes. */
 static size_t jw_escape(const unsigned char *s, char esc[7], size_t *ret_used) {
   static const char hex[] = "0123456789ABCDEF";
+  /* the two-byte escapes JSON has; every other control byte as \u00XX */
+  static const char short_esc[128] = {['"'] = '"', ['\\'] = '\\', ['\b'] = 'b', ['\f'] = 'f',
+                                      ['\n'] = 'n', ['\r'] = 'r',    ['\t'] = 't'};
   size_t n;
   *ret_used = 1;
   if (*s >= 0x80) {
@@ -63,34 +66,14 @@ static size_t jw_escape(const unsigned char *s, char esc[7], size_t *ret_used) {
     return 1;
   }
   esc[0] = '\\';
-  switch (*s) {
-  case '"':
-    esc[1] = '"';
+  if (short_esc[*s] != '\0') {
+    esc[1] = short_esc[*s];
     return 2;
-  case '\\':
-    esc[1] = '\\';
-    return 2;
-  case '\b':
-    esc[1] = 'b';
-    return 2;
-  case '\f':
-    esc[1] = 'f';
-    return 2;
-  case '\n':
-    esc[1] = 'n';
-    return 2;
-  case '\r':
-    esc[1] = 'r';
-    return 2;
-  case '\t':
-    esc[1] = 't';
-    return 2;
-  default:
-    memcpy(esc + 1, "u00", 3);
-    esc[4] = hex[*s >> 4];
-    esc[5] = hex[*s & 15];
-    return 6;
   }
+  memcpy(esc + 1, "u00", 3);
+  esc[4] = hex[*s >> 4];
+  esc[5] = hex[*s & 15];
+  return 6;
 }
 
 /* The bytes written as they are (ASCII from 0x20, but '"' and '\\'): one

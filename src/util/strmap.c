@@ -110,6 +110,15 @@ void gs_strmap_free(struct gs_strmap *map) {
   gs_free(map);
 }
 
+void gs_strmap_free_all(struct gs_strmap *map, void (*free_value)(void *value)) {
+  size_t cur = 0;
+  const char *key;
+  void *value;
+  while (map != NULL && gs_strmap_next(map, &cur, &key, &value))
+    free_value(value);
+  gs_strmap_free(map);
+}
+
 size_t gs_strmap_count(const struct gs_strmap *map) { return map->count; }
 
 /* Slot holding key, or the empty slot where it would go. The table is never

@@ -31,6 +31,9 @@ struct gs_strmap;
 struct gs_strmap *gs_strmap_new(void);
 /* Frees the map's table (never its keys or values). Accepts NULL. */
 void gs_strmap_free(struct gs_strmap *map);
+/* Frees each value with free_value (a value's key lives in it or nowhere),
+ * then the map. Accepts NULL. */
+void gs_strmap_free_all(struct gs_strmap *map, void (*free_value)(void *value));
 /* Number of entries. */
 size_t gs_strmap_count(const struct gs_strmap *map);
 /* Borrowed value for key, or NULL when absent. */

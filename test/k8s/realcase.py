@@ -371,6 +371,63 @@ class LeastPrivilege:
             self.assertIn(want, verbs, sorted(verbs))
 
 
+class MemoryGang(RealCase):
+    """A job of four 4 GiB members (label job=<job>, named w-0..w-3) kept
+    off one 16 GiB GPU by a 4 GiB "blocker" pod (test_real_gangs_mem.py,
+    test_real_workload.py): what holds while it waits, and what follows the
+    blocker's going. Unit 1GiB. The subclass makes a member (member)."""
+
+    def used(self, node):
+        """GPU index -> GiB in use, of the GPUs in use, in the extender's ledger."""
+        led = Env.ext.ledger(node)
+        return {g["index"]: g["usedMiB"] // 1024 for g in led["nodes"][0]["gpus"] if g["usedMiB"]}
+
+    def bound(self, selector=None):
+        return [p for p in self.pods(selector) if p["spec"].get("nodeName")]
+
+    def binding_times(self, pods):
+        """Each pod's Binding time (the audit log's, whole seconds)."""
+        times = []
+        for p in pods:
+            (b,) = self.cp.audit_bindings(p["metadata"]["name"])
+            times.append(time.mktime(time.strptime(b["stageTimestamp"][:19], "%Y-%m-%dT%H:%M:%S")))
+        return times
+
+    def blocked_gpu(self, node):
+        """node: one GPU of 16 GiB, its blocker bound."""
+        self.node(node, "share", gpus=1, units=16)
+        self.pod("blocker", units=4)
+        self.wait_bound(1)
+
+    def assert_nothing_held(self, job, node):
+        """No member bound, only the blocker's 4 GiB used, no gang of gpushare's."""
+        self.assertEqual(self.bound(f"job={job}"), [])
+        self.assertEqual(self.used(node), {0: 4})
+        self.assertFalse(Env.ext.ledger().get("gangs"))
+
+    def blocker_gone_all_bind(self, job, node, new_member, check=None):
+        """The blocker deleted: the four bind within 10 s of each other on the
+        GPU and fill it (then check(), if given), ledger = truth. w-2 deleted
+        and new_member("w-4") made: it is placed in w-2's 4 GiB."""
+        self.k.delete("pods", self.ns, "blocker", grace=0)
+        bound = self.wait_bound(4, f"job={job}", timeout=240)
+        self.assertEqual(sorted(alloc_gpus(p) for p in bound), [[0]] * 4)
+        times = self.binding_times(bound)
+        self.assertLessEqual(max(times) - min(times), 10, times)
+        wait_for(lambda: self.used(node) == {0: 16}, 60, "the GPU full of the job")
+        if check is not None:
+            check()
+        self.assert_ledger_is_truth()
+
+        self.k.delete("pods", self.ns, "w-2", grace=0)
+        wait_for(lambda: self.used(node) == {0: 12}, 60, "w-2's memory free")
+        new_member("w-4")
+        bound = self.wait_bound(4, f"job={job}", timeout=240)
+        self.assertEqual(sorted(p["metadata"]["name"] for p in bound), ["w-0", "w-1", "w-3", "w-4"])
+        wait_for(lambda: self.used(node) == {0: 16}, 60, "the GPU full again")
+        self.assert_ledger_is_truth()
+
+
 def alloc_gpus(p):
     a = json.loads(p["metadata"]["annotations"]["scheduler.framework.gpushare.allocation"])
     return sorted(int(g) for c in a.values() for g in c)
@@ -394,5 +451,5 @@ def metric(text, name, **labels):
     return None
 
 
-__all__ = ["Env", "RealCase", "KubeError", "alloc_gpus", "topo_alloc", "audit_problems", "metric",
+__all__ = ["Env", "RealCase", "MemoryGang", "KubeError", "alloc_gpus", "topo_alloc", "audit_problems", "metric",
            "MEM_KEYS", "TOPO_KEY", "wait_for", "time", "LeastPrivilege"]

@@ -4,10 +4,9 @@
 whole gang of whole GPUs: lower-priority pods evicted for all four members,
 or nothing. Unit 1GiB."""
 import re
-import time
 import unittest
 
-from realcase import Env, RealCase, alloc_gpus, topo_alloc, wait_for
+from realcase import Env, MemoryGang, alloc_gpus, topo_alloc, wait_for
 
 CLASSES = {"low": 10, "high": 1000, "vip": 2000}
 
@@ -21,74 +20,22 @@ def tearDownModule():
     Env.down()
 
 
-class GangsGateOff(RealCase):
+class GangsGateOff(MemoryGang):
     def member(self, name, job, replicas, **kw):
         labels = {"gpu-topology": job, "gpu-topology-replica": str(replicas), "job": job}
         return self.pod(name, labels=labels, **kw)
 
-    def used(self, node):
-        led = Env.ext.ledger(node)
-        return {g["index"]: g["usedMiB"] // 1024 for g in led["nodes"][0]["gpus"] if g["usedMiB"]}
-
-    def bound(self, selector=None):
-        return [p for p in self.pods(selector) if p["spec"].get("nodeName")]
-
-    def binding_times(self, pods):
-        times = []
-        for p in pods:
-            (b,) = self.cp.audit_bindings(p["metadata"]["name"])
-            times.append(time.mktime(time.strptime(b["stageTimestamp"][:19], "%Y-%m-%dT%H:%M:%S")))
-        return times
-
-    def test_a_memory_shared_job_through_the_labels(self):
-        """The Workload test's job with the gate off: four 4 GiB pods labelled
-        as one job on a 16 GiB GPU holding a 4 GiB pod. The members are told
-        only 3 of 4 fit; none is bound and nothing is held for them. The
-        blocker gone, all four bind within seconds of each other; a member
-        deleted is replaced and placed in its 4 GiB."""
-        self.node("gpu-mg", "share", gpus=1, units=16)
-        self.pod("blocker", units=4)
-        self.wait_bound(1)
+    def big_job_refused(self, what, **size):
+        """A high-priority job "big" of four members of size that no set of
+        evictions frees whole: it is told so (only 0 of 4 replicas fit
+        (what)), the eight low pods stay (none deleted or marked
+        DisruptionTarget); then it is deleted."""
         for i in range(4):
-            self.member(f"w-{i}", "infer", 4, units=4)
-        self.wait_event("w-3", r"gang [a-z0-9-]+/infer: only 3 of 4 replicas fit "
-                               r"\(4 units of GPU memory on 1 GPU each\)")
-        self.assertEqual(self.bound("job=infer"), [])
-        self.assertEqual(self.used("gpu-mg"), {0: 4})
-        self.assertFalse(Env.ext.ledger().get("gangs"))
-
-        self.k.delete("pods", self.ns, "blocker", grace=0)
-        bound = self.wait_bound(4, "job=infer", timeout=240)
-        self.assertEqual(sorted(alloc_gpus(p) for p in bound), [[0]] * 4)
-        times = self.binding_times(bound)
-        self.assertLessEqual(max(times) - min(times), 10, times)
-        wait_for(lambda: self.used("gpu-mg") == {0: 16}, 60, "the GPU full of the job")
-        self.assert_ledger_is_truth()
-
-        self.k.delete("pods", self.ns, "w-2", grace=0)
-        wait_for(lambda: self.used("gpu-mg") == {0: 12}, 60, "w-2's memory free")
-        self.member("w-4", "infer", 4, units=4)
-        bound = self.wait_bound(4, "job=infer", timeout=240)
-        self.assertEqual(sorted(p["metadata"]["name"] for p in bound), ["w-0", "w-1", "w-3", "w-4"])
-        wait_for(lambda: self.used("gpu-mg") == {0: 16}, 60, "the GPU full again")
-        self.assert_ledger_is_truth()
-
-    def test_a_gang_preempts_for_all_members_or_nothing(self):
-        """One 8-GPU topology node full of eight 1-GPU pods of priority 10.
-        A high-priority job of 4 x 3 GPUs cannot be freed whole (two slots
-        of 3 GPUs in 8 at most): nothing is evicted, every low pod stays. A job of 4 x 2 GPUs: all eight pods are evicted (each with
-        DisruptionTarget) and the four members bind."""
-        self.topo_node("gpu-gp")
-        for i in range(8):
-            self.pod(f"low-{i}", whole=1, priority_class="low", labels={"job": "low"})
-        self.wait_bound(8, "job=low")
-
-        for i in range(4):
-            self.member(f"big-{i}", "big", 4, whole=3, priority_class="high")
+            self.member(f"big-{i}", "big", 4, priority_class="high", **size)
         # the event is posted after the attempt's PostFilter, which asked the
         # core for victims for the whole job and was told no
         self.wait_event("big-3", r"gang [a-z0-9-]+/big: only 0 of 4 replicas fit "
-                                 r"\(3 whole GPUs each\)")
+                                 + re.escape(f"({what})"))
         low = self.pods("job=low")
         self.assertEqual(len(low), 8)
         for p in low:
@@ -97,6 +44,34 @@ class GangsGateOff(RealCase):
                               if c["type"] == "DisruptionTarget"], p["metadata"]["name"])
         for i in range(4):
             self.k.delete("pods", self.ns, f"big-{i}", grace=0)
+
+    def test_a_memory_shared_job_through_the_labels(self):
+        """The Workload test's job with the gate off: four 4 GiB pods labelled
+        as one job on a 16 GiB GPU holding a 4 GiB pod. The members are told
+        only 3 of 4 fit; none is bound and nothing is held for them. The
+        blocker gone, all four bind within seconds of each other; a member
+        deleted is replaced and placed in its 4 GiB."""
+        self.blocked_gpu("gpu-mg")
+        for i in range(4):
+            self.member(f"w-{i}", "infer", 4, units=4)
+        self.wait_event("w-3", r"gang [a-z0-9-]+/infer: only 3 of 4 replicas fit "
+                               r"\(4 units of GPU memory on 1 GPU each\)")
+        self.assert_nothing_held("infer", "gpu-mg")
+        self.blocker_gone_all_bind("infer", "gpu-mg",
+                                   lambda name: self.member(name, "infer", 4, units=4))
+
+    def test_a_gang_preempts_for_all_members_or_nothing(self):
+        """One 8-GPU topology node full of eight 1-GPU pods of priority 10.
+        A high-priority job of 4 x 3 GPUs cannot be freed whole (two slots
+        of 3 GPUs in 8 at most): nothing is evicted, every low pod stays. A job of 4 x 2 GPUs: all
+        eight pods are evicted (each with
+        DisruptionTarget) and the four members bind."""
+        self.topo_node("gpu-gp")
+        for i in range(8):
+            self.pod(f"low-{i}", whole=1, priority_class="low", labels={"job": "low"})
+        self.wait_bound(8, "job=low")
+
+        self.big_job_refused("3 whole GPUs each", whole=3)
 
         for i in range(4):
             self.member(f"pair-{i}", "pair", 4, whole=2, priority_class="high")
@@ -136,16 +111,7 @@ class GangsGateOff(RealCase):
                      labels={"job": "low"})
             self.wait_bound(i + 1, "job=low")  # in order: binpack fills GPU 0 first
         self.assertEqual(self.used("gpu-mp"), {0: 16, 1: 16})
-        for i in range(4):
-            self.member(f"big-{i}", "big", 4, units=8, priority_class="high")
-        self.wait_event("big-3", r"gang [a-z0-9-]+/big: only 0 of 4 replicas fit "
-                                 r"\(8 units of GPU memory on 1 GPU each\)")
-        low = self.pods("job=low")
-        self.assertEqual(len(low), 8)
-        for p in low:
-            self.assertIsNone(p["metadata"].get("deletionTimestamp"), p["metadata"]["name"])
-        for i in range(4):
-            self.k.delete("pods", self.ns, f"big-{i}", grace=0)
+        self.big_job_refused("8 units of GPU memory on 1 GPU each", units=8)
 
         for i in range(4):
             self.member(f"mid-{i}", "mid", 4, units=6, priority_class="high")

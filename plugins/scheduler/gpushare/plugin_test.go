@@ -53,6 +53,22 @@ func shareNode(t testing.TB, p *Plugin, name string, gpus, units int) fwk.NodeIn
 	return ni
 }
 
+// share is a share node of gpus GPUs with units GiB in all.
+type share struct {
+	name        string
+	gpus, units int
+}
+
+// gibCluster is a fresh plugin (gibPlugin) and its share nodes, in order.
+func gibCluster(t testing.TB, nodes ...share) (*Plugin, []fwk.NodeInfo) {
+	p := gibPlugin(t)
+	infos := make([]fwk.NodeInfo, len(nodes))
+	for i, n := range nodes {
+		infos[i] = shareNode(t, p, n.name, n.gpus, n.units)
+	}
+	return p, infos
+}
+
 func gpuPod(name string, units int) *v1.Pod {
 	return &v1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", UID: types.UID("uid-" + name)},
@@ -73,6 +89,22 @@ func preFiltered(t *testing.T, p *Plugin, pod *v1.Pod, nodes []fwk.NodeInfo, wan
 }
 
 // wantScores checks Score's answer for each node.
+// ok fails t unless st is Success; what names the call.
+func ok(t *testing.T, what string, st *fwk.Status) {
+	t.Helper()
+	if !st.IsSuccess() {
+		t.Fatalf("%s: %v", what, st)
+	}
+}
+
+// wantCode fails t unless st has code; what names the call.
+func wantCode(t *testing.T, what string, st *fwk.Status, code fwk.Code) {
+	t.Helper()
+	if st.Code() != code {
+		t.Fatalf("%s: %v, want %v", what, st, code)
+	}
+}
+
 func wantScores(t *testing.T, p *Plugin, state fwk.CycleState, pod *v1.Pod, nodes []fwk.NodeInfo, want ...int64) {
 	t.Helper()
 	for i, n := range nodes {
@@ -86,20 +118,15 @@ func wantScores(t *testing.T, p *Plugin, state fwk.CycleState, pod *v1.Pod, node
 // Filter of this plugin, and the cycle still scores and reserves.
 func TestPreFilterSkipsFilterWhenEveryNodeFits(t *testing.T) {
 	ctx := context.Background()
-	p := gibPlugin(t)
-	nodes := []fwk.NodeInfo{shareNode(t, p, "a", 2, 32), shareNode(t, p, "b", 1, 16)}
+	p, nodes := gibCluster(t, share{"a", 2, 32}, share{"b", 1, 16})
 	pod := gpuPod("p", 10)
 	state := preFiltered(t, p, pod, nodes, fwk.Skip)
 	// binpack over 16 GiB GPUs: 10 of 16 on either node, so PreScore
 	// skips (a score the same on every node ranks nothing); Score, were it
 	// called, would say so
-	if st := p.PreScore(ctx, state, pod, nodes); !st.IsSkip() {
-		t.Fatalf("PreScore: %v, want Skip", st)
-	}
+	wantCode(t, "PreScore", p.PreScore(ctx, state, pod, nodes), fwk.Skip)
 	wantScores(t, p, state, pod, nodes, 60, 60)
-	if st := p.Reserve(ctx, state, pod, "b"); !st.IsSuccess() {
-		t.Fatalf("Reserve: %v", st)
-	}
+	ok(t, "Reserve", p.Reserve(ctx, state, pod, "b"))
 	ledger, _ := p.core.View("b", false)
 	if want := `"pods":[{"namespace":"default","name":"p","uid":"uid-p","container":0,"usedMiB":10240}]`; !contains(ledger, want) {
 		t.Fatalf("ledger of b after Reserve: %s, want %s", ledger, want)
@@ -111,45 +138,32 @@ func TestPreFilterSkipsFilterWhenEveryNodeFits(t *testing.T) {
 // score.
 func TestPreScoreSkipsOnlyWhenEveryNodeScoresAlike(t *testing.T) {
 	ctx := context.Background()
-	p := gibPlugin(t)
-	nodes := []fwk.NodeInfo{shareNode(t, p, "a", 2, 32), shareNode(t, p, "b", 1, 20),
-		shareNode(t, p, "c", 1, 16)}
+	p, nodes := gibCluster(t, share{"a", 2, 32}, share{"b", 1, 20}, share{"c", 1, 16})
 	pod := gpuPod("p", 10)
 	state := preFiltered(t, p, pod, nodes, fwk.Skip)
-	if st := p.PreScore(ctx, state, pod, nodes); !st.IsSuccess() {
-		t.Fatalf("PreScore over a, b, c: %v, want Success", st)
-	}
+	ok(t, "PreScore over a, b, c", p.PreScore(ctx, state, pod, nodes))
 	wantScores(t, p, state, pod, nodes, 60, 50, 60)
 	// b filtered out by another plugin: a and c are left, alike
-	if st := p.PreScore(ctx, state, pod, []fwk.NodeInfo{nodes[0], nodes[2]}); !st.IsSkip() {
-		t.Fatalf("PreScore over a, c: %v, want Skip", st)
-	}
+	wantCode(t, "PreScore over a, c", p.PreScore(ctx, state, pod, []fwk.NodeInfo{nodes[0], nodes[2]}), fwk.Skip)
 	// a copy of b (nominated pods added) still scores as b
-	if st := p.PreScore(ctx, state, pod, []fwk.NodeInfo{nodes[0], nodes[1].Snapshot()}); !st.IsSuccess() {
-		t.Fatalf("PreScore over a and a copy of b: %v, want Success", st)
-	}
+	ok(t, "PreScore over a and a copy of b", p.PreScore(ctx, state, pod, []fwk.NodeInfo{nodes[0], nodes[1].Snapshot()}))
 }
 
 // Once a node is refused, PreFilter answers Success and Filter gives each
 // node its verdict, the refused one with the core's reason.
 func TestFilterAnswersWhenANodeIsRefused(t *testing.T) {
 	ctx := context.Background()
-	p := gibPlugin(t)
-	nodes := []fwk.NodeInfo{shareNode(t, p, "a", 2, 32), shareNode(t, p, "b", 1, 8)}
+	p, nodes := gibCluster(t, share{"a", 2, 32}, share{"b", 1, 8})
 	pod := gpuPod("p", 10)
 	state := preFiltered(t, p, pod, nodes, fwk.Success)
-	if st := p.Filter(ctx, state, pod, nodes[0]); !st.IsSuccess() {
-		t.Fatalf("Filter a: %v", st)
-	}
+	ok(t, "Filter a", p.Filter(ctx, state, pod, nodes[0]))
 	st := p.Filter(ctx, state, pod, nodes[1])
 	if st.Code() != fwk.Unschedulable || st.Message() != "insufficient GPU memory on any single GPU" {
 		t.Fatalf("Filter b: %v", st)
 	}
 	// a copy of the NodeInfo (kube-scheduler adds nominated pods to one) is
 	// answered by its name
-	if st := p.Filter(ctx, state, pod, nodes[1].Snapshot()); st.Code() != fwk.Unschedulable {
-		t.Fatalf("Filter on a copy of b: %v", st)
-	}
+	wantCode(t, "Filter on a copy of b", p.Filter(ctx, state, pod, nodes[1].Snapshot()), fwk.Unschedulable)
 }
 
 // otherInfo is a NodeInfo of another type than kube-scheduler's own.
@@ -168,15 +182,9 @@ func TestFilterAnswersForAnotherNodeInfoType(t *testing.T) {
 	if i, ok := read(state).nodes.byInfo[b]; !ok || i != 1 {
 		t.Fatalf("b's position by object: %d %v, want 1", i, ok)
 	}
-	if st := p.Filter(ctx, state, pod, b); st.Code() != fwk.Unschedulable {
-		t.Fatalf("Filter b: %v", st)
-	}
-	if st := p.Filter(ctx, state, pod, otherInfo{b.Snapshot().(*framework.NodeInfo)}); st.Code() != fwk.Unschedulable {
-		t.Fatalf("Filter on a copy of b: %v", st)
-	}
-	if st := p.Filter(ctx, state, pod, otherInfo{a.Snapshot().(*framework.NodeInfo)}); !st.IsSuccess() {
-		t.Fatalf("Filter on a copy of a: %v", st)
-	}
+	wantCode(t, "Filter b", p.Filter(ctx, state, pod, b), fwk.Unschedulable)
+	wantCode(t, "Filter on a copy of b", p.Filter(ctx, state, pod, otherInfo{b.Snapshot().(*framework.NodeInfo)}), fwk.Unschedulable)
+	ok(t, "Filter on a copy of a", p.Filter(ctx, state, pod, otherInfo{a.Snapshot().(*framework.NodeInfo)}))
 	if _, ok := read(state).nodes.byPtr[a.(*framework.NodeInfo)]; !ok {
 		t.Fatal("a not indexed by its pointer")
 	}
@@ -185,20 +193,15 @@ func TestFilterAnswersForAnotherNodeInfoType(t *testing.T) {
 // A pod asking no GPU: PreFilter skips, and so do PreScore and Bind.
 func TestPodWithoutGPUIsSkipped(t *testing.T) {
 	ctx := context.Background()
-	p := gibPlugin(t)
-	nodes := []fwk.NodeInfo{shareNode(t, p, "a", 2, 32)}
+	p, nodes := gibCluster(t, share{"a", 2, 32})
 	state := framework.NewCycleState()
 	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "c", Namespace: "default", UID: "uid-c"},
 		Spec: v1.PodSpec{Containers: []v1.Container{{Name: "c"}}}}
 	if _, st := p.PreFilter(ctx, state, pod, nodes); !st.IsSkip() {
 		t.Fatalf("PreFilter: %v, want Skip", st)
 	}
-	if st := p.PreScore(ctx, state, pod, nodes); !st.IsSkip() {
-		t.Fatalf("PreScore: %v, want Skip", st)
-	}
-	if st := p.Bind(ctx, state, pod, "a"); !st.IsSkip() {
-		t.Fatalf("Bind: %v, want Skip", st)
-	}
+	wantCode(t, "PreScore", p.PreScore(ctx, state, pod, nodes), fwk.Skip)
+	wantCode(t, "Bind", p.Bind(ctx, state, pod, "a"), fwk.Skip)
 }
 
 func contains(s, sub string) bool {
@@ -272,18 +275,14 @@ func TestSignPod(t *testing.T) {
 // evaluation's — here after the first pod was reserved on node a.
 func TestPodSignedAlikeIsEvaluatedOnEveryNode(t *testing.T) {
 	ctx := context.Background()
-	p := gibPlugin(t)
-	nodes := []fwk.NodeInfo{shareNode(t, p, "a", 2, 32), shareNode(t, p, "b", 1, 8),
-		shareNode(t, p, "c", 1, 16)}
+	p, nodes := gibCluster(t, share{"a", 2, 32}, share{"b", 1, 8}, share{"c", 1, 16})
 	first := framework.NewCycleState()
 	p1 := gpuPod("p1", 10)
 	if _, st := p.PreFilter(ctx, first, p1, nodes); !st.IsSuccess() {
 		t.Fatalf("PreFilter p1: %v", st)
 	}
 	wantScores(t, p, first, p1, nodes, 60, 0, 60) // binpack: 10 of a 16 GiB GPU
-	if st := p.Reserve(ctx, first, p1, "a"); !st.IsSuccess() {
-		t.Fatalf("Reserve p1 on a: %v", st)
-	}
+	ok(t, "Reserve p1 on a", p.Reserve(ctx, first, p1, "a"))
 	state := framework.NewCycleState()
 	pod := gpuPod("p2", 10)
 	if _, st := p.PreFilter(ctx, state, pod, nodes); !st.IsSuccess() {
@@ -305,9 +304,7 @@ func TestPodSignedAlikeIsEvaluatedOnEveryNode(t *testing.T) {
 	if _, st := fresh.PreFilter(ctx, fs, gpuPod("f1", 10), freshNodes); !st.IsSuccess() {
 		t.Fatalf("PreFilter f1: %v", st)
 	}
-	if st := fresh.Reserve(ctx, fs, gpuPod("f1", 10), "a"); !st.IsSuccess() {
-		t.Fatalf("Reserve f1: %v", st)
-	}
+	ok(t, "Reserve f1", fresh.Reserve(ctx, fs, gpuPod("f1", 10), "a"))
 	if _, st := fresh.PreFilter(ctx, framework.NewCycleState(), gpuPod("f1b", 4), freshNodes); !st.IsSuccess() && !st.IsSkip() {
 		t.Fatalf("PreFilter f1b: %v", st)
 	}
@@ -330,18 +327,13 @@ func TestPodSignedAlikeIsEvaluatedOnEveryNode(t *testing.T) {
 // copy, nor the copy's in the original.
 func TestCloneIsACopy(t *testing.T) {
 	ctx := context.Background()
-	p := gibPlugin(t)
-	nodes := []fwk.NodeInfo{shareNode(t, p, "a", 2, 32), shareNode(t, p, "b", 1, 8)}
+	p, nodes := gibCluster(t, share{"a", 2, 32}, share{"b", 1, 8})
 	pod := gpuPod("p", 10)
 	state := preFiltered(t, p, pod, nodes, fwk.Success)
 	clone := state.Clone()
-	if st := p.Filter(ctx, clone, pod, nodes[1]); st.Code() != fwk.Unschedulable {
-		t.Fatalf("Filter b in the clone: %v", st)
-	}
+	wantCode(t, "Filter b in the clone", p.Filter(ctx, clone, pod, nodes[1]), fwk.Unschedulable)
 	wantScores(t, p, clone, pod, nodes, 60, 0)
-	if st := p.Reserve(ctx, state, pod, "a"); !st.IsSuccess() {
-		t.Fatalf("Reserve: %v", st)
-	}
+	ok(t, "Reserve", p.Reserve(ctx, state, pod, "a"))
 	if got := read(state).annots; len(got) == 0 {
 		t.Fatal("Reserve wrote no annotations")
 	}
@@ -362,8 +354,7 @@ func TestCloneIsACopy(t *testing.T) {
 // cycle, a state whose PreFilter wrote no cycle.
 func TestCycleFoundByItsState(t *testing.T) {
 	ctx := context.Background()
-	p := gibPlugin(t)
-	nodes := []fwk.NodeInfo{shareNode(t, p, "a", 2, 32), shareNode(t, p, "b", 1, 8)}
+	p, nodes := gibCluster(t, share{"a", 2, 32}, share{"b", 1, 8})
 	pod := gpuPod("p", 10)
 	first := preFiltered(t, p, pod, nodes, fwk.Success)
 	if p.cycleOf(first) != read(first) || p.last.Load() == nil {
@@ -383,9 +374,7 @@ func TestCycleFoundByItsState(t *testing.T) {
 	if p.last.Load() != nil || p.cycleOf(none) != nil {
 		t.Fatal("a state without a cycle answered with one")
 	}
-	if st := p.Filter(ctx, first, pod, nodes[1]); st.Code() != fwk.Unschedulable {
-		t.Fatalf("Filter b from the first state: %v", st)
-	}
+	wantCode(t, "Filter b from the first state", p.Filter(ctx, first, pod, nodes[1]), fwk.Unschedulable)
 }
 
 // kube-scheduler filters and scores nodes from 16 goroutines at once: the

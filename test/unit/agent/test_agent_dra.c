@@ -8,6 +8,8 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include "../test_main.h"
+
 #include "agent.h"
 
 #include <jansson.h>
@@ -191,13 +193,7 @@ static void test_prepare_refusals(void **state) {
   assert_string_equal(d.where, "claim");
 }
 
-int main(void) {
-  const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_devices),
-      cmocka_unit_test(test_health),
-      cmocka_unit_test(test_prepare_shared),
-      cmocka_unit_test(test_prepare_two_gpus_exclusive_mps),
-      cmocka_unit_test(test_prepare_refusals),
-  };
-  return cmocka_run_group_tests(tests, NULL, NULL);
-}
+GS_TEST_MAIN(NULL, NULL, cmocka_unit_test(test_devices), cmocka_unit_test(test_health),
+             cmocka_unit_test(test_prepare_shared),
+             cmocka_unit_test(test_prepare_two_gpus_exclusive_mps),
+             cmocka_unit_test(test_prepare_refusals))

@@ -14,6 +14,7 @@
 
 #include "api.h"
 #include "../test_files.h"
+#include "../test_main.h"
 
 /* The vendored copy under test/data (reference/kube-fixtures: verbatim, see
  * its README): a fresh clone has it, no path outside the checkout is read. */

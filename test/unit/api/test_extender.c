@@ -6,17 +6,25 @@ static enum gs_err args_text(const char *body, struct gs_api_args *args, struct 
   return gs_api_args_decode(body, strlen(body), args, diag);
 }
 
-static void test_args_names_form(void **state) {
+/* The data file's ExtenderArgs, decoded: three nodes, gpu-a first, by
+ * name or as Node objects. Returns the body (free it after the release). */
+static char *args_file(const char *file, bool by_names, struct gs_api_args *args) {
   size_t len;
-  char *body = read_data("args-names.json", &len);
+  char *body = read_data(file, &len);
+  struct gs_diag diag = {{0}, {0}};
+  assert_int_equal(gs_api_args_decode(body, len, args, &diag), GS_EOK);
+  assert_int_equal(args->by_names, by_names);
+  assert_int_equal(args->nnodes, 3);
+  assert_string_equal(args->names[0], "gpu-a");
+  return body;
+}
+
+static void test_args_names_form(void **state) {
   struct gs_api_args args;
+  char *body = args_file("args-names.json", true, &args);
   struct gs_diag diag = {{0}, {0}};
   struct gs_pod_request req;
   (void)state;
-  assert_int_equal(gs_api_args_decode(body, len, &args, &diag), GS_EOK);
-  assert_true(args.by_names);
-  assert_int_equal(args.nnodes, 3);
-  assert_string_equal(args.names[0], "gpu-a");
   assert_string_equal(args.names[2], "cpu-1");
   assert_null(args.nodes[0]);
   assert_null(args.nodes[2]);
@@ -30,16 +38,11 @@ static void test_args_names_form(void **state) {
 }
 
 static void test_args_nodes_form(void **state) {
-  size_t len;
-  char *body = read_data("args-nodes.json", &len);
   struct gs_api_args args;
+  char *body = args_file("args-nodes.json", false, &args);
   struct gs_diag diag = {{0}, {0}};
   struct gs_node_spec spec;
   (void)state;
-  assert_int_equal(gs_api_args_decode(body, len, &args, &diag), GS_EOK);
-  assert_false(args.by_names);
-  assert_int_equal(args.nnodes, 3);
-  assert_string_equal(args.names[0], "gpu-a");
   assert_string_equal(args.names[1], "gpu-b");
   assert_non_null(args.nodes[1]);
   assert_int_equal(gs_api_node_decode(args.nodes[0], &spec, NULL, &diag), GS_EOK);
@@ -159,6 +162,12 @@ static void test_args_name_cap(void **state) {
 /* ---- filter result ------------------------------------------------------ */
 
 static void test_filter_names(void **state) {
+  static const char dumped[] =
+      "{\"Nodes\":null,\"NodeNames\":[\"gpu-node-2\",\"gpu-node-4\"],"
+      "\"FailedNodes\":{\"gpu-node-1\":\"insufficient GPU memory on any single GPU\","
+      "\"cpu-0\":\"node unknown to gpushare\"},"
+      "\"FailedAndUnresolvableNodes\":{\"gpu-node-3\":\"node is not a GPU-sharing node\"},"
+      "\"Error\":\"\"}";
   struct gs_api_filter_result *r = gs_api_filter_result_new(true);
   (void)state;
   assert_non_null(r);
@@ -175,19 +184,9 @@ static void test_filter_names(void **state) {
                    GS_EOK);
   assert_int_equal(gs_api_filter_result_fail(r, "cpu-0", "node unknown to gpushare", false),
                    GS_EOK);
-  assert_dump(gs_api_filter_result_dump(r),
-              "{\"Nodes\":null,\"NodeNames\":[\"gpu-node-2\",\"gpu-node-4\"],"
-              "\"FailedNodes\":{\"gpu-node-1\":\"insufficient GPU memory on any single GPU\","
-              "\"cpu-0\":\"node unknown to gpushare\"},"
-              "\"FailedAndUnresolvableNodes\":{\"gpu-node-3\":\"node is not a GPU-sharing node\"},"
-              "\"Error\":\"\"}");
+  assert_dump(gs_api_filter_result_dump(r), dumped);
   /* dumping twice gives the same bytes */
-  assert_dump(gs_api_filter_result_dump(r),
-              "{\"Nodes\":null,\"NodeNames\":[\"gpu-node-2\",\"gpu-node-4\"],"
-              "\"FailedNodes\":{\"gpu-node-1\":\"insufficient GPU memory on any single GPU\","
-              "\"cpu-0\":\"node unknown to gpushare\"},"
-              "\"FailedAndUnresolvableNodes\":{\"gpu-node-3\":\"node is not a GPU-sharing node\"},"
-              "\"Error\":\"\"}");
+  assert_dump(gs_api_filter_result_dump(r), dumped);
   assert_int_equal(gs_api_filter_result_error(r, "ledger busy"), GS_EOK);
   assert_dump(gs_api_filter_result_dump(r),
               "{\"Nodes\":null,\"NodeNames\":[\"gpu-node-2\",\"gpu-node-4\"],"

@@ -311,11 +311,6 @@ static void test_fixture_trees(void **state) {
   }
 }
 
-int main(void) {
-  const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_args_bodies),      cmocka_unit_test(test_bind_bodies),
-      cmocka_unit_test(test_topology_texts),   cmocka_unit_test(test_annotation_values),
-      cmocka_unit_test(test_fixture_trees),
-  };
-  return cmocka_run_group_tests_name("api_fuzz", tests, NULL, NULL);
-}
+GS_TEST_MAIN_NAMED("api_fuzz", NULL, NULL, cmocka_unit_test(test_args_bodies),
+                   cmocka_unit_test(test_bind_bodies), cmocka_unit_test(test_topology_texts),
+                   cmocka_unit_test(test_annotation_values), cmocka_unit_test(test_fixture_trees))

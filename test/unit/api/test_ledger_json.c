@@ -273,12 +273,8 @@ static void test_rebuild_from_annotations(void **state) {
   gs_ledger_free(l);
 }
 
-int main(void) {
-  const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_ledger_all),      cmocka_unit_test(test_ledger_one_node_and_view),
-      cmocka_unit_test(test_ledger_empty),    cmocka_unit_test(test_inspect_128),
-      cmocka_unit_test(test_inspect_rounding), cmocka_unit_test(test_same_name_pods),
-      cmocka_unit_test(test_rebuild_from_annotations),
-  };
-  return cmocka_run_group_tests_name("api_ledger_json", tests, NULL, NULL);
-}
+GS_TEST_MAIN_NAMED("api_ledger_json", NULL, NULL, cmocka_unit_test(test_ledger_all),
+                   cmocka_unit_test(test_ledger_one_node_and_view),
+                   cmocka_unit_test(test_ledger_empty), cmocka_unit_test(test_inspect_128),
+                   cmocka_unit_test(test_inspect_rounding), cmocka_unit_test(test_same_name_pods),
+                   cmocka_unit_test(test_rebuild_from_annotations))

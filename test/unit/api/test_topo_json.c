@@ -129,11 +129,6 @@ static void test_encode_invalid(void **state) {
   assert_null(gs_api_topo_encode(&topo2));
 }
 
-int main(void) {
-  const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_decode_encode), cmocka_unit_test(test_soc_and_phb),
-      cmocka_unit_test(test_errors),        cmocka_unit_test(test_size_cap),
-      cmocka_unit_test(test_encode_invalid),
-  };
-  return cmocka_run_group_tests_name("api_topo_json", tests, NULL, NULL);
-}
+GS_TEST_MAIN_NAMED("api_topo_json", NULL, NULL, cmocka_unit_test(test_decode_encode),
+                   cmocka_unit_test(test_soc_and_phb), cmocka_unit_test(test_errors),
+                   cmocka_unit_test(test_size_cap), cmocka_unit_test(test_encode_invalid))

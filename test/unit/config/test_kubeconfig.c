@@ -6,6 +6,8 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include "../test_main.h"
+
 #include "config.h"
 #include "tmpdir.h"
 
@@ -322,18 +324,9 @@ static void test_yaml11_names(void **state) {
   gs_kubeconfig_release(&kc);
 }
 
-int main(void) {
-  const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_inline_data),
-      cmocka_unit_test(test_files_relative),
-      cmocka_unit_test(test_insecure_and_anonymous),
-      cmocka_unit_test(test_bare_name),
-      cmocka_unit_test(test_errors),
-      cmocka_unit_test(test_exec_unsupported),
-      cmocka_unit_test(test_missing_file),
-      cmocka_unit_test(test_no_leak_on_late_error),
-      cmocka_unit_test(test_selection),
-      cmocka_unit_test(test_yaml11_names),
-  };
-  return cmocka_run_group_tests(tests, NULL, teardown);
-}
+GS_TEST_MAIN(NULL, teardown, cmocka_unit_test(test_inline_data),
+             cmocka_unit_test(test_files_relative), cmocka_unit_test(test_insecure_and_anonymous),
+             cmocka_unit_test(test_bare_name), cmocka_unit_test(test_errors),
+             cmocka_unit_test(test_exec_unsupported), cmocka_unit_test(test_missing_file),
+             cmocka_unit_test(test_no_leak_on_late_error), cmocka_unit_test(test_selection),
+             cmocka_unit_test(test_yaml11_names))

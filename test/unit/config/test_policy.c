@@ -5,6 +5,8 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include "../test_main.h"
+
 #include "config.h"
 
 #include <string.h>
@@ -175,11 +177,6 @@ static void test_foreign_configmap(void **state) {
   json_decref(cm);
 }
 
-int main(void) {
-  const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_defaults),     cmocka_unit_test(test_valid_strings),
-      cmocka_unit_test(test_typed_values), cmocka_unit_test(test_empty),
-      cmocka_unit_test(test_invalid),      cmocka_unit_test(test_foreign_configmap),
-  };
-  return cmocka_run_group_tests(tests, NULL, NULL);
-}
+GS_TEST_MAIN(NULL, NULL, cmocka_unit_test(test_defaults), cmocka_unit_test(test_valid_strings),
+             cmocka_unit_test(test_typed_values), cmocka_unit_test(test_empty),
+             cmocka_unit_test(test_invalid), cmocka_unit_test(test_foreign_configmap))

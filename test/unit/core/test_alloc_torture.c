@@ -10,6 +10,8 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include "../test_main.h"
+
 #include "alloc.h"
 #include "strmap.h"
 
@@ -400,13 +402,13 @@ static void test_annotations(void **state) {
   gs_ledger_free(l);
 }
 
-int main(void) {
-  const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_ledger_new),    cmocka_unit_test(test_node_upsert),
-      cmocka_unit_test(test_reserve_restore), cmocka_unit_test(test_release_and_others),
-      cmocka_unit_test(test_churn),         cmocka_unit_test(test_strmap),
-      cmocka_unit_test(test_topo_choose),   cmocka_unit_test(test_annotations),
-  };
+static int setup(void **state) {
+  (void)state;
   topos_init();
-  return cmocka_run_group_tests(tests, NULL, NULL);
+  return 0;
 }
+
+GS_TEST_MAIN(setup, NULL, cmocka_unit_test(test_ledger_new), cmocka_unit_test(test_node_upsert),
+             cmocka_unit_test(test_reserve_restore), cmocka_unit_test(test_release_and_others),
+             cmocka_unit_test(test_churn), cmocka_unit_test(test_strmap),
+             cmocka_unit_test(test_topo_choose), cmocka_unit_test(test_annotations))

@@ -5,6 +5,8 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include "../test_main.h"
+
 #include <gpushare/claim.h>
 
 #include <stdio.h>
@@ -116,11 +118,6 @@ static void test_node_policy_and_whole_devices(void **state) {
   gs_ledger_free(l);
 }
 
-int main(void) {
-  const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_4gib_claims_binpack_onto_one_gpu),
-      cmocka_unit_test(test_8gib_over_2_gpus_is_4_plus_4),
-      cmocka_unit_test(test_node_policy_and_whole_devices),
-  };
-  return cmocka_run_group_tests(tests, NULL, NULL);
-}
+GS_TEST_MAIN(NULL, NULL, cmocka_unit_test(test_4gib_claims_binpack_onto_one_gpu),
+             cmocka_unit_test(test_8gib_over_2_gpus_is_4_plus_4),
+             cmocka_unit_test(test_node_policy_and_whole_devices))

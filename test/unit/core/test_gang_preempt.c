@@ -6,6 +6,8 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include "../test_main.h"
+
 #include <gpushare/gang_preempt.h>
 #include <gpushare/ledger.h>
 
@@ -83,12 +85,22 @@ static struct pick pick(struct gs_ledger *l, uint32_t slots, uint32_t k, int32_t
   return r;
 }
 
+/* pick answers GS_EOK with the victims want ("" for none) and, unless
+ * first is NULL, the first slot on node first. */
+static void picks(struct gs_ledger *l, uint32_t slots, uint32_t k, int32_t below,
+                  const char *want, const char *first) {
+  struct pick r = pick(l, slots, k, below);
+  assert_int_equal(r.code, GS_EOK);
+  assert_string_equal(r.victims, want);
+  if (first != NULL)
+    assert_string_equal(r.first, first);
+}
+
 /* Lower priorities go first: two pods of priority 1 on t2 rather than one
  * two-GPU pod of priority 5 on t1; a second slot then takes t1, and the
  * two-GPU victim frees both of its GPUs for it. */
 static void test_cheapest_node_per_slot(void **state) {
   struct gs_ledger *l = ledger();
-  struct pick r;
   (void)state;
   whole(l, "t1", "wide", 5, 0, 1);
   whole(l, "t1", "hi-a", 50, 2, -1);
@@ -97,13 +109,8 @@ static void test_cheapest_node_per_slot(void **state) {
   whole(l, "t2", "y", 1, 1, -1);
   whole(l, "t2", "hi-c", 50, 2, -1);
   whole(l, "t2", "hi-d", 50, 3, -1);
-  r = pick(l, 1, 2, 10);
-  assert_int_equal(r.code, GS_EOK);
-  assert_string_equal(r.victims, "x,y");
-  assert_string_equal(r.first, "t2");
-  r = pick(l, 2, 2, 10);
-  assert_int_equal(r.code, GS_EOK);
-  assert_string_equal(r.victims, "wide,x,y");
+  picks(l, 1, 2, 10, "x,y", "t2");
+  picks(l, 2, 2, 10, "wide,x,y", NULL);
   gs_ledger_free(l);
 }
 
@@ -131,30 +138,15 @@ static void test_none_unless_every_slot(void **state) {
  * fuller node's free GPUs are used before an empty node's (binpack). */
 static void test_free_gpus_first(void **state) {
   struct gs_ledger *l = ledger();
-  struct pick r;
   (void)state;
   whole(l, "t1", "x", 1, 0, -1);
   whole(l, "t1", "y", 1, 1, -1);
-  r = pick(l, 1, 2, 10);
-  assert_int_equal(r.code, GS_EOK);
-  assert_string_equal(r.victims, "");
-  assert_string_equal(r.first, "t1");
-  r = pick(l, 3, 2, 10); /* t1's free pair, t2's two pairs: no victim */
-  assert_int_equal(r.code, GS_EOK);
-  assert_string_equal(r.victims, "");
-  r = pick(l, 4, 2, 10); /* the fourth slot needs t1's busy pair */
-  assert_int_equal(r.code, GS_EOK);
-  assert_string_equal(r.victims, "x,y");
-  r = pick(l, 1, 0, 10);
-  assert_int_equal(r.code, GS_EINVAL);
+  picks(l, 1, 2, 10, "", "t1");
+  picks(l, 3, 2, 10, "", NULL); /* t1's free pair, t2's two pairs: no victim */
+  picks(l, 4, 2, 10, "x,y", NULL); /* the fourth slot needs t1's busy pair */
+  assert_int_equal(pick(l, 1, 0, 10).code, GS_EINVAL);
   gs_ledger_free(l);
 }
 
-int main(void) {
-  const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_cheapest_node_per_slot),
-      cmocka_unit_test(test_none_unless_every_slot),
-      cmocka_unit_test(test_free_gpus_first),
-  };
-  return cmocka_run_group_tests(tests, NULL, NULL);
-}
+GS_TEST_MAIN(NULL, NULL, cmocka_unit_test(test_cheapest_node_per_slot),
+             cmocka_unit_test(test_none_unless_every_slot), cmocka_unit_test(test_free_gpus_first))

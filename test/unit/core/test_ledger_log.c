@@ -7,6 +7,8 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include "../test_main.h"
+
 #include <gpushare/ledger.h>
 
 #include "../testutil.h"
@@ -97,11 +99,6 @@ static void test_too_far_behind(void **state) {
   gs_ledger_free(l);
 }
 
-int main(void) {
-  const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_each_change_told_once),
-      cmocka_unit_test(test_node_set_changes_end_the_answers),
-      cmocka_unit_test(test_too_far_behind),
-  };
-  return cmocka_run_group_tests(tests, NULL, NULL);
-}
+GS_TEST_MAIN(NULL, NULL, cmocka_unit_test(test_each_change_told_once),
+             cmocka_unit_test(test_node_set_changes_end_the_answers),
+             cmocka_unit_test(test_too_far_behind))

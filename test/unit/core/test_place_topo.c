@@ -4,6 +4,8 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include "../test_main.h"
+
 #include <gpushare/ledger.h>
 #include <gpushare/place.h>
 #include <gpushare/topo.h>
@@ -88,11 +90,6 @@ static void test_better_connected_node_scores_higher(void **state) {
   gs_ledger_free(without);
 }
 
-int main(void) {
-  const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_two_cards_get_a_double_nvlink_pair),
-      cmocka_unit_test(test_whole_quad_is_all_nvlink),
-      cmocka_unit_test(test_better_connected_node_scores_higher),
-  };
-  return cmocka_run_group_tests(tests, setup, NULL);
-}
+GS_TEST_MAIN(setup, NULL, cmocka_unit_test(test_two_cards_get_a_double_nvlink_pair),
+             cmocka_unit_test(test_whole_quad_is_all_nvlink),
+             cmocka_unit_test(test_better_connected_node_scores_higher))

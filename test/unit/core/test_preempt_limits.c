@@ -27,6 +27,13 @@ static void fx_init(struct fx *f, uint32_t gpus, uint64_t gib_each) {
   assert_int_equal(gs_ledger_node_upsert(f->l, &spec), GS_EOK);
 }
 
+/* The preemptor: gib GiB on one GPU, priority 100. */
+static struct gs_pod_request preemptor(uint64_t gib) {
+  struct gs_pod_request p = gs_test_mem_pod("hi", gib, 1);
+  p.priority = 100;
+  return p;
+}
+
 /* A bound pod of gib GiB on GPU g. */
 static void put(struct fx *f, const char *uid, int32_t prio, uint64_t gib, uint32_t g) {
   struct gs_alloc_part part = {0, g, gib};
@@ -36,7 +43,18 @@ static void put(struct fx *f, const char *uid, int32_t prio, uint64_t gib, uint3
   assert_int_equal(gs_ledger_restore(f->l, &a), GS_EOK);
 }
 
-/* Candidates again from the ledger (its records move as it grows). */
+static void sort_cands(struct fx *f) {
+  for (size_t i = 0; i < f->n; i++)
+    for (size_t j = i + 1; j < f->n; j++)
+      if (strcmp(f->cands[j].alloc->uid, f->cands[i].alloc->uid) < 0) {
+        struct gs_preempt_candidate t = f->cands[i];
+        f->cands[i] = f->cands[j];
+        f->cands[j] = t;
+      }
+}
+
+/* Candidates again from the ledger (its records move as it grows), in uid
+ * order. */
 static void cands(struct fx *f, const uint64_t *cpu, const uint64_t *budgets) {
   f->n = gs_ledger_node_alloc_count(f->l, "n");
   for (size_t i = 0; i < f->n; i++) {
@@ -45,6 +63,7 @@ static void cands(struct fx *f, const uint64_t *cpu, const uint64_t *budgets) {
     f->cands[i] = (struct gs_preempt_candidate){.alloc = a, .cpu_milli = cpu[k],
                                                 .budgets = budgets[k]};
   }
+  sort_cands(f);
 }
 
 static enum gs_err pick(struct fx *f, const struct gs_pod_request *req,
@@ -66,14 +85,15 @@ static enum gs_err pick(struct fx *f, const struct gs_pod_request *req,
   return code;
 }
 
-static void sort_cands(struct fx *f) {
-  for (size_t i = 0; i < f->n; i++)
-    for (size_t j = i + 1; j < f->n; j++)
-      if (strcmp(f->cands[j].alloc->uid, f->cands[i].alloc->uid) < 0) {
-        struct gs_preempt_candidate t = f->cands[i];
-        f->cands[i] = f->cands[j];
-        f->cands[j] = t;
-      }
+/* pick answers GS_EOK with the victims want ("v0,v2"); returns the
+ * violations counted. */
+static uint32_t picks(struct fx *f, const struct gs_pod_request *req,
+                      const struct gs_preempt_limits *lim, const char *want) {
+  char got[256], reason[GS_REASON_MAX];
+  uint32_t viol;
+  assert_int_equal(pick(f, req, lim, got, &viol, reason), GS_EOK);
+  assert_string_equal(got, want);
+  return viol;
 }
 
 /* Two GPUs of 16 GiB, each full with one 16 GiB pod: v0 on GPU 0, v1 on
@@ -81,37 +101,25 @@ static void sort_cands(struct fx *f) {
  * cheaper set by order) moves the choice to v1, no violation. */
 static void test_budget_moves_the_choice(void **state) {
   struct fx f;
-  struct gs_pod_request p = gs_test_mem_pod("hi", 10, 1);
+  struct gs_pod_request p = preemptor(10);
   uint64_t cpu[2] = {0, 0}, budgets[2] = {1, 0};
   int32_t allowed[1] = {0};
   struct gs_preempt_limits lim = {allowed, 1, false, 0, 0};
-  char got[256], reason[GS_REASON_MAX];
-  uint32_t viol;
   (void)state;
   fx_init(&f, 2, 16);
-  p.priority = 100;
   put(&f, "v0", 0, 16, 0);
   put(&f, "v1", 0, 16, 1);
   cands(&f, cpu, budgets);
-  sort_cands(&f);
-  assert_int_equal(pick(&f, &p, NULL, got, &viol, reason), GS_EOK);
-  assert_string_equal(got, "v0"); /* without budgets: GPU 0 on the tie */
-  assert_int_equal(pick(&f, &p, &lim, got, &viol, reason), GS_EOK);
-  assert_string_equal(got, "v1");
-  assert_int_equal(viol, 0);
+  picks(&f, &p, NULL, "v0"); /* without budgets: GPU 0 on the tie */
+  assert_int_equal(picks(&f, &p, &lim, "v1"), 0);
   /* a budget allowing one disruption: v0 may go, nothing violated */
   allowed[0] = 1;
-  assert_int_equal(pick(&f, &p, &lim, got, &viol, reason), GS_EOK);
-  assert_string_equal(got, "v0");
-  assert_int_equal(viol, 0);
+  assert_int_equal(picks(&f, &p, &lim, "v0"), 0);
   /* both protected: the set is still found, and its violation counted */
   allowed[0] = 0;
   budgets[1] = 1;
   cands(&f, cpu, budgets);
-  sort_cands(&f);
-  assert_int_equal(pick(&f, &p, &lim, got, &viol, reason), GS_EOK);
-  assert_string_equal(got, "v0");
-  assert_int_equal(viol, 1);
+  assert_int_equal(picks(&f, &p, &lim, "v0"), 1);
   gs_ledger_free(f.l);
 }
 
@@ -120,23 +128,17 @@ static void test_budget_moves_the_choice(void **state) {
  * free: the second GPU, one violation. */
 static void test_least_violating(void **state) {
   struct fx f;
-  struct gs_pod_request p = gs_test_mem_pod("hi", 16, 1);
+  struct gs_pod_request p = preemptor(16);
   uint64_t cpu[3] = {0, 0, 0}, budgets[3] = {1, 1, 1};
   int32_t allowed[1] = {0};
   struct gs_preempt_limits lim = {allowed, 1, false, 0, 0};
-  char got[256], reason[GS_REASON_MAX];
-  uint32_t viol;
   (void)state;
   fx_init(&f, 2, 16);
-  p.priority = 100;
   put(&f, "v0", 0, 8, 0);
   put(&f, "v1", 0, 8, 0);
   put(&f, "v2", 0, 16, 1);
   cands(&f, cpu, budgets);
-  sort_cands(&f);
-  assert_int_equal(pick(&f, &p, &lim, got, &viol, reason), GS_EOK);
-  assert_string_equal(got, "v2");
-  assert_int_equal(viol, 1);
+  assert_int_equal(picks(&f, &p, &lim, "v2"), 1);
   gs_ledger_free(f.l);
 }
 
@@ -163,7 +165,7 @@ static void test_budget_counted_kube_style(void **state) {
  * only GPU 0's pod, nothing is answered, and the reason says why. */
 static void test_host_cpu(void **state) {
   struct fx f;
-  struct gs_pod_request p = gs_test_mem_pod("hi", 16, 1);
+  struct gs_pod_request p = preemptor(16);
   uint64_t cpu[2] = {2000, 8000}, budgets[2] = {0, 0};
   struct gs_preempt_limits lim = {NULL, 0, true, 0, 0};
   struct gs_host host = {.cpu_milli = 16000, .mem_mib = 65536, .cpu_used_milli = 16000,
@@ -172,18 +174,14 @@ static void test_host_cpu(void **state) {
   uint32_t viol;
   (void)state;
   fx_init(&f, 2, 16);
-  p.priority = 100;
   p.cpu_milli = 8000;
   put(&f, "v0", 0, 16, 0);
   put(&f, "v1", 5, 16, 1);
   assert_int_equal(gs_ledger_node_set_host(f.l, "n", &host), GS_EOK);
   cands(&f, cpu, budgets);
-  sort_cands(&f);
   /* without the host check: v0 (lower priority) */
-  assert_int_equal(pick(&f, &p, NULL, got, &viol, reason), GS_EOK);
-  assert_string_equal(got, "v0");
-  assert_int_equal(pick(&f, &p, &lim, got, &viol, reason), GS_EOK);
-  assert_string_equal(got, "v1");
+  picks(&f, &p, NULL, "v0");
+  picks(&f, &p, &lim, "v1");
   /* v1 may not go: no set frees the host */
   f.n = 1;
   assert_int_equal(pick(&f, &p, &lim, got, &viol, reason), GS_ENOFIT);
@@ -191,14 +189,12 @@ static void test_host_cpu(void **state) {
                               "memory on the node");
   /* another victim that holds no GPU (kube-scheduler's) frees the rest */
   lim.freed_cpu_milli = 6000;
-  assert_int_equal(pick(&f, &p, &lim, got, &viol, reason), GS_EOK);
-  assert_string_equal(got, "v0");
+  picks(&f, &p, &lim, "v0");
   /* an unknown host (cpu 0) is not checked */
   lim.freed_cpu_milli = 0;
   host = (struct gs_host){0, 0, 0, 0};
   assert_int_equal(gs_ledger_node_set_host(f.l, "n", &host), GS_EOK);
-  assert_int_equal(pick(&f, &p, &lim, got, &viol, reason), GS_EOK);
-  assert_string_equal(got, "v0");
+  picks(&f, &p, &lim, "v0");
   gs_ledger_free(f.l);
 }
 
@@ -206,24 +202,19 @@ static void test_host_cpu(void **state) {
  * lower-priority pod that frees the rest. */
 static void test_host_topped_up(void **state) {
   struct fx f;
-  struct gs_pod_request p = gs_test_mem_pod("hi", 16, 1);
+  struct gs_pod_request p = preemptor(16);
   uint64_t cpu[3] = {2000, 0, 6000}, budgets[3] = {0, 0, 0};
   struct gs_preempt_limits lim = {NULL, 0, true, 0, 0};
   struct gs_host host = {.cpu_milli = 8000, .cpu_used_milli = 8000};
-  char got[256], reason[GS_REASON_MAX];
-  uint32_t viol;
   (void)state;
   fx_init(&f, 2, 16);
-  p.priority = 100;
   p.cpu_milli = 8000;
   put(&f, "v0", 0, 16, 0);
   put(&f, "v1", 50, 16, 1); /* frees a GPU, no CPU */
   put(&f, "v2", 1, 0, 1);   /* no GPU memory here, 6 CPUs */
   assert_int_equal(gs_ledger_node_set_host(f.l, "n", &host), GS_EOK);
   cands(&f, cpu, budgets);
-  sort_cands(&f);
-  assert_int_equal(pick(&f, &p, &lim, got, &viol, reason), GS_EOK);
-  assert_string_equal(got, "v0,v2");
+  picks(&f, &p, &lim, "v0,v2");
   gs_ledger_free(f.l);
 }
 

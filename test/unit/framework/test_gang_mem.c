@@ -6,6 +6,8 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include "../test_main.h"
+
 #include "framework.h"
 #include "gang/gang.h"
 #include "plugins.h"
@@ -266,12 +268,7 @@ static void test_a_memory_plan_times_out(void **state) {
   gs_sched_free(fw);
 }
 
-int main(void) {
-  const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_none_held_until_all_fit_then_all_reserved),
-      cmocka_unit_test(test_slots_over_two_nodes_and_a_replacement),
-      cmocka_unit_test(test_memory_members_that_disagree),
-      cmocka_unit_test(test_a_memory_plan_times_out),
-  };
-  return cmocka_run_group_tests(tests, NULL, NULL);
-}
+GS_TEST_MAIN(NULL, NULL, cmocka_unit_test(test_none_held_until_all_fit_then_all_reserved),
+             cmocka_unit_test(test_slots_over_two_nodes_and_a_replacement),
+             cmocka_unit_test(test_memory_members_that_disagree),
+             cmocka_unit_test(test_a_memory_plan_times_out))

@@ -9,6 +9,8 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include "../test_main.h"
+
 #include "framework.h"
 #include "plugins.h"
 
@@ -277,12 +279,5 @@ static void test_one_node_again(void **state) {
   gs_sched_free(fw);
 }
 
-int main(void) {
-  const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_binpack),
-      cmocka_unit_test(test_spread),
-      cmocka_unit_test(test_frag_never_reused),
-      cmocka_unit_test(test_one_node_again),
-  };
-  return cmocka_run_group_tests(tests, NULL, NULL);
-}
+GS_TEST_MAIN(NULL, NULL, cmocka_unit_test(test_binpack), cmocka_unit_test(test_spread),
+             cmocka_unit_test(test_frag_never_reused), cmocka_unit_test(test_one_node_again))

@@ -8,6 +8,8 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include "../test_main.h"
+
 #include <gpushare/nvml.h>
 #include <gpushare/topo.h>
 
@@ -204,11 +206,6 @@ static void test_open_refusals(void **state) {
   assert_int_equal(gs_nvml_open(LIB, NULL, NULL), GS_EINVAL);
 }
 
-int main(void) {
-  const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_gpus),          cmocka_unit_test(test_topo_equals_text),
-      cmocka_unit_test(test_topo_refusals), cmocka_unit_test(test_events),
-      cmocka_unit_test(test_open_refusals),
-  };
-  return cmocka_run_group_tests(tests, setup, teardown);
-}
+GS_TEST_MAIN(setup, teardown, cmocka_unit_test(test_gpus), cmocka_unit_test(test_topo_equals_text),
+             cmocka_unit_test(test_topo_refusals), cmocka_unit_test(test_events),
+             cmocka_unit_test(test_open_refusals))

@@ -9,6 +9,7 @@
 
 #include "api.h"
 #include "feed.h"
+#include "host.h"
 
 #include "../testutil.h"
 
@@ -35,8 +36,10 @@ static void bound(struct gs_sched *s, const char *uid, uint32_t gpu, uint64_t gi
   assert_int_equal(gs_sched_pod_bound(s, &a), GS_EOK);
 }
 
-/* A pod object bound to n with labels, as the watch delivers it. */
-static void feed_pod(struct gs_sched *s, const char *uid, const char *labels, const char *cpu) {
+/* A pod object bound to n with labels, as the watch delivers it (to the
+ * extender's host view too when h is not NULL, as its sink does). */
+static void feed_pod(struct gs_sched *s, struct gs__hosts *h, const char *uid,
+                     const char *labels, const char *cpu) {
   char text[1024];
   json_t *v;
   snprintf(text, sizeof text,
@@ -46,6 +49,8 @@ static void feed_pod(struct gs_sched *s, const char *uid, const char *labels, co
            uid, uid, labels, cpu);
   v = parse(text);
   gs__feed_pod(s, v);
+  if (h != NULL)
+    gs__hosts_pod(h, v);
   json_decref(v);
 }
 
@@ -57,11 +62,29 @@ static void offer(struct gs_sched *s, const char *const *proposed, size_t np,
   assert_int_equal(gs_sched_preempt(s, &p, &o, 1, ret), GS_EOK);
 }
 
+/* offer's answer: the node kept, nvictims victims (the GPU pods in order,
+ * kube-scheduler's after them) whose names joined by commas end with want
+ * (NULL: any), and violations of budgets. */
+static void offered(struct gs_sched *s, const char *const *proposed, size_t np, size_t nvictims,
+                    const char *want, uint32_t violations) {
+  struct gs_preempt_answer a;
+  char got[256] = "";
+  offer(s, proposed, np, &a);
+  assert_true(a.keep);
+  assert_int_equal(a.nvictims, nvictims);
+  for (size_t i = 0; i < a.nvictims; i++)
+    snprintf(got + strlen(got), sizeof got - strlen(got), "%s%s", i ? "," : "", a.victims[i]);
+  if (want != NULL)
+    assert_string_equal(got + (strlen(got) > strlen(want) ? strlen(got) - strlen(want) : 0),
+                        want);
+  assert_int_equal(a.pdb_violations, violations);
+  gs_sched_preempt_free(&a, 1);
+}
+
 static void test_budgets_through_the_feed(void **state) {
   struct gs_policy policy;
   struct gs_sched *s;
   struct gs_node_spec spec = gs_test_node("n", GS_MODE_SHARE, 2, 32);
-  struct gs_preempt_answer a;
   static const char *db_pdb =
       "{\"metadata\":{\"name\":\"db\",\"namespace\":\"default\"},"
       "\"spec\":{\"selector\":{\"matchLabels\":{\"app\":\"db\"},"
@@ -74,41 +97,23 @@ static void test_budgets_through_the_feed(void **state) {
   assert_int_equal(gs_sched_node_upsert(s, &spec), GS_EOK);
   bound(s, "v0", 0, 16);
   bound(s, "v1", 1, 16);
-  feed_pod(s, "v0", "{\"app\":\"db\",\"tier\":\"a\"}", "1");
-  feed_pod(s, "v1", "{\"app\":\"web\"}", "1");
+  feed_pod(s, NULL, "v0", "{\"app\":\"db\",\"tier\":\"a\"}", "1");
+  feed_pod(s, NULL, "v1", "{\"app\":\"web\"}", "1");
   /* no budget: GPU 0's pod (the order) */
-  offer(s, NULL, 0, &a);
-  assert_true(a.keep);
-  assert_string_equal(a.victims[0], "v0");
-  assert_int_equal(a.pdb_violations, 0);
-  gs_sched_preempt_free(&a, 1);
+  offered(s, NULL, 0, 1, "v0", 0);
   /* v0 protected: v1 instead, nothing violated */
   feed_pdb(s, db_pdb);
-  offer(s, NULL, 0, &a);
-  assert_true(a.keep);
-  assert_int_equal(a.nvictims, 1);
-  assert_string_equal(a.victims[0], "v1");
-  assert_int_equal(a.pdb_violations, 0);
-  gs_sched_preempt_free(&a, 1);
+  offered(s, NULL, 0, 1, "v1", 0);
   /* v1 protected too (a NotIn budget over what is not db): one set, one violation */
   feed_pdb(s, "{\"metadata\":{\"name\":\"rest\",\"namespace\":\"default\"},"
               "\"spec\":{\"selector\":{\"matchExpressions\":[{\"key\":\"app\","
               "\"operator\":\"NotIn\",\"values\":[\"db\"]}]}}}");
-  offer(s, NULL, 0, &a);
-  assert_true(a.keep);
-  assert_int_equal(a.nvictims, 1);
-  assert_int_equal(a.pdb_violations, 1);
-  gs_sched_preempt_free(&a, 1);
+  offered(s, NULL, 0, 1, NULL, 1);
   /* kube-scheduler's victim without a GPU, selected by "rest": counted */
-  feed_pod(s, "cpu-only", "{\"app\":\"batch\"}", "2");
+  feed_pod(s, NULL, "cpu-only", "{\"app\":\"batch\"}", "2");
   {
     static const char *const proposed[] = {"cpu-only"};
-    offer(s, proposed, 1, &a);
-    assert_true(a.keep);
-    assert_int_equal(a.nvictims, 2);
-    assert_string_equal(a.victims[1], "cpu-only");
-    assert_int_equal(a.pdb_violations, 2);
-    gs_sched_preempt_free(&a, 1);
+    offered(s, proposed, 1, 2, ",cpu-only", 2);
   }
   /* the budgets gone: nothing violated */
   {
@@ -120,23 +125,20 @@ static void test_budgets_through_the_feed(void **state) {
   feed_pdb(s, "{\"metadata\":{\"name\":\"db\",\"namespace\":\"default\"},"
               "\"spec\":{\"selector\":{\"matchExpressions\":[{\"key\":\"app\","
               "\"operator\":\"Gt\",\"values\":[\"1\"]}]}}}");
-  offer(s, NULL, 0, &a);
-  assert_true(a.keep);
-  assert_string_equal(a.victims[0], "v0");
-  assert_int_equal(a.pdb_violations, 0);
-  gs_sched_preempt_free(&a, 1);
+  offered(s, NULL, 0, 1, "v0", 0);
   /* a pod gone takes its labels along: budgets cannot select it */
   gs_sched_pod_gone(s, "v0");
   gs_sched_free(s);
 }
 
-/* The extender's host view: the node's allocatable from its object, its
- * requests from the pods' records. A preemptor needing 6 CPUs on a node of
- * 8, all requested: GPU 0's pod frees 2, GPU 1's 6: GPU 1's goes. Needing
- * 9: no set frees it, the node is dropped. */
+/* The extender's host view (host.h, the one frag weighs too): the node's
+ * allocatable from its object, its requests from the pods'. A preemptor
+ * needing 6 CPUs on a node of 8, all requested: GPU 0's pod frees 2, GPU
+ * 1's 6: GPU 1's goes. Needing 9: no set frees it, the node is dropped. */
 static void test_host_from_the_feed(void **state) {
   struct gs_policy policy;
   struct gs_sched *s;
+  struct gs__hosts *h;
   struct gs_preempt_answer a;
   struct gs_pod_request p = gs_test_mem_pod("hi", 16, 1);
   struct gs_preempt_offer o = {"n", NULL, 0};
@@ -149,11 +151,14 @@ static void test_host_from_the_feed(void **state) {
   gs_policy_init(&policy);
   s = gs_sched_new(&policy);
   assert_non_null(s);
+  h = gs__hosts_new(s);
+  assert_non_null(h);
   gs__feed_node(s, node);
+  gs__hosts_node(h, node);
   bound(s, "v0", 0, 16);
   bound(s, "v1", 1, 16);
-  feed_pod(s, "v0", "{}", "2");
-  feed_pod(s, "v1", "{}", "6");
+  feed_pod(s, h, "v0", "{}", "2");
+  feed_pod(s, h, "v1", "{}", "6");
   p.priority = 100;
   p.cpu_milli = 6000;
   assert_int_equal(gs_sched_preempt(s, &p, &o, 1, &a), GS_EOK);
@@ -169,11 +174,13 @@ static void test_host_from_the_feed(void **state) {
   /* no allocatable on the object: the host unknown, not checked */
   json_object_del(json_object_get(node, "status"), "allocatable");
   gs__feed_node(s, node);
+  gs__hosts_node(h, node);
   assert_int_equal(gs_sched_preempt(s, &p, &o, 1, &a), GS_EOK);
   assert_true(a.keep);
   assert_string_equal(a.victims[0], "v0");
   gs_sched_preempt_free(&a, 1);
   json_decref(node);
+  gs__hosts_free(h);
   gs_sched_free(s);
 }
 

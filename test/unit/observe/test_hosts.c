@@ -6,6 +6,8 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include "../test_main.h"
+
 #include "host.h"
 #include "feed.h"
 
@@ -61,59 +63,66 @@ static void assert_ledger_host(struct gs_sched *s, const char *name, uint64_t cp
   assert_int_equal(g.host.mem_used_mib, mem_used);
 }
 
-static void feed(struct gs__hosts *h, json_t *obj, bool is_node) {
-  if (is_node)
-    gs__hosts_node(h, obj);
-  else
-    gs__hosts_pod(h, obj);
-  json_decref(obj);
+/* A pod object to the view (and dropped). */
+static void feed(struct gs__hosts *h, json_t *pod) {
+  gs__hosts_pod(h, pod);
+  json_decref(pod);
 }
 
-static void test_bound_pods_counted_on_their_node(void **state) {
+/* A Node to the service and the view, as the extender's sink hands it. */
+static void feed_node(struct gs_sched *s, struct gs__hosts *h, const char *name, const char *cpu,
+                      const char *mem) {
+  json_t *n = node(name, cpu, mem);
+  gs__feed_node(s, n);
+  gs__hosts_node(h, n);
+  json_decref(n);
+}
+
+/* A service under nodePolicy frag and its host view (*ret_h). */
+static struct gs_sched *frag_sched(struct gs__hosts **ret_h) {
   struct gs_policy policy;
   struct gs_sched *s;
-  struct gs__hosts *h;
-  json_t *n;
-  (void)state;
   gs_policy_init(&policy);
   policy.node_policy = GS_PLACE_FRAG;
   s = gs_sched_new(&policy);
   assert_non_null(s);
-  h = gs__hosts_new(s);
-  assert_non_null(h);
-  n = node("a", "96", "384Gi");
-  gs__feed_node(s, n);
-  feed(h, n, true);
-  n = node("b", "16000m", "122880Mi");
-  gs__feed_node(s, n);
-  feed(h, n, true);
+  *ret_h = gs__hosts_new(s);
+  assert_non_null(*ret_h);
+  return s;
+}
+
+static void test_bound_pods_counted_on_their_node(void **state) {
+  struct gs__hosts *h;
+  struct gs_sched *s = frag_sched(&h);
+  json_t *n;
+  (void)state;
+  feed_node(s, h, "a", "96", "384Gi");
+  feed_node(s, h, "b", "16000m", "122880Mi");
   assert_ledger_host(s, "a", 96000, 0, 393216, 0);
 
   /* pending: not counted; bound: counted (memory rounded up to MiB) */
-  feed(h, pod("p1", NULL, "8", "30517Mi", "Pending"), false);
+  feed(h, pod("p1", NULL, "8", "30517Mi", "Pending"));
   assert_ledger_host(s, "a", 96000, 0, 393216, 0);
-  feed(h, pod("p1", "a", "8", "30517Mi", "Pending"), false);
-  feed(h, pod("p2", "a", "500m", "1000001", "Running"), false);
+  feed(h, pod("p1", "a", "8", "30517Mi", "Pending"));
+  feed(h, pod("p2", "a", "500m", "1000001", "Running"));
   assert_ledger_host(s, "a", 96000, 8500, 393216, 30518);
   /* the same pod seen again is counted once */
-  feed(h, pod("p2", "a", "500m", "1000001", "Running"), false);
+  feed(h, pod("p2", "a", "500m", "1000001", "Running"));
   assert_ledger_host(s, "a", 96000, 8500, 393216, 30518);
   /* a pod that moved (deleted and made again under the same uid) moves */
-  feed(h, pod("p2", "b", "500m", "1000001", "Running"), false);
+  feed(h, pod("p2", "b", "500m", "1000001", "Running"));
   assert_ledger_host(s, "a", 96000, 8000, 393216, 30517);
   assert_ledger_host(s, "b", 16000, 500, 122880, 1);
   /* terminal: its requests are released; deleted: too */
-  feed(h, pod("p2", "b", "500m", "1000001", "Succeeded"), false);
+  feed(h, pod("p2", "b", "500m", "1000001", "Succeeded"));
   assert_ledger_host(s, "b", 16000, 0, 122880, 0);
   n = pod("p1", "a", "8", "30517Mi", "Running");
   gs__hosts_pod_delete(h, n);
   json_decref(n);
   assert_ledger_host(s, "a", 96000, 0, 393216, 0);
   /* a pod on a node not seen yet is kept and counted when the node comes */
-  feed(h, pod("p3", "c", "2", "1Gi", "Running"), false);
-  n = node("c", "4", "8Gi");
-  gs__feed_node(s, n);
-  feed(h, n, true);
+  feed(h, pod("p3", "c", "2", "1Gi", "Running"));
+  feed_node(s, h, "c", "4", "8Gi");
   assert_ledger_host(s, "c", 4000, 2000, 8192, 1024);
   {
     struct gs_host got;
@@ -131,33 +140,20 @@ static void test_bound_pods_counted_on_their_node(void **state) {
 
 /* A pod whose request does not decode is not counted, and changes nothing. */
 static void test_bad_request_not_counted(void **state) {
-  struct gs_policy policy;
-  struct gs_sched *s;
   struct gs__hosts *h;
-  json_t *n;
+  struct gs_sched *s = frag_sched(&h);
   (void)state;
-  gs_policy_init(&policy);
-  policy.node_policy = GS_PLACE_FRAG;
-  s = gs_sched_new(&policy);
-  h = gs__hosts_new(s);
-  n = node("a", "8", "16Gi");
-  gs__feed_node(s, n);
-  feed(h, n, true);
-  feed(h, pod("p1", "a", "1", "1Gi", "Running"), false);
-  feed(h, pod("p2", "a", "-1", "1Gi", "Running"), false);
+  feed_node(s, h, "a", "8", "16Gi");
+  feed(h, pod("p1", "a", "1", "1Gi", "Running"));
+  feed(h, pod("p2", "a", "-1", "1Gi", "Running"));
   assert_ledger_host(s, "a", 8000, 1000, 16384, 1024);
   /* a pod once counted whose request turns bad is taken off */
-  feed(h, pod("p1", "a", "lots", "1Gi", "Running"), false);
+  feed(h, pod("p1", "a", "lots", "1Gi", "Running"));
   assert_ledger_host(s, "a", 8000, 0, 16384, 0);
   gs__hosts_free(h);
   gs_sched_free(s);
   gs__hosts_free(NULL);
 }
 
-int main(void) {
-  const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_bound_pods_counted_on_their_node),
-      cmocka_unit_test(test_bad_request_not_counted),
-  };
-  return cmocka_run_group_tests(tests, NULL, NULL);
-}
+GS_TEST_MAIN(NULL, NULL, cmocka_unit_test(test_bound_pods_counted_on_their_node),
+             cmocka_unit_test(test_bad_request_not_counted))

@@ -6,6 +6,8 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include "../test_main.h"
+
 #include <gpushare/claim.h>
 #include <gpushare/sched.h>
 
@@ -225,13 +227,6 @@ static void test_gang(void **state) {
   gs_sched_free(s);
 }
 
-int main(void) {
-  const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_kept_moved_and_gone),
-      cmocka_unit_test(test_a_pods_uid_is_never_a_claims),
-      cmocka_unit_test(test_reserve),
-      cmocka_unit_test(test_filter),
-      cmocka_unit_test(test_gang),
-  };
-  return cmocka_run_group_tests(tests, NULL, NULL);
-}
+GS_TEST_MAIN(NULL, NULL, cmocka_unit_test(test_kept_moved_and_gone),
+             cmocka_unit_test(test_a_pods_uid_is_never_a_claims), cmocka_unit_test(test_reserve),
+             cmocka_unit_test(test_filter), cmocka_unit_test(test_gang))

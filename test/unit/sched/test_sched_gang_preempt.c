@@ -119,26 +119,57 @@ static int setup(void **state) {
   return 0;
 }
 
+/* gs_sched_preempt_gang for m0 over on[0..non): GS_EOK with want_n
+ * victims, each named <prefix>... ('\0': any name), member 0's slot on
+ * on[want_first] (-1: any of them); evict: the victims then go. */
+static void victims(struct gs_sched *s, const struct gs_pod_request *m0, const char *const *on,
+                    size_t non, size_t want_n, char prefix, int want_first, bool evict) {
+  struct gs_victim *v = NULL;
+  struct gs_status st;
+  size_t n = 0, first = 99;
+  assert_int_equal(gs_sched_preempt_gang(s, m0, on, non, &v, &n, &first, &st), GS_EOK);
+  assert_int_equal(n, want_n);
+  if (want_first >= 0)
+    assert_int_equal(first, want_first);
+  else
+    assert_true(first < non);
+  for (size_t i = 0; i < n; i++) {
+    if (prefix != '\0')
+      assert_int_equal(v[i].name[0], prefix);
+    if (evict)
+      gs_sched_pod_gone(s, v[i].uid);
+  }
+  gs_free(v);
+}
+
+/* The same call finding no victims: GS_ENOTFOUND, nothing written, and
+ * st's reason want (NULL: any); returns st. */
+static struct gs_status no_victims(struct gs_sched *s, const struct gs_pod_request *m0,
+                                   const char *const *on, size_t non, const char *want) {
+  struct gs_victim *v = NULL;
+  struct gs_status st;
+  size_t n = 77, first = 77;
+  assert_int_equal(gs_sched_preempt_gang(s, m0, on, non, &v, &n, &first, &st), GS_ENOTFOUND);
+  assert_null(v);
+  assert_int_equal(n, 77); /* nothing written */
+  assert_int_equal(first, 77);
+  if (want != NULL)
+    assert_string_equal(st.reason, want);
+  return st;
+}
+
 /* 4 members of 4 GPUs on 16 busy GPUs of priority 10: every pod goes
  * (victims for all four members), and then the job is planned and fits. */
 static void test_victims_for_every_member(void **state) {
   struct gs_sched *s = sched_new();
   struct gs_pod_request m0;
-  struct gs_victim *v = NULL;
-  struct gs_status st;
-  size_t n = 0, first = 9;
   struct gs_node_result r[2];
   (void)state;
   fill(s, "t-a", "a", 10, -1);
   fill(s, "t-b", "b", 10, -1);
   m0 = gang(s, "train", 4, 4);
   refused(s, &m0, "gang default/train: only 0 of 4 replicas fit (4 whole GPUs each)");
-  assert_int_equal(gs_sched_preempt_gang(s, &m0, nodes, 2, &v, &n, &first, &st), GS_EOK);
-  assert_int_equal(n, 16);
-  assert_true(first < 2);
-  for (size_t i = 0; i < n; i++)
-    gs_sched_pod_gone(s, v[i].uid);
-  gs_free(v);
+  victims(s, &m0, nodes, 2, 16, '\0', -1, true);
   assert_int_equal(gs_sched_filter(s, &m0, nodes, 2, NOW, r), GS_EOK);
   assert_true(r[0].code == GS_EOK || r[1].code == GS_EOK);
   gs_sched_free(s);
@@ -150,18 +181,13 @@ static void test_victims_for_every_member(void **state) {
 static void test_none_when_not_every_member_can_be_freed(void **state) {
   struct gs_sched *s = sched_new();
   struct gs_pod_request m0;
-  struct gs_victim *v = NULL;
-  struct gs_status st;
-  size_t n = 77, first = 77;
   (void)state;
   fill(s, "t-a", "a", 10, 3);
   fill(s, "t-b", "b", 10, -1);
   m0 = gang(s, "train", 4, 4);
-  assert_int_equal(gs_sched_preempt_gang(s, &m0, nodes, 2, &v, &n, &first, &st), GS_ENOTFOUND);
-  assert_null(v);
-  assert_int_equal(n, 77); /* nothing written */
-  assert_string_equal(st.reason, "gang preemption: only 3 of 4 replicas (4 whole GPUs each) can "
-                                 "be freed by evicting lower-priority pods; none is evicted");
+  no_victims(s, &m0, nodes, 2,
+             "gang preemption: only 3 of 4 replicas (4 whole GPUs each) can be freed by evicting "
+             "lower-priority pods; none is evicted");
   gs_sched_free(s);
 }
 
@@ -170,19 +196,11 @@ static void test_none_when_not_every_member_can_be_freed(void **state) {
 static void test_the_cheapest_pods_go(void **state) {
   struct gs_sched *s = sched_new();
   struct gs_pod_request m0;
-  struct gs_victim *v = NULL;
-  struct gs_status st;
-  size_t n = 0, first = 9;
   (void)state;
   fill(s, "t-a", "a", 10, -1);
   fill(s, "t-b", "b", 50, -1);
   m0 = gang(s, "pair", 2, 4);
-  assert_int_equal(gs_sched_preempt_gang(s, &m0, nodes, 2, &v, &n, &first, &st), GS_EOK);
-  assert_int_equal(n, 8);
-  assert_int_equal(first, 0);
-  for (size_t i = 0; i < n; i++)
-    assert_int_equal(v[i].name[0], 'a');
-  gs_free(v);
+  victims(s, &m0, nodes, 2, 8, 'a', 0, false);
   gs_sched_free(s);
 }
 
@@ -192,9 +210,6 @@ static void test_the_cheapest_pods_go(void **state) {
 static void test_gang_members_are_never_victims(void **state) {
   struct gs_sched *s = sched_new();
   struct gs_pod_request first_job, m0, plain = whole("plain", 1, 5000);
-  struct gs_victim *v = NULL;
-  struct gs_status st;
-  size_t n = 0, first = 0;
   struct gs_node_result r[2];
   (void)state;
   /* a low-priority job of 2 x 8 GPUs holds both nodes */
@@ -202,16 +217,13 @@ static void test_gang_members_are_never_victims(void **state) {
   first_job.priority = 1;
   assert_int_equal(gs_sched_filter(s, &first_job, nodes, 2, NOW, r), GS_EOK);
   m0 = gang(s, "high", 1, 1);
-  assert_int_equal(gs_sched_preempt_gang(s, &m0, nodes, 2, &v, &n, &first, &st), GS_ENOTFOUND);
-  assert_string_equal(st.reason, "gang preemption: only 0 of 1 replicas (1 whole GPUs each) can "
-                                 "be freed by evicting lower-priority pods; none is evicted");
+  no_victims(s, &m0, nodes, 2,
+             "gang preemption: only 0 of 1 replicas (1 whole GPUs each) can be freed by evicting "
+             "lower-priority pods; none is evicted");
   /* the "low" job's plan holds its slots: nothing to preempt for it */
-  assert_int_equal(gs_sched_preempt_gang(s, &first_job, nodes, 2, &v, &n, &first, &st),
-                   GS_ENOTFOUND);
-  assert_string_equal(st.reason, "gang default/low: its plan holds its slots already: nothing to "
-                                 "preempt");
-  assert_int_equal(gs_sched_preempt_gang(s, &plain, nodes, 2, &v, &n, &first, &st), GS_ENOTFOUND);
-  assert_int_equal(st.code, GS_EUNRESOLVABLE);
+  no_victims(s, &first_job, nodes, 2,
+             "gang default/low: its plan holds its slots already: nothing to preempt");
+  assert_int_equal(no_victims(s, &plain, nodes, 2, NULL).code, GS_EUNRESOLVABLE);
   gs_sched_free(s);
 }
 
@@ -237,33 +249,18 @@ static void test_memory_shared_gangs(void **state) {
   static const char *share[] = {"s-a", "s-b"};
   struct gs_sched *s = sched_new();
   struct gs_pod_request m0;
-  struct gs_victim *v = NULL;
-  struct gs_status st;
-  size_t n = 0, first = 9;
   (void)state;
   share_node(s, "s-a");
   share_node(s, "s-b");
   fill_with(s, "s-a", "a", 10, -1, 4, mem, 4);
   fill_with(s, "s-b", "b", 50, 1, 4, mem, 4);
   m0 = gang_with(s, "infer", 4, mem, 4);
-  assert_int_equal(gs_sched_preempt_gang(s, &m0, share, 1, &v, &n, &first, &st), GS_EOK);
-  assert_int_equal(n, 4);
-  assert_int_equal(first, 0);
-  for (size_t i = 0; i < n; i++)
-    assert_int_equal(v[i].name[0], 'a');
-  gs_free(v);
-  v = NULL;
-  assert_int_equal(gs_sched_preempt_gang(s, &m0, share + 1, 1, &v, &n, &first, &st), GS_ENOTFOUND);
-  assert_null(v);
-  assert_string_equal(st.reason, "gang preemption: only 3 of 4 replicas (4096 MiB on 1 GPU each) "
-                                 "can be freed by evicting lower-priority pods; none is evicted");
+  victims(s, &m0, share, 1, 4, 'a', 0, false);
+  no_victims(s, &m0, share + 1, 1,
+             "gang preemption: only 3 of 4 replicas (4096 MiB on 1 GPU each) can be freed by "
+             "evicting lower-priority pods; none is evicted");
   m0 = gang_with(s, "pair", 2, mem, 8);
-  assert_int_equal(gs_sched_preempt_gang(s, &m0, share, 2, &v, &n, &first, &st), GS_EOK);
-  assert_int_equal(n, 4);
-  assert_int_equal(first, 0);
-  for (size_t i = 0; i < n; i++)
-    assert_int_equal(v[i].name[0], 'a');
-  gs_free(v);
+  victims(s, &m0, share, 2, 4, 'a', 0, false);
   gs_sched_free(s);
 }
 

@@ -8,6 +8,8 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include "../test_main.h"
+
 #include <gpushare/sched.h>
 
 #include "../testutil.h"
@@ -112,10 +114,5 @@ static void test_the_memo_sees_a_nomination(void **state) {
   gs_sched_free(s);
 }
 
-int main(void) {
-  const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_a_nominated_pods_gpu_is_held),
-      cmocka_unit_test(test_the_memo_sees_a_nomination),
-  };
-  return cmocka_run_group_tests(tests, NULL, NULL);
-}
+GS_TEST_MAIN(NULL, NULL, cmocka_unit_test(test_a_nominated_pods_gpu_is_held),
+             cmocka_unit_test(test_the_memo_sees_a_nomination))

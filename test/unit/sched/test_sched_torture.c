@@ -11,6 +11,8 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include "../test_main.h"
+
 #include "alloc.h"
 
 #include <gpushare/annot.h>
@@ -216,11 +218,6 @@ static void test_pod_bound(void **state) {
   torture(op_restore, "pod bound");
 }
 
-int main(void) {
-  const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_service_new), cmocka_unit_test(test_prioritize),
-      cmocka_unit_test(test_bind),        cmocka_unit_test(test_gang_plan),
-      cmocka_unit_test(test_node_upsert), cmocka_unit_test(test_pod_bound),
-  };
-  return cmocka_run_group_tests(tests, load, NULL);
-}
+GS_TEST_MAIN(load, NULL, cmocka_unit_test(test_service_new), cmocka_unit_test(test_prioritize),
+             cmocka_unit_test(test_bind), cmocka_unit_test(test_gang_plan),
+             cmocka_unit_test(test_node_upsert), cmocka_unit_test(test_pod_bound))

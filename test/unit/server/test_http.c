@@ -235,6 +235,14 @@ static void url_of(const struct gs_http_server *s, const char *host, const char 
   snprintf(out, out_size, "http://%s:%u%s", host, gs_http_port(s), path);
 }
 
+/* A server on a loopback port with body cap body_max (0: the default), and
+ * in url (128 bytes) the address of its /echo. */
+static struct gs_http_server *echo_server(size_t body_max, char *url) {
+  struct gs_http_server *s = start("127.0.0.1:0", body_max, 0);
+  url_of(s, "127.0.0.1", "/echo", url, 128);
+  return s;
+}
+
 /* The server still answers a plain request. */
 static void assert_alive(const struct gs_http_server *s) {
   CURL *h = client();
@@ -339,15 +347,14 @@ static void test_large_body(void **state) {
 }
 
 static void test_content_length_over_cap(void **state) {
-  struct gs_http_server *s = start("127.0.0.1:0", 0, 0);
+  char url[128];
+  struct gs_http_server *s = echo_server(0, url);
   struct upload u;
   struct resp r;
-  char url[128];
   int calls = atomic_load(&handler_calls);
   double t0;
 
   (void)state;
-  url_of(s, "127.0.0.1", "/echo", url, sizeof url);
   /* With Expect: 100-continue (curl's default for big bodies): refused
    * before a byte of body is sent. */
   t0 = now_s();
@@ -378,14 +385,13 @@ static void test_content_length_over_cap(void **state) {
 }
 
 static void test_chunked_over_cap(void **state) {
-  struct gs_http_server *s = start("127.0.0.1:0", 0, 0);
+  char url[128];
+  struct gs_http_server *s = echo_server(0, url);
   struct upload u;
   struct resp r;
-  char url[128];
   int calls = atomic_load(&handler_calls);
 
   (void)state;
-  url_of(s, "127.0.0.1", "/echo", url, sizeof url);
   upload(url, 20 * MIB, true, false, &u, &r);
   assert_int_equal(r.rc, CURLE_OK);
   assert_int_equal(r.status, 413);
@@ -412,13 +418,12 @@ static void test_exact_cap(void **state) {
     bool chunked;
     long status;
   } cases[] = {{1000, false, 200}, {1000, true, 200}, {1001, false, 413}, {1001, true, 413}};
-  struct gs_http_server *s = start("127.0.0.1:0", 1000, 0);
+  char url[128];
+  struct gs_http_server *s = echo_server(1000, url);
   struct upload u;
   struct resp r;
-  char url[128];
 
   (void)state;
-  url_of(s, "127.0.0.1", "/echo", url, sizeof url);
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     upload(url, cases[i].size, cases[i].chunked, false, &u, &r);
     assert_int_equal(r.status, cases[i].status);
@@ -435,14 +440,13 @@ static void test_exact_cap(void **state) {
 /* A chunked upload that never ends is cut off after GS_HTTP_DRAIN_MAX
  * dropped bytes, without buffering and without calling the handler. */
 static void test_chunked_endless(void **state) {
-  struct gs_http_server *s = start("127.0.0.1:0", 4096, 0);
+  char url[128];
+  struct gs_http_server *s = echo_server(4096, url);
   struct upload u;
   struct resp r;
-  char url[128];
   int calls = atomic_load(&handler_calls);
 
   (void)state;
-  url_of(s, "127.0.0.1", "/echo", url, sizeof url);
   upload(url, 1024u * MIB, true, false, &u, &r);
   if (getenv("GS_TEST_VERBOSE") != NULL)
     fprintf(stderr, "endless: rc=%d status=%ld sent=%zu\n", (int)r.rc, r.status, u.sent);

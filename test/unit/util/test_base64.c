@@ -6,6 +6,8 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include "../test_main.h"
+
 #include "base64.h"
 
 #include <string.h>
@@ -112,11 +114,6 @@ static void test_output_cap(void **state) {
   assert_int_equal(gs_base64_decoded_max(8), 9);
 }
 
-int main(void) {
-  const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_rfc4648_vectors), cmocka_unit_test(test_lenient),
-      cmocka_unit_test(test_refused),         cmocka_unit_test(test_all_bytes),
-      cmocka_unit_test(test_output_cap),
-  };
-  return cmocka_run_group_tests(tests, NULL, NULL);
-}
+GS_TEST_MAIN(NULL, NULL, cmocka_unit_test(test_rfc4648_vectors), cmocka_unit_test(test_lenient),
+             cmocka_unit_test(test_refused), cmocka_unit_test(test_all_bytes),
+             cmocka_unit_test(test_output_cap))

@@ -5,6 +5,8 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include "../test_main.h"
+
 #include "alloc.h"
 #include "buf.h"
 
@@ -72,12 +74,7 @@ static void test_out_of_memory_sticks(void **state) {
   gs_buf_release(&b);
 }
 
-int main(void) {
-  const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_appends_and_takes),
-      cmocka_unit_test(test_bound_and_sticky_failure),
-      cmocka_unit_test(test_long_printf_and_growth),
-      cmocka_unit_test(test_out_of_memory_sticks),
-  };
-  return cmocka_run_group_tests(tests, NULL, NULL);
-}
+GS_TEST_MAIN(NULL, NULL, cmocka_unit_test(test_appends_and_takes),
+             cmocka_unit_test(test_bound_and_sticky_failure),
+             cmocka_unit_test(test_long_printf_and_growth),
+             cmocka_unit_test(test_out_of_memory_sticks))
