@@ -252,8 +252,12 @@ class PluginNominatedHold(RealCase):
         self.assert_ledger_is_truth()
         # the victim goes: the preemptor takes GPU 3, q never does
         self.k.patch("pods", self.ns, "d8", {"metadata": {"finalizers": None}})
-        big = wait_for(lambda: (lambda b: b if b["spec"].get("nodeName") else None)(
-            self.k.get("pods", self.ns, "big")), 120, "big bound", 0.2)
+        try:
+            big = wait_for(lambda: (lambda b: b if b["spec"].get("nodeName") else None)(
+                self.k.get("pods", self.ns, "big")), 120, "big bound", 0.2)
+        except AssertionError:
+            print(self.explain(), "\n", json.dumps(Env.ext.ledger("gpu-nh")), flush=True)
+            raise
         self.assertEqual((big["spec"]["nodeName"], alloc_gpus(big)), ("gpu-nh", [3]))
         # q was tried again after big took GPU 3 (big's binding requeues it)
         self.wait_event("q", "insufficient GPU memory on any single GPU")

@@ -41,12 +41,7 @@ func (p *Plugin) watch() error {
 	if _, err := f.Core().V1().Nodes().Informer().AddEventHandler(feedHandlers(p.node, nodeGone)); err != nil {
 		return fmt.Errorf("gpushare: node informer: %w", err)
 	}
-	podGone := func(o interface{}) {
-		if pod, ok := o.(*v1.Pod); ok {
-			p.bound.Delete(pod.UID)
-			p.core.PodDelete(string(pod.UID))
-		}
-	}
+	podGone := func(o interface{}) { p.forget(o) }
 	pods := feedHandlers(p.pod, podGone)
 	pods.AddFunc = func(o interface{}) { p.pod(o); p.nomination(nil, o) }
 	pods.UpdateFunc = func(old, o interface{}) { p.pod(o); p.nomination(old, o) }
@@ -216,6 +211,17 @@ func (p *Plugin) pod(o interface{}) {
 		return
 	}
 	p.core.Pod(b)
+}
+
+// forget takes a deleted pod (o, its final state) out of the core. Twice
+// is harmless: the pod informer's handler calls it, and so does the
+// queueing hint of a pod deletion (podDeleted, plugin.go), whichever comes
+// first.
+func (p *Plugin) forget(o interface{}) {
+	if pod, ok := final(o).(*v1.Pod); ok {
+		p.bound.Delete(pod.UID)
+		p.core.PodDelete(string(pod.UID))
+	}
 }
 
 // nomination hands the core a pending pod whose status.nominatedNodeName

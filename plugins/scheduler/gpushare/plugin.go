@@ -672,11 +672,24 @@ func (p *Plugin) evict(ctx context.Context, preemptor, victim *v1.Pod, node stri
 	return nil
 }
 
+// podDeleted is the queueing hint of a pod deletion: always Queue, after
+// taking the pod out of the core. kube-scheduler's queue and the plugin's
+// informer handler (feed.go) get the deletion on goroutines of their own,
+// so a pod requeued by it could otherwise be retried against a ledger that
+// still holds the deleted pod's GPUs, fail, and wait for the next event
+// (a preemptor whose last victim just went: seen on the real control
+// plane, test_real_plugin.py PluginNominatedHold). The hint runs before
+// the pod is requeued.
+func (p *Plugin) podDeleted(_ klog.Logger, _ *v1.Pod, oldObj, _ interface{}) (fwk.QueueingHint, error) {
+	p.forget(oldObj)
+	return fwk.Queue, nil
+}
+
 // EventsToRegister: a pod leaving frees GPUs; a node added or changed may
 // bring some; a pod added may complete a gang.
 func (p *Plugin) EventsToRegister(ctx context.Context) ([]fwk.ClusterEventWithHint, error) {
 	return []fwk.ClusterEventWithHint{
-		{Event: fwk.ClusterEvent{Resource: fwk.Pod, ActionType: fwk.Delete}},
+		{Event: fwk.ClusterEvent{Resource: fwk.Pod, ActionType: fwk.Delete}, QueueingHintFn: p.podDeleted},
 		{Event: fwk.ClusterEvent{Resource: fwk.Pod, ActionType: fwk.Add}},
 		{Event: fwk.ClusterEvent{Resource: fwk.Node, ActionType: fwk.Add | fwk.Update}},
 	}, nil
