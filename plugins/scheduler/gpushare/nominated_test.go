@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 )
@@ -111,5 +113,33 @@ func TestNominationsBesideCycles(t *testing.T) {
 	// the last update cleared it
 	if st := filterOn(p, nominatedPod("q", 8, 0, ""), a); !st.IsSuccess() {
 		t.Fatalf("after the last clearing: %v", st)
+	}
+}
+
+// The queueing hint of a pod deletion answers Queue after taking the pod
+// out of the core: the pod it requeues is retried against a ledger
+// without it, whichever of the queue and the informer's handler gets the
+// deletion first.
+func TestPodDeletedHintFreesTheGPUsFirst(t *testing.T) {
+	p := gibPlugin(t)
+	a := shareNode(t, p, "a", 1, 16)
+	gone := gpuPod("d8", 12)
+	gone.Spec.NodeName = "a"
+	gone.Annotations = map[string]string{"scheduler.framework.gpushare.allocation": `{"0":{"0":12}}`}
+	p.pod(gone)
+	q := nominatedPod("q", 8, 0, "")
+	if st := filterOn(p, q, a); st.IsSuccess() {
+		t.Fatal("q fits beside d8's 12 GiB")
+	}
+	h, err := p.podDeleted(klog.Background(), q, cache.DeletedFinalStateUnknown{Key: "default/d8", Obj: gone}, nil)
+	if err != nil || h != fwk.Queue {
+		t.Fatalf("hint: %v %v", h, err)
+	}
+	if st := filterOn(p, q, a); !st.IsSuccess() {
+		t.Fatalf("after the hint: %v", st)
+	}
+	p.forget(gone) // the informer's handler, later: nothing left to do
+	if st := filterOn(p, q, a); !st.IsSuccess() {
+		t.Fatalf("after the handler: %v", st)
 	}
 }
