@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
@@ -116,12 +118,25 @@ func TestNominationsBesideCycles(t *testing.T) {
 	}
 }
 
+// hintHandle is the part of the framework's Handle the deletion hint uses:
+// the pod informer's cache.
+type hintHandle struct {
+	fwk.Handle
+	f informers.SharedInformerFactory
+}
+
+func (h hintHandle) SharedInformerFactory() informers.SharedInformerFactory { return h.f }
+
 // The queueing hint of a pod deletion answers Queue after taking the pod
 // out of the core: the pod it requeues is retried against a ledger
 // without it, whichever of the queue and the informer's handler gets the
-// deletion first.
+// deletion first. A pod the event names that is still in the informer's
+// cache (an assumed pod forgotten, a nomination changed: kube-scheduler
+// raises the same event) is left in the core.
 func TestPodDeletedHintFreesTheGPUsFirst(t *testing.T) {
 	p := gibPlugin(t)
+	f := informers.NewSharedInformerFactory(fake.NewClientset(), 0)
+	p.h = hintHandle{f: f}
 	a := shareNode(t, p, "a", 1, 16)
 	gone := gpuPod("d8", 12)
 	gone.Spec.NodeName = "a"
@@ -130,6 +145,20 @@ func TestPodDeletedHintFreesTheGPUsFirst(t *testing.T) {
 	q := nominatedPod("q", 8, 0, "")
 	if st := filterOn(p, q, a); st.IsSuccess() {
 		t.Fatal("q fits beside d8's 12 GiB")
+	}
+	// still in the cache: not gone, kept
+	if err := f.Core().V1().Pods().Informer().GetIndexer().Add(gone); err != nil {
+		t.Fatal(err)
+	}
+	if h, err := p.podDeleted(klog.Background(), q, gone, nil); err != nil || h != fwk.Queue {
+		t.Fatalf("hint: %v %v", h, err)
+	}
+	if st := filterOn(p, q, a); st.IsSuccess() {
+		t.Fatal("a pod still in the informer's cache was taken out of the core")
+	}
+	// gone from the cache (its tombstone in the event): out of the core
+	if err := f.Core().V1().Pods().Informer().GetIndexer().Delete(gone); err != nil {
+		t.Fatal(err)
 	}
 	h, err := p.podDeleted(klog.Background(), q, cache.DeletedFinalStateUnknown{Key: "default/d8", Obj: gone}, nil)
 	if err != nil || h != fwk.Queue {

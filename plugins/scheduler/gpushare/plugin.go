@@ -673,15 +673,26 @@ func (p *Plugin) evict(ctx context.Context, preemptor, victim *v1.Pod, node stri
 }
 
 // podDeleted is the queueing hint of a pod deletion: always Queue, after
-// taking the pod out of the core. kube-scheduler's queue and the plugin's
-// informer handler (feed.go) get the deletion on goroutines of their own,
-// so a pod requeued by it could otherwise be retried against a ledger that
-// still holds the deleted pod's GPUs, fail, and wait for the next event
-// (a preemptor whose last victim just went: seen on the real control
-// plane, test_real_plugin.py PluginNominatedHold). The hint runs before
-// the pod is requeued.
+// taking the pod out of the core when it is really gone. kube-scheduler's
+// queue and the plugin's informer handler (feed.go) get the deletion on
+// goroutines of their own, so a pod requeued by it could otherwise be
+// retried against a ledger that still holds the deleted pod's GPUs, fail,
+// and wait for the next event (a preemptor whose last victim just went:
+// seen on the real control plane, test_real_plugin.py PluginNominatedHold).
+// The hint runs before the pod is requeued. kube-scheduler also raises the
+// event for pods that are not gone (an assumed pod forgotten after a failed
+// binding cycle, a nominated pod's nomination changed): those are still in
+// the pod informer's cache (updated before any handler runs), and are left
+// to the handlers.
 func (p *Plugin) podDeleted(_ klog.Logger, _ *v1.Pod, oldObj, _ interface{}) (fwk.QueueingHint, error) {
-	p.forget(oldObj)
+	pod, ok := final(oldObj).(*v1.Pod)
+	if !ok {
+		return fwk.Queue, nil
+	}
+	cur, err := p.h.SharedInformerFactory().Core().V1().Pods().Lister().Pods(pod.Namespace).Get(pod.Name)
+	if apierrors.IsNotFound(err) || (err == nil && cur.UID != pod.UID) {
+		p.forget(pod)
+	}
 	return fwk.Queue, nil
 }
 
