@@ -7,12 +7,14 @@ import re
 import time
 import unittest
 
+import kcluster
 import test_real_scenarios as scenarios
 from realcase import Env, RealCase, alloc_gpus, metric, topo_alloc, wait_for
 
 GPU16 = scenarios.GPU16  # a 16 GiB GPU in 128 MiB units
 
 
+FINALIZER = "gpushare.io/test-keep"  # keeps a victim Terminating until the test removes it
 TIMEOUT_S = 20  # gangTimeoutSeconds in the ConfigMap
 PLUGIN_SA = "system:serviceaccount:kube-system:gpushare-scheduler"
 
@@ -199,6 +201,71 @@ class PluginOperations(RealCase):
         self.assertTrue(re.search(r'gang timed out.*job="[a-z-]+/late"',
                                   Env.ext.proc.tail(200000)), Env.ext.proc.tail(2000))
         self.assertGreaterEqual(metric(Env.ext.metrics(), "gpushare_gang_timeouts_total"), 1)
+
+
+class PluginNominatedHold(RealCase):
+    """A nominated preemptor's GPUs are held while its victims terminate
+    (docs/preemption.md "Nominated pods' GPUs are held")."""
+
+    def test_a_second_pod_cannot_take_the_nominated_gpu_while_the_victims_terminate(self):
+        """Four 16 GiB GPUs: 12 GiB of high priority on three, an 8 GiB
+        low-priority pod (with a finalizer, so that it stays Terminating
+        until the test lets it go) on the fourth. A 12 GiB high-priority
+        preemptor fits by node totals but on no GPU: the plugin evicts the
+        8 GiB pod and the preemptor is nominated. While the victim
+        terminates, an 8 GiB pod of low priority arrives: it fits on the
+        victim's GPU now (8 GiB free) and by node totals even with the
+        preemptor added (kube-scheduler's own hold of nominated pods passes
+        it), so only gpushare's hold stops it — and would it land there, the
+        preemptor would never fit. The victim let go, the preemptor is bound
+        on that GPU; the second pod stays pending, never bound."""
+        self.node("gpu-nh", "share", gpus=4, units=4 * GPU16, labels={"nh": "x"})
+        sel = {"nh": "x"}
+        for name in ("h0", "h1", "h2"):
+            self.pod(name, units=96, priority_class="high", node_selector=sel)
+            wait_for(lambda n=name: self.k.get("pods", self.ns, n)["spec"].get("nodeName"), 120,
+                     f"{name} bound", 0.2)
+        victim = kcluster.gpu_pod("d8", ns=self.ns, units=64, priority_class="low", node_selector=sel)
+        victim["metadata"]["finalizers"] = [FINALIZER]
+        self.k.create(victim)
+        try:
+            self._while_the_victim_terminates(sel)
+        finally:
+            if self.k.try_get("pods", self.ns, "d8"):
+                self.k.patch("pods", self.ns, "d8", {"metadata": {"finalizers": None}})
+
+    def _while_the_victim_terminates(self, sel):
+        wait_for(lambda: self.k.get("pods", self.ns, "d8")["spec"].get("nodeName"), 120, "d8 bound", 0.2)
+        gpu_of = {p["metadata"]["name"]: alloc_gpus(p) for p in self.pods()}
+        self.assertEqual(gpu_of, {"h0": [0], "h1": [1], "h2": [2], "d8": [3]})
+        self.pod("big", units=96, priority_class="high", node_selector=sel)
+        wait_for(lambda: self.k.get("pods", self.ns, "d8")["metadata"].get("deletionTimestamp"), 120,
+                 "d8 to be preempted (Terminating)", 0.2)
+        wait_for(lambda: self.k.get("pods", self.ns, "big")["status"].get("nominatedNodeName") == "gpu-nh",
+                 120, "big nominated to gpu-nh", 0.2)
+        self.pod("q", units=64, priority_class="low", node_selector=sel)
+        self.wait_event("q", re.escape(f"GPUs held for pod {self.ns}/big, nominated here by preemption"))
+        self.assertFalse(self.k.get("pods", self.ns, "q")["spec"].get("nodeName"))
+        # the ledger: the victim still holds its 8 GiB on GPU 3, nothing of q
+        self.assertEqual({g["index"]: g["usedMiB"] for n in Env.ext.ledger()["nodes"] if n["name"] == "gpu-nh"
+                          for g in n["gpus"]}, {0: 12288, 1: 12288, 2: 12288, 3: 8192})
+        self.assert_ledger_is_truth()
+        # the victim goes: the preemptor takes GPU 3, q never does
+        self.k.patch("pods", self.ns, "d8", {"metadata": {"finalizers": None}})
+        try:
+            big = wait_for(lambda: (lambda b: b if b["spec"].get("nodeName") else None)(
+                self.k.get("pods", self.ns, "big")), 120, "big bound", 0.2)
+        except AssertionError:
+            print(self.explain(), "\n", json.dumps(Env.ext.ledger("gpu-nh")), flush=True)
+            raise
+        self.assertEqual((big["spec"]["nodeName"], alloc_gpus(big)), ("gpu-nh", [3]))
+        # q was tried again after big took GPU 3 (big's binding requeues it)
+        self.wait_event("q", "insufficient GPU memory on any single GPU")
+        self.assertFalse(self.k.get("pods", self.ns, "q")["spec"].get("nodeName"))
+        self.assertEqual(sorted(p["metadata"]["name"] for p in self.pods()), ["big", "h0", "h1", "h2", "q"])
+        self.assertEqual({g["index"]: g["usedMiB"] for n in Env.ext.ledger()["nodes"] if n["name"] == "gpu-nh"
+                          for g in n["gpus"]}, {0: 12288, 1: 12288, 2: 12288, 3: 12288})
+        self.assert_ledger_is_truth()
 
 
 class ZzPluginLeastPrivilege(RealCase):

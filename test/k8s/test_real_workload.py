@@ -7,35 +7,41 @@ placed by kube-scheduler's pod-group cycle, with gpushare's Reserve and
 Unreserve exact inside it: none bound until all four fit, all bound
 together, nothing held meanwhile; a member deleted is replaced and placed.
 Unit 1GiB; one node of one 16 GiB GPU."""
+import re
 import unittest
 
 import kcluster
-from realcase import Env, MemoryGang, wait_for
+from realcase import Env, MemoryGang, alloc_gpus, wait_for
 
 
 def setUpModule():
     Env.up(unit="1GiB", form="plugin", feature_gates={"GenericWorkload": True})
+    Env.priority_classes({"low": 10, "high": 1000, "top": 2000})
 
 
 def tearDownModule():
     Env.down()
 
 
-class WorkloadGangs(MemoryGang):
-    def workload(self, name, min_count):
-        """A Workload with one gang template, and its PodGroup."""
+class Workloads(MemoryGang):
+    """Helpers: a Workload with its PodGroup, its members."""
+
+    def workload(self, name, min_count, priority_class=None):
+        """A Workload with one gang template, and its PodGroup (of
+        priority_class: kube-scheduler wants its members' priority)."""
         gang = {"gang": {"minCount": min_count}}
+        prio = {"priorityClassName": priority_class} if priority_class else {}
         self.create({"apiVersion": "scheduling.k8s.io/v1beta1", "kind": "Workload",
                      "metadata": {"name": name},
-                     "spec": {"podGroupTemplates": [{"name": "workers", "schedulingPolicy": gang}]}})
+                     "spec": {"podGroupTemplates": [dict({"name": "workers", "schedulingPolicy": gang}, **prio)]}})
         self.create({"apiVersion": "scheduling.k8s.io/v1beta1", "kind": "PodGroup",
                      "metadata": {"name": name},
-                     "spec": {"workloadRef": {"workloadName": name, "templateName": "workers"},
-                              "schedulingPolicy": gang}})
+                     "spec": dict({"workloadRef": {"workloadName": name, "templateName": "workers"},
+                                   "schedulingPolicy": gang}, **prio)})
 
-    def member(self, name, group, gib, labels=None):
+    def member(self, name, group, gib, labels=None, priority_class=None):
         p = kcluster.gpu_pod(name, ns=self.ns, units=gib, labels=dict(labels or {}, job=group),
-                             node_selector={"gpushare-test": self.ns})
+                             node_selector={"gpushare-test": self.ns}, priority_class=priority_class)
         p["spec"]["schedulingGroup"] = {"podGroupName": group}
         return self.k.create(p)
 
@@ -46,6 +52,8 @@ class WorkloadGangs(MemoryGang):
                 return c
         return None
 
+
+class WorkloadGangs(Workloads):
     def test_a_pod_group_of_four_memory_pods_binds_all_or_none(self):
         """12 GiB free for four 4 GiB members: the pod group is judged
         unschedulable, no member is bound and the ledger holds the blocker's
@@ -73,6 +81,74 @@ class WorkloadGangs(MemoryGang):
         # replacement (same group) is placed
         self.blocker_gone_all_bind("infer", "gpu-wl",
                                    lambda name: self.member(name, "infer", 4, labels), scheduled)
+
+
+class WorkloadPreemption(Workloads):
+    """A PodGroup that does not fit preempts lower-priority pods as a whole
+    (gpushare's PodGroupPostFilter, docs/gangs.md "Preemption"): victims for
+    every member, or none."""
+
+    def fill(self, layout):
+        """Pods bound one after another: (name, GiB, priority class) → their GPUs."""
+        for name, gib, prio in layout:
+            self.pod(name, units=gib, priority_class=prio)
+            wait_for(lambda n=name: self.k.get("pods", self.ns, n)["spec"].get("nodeName"), 120,
+                     f"{name} bound", 0.2)
+        return {p["metadata"]["name"]: alloc_gpus(p) for p in self.pods()}
+
+    def test_a_pod_group_evicts_for_all_four_members(self):
+        """Two 16 GiB GPUs full of 4 GiB pods of low priority; a PodGroup of
+        four 6 GiB members of high priority (minCount 4): two members fit a
+        GPU once three of its four pods go, so exactly six are evicted (each
+        with DisruptionTarget), and all four members are bound, the GPUs
+        full."""
+        self.node("gpu-wp", "share", gpus=2, units=32)
+        gpus = self.fill([(f"low-{i}", 4, "low") for i in range(8)])
+        self.assertEqual(sorted(gpus.values()), [[0]] * 4 + [[1]] * 4)
+        self.workload("serve", 4, "high")
+        for i in range(4):
+            self.member(f"s-{i}", "serve", 6, priority_class="high")
+        bound = self.wait_bound(4, "job=serve", timeout=240)
+        self.assertEqual(sorted(alloc_gpus(p) for p in bound), [[0], [0], [1], [1]])
+        left = wait_for(lambda: (lambda ps: ps if len(ps) == 2 else None)(
+            [p for p in self.pods() if p["metadata"]["name"].startswith("low-")]), 120, "six evicted", 0.2)
+        self.assertEqual(sorted(alloc_gpus(p) for p in left), [[0], [1]])
+        wait_for(lambda: self.used("gpu-wp") == {0: 16, 1: 16}, 60, "both GPUs full")
+        events = [e for e in self.k.list("events", self.ns) if e.get("reason") == "Preempted"]
+        self.assertEqual(len({e["involvedObject"]["name"] for e in events}), 6,
+                         [e["involvedObject"]["name"] for e in events])
+        # gpushare's PodGroupPostFilter chose them (not DefaultPreemption's)
+        logged = set(re.findall(rf'"gpushare: preempted for a pod group" podGroup="{self.ns}/serve" '
+                                rf'victim="{self.ns}/(low-\d)"', Env.ext.proc.tail(4000000)))
+        self.assertEqual(logged, {e["involvedObject"]["name"] for e in events})
+        self.assert_ledger_is_truth()
+
+    def test_a_pod_group_that_cannot_be_freed_evicts_nothing(self):
+        """The same GPUs, each with 4 GiB of top priority (above the group's)
+        and three 4 GiB pods of low priority; four 8 GiB members: at most one
+        member per GPU can be freed, 2 of 4, so nothing is evicted and no
+        member is bound."""
+        self.node("gpu-wn", "share", gpus=2, units=32)
+        layout = [("top-a", 4, "top")] + [(f"low-{i}", 4, "low") for i in range(3)] + \
+            [("top-b", 4, "top")] + [(f"low-{i}", 4, "low") for i in range(3, 6)]
+        gpus = self.fill(layout)
+        self.assertEqual({n: g for n, g in gpus.items() if n.startswith("top")}, {"top-a": [0], "top-b": [1]})
+        self.workload("big", 4, "high")
+        for i in range(4):
+            self.member(f"b-{i}", "big", 8, priority_class="high")
+        # gpushare's PodGroupPostFilter answered: its reason is in the
+        # PodGroup's condition (the members' events carry their own FitErrors)
+        cond = wait_for(lambda: (lambda c: c if c and "cannot free room" in c.get("message", "") else None)(
+            self.condition("big")), 180, "gpushare's answer in the PodGroup's condition", 0.5)
+        self.assertEqual((cond["status"], cond["reason"]), ("False", "Unschedulable"))
+        self.assertIn(f"gpushare: lower-priority pods cannot free room for 4 members of pod group {self.ns}/big; "
+                      "none is evicted", cond["message"])
+        self.assertEqual(sorted(p["metadata"]["name"] for p in self.pods()
+                                if not p["metadata"].get("deletionTimestamp") and p["spec"].get("nodeName")),
+                         sorted(gpus))
+        self.assertEqual([e for e in self.k.list("events", self.ns) if e.get("reason") == "Preempted"], [])
+        self.assertEqual(self.used("gpu-wn"), {0: 16, 1: 16})
+        self.assert_ledger_is_truth()
 
 
 if __name__ == "__main__":

@@ -41,13 +41,11 @@ func (p *Plugin) watch() error {
 	if _, err := f.Core().V1().Nodes().Informer().AddEventHandler(feedHandlers(p.node, nodeGone)); err != nil {
 		return fmt.Errorf("gpushare: node informer: %w", err)
 	}
-	podGone := func(o interface{}) {
-		if pod, ok := o.(*v1.Pod); ok {
-			p.bound.Delete(pod.UID)
-			p.core.PodDelete(string(pod.UID))
-		}
-	}
-	if _, err := f.Core().V1().Pods().Informer().AddEventHandler(feedHandlers(p.pod, podGone)); err != nil {
+	podGone := func(o interface{}) { p.forget(o) }
+	pods := feedHandlers(p.pod, podGone)
+	pods.AddFunc = func(o interface{}) { p.pod(o); p.nomination(nil, o) }
+	pods.UpdateFunc = func(old, o interface{}) { p.pod(o); p.nomination(old, o) }
+	if _, err := f.Core().V1().Pods().Informer().AddEventHandler(pods); err != nil {
 		return fmt.Errorf("gpushare: pod informer: %w", err)
 	}
 	// PodDisruptionBudgets: preemption ranks sets that violate none first
@@ -213,6 +211,45 @@ func (p *Plugin) pod(o interface{}) {
 	b, err := podJSON(pod)
 	if err != nil {
 		klog.ErrorS(err, "gpushare: pod not fed to the core", "pod", klog.KObj(pod))
+		return
+	}
+	p.core.Pod(b)
+}
+
+// forget takes a deleted pod (o, its final state) out of the core. Twice
+// is harmless: the pod informer's handler calls it, and so does the
+// queueing hint of a pod deletion (podDeleted, plugin.go), whichever comes
+// first.
+func (p *Plugin) forget(o interface{}) {
+	if pod, ok := final(o).(*v1.Pod); ok {
+		p.bound.Delete(pod.UID)
+		p.core.PodDelete(string(pod.UID))
+	}
+}
+
+// nomination hands the core a pending pod whose status.nominatedNodeName
+// kube-scheduler set, changed or cleared (old nil: the pod was just listed),
+// as the extender's feed does: the GPUs it will take on its node are held
+// from then (gs_sched_nominate), and the hold ends when the nomination is
+// cleared — the framework clears it when the pod is unschedulable again
+// and no preemption helps (DefaultPreemption's answer), or on an error —
+// not only when the pod is reserved, bound or deleted (docs/preemption.md).
+// Members of a distributed job are sent by pod on every event already.
+func (p *Plugin) nomination(old, o interface{}) {
+	pod, ok := o.(*v1.Pod)
+	if !ok || pod.Spec.NodeName != "" || pod.Labels["gpu-topology"] != "" {
+		return
+	}
+	was := ""
+	if q, ok := old.(*v1.Pod); ok {
+		was = q.Status.NominatedNodeName
+	}
+	if was == pod.Status.NominatedNodeName {
+		return
+	}
+	b, err := podJSON(pod)
+	if err != nil {
+		klog.ErrorS(err, "gpushare: nominated pod not fed to the core", "pod", klog.KObj(pod))
 		return
 	}
 	p.core.Pod(b)

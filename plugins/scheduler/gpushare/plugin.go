@@ -747,11 +747,35 @@ func (p *Plugin) evict(ctx context.Context, preemptor, victim *v1.Pod, node stri
 	return nil
 }
 
+// podDeleted is the queueing hint of a pod deletion: always Queue, after
+// taking the pod out of the core when it is really gone. kube-scheduler's
+// queue and the plugin's informer handler (feed.go) get the deletion on
+// goroutines of their own, so a pod requeued by it could otherwise be
+// retried against a ledger that still holds the deleted pod's GPUs, fail,
+// and wait for the next event (a preemptor whose last victim just went:
+// seen on the real control plane, test_real_plugin.py PluginNominatedHold).
+// The hint runs before the pod is requeued. kube-scheduler also raises the
+// event for pods that are not gone (an assumed pod forgotten after a failed
+// binding cycle, a nominated pod's nomination changed): those are still in
+// the pod informer's cache (updated before any handler runs), and are left
+// to the handlers.
+func (p *Plugin) podDeleted(_ klog.Logger, _ *v1.Pod, oldObj, _ interface{}) (fwk.QueueingHint, error) {
+	pod, ok := final(oldObj).(*v1.Pod)
+	if !ok {
+		return fwk.Queue, nil
+	}
+	cur, err := p.h.SharedInformerFactory().Core().V1().Pods().Lister().Pods(pod.Namespace).Get(pod.Name)
+	if apierrors.IsNotFound(err) || (err == nil && cur.UID != pod.UID) {
+		p.forget(pod)
+	}
+	return fwk.Queue, nil
+}
+
 // EventsToRegister: a pod leaving frees GPUs; a node added or changed may
 // bring some; a pod added may complete a gang.
 func (p *Plugin) EventsToRegister(ctx context.Context) ([]fwk.ClusterEventWithHint, error) {
 	return []fwk.ClusterEventWithHint{
-		{Event: fwk.ClusterEvent{Resource: fwk.Pod, ActionType: fwk.Delete}},
+		{Event: fwk.ClusterEvent{Resource: fwk.Pod, ActionType: fwk.Delete}, QueueingHintFn: p.podDeleted},
 		{Event: fwk.ClusterEvent{Resource: fwk.Pod, ActionType: fwk.Add}},
 		{Event: fwk.ClusterEvent{Resource: fwk.Node, ActionType: fwk.Add | fwk.Update}},
 		// claims gpushare places: a slice published, a claim freed
