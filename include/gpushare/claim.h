@@ -50,6 +50,16 @@ enum gs_err gs_claim_fit(const struct gs_ledger *ledger, const char *node,
                          const struct gs_policy *policy, const struct gs_claim_request *req,
                          int64_t *score, struct gs_status *st) GS_WUR;
 
+/* Shapes pod — its identity, priority and host requests kept — as the
+ * gpu-mem pod a memory claim of req is placed as (gs_claim_place): count
+ * GPUs of one node × mib_per_gpu rounded up to unit_mib units, on its first
+ * container, nothing else asked; so the pod that uses the claim is scored
+ * as a gpu-mem pod of that shape (the node policy, frag with the host
+ * view). False, pod unchanged, for whole devices (no gpu-mem pod means
+ * them) or a count outside 1..GS_MAX_GPUS. */
+bool gs_claim_shape_pod(const struct gs_claim_request *req, uint32_t unit_mib,
+                        struct gs_pod_request *pod);
+
 /* The charge of a choice for claim uid (ns/name): parts written into
  * parts[0..choice.ngpus), *ret_alloc borrows them and the strings. */
 void gs_claim_charge(const struct gs_claim_choice *c, const char *ns, const char *name,

@@ -11,15 +11,29 @@
 #include <string.h>
 
 /* The gpu-mem pod a memory claim is placed as. */
+bool gs_claim_shape_pod(const struct gs_claim_request *req, uint32_t unit_mib,
+                        struct gs_pod_request *pod) {
+  if (req->mib_per_gpu == 0 || unit_mib == 0 || req->count == 0 || req->count > GS_MAX_GPUS)
+    return false;
+  uint64_t units = (req->mib_per_gpu + unit_mib - 1) / unit_mib;
+  if (pod->ncontainers == 0)
+    pod->ncontainers = 1;
+  memset(pod->mem_units, 0, sizeof pod->mem_units);
+  memset(pod->whole_gpus, 0, sizeof pod->whole_gpus);
+  pod->init_mem_units = pod->init_whole_gpus = 0;
+  pod->mem_units[0] = units * req->count;
+  pod->gpu_count = req->count;
+  pod->gpu_count_text[0] = '\0';
+  return true;
+}
+
 static void as_pod(const struct gs_claim_request *req, uint32_t unit_mib,
                    struct gs_pod_request *pod) {
-  uint64_t units = (req->mib_per_gpu + unit_mib - 1) / unit_mib;
   memset(pod, 0, sizeof *pod);
   snprintf(pod->ns, sizeof pod->ns, "dra");
   snprintf(pod->name, sizeof pod->name, "claim");
   pod->ncontainers = 1;
-  pod->mem_units[0] = units * req->count;
-  pod->gpu_count = req->count;
+  (void)gs_claim_shape_pod(req, unit_mib, pod); /* whole devices: no asks (fit_one) */
 }
 
 /* Free whole GPUs of node as a mask. */

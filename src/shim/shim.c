@@ -13,6 +13,7 @@
 #include "view.h"
 
 #include <gpushare/alloc.h>
+#include <gpushare/claim.h>
 #include <gpushare/sched.h>
 
 #include <pthread.h>
@@ -400,16 +401,17 @@ static void answer_out(const struct gs_node_result *r, size_t i, int *codes, cha
     scores[i] = r->score100;
 }
 
-int gs_shim_filter(struct gs_shim *s, const char *pod, size_t len, const char *const *nodes,
-                   size_t n, const int64_t *host, int64_t now_ns, int *codes, char *reasons,
-                   int64_t *scores) {
+int gs__shim_filter(struct gs_shim *s, const char *pod, size_t len,
+                    const struct gs_claim_request *shape, const char *const *nodes, size_t n,
+                    const int64_t *host, int64_t now_ns, int *codes, char *reasons,
+                    int64_t *scores) {
   struct gs_pod_request *req = gs_malloc(sizeof *req);
   bool kept = false, memo = false;
   struct gs_node_result *res;
   const struct gs_node_result *out;
   const size_t *idx;
   size_t nidx;
-  bool score_only = false;
+  bool score_only = false, shaped = false;
   int code = GS_SHIM_OK;
   /* The kept list, scored, without host figures (nodePolicy frag signs no
    * pod): through the memo, when no other call holds it. */
@@ -427,6 +429,9 @@ int gs_shim_filter(struct gs_shim *s, const char *pod, size_t len, const char *c
   }
   if ((code = decode_pod(s, pod, len, req, reasons)) != GS_SHIM_OK)
     goto out;
+  /* a pod using a claim gpushare places: scored as the gpu-mem pod the
+   * claim is placed as, nothing to reserve for the pod itself */
+  shaped = shape != NULL && gs_claim_shape_pod(shape, gs_sched_policy(s->sched)->unit_mib, req);
   if (gs_sched_pre_filter(s->sched, req, scores != NULL, &score_only) == GS_ESKIP) {
     code = GS_SHIM_SKIP; /* no GPU resource gpushare manages */
     goto out;
@@ -453,7 +458,7 @@ int gs_shim_filter(struct gs_shim *s, const char *pod, size_t len, const char *c
     for (size_t i = 0; i < n; i++)
       answer_out(&out[i], i, codes, reasons, scores);
   }
-  if (score_only)
+  if (score_only || shaped)
     code = GS_SHIM_SCORE_ONLY;
 out:
   gs_free(req);
@@ -467,6 +472,12 @@ out:
    * error's or a skip's reason went to reasons[0] */
   fill_done(s, codes, memo && code == GS_SHIM_OK);
   return code;
+}
+
+int gs_shim_filter(struct gs_shim *s, const char *pod, size_t len, const char *const *nodes,
+                   size_t n, const int64_t *host, int64_t now_ns, int *codes, char *reasons,
+                   int64_t *scores) {
+  return gs__shim_filter(s, pod, len, NULL, nodes, n, host, now_ns, codes, reasons, scores);
 }
 
 int gs_shim_sign(struct gs_shim *s, const char *pod, size_t len, char *sig) {

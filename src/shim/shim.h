@@ -137,6 +137,18 @@ char *gs_shim_notices(struct gs_shim *s);
  * claim: a ResourceClaim's JSON. A claim is gpushare's when a request names
  * the DeviceClass gpushare.io (gs__dra_request says which shapes it places). */
 
+/* gs_shim_filter (with scores) for a pod using the claim: the pod scored
+ * as the gpu-mem pod the claim is placed as (count GPUs × its memory, the
+ * pod's own CPU and memory for nodePolicy frag's host view), so a claim
+ * packs exactly as a gpu-mem pod would; *ret_shaped 1 and
+ * GS_SHIM_SCORE_ONLY then (the claim is reserved, not the pod:
+ * gs_shim_claim_reserve). A claim not gpushare's, or of whole devices:
+ * *ret_shaped 0 and gs_shim_filter's answer for the pod alone. */
+int gs_shim_filter_claim(struct gs_shim *s, const char *pod, size_t len, const char *claim,
+                         size_t claim_len, const char *const *nodes, size_t n,
+                         const int64_t *host, int64_t now_ns, int *codes, char *reasons,
+                         int64_t *scores, int *ret_shaped);
+
 /* The per-node verdicts for the claim: GS_SHIM_SKIP (reasons[0] empty) when
  * the claim is not gpushare's; GS_SHIM_UNRESOLVABLE with reasons[0] when it
  * is but gpushare cannot place it (an unsupported or bad field); else

@@ -79,6 +79,22 @@ int gs_shim_claim_filter(struct gs_shim *s, const char *claim, size_t len,
   return GS_SHIM_OK;
 }
 
+int gs_shim_filter_claim(struct gs_shim *s, const char *pod, size_t len, const char *claim,
+                         size_t claim_len, const char *const *nodes, size_t n,
+                         const int64_t *host, int64_t now_ns, int *codes, char *reasons,
+                         int64_t *scores, int *ret_shaped) {
+  struct gs_claim_request req;
+  char request[GS_NAME_MAX + 1];
+  json_t *obj;
+  int r = decode(claim, claim_len, &obj, &req, request, sizeof request, reasons);
+  json_decref(obj);
+  reasons[0] = '\0';
+  /* whole devices: no gpu-mem pod means them (gs_claim_shape_pod) */
+  *ret_shaped = r > 0 && req.mib_per_gpu > 0;
+  return gs__shim_filter(s, pod, len, *ret_shaped ? &req : NULL, nodes, n, host, now_ns, codes,
+                         reasons, scores);
+}
+
 /* MiB as a quantity: "4Gi" when whole GiB, else "1500Mi". */
 static void quantity(uint64_t mib, char *out, size_t cap) {
   if (mib % 1024 == 0)

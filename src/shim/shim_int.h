@@ -11,4 +11,13 @@ struct gs_sched;
 struct gs_sched *gs__shim_sched(struct gs_shim *s);
 struct gs__dra *gs__shim_dra(struct gs_shim *s);
 
+/* gs_shim_filter, the pod shaped first (shape non-NULL) as the gpu-mem pod
+ * a memory claim of gpushare's is placed as (gs_claim_shape_pod): scored
+ * so, GS_SHIM_SCORE_ONLY (the claim is what is reserved, not the pod). */
+struct gs_claim_request;
+int gs__shim_filter(struct gs_shim *s, const char *pod, size_t len,
+                    const struct gs_claim_request *shape, const char *const *nodes, size_t n,
+                    const int64_t *host, int64_t now_ns, int *codes, char *reasons,
+                    int64_t *scores);
+
 #endif

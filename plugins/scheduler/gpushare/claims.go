@@ -54,6 +54,7 @@ type claimCycle struct {
 	codes   []int
 	reasons []string
 	scores  []int64
+	shape   []byte // the pod's one claim to place, whose gpu-mem shape scores the pod (nil: none)
 }
 
 // Clone: a copy whose Reserve and PreBind write their own.
@@ -163,6 +164,9 @@ func (p *Plugin) claimsPreFilter(state fwk.CycleState, pod *v1.Pod, ix *nodeInde
 		rc, reason, v := p.core.ClaimFilter(pc.raw, ix.names)
 		if rc != shim.OK {
 			return status(rc, "gpushare: "+reason)
+		}
+		if len(claims) == 1 {
+			cc.shape = pc.raw
 		}
 		for i := range ix.names {
 			if cc.codes[i] == shim.OK && v.Codes[i] != shim.OK {

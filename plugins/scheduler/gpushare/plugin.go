@@ -60,6 +60,7 @@ type Plugin struct {
 type cycle struct {
 	pod     []byte            // the pod as the core's verbs read it (cycleJSON)
 	managed bool              // gpushare manages the pod
+	shaped  bool              // scored as the gpu-mem pod its one claim is placed as
 	nodes   *nodeIndex        // the nodes PreFilter answered for (nil: no verdicts, nothing scored)
 	verdict shim.Verdicts     // PreFilter's answer per node (nodes' order), with its score
 	annots  map[string]string // Reserve's annotations for the Binding
@@ -312,7 +313,17 @@ func (p *Plugin) PreFilter(ctx context.Context, state fwk.CycleState, pod *v1.Po
 			host = append(host, a.GetMilliCPU(), r.GetMilliCPU(), a.GetMemory(), r.GetMemory())
 		}
 	}
-	rc, vs := p.core.Filter(b, ix.names, host, time.Now().UnixNano(), true)
+	var rc int
+	var vs shim.Verdicts
+	shaped := false
+	if cc := readClaims(state); claims && cc.shape != nil {
+		// one claim of gpushare's to place: the pod is scored as the gpu-mem
+		// pod that claim is placed as (the node policy, frag's host view),
+		// so claims pack as gpu-mem pods do
+		rc, shaped, vs = p.core.FilterClaim(b, cc.shape, ix.names, host, time.Now().UnixNano())
+	} else {
+		rc, vs = p.core.Filter(b, ix.names, host, time.Now().UnixNano(), true)
+	}
 	if rc == shim.Skip {
 		if claims {
 			return nil, nil // Filter answers for the claims
@@ -322,7 +333,7 @@ func (p *Plugin) PreFilter(ctx context.Context, state fwk.CycleState, pod *v1.Po
 	if rc != shim.OK && rc != shim.ScoreOnly {
 		return nil, status(rc, vs.Reason(0))
 	}
-	c := &cycle{pod: b, managed: rc == shim.OK, nodes: ix, verdict: vs} // ScoreOnly: scored, nothing to filter or reserve
+	c := &cycle{pod: b, managed: rc == shim.OK, shaped: shaped, nodes: ix, verdict: vs} // ScoreOnly: scored, nothing to filter or reserve
 	state.Write(stateKey, c)
 	p.last.Store(&lastCycle{state, c})
 	if vs.AllPass() && !claims {
@@ -455,6 +466,9 @@ func (p *Plugin) Score(ctx context.Context, state fwk.CycleState, pod *v1.Pod, n
 		if cc := readClaims(state); cc != nil {
 			if c == nil || c.nodes == nil {
 				return cc.score(nodeInfo.Node().Name), nil
+			}
+			if c.shaped {
+				return score, nil // the claim's gpu-mem shape, scored by the core
 			}
 			return (score + cc.score(nodeInfo.Node().Name)) / 2, nil // both 0..100
 		}

@@ -266,6 +266,20 @@ func (s *Shim) buffers(names []string) {
 // managed), ScoreOnly (scored, nothing to reserve: nodePolicy frag and a
 // pod asking no GPU) or Error (reason in the first verdict).
 func (s *Shim) Filter(pod []byte, names []string, host []int64, nowNs int64, score bool) (int, Verdicts) {
+	return s.filter(pod, nil, nil, names, host, nowNs, score)
+}
+
+// FilterClaim is Filter with scores for a pod using claim, one of
+// gpushare's ResourceClaims: shaped, the pod scored as the gpu-mem pod the
+// claim is placed as (shim.h gs_shim_filter_claim), rc ScoreOnly, the claim
+// being what is reserved; not shaped (whole devices), Filter's answer.
+func (s *Shim) FilterClaim(pod, claim []byte, names []string, host []int64, nowNs int64) (int, bool, Verdicts) {
+	var shaped C.int
+	rc, v := s.filter(pod, claim, &shaped, names, host, nowNs, true)
+	return rc, shaped != 0, v
+}
+
+func (s *Shim) filter(pod, claim []byte, shaped *C.int, names []string, host []int64, nowNs int64, score bool) (int, Verdicts) {
 	n := len(names)
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -282,8 +296,15 @@ func (s *Shim) Filter(pod []byte, names []string, host []int64, nowNs int64, sco
 			// (the shim copies it into the ledger): no copy needed.
 			h = (*C.int64_t)(unsafe.Pointer(&host[0]))
 		}
-		rc = int(C.gs_shim_filter(s.c, b, l, s.lastArr, C.size_t(n), h, C.int64_t(nowNs), s.codes,
-			s.reasons, scores))
+		if claim == nil {
+			rc = int(C.gs_shim_filter(s.c, b, l, s.lastArr, C.size_t(n), h, C.int64_t(nowNs), s.codes,
+				s.reasons, scores))
+			return
+		}
+		withBytes(claim, func(cb *C.char, cl C.size_t) {
+			rc = int(C.gs_shim_filter_claim(s.c, b, l, cb, cl, s.lastArr, C.size_t(n), h, C.int64_t(nowNs),
+				s.codes, s.reasons, scores, shaped))
+		})
 	})
 	if rc != OK && rc != ScoreOnly {
 		return rc, failed(rc, C.GoString(s.reasons))
