@@ -40,7 +40,7 @@ minor=$(echo "$version" | cut -d. -f2)
 # kube-router's network-policy controller: its own module, its own stamp
 netpol() {
   local want kr t
-  kr=$(sed -n 's/^\s*github.com\/cloudnativelabs\/kube-router\/v2 \(v[0-9.]*\).*$/\1/p' "$here/netpol/go.mod")
+  kr=$(sed -n 's/^.*github.com\/cloudnativelabs\/kube-router\/v2 \(v[0-9.]*\).*$/\1/p' "$here/netpol/go.mod" | head -1)
   want=$( (go version; cat "$here/netpol/go.mod" "$here/netpol/go.sum") | sha256sum | cut -c1-64)
   if [ -x "$out/kube-router" ] && [ -f "$out/.stamp-netpol" ] && [ "$(cat "$out/.stamp-netpol")" = "$want" ]; then
     echo "k8s-build: kube-router $kr cached in $out"

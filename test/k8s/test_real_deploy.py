@@ -552,11 +552,22 @@ class Deploy(unittest.TestCase):
             cp.admin.delete("pods", ns, name)
 
     def test_7_kube_proxy_and_kube_router_stop_without_a_trace(self):
-        """The machine's network namespace is shared: after stop() no rule
-        of kube-proxy is left (its chains and the Services' rules, iptables
+        """The machine's network namespace is shared: after stop() no rule,
+        chain or ipset of kube-router is left, its lock is free; no rule of
+        kube-proxy is left (its chains and the Services' rules, iptables
         and ip6tables; the kubelets' own chains stay), route_localnet is
-        what it was, the lock is free; nor any rule, chain or ipset of
-        kube-router's, its lock free."""
+        what it was, the lock is free."""
+        # kube-router first (test_6 started it): its jumps, chains and ipsets
+        # gone, its lock free
+        self.assertIsNotNone(enforcer, "test_6 starts kube-router")
+        left = knetpol.leftovers()
+        self.assertTrue(any("-A FORWARD" in r and "KUBE-ROUTER-FORWARD" in r for r in left), left)
+        self.assertTrue(any(r.startswith("ipset: KUBE-SRC-") for r in left), left)
+        enforcer.stop()
+        self.assertEqual(knetpol.leftovers(), [])
+        with open(knetpol.LOCK, "w") as f:
+            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            fcntl.flock(f, fcntl.LOCK_UN)
         with open(f"/proc/sys/{kproxy.ROUTE_LOCALNET}") as f:
             self.assertEqual(f.read().strip(), "1")  # localhost NodePorts on
         saved = proxy.saved
@@ -572,16 +583,6 @@ class Deploy(unittest.TestCase):
             self.assertEqual(f.read().strip(), saved)
         with open(kproxy.LOCK, "w") as f:
             fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)  # raises if still held
-            fcntl.flock(f, fcntl.LOCK_UN)
-        # kube-router (test_6) too: its jumps, chains and ipsets gone, its lock free
-        self.assertIsNotNone(enforcer, "test_6 starts kube-router")
-        left = knetpol.leftovers()
-        self.assertTrue(any("-A FORWARD" in r and "KUBE-ROUTER-FORWARD" in r for r in left), left)
-        self.assertTrue(any(r.startswith("ipset: KUBE-SRC-") for r in left), left)
-        enforcer.stop()
-        self.assertEqual(knetpol.leftovers(), [])
-        with open(knetpol.LOCK, "w") as f:
-            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
             fcntl.flock(f, fcntl.LOCK_UN)
 
 
