@@ -15,7 +15,7 @@ names (KUBE-ROUTER-INPUT, KUBE-POD-FW-*, KUBE-SRC-*, ...), so one runs on a
 machine at a time (LOCK, held from start to stop).
 
 stop() removes what the controller made itself: its jumps from INPUT,
-FORWARD and OUTPUT, its chains, its ipsets (PREFIXES). v2.1.0's own
+FORWARD and OUTPUT, its chains (CHAINS), its ipsets (IPSETS). v2.1.0's own
 `--cleanup-config` does not serve here: it also flushes the machine's IPVS
 table and every ipset (the routing controller's cleanup), and its
 network-policy part runs on a controller without iptables handlers.
@@ -76,7 +76,7 @@ def leftovers():
 
 
 def clean():
-    """Removes the controller's jumps, chains and ipsets (PREFIXES), for
+    """Removes the controller's jumps, chains and ipsets (CHAINS, IPSETS), for
     iptables and ip6tables; the chains flushed first, then deleted, then the
     ipsets they referenced."""
     for cmd in ("iptables", "ip6tables"):
