@@ -38,7 +38,9 @@ packages=("${demo_packages[@]}" git curl openssl libcmocka-dev clang libclang-rt
           containerd runc containernetworking-plugins iproute2 buildah busybox-static catatonit
           # kube-proxy's iptables mode (test/k8s/kproxy.py); a dependency of
           # containernetworking-plugins too, named here because kube-proxy runs it
-          iptables)
+          iptables
+          # kube-router's NetworkPolicy enforcement (test/k8s/knetpol.py)
+          ipset)
 
 setup() { # setup [PACKAGE...] (default: everything the tests need)
   local want=("$@") missing=()

@@ -4,7 +4,10 @@
 # modules replaced by their tags, etcd at the version that release pins):
 #   etcd kube-apiserver kube-controller-manager kube-scheduler kubectl kubelet
 #   kube-proxy (the real node's Services: test/k8s/kproxy.py)
-# into OUT (default build/k8s/bin). A stamp of go.mod, go.sum and the mains
+# into OUT (default build/k8s/bin), and kube-router from its module
+# (test/k8s/netpol/go.mod: v2.1.0, its dependencies raised), the real node's
+# NetworkPolicy enforcer (test/k8s/knetpol.py; test-only, never in deploy/).
+# A stamp of go.mod, go.sum and the mains (netpol: its own, .stamp-netpol)
 # makes the second run instant. Prints each binary's build time.
 #
 #   test/k8s/build.sh [OUT]
@@ -33,12 +36,38 @@ fi
 
 version=$(sed -n 's/^\s*k8s.io\/kubernetes \(v[0-9.]*\)$/\1/p' "$here/go.mod" | head -1)
 minor=$(echo "$version" | cut -d. -f2)
+
+# kube-router's network-policy controller: its own module, its own stamp
+netpol() {
+  local want kr t
+  kr=$(sed -n 's/^.*github.com\/cloudnativelabs\/kube-router\/v2 \(v[0-9.]*\).*$/\1/p' "$here/netpol/go.mod" | head -1)
+  want=$( (go version; cat "$here/netpol/go.mod" "$here/netpol/go.sum") | sha256sum | cut -c1-64)
+  if [ -x "$out/kube-router" ] && [ -f "$out/.stamp-netpol" ] && [ "$(cat "$out/.stamp-netpol")" = "$want" ]; then
+    echo "k8s-build: kube-router $kr cached in $out"
+    return 0
+  fi
+  rm -f "$out/.stamp-netpol"
+  t=$(date +%s)
+  if ! (cd "$here/netpol" && go mod download >/dev/null &&
+        CGO_ENABLED=0 go build -trimpath -ldflags "-s -w
+          -X github.com/cloudnativelabs/kube-router/v2/pkg/version.Version=$kr" \
+          -o "$out/kube-router.tmp" github.com/cloudnativelabs/kube-router/v2/cmd/kube-router); then
+    echo "k8s-build: FAILED: kube-router $kr (test/k8s/netpol, Go module proxy:" \
+         "$(go env GOPROXY))" >&2
+    exit 1
+  fi
+  mv "$out/kube-router.tmp" "$out/kube-router"
+  echo "$want" > "$out/.stamp-netpol"
+  echo "k8s-build: kube-router $kr in $(( $(date +%s) - t )) s"
+}
+
 stamp_want=$( (go version; cat "$here/go.mod" "$here/go.sum"; cat "$here"/cmd/*/main.go) | sha256sum | cut -c1-64)
 if [ -f "$out/.stamp" ] && [ "$(cat "$out/.stamp")" = "$stamp_want" ]; then
   ok=1
   for b in "${bins[@]}"; do [ -x "$out/$b" ] || ok=0; done
   if [ $ok = 1 ]; then
     echo "k8s-build: Kubernetes $version cached in $out"
+    netpol
     exit 0
   fi
 fi
@@ -66,4 +95,5 @@ for b in "${bins[@]}"; do
   echo "k8s-build: $b in $(( $(date +%s) - t )) s"
 done
 echo "$stamp_want" > "$out/.stamp"
+netpol
 echo "k8s-build: done in $(( $(date +%s) - t0 )) s"

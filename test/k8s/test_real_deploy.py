@@ -21,7 +21,10 @@ gating traffic (a selected but unready endpoint gets none); the PDB refusing
 an eviction that would breach it while the leader hands over; deploy/plugin/'s
 gpushare-scheduler as pods scheduling a GPU pod; deploy/tls/ (HTTPS, client
 certificates) with kube-scheduler-config-tls.yaml, and the NetworkPolicy
-accepted (the bridge CNI plugin does not enforce it: docs/real-cluster.md).
+enforced: not by the bridge CNI plugin (a pod it does not allow connects), by
+kube-router's network-policy controller started beside the node (knetpol.py,
+docs/real-cluster.md): that pod refused, Prometheus's and kube-scheduler's
+calls served; stopped, it leaves no rule, chain or ipset.
 """
 import fcntl
 import json
@@ -38,6 +41,7 @@ import yaml
 import kbase
 import kcluster
 import kimages
+import knetpol
 import knode
 import kproxy
 from kcluster import BUILD, SOURCE, ControlPlane, KubeError, wait_for
@@ -58,6 +62,7 @@ GS_ENV = ("NVIDIA_VISIBLE_DEVICES", "ALIYUN_COM_", "GPUSHARE_")
 KUBELET_CHAINS = ("KUBE-KUBELET-CANARY", "KUBE-FIREWALL", "KUBE-IPTABLES-HINT")
 
 cp = node = proxy = tmp = None
+enforcer = None  # kube-router, from test_6 on
 
 
 def kubectl(*args, check=True):
@@ -154,6 +159,8 @@ def tearDownModule():
                 cp.admin.delete(res, NS, name)
             except (KubeError, OSError):
                 pass
+    if enforcer:
+        enforcer.stop()
     if proxy:
         proxy.stop()
     if node:
@@ -435,8 +442,12 @@ class Deploy(unittest.TestCase):
         comments say) and the NetworkPolicy with this cluster's address;
         kube-scheduler on kube-scheduler-config-tls.yaml: GPU pods are
         scheduled over HTTPS with its client certificate; a caller without
-        one is refused the verbs; the policy is accepted (not enforced by
-        the bridge plugin: a pod it does not allow still connects)."""
+        one is refused the verbs. The policy: stored as written, and not
+        enforced by the bridge plugin alone (a pod it does not allow
+        connects); with kube-router's firewall, that pod is refused while
+        Prometheus (the namespace and label the policy names) connects and
+        kube-scheduler still schedules through the extender."""
+        global enforcer
         pki = os.path.join(tmp, "tls-pki")
         os.makedirs(pki, exist_ok=True)
         make_certs(pki)
@@ -496,23 +507,67 @@ class Deploy(unittest.TestCase):
         with self.assertRaises(urllib.error.HTTPError) as cm:
             urllib.request.urlopen(req, context=ctx, timeout=10)
         self.assertEqual(cm.exception.code, 403)
-        # the NetworkPolicy: stored as written, not enforced here
+        # the NetworkPolicy: stored as written; the bridge plugin alone lets
+        # a pod it does not allow connect
         self.assertEqual(cp.admin.get("networkpolicies", NS, "gpushare-extender")["spec"]["ingress"][0]["from"],
                          [{"ipBlock": {"cidr": f"{gw}/32"}}])
         target = pod_ip(leaders()[0])
-        probe = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "netpol-probe", "namespace": "default"},
-                 "spec": {"restartPolicy": "Never", "terminationGracePeriodSeconds": 0,
-                          "containers": [{"name": "nc", "image": kimages.BUSYBOX,
-                                          "command": ["sh", "-c", f"nc -w 5 {target} 32766 -e true 2>&1; echo end"]}]}}
-        cp.admin.create(probe)
-        kbase.wait_pod_phase(cp.admin, "default", "netpol-probe", "Succeeded", 120)
-        self.assertEqual(pod_log("default", "netpol-probe"), "end\n")  # no "can't connect"
+        self.assertEqual(self.connect("default", "netpol-open", target), "connected\n")
+        # kube-router's firewall enforces it: once both replicas have their
+        # firewall chain, that pod is refused ...
+        enforcer = knetpol.KubeRouter(cp, node).start()
+        wait_for(lambda: all(enforcer.programmed(p["status"]["podIP"]) for p in ext_pods()), 120,
+                 "kube-router's firewall on both extender replicas", 0.5)
+        out = self.connect("default", "netpol-refused", target)
+        self.assertRegex(out, r"^nc: can't connect to remote host \([0-9.]+\): Connection refused\nrefused\n$")
+        # ... Prometheus as the policy names it is served (retried until
+        # kube-router has its new address in the policy's ipset) ...
+        kubectl("create", "namespace", "monitoring")
+        try:
+            self.assertEqual(self.connect("monitoring", "prometheus", target, until_connected=True,
+                                          labels={"app.kubernetes.io/name": "prometheus"}), "connected\n")
+        finally:
+            kubectl("delete", "namespace", "monitoring", "--wait=false")
+        # ... and kube-scheduler, on the node (kube-router accepts what the
+        # pod's own node sends; the ipBlock is for control-plane nodes
+        # elsewhere), still schedules through the extender
+        self.run_gpu_pod("netpol-4", 4)
 
-    def test_7_kube_proxy_stops_without_a_trace(self):
-        """The machine's network namespace is shared: after stop() no rule
-        of kube-proxy is left (its chains and the Services' rules, iptables
+    def connect(self, ns, name, target, until_connected=False, labels=None):
+        """The log of a busybox pod in ns that connects to target:32766:
+        "connected", or nc's error and "refused". until_connected: it
+        retries for up to 60 s (a condition, in the pod)."""
+        once = f"nc -w 5 {target} 32766 -e true 2>&1"
+        script = (f"for i in $(seq 60); do if {once}; then echo connected; exit 0; fi; sleep 1; done; echo refused"
+                  if until_connected else f"if {once}; then echo connected; else echo refused; fi")
+        cp.admin.create({"apiVersion": "v1", "kind": "Pod",
+                         "metadata": {"name": name, "namespace": ns, "labels": labels or {}},
+                         "spec": {"restartPolicy": "Never", "terminationGracePeriodSeconds": 0,
+                                  "containers": [{"name": "nc", "image": kimages.BUSYBOX,
+                                                  "command": ["sh", "-c", script]}]}})
+        try:
+            kbase.wait_pod_phase(cp.admin, ns, name, "Succeeded", 180)
+            return pod_log(ns, name)
+        finally:
+            cp.admin.delete("pods", ns, name)
+
+    def test_7_kube_proxy_and_kube_router_stop_without_a_trace(self):
+        """The machine's network namespace is shared: after stop() no rule,
+        chain or ipset of kube-router is left, its lock is free; no rule of
+        kube-proxy is left (its chains and the Services' rules, iptables
         and ip6tables; the kubelets' own chains stay), route_localnet is
         what it was, the lock is free."""
+        # kube-router first (test_6 started it): its jumps, chains and ipsets
+        # gone, its lock free
+        self.assertIsNotNone(enforcer, "test_6 starts kube-router")
+        left = knetpol.leftovers()
+        self.assertTrue(any("-A FORWARD" in r and "KUBE-ROUTER-FORWARD" in r for r in left), left)
+        self.assertTrue(any(r.startswith("ipset: KUBE-SRC-") for r in left), left)
+        enforcer.stop()
+        self.assertEqual(knetpol.leftovers(), [])
+        with open(knetpol.LOCK, "w") as f:
+            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            fcntl.flock(f, fcntl.LOCK_UN)
         with open(f"/proc/sys/{kproxy.ROUTE_LOCALNET}") as f:
             self.assertEqual(f.read().strip(), "1")  # localhost NodePorts on
         saved = proxy.saved
