@@ -8,6 +8,8 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include "../test_main.h"
+
 #include "agent.h"
 #include "agent_test.h"
 
@@ -587,22 +589,18 @@ static void test_refusals(void **state) {
   assert_null(out);
 }
 
-int main(void) {
-  const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_inventory),
-      cmocka_unit_test(test_capacity_and_devices),
-      cmocka_unit_test(test_topology_is_gpushare_topo_text),
-      cmocka_unit_test(test_config_check),
-      cmocka_unit_test(test_single_card),
-      cmocka_unit_test(test_multi_card),
-      cmocka_unit_test(test_mps),
-      cmocka_unit_test(test_128mib),
-      cmocka_unit_test(test_ten_pods_in_a_fixed_order),
-      cmocka_unit_test(test_containers_in_order),
-      cmocka_unit_test(test_whole_gpus),
-      cmocka_unit_test(test_kubelet_admission_order),
-      cmocka_unit_test(test_kubelet_view_malformed),
-      cmocka_unit_test(test_refusals),
-  };
-  return cmocka_run_group_tests(tests, NULL, NULL);
-}
+GS_TEST_MAIN(NULL, NULL,
+             cmocka_unit_test(test_inventory),
+             cmocka_unit_test(test_capacity_and_devices),
+             cmocka_unit_test(test_topology_is_gpushare_topo_text),
+             cmocka_unit_test(test_config_check),
+             cmocka_unit_test(test_single_card),
+             cmocka_unit_test(test_multi_card),
+             cmocka_unit_test(test_mps),
+             cmocka_unit_test(test_128mib),
+             cmocka_unit_test(test_ten_pods_in_a_fixed_order),
+             cmocka_unit_test(test_containers_in_order),
+             cmocka_unit_test(test_whole_gpus),
+             cmocka_unit_test(test_kubelet_admission_order),
+             cmocka_unit_test(test_kubelet_view_malformed),
+             cmocka_unit_test(test_refusals))

@@ -9,6 +9,8 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include "../test_main.h"
+
 #include "agent.h"
 #include "agent_test.h"
 
@@ -289,13 +291,9 @@ static void test_cgpu(void **state) {
   json_decref(pods);
 }
 
-int main(void) {
-  const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_init_then_app),
-      cmocka_unit_test(test_init_multi_card),
-      cmocka_unit_test(test_init_only_and_refusal),
-      cmocka_unit_test(test_init_whole_gpus),
-      cmocka_unit_test(test_cgpu),
-  };
-  return cmocka_run_group_tests(tests, NULL, NULL);
-}
+GS_TEST_MAIN(NULL, NULL,
+             cmocka_unit_test(test_init_then_app),
+             cmocka_unit_test(test_init_multi_card),
+             cmocka_unit_test(test_init_only_and_refusal),
+             cmocka_unit_test(test_init_whole_gpus),
+             cmocka_unit_test(test_cgpu))

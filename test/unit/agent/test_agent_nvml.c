@@ -10,6 +10,8 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include "../test_main.h"
+
 #include "agent.h"
 
 #include <gpushare/nvml.h>
@@ -162,10 +164,6 @@ static void test_refusals(void **state) {
   assert_null(nv);
 }
 
-int main(void) {
-  const struct CMUnitTest tests[] = {
-      cmocka_unit_test_setup_teardown(test_fill_and_health, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_refusals, setup, teardown),
-  };
-  return cmocka_run_group_tests(tests, NULL, NULL);
-}
+GS_TEST_MAIN(NULL, NULL,
+             cmocka_unit_test_setup_teardown(test_fill_and_health, setup, teardown),
+             cmocka_unit_test_setup_teardown(test_refusals, setup, teardown))

@@ -7,6 +7,8 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include "../test_main.h"
+
 #include "dra.h"
 
 #include <stdio.h>
@@ -168,11 +170,7 @@ static void test_device_at(void **state) {
   gs_sched_free(s);
 }
 
-int main(void) {
-  const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_request),
-      cmocka_unit_test(test_request_refused),
-      cmocka_unit_test(test_device_at),
-  };
-  return cmocka_run_group_tests(tests, NULL, NULL);
-}
+GS_TEST_MAIN(NULL, NULL,
+             cmocka_unit_test(test_request),
+             cmocka_unit_test(test_request_refused),
+             cmocka_unit_test(test_device_at))
