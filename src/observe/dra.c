@@ -494,6 +494,23 @@ bad:
   return NULL;
 }
 
+/* True when rv (a ResourceClaim's metadata.resourceVersion) is older than
+ * the one the record saw: an event that arrives after a newer one (a front
+ * end that fed an update itself, then hears an older one from its
+ * informer). resourceVersions are opaque to clients, but the apiserver's
+ * are decimal etcd revisions of one object, increasing; anything else is
+ * never called older. */
+static bool older(const json_t *record, const char *rv) {
+  const char *seen = obj_str(record, "rv");
+  char *e1, *e2;
+  unsigned long long a, b;
+  if (seen == NULL || rv == NULL || *seen == '\0' || *rv == '\0')
+    return false;
+  a = strtoull(rv, &e1, 10);
+  b = strtoull(seen, &e2, 10);
+  return *e1 == '\0' && *e2 == '\0' && a < b;
+}
+
 void gs__dra_claim(struct gs__dra *d, struct gs_sched *s, const json_t *claim) {
   const char *uid = meta(claim, "uid"), *ns = meta(claim, "namespace"),
              *name = meta(claim, "name");
@@ -506,6 +523,8 @@ void gs__dra_claim(struct gs__dra *d, struct gs_sched *s, const json_t *claim) {
     return;
   pthread_mutex_lock(&d->mu);
   old = json_object_get(d->claims, uid);
+  if (old != NULL && older(old, meta(claim, "resourceVersion")))
+    goto unlock; /* an older version than the one charged: never undoes it */
   if (alloc != NULL && !json_is_array(results)) {
     snprintf(why, sizeof why, "status.allocation.devices.results is not a list");
   } else if (results != NULL) {
@@ -526,9 +545,13 @@ void gs__dra_claim(struct gs__dra *d, struct gs_sched *s, const json_t *claim) {
     }
     goto unlock;
   }
-  /* the same allocation again (reservedFor, conditions changed): nothing to do */
-  if (old != NULL && json_equal(json_object_get(old, "results"), decoded))
+  /* the same allocation again (reservedFor, conditions changed): nothing to
+   * do but remember the version */
+  if (old != NULL && json_equal(json_object_get(old, "results"), decoded)) {
+    if (meta(claim, "resourceVersion") != NULL)
+      json_object_set_new(old, "rv", json_string(meta(claim, "resourceVersion")));
     goto unlock;
+  }
   fresh = json_pack("{s:s,s:s,s:O,s:o,s:b,s:b,s:[]}", "ns", ns ? ns : "", "name",
                     name ? name : "", "results", decoded, "last",
                     old ? json_deep_copy(json_object_get(old, "last")) : json_object(),
@@ -538,6 +561,8 @@ void gs__dra_claim(struct gs__dra *d, struct gs_sched *s, const json_t *claim) {
     goto unlock;
   if (old != NULL && json_is_string(json_object_get(old, "report")))
     json_object_set(fresh, "report", json_object_get(old, "report"));
+  if (meta(claim, "resourceVersion") != NULL)
+    json_object_set_new(fresh, "rv", json_string(meta(claim, "resourceVersion")));
   if (old != NULL)
     claim_unindex(d, uid, old);
   json_array_foreach(decoded, i, res) {

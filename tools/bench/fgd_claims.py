@@ -299,6 +299,9 @@ def run(form, seed, a, workdir):
         items = list_pods(k)
         claims = list_all(k, f"/apis/resource.k8s.io/v1/namespaces/{NS}/resourceclaims")
         placed, errors = check(nodes, pods, items, claims)
+        if a.keep:
+            with open(f"{a.keep}-{form}-s{seed}.json", "w") as f:
+                json.dump({"pods": items, "claims": claims}, f)
         at = curve(nodes, pods, placed)
         attempts = {r: int(metric_sum(sm, "scheduler_schedule_attempts_total", result=r))
                     for r in ("scheduled", "unschedulable", "error")}
@@ -334,6 +337,7 @@ def main():
     ap.add_argument("--preemption", choices=("off", "on"), default="off")
     ap.add_argument("--plugin-binary", default=os.path.join(fgd_real.BUILD, "k8s", "bin", "gpushare-scheduler"))
     ap.add_argument("--timeout", type=float, default=7200)
+    ap.add_argument("--keep", metavar="PREFIX", help="save each run's pods and claims to PREFIX-FORM-sSEED.json")
     ap.add_argument("--progress", action="store_true")
     ap.add_argument("--json", action="store_true")
     a = ap.parse_args()

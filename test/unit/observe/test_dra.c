@@ -162,6 +162,42 @@ static void test_claim_first_then_slice_then_gone(void **state) {
   assert_int_equal(gs__dra_counts(f->d).claims, 0);
 }
 
+/* A claim at resourceVersion rv, allocated on results (NULL: not). */
+static void claim_rv(struct gs__dra *d, struct gs_sched *s, const char *uid, const char *rv,
+                     const char *results) {
+  char text[2048];
+  json_t *j;
+  snprintf(text, sizeof text,
+           "{\"metadata\":{\"name\":\"c-%s\",\"namespace\":\"team\",\"uid\":\"%s\","
+           "\"resourceVersion\":\"%s\"},\"status\":{%s%s%s}}",
+           uid, uid, rv, results ? "\"allocation\":{\"devices\":{\"results\":" : "",
+           results ? results : "", results ? "}}" : "");
+  j = load(text);
+  gs__dra_claim(d, s, j);
+  json_decref(j);
+}
+
+/* gpushare-scheduler feeds the allocation it wrote (version 12) before its
+ * informer delivers the claim's earlier versions (11: the finalizer added,
+ * not yet allocated): an older version never undoes the charge; a newer
+ * deallocation does. */
+static void test_an_older_version_never_undoes_a_charge(void **state) {
+  struct fixture *f = *state;
+  node(f->s, "n1");
+  slice(f->d, f->s, "n1-gpus", "n1", false);
+  claim_rv(f->d, f->s, "u7", "12", "[" RES("n1", "gpu-0", MEM("8Gi")) "]");
+  assert_int_equal(used(f->s, "n1").used[0], 8192);
+  claim_rv(f->d, f->s, "u7", "11", NULL);
+  assert_int_equal(used(f->s, "n1").used[0], 8192);
+  claim_rv(f->d, f->s, "u7", "12", "[" RES("n1", "gpu-0", MEM("8Gi")) "]"); /* the informer's copy */
+  claim_rv(f->d, f->s, "u7", "13", "[" RES("n1", "gpu-0", MEM("8Gi")) "]"); /* reservedFor changed */
+  claim_rv(f->d, f->s, "u7", "12", NULL);
+  assert_int_equal(used(f->s, "n1").used[0], 8192);
+  claim_rv(f->d, f->s, "u7", "14", NULL); /* deallocated */
+  assert_int_equal(used(f->s, "n1").used[0], 0);
+  assert_int_equal(gs__dra_counts(f->d).claims, 0);
+}
+
 static void test_slice_and_claim_before_the_node(void **state) {
   struct fixture *f = *state;
   slice(f->d, f->s, "n2-gpus", "n2", false);
@@ -281,6 +317,7 @@ static void test_preemption_never_takes_a_claim(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(test_claim_first_then_slice_then_gone, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_an_older_version_never_undoes_a_charge, setup, teardown),
       cmocka_unit_test_setup_teardown(test_slice_and_claim_before_the_node, setup, teardown),
       cmocka_unit_test_setup_teardown(test_exclusive_claim_takes_the_whole_gpu, setup, teardown),
       cmocka_unit_test_setup_teardown(test_bad_input_is_reported_and_never_undercharges, setup,
