@@ -51,6 +51,7 @@ static void choice_of(const struct gs_alloc *a, struct gs_claim_choice *ret) {
 }
 
 struct reserve_call {
+  struct gs_sched *fw;
   const char *const *nodes;
   size_t n;
   const struct gs_claim_request *req;
@@ -75,7 +76,27 @@ static void reserve_fn(struct gs_ledger *ledger, const struct gs_policy *policy,
     gs_status_set(r->st, r->err, GS_R_OTHER, "%s", r->err == GS_EOK ? "" : "the UID is a pod's");
     return;
   }
-  r->err = gs_claim_place(ledger, r->nodes, r->n, policy, r->req, &c, r->st);
+  r->err = GS_ENOFIT;
+  if (r->n == 1 && r->req->mib_per_gpu > 0) {
+    /* on the node chosen, the GPUs the plugins' Reserve gives the gpu-mem
+     * pod of the claim's shape (nodePolicy frag: the least-delta GPU, as a
+     * gpu-mem pod gets, and as the claim was scored) */
+    const struct gs_node *node = gs_ledger_node_get(ledger, r->nodes[0]);
+    struct gs_pod_request pod;
+    memset(&pod, 0, sizeof pod);
+    snprintf(pod.ns, sizeof pod.ns, "%s", r->ns);
+    snprintf(pod.name, sizeof pod.name, "%s", r->name);
+    snprintf(pod.uid, sizeof pod.uid, "%s", r->uid);
+    if (node != NULL && gs_claim_shape_pod(r->req, policy->unit_mib, &pod) &&
+        gs__fw_pick_locked(r->fw, &pod, node, r->now_ns, &c.choice, r->st) == GS_EOK &&
+        c.choice.ngpus == r->req->count) {
+      snprintf(c.node, sizeof c.node, "%s", node->name);
+      c.choice.mib_per_gpu = r->req->mib_per_gpu;
+      r->err = GS_EOK;
+    }
+  }
+  if (r->err != GS_EOK)
+    r->err = gs_claim_place(ledger, r->nodes, r->n, policy, r->req, &c, r->st);
   if (r->err != GS_EOK)
     return;
   gs_claim_charge(&c, r->ns, r->name, r->uid, r->req->mib_per_gpu, parts, &a);
@@ -92,7 +113,7 @@ enum gs_err gs_fw_claim_reserve(struct gs_sched *fw, const char *const *nodes, s
                                 const struct gs_claim_request *req, const char *ns,
                                 const char *name, const char *uid, int64_t now_ns,
                                 struct gs_claim_choice *ret, struct gs_status *st) {
-  struct reserve_call r = {nodes, n, req, ns, name, uid, now_ns, ret, st, GS_EOK};
+  struct reserve_call r = {fw, nodes, n, req, ns, name, uid, now_ns, ret, st, GS_EOK};
   gs__fw_write(fw, reserve_fn, &r);
   return r.err;
 }

@@ -554,6 +554,35 @@ unlock:
   return err;
 }
 
+enum gs_err gs__fw_pick_locked(struct gs_sched *fw, const struct gs_pod_request *pod,
+                               const struct gs_node *node, int64_t now_ns,
+                               struct gs_choice *ret, struct gs_status *st) {
+  struct cycle cy;
+  struct gs_status pre = {GS_EOK, GS_R_OTHER, ""};
+  const struct gs_alloc *a;
+  uint64_t mask = 0;
+  cycle_init(fw, &cy, pod, now_ns);
+  if (gs_ledger_alloc_get(fw->ledger, pod->uid) != NULL)
+    return gs_status_set(st, GS_EINVAL, GS_R_OTHER, "the UID holds an allocation");
+  if (run_pre_filter(fw, &cy, &pre) != GS_EOK) {
+    *st = pre;
+    return GS_ENOFIT;
+  }
+  if (run_reserve(fw, &cy, node, st) != GS_EOK)
+    return GS_ENOFIT;
+  a = gs_ledger_alloc_get(fw->ledger, pod->uid);
+  memset(ret, 0, sizeof *ret);
+  for (uint32_t i = 0; a != NULL && i < a->nparts; i++)
+    mask |= UINT64_C(1) << a->parts[i].gpu;
+  for (uint32_t g = 0; g < GS_MAX_GPUS; g++)
+    if (mask >> g & 1)
+      ret->gpus[ret->ngpus++] = g;
+  run_unreserve(fw, &cy, node->name, fw->nplugins);
+  if (ret->ngpus == 0)
+    return gs_status_set(st, GS_EINVAL, GS_R_OTHER, "no plugin reserved GPUs for the pod");
+  return GS_EOK;
+}
+
 /* The one adapter left between the service's names and the framework's:
  * Reserve as front ends call it, without the freshness only gs_sched_bind
  * needs (gs_fw_reserve). */

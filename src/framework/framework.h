@@ -147,6 +147,14 @@ enum gs_err gs_fw_pod_restore(struct gs_sched *s, const struct gs_alloc *alloc) 
 void gs__fw_write(struct gs_sched *s,
                   void (*fn)(struct gs_ledger *ledger, const struct gs_policy *policy, void *arg),
                   void *arg);
+/* The GPUs the plugins' Reserve gives pod on node (under the node policy's
+ * own choice: frag's least-delta GPU), given back at once: the ledger as
+ * before. For a caller that holds the write lock (gs__fw_write's fn): a
+ * claim placed as the gpu-mem pod of its shape (claims.c). GS_ENOFIT with
+ * st when the pod does not fit there. */
+enum gs_err gs__fw_pick_locked(struct gs_sched *s, const struct gs_pod_request *pod,
+                               const struct gs_node *node, int64_t now_ns,
+                               struct gs_choice *ret, struct gs_status *st);
 /* A DRA claim's charge recorded or replaced in one step (gs_ledger_claim_set),
  * and freed (GS_ENOTFOUND when the UID holds no claim; a pod's allocation
  * is never touched). */
