@@ -223,10 +223,11 @@ static struct gs_claim_consumer *consumers_decode(const json_t *doc, size_t *ret
         json_string_value(json_object_get(c, "name")), json_string_value(json_object_get(c, "uid")),
         (int32_t)json_integer_value(prio)};
     if (out[i].claim_uid == NULL || out[i].ns == NULL || out[i].name == NULL ||
-        out[i].uid == NULL || !json_is_integer(prio) || json_integer_value(prio) < INT32_MIN ||
+        out[i].uid == NULL || !out[i].claim_uid[0] || !out[i].ns[0] || !out[i].name[0] ||
+        !out[i].uid[0] || !json_is_integer(prio) || json_integer_value(prio) < INT32_MIN ||
         json_integer_value(prio) > INT32_MAX) {
       snprintf(reason, GS_SHIM_REASON,
-               "consumers[%zu]: claim, namespace, name, uid (strings) and priority (int32)", i);
+               "consumers[%zu]: claim, namespace, name, uid (non-empty strings) and priority (int32)", i);
       gs_free(out);
       return NULL;
     }

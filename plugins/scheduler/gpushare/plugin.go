@@ -637,6 +637,9 @@ func (p *Plugin) Bind(ctx context.Context, state fwk.CycleState, pod *v1.Pod, no
 func (p *Plugin) PostFilter(ctx context.Context, state fwk.CycleState, pod *v1.Pod, m fwk.NodeToStatusReader) (*fwk.PostFilterResult, *fwk.Status) {
 	c := read(state)
 	if c == nil || !c.managed {
+		if cc := readClaims(state); cc != nil {
+			return p.claimsPostFilter(ctx, cc, pod, m) // claims_preempt.go
+		}
 		return nil, fwk.NewStatus(fwk.Unschedulable)
 	}
 	if pod.Spec.PreemptionPolicy != nil && *pod.Spec.PreemptionPolicy == v1.PreemptNever {
