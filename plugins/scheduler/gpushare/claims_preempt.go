@@ -20,11 +20,23 @@ import (
 	resourcev1 "k8s.io/api/resource/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 
 	"gpushare.io/scheduler/shim"
 )
+
+// claimVictims: a preemptor's last victims (pod UIDs) and node, until their
+// claims are freed. kube-scheduler nominates the preemptor after PostFilter
+// and its status reaches the informer later: a retry in between would not
+// see the nomination and choose a second set (the real test saw eight pods
+// go for one GPU). Kept per preemptor UID; an entry goes when no claim of
+// its victims is allocated any more, or when an eviction failed.
+type claimVictims struct {
+	node string
+	pods map[types.UID]bool
+}
 
 func podPriority(pod *v1.Pod) int32 {
 	if pod.Spec.Priority != nil {
@@ -50,8 +62,8 @@ func (p *Plugin) claimOurs(c *resourcev1.ResourceClaim) bool {
 // not another allocator, placed the claim) and is no gang member (those are
 // never victims). Every other claim (allocated by someone else, shared by
 // several pods, reserved for nothing) stays a never-victim. waiting: on the
-// node the preemptor is nominated to, a claim of gpushare's class whose
-// consumer is gone or terminating, or reserved for nobody, still holds its
+// node the preemptor is nominated to, a claim of gpushare's class still
+// reserved for its one pod, now gone or terminating, still holds its
 // memory — the victims of an earlier preemption, not yet deallocated.
 func (p *Plugin) consumers(preemptor *v1.Pod) (out []shim.ClaimConsumer, waiting string, err error) {
 	claims, err := p.h.SharedInformerFactory().Resource().V1().ResourceClaims().Lister().List(labels.Everything())
@@ -60,26 +72,41 @@ func (p *Plugin) consumers(preemptor *v1.Pod) (out []shim.ClaimConsumer, waiting
 	}
 	pods := p.h.SharedInformerFactory().Core().V1().Pods().Lister()
 	nominated := preemptor.Status.NominatedNodeName
+	var last *claimVictims
+	if v, ok := p.claimVictims.Load(preemptor.UID); ok {
+		last = v.(*claimVictims)
+	}
 	for _, c := range claims {
 		if c.Status.Allocation == nil || !p.claimOurs(c) {
 			continue
 		}
-		var pod *v1.Pod
-		if rf := c.Status.ReservedFor; len(rf) == 1 && rf[0].APIGroup == "" && rf[0].Resource == "pods" {
-			if q, err := pods.Pods(c.Namespace).Get(rf[0].Name); err == nil && q.UID == rf[0].UID {
-				pod = q
+		rf := c.Status.ReservedFor
+		if len(rf) != 1 || rf[0].APIGroup != "" || rf[0].Resource != "pods" {
+			continue // shared, reserved for nobody, or not for a pod
+		}
+		if last != nil && last.pods[rf[0].UID] {
+			// evicted (the pod informer may not have seen it yet)
+			waiting = fmt.Sprintf("gpushare: ResourceClaim %s of a preempted pod on node %s is not freed yet",
+				klog.KObj(c), last.node)
+			continue
+		}
+		pod, err := pods.Pods(c.Namespace).Get(rf[0].Name)
+		if err != nil || pod.UID != rf[0].UID || pod.DeletionTimestamp != nil {
+			// its pod is gone or ending: the claim is freed shortly
+			if nominated != "" && allocatedOn(c, nominated) {
+				waiting = fmt.Sprintf("gpushare: ResourceClaim %s on node %s is not freed yet", klog.KObj(c), nominated)
 			}
+			continue
 		}
-		gone := pod == nil || pod.DeletionTimestamp != nil
-		if gone && len(c.Status.ReservedFor) <= 1 && nominated != "" && allocatedOn(c, nominated) {
-			waiting = fmt.Sprintf("gpushare: ResourceClaim %s on node %s is not freed yet", klog.KObj(c), nominated)
-		}
-		if gone || pod.UID == preemptor.UID || pod.Spec.SchedulerName != preemptor.Spec.SchedulerName ||
+		if pod.UID == preemptor.UID || pod.Spec.SchedulerName != preemptor.Spec.SchedulerName ||
 			pod.Labels["gpu-topology"] != "" {
 			continue
 		}
 		out = append(out, shim.ClaimConsumer{Claim: string(c.UID), Namespace: pod.Namespace,
 			Name: pod.Name, UID: string(pod.UID), Priority: podPriority(pod)})
+	}
+	if last != nil && waiting == "" {
+		p.claimVictims.Delete(preemptor.UID) // every victim's claim freed
 	}
 	return out, waiting, nil
 }
@@ -147,15 +174,21 @@ func (p *Plugin) claimsPostFilter(ctx context.Context, cc *claimCycle, pod *v1.P
 		return nil, fwk.AsStatus(err)
 	}
 	lister := p.h.SharedInformerFactory().Core().V1().Pods().Lister()
+	chosen := &claimVictims{node: choice.Node, pods: map[types.UID]bool{}}
+	for _, v := range choice.Victims {
+		chosen.pods[types.UID(v.UID)] = true
+	}
+	p.claimVictims.Store(pod.UID, chosen) // before the first eviction: a retry waits for them
 	for _, v := range choice.Victims {
 		victim, err := lister.Pods(v.Namespace).Get(v.Name)
 		if apierrors.IsNotFound(err) || (err == nil && string(victim.UID) != v.UID) {
 			continue
 		}
-		if err != nil {
-			return nil, fwk.AsStatus(fmt.Errorf("preempting %s/%s: %w", v.Namespace, v.Name, err))
+		if err == nil {
+			err = p.evict(ctx, pod, victim, choice.Node)
 		}
-		if err := p.evict(ctx, pod, victim, choice.Node); err != nil {
+		if err != nil {
+			p.claimVictims.Delete(pod.UID) // the next PostFilter chooses again
 			return nil, fwk.AsStatus(fmt.Errorf("preempting %s/%s: %w", v.Namespace, v.Name, err))
 		}
 		klog.InfoS("gpushare: preempted", "preemptor", klog.KObj(pod), "victim",

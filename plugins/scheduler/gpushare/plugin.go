@@ -50,8 +50,9 @@ type Plugin struct {
 	mu    sync.Mutex // orders the Allow calls of waiting gang members
 	bound sync.Map   // UIDs this plugin bound: their informer updates carry nothing new
 
-	claimKind sync.Map    // claim UID → whether gpushare places it (claims.go)
-	anyClaims atomic.Bool // a pod with claims gpushare places was seen: Filter and Score look for them
+	claimKind    sync.Map    // claim UID → whether gpushare places it (claims.go)
+	anyClaims    atomic.Bool // a pod with claims gpushare places was seen: Filter and Score look for them
+	claimVictims sync.Map    // preemptor UID → *claimVictims (claims_preempt.go)
 }
 
 // cycle is what one scheduling cycle carries between extension points:
