@@ -170,10 +170,42 @@ static void test_claims_beside_gpu_mem_pods(void **state) {
   gs_sched_free(f.s);
 }
 
+/* PodDisruptionBudgets count for claim pods as for gpu-mem pods (the
+ * consumer pod's labels): a budget allowing no disruption over GPU 0's
+ * pods moves the victims to GPU 1, with no violation. */
+static void test_budgets_of_claim_pods(void **state) {
+  struct fixture f = {.s = service()};
+  struct gs_claim_request req = {16 * GIB, 1};
+  struct gs_pdb pdb = {"t", "keep-x", "=app=x", 0};
+  const char *node = NULL;
+  char names[256];
+  (void)state;
+  for (uint32_t g = 0; g < 2; g++)
+    for (int k = 0; k < 4; k++) {
+      char pod[16], labels[16];
+      struct gs_pod_meta meta;
+      snprintf(pod, sizeof pod, "%c%d", g ? 'y' : 'x', k);
+      snprintf(labels, sizeof labels, "app=%c", g ? 'y' : 'x');
+      claim(&f, "a", g, 4 * GIB, pod, 10, true);
+      meta = (struct gs_pod_meta){.uid = pod, .ns = "t", .labels = labels, .node = "a"};
+      assert_int_equal(gs_sched_pod_meta(f.s, &meta), GS_EOK);
+    }
+  for (uint32_t g = 0; g < 2; g++) /* b full of what may not go */
+    claim(&f, "b", g, 16 * GIB, g ? "b1" : "b0", 10, false);
+  answer(&f, &req, 1000, GS_EOK, &node, names, sizeof names);
+  assert_string_equal(names, "x0 x1 x2 x3"); /* no budget: GPU 0 first */
+  assert_int_equal(gs_sched_pdb_upsert(f.s, &pdb), GS_EOK);
+  answer(&f, &req, 1000, GS_EOK, &node, names, sizeof names);
+  assert_string_equal(node, "a");
+  assert_string_equal(names, "y0 y1 y2 y3");
+  gs_sched_free(f.s);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_one_gpu_of_claim_pods),
       cmocka_unit_test(test_claims_beside_gpu_mem_pods),
+      cmocka_unit_test(test_budgets_of_claim_pods),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
