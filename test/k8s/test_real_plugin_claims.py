@@ -192,7 +192,8 @@ class PlacedClaims(dracase.DraBase):
         by gpushare-scheduler), nothing else; kube-controller-manager's
         resourceclaim controller deallocates their claims; the preemptor's
         claim is then allocated on that GPU, whole. The ledger equals the
-        truth computed from the claims' allocations throughout."""
+        truth computed from the claims' allocations throughout; the
+        preemptor was nominated to the node before it was bound."""
         self.cluster()
         where = {}
         for i in range(16):
@@ -207,10 +208,15 @@ class PlacedClaims(dracase.DraBase):
         before = {c["metadata"]["name"]: c["status"]["allocation"]
                   for c in self.k.list("resourceclaims", self.ns)}
         self.claim_of("big", "16Gi")
+        # the preemptor's updates until it is bound: it is nominated first
+        bpw, bp_events = self.watch_pod("bp", lambda e: e["object"]["spec"].get("nodeName"))
         self.prio_claim_pod("bp", "big", "claim-high")
         claim = self.allocated("big")
         node, gpus = self.assert_allocation(claim, "bp", 16 * GIB, 1)
         self.assertEqual(self.k.get("pods", self.ns, "bp")["spec"]["nodeName"], node)
+        bpw.join(170)
+        self.assertIn(node, [e["object"]["status"].get("nominatedNodeName") for e in bp_events],
+                      "bp was never nominated to the node of its GPU")
         victims = sorted(p for p, at in where.items() if at == (node, gpus[0]))
         self.assertEqual(len(victims), 4, (where, node, gpus))
         left = sorted(p["metadata"]["name"] for p in self.pods())
