@@ -131,6 +131,30 @@ enum gs_err gs_sched_claim_gang_permit(struct gs_sched *s, const char *ns, const
 /* Member uid is no longer reserved (Unreserve, a Permit timeout) or its pod
  * is gone (gs_sched_pod_gone calls it): it no longer counts. */
 void gs_sched_claim_gang_leave(struct gs_sched *s, const char *uid);
+/* Preemption for a claim pod (docs/dra.md "Preempting for claim pods"):
+ * pod (uid, priority, host requests) waits for a claim of gpushare's
+ * DeviceClass asking req (memory per GPU; whole devices: none) that fits
+ * on none of the n nodes. Victims of lower priority than pod on one node
+ * whose eviction frees req: gpu-mem pods as gs_sched_preempt takes them,
+ * and the claims the caller names in consumers — a claim gpushare placed
+ * whose status.reservedFor is its one consumer pod, which stands in as the
+ * victim at that pod's priority (claims named nowhere stay never-victims).
+ * The cheapest node as gs_sched_preempt_cheapest ranks them. GS_EOK:
+ * *ret_node (index into nodes), *ret_victims (pods; owned by the caller:
+ * gs_free), *ret_n, *ret_violations. GS_ENOTFOUND: no node has such a set
+ * (st: the first node's reason); GS_ENOMEM. Nothing in the ledger changes. */
+struct gs_claim_consumer {
+  const char *claim_uid;       /* the claim, as charged in the ledger */
+  const char *ns, *name, *uid; /* its one consumer pod */
+  int32_t priority;            /* the pod's spec.priority */
+};
+struct gs_victim;
+enum gs_err gs_sched_claim_preempt(struct gs_sched *s, const struct gs_claim_request *req,
+                                   const struct gs_pod_request *pod, const char *const *nodes,
+                                   size_t n, const struct gs_claim_consumer *consumers,
+                                   size_t nconsumers, size_t *ret_node,
+                                   struct gs_victim **ret_victims, size_t *ret_n,
+                                   uint32_t *ret_violations, struct gs_status *st) GS_WUR;
 
 /* ---- time --------------------------------------------------------------- */
 

@@ -175,6 +175,27 @@ enum gs_err gs_fw_claim_reserve(struct gs_sched *s, const char *const *nodes, si
                                 const char *name, const char *uid, int64_t now_ns,
                                 struct gs_claim_choice *ret, struct gs_status *st) GS_WUR;
 void gs_fw_pod_gone(struct gs_sched *s, const char *uid);
+/* Preemption for a claim's memory request on node (claim_preempt.c,
+ * docs/dra.md): pod is the consumer (uid, priority, host requests); the
+ * candidates are gpu-mem pods of lower priority no plugin protects and the
+ * claims cons names with a lower consumer priority, merged by consumer pod.
+ * GS_EOK with st's code: EOK and *ret (victims as pods; ret->victims owned
+ * by the caller: gs_free) or why not (UNSCHEDULABLE, UNRESOLVABLE).
+ * GS_ENOTFOUND: node unknown; GS_ENOMEM. Nothing changes. */
+struct gs_claim_consumer;
+struct gs_victim;
+struct gs_fw_claim_victims {
+  struct gs_victim *victims;
+  size_t n;
+  uint32_t violations; /* victims violating a disruption budget */
+  int32_t maxprio;     /* the highest victim priority */
+  uint64_t mib;        /* the GPU memory they hold */
+};
+enum gs_err gs_fw_claim_preempt(struct gs_sched *s, const struct gs_claim_request *req,
+                                const struct gs_pod_request *pod, const char *node,
+                                const struct gs_claim_consumer *cons, size_t ncons,
+                                const struct gs_fw_preempt_info *info,
+                                struct gs_fw_claim_victims *ret, struct gs_status *st) GS_WUR;
 
 /* Every plugin's plans (describe hooks). Only inside gs_sched_read's fn
  * (the lock is held shared there). */

@@ -337,6 +337,11 @@ static enum gs_err set_hosts(struct gs_shim *s, const char *const *nodes, size_t
   return GS_EOK;
 }
 
+enum gs_err gs__shim_set_hosts(struct gs_shim *s, const char *const *nodes, size_t n,
+                               const int64_t *host) {
+  return set_hosts(s, nodes, n, host);
+}
+
 /* Room for n results: the kept array when it is free (grown as needed),
  * else one of the call's own. Every result is written by the service
  * before it is read: nothing needs zeroing. */

@@ -177,5 +177,17 @@ void gs_shim_claim_unreserve(struct gs_shim *s, const char *uid);
 int gs_shim_claim_gang_permit(struct gs_shim *s, const char *pod, size_t len, char *reason);
 /* The member's reservation given back (Unreserve). */
 void gs_shim_claim_gang_leave(struct gs_shim *s, const char *uid);
+/* Preemption for a claim pod (PostFilter; docs/dra.md "Preempting for
+ * claim pods"): pod's unallocated claim (its JSON) fits on none of the n
+ * nodes; host: 4 per node as gs_shim_filter's (NULL: not checked);
+ * consumers: a JSON list of {"claim","namespace","name","uid","priority"},
+ * the claims gpushare placed whose one consumer pod may stand in as a
+ * victim (gs_sched_claim_preempt). Returns {"node","victims":[{namespace,
+ * name,uid}],"pdbViolations"} (free with gs_shim_free_string), or NULL with
+ * reason (GS_SHIM_REASON bytes) saying why not. */
+char *gs_shim_claim_preempt(struct gs_shim *s, const char *claim, size_t clen, const char *pod,
+                            size_t plen, const char *const *nodes, size_t n,
+                            const int64_t *host, const char *consumers, size_t conslen,
+                            char *reason);
 
 #endif

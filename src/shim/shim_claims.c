@@ -211,3 +211,113 @@ int gs_shim_claim_gang_permit(struct gs_shim *s, const char *pod, size_t len, ch
 void gs_shim_claim_gang_leave(struct gs_shim *s, const char *uid) {
   gs_sched_claim_gang_leave(gs__shim_sched(s), uid);
 }
+
+/* Consumers listed at most per call: a cluster's claims of gpushare's class. */
+#define CONSUMERS_MAX 100000
+
+/* consumers' JSON as the service's structs (borrowing the strings of doc):
+ * NULL with reason when malformed. */
+static struct gs_claim_consumer *consumers_decode(const json_t *doc, size_t *ret_n,
+                                                  char *reason) {
+  struct gs_claim_consumer *out;
+  const json_t *c;
+  size_t i;
+  if (!json_is_array(doc) || json_array_size(doc) > CONSUMERS_MAX) {
+    snprintf(reason, GS_SHIM_REASON, "consumers: not a list of at most %d", CONSUMERS_MAX);
+    return NULL;
+  }
+  out = gs_calloc(json_array_size(doc) + 1, sizeof *out);
+  if (out == NULL) {
+    snprintf(reason, GS_SHIM_REASON, "out of memory");
+    return NULL;
+  }
+  json_array_foreach(doc, i, c) {
+    const json_t *prio = json_object_get(c, "priority");
+    out[i] = (struct gs_claim_consumer){
+        json_string_value(json_object_get(c, "claim")),
+        json_string_value(json_object_get(c, "namespace")),
+        json_string_value(json_object_get(c, "name")), json_string_value(json_object_get(c, "uid")),
+        (int32_t)json_integer_value(prio)};
+    if (out[i].claim_uid == NULL || out[i].ns == NULL || out[i].name == NULL ||
+        out[i].uid == NULL || !out[i].claim_uid[0] || !out[i].ns[0] || !out[i].name[0] ||
+        !out[i].uid[0] || !json_is_integer(prio) || json_integer_value(prio) < INT32_MIN ||
+        json_integer_value(prio) > INT32_MAX) {
+      snprintf(reason, GS_SHIM_REASON,
+               "consumers[%zu]: claim, namespace, name, uid (non-empty strings) and priority (int32)", i);
+      gs_free(out);
+      return NULL;
+    }
+  }
+  *ret_n = json_array_size(doc);
+  return out;
+}
+
+char *gs_shim_claim_preempt(struct gs_shim *s, const char *claim, size_t clen, const char *pod,
+                            size_t plen, const char *const *nodes, size_t n,
+                            const int64_t *host, const char *consumers, size_t conslen,
+                            char *reason) {
+  struct gs_claim_request req;
+  struct gs_pod_request preq;
+  struct gs_diag diag = {"", ""};
+  struct gs_status st = {GS_EOK, GS_R_OTHER, ""};
+  struct gs_claim_consumer *cons = NULL;
+  struct gs_victim *victims = NULL;
+  char request[GS_NAME_MAX + 1];
+  size_t ncons = 0, best = 0, nvictims = 0;
+  uint32_t violations = 0;
+  json_t *cobj = NULL, *pobj = NULL, *consdoc = NULL, *list = NULL, *doc = NULL;
+  char *out = NULL;
+  int r = decode(claim, clen, &cobj, &req, request, sizeof request, reason);
+  if (r <= 0) {
+    if (r == 0)
+      snprintf(reason, GS_SHIM_REASON, "the ResourceClaim is not gpushare's");
+    goto done;
+  }
+  pobj = pod != NULL && plen > 0 ? json_loadb(pod, plen, 0, NULL) : NULL;
+  if (pobj == NULL || gs_api_pod_decode(pobj, &preq, &diag) != GS_EOK) {
+    snprintf(reason, GS_SHIM_REASON, "invalid Pod: %.100s: %.130s", diag.where, diag.text);
+    goto done;
+  }
+  consdoc = consumers != NULL && conslen > 0 ? json_loadb(consumers, conslen, 0, NULL)
+                                             : json_array();
+  if (consdoc == NULL) {
+    snprintf(reason, GS_SHIM_REASON, "consumers: not JSON");
+    goto done;
+  }
+  if ((cons = consumers_decode(consdoc, &ncons, reason)) == NULL)
+    goto done;
+  if (host != NULL && gs__shim_set_hosts(s, nodes, n, host) != GS_EOK) {
+    snprintf(reason, GS_SHIM_REASON, "out of memory");
+    goto done;
+  }
+  switch (gs_sched_claim_preempt(gs__shim_sched(s), &req, &preq, nodes, n, cons, ncons, &best,
+                                 &victims, &nvictims, &violations, &st)) {
+  case GS_EOK:
+    break;
+  case GS_ENOMEM:
+    snprintf(reason, GS_SHIM_REASON, "out of memory");
+    goto done;
+  default:
+    snprintf(reason, GS_SHIM_REASON, "%s", st.reason[0] ? st.reason : "no victims on any node");
+    goto done;
+  }
+  if ((list = json_array()) == NULL)
+    goto done;
+  for (size_t v = 0; v < nvictims; v++)
+    json_array_append_new(list, json_pack("{s:s,s:s,s:s}", "namespace", victims[v].ns, "name",
+                                          victims[v].name, "uid", victims[v].uid));
+  doc = json_pack("{s:s,s:O,s:I}", "node", nodes[best], "victims", list, "pdbViolations",
+                  (json_int_t)violations);
+  out = doc != NULL ? gs_api_dump(doc) : NULL;
+  if (out == NULL)
+    snprintf(reason, GS_SHIM_REASON, "out of memory");
+done:
+  json_decref(doc);
+  json_decref(list);
+  json_decref(consdoc);
+  json_decref(pobj);
+  json_decref(cobj);
+  gs_free(cons);
+  gs_free(victims);
+  return out;
+}

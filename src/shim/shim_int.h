@@ -10,6 +10,9 @@ struct gs_sched;
 /* The shim's service and DRA feed (shim.c owns them). */
 struct gs_sched *gs__shim_sched(struct gs_shim *s);
 struct gs__dra *gs__shim_dra(struct gs_shim *s);
+/* The n nodes' host resources (4 per node, as gs_shim_filter's host). */
+enum gs_err gs__shim_set_hosts(struct gs_shim *s, const char *const *nodes, size_t n,
+                               const int64_t *host);
 
 /* gs_shim_filter, the pod shaped first (shape non-NULL) as the gpu-mem pod
  * a memory claim of gpushare's is placed as (gs_claim_shape_pod): scored

@@ -4,6 +4,7 @@ kube-scheduler's DynamicResources would (docs/dra.md). ResourceSlices are
 published by the test for two fake nodes of 2 × 16 GiB; the apiserver must
 accept every allocation, and the plugin's ledger must equal the truth
 computed from the claims' allocations."""
+import collections
 import unittest
 
 import dracase
@@ -14,6 +15,7 @@ from realcase import Env, metric, wait_for
 
 def setUpModule():
     Env.up(unit="1GiB", form="plugin")
+    Env.priority_classes({"claim-low": 10, "claim-high": 1000})
 
 
 def tearDownModule():
@@ -180,6 +182,73 @@ class PlacedClaims(dracase.DraBase):
                        if m.get("subresource") == "status"]
             self.assertTrue(written and min(written) >= third, (written, third))
         self.assert_ledger_is_dra_truth()
+
+    def test_preemption_of_claim_pods_frees_one_gpu_and_nothing_else(self):
+        """Both nodes full: 16 pods of low priority, each with its own 4 GiB
+        claim, four on every GPU. A high-priority pod whose claim asks
+        16 GiB fits nowhere; GpuShare's PostFilter asks the core, where the
+        claims gpushare placed stand in for their one consumer pod at its
+        priority: exactly the four pods of one GPU are evicted (Preempted,
+        by gpushare-scheduler), nothing else; kube-controller-manager's
+        resourceclaim controller deallocates their claims; the preemptor's
+        claim is then allocated on that GPU, whole. The ledger equals the
+        truth computed from the claims' allocations throughout; the
+        preemptor was nominated to the node before it was bound."""
+        self.cluster()
+        where = {}
+        for i in range(16):
+            self.claim_of(f"l{i}", "4Gi")
+            self.prio_claim_pod(f"lp{i}", f"l{i}", "claim-low")
+        self.wait_bound(16)
+        for i in range(16):
+            node, (gpu,) = self.assert_allocation(self.allocated(f"l{i}"), f"lp{i}", 4 * GIB, 1)
+            where[f"lp{i}"] = (node, gpu)
+        self.assertEqual(sorted(collections.Counter(where.values()).values()), [4, 4, 4, 4])
+        self.assert_ledger_is_dra_truth()
+        before = {c["metadata"]["name"]: c["status"]["allocation"]
+                  for c in self.k.list("resourceclaims", self.ns)}
+        self.claim_of("big", "16Gi")
+        # the preemptor's updates until it is bound: it is nominated first
+        bpw, bp_events = self.watch_pod("bp", lambda e: e["object"]["spec"].get("nodeName"))
+        self.prio_claim_pod("bp", "big", "claim-high")
+        claim = self.allocated("big")
+        node, gpus = self.assert_allocation(claim, "bp", 16 * GIB, 1)
+        self.assertEqual(self.k.get("pods", self.ns, "bp")["spec"]["nodeName"], node)
+        bpw.join(170)
+        self.assertIn(node, [e["object"]["status"].get("nominatedNodeName") for e in bp_events],
+                      "bp was never nominated to the node of its GPU")
+        victims = sorted(p for p, at in where.items() if at == (node, gpus[0]))
+        self.assertEqual(len(victims), 4, (where, node, gpus))
+        left = sorted(p["metadata"]["name"] for p in self.pods())
+        self.assertEqual(left, sorted(["bp"] + [p for p in where if p not in victims]))
+        for p in self.pods():
+            self.assertIsNone(p["metadata"].get("deletionTimestamp"), p["metadata"]["name"])
+        # evicted by gpushare-scheduler, as DefaultPreemption evicts
+        def preempted():
+            return sorted(e["involvedObject"]["name"] for e in self.k.events(self.ns)
+                          if e.get("reason") == "Preempted")
+        wait_for(lambda: preempted() == victims, 60, "a Preempted event on each victim")
+        self.assertEqual(preempted(), victims)
+        # the victims' claims deallocated; every other claim as it was
+        for c in self.k.list("resourceclaims", self.ns):
+            name, st = c["metadata"]["name"], c.get("status") or {}
+            if name == "big":
+                continue
+            if f"lp{name[1:]}" in victims:
+                self.assertNotIn("allocation", st, name)
+                self.assertFalse(st.get("reservedFor"), name)
+            else:
+                self.assertEqual(st["allocation"], before[name], name)
+        self.assert_ledger_is_dra_truth()
+        self.assertEqual(sorted(kcluster.ledger_used(Env.ext.ledger()).values()), [16 * GIB] * 4)
+
+    def prio_claim_pod(self, name, claim, priority_class):
+        p = kcluster.gpu_pod(name, ns=self.ns, node_selector={"gpushare-test": self.ns},
+                             priority_class=priority_class)
+        for c in p["spec"]["containers"]:
+            c["resources"] = {"claims": [{"name": "gpu"}]}
+        p["spec"]["resourceClaims"] = [{"name": "gpu", "resourceClaimName": claim}]
+        return self.k.create(p)
 
 
 if __name__ == "__main__":

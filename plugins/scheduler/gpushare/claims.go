@@ -344,6 +344,7 @@ func (p *Plugin) claimsPreBind(ctx context.Context, cc *claimCycle, pod *v1.Pod)
 		}
 		p.core.DRA(mustJSON(claim), true, false) // charged as allocated, not as reserved
 	}
+	p.claimVictims.Delete(pod.UID) // placed: its preemption, if any, is done (claims_preempt.go)
 	return nil
 }
 

@@ -50,8 +50,9 @@ type Plugin struct {
 	mu    sync.Mutex // orders the Allow calls of waiting gang members
 	bound sync.Map   // UIDs this plugin bound: their informer updates carry nothing new
 
-	claimKind sync.Map    // claim UID → whether gpushare places it (claims.go)
-	anyClaims atomic.Bool // a pod with claims gpushare places was seen: Filter and Score look for them
+	claimKind    sync.Map    // claim UID → whether gpushare places it (claims.go)
+	anyClaims    atomic.Bool // a pod with claims gpushare places was seen: Filter and Score look for them
+	claimVictims sync.Map    // preemptor UID → *claimVictims (claims_preempt.go)
 }
 
 // cycle is what one scheduling cycle carries between extension points:
@@ -651,6 +652,9 @@ func (p *Plugin) Bind(ctx context.Context, state fwk.CycleState, pod *v1.Pod, no
 func (p *Plugin) PostFilter(ctx context.Context, state fwk.CycleState, pod *v1.Pod, m fwk.NodeToStatusReader) (*fwk.PostFilterResult, *fwk.Status) {
 	c := read(state)
 	if c == nil || !c.managed {
+		if cc := readClaims(state); cc != nil {
+			return p.claimsPostFilter(ctx, cc, pod, m) // claims_preempt.go
+		}
 		return nil, fwk.NewStatus(fwk.Unschedulable)
 	}
 	if pod.Spec.PreemptionPolicy != nil && *pod.Spec.PreemptionPolicy == v1.PreemptNever {

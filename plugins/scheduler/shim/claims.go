@@ -116,3 +116,48 @@ func (s *Shim) ClaimGangPermit(pod []byte) (int, string) {
 func (s *Shim) ClaimGangLeave(uid string) {
 	withString(uid, func(c *C.char) { C.gs_shim_claim_gang_leave(s.c, c) })
 }
+
+// ClaimConsumer is a claim gpushare placed whose one consumer pod may stand
+// in for it as a preemption victim (shim.h gs_shim_claim_preempt).
+type ClaimConsumer struct {
+	Claim     string `json:"claim"` // the claim's UID
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+	UID       string `json:"uid"`
+	Priority  int32  `json:"priority"`
+}
+
+// ClaimPreempt: the core's victims for the pod's unallocated claim on one
+// of names (host: 4 per node as Filter's, or nil), claims standing in for
+// their consumers as consumers says: the answer's JSON, or "" and why not.
+func (s *Shim) ClaimPreempt(claim, pod []byte, names []string, host []int64, consumers []ClaimConsumer) (string, string) {
+	cons, err := json.Marshal(consumers)
+	if err != nil {
+		return "", err.Error()
+	}
+	if consumers == nil {
+		cons = []byte("[]")
+	}
+	arr := s.nameArray(names)
+	defer C.free(unsafe.Pointer(arr))
+	reason := (*C.char)(C.calloc(1, C.size_t(reasonMax)))
+	defer C.free(unsafe.Pointer(reason))
+	var h *C.int64_t
+	if len(names) > 0 && len(host) >= 4*len(names) {
+		h = (*C.int64_t)(C.malloc(C.size_t(len(host)) * C.size_t(unsafe.Sizeof(C.int64_t(0)))))
+		defer C.free(unsafe.Pointer(h))
+		copy(unsafe.Slice((*int64)(unsafe.Pointer(h)), len(host)), host)
+	}
+	var res *C.char
+	withBytes(claim, func(cb *C.char, cl C.size_t) {
+		withBytes(pod, func(pb *C.char, pl C.size_t) {
+			withBytes(cons, func(sb *C.char, sl C.size_t) {
+				res = C.gs_shim_claim_preempt(s.c, cb, cl, pb, pl, arr, C.size_t(len(names)), h, sb, sl, reason)
+			})
+		})
+	})
+	if out, ok := take(res); ok {
+		return out, ""
+	}
+	return "", C.GoString(reason)
+}

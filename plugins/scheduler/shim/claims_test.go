@@ -99,3 +99,48 @@ func TestClaimGang(t *testing.T) {
 		t.Fatalf("no job: %d", rc)
 	}
 }
+
+// Preemption for a claim pod (docs/dra.md "Preempting for claim pods"):
+// the claims named as consumers stand in for their pods; the answer names
+// the pods; an unnamed claim never goes; bad consumers are refused.
+func TestClaimPreempt(t *testing.T) {
+	s := gibShim(t)
+	s.Node(node("a", 2, 32))
+	s.DRA(slice("a"), false, false)
+	four := `{"deviceClassName":"gpushare.io","capacity":{"requests":{"memory":"4Gi"}}}`
+	var cons []ClaimConsumer
+	for i := 0; i < 8; i++ { // four on each GPU
+		uid := fmt.Sprint("u", i)
+		if rc, reason, _ := s.ClaimReserve(claimJSON(uid, four), "a", 1); rc != OK {
+			t.Fatalf("reserve %d: %d %q", i, rc, reason)
+		}
+		cons = append(cons, ClaimConsumer{Claim: uid, Namespace: "t", Name: fmt.Sprint("p", i),
+			UID: fmt.Sprint("pod-", i), Priority: 10})
+	}
+	big := claimJSON("big", `{"deviceClassName":"gpushare.io","capacity":{"requests":{"memory":"16Gi"}}}`)
+	pod := []byte(`{"metadata":{"name":"bp","namespace":"t","uid":"bp"},"spec":{"priority":1000,"containers":[{"name":"c"}]}}`)
+	res, why := s.ClaimPreempt(big, pod, []string{"a"}, nil, cons)
+	want := `{"node":"a","victims":[{"namespace":"t","name":"p0","uid":"pod-0"},` +
+		`{"namespace":"t","name":"p1","uid":"pod-1"},{"namespace":"t","name":"p2","uid":"pod-2"},` +
+		`{"namespace":"t","name":"p3","uid":"pod-3"}],"pdbViolations":0}`
+	if res != want {
+		t.Fatalf("preempt: %s %q", res, why)
+	}
+	// p0's claim named by nobody: GPU 0 cannot be freed, GPU 1's four go
+	res, _ = s.ClaimPreempt(big, pod, []string{"a"}, nil, cons[1:])
+	if !strings.Contains(res, `"name":"p4"`) || strings.Contains(res, `"name":"p1"`) {
+		t.Fatalf("unnamed claim: %s", res)
+	}
+	if res, why := s.ClaimPreempt(big, pod, []string{"a"}, nil, nil); res != "" ||
+		why != "no lower-priority pods free one GPU for the pod" {
+		t.Fatalf("no consumers: %q %q", res, why)
+	}
+	if res, why := s.ClaimPreempt(big, pod, []string{"a"}, nil, []ClaimConsumer{{Claim: "u0"}}); res != "" ||
+		!strings.Contains(why, "consumers[0]: claim, namespace, name, uid") {
+		t.Fatalf("bad consumer: %q %q", res, why)
+	}
+	if res, why := s.ClaimPreempt(claimJSON("x", `{"deviceClassName":"other"}`), pod, []string{"a"}, nil, cons); res != "" ||
+		why != "the ResourceClaim is not gpushare's" {
+		t.Fatalf("another class: %q %q", res, why)
+	}
+}

@@ -1,0 +1,211 @@
+/* Preemption for a claim pod (gs_sched_claim_preempt, docs/dra.md
+ * "Preempting for claim pods"): claims gpushare placed stand in for their
+ * one consumer pod at its priority; unnamed claims are never victims; the
+ * fewest and lowest victims on one GPU of one node, as for gpu-mem pods. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <gpushare/alloc.h>
+#include <gpushare/claim.h>
+#include <gpushare/sched.h>
+
+#include "../testutil.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#define GIB 1024u
+
+struct fixture {
+  struct gs_sched *s;
+  struct gs_alloc_part parts[64];
+  char uids[64][16], pods[64][16];
+  struct gs_claim_consumer cons[64];
+  size_t nclaims, ncons;
+};
+
+static struct gs_sched *service(void) {
+  struct gs_policy pol;
+  struct gs_sched *s;
+  gs_policy_init(&pol);
+  s = gs_sched_new(&pol);
+  assert_non_null(s);
+  for (int i = 0; i < 2; i++) {
+    struct gs_node_spec spec = gs_test_node(i ? "b" : "a", GS_MODE_SHARE, 2, 32); /* 2 × 16 GiB */
+    assert_int_equal(gs_sched_node_upsert(s, &spec), GS_EOK);
+  }
+  return s;
+}
+
+/* A 4 GiB-per-GPU claim on node/gpu consumed by pod at prio; named as a
+ * consumer when named. */
+static void claim(struct fixture *f, const char *node, uint32_t gpu, uint64_t mib,
+                  const char *pod, int32_t prio, bool named) {
+  size_t i = f->nclaims++;
+  struct gs_alloc a;
+  snprintf(f->uids[i], sizeof f->uids[i], "c%zu", i);
+  snprintf(f->pods[i], sizeof f->pods[i], "%s", pod);
+  f->parts[i] = (struct gs_alloc_part){0, gpu, mib};
+  a = (struct gs_alloc){.ns = "t", .name = f->uids[i], .uid = f->uids[i], .node = node,
+                        .kind = GS_ALLOC_CLAIM, .state = GS_ALLOC_BOUND,
+                        .unit_mib = GS_CLAIM_UNIT_MIB, .nparts = 1, .parts = &f->parts[i],
+                        .priority = INT32_MAX};
+  assert_int_equal(gs_sched_claim_set(f->s, &a), GS_EOK);
+  if (named)
+    f->cons[f->ncons++] = (struct gs_claim_consumer){f->uids[i], "t", f->pods[i], f->pods[i], prio};
+}
+
+static struct gs_pod_request preemptor(int32_t prio) {
+  struct gs_pod_request p = gs_test_pod("big", "big");
+  p.priority = prio;
+  return p;
+}
+
+static int victim_cmp(const void *a, const void *b) {
+  return strcmp(((const struct gs_victim *)a)->name, ((const struct gs_victim *)b)->name);
+}
+
+/* The victims' names, sorted, joined by spaces; the node in *node. */
+static void answer(struct fixture *f, const struct gs_claim_request *req, int32_t prio,
+                   enum gs_err want, const char **node, char *names, size_t cap) {
+  const char *nodes[] = {"a", "b", "nope"};
+  struct gs_pod_request p = preemptor(prio);
+  struct gs_victim *v = NULL;
+  struct gs_status st = {GS_EOK, GS_R_OTHER, ""};
+  size_t at = 99, n = 0;
+  uint32_t viol = 99;
+  enum gs_err e = gs_sched_claim_preempt(f->s, req, &p, nodes, 3, f->cons, f->ncons, &at, &v, &n,
+                                         &viol, &st);
+  assert_int_equal(e, want);
+  names[0] = '\0';
+  if (e != GS_EOK) {
+    snprintf(names, cap, "%s", st.reason);
+    return;
+  }
+  assert_int_equal(viol, 0);
+  *node = nodes[at];
+  qsort(v, n, sizeof *v, victim_cmp);
+  for (size_t i = 0; i < n; i++) {
+    assert_string_equal(v[i].ns, "t");
+    assert_string_equal(v[i].uid, v[i].name); /* the pod's, not the claim's */
+    snprintf(names + strlen(names), cap - strlen(names), "%s%s", i ? " " : "", v[i].name);
+  }
+  gs_free(v);
+}
+
+/* The issue's case: both nodes full of 4 GiB claims of low priority; a
+ * 16 GiB claim of high priority: the four pods of one GPU go, nothing else. */
+static void test_one_gpu_of_claim_pods(void **state) {
+  struct fixture f = {.s = service()};
+  struct gs_claim_request req = {16 * GIB, 1};
+  const char *node = NULL;
+  char names[256];
+  (void)state;
+  for (int n = 0; n < 2; n++)
+    for (uint32_t g = 0; g < 2; g++)
+      for (int k = 0; k < 4; k++) {
+        char pod[16];
+        snprintf(pod, sizeof pod, "p%c%u%d", n ? 'b' : 'a', g, k);
+        claim(&f, n ? "b" : "a", g, 4 * GIB, pod, 10, true);
+      }
+  answer(&f, &req, 1000, GS_EOK, &node, names, sizeof names);
+  assert_string_equal(node, "a");
+  assert_string_equal(names, "pa00 pa01 pa02 pa03");
+  /* not higher than the consumers: nothing */
+  answer(&f, &req, 10, GS_ENOTFOUND, &node, names, sizeof names);
+  assert_string_equal(names, "no lower-priority pods free one GPU for the pod");
+  /* a claim of a's GPU 0 and one of b's GPU 0 named by nobody (placed by
+   * another allocator, or shared): those GPUs cannot be freed; a's GPU 1 */
+  memmove(&f.cons[0], &f.cons[1], 15 * sizeof f.cons[0]); /* pa00's claim unnamed */
+  f.ncons--;
+  memmove(&f.cons[7], &f.cons[8], 7 * sizeof f.cons[0]); /* pb00's (was index 8) */
+  f.ncons--;
+  answer(&f, &req, 1000, GS_EOK, &node, names, sizeof names);
+  assert_string_equal(node, "a");
+  assert_string_equal(names, "pa10 pa11 pa12 pa13");
+  /* whole devices: not preempted for */
+  req.mib_per_gpu = 0;
+  answer(&f, &req, 1000, GS_ENOTFOUND, &node, names, sizeof names);
+  assert_string_equal(names, "preemption for a claim of whole devices is not supported");
+  gs_sched_free(f.s);
+}
+
+/* Claims and gpu-mem pods weighed together: the lowest highest priority
+ * wins, and a pod's two claims are one victim. */
+static void test_claims_beside_gpu_mem_pods(void **state) {
+  struct fixture f = {.s = service()};
+  struct gs_claim_request req = {8 * GIB, 1};
+  struct gs_alloc_part pp = {0, 0, 8}; /* 8 GiB in the ledger's 1 GiB unit */
+  struct gs_alloc pod = {.ns = "t", .name = "mem", .uid = "mem", .node = "a",
+                         .kind = GS_ALLOC_MEM, .state = GS_ALLOC_BOUND, .unit_mib = 1024,
+                         .nparts = 1, .parts = &pp, .priority = 5};
+  const char *node = NULL;
+  char names[256];
+  (void)state;
+  /* a: GPU 0 = the gpu-mem pod (prio 5) + 2 claims (prio 10); GPU 1 = q's
+   * two claims + r + s (prio 3). b: full of priority 50. */
+  assert_int_equal(gs_sched_pod_bound(f.s, &pod), GS_EOK);
+  claim(&f, "a", 0, 4 * GIB, "x", 10, true);
+  claim(&f, "a", 0, 4 * GIB, "y", 10, true);
+  claim(&f, "a", 1, 4 * GIB, "q", 3, true);
+  claim(&f, "a", 1, 4 * GIB, "q", 3, true);
+  claim(&f, "a", 1, 4 * GIB, "r", 3, true);
+  claim(&f, "a", 1, 4 * GIB, "s", 3, true);
+  for (uint32_t g = 0; g < 2; g++)
+    claim(&f, "b", g, 16 * GIB, g ? "b1" : "b0", 50, true);
+  answer(&f, &req, 100, GS_EOK, &node, names, sizeof names);
+  assert_string_equal(node, "a");
+  assert_string_equal(names, "q");
+  /* q unnamed (both its claims): GPU 1 needs r and s (2 victims, prio 3),
+   * GPU 0 the gpu-mem pod (1 victim, prio 5): the lower priority wins */
+  f.cons[2].uid = f.cons[3].uid = NULL;
+  answer(&f, &req, 100, GS_EOK, &node, names, sizeof names);
+  assert_string_equal(names, "r s");
+  /* r and s only as high as the preemptor: the gpu-mem pod */
+  f.cons[4].priority = f.cons[5].priority = 100;
+  answer(&f, &req, 100, GS_EOK, &node, names, sizeof names);
+  assert_string_equal(names, "mem");
+  gs_sched_free(f.s);
+}
+
+/* PodDisruptionBudgets count for claim pods as for gpu-mem pods (the
+ * consumer pod's labels): a budget allowing no disruption over GPU 0's
+ * pods moves the victims to GPU 1, with no violation. */
+static void test_budgets_of_claim_pods(void **state) {
+  struct fixture f = {.s = service()};
+  struct gs_claim_request req = {16 * GIB, 1};
+  struct gs_pdb pdb = {"t", "keep-x", "=app=x", 0};
+  const char *node = NULL;
+  char names[256];
+  (void)state;
+  for (uint32_t g = 0; g < 2; g++)
+    for (int k = 0; k < 4; k++) {
+      char pod[16], labels[16];
+      struct gs_pod_meta meta;
+      snprintf(pod, sizeof pod, "%c%d", g ? 'y' : 'x', k);
+      snprintf(labels, sizeof labels, "app=%c", g ? 'y' : 'x');
+      claim(&f, "a", g, 4 * GIB, pod, 10, true);
+      meta = (struct gs_pod_meta){.uid = pod, .ns = "t", .labels = labels, .node = "a"};
+      assert_int_equal(gs_sched_pod_meta(f.s, &meta), GS_EOK);
+    }
+  for (uint32_t g = 0; g < 2; g++) /* b full of what may not go */
+    claim(&f, "b", g, 16 * GIB, g ? "b1" : "b0", 10, false);
+  answer(&f, &req, 1000, GS_EOK, &node, names, sizeof names);
+  assert_string_equal(names, "x0 x1 x2 x3"); /* no budget: GPU 0 first */
+  assert_int_equal(gs_sched_pdb_upsert(f.s, &pdb), GS_EOK);
+  answer(&f, &req, 1000, GS_EOK, &node, names, sizeof names);
+  assert_string_equal(node, "a");
+  assert_string_equal(names, "y0 y1 y2 y3");
+  gs_sched_free(f.s);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_one_gpu_of_claim_pods),
+      cmocka_unit_test(test_claims_beside_gpu_mem_pods),
+      cmocka_unit_test(test_budgets_of_claim_pods),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
