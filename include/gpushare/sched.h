@@ -108,6 +108,13 @@ enum gs_err gs_sched_claim_reserve(struct gs_sched *s, const char *const *nodes,
                                    const char *name, const char *uid, int64_t now_ns,
                                    struct gs_claim_choice *ret, struct gs_status *st) GS_WUR;
 
+/* pod (identity, priority, host requests kept) shaped as the gpu-mem pod a
+ * memory claim of req is placed as, in the service's unit
+ * (gs_claim_shape_pod): a pod using that claim is scored so. False, pod
+ * unchanged, for whole devices. */
+bool gs_sched_claim_shape(const struct gs_sched *s, const struct gs_claim_request *req,
+                          struct gs_pod_request *pod);
+
 /* The per-node verdicts for a claim's request (gpushare-scheduler's Filter
  * and Score for a pod whose claim gpushare places; gs_claim_fit): ret[i]
  * for nodes[i] — code GS_EOK / GS_ENOFIT / GS_EUNRESOLVABLE with its

@@ -93,7 +93,6 @@ enum gs_err gs_fw_claim_preempt(struct gs_sched *fw, const struct gs_claim_reque
   struct gs_pod_request as;
   struct gs_place_pod place;
   const struct gs_node *n;
-  struct gs_node host_view;
   uint32_t *idx = NULL, violations = 0;
   size_t count, nc = 0, nm = 0, nv = 0;
   enum gs_err err = GS_EOK;
@@ -150,13 +149,6 @@ enum gs_err gs_fw_claim_preempt(struct gs_sched *fw, const struct gs_claim_reque
   }
   if (info != NULL)
     lim.allowed = info->allowed(info->ctx, &lim.nbudgets);
-  if (n->host.cpu_milli == 0 && info != NULL && info->host != NULL &&
-      info->host(info->ctx, node, &host_view.host)) {
-    struct gs_host h = host_view.host;
-    host_view = *n;
-    host_view.host = h;
-    n = &host_view;
-  }
   st->code = gs_preempt_pick_limited(n, &place, fw->policy.cgpu_max_pods, cands, nc, &lim, idx,
                                      &nv, &violations, st);
   if (st->code != GS_EOK) {

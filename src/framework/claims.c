@@ -118,6 +118,11 @@ enum gs_err gs_fw_claim_reserve(struct gs_sched *fw, const char *const *nodes, s
   return r.err;
 }
 
+bool gs_sched_claim_shape(const struct gs_sched *s, const struct gs_claim_request *req,
+                          struct gs_pod_request *pod) {
+  return gs_claim_shape_pod(req, s->policy.unit_mib, pod);
+}
+
 enum gs_err gs_fw_claim_filter(struct gs_sched *fw, const char *const *nodes, size_t n,
                                const struct gs_claim_request *req, struct gs_node_result *ret) {
   enum gs_err worst = GS_ENOFIT;

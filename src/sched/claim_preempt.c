@@ -1,7 +1,7 @@
 /* Preemption for a claim pod (sched.h gs_sched_claim_preempt, docs/dra.md
  * "Preempting for claim pods"): each node's victims from the framework
- * (gs_fw_claim_preempt) with the pods' budgets and host requests
- * (budget.h), then the cheapest node as gs_sched_preempt_cheapest ranks
+ * (gs_fw_claim_preempt) with the pods' budgets (budget.h) and the nodes'
+ * host view in the ledger (src/observe/host.c, or the plugin's), then the cheapest node as gs_sched_preempt_cheapest ranks
  * them. */
 #include "budget.h"
 #include "framework.h"
@@ -20,10 +20,6 @@ static const int32_t *allowed(void *ctx, uint32_t *ret_n) {
   struct gs__budget_view *v = ctx;
   *ret_n = v->n;
   return v->allowed;
-}
-
-static bool host(void *ctx, const char *node, struct gs_host *ret) {
-  return gs__budgets_host(((struct gs__budget_view *)ctx)->b, node, ret);
 }
 
 /* Is a cheaper than b: fewer budget violations, then a lower highest
@@ -49,7 +45,7 @@ enum gs_err gs_sched_claim_preempt(struct gs_sched *s, const struct gs_claim_req
   gs_status_set(st, GS_ENOTFOUND, GS_R_OTHER, "no node offered");
   for (size_t i = 0; i < n; i++) {
     struct gs__budget_view view = {.b = s->budgets, .n = 0};
-    struct gs_fw_preempt_info info = {describe, allowed, &view, host};
+    struct gs_fw_preempt_info info = {describe, allowed, &view};
     struct gs_fw_claim_victims v;
     struct gs_status why = {GS_EOK, GS_R_OTHER, ""};
     enum gs_err e = gs_fw_claim_preempt(s, req, pod, nodes[i], consumers, nconsumers, &info, &v,

@@ -13,7 +13,6 @@
 #include "view.h"
 
 #include <gpushare/alloc.h>
-#include <gpushare/claim.h>
 #include <gpushare/sched.h>
 
 #include <pthread.h>
@@ -436,7 +435,7 @@ int gs__shim_filter(struct gs_shim *s, const char *pod, size_t len,
     goto out;
   /* a pod using a claim gpushare places: scored as the gpu-mem pod the
    * claim is placed as, nothing to reserve for the pod itself */
-  shaped = shape != NULL && gs_claim_shape_pod(shape, gs_sched_policy(s->sched)->unit_mib, req);
+  shaped = shape != NULL && gs_sched_claim_shape(s->sched, shape, req);
   if (gs_sched_pre_filter(s->sched, req, scores != NULL, &score_only) == GS_ESKIP) {
     code = GS_SHIM_SKIP; /* no GPU resource gpushare manages */
     goto out;

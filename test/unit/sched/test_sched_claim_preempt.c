@@ -187,7 +187,7 @@ static void test_budgets_of_claim_pods(void **state) {
       snprintf(pod, sizeof pod, "%c%d", g ? 'y' : 'x', k);
       snprintf(labels, sizeof labels, "app=%c", g ? 'y' : 'x');
       claim(&f, "a", g, 4 * GIB, pod, 10, true);
-      meta = (struct gs_pod_meta){.uid = pod, .ns = "t", .labels = labels, .node = "a"};
+      meta = (struct gs_pod_meta){.uid = pod, .ns = "t", .labels = labels};
       assert_int_equal(gs_sched_pod_meta(f.s, &meta), GS_EOK);
     }
   for (uint32_t g = 0; g < 2; g++) /* b full of what may not go */
