@@ -14,6 +14,9 @@ struct gs_policy {
                                     (binpack, spread, frag) */
   bool frag_aware;          /* fragmentation-aware GPU choice inside a node */
   uint32_t gang_timeout_s;  /* gangTimeoutSeconds, default 60 */
+  bool frag_normalize;      /* fragScoreNormalize: under frag, the extender's
+                               0..10 spread over each request's nodes
+                               (gs_place_scores_normalize) */
 };
 /* Fills the defaults: 1GiB, 16, binpack, not frag-aware, 60 s. */
 void gs_policy_init(struct gs_policy *policy);
@@ -221,6 +224,15 @@ int64_t gs_place_frag_delta_score(int64_t delta, int64_t scale_mib, int64_t max)
 int64_t gs_place_frag_score(const struct gs_node *node, const struct gs_policy *policy,
                             const struct gs_frag_table *t, const struct gs_pod_request *req,
                             const struct gs_choice *choice, int64_t max);
+/* The extender's 0..max scores of one prioritize call spread over its
+ * nodes (kube-scheduler's plugins normalise theirs so, NormalizeScore):
+ * for every node that fits (code GS_EOK), score = score100 mapped from
+ * [lo, hi], the least and greatest score100 of those nodes, onto 0..max,
+ * rounded half up; when all are equal (one node among them), max; a node
+ * refused, 0. score100 is left as it was. nodePolicy frag with
+ * fragScoreNormalize (docs/configuration.md; the framework applies it in
+ * gs_sched_prioritize, the FGD replay calls it as well). */
+void gs_place_scores_normalize(struct gs_node_result *res, size_t n, int64_t max);
 /* True when nodePolicy frag scores req although it asks no GPU: it asks
  * host CPU or memory, which the GPUs' pods may need (a CPU-only pod). */
 bool gs_place_frag_scores_host(const struct gs_pod_request *req, const struct gs_policy *policy);

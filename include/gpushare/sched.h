@@ -205,7 +205,11 @@ enum gs_err gs_sched_signature(struct gs_sched *s, const struct gs_pod_request *
 enum gs_err gs_sched_filter(struct gs_sched *s, const struct gs_pod_request *pod,
                             const char *const *nodes, size_t n, int64_t now_ns,
                             struct gs_node_result *ret) GS_WUR;
-/* Prioritize: like filter, with ret[i].score in 0..10 (0 where infeasible). */
+/* Prioritize: like filter, with ret[i].score in 0..10 (0 where infeasible).
+ * Under nodePolicy frag with fragScoreNormalize, score is score100 spread
+ * over the nodes that fit (gs_place_scores_normalize, place.h), here and in
+ * gs_sched_prioritize_memo (whose changed positions then speak of
+ * score100, code and reason: any score may move). */
 enum gs_err gs_sched_prioritize(struct gs_sched *s, const struct gs_pod_request *pod,
                                 const char *const *nodes, size_t n, int64_t now_ns,
                                 struct gs_node_result *ret) GS_WUR;

@@ -371,7 +371,8 @@ static enum gs_err set_opt(struct gs_config *cfg, const struct opt *o, const cha
 
 static bool is_policy_key(const char *key) {
   static const char *const keys[] = {"gpuMemoryUnit", "nodePolicy", "cgpuMaxPodsPerGPU",
-                                     "gangTimeoutSeconds", "fragmentationAware"};
+                                     "gangTimeoutSeconds", "fragmentationAware",
+                                     "fragScoreNormalize"};
   for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
     if (strcmp(key, keys[i]) == 0)
       return true;

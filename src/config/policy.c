@@ -12,6 +12,7 @@ void gs__config_policy_defaults(struct gs_policy *policy) {
       .node_policy = GS_PLACE_BINPACK,
       .frag_aware = false,
       .gang_timeout_s = 60,
+      .frag_normalize = false,
   };
 }
 
@@ -73,7 +74,7 @@ static bool boolean(const json_t *v, bool *out) {
   return json_is_string(v) && gs__config_yaml_bool(json_string_value(v), out);
 }
 
-enum key { K_UNIT, K_POLICY, K_CGPU, K_GANG, K_FRAG };
+enum key { K_UNIT, K_POLICY, K_CGPU, K_GANG, K_FRAG, K_NORM };
 
 static const struct {
   const char *name;
@@ -85,6 +86,7 @@ static const struct {
     {"cgpuMaxPodsPerGPU", K_CGPU, "integers 1..1024"},
     {"gangTimeoutSeconds", K_GANG, "integers 1..86400"},
     {"fragmentationAware", K_FRAG, "true, false"},
+    {"fragScoreNormalize", K_NORM, "true, false"},
 };
 
 enum gs_err gs__config_apply(struct gs_policy *policy, const json_t *data, const char *file,
@@ -123,6 +125,9 @@ enum gs_err gs__config_apply(struct gs_policy *policy, const json_t *data, const
       break;
     case K_FRAG:
       ok = boolean(v, &p.frag_aware);
+      break;
+    case K_NORM:
+      ok = boolean(v, &p.frag_normalize);
       break;
     }
     if (!ok) {

@@ -33,6 +33,7 @@ void gs_policy_init(struct gs_policy *policy) {
       .node_policy = GS_PLACE_BINPACK,
       .frag_aware = false,
       .gang_timeout_s = 60,
+      .frag_normalize = false,
   };
 }
 

@@ -348,6 +348,7 @@ static enum gs_err run_verb(struct gs_sched *fw, const struct gs_pod_request *po
   struct gs_status st = {GS_EOK, GS_R_OTHER, ""};
   char sig[GS_REASON_MAX] = "";
   enum gs_err pre;
+  bool normalize;
 
   if (memo != NULL) {
     bool same = memo->fw == fw && memo->nodes == nodes && memo->n == n && memo->sig[0] != '\0';
@@ -395,6 +396,8 @@ static enum gs_err run_verb(struct gs_sched *fw, const struct gs_pod_request *po
   if (gs_place_prepare(pod, &fw->policy, &place, NULL) == GS_EOK)
     cy.c.place = &place;
   pthread_rwlock_rdlock(&fw->lock);
+  /* the extender's 0..10 spread over this call's nodes (place.h) */
+  normalize = score && fw->policy.node_policy == GS_PLACE_FRAG && fw->policy.frag_normalize;
   if (memo == NULL || memo->sig[0] == '\0' || !memo_update(fw, &cy, memo)) {
     struct verb_job job = {fw, &cy, nodes, score, ret, memo ? memo->resolved : NULL};
     /* Over many nodes the pool's workers take chunks beside this thread,
@@ -416,6 +419,8 @@ static enum gs_err run_verb(struct gs_sched *fw, const struct gs_pod_request *po
     memcpy(memo->sig, sig, sizeof sig);
   }
   pthread_rwlock_unlock(&fw->lock);
+  if (normalize)
+    gs_place_scores_normalize(ret, n, 10);
   return GS_EOK;
 }
 
@@ -561,9 +566,7 @@ enum gs_err gs__fw_pick_locked(struct gs_sched *fw, const struct gs_pod_request 
   struct gs_status pre = {GS_EOK, GS_R_OTHER, ""};
   const struct gs_alloc *a;
   uint64_t mask = 0;
-  cycle_init(fw, &cy, pod, now_ns);
-  if (gs_ledger_alloc_get(fw->ledger, pod->uid) != NULL)
-    return gs_status_set(st, GS_EINVAL, GS_R_OTHER, "the UID holds an allocation");
+  cycle_init(fw, &cy, pod, now_ns); /* pod->uid holds nothing (the caller checked) */
   if (run_pre_filter(fw, &cy, &pre) != GS_EOK) {
     *st = pre;
     return GS_ENOFIT;

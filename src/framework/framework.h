@@ -150,7 +150,8 @@ void gs__fw_write(struct gs_sched *s,
 /* The GPUs the plugins' Reserve gives pod on node (under the node policy's
  * own choice: frag's least-delta GPU), given back at once: the ledger as
  * before. For a caller that holds the write lock (gs__fw_write's fn): a
- * claim placed as the gpu-mem pod of its shape (claims.c). GS_ENOFIT with
+ * claim placed as the gpu-mem pod of its shape (claims.c), pod->uid holding
+ * nothing in the ledger. GS_ENOFIT with
  * st when the pod does not fit there. */
 enum gs_err gs__fw_pick_locked(struct gs_sched *s, const struct gs_pod_request *pod,
                                const struct gs_node *node, int64_t now_ns,

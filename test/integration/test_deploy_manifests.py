@@ -108,7 +108,7 @@ def policy_keys():
              "GS_PLACE_SPREAD": "spread", "true": "true", "false": "false"}
     field_of = {"gpuMemoryUnit": "unit_mib", "nodePolicy": "node_policy",
                 "cgpuMaxPodsPerGPU": "cgpu_max_pods", "gangTimeoutSeconds": "gang_timeout_s",
-                "fragmentationAware": "frag_aware"}
+                "fragmentationAware": "frag_aware", "fragScoreNormalize": "frag_normalize"}
     defaults = {}
     for key in keys:
         raw = fields[field_of[key]]

@@ -313,6 +313,61 @@ class BadInput(unittest.TestCase):
         self.assertEqual(self.ext.request("PUT", "/gpushare-scheduler/bind", b"{}")[0], 405)
 
 
+class FragScoreNormalize(unittest.TestCase):
+    """nodePolicy frag with fragScoreNormalize (issue 32): the prioritize
+    answer's 0..10 spread over the request's nodes, byte for byte, against
+    the same cluster without it. One GPU of 16 GiB free on a, c, e (two
+    GPUs) and h (14), 4 on b, 2 on d (refused: the pod asks 3), 7 on f, 5
+    on g; frag has seen requests of 5, 7 and 3 GiB."""
+
+    NAMES = ["a", "b", "c", "d", "e", "f", "g", "h"]
+
+    def answers(self, normalize):
+        cm = configmap("1GiB")
+        cm["data"].update(nodePolicy="frag", fragmentationAware="true")
+        if normalize is not None:
+            cm["data"]["fragScoreNormalize"] = normalize
+        used = {"b": 12, "d": 14, "f": 9, "g": 11, "h": 2}
+        items = [cm] + [node(n, "share", gpus=2 if n in "abce" else 1,
+                             units=32 if n in "abce" else 16) for n in self.NAMES]
+        items += [bound_pod(f"{n}1", n, {"0": {"0": u}}) for n, u in used.items()]
+        items += [pod("p", units=3)] + [pod(f"q{u}", units=u) for u in (5, 7, 3)]
+        ext = Extender(items)
+        try:
+            for u in (5, 7, 3):  # frag learns the requests it is asked about
+                st, _, _ = ext.post("prioritize", {"Pod": pod(f"q{u}", units=u), "Nodes": None,
+                                                   "NodeNames": ["a"]})
+                self.assertEqual(st, 200)
+            out = []
+            for names in (self.NAMES, ["a", "c", "e"]):
+                st, _, raw = ext.post("prioritize", {"Pod": pod("p", units=3), "Nodes": None,
+                                                     "NodeNames": names})
+                self.assertEqual(st, 200)
+                out.append(raw.decode())
+            return out
+        finally:
+            ext.close()
+
+    @staticmethod
+    def wire(scores):
+        return "[" + ",".join('{"Host":"%s","Score":%d}' % hs for hs in scores) + "]"
+
+    def test_scores_spread_over_the_request_nodes(self):
+        # without the key: 0..100 rounded to 0..10 (a, c, e, h: fragmentation
+        # unchanged, 50 → 5; d refused, 0)
+        plain = self.answers("false")
+        self.assertEqual(plain[0], self.wire(zip(self.NAMES, [5, 7, 5, 0, 5, 2, 4, 5])))
+        self.assertEqual(plain[1], self.wire(zip("ace", [5, 5, 5])))
+        # spread: b (the best) 10, f (the worst that fits) 0, the refused d 0,
+        # the rest in between in the same order
+        norm = self.answers("true")
+        self.assertEqual(norm[0], self.wire(zip(self.NAMES, [7, 10, 7, 0, 7, 0, 4, 7])))
+        # all equal: every node at the top
+        self.assertEqual(norm[1], self.wire(zip("ace", [10, 10, 10])))
+        # the default (docs/configuration.md): off
+        self.assertEqual(self.answers(None), plain)
+
+
 class Routes(unittest.TestCase):
     @classmethod
     def setUpClass(cls):

@@ -26,14 +26,18 @@
  *          ones included, as the in-process plugin can; frag-fine ranks by
  *          the exact fragmentation delta instead of its 0..10 score;
  *          frag-norm spreads that delta over the score's range per pod
- *          (min-max over the nodes that fit): what a normalised extender
- *          score would give (an experiment, issue 32); frag-norm100
- *          spreads the plugin's 0..100 score instead (what the extender
- *          could do from the score it already computes).
+ *          (min-max over the nodes that fit; an experiment of issue 32:
+ *          the extender's normalised score spreads its 0..100 score
+ *          instead, --normalize below).
  *   kube   what users of the extender get: kube-scheduler's default scores
  *          (NodeResourcesFit LeastAllocated + NodeResourcesBalancedAllocation,
  *          0..100 each) for every pod, plus for GPU pods gpushare's
- *          prioritize × 10 × the weight deploy/scheduler/ ships (5).
+ *          prioritize × 10 × the weight deploy/scheduler/ ships (5). Under
+ *          frag the prioritize score is the extender's: its 0..100 score
+ *          spread over the request's nodes by gs_place_scores_normalize
+ *          (the function the extender's prioritize calls; --normalize off:
+ *          rounded to 0..10 as the framework does without
+ *          fragScoreNormalize).
  *   plugin what users of the in-process plugin get: the same default
  *          scores plus gpushare's score (0..100) × 5 for every pod, CPU-only
  *          ones included (frag scores them; binpack and spread do not).
@@ -47,7 +51,8 @@
  * the first node in the seed's order for paper, as the paper's simulator
  * does (--ties first|random forces one); --host-view off leaves the nodes' host CPU and memory out of
  * gpushare's scores (what the extender knew before it watched them; the
- * fit is still enforced).
+ * fit is still enforced); --normalize on|off sets the extender's
+ * fragScoreNormalize for kube and packing (default: the extender's).
  */
 #include "bench.h"
 
@@ -86,8 +91,7 @@ struct fgd_data {
   uint64_t cap_milli; /* GPUs × 1000 */
 };
 
-enum fgd_policy { FGD_BINPACK, FGD_SPREAD, FGD_FRAG, FGD_FRAG_FINE, FGD_FRAG_NORM,
-                  FGD_FRAG_NORM100 };
+enum fgd_policy { FGD_BINPACK, FGD_SPREAD, FGD_FRAG, FGD_FRAG_FINE, FGD_FRAG_NORM };
 enum fgd_scoring { FGD_SCORING_PAPER, FGD_SCORING_KUBE, FGD_SCORING_PLUGIN, FGD_SCORING_PACKING };
 
 static const char *const scoring_names[] = {"paper", "kube", "plugin", "packing"};
@@ -96,9 +100,12 @@ static const char *const scoring_names[] = {"paper", "kube", "plugin", "packing"
  * scorings that model kube-scheduler, first for paper), 0 first, 1 random */
 static int ties_random = -1;
 static bool host_view = true;
+/* --normalize: the extender's frag scores spread over each request's nodes
+ * (fragScoreNormalize); -1 the extender's default (gs_policy_init) */
+static int normalize = -1;
 
 static const char *const policy_names[] = {"binpack", "spread", "frag", "frag-fine",
-                                           "frag-norm", "frag-norm100"};
+                                           "frag-norm"};
 
 /* ---- input ---------------------------------------------------------------------- */
 
@@ -274,6 +281,7 @@ struct replay {
   size_t placed, failed;
   double us_per_pod;
   int seed; /* --ties random's generator starts from it */
+  bool normalize; /* the extender's frag scores spread (--normalize) */
 };
 
 /* The policy's opinion of the pod on node v (higher is better), as the
@@ -286,8 +294,10 @@ static bool score_node(const struct replay *r, const struct gs_node *v,
   struct gs_frag_pick fp = {.table = table};
   /* The extender's scale for the extender's view, else the plugin's. */
   bool ext = r->scoring == FGD_SCORING_KUBE || r->scoring == FGD_SCORING_PACKING;
-  int64_t max = ext && r->policy != FGD_FRAG_NORM100 ? 10 : GS_SCORE_MAX;
-  bool line = r->policy == FGD_FRAG || r->policy == FGD_FRAG_NORM100; /* the 0..max line */
+  /* frag on the extender's scale: its 0..100 first, turned into 0..10 by
+   * the caller as the extender does */
+  int64_t max = ext && r->policy != FGD_FRAG ? 10 : GS_SCORE_MAX;
+  bool line = r->policy == FGD_FRAG; /* the 0..max line */
   if (prep != NULL) {
     if (gs_place_pick_prepared(v, prep, frag ? gs_place_choose_frag : NULL, &fp, choice, NULL) !=
         GS_EOK)
@@ -326,6 +336,7 @@ static int run(const struct fgd_data *d, struct replay *r) {
   int64_t *raw = malloc(d->nnodes * sizeof *raw);
   bool *ok = malloc(d->nnodes * sizeof *ok);
   struct gs_choice *choices = malloc(d->nnodes * sizeof *choices);
+  struct gs_node_result *res = calloc(d->nnodes, sizeof *res); /* the extender's answer */
   uint64_t arrived = 0, allocated = 0;
   uint64_t rng = 0x9e3779b97f4a7c15ull * (uint64_t)(r->seed + 1); /* --ties random */
   int64_t t0;
@@ -342,7 +353,7 @@ static int run(const struct fgd_data *d, struct replay *r) {
   memset(r->at, 0, sizeof r->at);
   r->placed = r->failed = 0;
   if (l == NULL || nodes == NULL || names == NULL || views == NULL || raw == NULL ||
-      ok == NULL || choices == NULL)
+      ok == NULL || choices == NULL || res == NULL)
     goto out;
   memcpy(nodes, d->nodes, d->nnodes * sizeof *nodes);
   for (size_t i = 0; i < d->nnodes; i++) {
@@ -406,11 +417,22 @@ static int run(const struct fgd_data *d, struct replay *r) {
           hi = raw[j] > hi ? raw[j] : hi;
         }
       }
-      if (r->policy == FGD_FRAG_NORM || r->policy == FGD_FRAG_NORM100) {
+      if (r->policy == FGD_FRAG_NORM) {
         int64_t max = ext ? 10 : GS_SCORE_MAX;
         for (size_t j = 0; j < d->nnodes; j++)
           if (ok[j])
             raw[j] = hi == lo ? max : ((raw[j] - lo) * max * 2 + (hi - lo)) / (2 * (hi - lo));
+      } else if (r->policy == FGD_FRAG && ext) {
+        /* the extender's prioritize answer from its 0..100 scores */
+        for (size_t j = 0; j < d->nnodes; j++) {
+          res[j].code = ok[j] ? GS_EOK : GS_ENOFIT;
+          res[j].score100 = ok[j] ? raw[j] : 0;
+          res[j].score = (res[j].score100 + 5) / 10; /* framework.c, run_node */
+        }
+        if (r->normalize)
+          gs_place_scores_normalize(res, d->nnodes, 10);
+        for (size_t j = 0; j < d->nnodes; j++)
+          raw[j] = res[j].score;
       }
     }
     for (size_t j = 0; j < d->nnodes; j++) {
@@ -486,6 +508,7 @@ out:
   free(raw);
   free(ok);
   free(choices);
+  free(res);
   return rc;
 }
 
@@ -568,7 +591,7 @@ static void usage(void) {
           "usage: gpushare-bench pack --protocol fgd [--dir DIR] [--seeds 42-51|42,43,...]\n"
           "       [--policy binpack,spread,frag,frag-fine] [--scoring paper,kube] [--step 10]\n"
           "       [--curve] [--workload default|NAME] [--ties first|random]\n"
-          "       [--host-view on|off]   (--scoring also packing)\n"
+          "       [--host-view on|off] [--normalize on|off]   (--scoring also plugin, packing)\n"
           "  --workload NAME: seq_NAME_sNN.csv and nodes_NAME_sNN.csv in DIR\n"
           "                   (tools/bench/fgd-workloads.sh makes them)\n");
 }
@@ -666,6 +689,9 @@ int bench_pack_fgd(int argc, char **argv) {
     else if (strcmp(argv[i], "--host-view") == 0 &&
              (strcmp(v, "on") == 0 || strcmp(v, "off") == 0))
       host_view = strcmp(v, "on") == 0;
+    else if (strcmp(argv[i], "--normalize") == 0 &&
+             (strcmp(v, "on") == 0 || strcmp(v, "off") == 0))
+      normalize = strcmp(v, "on") == 0;
     else if (strcmp(argv[i], "--step") == 0)
       step = (int)bench_parse_u64(v, "--step", 10, FGD_X_MAX);
     else {
@@ -700,7 +726,7 @@ int bench_pack_fgd(int argc, char **argv) {
             break;
         if (k == sizeof policy_names / sizeof *policy_names) {
           fprintf(stderr, "gpushare-bench: unknown policy %s: accepted binpack, spread, frag, "
-                          "frag-fine, frag-norm, frag-norm100\n", pn);
+                          "frag-fine, frag-norm\n", pn);
           return 2;
         }
         if (nres == FGD_POLICIES_MAX * 4)
@@ -724,7 +750,12 @@ int bench_pack_fgd(int argc, char **argv) {
                  d.npods);
     for (int k = 0; k < nres; k++) {
       struct replay r = {.policy = results[k].policy, .scoring = results[k].scoring,
-                         .seed = seeds[s]};
+                         .seed = seeds[s], .normalize = normalize == 1};
+      if (normalize < 0) {
+        struct gs_policy defaults;
+        gs_policy_init(&defaults);
+        r.normalize = defaults.frag_normalize;
+      }
       if (run(&d, &r) != 0) {
         unload(&d);
         return 1;

@@ -17,7 +17,8 @@ Only what a benchmark needs is changed in the shipped files: the client's
 qps/burst raised to 1000 (kube-scheduler's default 50/s throttles the
 Bindings it posts itself) and, for the plugin, the profile named
 default-scheduler (kcluster does that). The ConfigMap: gpuMemoryUnit 128MiB,
-nodePolicy frag, fragmentationAware true.
+nodePolicy frag, fragmentationAware true (--normalize on|off adds
+fragScoreNormalize: the extender's 0..10 spread over each request's nodes).
 
 The cluster: nodes_sNN.csv as Nodes (share nodes, every GPU 1000 units of
 128 MiB, so a pod asking m milli-GPU asks m units, exact; CPU and memory as
@@ -322,9 +323,12 @@ def run(form, seed, a, workdir):
     cp.start()
     try:
         k = cp.admin
+        data = {"gpuMemoryUnit": UNIT, "nodePolicy": "frag", "fragmentationAware": "true"}
+        if a.normalize != "default":
+            data["fragScoreNormalize"] = "true" if a.normalize == "on" else "false"
         k.apply({"apiVersion": "v1", "kind": "ConfigMap",
                  "metadata": {"name": "gpushare-config", "namespace": "kube-system"},
-                 "data": {"gpuMemoryUnit": UNIT, "nodePolicy": "frag", "fragmentationAware": "true"}})
+                 "data": data})
         with concurrent.futures.ThreadPoolExecutor(8) as ex:
             list(ex.map(lambda n: cp.add_node(
                 n[0], labels={"ack.node.gpu.schedule": "share"},
@@ -384,7 +388,7 @@ def run(form, seed, a, workdir):
         attempts = {r: int(metric_sum(sm, "scheduler_schedule_attempts_total", result=r))
                     for r in ("scheduled", "unschedulable", "error")}
         out = {"form": form, "seed": seed, "workload": a.workload, "nodes": len(nodes), "pods": len(pods),
-               "create": a.create, "preemption": a.preemption, "bound": len(placed),
+               "create": a.create, "preemption": a.preemption, "normalize": a.normalize, "bound": len(placed),
                "unschedulable": len(failed.names), "gpu_pods_bound": sum(1 for v in placed.values() if v),
                "at": {x: round(at[x], 2) for x in (80, 90, 100, 110, 120, 130)},
                "integrity_errors": len(errors), "errors": errors[:10],
@@ -427,6 +431,8 @@ def main():
     ap.add_argument("--plugin-binary", default=os.path.join(BUILD, "k8s", "bin", "gpushare-scheduler"))
     ap.add_argument("--timeout", type=float, default=7200)
     ap.add_argument("--keep-pods", metavar="PREFIX", help="save each run's placements to PREFIX-FORM-sSEED.json")
+    ap.add_argument("--normalize", choices=("default", "on", "off"), default="default",
+                    help="the ConfigMap's fragScoreNormalize (default: not set, the extender's default)")
     ap.add_argument("--progress", action="store_true")
     ap.add_argument("--json", action="store_true")
     a = ap.parse_args()
@@ -444,7 +450,8 @@ def main():
                 print(json.dumps(r), flush=True)
                 continue
             at = r["at"]
-            print(f"seed {seed} {form:9s} alloc % at 100% {at[100]:.2f}  at 130% {at[130]:.2f}"
+            print(f"seed {seed} {form:9s} normalize {a.normalize} alloc % at 100% {at[100]:.2f}"
+                  f"  at 110% {at[110]:.2f}  at 130% {at[130]:.2f}"
                   f"  ({r['bound']}/{r['pods']} pods bound, {r['seconds']} s, {r['pods_per_s']} pods/s,"
                   f" integrity errors {r['integrity_errors']}, out of order {r['bound_out_of_order']},"
                   f" load {r['load_start']}-{r['load_end']})", flush=True)

@@ -90,6 +90,30 @@ static void test_typed_values(void **state) {
   check_valid(cases, sizeof cases / sizeof cases[0]);
 }
 
+/* fragScoreNormalize (issue 32): off by default; the key sets it either
+ * way, in YAML's words or as a boolean. */
+static void test_frag_normalize(void **state) {
+  static const struct {
+    const char *json;
+    bool want;
+  } cases[] = {
+      {"{\"fragScoreNormalize\":\"true\"}", true},
+      {"{\"fragScoreNormalize\":true,\"nodePolicy\":\"frag\"}", true},
+      {"{\"fragScoreNormalize\":\"off\"}", false},
+  };
+  (void)state;
+  assert_false(defaults().frag_normalize);
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    struct gs_policy p = defaults();
+    struct gs_diag d = {0};
+    json_t *v = data(cases[i].json);
+    p.frag_normalize = !cases[i].want;
+    assert_int_equal(gs_config_apply_data(&p, v, &d), GS_EOK);
+    assert_int_equal(p.frag_normalize, cases[i].want);
+    json_decref(v);
+  }
+}
+
 static void test_empty(void **state) {
   (void)state;
   struct gs_policy p = defaults(), want = defaults();
@@ -148,6 +172,8 @@ static void test_invalid(void **state) {
        "invalid fragmentationAware \"maybe\": accepted values are true, false"},
       {"{\"fragmentationAware\":1}", GS_EINVAL, "data.fragmentationAware",
        "invalid fragmentationAware 1: accepted values are true, false"},
+      {"{\"fragScoreNormalize\":\"sometimes\"}", GS_EINVAL, "data.fragScoreNormalize",
+       "invalid fragScoreNormalize \"sometimes\": accepted values are true, false"},
       {"{\"nodePolicy\":null}", GS_EINVAL, "data.nodePolicy",
        "invalid nodePolicy (empty): accepted values are binpack, spread, frag"},
   };
@@ -177,6 +203,7 @@ static void test_foreign_configmap(void **state) {
   json_decref(cm);
 }
 
-GS_TEST_MAIN(NULL, NULL, cmocka_unit_test(test_defaults), cmocka_unit_test(test_valid_strings),
-             cmocka_unit_test(test_typed_values), cmocka_unit_test(test_empty),
-             cmocka_unit_test(test_invalid), cmocka_unit_test(test_foreign_configmap))
+GS_TEST_MAIN(NULL, NULL, cmocka_unit_test(test_frag_normalize), cmocka_unit_test(test_defaults),
+             cmocka_unit_test(test_valid_strings), cmocka_unit_test(test_typed_values),
+             cmocka_unit_test(test_empty), cmocka_unit_test(test_invalid),
+             cmocka_unit_test(test_foreign_configmap))
