@@ -12,13 +12,11 @@ package gpushare
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"sort"
 
 	v1 "k8s.io/api/core/v1"
 	resourcev1 "k8s.io/api/resource/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
@@ -161,38 +159,22 @@ func (p *Plugin) claimsPostFilter(ctx context.Context, cc *claimCycle, pod *v1.P
 	if res == "" {
 		return nil, fwk.NewStatus(fwk.Unschedulable, "gpushare: "+why)
 	}
-	var choice struct {
-		Node          string `json:"node"`
-		PDBViolations int    `json:"pdbViolations"`
-		Victims       []struct {
-			Namespace string `json:"namespace"`
-			Name      string `json:"name"`
-			UID       string `json:"uid"`
-		} `json:"victims"`
+	choice, st := decodeChoice(res)
+	if st != nil {
+		return nil, st
 	}
-	if err := json.Unmarshal([]byte(res), &choice); err != nil {
-		return nil, fwk.AsStatus(err)
-	}
-	lister := p.h.SharedInformerFactory().Core().V1().Pods().Lister()
 	chosen := &claimVictims{node: choice.Node, pods: map[types.UID]bool{}}
 	for _, v := range choice.Victims {
 		chosen.pods[types.UID(v.UID)] = true
 	}
 	p.claimVictims.Store(pod.UID, chosen) // before the first eviction: a retry waits for them
-	for _, v := range choice.Victims {
-		victim, err := lister.Pods(v.Namespace).Get(v.Name)
-		if apierrors.IsNotFound(err) || (err == nil && string(victim.UID) != v.UID) {
-			continue
-		}
-		if err == nil {
-			err = p.evict(ctx, pod, victim, choice.Node)
-		}
-		if err != nil {
-			p.claimVictims.Delete(pod.UID) // the next PostFilter chooses again
-			return nil, fwk.AsStatus(fmt.Errorf("preempting %s/%s: %w", v.Namespace, v.Name, err))
-		}
-		klog.InfoS("gpushare: preempted", "preemptor", klog.KObj(pod), "victim",
-			klog.KRef(v.Namespace, v.Name), "node", choice.Node, "pdbViolations", choice.PDBViolations)
+	if err := p.evictAll(ctx, pod, choice.Victims, func(*v1.Pod) string { return choice.Node },
+		func(v victimRef, _ *v1.Pod) {
+			klog.InfoS("gpushare: preempted", "preemptor", klog.KObj(pod), "victim",
+				klog.KRef(v.Namespace, v.Name), "node", choice.Node, "pdbViolations", choice.PDBViolations)
+		}); err != nil {
+		p.claimVictims.Delete(pod.UID) // the next PostFilter chooses again
+		return nil, fwk.AsStatus(err)
 	}
 	return &fwk.PostFilterResult{NominatingInfo: &fwk.NominatingInfo{
 		NominatedNodeName: choice.Node, NominatingMode: fwk.ModeOverride}}, fwk.NewStatus(fwk.Success)

@@ -688,32 +688,16 @@ func (p *Plugin) PostFilter(ctx context.Context, state fwk.CycleState, pod *v1.P
 	if !ok {
 		return nil, fwk.NewStatus(fwk.Unschedulable, "gpushare: no lower-priority pods free a GPU on any node")
 	}
-	var choice struct {
-		Node          string `json:"node"`
-		PDBViolations int    `json:"pdbViolations"`
-		Victims       []struct {
-			Namespace string `json:"namespace"`
-			Name      string `json:"name"`
-			UID       string `json:"uid"`
-		} `json:"victims"`
+	choice, st := decodeChoice(res)
+	if st != nil {
+		return nil, st
 	}
-	if err := json.Unmarshal([]byte(res), &choice); err != nil {
+	if err := p.evictAll(ctx, pod, choice.Victims, func(*v1.Pod) string { return choice.Node },
+		func(v victimRef, _ *v1.Pod) {
+			klog.InfoS("gpushare: preempted", "preemptor", klog.KObj(pod), "victim",
+				klog.KRef(v.Namespace, v.Name), "node", choice.Node, "pdbViolations", choice.PDBViolations)
+		}); err != nil {
 		return nil, fwk.AsStatus(err)
-	}
-	pods := p.h.SharedInformerFactory().Core().V1().Pods().Lister()
-	for _, v := range choice.Victims {
-		victim, err := pods.Pods(v.Namespace).Get(v.Name)
-		if apierrors.IsNotFound(err) || (err == nil && string(victim.UID) != v.UID) {
-			continue // gone already (or another pod of that name now)
-		}
-		if err != nil {
-			return nil, fwk.AsStatus(fmt.Errorf("preempting %s/%s: %w", v.Namespace, v.Name, err))
-		}
-		if err := p.evict(ctx, pod, victim, choice.Node); err != nil {
-			return nil, fwk.AsStatus(fmt.Errorf("preempting %s/%s: %w", v.Namespace, v.Name, err))
-		}
-		klog.InfoS("gpushare: preempted", "preemptor", klog.KObj(pod), "victim",
-			klog.KRef(v.Namespace, v.Name), "node", choice.Node, "pdbViolations", choice.PDBViolations)
 	}
 	return &fwk.PostFilterResult{NominatingInfo: &fwk.NominatingInfo{
 		NominatedNodeName: choice.Node, NominatingMode: fwk.ModeOverride}}, fwk.NewStatus(fwk.Success)

@@ -17,14 +17,12 @@ package gpushare
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"sort"
 	"strconv"
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
@@ -145,31 +143,16 @@ func (p *Plugin) PodGroupPostFilter(ctx context.Context, _ fwk.PodGroupCycleStat
 			"gpushare: lower-priority pods cannot free room for %d members of pod group %s/%s; none is evicted",
 			need, pgInfo.GetNamespace(), pgInfo.GetName()))
 	}
-	var choice struct {
-		Node    string `json:"node"`
-		Victims []struct {
-			Namespace string `json:"namespace"`
-			Name      string `json:"name"`
-			UID       string `json:"uid"`
-		} `json:"victims"`
+	choice, st := decodeChoice(res)
+	if st != nil {
+		return nil, st
 	}
-	if err := json.Unmarshal([]byte(res), &choice); err != nil {
+	if err := p.evictAll(ctx, first, choice.Victims, func(v *v1.Pod) string { return v.Spec.NodeName },
+		func(v victimRef, victim *v1.Pod) {
+			klog.InfoS("gpushare: preempted for a pod group", "podGroup", klog.KRef(pgInfo.GetNamespace(), pgInfo.GetName()),
+				"victim", klog.KRef(v.Namespace, v.Name), "node", victim.Spec.NodeName)
+		}); err != nil {
 		return nil, fwk.AsStatus(err)
-	}
-	pods := p.h.SharedInformerFactory().Core().V1().Pods().Lister()
-	for _, v := range choice.Victims {
-		victim, err := pods.Pods(v.Namespace).Get(v.Name)
-		if apierrors.IsNotFound(err) || (err == nil && string(victim.UID) != v.UID) {
-			continue
-		}
-		if err != nil {
-			return nil, fwk.AsStatus(fmt.Errorf("preempting %s/%s: %w", v.Namespace, v.Name, err))
-		}
-		if err := p.evict(ctx, first, victim, victim.Spec.NodeName); err != nil {
-			return nil, fwk.AsStatus(fmt.Errorf("preempting %s/%s: %w", v.Namespace, v.Name, err))
-		}
-		klog.InfoS("gpushare: preempted for a pod group", "podGroup", klog.KRef(pgInfo.GetNamespace(), pgInfo.GetName()),
-			"victim", klog.KRef(v.Namespace, v.Name), "node", victim.Spec.NodeName)
 	}
 	// no member is nominated: the core names the first slot's node only,
 	// and a gang's slots are not held (hold.c); the members wait on the
