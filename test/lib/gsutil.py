@@ -4,6 +4,7 @@ ledger recomputed from pods, starting the extender on a demo cluster, and a
 small HTTP client of the extender (stdlib only)."""
 import json
 import os
+import random
 import socket
 import subprocess
 import tempfile
@@ -108,8 +109,26 @@ def wait_for(cond, timeout, what, interval=0.05):
                          + (f" (last error: {last!r})" if last else ""))
 
 
+# Ports handed out for servers the tests start: below the kernel's ephemeral
+# range (net.ipv4.ip_local_port_range, 32768-60999 by default), so that no
+# outgoing connection takes one between free_port() and the server's bind
+# (seen: a module whose delay proxy opened many connections lost its plugin's
+# debug port to one), and below the NodePort range (30000-32767)
+_PORTS = (10000, 29999)
+
+
 def free_port():
-    with socket.socket() as s:
+    """A TCP port free on 127.0.0.1 now, outside the ephemeral range."""
+    rng = random.Random()
+    for _ in range(200):
+        port = rng.randint(*_PORTS)
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    with socket.socket() as s:  # all taken: whatever the kernel gives
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
 
