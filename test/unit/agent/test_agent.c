@@ -500,11 +500,14 @@ static void test_kubelet_view_malformed(void **state) {
     assert_string_equal(d.text, cases[i].text);
   }
   /* not JSON at all */
-  struct gs_diag d;
+  struct gs_diag d = {0};
   char *out = NULL;
   struct gs_agent_call call = {NODE, GS_AGENT_RES_MEM, 4, "[]", 2, "{\"podRes", 9, NOW};
   assert_int_equal(gs_agent_allocate(&cfg, inv2(), &call, &out, &d), GS_EPARSE);
-  assert_true(strncmp(d.text, "the kubelet's pod-resources list is not JSON: ", 46) == 0);
+  char head[47];
+  memcpy(head, d.text, sizeof head - 1);
+  head[sizeof head - 1] = '\0';
+  assert_string_equal(head, "the kubelet's pod-resources list is not JSON: ");
   assert_null(out);
   json_decref(pods);
 }
