@@ -279,19 +279,7 @@ def run(form, seed, a, workdir):
             for p in pods:
                 create(p)
         t_created = time.time()
-        while True:
-            for w in (watch, failed):
-                if w.error:
-                    raise w.error
-            if len(watch.order) + len(failed.names) >= len(pods):
-                break
-            if a.progress:
-                print(f"  {time.time() - t0:7.1f} s bound {len(watch.order)} unschedulable"
-                      f" {len(failed.names)} load {os.getloadavg()[0]:.1f}", file=sys.stderr, flush=True)
-            time.sleep(2)  # polling a condition
-            if time.time() - t0 > a.timeout:
-                raise kcluster.Fatal(f"not done after {a.timeout} s: bound {len(watch.order)},"
-                                     f" unschedulable {len(failed.names)}")
+        fgd_real.wait_done(watch, failed, len(pods), t0, a)
         t_done = time.time()
         watch.stop.set()
         failed.stop.set()

@@ -206,6 +206,25 @@ class Failed(threading.Thread):
             self.error = e
 
 
+def wait_done(watch, failed, total, t0, a, extra=lambda: ""):
+    """Until every one of total pods is bound (watch) or found unschedulable
+    and deleted (failed), polling; a watch's error raised, a.timeout kept,
+    with a.progress a line every poll (extra(): more of it)."""
+    while True:
+        for w in (watch, failed):
+            if w.error:
+                raise w.error
+        if len(watch.order) + len(failed.names) >= total:
+            return
+        if a.progress:
+            print(f"  {time.time() - t0:7.1f} s bound {len(watch.order)} unschedulable {len(failed.names)}"
+                  f"{extra()} load {os.getloadavg()[0]:.1f}", file=sys.stderr, flush=True)
+        time.sleep(2)  # polling a condition
+        if time.time() - t0 > a.timeout:
+            raise kcluster.Fatal(f"not done after {a.timeout} s: bound {len(watch.order)},"
+                                 f" unschedulable {len(failed.names)}")
+
+
 def scheduler_config(form, workdir, config=None, preemption=False):
     import yaml
     path = config or os.path.join(SOURCE, "deploy", "scheduler", FORMS[form])
@@ -359,23 +378,10 @@ def run(form, seed, a, workdir):
             for p in pods:
                 create(p)
         t_created = time.time()
-        # done: every pod bound or found unschedulable (and deleted)
-        while True:
-            for w in (watch, failed):
-                if w.error:
-                    raise w.error
-            if len(watch.order) + len(failed.names) >= len(pods):
-                break
-            if a.progress:
-                sm = cp.scheduler_metrics()
-                active = sum(metric_sum(sm, "scheduler_pending_pods", queue=q)
-                             for q in ("active", "backoff", "unschedulable"))
-                print(f"  {time.time() - t0:7.1f} s bound {len(watch.order)} unschedulable {len(failed.names)}"
-                      f" queued {int(active)} load {os.getloadavg()[0]:.1f}", file=sys.stderr, flush=True)
-            time.sleep(2)  # polling a condition
-            if time.time() - t0 > a.timeout:
-                raise kcluster.Fatal(f"not done after {a.timeout} s: bound {len(watch.order)},"
-                                     f" unschedulable {len(failed.names)}")
+        def queued():
+            sm = cp.scheduler_metrics()
+            return f" queued {int(sum(metric_sum(sm, 'scheduler_pending_pods', queue=q) for q in ('active', 'backoff', 'unschedulable')))}"
+        wait_done(watch, failed, len(pods), t0, a, queued)
         t_done = time.time()
         watch.stop.set()
         failed.stop.set()
