@@ -68,14 +68,7 @@ func (c *claimCycle) Clone() fwk.StateData {
 	return &cp
 }
 
-func readClaims(state fwk.CycleState) *claimCycle {
-	d, err := state.Read(claimsKey)
-	if err != nil {
-		return nil
-	}
-	c, _ := d.(*claimCycle)
-	return c
-}
+func readClaims(state fwk.CycleState) *claimCycle { return readAs[claimCycle](state, claimsKey) }
 
 // ours: whether the core places the claim (its spec is immutable: the
 // answer is kept by UID).

@@ -388,14 +388,17 @@ func (p *Plugin) index(nodes []fwk.NodeInfo) *nodeIndex {
 // PreFilterExtensions: none (the C core sees nominated pods in its ledger).
 func (p *Plugin) PreFilterExtensions() fwk.PreFilterExtensions { return nil }
 
-func read(state fwk.CycleState) *cycle {
-	d, err := state.Read(stateKey)
+// readAs is what the cycle state holds under key, as a *T; nil when none.
+func readAs[T any](state fwk.CycleState, key fwk.StateKey) *T {
+	d, err := state.Read(key)
 	if err != nil {
 		return nil
 	}
-	c, _ := d.(*cycle)
+	c, _ := any(d).(*T)
 	return c
 }
+
+func read(state fwk.CycleState) *cycle { return readAs[cycle](state, stateKey) }
 
 // Filter answers from PreFilter's verdicts.
 func (p *Plugin) Filter(ctx context.Context, state fwk.CycleState, pod *v1.Pod, nodeInfo fwk.NodeInfo) *fwk.Status {
