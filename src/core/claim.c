@@ -1,6 +1,9 @@
 /* Placing a DRA claim (gpushare/claim.h, docs/dra.md): a memory claim is
  * placed as the gpu-mem pod of the same shape would be (gs_place_pick), a
- * whole-device claim on GPUs nothing touches. */
+ * whole-device claim on GPUs nothing touches — on a topology node as the
+ * whole-GPU pod of the same count would be (gs_place_pick: its NVLink set,
+ * verdict and score), elsewhere by free-GPU count with the set chosen as
+ * that pod's chooser chooses it (gs_place_choose_default). */
 #include <gpushare/claim.h>
 
 #include "caps.h"
@@ -27,13 +30,19 @@ bool gs_claim_shape_pod(const struct gs_claim_request *req, uint32_t unit_mib,
   return true;
 }
 
+/* The pod a claim is weighed as: the gpu-mem pod of its shape, or for
+ * whole devices the whole-GPU pod (aliyun.com/gpu: count) of a topology
+ * node. */
 static void as_pod(const struct gs_claim_request *req, uint32_t unit_mib,
                    struct gs_pod_request *pod) {
   memset(pod, 0, sizeof *pod);
   snprintf(pod->ns, sizeof pod->ns, "dra");
   snprintf(pod->name, sizeof pod->name, "claim");
   pod->ncontainers = 1;
-  (void)gs_claim_shape_pod(req, unit_mib, pod); /* whole devices: no asks (fit_one) */
+  if (req->mib_per_gpu == 0)
+    pod->whole_gpus[0] = req->count; /* check() bounds it to 1..GS_MAX_GPUS */
+  else
+    (void)gs_claim_shape_pod(req, unit_mib, pod);
 }
 
 /* Free whole GPUs of node as a mask. */
@@ -60,17 +69,29 @@ static bool better(int64_t score, const char *name, int64_t best, const char *be
 static enum gs_err fit_one(const struct gs_node *node, const struct gs_policy *policy,
                            const struct gs_claim_request *req, const struct gs_pod_request *pod,
                            struct gs_choice *c, int64_t *score, struct gs_status *why) {
+  if (req->mib_per_gpu == 0 && node->mode == GS_MODE_TOPOLOGY) {
+    /* the whole-GPU pod's decision, whole: the NVLink set that keeps the
+     * best sets free (docs/topology.md), its refusals and its score, as
+     * the gpumem plugin takes them for that pod (score × 10) */
+    if (gs_place_pick(node, pod, policy, c, why) != GS_EOK)
+      return GS_ENOFIT;
+    c->mib_per_gpu = 0;
+    *score = c->score * (GS_SCORE_MAX / 10);
+    return GS_EOK;
+  }
   if (req->mib_per_gpu == 0) {
     uint64_t mask = free_gpus(node);
-    uint32_t nfree = (uint32_t)__builtin_popcountll(mask), k = 0;
+    uint32_t nfree = (uint32_t)__builtin_popcountll(mask);
     if (node->mode == GS_MODE_NONE || nfree < req->count)
       return gs_status_set(why, GS_ENOFIT, GS_R_INSUFFICIENT_WHOLE_GPUS,
                            "fewer than %u free whole GPUs", (unsigned)req->count);
     memset(c, 0, sizeof *c);
-    for (uint32_t g = 0; g < node->ngpus && k < req->count; g++)
-      if (mask >> g & 1)
-        c->gpus[k++] = g;
-    c->ngpus = k;
+    /* the set as the whole-GPU pod's chooser takes it: the NVLink choice
+     * on a node with a topology, else the lowest indices */
+    if (gs_place_choose_default(NULL, node, pod, policy, mask, req->count, 0, c->gpus, why) !=
+        GS_EOK)
+      return GS_ENOFIT;
+    c->ngpus = req->count; /* ascending, as the chooser answers them */
     /* binpack: the node left with the fewest free GPUs; spread: the most */
     *score = policy->node_policy == GS_PLACE_SPREAD
                  ? (int64_t)nfree * GS_SCORE_MAX / GS_MAX_GPUS
