@@ -5,12 +5,13 @@ published by the test for two fake nodes of 2 × 16 GiB; the apiserver must
 accept every allocation, and the plugin's ledger must equal the truth
 computed from the claims' allocations."""
 import collections
+import json
 import unittest
 
 import dracase
 import kcluster
 from dracase import CLASS, DRIVER, GIB, mib
-from realcase import Env, metric, wait_for
+from realcase import DGX1_LINKS, TOPO_KEY, Env, metric, wait_for
 
 
 def setUpModule():
@@ -41,8 +42,8 @@ class PlacedClaims(dracase.DraBase):
         return self.create({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
                             "metadata": {"name": name}, "spec": self.exact(memory, count, **extra)})
 
-    def claim_pod(self, name, claim=None, template=None, labels=None):
-        p = kcluster.gpu_pod(name, ns=self.ns, node_selector={"gpushare-test": self.ns},
+    def claim_pod(self, name, claim=None, template=None, labels=None, node_selector=None):
+        p = kcluster.gpu_pod(name, ns=self.ns, node_selector=node_selector or {"gpushare-test": self.ns},
                              labels=labels)
         for c in p["spec"]["containers"]:
             c["resources"] = {"claims": [{"name": "gpu"}]}
@@ -241,6 +242,58 @@ class PlacedClaims(dracase.DraBase):
                 self.assertEqual(st["allocation"], before[name], name)
         self.assert_ledger_is_dra_truth()
         self.assertEqual(sorted(kcluster.ledger_used(Env.ext.ledger()).values()), [16 * GIB] * 4)
+
+    def test_whole_devices_on_a_topology_node_get_the_pods_nvlink_set(self):
+        """Two DGX-1 topology nodes (the gpushare.io/topology of `nvidia-smi
+        topo -m`, 8 GPUs of 16 GiB), each published as a ResourceSlice of 8
+        exclusive devices. Round by round a whole-GPU pod (aliyun.com/gpu)
+        goes to one node and a claim of as many whole devices to the other:
+        the claim's devices are the GPUs the pod got — first the NV2 pair
+        {0,3}, then the next NVLink pair, then the four left — and the
+        apiserver accepts each allocation (exclusive results: no
+        consumedCapacity, no shareID). A claim that no longer finds two free
+        GPUs is refused with the pod's reason. The ledger equals the truth."""
+        for n in ("pc-tp", "pc-tc"):
+            self.node(n, "topology", gpus=8, units=8 * 16, whole=8, labels={"pc-side": n},
+                      annotations={"gpushare.io/topology": json.dumps({"links": DGX1_LINKS})})
+            self.publish(n, gpus=0, extra=[
+                {"name": f"gpu-{i}", "attributes": {"gpushare.io/index": {"int": i}},
+                 "capacity": {"memory": {"value": "16Gi"}}} for i in range(8)])
+        for i, k in enumerate((2, 2, 4)):
+            self.pod(f"w{i}", whole=k, node_selector={"pc-side": "pc-tp"})
+            self.wait_bound(2 * i + 1)
+            ann = json.loads(self.k.get("pods", self.ns, f"w{i}")["metadata"]["annotations"][TOPO_KEY])
+            pod_gpus = sorted(int(g) for g in ann["visibleGPUs"])
+            self.claim_of(f"d{i}", count=k)
+            self.claim_pod(f"c{i}", f"d{i}", node_selector={"pc-side": "pc-tc"})
+            self.wait_bound(2 * i + 2)
+            claim = self.allocated(f"d{i}")
+            st = claim["status"]
+            res = st["allocation"]["devices"]["results"]
+            for r in res:
+                self.assertEqual((r["request"], r["driver"], r["pool"]), ("gpu", DRIVER, "pc-tc"), r)
+                self.assertNotIn("consumedCapacity", r)
+                self.assertNotIn("shareID", r)
+            gpus = sorted(int(r["device"].split("-")[1]) for r in res)
+            self.assertEqual(gpus, pod_gpus, f"round {i}: the claim's devices are the pod's GPUs")
+            self.assertEqual(st["reservedFor"], [{"resource": "pods", "name": f"c{i}", "uid": self.k.get(
+                "pods", self.ns, f"c{i}")["metadata"]["uid"]}])
+            self.assertEqual(st["allocation"]["nodeSelector"]["nodeSelectorTerms"][0]["matchFields"][0]
+                             ["values"], ["pc-tc"])
+            if k == 2:
+                self.assertEqual(DGX1_LINKS[gpus[0]][gpus[1]], "NV2", gpus)
+            if i == 0:
+                self.assertEqual(gpus, [0, 3])
+            self.assert_ledger_is_dra_truth()
+        held = self.ledger_claims("pc-tc")
+        self.assertEqual(sorted(g for g, _ in held), list(range(8)))
+        self.assertEqual(set(held.values()), {16 * GIB})
+        # all eight held: a 2-device claim is refused as the pod would be
+        self.claim_of("late", count=2)
+        self.claim_pod("cl", "late", node_selector={"pc-side": "pc-tc"})
+        self.wait_event("cl", "fewer than 2 free whole GPUs")
+        self.assertNotIn("allocation", self.k.get("resourceclaims", self.ns, "late").get("status") or {})
+        self.assert_ledger_is_dra_truth()
 
     def prio_claim_pod(self, name, claim, priority_class):
         p = kcluster.gpu_pod(name, ns=self.ns, node_selector={"gpushare-test": self.ns},
