@@ -32,9 +32,12 @@ struct gs_claim_choice {
  * gpu-mem pod of count GPUs × mib_per_gpu (rounded up to the policy's unit
  * for the check) would be placed — the GPU by the node's placement
  * (binpack: the fullest GPU that fits), the node by the policy's nodePolicy
- * score, ties to the lower name; whole devices on GPUs nothing touches, on
- * any gpushare node, the node with the fewest such GPUs that still has
- * count (binpack) or the most (spread). GS_EOK fills *ret; GS_ENOFIT with
+ * score, ties to the lower name; whole devices on GPUs nothing touches:
+ * on a topology node as the whole-GPU pod of count GPUs would be (its
+ * NVLink set, verdict and score: gs_place_pick), on the other gpushare
+ * nodes by the number of such GPUs, the fewest that still has count
+ * (binpack) or the most (spread), the set by gs_place_choose_default (the
+ * NVLink choice when the node has a topology). GS_EOK fills *ret; GS_ENOFIT with
  * st's reason when no node fits; GS_EUNRESOLVABLE for a request no node
  * could ever hold (count 0 or above GS_MAX_GPUS, a memory past the part
  * cap). */
