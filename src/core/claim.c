@@ -31,8 +31,7 @@ bool gs_claim_shape_pod(const struct gs_claim_request *req, uint32_t unit_mib,
 }
 
 /* The pod a claim is weighed as: the gpu-mem pod of its shape, or for
- * whole devices the whole-GPU pod (aliyun.com/gpu: count) of a topology
- * node. */
+ * whole devices the whole-GPU pod (aliyun.com/gpu: count). */
 static void as_pod(const struct gs_claim_request *req, uint32_t unit_mib,
                    struct gs_pod_request *pod) {
   memset(pod, 0, sizeof *pod);
