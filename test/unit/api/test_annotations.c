@@ -303,7 +303,7 @@ static void test_roundtrip_whole(void **state) {
   assert_same_parts(parts, 3);
   json_decref(pod);
   /* assigned true, integer GPU ids, no assumeTime */
-  pod = parse_or_fail("{\"metadata\":{\"annotations\":{\"gputopology.alibabacloud.com/"
+  pod = gs_test_json("{\"metadata\":{\"annotations\":{\"gputopology.alibabacloud.com/"
                       "allocation\":\"{\\\"allocatedGPUs\\\":{\\\"0\\\":[1,\\\"0\\\"]},"
                       "\\\"assigned\\\":true}\"}}}");
   assert_int_equal(gs_api_alloc_from_pod(pod, GS_UNIT_GIB, &got, &diag), GS_EOK);
@@ -328,7 +328,7 @@ static void test_not_found(void **state) {
   };
   (void)state;
   for (size_t i = 0; i < sizeof pods / sizeof pods[0]; i++) {
-    json_t *pod = parse_or_fail(pods[i]);
+    json_t *pod = gs_test_json(pods[i]);
     assert_int_equal(gs_api_alloc_from_pod(pod, GS_UNIT_GIB, &got, NULL), GS_ENOTFOUND);
     json_decref(pod);
   }
@@ -414,7 +414,7 @@ static void test_malformed_other_keys(void **state) {
   (void)state;
   for (size_t i = 0; i < sizeof pods / sizeof pods[0]; i++) {
     struct gs_diag diag = {{0}, {0}};
-    json_t *pod = parse_or_fail(pods[i]);
+    json_t *pod = gs_test_json(pods[i]);
     enum gs_err err = gs_api_alloc_from_pod(pod, GS_UNIT_GIB, &got, &diag);
     json_decref(pod);
     if (err != GS_EPARSE)

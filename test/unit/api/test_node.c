@@ -93,7 +93,7 @@ static void test_bad_annotations(void **state) {
   json_decref(node);
 
   /* only the topology one bad */
-  node = parse_or_fail("{\"metadata\":{\"name\":\"n\",\"annotations\":{"
+  node = gs_test_json("{\"metadata\":{\"name\":\"n\",\"annotations\":{"
                        "\"gpushare.io/topology\":\"{\\\"links\\\":[[\\\"X\\\",\\\"NV1\\\"],"
                        "[\\\"NV1\\\",\\\"NVX\\\"]]}\"}}}");
   memset(&diag, 0, sizeof diag);
@@ -105,14 +105,14 @@ static void test_bad_annotations(void **state) {
   json_decref(node);
 
   /* non-string annotation values and non-object annotations */
-  node = parse_or_fail("{\"metadata\":{\"name\":\"n\",\"annotations\":{"
+  node = gs_test_json("{\"metadata\":{\"name\":\"n\",\"annotations\":{"
                        "\"gpushare.alibabacloud.com/device-resource\":{\"0\":1}}}}");
   memset(&diag, 0, sizeof diag);
   assert_int_equal(gs_api_node_decode(node, &spec, &topo_buf, &diag), GS_EOK);
   assert_false(spec.has_per_gpu);
   assert_diag(diag, "must be a string");
   json_decref(node);
-  node = parse_or_fail("{\"metadata\":{\"name\":\"n\",\"annotations\":[]}}");
+  node = gs_test_json("{\"metadata\":{\"name\":\"n\",\"annotations\":[]}}");
   memset(&diag, 0, sizeof diag);
   assert_int_equal(gs_api_node_decode(node, &spec, &topo_buf, &diag), GS_EOK);
   assert_diag(diag, "annotations ignored");
@@ -146,7 +146,7 @@ static void test_device_resource_forms(void **state) {
              "{\"metadata\":{\"name\":\"n\",\"annotations\":{"
              "\"gpushare.alibabacloud.com/device-resource\":\"%s\"}}}",
              cases[i].ann);
-    node = parse_or_fail(text);
+    node = gs_test_json(text);
     assert_int_equal(gs_api_node_decode(node, &spec, NULL, &diag), GS_EOK);
     if (spec.has_per_gpu != cases[i].ok)
       fail_msg("case %zu: has_per_gpu %d (%s)", i, spec.has_per_gpu, diag.text);

@@ -12,18 +12,11 @@
 
 #include <gpushare/alloc.h>
 
+#include "../test_json.h"
 #include "../testutil.h"
 
 #include <stdio.h>
 #include <string.h>
-
-static json_t *load(const char *text) {
-  json_error_t e;
-  json_t *j = json_loads(text, 0, &e);
-  if (j == NULL)
-    fail_msg("bad test JSON: %s: %s", e.text, text);
-  return j;
-}
 
 /* A share node of 2 GPUs × 16 GiB. */
 static void node(struct gs_sched *s, const char *name) {
@@ -33,7 +26,7 @@ static void node(struct gs_sched *s, const char *name) {
            "{\"metadata\":{\"name\":\"%s\",\"labels\":{\"ack.node.gpu.schedule\":\"share\"}},"
            "\"status\":{\"capacity\":{\"aliyun.com/gpu-mem\":\"32\",\"aliyun.com/gpu-count\":\"2\"}}}",
            name);
-  n = load(text);
+  n = gs_test_json(text);
   gs__feed_node(s, n);
   json_decref(n);
 }
@@ -57,7 +50,7 @@ static void slice(struct gs__dra *d, struct gs_sched *s, const char *name, const
            "{\"name\":\"gpu-9\",\"attributes\":{\"gpushare.io/index\":{\"int\":9}}},"
            "{\"name\":\"nic-0\",\"attributes\":{\"kind\":{\"string\":\"nic\"}}}]}}",
            name, nodename, nodename);
-  j = load(text);
+  j = gs_test_json(text);
   if (del)
     gs__dra_slice_delete(d, s, j);
   else
@@ -80,7 +73,7 @@ static void claim(struct gs__dra *d, struct gs_sched *s, const char *uid, const 
              "{\"metadata\":{\"name\":\"c-%s\",\"namespace\":\"team\",\"uid\":\"%s\"},"
              "\"status\":{}}",
              uid, uid);
-  j = load(text);
+  j = gs_test_json(text);
   if (del)
     gs__dra_claim_delete(d, s, j);
   else
@@ -172,7 +165,7 @@ static void claim_rv(struct gs__dra *d, struct gs_sched *s, const char *uid, con
            "\"resourceVersion\":\"%s\"},\"status\":{%s%s%s}}",
            uid, uid, rv, results ? "\"allocation\":{\"devices\":{\"results\":" : "",
            results ? results : "", results ? "}}" : "");
-  j = load(text);
+  j = gs_test_json(text);
   gs__dra_claim(d, s, j);
   json_decref(j);
 }
@@ -251,7 +244,7 @@ static void test_bad_input_is_reported_and_never_undercharges(void **state) {
   assert_int_equal(used(f->s, "n4").used[1], 2048);
   /* a slice without a driver: ignored */
   {
-    json_t *j = load("{\"metadata\":{\"name\":\"x\"},\"spec\":{\"devices\":[]}}");
+    json_t *j = gs_test_json("{\"metadata\":{\"name\":\"x\"},\"spec\":{\"devices\":[]}}");
     gs__dra_slice(f->d, f->s, j);
     json_decref(j);
   }

@@ -7,20 +7,13 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include "../test_json.h"
 #include "../test_main.h"
 
 #include "dra.h"
 
 #include <stdio.h>
 #include <string.h>
-
-static json_t *load(const char *text) {
-  json_error_t e;
-  json_t *j = json_loads(text, 0, &e);
-  if (j == NULL)
-    fail_msg("bad test JSON: %s: %s", e.text, text);
-  return j;
-}
 
 /* gs__dra_request on a claim whose spec.devices is devices (JSON text). */
 static int request(const char *devices, struct gs_claim_request *req, char *name, char *why) {
@@ -29,7 +22,7 @@ static int request(const char *devices, struct gs_claim_request *req, char *name
   int r;
   snprintf(text, sizeof text, "{\"metadata\":{\"name\":\"c\",\"uid\":\"u\"},\"spec\":{\"devices\":%s}}",
            devices);
-  j = load(text);
+  j = gs_test_json(text);
   r = gs__dra_request(j, req, name, 64, why, 256);
   json_decref(j);
   return r;
@@ -130,7 +123,7 @@ static void slice(struct gs__dra *d, struct gs_sched *s, const char *driver, con
            "\"attributes\":{\"gpushare.io/index\":{\"int\":0}}},"
            "{\"name\":\"whole-1\",\"attributes\":{\"gpushare.io/index\":{\"int\":1}}}]}}",
            node, driver, driver, node, node);
-  j = load(text);
+  j = gs_test_json(text);
   if (del)
     gs__dra_slice_delete(d, s, j);
   else
