@@ -6,13 +6,12 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
-#include "dra.h"
+#include "dra_test.h"
 #include "feed.h"
 #include "metrics.h"
 
 #include <gpushare/alloc.h>
 
-#include "../test_json.h"
 #include "../testutil.h"
 
 #include <stdio.h>
@@ -36,7 +35,6 @@ static void node(struct gs_sched *s, const char *name) {
 static void slice(struct gs__dra *d, struct gs_sched *s, const char *name, const char *nodename,
                   bool del) {
   char text[2048];
-  json_t *j;
   snprintf(text, sizeof text,
            "{\"metadata\":{\"name\":\"%s\"},\"spec\":{\"driver\":\"gpu.gpushare.io\","
            "\"pool\":{\"name\":\"%s\",\"generation\":1,\"resourceSliceCount\":1},"
@@ -50,19 +48,13 @@ static void slice(struct gs__dra *d, struct gs_sched *s, const char *name, const
            "{\"name\":\"gpu-9\",\"attributes\":{\"gpushare.io/index\":{\"int\":9}}},"
            "{\"name\":\"nic-0\",\"attributes\":{\"kind\":{\"string\":\"nic\"}}}]}}",
            name, nodename, nodename);
-  j = gs_test_json(text);
-  if (del)
-    gs__dra_slice_delete(d, s, j);
-  else
-    gs__dra_slice(d, s, j);
-  json_decref(j);
+  dra_feed(d, s, text, del ? gs__dra_slice_delete : gs__dra_slice);
 }
 
 /* A claim allocated on results (a JSON list text; NULL: not allocated). */
 static void claim(struct gs__dra *d, struct gs_sched *s, const char *uid, const char *results,
                   bool del) {
   char text[2048];
-  json_t *j;
   if (results != NULL)
     snprintf(text, sizeof text,
              "{\"metadata\":{\"name\":\"c-%s\",\"namespace\":\"team\",\"uid\":\"%s\"},"
@@ -73,12 +65,7 @@ static void claim(struct gs__dra *d, struct gs_sched *s, const char *uid, const 
              "{\"metadata\":{\"name\":\"c-%s\",\"namespace\":\"team\",\"uid\":\"%s\"},"
              "\"status\":{}}",
              uid, uid);
-  j = gs_test_json(text);
-  if (del)
-    gs__dra_claim_delete(d, s, j);
-  else
-    gs__dra_claim(d, s, j);
-  json_decref(j);
+  dra_feed(d, s, text, del ? gs__dra_claim_delete : gs__dra_claim);
 }
 
 #define RES(pool, dev, mem)                                                                   \
@@ -159,15 +146,12 @@ static void test_claim_first_then_slice_then_gone(void **state) {
 static void claim_rv(struct gs__dra *d, struct gs_sched *s, const char *uid, const char *rv,
                      const char *results) {
   char text[2048];
-  json_t *j;
   snprintf(text, sizeof text,
            "{\"metadata\":{\"name\":\"c-%s\",\"namespace\":\"team\",\"uid\":\"%s\","
            "\"resourceVersion\":\"%s\"},\"status\":{%s%s%s}}",
            uid, uid, rv, results ? "\"allocation\":{\"devices\":{\"results\":" : "",
            results ? results : "", results ? "}}" : "");
-  j = gs_test_json(text);
-  gs__dra_claim(d, s, j);
-  json_decref(j);
+  dra_feed(d, s, text, gs__dra_claim);
 }
 
 /* gpushare-scheduler feeds the allocation it wrote (version 12) before its
@@ -243,11 +227,8 @@ static void test_bad_input_is_reported_and_never_undercharges(void **state) {
   assert_int_equal(used(f->s, "n4").used[0], 3072);
   assert_int_equal(used(f->s, "n4").used[1], 2048);
   /* a slice without a driver: ignored */
-  {
-    json_t *j = gs_test_json("{\"metadata\":{\"name\":\"x\"},\"spec\":{\"devices\":[]}}");
-    gs__dra_slice(f->d, f->s, j);
-    json_decref(j);
-  }
+  dra_feed(f->d, f->s, "{\"metadata\":{\"name\":\"x\"},\"spec\":{\"devices\":[]}}",
+           gs__dra_slice);
   gs__dra_gauges(f->d, m);
   text = gs_metrics_render(m);
   assert_non_null(text);
