@@ -7,6 +7,7 @@
 #include "framework.h"
 #include "gang/gang.h"
 #include "plugins.h"
+#include "fw_test.h"
 
 #include <gpushare/annot.h>
 #include <gpushare/topo.h>
@@ -30,11 +31,9 @@ static int load_dgx1(void **state) {
 
 static struct gs_sched *fw_new(uint32_t timeout_s) {
   struct gs_policy policy;
-  size_t n;
-  const struct gs_plugin_ops *const *plugins = gs_plugins_default(&n);
   gs_policy_init(&policy);
   policy.gang_timeout_s = timeout_s;
-  return gs__sched_new_with(&policy, plugins, n, NULL);
+  return fw_test_new(&policy);
 }
 
 static void add_topo_node(struct gs_sched *fw, const char *name) {
