@@ -75,6 +75,12 @@ static json_t *allocate(const struct gs_agent_config *cfg, const char *resource,
   return answer;
 }
 
+/* Allocate over a list of the one pod (stolen). */
+static json_t *allocate_pod(const struct gs_agent_config *cfg, const char *resource, uint64_t n,
+                            json_t *pod, enum gs_err *ret_err, struct gs_diag *d) {
+  return allocate(cfg, resource, n, json_pack("[o]", pod), ret_err, d);
+}
+
 /* ---- inventory, capacity, devices, ConfigMap, topology ---------------------------- */
 
 static void test_inventory(void **state) {
@@ -189,9 +195,8 @@ static void test_single_card(void **state) {
   (void)state;
   struct gs_agent_config cfg = cfg_of(GS_UNIT_GIB, GS_MODE_SHARE);
   struct gs_diag d;
-  json_t *pods = json_array(), *a;
-  json_array_append_new(pods, mem_pod("p1", 4, "{\"0\":{\"1\":4}}", 100));
-  a = allocate(&cfg, GS_AGENT_RES_MEM, 4, pods, NULL, &d);
+  json_t *a;
+  a = allocate_pod(&cfg, GS_AGENT_RES_MEM, 4, mem_pod("p1", 4, "{\"0\":{\"1\":4}}", 100), NULL, &d);
   assert_non_null(a);
   assert_string_equal(json_string_value(json_object_get(json_object_get(a, "pod"), "name")), "p1");
   assert_string_equal(json_string_value(json_object_get(a, "container")), "c0");
@@ -217,9 +222,9 @@ static void test_multi_card(void **state) {
   (void)state;
   struct gs_agent_config cfg = cfg_of(GS_UNIT_GIB, GS_MODE_SHARE);
   struct gs_diag d;
-  json_t *pods = json_array(), *a;
-  json_array_append_new(pods, mem_pod("multi", 8, "{\"0\":{\"0\":4,\"1\":4}}", 100));
-  a = allocate(&cfg, GS_AGENT_RES_MEM, 8, pods, NULL, &d);
+  json_t *a;
+  a = allocate_pod(&cfg, GS_AGENT_RES_MEM, 8,
+                   mem_pod("multi", 8, "{\"0\":{\"0\":4,\"1\":4}}", 100), NULL, &d);
   assert_non_null(a);
   assert_envs(a,
               "NVIDIA_VISIBLE_DEVICES", UUID0 "," UUID1,
@@ -235,9 +240,9 @@ static void test_mps(void **state) {
   (void)state;
   struct gs_agent_config cfg = cfg_of(GS_UNIT_GIB, GS_MODE_MPS);
   struct gs_diag d;
-  json_t *pods = json_array(), *a, *m;
-  json_array_append_new(pods, mem_pod("multi", 6, "{\"0\":{\"0\":3,\"1\":3}}", 100));
-  a = allocate(&cfg, GS_AGENT_RES_MEM, 6, pods, NULL, &d);
+  json_t *a, *m;
+  a = allocate_pod(&cfg, GS_AGENT_RES_MEM, 6,
+                   mem_pod("multi", 6, "{\"0\":{\"0\":3,\"1\":3}}", 100), NULL, &d);
   assert_non_null(a);
   assert_envs(a,
               "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT", "0=3072M,1=3072M",
@@ -248,9 +253,8 @@ static void test_mps(void **state) {
                       "/var/run/nvidia/mps");
   json_decref(a);
   /* one GPU, not the first: the container's ordinal is still 0 */
-  pods = json_array();
-  json_array_append_new(pods, mem_pod("one", 2, "{\"0\":{\"1\":2}}", 100));
-  a = allocate(&cfg, GS_AGENT_RES_MEM, 2, pods, NULL, &d);
+  a = allocate_pod(&cfg, GS_AGENT_RES_MEM, 2,
+                   mem_pod("one", 2, "{\"0\":{\"1\":2}}", 100), NULL, &d);
   assert_string_equal(env(a, "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT"), "0=2048M");
   json_decref(a);
 }
