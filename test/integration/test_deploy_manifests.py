@@ -162,32 +162,24 @@ def calls():
     cm_ns, cm, lease_ns, lease = (d["configmap_ns"], d["configmap_name"], d["lease_ns"],
                                   d["lease_name"])
     ns_pfx, apis_lease = "/api/v1/namespaces/", "/apis/coordination.k8s.io/v1/namespaces/"
+
+    def informer(paths, group, resource, ns=ANY):
+        """An informer's two requests: a paged list, then watch=1 (kube_informer.c)."""
+        return [("kube_informer.c", "GET", paths, group, resource, verb, ns, None)
+                for verb in ("list", "watch")]
+
     return [
-        # informers: paged list, then watch=1 (kube_informer.c)
-        ("kube_informer.c", "GET", ("/api/v1/nodes",), "", "nodes", "list", ANY, None),
-        ("kube_informer.c", "GET", ("/api/v1/nodes",), "", "nodes", "watch", ANY, None),
-        ("kube_informer.c", "GET", ("/api/v1/pods",), "", "pods", "list", ANY, None),
-        ("kube_informer.c", "GET", ("/api/v1/pods",), "", "pods", "watch", ANY, None),
+        *informer(("/api/v1/nodes",), "", "nodes"),
+        *informer(("/api/v1/pods",), "", "pods"),
         # DRA coexistence (docs/dra.md): ResourceSlices and ResourceClaims
-        ("kube_informer.c", "GET", ("/apis/resource.k8s.io/v1/resourceslices",), "resource.k8s.io",
-         "resourceslices", "list", ANY, None),
-        ("kube_informer.c", "GET", ("/apis/resource.k8s.io/v1/resourceslices",), "resource.k8s.io",
-         "resourceslices", "watch", ANY, None),
-        ("kube_informer.c", "GET", ("/apis/resource.k8s.io/v1/resourceclaims",), "resource.k8s.io",
-         "resourceclaims", "list", ANY, None),
-        ("kube_informer.c", "GET", ("/apis/resource.k8s.io/v1/resourceclaims",), "resource.k8s.io",
-         "resourceclaims", "watch", ANY, None),
+        *informer(("/apis/resource.k8s.io/v1/resourceslices",), "resource.k8s.io", "resourceslices"),
+        *informer(("/apis/resource.k8s.io/v1/resourceclaims",), "resource.k8s.io", "resourceclaims"),
         # PodDisruptionBudgets, for preemption
-        ("kube_informer.c", "GET", ("/apis/policy/v1/poddisruptionbudgets",), "policy",
-         "poddisruptionbudgets", "list", ANY, None),
-        ("kube_informer.c", "GET", ("/apis/policy/v1/poddisruptionbudgets",), "policy",
-         "poddisruptionbudgets", "watch", ANY, None),
+        *informer(("/apis/policy/v1/poddisruptionbudgets",), "policy", "poddisruptionbudgets"),
         # the gpushare ConfigMap (fieldSelector metadata.name) ...
-        ("kube_informer.c", "GET", (ns_pfx, "/configmaps"), "", "configmaps", "list", cm_ns, None),
-        ("kube_informer.c", "GET", (ns_pfx, "/configmaps"), "", "configmaps", "watch", cm_ns, None),
+        *informer((ns_pfx, "/configmaps"), "", "configmaps", cm_ns),
         # ... and unhealthy-gpu-* in kube-system (a name prefix: RBAC cannot narrow it)
-        ("kube_informer.c", "GET", (ns_pfx, "/configmaps"), "", "configmaps", "list", "kube-system", None),
-        ("kube_informer.c", "GET", (ns_pfx, "/configmaps"), "", "configmaps", "watch", "kube-system", None),
+        *informer((ns_pfx, "/configmaps"), "", "configmaps", "kube-system"),
         # start-up read of the ConfigMap (kube_configmap.c)
         ("kube_configmap.c", "GET", (ns_pfx, "/configmaps/"), "", "configmaps", "get", cm_ns, cm),
         # bind: the Binding, and a re-read of the pod after a 409 (kube_cluster.c)
