@@ -96,6 +96,17 @@ static enum gs_err place(const char *node_name, const struct gs_pod_request *req
 }
 
 /* Puts used_units[i] on GPU i (one pod each). */
+/* gs_place_pick on node name succeeds with the n GPUs want, in that order
+ * (*c: the choice, for more checks). */
+static void expect_pick(const char *name, const struct gs_pod_request *req, struct gs_choice *c,
+                        uint32_t n, const uint32_t *want) {
+  struct gs_status st;
+  assert_int_equal(gs_place_pick(node(name), req, &fx.policy, c, &st), GS_EOK);
+  assert_int_equal(c->ngpus, n);
+  for (uint32_t i = 0; i < n; i++)
+    assert_int_equal(c->gpus[i], want[i]);
+}
+
 static void load(const char *node_name, const uint64_t *used_units, uint32_t n) {
   assert_int_equal(gs_test_load(fx.ledger, fx.policy.unit_mib, node_name, used_units, n), 0);
 }
@@ -192,18 +203,14 @@ static void test_multi_card(void **state) {
 static void test_binpack_spread(void **state) {
   const uint64_t used[4] = {4, 8, 12, 0};
   struct gs_choice c;
-  struct gs_status st;
   struct gs_pod_request req = mem_pod("p", 8, 1);
   (void)state;
   add_node("bin", GS_MODE_SHARE, GS_PLACE_BINPACK, 4, 16);
   add_node("spr", GS_MODE_SHARE, GS_PLACE_SPREAD, 4, 16);
   load("bin", used, 4);
   load("spr", used, 4);
-  assert_int_equal(gs_place_pick(node("bin"), &req, &fx.policy, &c, &st), GS_EOK);
-  assert_int_equal(c.ngpus, 1);
-  assert_int_equal(c.gpus[0], 1);
-  assert_int_equal(gs_place_pick(node("spr"), &req, &fx.policy, &c, &st), GS_EOK);
-  assert_int_equal(c.gpus[0], 3);
+  expect_pick("bin", &req, &c, 1, (const uint32_t[]){1});
+  expect_pick("spr", &req, &c, 1, (const uint32_t[]){3});
   /* Ties go to the lowest index, either way. */
   add_node("tie", GS_MODE_SHARE, GS_PLACE_BINPACK, 4, 16);
   add_node("tie-s", GS_MODE_SHARE, GS_PLACE_SPREAD, 4, 16);
@@ -212,19 +219,12 @@ static void test_binpack_spread(void **state) {
     load("tie", tie, 4);
     load("tie-s", tie, 4);
   }
-  assert_int_equal(gs_place_pick(node("tie"), &req, &fx.policy, &c, &st), GS_EOK);
-  assert_int_equal(c.gpus[0], 0);
-  assert_int_equal(gs_place_pick(node("tie-s"), &req, &fx.policy, &c, &st), GS_EOK);
-  assert_int_equal(c.gpus[0], 1);
+  expect_pick("tie", &req, &c, 1, (const uint32_t[]){0});
+  expect_pick("tie-s", &req, &c, 1, (const uint32_t[]){1});
   /* M > 1: binpack takes the M fullest that fit, spread the M emptiest. */
   req = mem_pod("m", 8, 2);
-  assert_int_equal(gs_place_pick(node("bin"), &req, &fx.policy, &c, &st), GS_EOK);
-  assert_int_equal(c.ngpus, 2);
-  assert_int_equal(c.gpus[0], 1);
-  assert_int_equal(c.gpus[1], 2);
-  assert_int_equal(gs_place_pick(node("spr"), &req, &fx.policy, &c, &st), GS_EOK);
-  assert_int_equal(c.gpus[0], 0);
-  assert_int_equal(c.gpus[1], 3);
+  expect_pick("bin", &req, &c, 2, (const uint32_t[]){1, 2});
+  expect_pick("spr", &req, &c, 2, (const uint32_t[]){0, 3});
 }
 
 /* The same cause gives the same text on every node. */
@@ -390,9 +390,7 @@ static void test_unhealthy(void **state) {
   assert_int_equal(c.gpus[0], 1); /* ...until it is unhealthy */
   req.gpu_count = 2;
   assert_int_equal(gs_ledger_node_set_unhealthy(fx.ledger, "gpu-a", 0x2), GS_EOK);
-  assert_int_equal(gs_place_pick(node("gpu-a"), &req, &fx.policy, &c, &st), GS_EOK);
-  assert_int_equal(c.gpus[0], 0);
-  assert_int_equal(c.gpus[1], 2);
+  expect_pick("gpu-a", &req, &c, 2, (const uint32_t[]){0, 2});
   assert_int_equal(gs_ledger_node_set_unhealthy(fx.ledger, "gpu-a", 0x7), GS_EOK);
   assert_int_equal(gs_place_pick(node("gpu-a"), &req, &fx.policy, &c, &st), GS_ENOFIT);
   assert_string_equal(st.reason, "no healthy GPU");
@@ -401,8 +399,7 @@ static void test_unhealthy(void **state) {
   req.gpu_count = 1;
   for (int frag = 0; frag < 2; frag++) {
     fx.policy.frag_aware = frag;
-    assert_int_equal(gs_place_pick(node("gpu-a"), &req, &fx.policy, &c, &st), GS_EOK);
-    assert_int_equal(c.gpus[0], 0);
+    expect_pick("gpu-a", &req, &c, 1, (const uint32_t[]){0});
   }
 }
 
@@ -474,15 +471,12 @@ static void test_whole(void **state) {
 /* A GPU carrying a memory pod is not free for a whole-GPU pod. */
 static void test_whole_skips_shared_gpu(void **state) {
   struct gs_choice c;
-  struct gs_status st;
   struct gs_pod_request w = whole_pod("w", 2);
   const uint64_t used[3] = {1, 0, 0};
   (void)state;
   add_node("topo", GS_MODE_TOPOLOGY, GS_PLACE_BINPACK, 3, 16);
   load("topo", used, 3);
-  assert_int_equal(gs_place_pick(node("topo"), &w, &fx.policy, &c, &st), GS_EOK);
-  assert_int_equal(c.gpus[0], 1);
-  assert_int_equal(c.gpus[1], 2);
+  expect_pick("topo", &w, &c, 2, (const uint32_t[]){1, 2});
 }
 
 static void test_score(void **state) {
@@ -573,8 +567,7 @@ static void test_frag_aware(void **state) {
   load("spr", used2, 2);
   assert_int_equal(gs_place_pick(node("bin"), &req, &fx.policy, &c, &st), GS_EOK);
   assert_int_equal(c.gpus[0], 2); /* plain binpack leaves 2 stranded */
-  assert_int_equal(gs_place_pick(node("spr"), &req, &fx.policy, &c, &st), GS_EOK);
-  assert_int_equal(c.gpus[0], 0);
+  expect_pick("spr", &req, &c, 1, (const uint32_t[]){0});
   fx.policy.frag_aware = true;
   assert_int_equal(gs_place_pick(node("bin"), &req, &fx.policy, &c, &st), GS_EOK);
   assert_int_equal(c.gpus[0], 1); /* leaves 4: room for another */
