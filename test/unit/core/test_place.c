@@ -6,6 +6,8 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include "../test_main.h"
+
 #include <gpushare/place.h>
 
 #include "../reason_labels.h"
@@ -916,29 +918,25 @@ static void test_gang_membership(void **state) {
   }
 }
 
-int main(void) {
-  const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_gang_membership),
-      cmocka_unit_test_setup_teardown(test_policy_defaults, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_share_128mib_fill, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_multi_card, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_binpack_spread, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_multi_card_reason, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_reason_codes, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_single_card_node, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_cgpu_cap, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_not_sharing, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_unhealthy, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_check_pod, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_whole, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_whole_skips_shared_gpu, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_score, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_parts_init_and_containers, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_frag_aware, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_chooser_seam, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_pick_then_reserve, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_one_gpu_shortcut, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_prepared_pod, setup, teardown),
-  };
-  return cmocka_run_group_tests(tests, NULL, NULL);
-}
+GS_TEST_MAIN(NULL, NULL,
+             cmocka_unit_test(test_gang_membership),
+             GS_TEST_FX(test_policy_defaults),
+             GS_TEST_FX(test_share_128mib_fill),
+             GS_TEST_FX(test_multi_card),
+             GS_TEST_FX(test_binpack_spread),
+             GS_TEST_FX(test_multi_card_reason),
+             GS_TEST_FX(test_reason_codes),
+             GS_TEST_FX(test_single_card_node),
+             GS_TEST_FX(test_cgpu_cap),
+             GS_TEST_FX(test_not_sharing),
+             GS_TEST_FX(test_unhealthy),
+             GS_TEST_FX(test_check_pod),
+             GS_TEST_FX(test_whole),
+             GS_TEST_FX(test_whole_skips_shared_gpu),
+             GS_TEST_FX(test_score),
+             GS_TEST_FX(test_parts_init_and_containers),
+             GS_TEST_FX(test_frag_aware),
+             GS_TEST_FX(test_chooser_seam),
+             GS_TEST_FX(test_pick_then_reserve),
+             GS_TEST_FX(test_one_gpu_shortcut),
+             GS_TEST_FX(test_prepared_pod))

@@ -6,6 +6,8 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include "../test_main.h"
+
 #include "dra_test.h"
 #include "feed.h"
 #include "metrics.h"
@@ -288,17 +290,13 @@ static void test_preemption_never_takes_a_claim(void **state) {
   gs_sched_preempt_free(&ans, 1);
 }
 
-int main(void) {
-  const struct CMUnitTest tests[] = {
-      cmocka_unit_test_setup_teardown(test_claim_first_then_slice_then_gone, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_an_older_version_never_undoes_a_charge, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_slice_and_claim_before_the_node, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_exclusive_claim_takes_the_whole_gpu, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_bad_input_is_reported_and_never_undercharges, setup,
-                                      teardown),
-      cmocka_unit_test_setup_teardown(test_preemption_never_takes_a_claim, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_over_commit_by_another_allocator_is_reported, setup,
-                                      teardown),
-  };
-  return cmocka_run_group_tests(tests, NULL, NULL);
-}
+GS_TEST_MAIN(NULL, NULL,
+             GS_TEST_FX(test_claim_first_then_slice_then_gone),
+             GS_TEST_FX(test_an_older_version_never_undoes_a_charge),
+             GS_TEST_FX(test_slice_and_claim_before_the_node),
+             GS_TEST_FX(test_exclusive_claim_takes_the_whole_gpu),
+             cmocka_unit_test_setup_teardown(test_bad_input_is_reported_and_never_undercharges, setup,
+             teardown),
+             GS_TEST_FX(test_preemption_never_takes_a_claim),
+             cmocka_unit_test_setup_teardown(test_over_commit_by_another_allocator_is_reported, setup,
+             teardown))
