@@ -332,6 +332,18 @@ def apt_packages(stage):
 
 # ---- tests ---------------------------------------------------------------------
 
+def kustomize(test, directory):
+    """`kubectl kustomize directory`'s documents (test skipped without
+    kubectl; its failure fails test)."""
+    kubectl = shutil.which("kubectl")
+    if kubectl is None:
+        test.skipTest("kubectl (kustomize) not installed")
+    r = subprocess.run([kubectl, "kustomize", directory], capture_output=True, text=True,
+                       timeout=120)
+    test.assertEqual(r.returncode, 0, r.stderr)
+    return [d for d in yaml.safe_load_all(r.stdout) if d]
+
+
 class ManifestsParseTest(unittest.TestCase):
     CONFIG_KINDS = {"Kustomization", "KubeSchedulerConfiguration"}
 
@@ -394,17 +406,8 @@ class KustomizationTest(unittest.TestCase):
         self.assertEqual(k["images"][0]["name"], name)
         self.assertEqual(f'{k["images"][0]["newName"]}:{k["images"][0]["newTag"]}', image)
 
-    def kustomize(self, directory):
-        kubectl = shutil.which("kubectl")
-        if kubectl is None:
-            self.skipTest("kubectl (kustomize) not installed")
-        r = subprocess.run([kubectl, "kustomize", directory], capture_output=True, text=True,
-                           timeout=120)
-        self.assertEqual(r.returncode, 0, r.stderr)
-        return [d for d in yaml.safe_load_all(r.stdout) if d]
-
     def test_kustomize_builds_exactly_the_listed_files(self):
-        built = self.kustomize(DEPLOY)
+        built = kustomize(self, DEPLOY)
         expected = []
         for f in load_one("kustomization.yaml")["resources"]:
             path = os.path.join(DEPLOY, f)
@@ -425,7 +428,7 @@ class KustomizationTest(unittest.TestCase):
             shutil.copytree(DEPLOY, copy)
             with open(os.path.join(copy, "kustomization.yaml"), "w") as f:
                 f.write(text.replace("# patches:\n# - path: tls/", "patches:\n- path: tls/"))
-            built = self.kustomize(copy)
+            built = kustomize(self, copy)
         dep = [d for d in built if d["kind"] == "Deployment"][0]
         c = dep["spec"]["template"]["spec"]["containers"][0]
         args = c["args"]
@@ -1385,7 +1388,7 @@ class NodeAgentTest(unittest.TestCase):
             with open(os.path.join(copy, "kustomization.yaml"), "w") as f:
                 f.write(text.replace("# patches:\n# - path: daemonset-dra",
                                      "patches:\n- path: daemonset-dra"))
-            built = KustomizationTest.kustomize(self, copy)
+            built = kustomize(self, copy)
         ds = [d for d in built if d["kind"] == "DaemonSet"][0]
         spec = ds["spec"]["template"]["spec"]
         c = spec["containers"][0]
@@ -1437,13 +1440,7 @@ class NodeAgentTest(unittest.TestCase):
         self.assertIn("-X main.version=$version", node_go("build.sh"))
 
     def test_kustomize_builds_the_node_agent(self):
-        kubectl = shutil.which("kubectl")
-        if kubectl is None:
-            self.skipTest("kubectl (kustomize) not installed")
-        r = subprocess.run([kubectl, "kustomize", NODE_DEPLOY], capture_output=True, text=True,
-                           timeout=120)
-        self.assertEqual(r.returncode, 0, r.stderr)
-        kinds = sorted(d["kind"] for d in yaml.safe_load_all(r.stdout) if d)
+        kinds = sorted(d["kind"] for d in kustomize(self, NODE_DEPLOY))
         # the agent's and --dra's ClusterRole and binding each
         self.assertEqual(kinds, ["ClusterRole", "ClusterRole", "ClusterRoleBinding",
                                  "ClusterRoleBinding", "DaemonSet", "Role", "RoleBinding",
