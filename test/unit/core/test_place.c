@@ -98,15 +98,20 @@ static enum gs_err place(const char *node_name, const struct gs_pod_request *req
 }
 
 /* Puts used_units[i] on GPU i (one pod each). */
+/* The choice is the n GPUs want, in that order. */
+static void expect_gpus(const struct gs_choice *c, uint32_t n, const uint32_t *want) {
+  assert_int_equal(c->ngpus, n);
+  for (uint32_t i = 0; i < n; i++)
+    assert_int_equal(c->gpus[i], want[i]);
+}
+
 /* gs_place_pick on node name succeeds with the n GPUs want, in that order
  * (*c: the choice, for more checks). */
 static void expect_pick(const char *name, const struct gs_pod_request *req, struct gs_choice *c,
                         uint32_t n, const uint32_t *want) {
   struct gs_status st;
   assert_int_equal(gs_place_pick(node(name), req, &fx.policy, c, &st), GS_EOK);
-  assert_int_equal(c->ngpus, n);
-  for (uint32_t i = 0; i < n; i++)
-    assert_int_equal(c->gpus[i], want[i]);
+  expect_gpus(c, n, want);
 }
 
 static void load(const char *node_name, const uint64_t *used_units, uint32_t n) {
@@ -141,8 +146,7 @@ static void test_share_128mib_fill(void **state) {
     snprintf(uid, sizeof uid, "p%d", i);
     req = mem_pod(uid, 16, 1);
     assert_int_equal(place("gpu-a", &req, &c, &st), GS_EOK);
-    assert_int_equal(c.ngpus, 1);
-    assert_int_equal(c.gpus[0], 0);
+    expect_gpus(&c, 1, (const uint32_t[]){0});
     assert_int_equal(c.mib_per_gpu, 2048);
     assert_int_equal(node("gpu-a")->gpus[0].used_mib, 2048u * (i + 1));
   }
@@ -166,9 +170,7 @@ static void test_multi_card(void **state) {
   assert_int_equal(gs_place_check_pod(&req, &fx.policy, &st), GS_EOK);
   assert_string_equal(st.reason, "");
   assert_int_equal(place("gpu-a", &req, &c, &st), GS_EOK);
-  assert_int_equal(c.ngpus, 2);
-  assert_int_equal(c.gpus[0], 0);
-  assert_int_equal(c.gpus[1], 1);
+  expect_gpus(&c, 2, (const uint32_t[]){0, 1});
   assert_int_equal(c.mib_per_gpu, 4096);
   assert_int_equal(gs_place_parts(&req, &c, parts, 8), 2);
   assert_int_equal(parts[0].container, 0);
@@ -447,9 +449,7 @@ static void test_whole(void **state) {
   a.ncontainers = 2;
   a.whole_gpus[1] = 1; /* two containers, one GPU each */
   assert_int_equal(place("topo", &a, &c, &st), GS_EOK);
-  assert_int_equal(c.ngpus, 2);
-  assert_int_equal(c.gpus[0], 0);
-  assert_int_equal(c.gpus[1], 1);
+  expect_gpus(&c, 2, (const uint32_t[]){0, 1});
   assert_int_equal(c.mib_per_gpu, 0);
   assert_int_equal(c.score, 5); /* 2 of 4 GPUs busy after */
   assert_int_equal(gs_place_parts(&a, &c, parts, 8), 2);
@@ -610,9 +610,7 @@ static void test_chooser_seam(void **state) {
   assert_int_equal(gs_place_pick_with(node("topo"), &req, &fx.policy, choose_last, &mode, &c,
                                       &st),
                    GS_EOK);
-  assert_int_equal(c.ngpus, 2);
-  assert_int_equal(c.gpus[0], 2);
-  assert_int_equal(c.gpus[1], 3);
+  expect_gpus(&c, 2, (const uint32_t[]){2, 3});
   mode = 1;
   assert_int_equal(gs_place_pick_with(node("topo"), &req, &fx.policy, choose_last, &mode, &c,
                                       &st),
