@@ -538,44 +538,38 @@ static inline void h_on_node_del(void *ctx, const char *name) {
   pthread_mutex_unlock(&r->mu);
 }
 
+/* A watched object into map under its namespace/name (borrowed: copied),
+ * or out of it (keep false), counting in *count; under r's lock. */
+static inline void h_rec_keep(struct h_rec *r, json_t *map, const json_t *o, bool keep, int *count) {
+  char key[600];
+  h_key(o, key, sizeof key);
+  pthread_mutex_lock(&r->mu);
+  if (keep)
+    json_object_set_new(map, key, json_deep_copy(o));
+  else
+    json_object_del(map, key);
+  (*count)++;
+  pthread_mutex_unlock(&r->mu);
+}
+
 static inline void h_on_pod(void *ctx, const json_t *pod) {
   struct h_rec *r = ctx;
-  char key[600];
-  h_key(pod, key, sizeof key);
-  pthread_mutex_lock(&r->mu);
-  json_object_set_new(r->pods, key, json_deep_copy(pod)); /* borrowed: copy */
-  r->upserts++;
-  pthread_mutex_unlock(&r->mu);
+  h_rec_keep(r, r->pods, pod, true, &r->upserts);
 }
 
 static inline void h_on_pod_del(void *ctx, const json_t *pod) {
   struct h_rec *r = ctx;
-  char key[600];
-  h_key(pod, key, sizeof key);
-  pthread_mutex_lock(&r->mu);
-  json_object_del(r->pods, key);
-  r->pod_deletes++;
-  pthread_mutex_unlock(&r->mu);
+  h_rec_keep(r, r->pods, pod, false, &r->pod_deletes);
 }
 
 static inline void h_on_cm(void *ctx, const json_t *cm) {
   struct h_rec *r = ctx;
-  char key[600];
-  h_key(cm, key, sizeof key);
-  pthread_mutex_lock(&r->mu);
-  json_object_set_new(r->cms, key, json_deep_copy(cm)); /* borrowed: copy */
-  r->upserts++;
-  pthread_mutex_unlock(&r->mu);
+  h_rec_keep(r, r->cms, cm, true, &r->upserts);
 }
 
 static inline void h_on_cm_del(void *ctx, const json_t *cm) {
   struct h_rec *r = ctx;
-  char key[600];
-  h_key(cm, key, sizeof key);
-  pthread_mutex_lock(&r->mu);
-  json_object_del(r->cms, key);
-  r->cm_deletes++;
-  pthread_mutex_unlock(&r->mu);
+  h_rec_keep(r, r->cms, cm, false, &r->cm_deletes);
 }
 
 static inline void h_on_synced(void *ctx) {
