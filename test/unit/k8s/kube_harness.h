@@ -552,25 +552,17 @@ static inline void h_rec_keep(struct h_rec *r, json_t *map, const json_t *o, boo
   pthread_mutex_unlock(&r->mu);
 }
 
-static inline void h_on_pod(void *ctx, const json_t *pod) {
-  struct h_rec *r = ctx;
-  h_rec_keep(r, r->pods, pod, true, &r->upserts);
-}
-
-static inline void h_on_pod_del(void *ctx, const json_t *pod) {
-  struct h_rec *r = ctx;
-  h_rec_keep(r, r->pods, pod, false, &r->pod_deletes);
-}
-
-static inline void h_on_cm(void *ctx, const json_t *cm) {
-  struct h_rec *r = ctx;
-  h_rec_keep(r, r->cms, cm, true, &r->upserts);
-}
-
-static inline void h_on_cm_del(void *ctx, const json_t *cm) {
-  struct h_rec *r = ctx;
-  h_rec_keep(r, r->cms, cm, false, &r->cm_deletes);
-}
+/* The pod and ConfigMap callbacks: NAME keeps (KEEP) or drops the object in
+ * r->MAP and counts it in r->COUNT. */
+#define H_ON(name, map, keep, count)                                                          \
+  static inline void name(void *ctx, const json_t *o) {                                       \
+    struct h_rec *r = ctx;                                                                    \
+    h_rec_keep(r, r->map, o, keep, &r->count);                                                \
+  }
+H_ON(h_on_pod, pods, true, upserts)
+H_ON(h_on_pod_del, pods, false, pod_deletes)
+H_ON(h_on_cm, cms, true, upserts)
+H_ON(h_on_cm_del, cms, false, cm_deletes)
 
 static inline void h_on_synced(void *ctx) {
   struct h_rec *r = ctx;
