@@ -6,6 +6,8 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include "../test_main.h"
+
 #include "config.h"
 
 #include <stdio.h>
@@ -643,27 +645,23 @@ static void test_mutations(void **state) {
 #undef NEXT
 }
 
-int main(void) {
-  const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_kubectl_list),
-      cmocka_unit_test(test_flow_style),
-      cmocka_unit_test(test_json_text),
-      cmocka_unit_test(test_json_fixtures_equal_jansson),
-      cmocka_unit_test(test_fixture_extended_resource_pod),
-      cmocka_unit_test(test_fixture_kubectl_edit_steps),
-      cmocka_unit_test(test_scalars),
-      cmocka_unit_test(test_scalar_errors),
-      cmocka_unit_test(test_keys),
-      cmocka_unit_test(test_anchors),
-      cmocka_unit_test(test_all_documents),
-      cmocka_unit_test(test_merge_keys),
-      cmocka_unit_test(test_alias_errors),
-      cmocka_unit_test(test_billion_laughs),
-      cmocka_unit_test(test_depth_limit),
-      cmocka_unit_test(test_documents),
-      cmocka_unit_test(test_syntax_errors),
-      cmocka_unit_test(test_load_file_errors),
-      cmocka_unit_test(test_mutations),
-  };
-  return cmocka_run_group_tests(tests, NULL, NULL);
-}
+GS_TEST_MAIN(NULL, NULL,
+             cmocka_unit_test(test_kubectl_list),
+             cmocka_unit_test(test_flow_style),
+             cmocka_unit_test(test_json_text),
+             cmocka_unit_test(test_json_fixtures_equal_jansson),
+             cmocka_unit_test(test_fixture_extended_resource_pod),
+             cmocka_unit_test(test_fixture_kubectl_edit_steps),
+             cmocka_unit_test(test_scalars),
+             cmocka_unit_test(test_scalar_errors),
+             cmocka_unit_test(test_keys),
+             cmocka_unit_test(test_anchors),
+             cmocka_unit_test(test_all_documents),
+             cmocka_unit_test(test_merge_keys),
+             cmocka_unit_test(test_alias_errors),
+             cmocka_unit_test(test_billion_laughs),
+             cmocka_unit_test(test_depth_limit),
+             cmocka_unit_test(test_documents),
+             cmocka_unit_test(test_syntax_errors),
+             cmocka_unit_test(test_load_file_errors),
+             cmocka_unit_test(test_mutations))

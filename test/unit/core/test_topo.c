@@ -7,6 +7,8 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include "../test_main.h"
+
 #include <gpushare/topo.h>
 
 #include <dirent.h>
@@ -871,32 +873,28 @@ static void test_choose_timing_16(void **state) {
   free(irr);
 }
 
-int main(void) {
-  const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_cells),
-      cmocka_unit_test(test_parse_dgx1),
-      cmocka_unit_test(test_parse_dgx1_mp),
-      cmocka_unit_test(test_parse_pairs_and_bridges),
-      cmocka_unit_test(test_parse_nvswitch),
-      cmocka_unit_test(test_parse_partial_dgx2),
-      cmocka_unit_test(test_parse_legend_only),
-      cmocka_unit_test(test_parse_every_sample),
-      cmocka_unit_test(test_parse_layouts),
-      cmocka_unit_test(test_parse_garbled),
-      cmocka_unit_test(test_parse_caps),
-      cmocka_unit_test(test_check),
-      cmocka_unit_test(test_pair_score),
-      cmocka_unit_test(test_set_score),
-      cmocka_unit_test(test_choose_dgx1),
-      cmocka_unit_test(test_choose_pairs),
-      cmocka_unit_test(test_choose_nvswitch),
-      cmocka_unit_test(test_choose_no_topology),
-      cmocka_unit_test(test_choose_errors),
-      cmocka_unit_test(test_choose_strand_costs_more),
-      cmocka_unit_test(test_choose_16),
-      cmocka_unit_test(test_choose_paths),
-      cmocka_unit_test(test_bounded_vs_exact_8),
-      cmocka_unit_test(test_choose_timing_16),
-  };
-  return cmocka_run_group_tests(tests, NULL, NULL);
-}
+GS_TEST_MAIN(NULL, NULL,
+             cmocka_unit_test(test_cells),
+             cmocka_unit_test(test_parse_dgx1),
+             cmocka_unit_test(test_parse_dgx1_mp),
+             cmocka_unit_test(test_parse_pairs_and_bridges),
+             cmocka_unit_test(test_parse_nvswitch),
+             cmocka_unit_test(test_parse_partial_dgx2),
+             cmocka_unit_test(test_parse_legend_only),
+             cmocka_unit_test(test_parse_every_sample),
+             cmocka_unit_test(test_parse_layouts),
+             cmocka_unit_test(test_parse_garbled),
+             cmocka_unit_test(test_parse_caps),
+             cmocka_unit_test(test_check),
+             cmocka_unit_test(test_pair_score),
+             cmocka_unit_test(test_set_score),
+             cmocka_unit_test(test_choose_dgx1),
+             cmocka_unit_test(test_choose_pairs),
+             cmocka_unit_test(test_choose_nvswitch),
+             cmocka_unit_test(test_choose_no_topology),
+             cmocka_unit_test(test_choose_errors),
+             cmocka_unit_test(test_choose_strand_costs_more),
+             cmocka_unit_test(test_choose_16),
+             cmocka_unit_test(test_choose_paths),
+             cmocka_unit_test(test_bounded_vs_exact_8),
+             cmocka_unit_test(test_choose_timing_16))

@@ -9,6 +9,8 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include "../test_main.h"
+
 #include "framework.h"
 #include "plugins.h"
 #include "fw_test.h"
@@ -166,9 +168,5 @@ static void test_filters_and_binds_in_parallel(void **state) {
   gs_sched_free(fw);
 }
 
-int main(void) {
-  const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_filters_and_binds_in_parallel),
-  };
-  return cmocka_run_group_tests(tests, NULL, NULL);
-}
+GS_TEST_MAIN(NULL, NULL,
+             cmocka_unit_test(test_filters_and_binds_in_parallel))

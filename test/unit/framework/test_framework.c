@@ -5,6 +5,8 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include "../test_main.h"
+
 #include "framework.h"
 #include "plugins.h"
 #include "fw_test.h"
@@ -762,23 +764,19 @@ static void test_result_is_plugin_status(void **state) {
   gs_sched_free(fw);
 }
 
-int main(void) {
-  const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_unit_128mib_fills_one_gpu),
-      cmocka_unit_test(test_multi_card_split_and_refusal),
-      cmocka_unit_test(test_reasons_never_name_nodes),
-      cmocka_unit_test(test_bind_is_idempotent_and_abort_frees),
-      cmocka_unit_test(test_expire_assumed),
-      cmocka_unit_test(test_unmanaged_pod_passes),
-      cmocka_unit_test(test_verdicts_are_error_codes),
-      cmocka_unit_test(test_filter_score_hook),
-      cmocka_unit_test(test_cycle_state),
-      cmocka_unit_test(test_prioritize_matches_placement),
-      cmocka_unit_test(test_frag_policy),
-      cmocka_unit_test(test_prepared_pod_in_cycle),
-      cmocka_unit_test(test_gpumem_prepared_same),
-      cmocka_unit_test(test_result_is_plugin_status),
-      cmocka_unit_test(test_old_plugin_version_refused),
-  };
-  return cmocka_run_group_tests(tests, NULL, NULL);
-}
+GS_TEST_MAIN(NULL, NULL,
+             cmocka_unit_test(test_unit_128mib_fills_one_gpu),
+             cmocka_unit_test(test_multi_card_split_and_refusal),
+             cmocka_unit_test(test_reasons_never_name_nodes),
+             cmocka_unit_test(test_bind_is_idempotent_and_abort_frees),
+             cmocka_unit_test(test_expire_assumed),
+             cmocka_unit_test(test_unmanaged_pod_passes),
+             cmocka_unit_test(test_verdicts_are_error_codes),
+             cmocka_unit_test(test_filter_score_hook),
+             cmocka_unit_test(test_cycle_state),
+             cmocka_unit_test(test_prioritize_matches_placement),
+             cmocka_unit_test(test_frag_policy),
+             cmocka_unit_test(test_prepared_pod_in_cycle),
+             cmocka_unit_test(test_gpumem_prepared_same),
+             cmocka_unit_test(test_result_is_plugin_status),
+             cmocka_unit_test(test_old_plugin_version_refused))

@@ -9,6 +9,8 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include "../test_main.h"
+
 #include "framework.h"
 #include "plugins.h"
 #include "fw_test.h"
@@ -216,11 +218,7 @@ static void test_other_policies_and_skipped_pods_unchanged(void **state) {
   }
 }
 
-int main(void) {
-  const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_arithmetic),
-      cmocka_unit_test(test_frag_prioritize_spreads_the_extender_score),
-      cmocka_unit_test(test_other_policies_and_skipped_pods_unchanged),
-  };
-  return cmocka_run_group_tests(tests, NULL, NULL);
-}
+GS_TEST_MAIN(NULL, NULL,
+             cmocka_unit_test(test_arithmetic),
+             cmocka_unit_test(test_frag_prioritize_spreads_the_extender_score),
+             cmocka_unit_test(test_other_policies_and_skipped_pods_unchanged))

@@ -7,6 +7,8 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include "../test_main.h"
+
 #include "api.h"
 #include "feed.h"
 #include "host.h"
@@ -215,11 +217,7 @@ static void test_pdb_decode(void **state) {
   json_decref(v);
 }
 
-int main(void) {
-  const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_budgets_through_the_feed),
-      cmocka_unit_test(test_host_from_the_feed),
-      cmocka_unit_test(test_pdb_decode),
-  };
-  return cmocka_run_group_tests(tests, NULL, NULL);
-}
+GS_TEST_MAIN(NULL, NULL,
+             cmocka_unit_test(test_budgets_through_the_feed),
+             cmocka_unit_test(test_host_from_the_feed),
+             cmocka_unit_test(test_pdb_decode))

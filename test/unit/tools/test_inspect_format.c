@@ -11,6 +11,8 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include "../test_main.h"
+
 #include "format.h"
 #include "request.h"
 
@@ -480,30 +482,26 @@ static void error_texts(void **state) {
   free(big);
 }
 
-int main(void) {
-  const struct CMUnitTest tests[] = {
-      cmocka_unit_test(table_cluster_1gib),
-      cmocka_unit_test(claims_listed_beside_pods),
-      cmocka_unit_test(details_cluster_1gib),
-      cmocka_unit_test(table_pending_unit),
-      cmocka_unit_test(details_pending_unit),
-      cmocka_unit_test(table_empty),
-      cmocka_unit_test(table_single_node),
-      cmocka_unit_test(unhealthy_marker_and_footnote),
-      cmocka_unit_test(pending_unit_note),
-      cmocka_unit_test(columns_follow_gpu_index),
-      cmocka_unit_test(unit_name_from_size),
-      cmocka_unit_test(details_owner_and_missing_container),
-      cmocka_unit_test(unmanaged_nodes_and_whole_gpus),
-      cmocka_unit_test(gang_nodes_sorted),
-      cmocka_unit_test(amounts),
-      cmocka_unit_test(unit_labels),
-      cmocka_unit_test(bad_shapes),
-      cmocka_unit_test(extra_keys_tolerated),
-      cmocka_unit_test(urls),
-      cmocka_unit_test(url_too_long),
-      cmocka_unit_test(url_validity),
-      cmocka_unit_test(error_texts),
-  };
-  return cmocka_run_group_tests(tests, NULL, NULL);
-}
+GS_TEST_MAIN(NULL, NULL,
+             cmocka_unit_test(table_cluster_1gib),
+             cmocka_unit_test(claims_listed_beside_pods),
+             cmocka_unit_test(details_cluster_1gib),
+             cmocka_unit_test(table_pending_unit),
+             cmocka_unit_test(details_pending_unit),
+             cmocka_unit_test(table_empty),
+             cmocka_unit_test(table_single_node),
+             cmocka_unit_test(unhealthy_marker_and_footnote),
+             cmocka_unit_test(pending_unit_note),
+             cmocka_unit_test(columns_follow_gpu_index),
+             cmocka_unit_test(unit_name_from_size),
+             cmocka_unit_test(details_owner_and_missing_container),
+             cmocka_unit_test(unmanaged_nodes_and_whole_gpus),
+             cmocka_unit_test(gang_nodes_sorted),
+             cmocka_unit_test(amounts),
+             cmocka_unit_test(unit_labels),
+             cmocka_unit_test(bad_shapes),
+             cmocka_unit_test(extra_keys_tolerated),
+             cmocka_unit_test(urls),
+             cmocka_unit_test(url_too_long),
+             cmocka_unit_test(url_validity),
+             cmocka_unit_test(error_texts))
