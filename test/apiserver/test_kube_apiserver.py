@@ -355,6 +355,21 @@ class TestList(Base):
         self.assertEqual(st, 200)
         self.assertEqual([i["metadata"]["name"] for i in l2["items"]], ["p1", "p2", "p9"])
 
+    def assert_selected(self, kind, cases):
+        """Listing pods with each selector (kind: labelSelector or
+        fieldSelector) gives the names cases maps it to, in order."""
+        for sel, want in cases.items():
+            st, l = self.c.req("GET", f"/api/v1/pods?{kind}=" + urllib.request.quote(sel))
+            self.assertEqual(st, 200, (sel, l))
+            self.assertEqual([i["metadata"]["name"] for i in l["items"]], want, sel)
+
+    def assert_bad_selector(self, kind, sel):
+        """A selector the apiserver refuses: 400 BadRequest; its Status."""
+        st, err = self.c.req("GET", f"/api/v1/pods?{kind}=" + urllib.request.quote(sel))
+        self.assertEqual(st, 400)
+        self.assertStatus(err, 400, "BadRequest")
+        return err
+
     def test_label_selectors(self):
         self.srv.add(pod("a", labels={"env": "prod", "tier": "web"}))
         self.srv.add(pod("b", labels={"env": "dev", "tier": "web"}))
@@ -365,13 +380,8 @@ class TestList(Base):
             "env in (prod, dev)": ["a", "b"], "env notin (prod,dev)": ["c", "d"],
             "tier": ["a", "b"], "!tier": ["c", "d"], "env,!tier": ["c"], "tier=web,env=dev": ["b"],
         }
-        for sel, want in cases.items():
-            st, l = self.c.req("GET", "/api/v1/pods?labelSelector=" + urllib.request.quote(sel))
-            self.assertEqual(st, 200, (sel, l))
-            self.assertEqual([i["metadata"]["name"] for i in l["items"]], want, sel)
-        st, err = self.c.req("GET", "/api/v1/pods?labelSelector=" + urllib.request.quote("a b c"))
-        self.assertEqual(st, 400)
-        self.assertStatus(err, 400, "BadRequest")
+        self.assert_selected("labelSelector", cases)
+        self.assert_bad_selector("labelSelector", "a b c")
 
     def test_field_selectors(self):
         self.srv.add(node("n1"))
@@ -386,13 +396,8 @@ class TestList(Base):
             "metadata.name=pending": ["pending"], "metadata.namespace=default": ["bound", "done", "pending"],
             "spec.host=n1": ["bound", "done"],
         }
-        for sel, want in cases.items():
-            st, l = self.c.req("GET", "/api/v1/pods?fieldSelector=" + urllib.request.quote(sel))
-            self.assertEqual(st, 200, (sel, l))
-            self.assertEqual([i["metadata"]["name"] for i in l["items"]], want, sel)
-        st, err = self.c.req("GET", "/api/v1/pods?fieldSelector=" + urllib.request.quote("spec.foo=bar"))
-        self.assertEqual(st, 400)
-        self.assertStatus(err, 400, "BadRequest")
+        self.assert_selected("fieldSelector", cases)
+        err = self.assert_bad_selector("fieldSelector", "spec.foo=bar")
         self.assertEqual(err["message"], "field label not supported: spec.foo")
         st, err = self.c.req("GET", "/api/v1/nodes?fieldSelector=spec.nodeName%3Dx")
         self.assertEqual(err["message"], "field label not supported: spec.nodeName")

@@ -13,15 +13,12 @@
 
 #include <gpushare/sched.h>
 
+#include "../unit/node_spec.h"
+
 #define MAX_EVENTS 64
 
 static void node(struct gs_sched *s, const char *name) {
-  struct gs_node_spec spec;
-  memset(&spec, 0, sizeof spec);
-  snprintf(spec.name, sizeof spec.name, "%s", name);
-  spec.mode = GS_MODE_SHARE;
-  spec.gpu_count = 4;
-  spec.gpu_mem_units = 64;
+  struct gs_node_spec spec = gs_test_node(name, GS_MODE_SHARE, 4, 64);
   FUZZ_CHECK(gs_sched_node_upsert(s, &spec) == GS_EOK);
 }
 

@@ -12,16 +12,13 @@
 
 #include <gpushare/sched.h>
 
+#include "../unit/node_spec.h"
+
 #define NOW_NS INT64_C(1700000000000000000)
 
 static void add(struct gs_sched *s, const char *node, enum gs_mode mode, uint32_t gpus,
                 uint64_t units) {
-  struct gs_node_spec spec;
-  memset(&spec, 0, sizeof spec);
-  snprintf(spec.name, sizeof spec.name, "%s", node);
-  spec.mode = mode;
-  spec.gpu_count = gpus;
-  spec.gpu_mem_units = mode == GS_MODE_TOPOLOGY ? 0 : units;
+  struct gs_node_spec spec = gs_test_node(node, mode, gpus, mode == GS_MODE_TOPOLOGY ? 0 : units);
   spec.whole_gpus = mode == GS_MODE_TOPOLOGY ? gpus : 0;
   FUZZ_CHECK(gs_sched_node_upsert(s, &spec) == GS_EOK);
 }

@@ -2,14 +2,11 @@
 claims and slices it creates, the scaled protocol, and the integrity check
 over pods and claims, which must catch every kind of over-commitment. The
 run itself needs the real control plane (docs/benchmarks.md §12)."""
-import os
-import sys
 import unittest
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-SOURCE = os.environ.get("GS_SOURCE_DIR", os.path.join(HERE, "..", ".."))
-sys.path.insert(0, os.path.join(SOURCE, "tools", "bench"))
-import fgd_claims  # noqa: E402
+import gsutil
+
+fgd_claims = gsutil.bench_module("fgd_claims")
 
 NODES = [("a", 4000, 8192, 1), ("b", 32000, 65536, 2)]
 PODS = [("p00000", 1000, 1024, 1, 500), ("p00001", 3000, 1024, 0, 0),

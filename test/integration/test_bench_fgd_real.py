@@ -4,14 +4,11 @@ integrity check, which must catch every kind of over-commitment. The run
 itself needs the real control plane (docs/benchmarks.md §5c); what it
 concludes from the pods is tested here on hand-made lists."""
 import json
-import os
-import sys
 import unittest
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-SOURCE = os.environ.get("GS_SOURCE_DIR", os.path.join(HERE, "..", ".."))
-sys.path.insert(0, os.path.join(SOURCE, "tools", "bench"))
-import fgd_real  # noqa: E402
+import gsutil
+
+fgd_real = gsutil.bench_module("fgd_real")
 
 # two nodes of one GPU each (2000 milli-GPU in all)
 NODES = [("a", 4000, 8192, 1), ("b", 32000, 65536, 1)]

@@ -162,32 +162,24 @@ def calls():
     cm_ns, cm, lease_ns, lease = (d["configmap_ns"], d["configmap_name"], d["lease_ns"],
                                   d["lease_name"])
     ns_pfx, apis_lease = "/api/v1/namespaces/", "/apis/coordination.k8s.io/v1/namespaces/"
+
+    def informer(paths, group, resource, ns=ANY):
+        """An informer's two requests: a paged list, then watch=1 (kube_informer.c)."""
+        return [("kube_informer.c", "GET", paths, group, resource, verb, ns, None)
+                for verb in ("list", "watch")]
+
     return [
-        # informers: paged list, then watch=1 (kube_informer.c)
-        ("kube_informer.c", "GET", ("/api/v1/nodes",), "", "nodes", "list", ANY, None),
-        ("kube_informer.c", "GET", ("/api/v1/nodes",), "", "nodes", "watch", ANY, None),
-        ("kube_informer.c", "GET", ("/api/v1/pods",), "", "pods", "list", ANY, None),
-        ("kube_informer.c", "GET", ("/api/v1/pods",), "", "pods", "watch", ANY, None),
+        *informer(("/api/v1/nodes",), "", "nodes"),
+        *informer(("/api/v1/pods",), "", "pods"),
         # DRA coexistence (docs/dra.md): ResourceSlices and ResourceClaims
-        ("kube_informer.c", "GET", ("/apis/resource.k8s.io/v1/resourceslices",), "resource.k8s.io",
-         "resourceslices", "list", ANY, None),
-        ("kube_informer.c", "GET", ("/apis/resource.k8s.io/v1/resourceslices",), "resource.k8s.io",
-         "resourceslices", "watch", ANY, None),
-        ("kube_informer.c", "GET", ("/apis/resource.k8s.io/v1/resourceclaims",), "resource.k8s.io",
-         "resourceclaims", "list", ANY, None),
-        ("kube_informer.c", "GET", ("/apis/resource.k8s.io/v1/resourceclaims",), "resource.k8s.io",
-         "resourceclaims", "watch", ANY, None),
+        *informer(("/apis/resource.k8s.io/v1/resourceslices",), "resource.k8s.io", "resourceslices"),
+        *informer(("/apis/resource.k8s.io/v1/resourceclaims",), "resource.k8s.io", "resourceclaims"),
         # PodDisruptionBudgets, for preemption
-        ("kube_informer.c", "GET", ("/apis/policy/v1/poddisruptionbudgets",), "policy",
-         "poddisruptionbudgets", "list", ANY, None),
-        ("kube_informer.c", "GET", ("/apis/policy/v1/poddisruptionbudgets",), "policy",
-         "poddisruptionbudgets", "watch", ANY, None),
+        *informer(("/apis/policy/v1/poddisruptionbudgets",), "policy", "poddisruptionbudgets"),
         # the gpushare ConfigMap (fieldSelector metadata.name) ...
-        ("kube_informer.c", "GET", (ns_pfx, "/configmaps"), "", "configmaps", "list", cm_ns, None),
-        ("kube_informer.c", "GET", (ns_pfx, "/configmaps"), "", "configmaps", "watch", cm_ns, None),
+        *informer((ns_pfx, "/configmaps"), "", "configmaps", cm_ns),
         # ... and unhealthy-gpu-* in kube-system (a name prefix: RBAC cannot narrow it)
-        ("kube_informer.c", "GET", (ns_pfx, "/configmaps"), "", "configmaps", "list", "kube-system", None),
-        ("kube_informer.c", "GET", (ns_pfx, "/configmaps"), "", "configmaps", "watch", "kube-system", None),
+        *informer((ns_pfx, "/configmaps"), "", "configmaps", "kube-system"),
         # start-up read of the ConfigMap (kube_configmap.c)
         ("kube_configmap.c", "GET", (ns_pfx, "/configmaps/"), "", "configmaps", "get", cm_ns, cm),
         # bind: the Binding, and a re-read of the pod after a 409 (kube_cluster.c)
@@ -340,6 +332,18 @@ def apt_packages(stage):
 
 # ---- tests ---------------------------------------------------------------------
 
+def kustomize(test, directory):
+    """`kubectl kustomize directory`'s documents (test skipped without
+    kubectl; its failure fails test)."""
+    kubectl = shutil.which("kubectl")
+    if kubectl is None:
+        test.skipTest("kubectl (kustomize) not installed")
+    r = subprocess.run([kubectl, "kustomize", directory], capture_output=True, text=True,
+                       timeout=120)
+    test.assertEqual(r.returncode, 0, r.stderr)
+    return [d for d in yaml.safe_load_all(r.stdout) if d]
+
+
 class ManifestsParseTest(unittest.TestCase):
     CONFIG_KINDS = {"Kustomization", "KubeSchedulerConfiguration"}
 
@@ -402,17 +406,8 @@ class KustomizationTest(unittest.TestCase):
         self.assertEqual(k["images"][0]["name"], name)
         self.assertEqual(f'{k["images"][0]["newName"]}:{k["images"][0]["newTag"]}', image)
 
-    def kustomize(self, directory):
-        kubectl = shutil.which("kubectl")
-        if kubectl is None:
-            self.skipTest("kubectl (kustomize) not installed")
-        r = subprocess.run([kubectl, "kustomize", directory], capture_output=True, text=True,
-                           timeout=120)
-        self.assertEqual(r.returncode, 0, r.stderr)
-        return [d for d in yaml.safe_load_all(r.stdout) if d]
-
     def test_kustomize_builds_exactly_the_listed_files(self):
-        built = self.kustomize(DEPLOY)
+        built = kustomize(self, DEPLOY)
         expected = []
         for f in load_one("kustomization.yaml")["resources"]:
             path = os.path.join(DEPLOY, f)
@@ -433,7 +428,7 @@ class KustomizationTest(unittest.TestCase):
             shutil.copytree(DEPLOY, copy)
             with open(os.path.join(copy, "kustomization.yaml"), "w") as f:
                 f.write(text.replace("# patches:\n# - path: tls/", "patches:\n- path: tls/"))
-            built = self.kustomize(copy)
+            built = kustomize(self, copy)
         dep = [d for d in built if d["kind"] == "Deployment"][0]
         c = dep["spec"]["template"]["spec"]["containers"][0]
         args = c["args"]
@@ -1393,7 +1388,7 @@ class NodeAgentTest(unittest.TestCase):
             with open(os.path.join(copy, "kustomization.yaml"), "w") as f:
                 f.write(text.replace("# patches:\n# - path: daemonset-dra",
                                      "patches:\n- path: daemonset-dra"))
-            built = KustomizationTest.kustomize(self, copy)
+            built = kustomize(self, copy)
         ds = [d for d in built if d["kind"] == "DaemonSet"][0]
         spec = ds["spec"]["template"]["spec"]
         c = spec["containers"][0]
@@ -1445,13 +1440,7 @@ class NodeAgentTest(unittest.TestCase):
         self.assertIn("-X main.version=$version", node_go("build.sh"))
 
     def test_kustomize_builds_the_node_agent(self):
-        kubectl = shutil.which("kubectl")
-        if kubectl is None:
-            self.skipTest("kubectl (kustomize) not installed")
-        r = subprocess.run([kubectl, "kustomize", NODE_DEPLOY], capture_output=True, text=True,
-                           timeout=120)
-        self.assertEqual(r.returncode, 0, r.stderr)
-        kinds = sorted(d["kind"] for d in yaml.safe_load_all(r.stdout) if d)
+        kinds = sorted(d["kind"] for d in kustomize(self, NODE_DEPLOY))
         # the agent's and --dra's ClusterRole and binding each
         self.assertEqual(kinds, ["ClusterRole", "ClusterRole", "ClusterRoleBinding",
                                  "ClusterRoleBinding", "DaemonSet", "Role", "RoleBinding",

@@ -132,6 +132,17 @@ class DraBase(RealCase):
             for g in n["gpus"]:
                 self.assertLessEqual(g["usedMiB"], g["totalMiB"], (n["name"], g["index"]))
 
+    def gpu_mem_then_claim(self):
+        """The over-commit case's start (both front ends): on dra-d, one
+        GPU of 16 GiB, pod m0 holds 12 GiB (bound), then pod cp asks claim
+        "late" of 8 GiB."""
+        self.node("dra-d", "share", gpus=1, units=16)
+        self.publish("dra-d", gpus=1)
+        self.pod("m0", units=12)
+        self.wait_bound(1)
+        self.claim("late", "8Gi")
+        self.claim_pod("cp", "late")
+
     def ledger_claims(self, node):
         led = Env.ext.ledger(node)
         return {(g["index"], c["name"]): c["usedMiB"] for n in led["nodes"] for g in n["gpus"]
@@ -255,12 +266,7 @@ class DraCases(DraBase):
         allocated by kube-scheduler onto the same GPU. gpushare charges the
         truth, reports the GPU over-committed, and gives it to no further
         gpu-mem pod."""
-        self.node("dra-d", "share", gpus=1, units=16)
-        self.publish("dra-d", gpus=1)
-        self.pod("m0", units=12)
-        self.wait_bound(1)
-        self.claim("late", "8Gi")
-        self.claim_pod("cp", "late")
+        self.gpu_mem_then_claim()
         self.wait_bound(2)
         wait_for(lambda: self.ledger_claims("dra-d") == {(0, "late"): 8 * GIB}, 60,
                  "the claim in the ledger")

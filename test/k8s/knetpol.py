@@ -20,17 +20,14 @@ FORWARD and OUTPUT, its chains (CHAINS), its ipsets (IPSETS). v2.1.0's own
 table and every ipset (the routing controller's cleanup), and its
 network-policy part runs on a controller without iptables handlers.
 """
-import atexit
-import fcntl
 import os
 import shlex
 import subprocess
-import time
-import urllib.request
 
-from kbase import Fatal, free_port, k8s_bin_dir, wait_for
+from kbase import Fatal, free_port
+import kdaemon
 
-LOCK = "/run/lock/gpushare-kube-router.lock" if os.path.isdir("/run/lock") else "/tmp/gpushare-kube-router.lock"
+LOCK = kdaemon.lock_path("kube-router")
 LOCK_TIMEOUT = float(os.environ.get("GS_KUBE_ROUTER_LOCK_TIMEOUT", "1800"))
 USER = "system:kube-router"
 ROLE = "gpushare-test:kube-router"
@@ -96,84 +93,42 @@ def clean():
             subprocess.run(["ipset", "destroy", s], capture_output=True)
 
 
-class KubeRouter:
+class KubeRouter(kdaemon.Daemon):
     """kube-router --run-firewall as USER (a client certificate of the
     cluster CA, bound to ROLE), beside node, in the machine's network
     namespace."""
+    NAME = "kube-router"
+    LOCK = LOCK
+    LOCK_TIMEOUT = LOCK_TIMEOUT
+    READY = "kube-router's controllers healthy (/healthz)"
 
     def __init__(self, cp, node, service_range="10.0.0.0/24"):
-        self.cp = cp
-        self.node = node
+        super().__init__(cp, node)
         self.service_range = service_range
-        self.binary = os.path.join(k8s_bin_dir(), "kube-router")
-        self.proc = None
-        self.lock = None
-        self.health = None
 
-    def start(self, timeout=180):
-        if not os.access(self.binary, os.X_OK):
-            raise FileNotFoundError(f"{self.binary}: missing. Build it with test/k8s/build.sh "
-                                    "(docs/real-cluster.md), or set GS_K8S_BIN")
+    def check(self):
         for tool in ("ipset", "iptables-restore"):
             if subprocess.run(["sh", "-c", f"command -v {tool}"], capture_output=True).returncode:
                 raise Fatal(f"{tool}: not installed (tools/dev.sh setup installs it)")
-        self.lock = open(LOCK, "w")
-        deadline = time.time() + LOCK_TIMEOUT
-        while True:
-            try:
-                fcntl.flock(self.lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.time() > deadline:
-                    raise Fatal(f"{LOCK}: another kube-router holds the machine's iptables for "
-                                f"{LOCK_TIMEOUT:.0f} s")
-                time.sleep(1)
-        try:
-            clean()  # what a killed run may have left
-            rbac(self.cp)
-            kubeconfig = self.node.client_kubeconfig("kube-router", USER)
-            self.health = free_port()
-            self.proc = self.node.run("kube-router", [
-                self.binary, f"--kubeconfig={kubeconfig}", f"--hostname-override={self.node.name}",
-                "--run-firewall=true", "--run-router=false", "--run-service-proxy=false",
-                "--enable-cni=false", "--enable-ipv4=true", "--enable-ipv6=false",
-                f"--service-cluster-ip-range={self.service_range}",
-                f"--health-port={self.health}", "--metrics-port=0", "--v=1"], in_ns=False)
-            atexit.register(self.stop)
-            wait_for(self.ready, timeout, "kube-router's controllers healthy (/healthz)", 0.2)
-        except BaseException:
-            self.stop()
-            raise
-        return self
 
-    def ready(self):
-        if not self.proc.alive():
-            raise Fatal("kube-router exited:\n" + self.proc.tail())
-        try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{self.health}/healthz", timeout=5) as r:
-                return r.status == 200
-        except OSError:
-            return False
+    def launch(self):
+        clean()  # what a killed run may have left
+        rbac(self.cp)
+        kubeconfig = self.node.client_kubeconfig("kube-router", USER)
+        self.health = free_port()
+        return self.node.run("kube-router", [
+            self.binary, f"--kubeconfig={kubeconfig}", f"--hostname-override={self.node.name}",
+            "--run-firewall=true", "--run-router=false", "--run-service-proxy=false",
+            "--enable-cni=false", "--enable-ipv4=true", "--enable-ipv6=false",
+            f"--service-cluster-ip-range={self.service_range}",
+            f"--health-port={self.health}", "--metrics-port=0", "--v=1"], in_ns=False)
 
     def programmed(self, ip):
         """The pod at ip has its firewall chain: its inbound traffic is
         decided by the policies that select it."""
-        if not self.proc.alive():
-            raise Fatal("kube-router exited:\n" + self.proc.tail())
+        self.alive()
         return any(r.startswith("-A KUBE-ROUTER-FORWARD") and f"-d {ip}/32" in r and "KUBE-POD-FW-" in r
                    for r in filter_rules().splitlines())
 
-    def stop(self):
-        if self.lock is None:
-            return
-        try:
-            if self.proc is not None:
-                self.proc.stop()
-                if self.proc.name in self.node.procs:
-                    self.node.beside.remove(self.proc.name)
-                    del self.node.procs[self.proc.name]
-            clean()
-        finally:
-            fcntl.flock(self.lock, fcntl.LOCK_UN)
-            self.lock.close()
-            self.lock = None
+    def cleanup(self, started):
+        clean()

@@ -45,7 +45,7 @@ import knetpol
 import knode
 import kproxy
 from kcluster import BUILD, SOURCE, ControlPlane, KubeError, wait_for
-from test_real_tls import make_certs
+from test_real_tls import make_certs, tls_scheduler_config
 
 NODE = "gpu-deploy-a"
 NS = "kube-system"
@@ -478,16 +478,8 @@ class Deploy(unittest.TestCase):
         with open(npath, "w") as f:
             yaml.safe_dump(pol, f)
         # kube-scheduler on the TLS configuration: only its files' paths rewritten
-        with open(os.path.join(SOURCE, "deploy", "scheduler", "kube-scheduler-config-tls.yaml")) as f:
-            cfg = yaml.safe_load(f)
-        (ext,) = cfg["extenders"]
+        spath, ext = tls_scheduler_config(pki, tmp)
         self.assertEqual(ext["urlPrefix"], "https://127.0.0.1:32766/gpushare-scheduler")
-        ext["tlsConfig"].update(caFile=os.path.join(pki, "ext-ca.crt"),
-                                certFile=os.path.join(pki, "scheduler.crt"),
-                                keyFile=os.path.join(pki, "scheduler.key"))
-        spath = os.path.join(tmp, "kube-scheduler-config-tls.yaml")
-        with open(spath, "w") as f:
-            yaml.safe_dump(cfg, f)
         out = kubectl("apply", "-k", overlay("tls", copy))
         self.assertIn("networkpolicy.networking.k8s.io/gpushare-extender created", out)
         self.assertIn("successfully rolled out",

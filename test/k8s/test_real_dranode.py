@@ -52,22 +52,34 @@ CONTAINERD2 = _first("GS_CONTAINERD2", os.path.join(BUILD, "containerd2"),
 cp = gnode = tmp = None
 
 
-def setUpModule():
-    global cp, gnode, tmp
-    tmp = tempfile.mkdtemp(prefix="gs-dranode-")
-    cp = ControlPlane(os.path.join(tmp, "cp")).start()
-    gnode = kgpunode.GpuNode(cp, NODE, "share", "1GiB", os.path.join(tmp, NODE),
-                             binary=NODE_BIN,
-                             args=["--dra", "--cdi-dir", os.path.join(tmp, NODE, "cdi")])
-    gnode.start()
+def dra_node(cp, name, tmp):
+    """A share node NAME (1 GiB units) with this tree's gpushare-node
+    --dra beside its kubelet, its CDI specs in tmp/NAME/cdi: started.
+    (test_real_plugin_dranode.py's node too.)"""
+    g = kgpunode.GpuNode(cp, name, "share", "1GiB", os.path.join(tmp, name), binary=NODE_BIN,
+                         args=["--dra", "--cdi-dir", os.path.join(tmp, name, "cdi")])
+    g.start()
+    return g
 
 
-def tearDownModule():
+def down(gnode, cp, tmp):
+    """The module's end: the node, the control plane, the folder."""
     if gnode:
         gnode.stop()
     if cp:
         cp.stop()
     knode.remove_dir(tmp)
+
+
+def setUpModule():
+    global cp, gnode, tmp
+    tmp = tempfile.mkdtemp(prefix="gs-dranode-")
+    cp = ControlPlane(os.path.join(tmp, "cp")).start()
+    gnode = dra_node(cp, NODE, tmp)
+
+
+def tearDownModule():
+    down(gnode, cp, tmp)
 
 
 def cdi_dir():

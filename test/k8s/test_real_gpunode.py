@@ -12,6 +12,7 @@ gpushare-scheduler (PluginForm), and Aliyun's device plugin on a second node
 "gpushare on the node".
 
 GS_GPUNODE_ROUNDS: rounds of the ten-pods test (default 5)."""
+import contextlib
 import json
 import os
 import signal
@@ -350,10 +351,7 @@ class GpuNode(PodCase):
         finally:
             with open(Agent.inventory, "w") as f:
                 f.write(INVENTORY)
-            for p in self.pods():
-                self.k.delete("pods", self.ns, p["metadata"]["name"], grace=0)
-            wait_for(lambda: not self.pods(), 120, "the test's pods gone", 0.2)
-            Agent.restart(32)
+            self.pods_gone_agent_back()
         # healthy again after the restart: the ConfigMap says so
         wait_for(lambda: self.k.get("configmaps", "kube-system", f"unhealthy-gpu-{NODE}")["data"]
                  == {"gpus": ""}, 60, "the ConfigMap cleared", 0.2)
@@ -390,11 +388,28 @@ class GpuNode(PodCase):
                              ("Running", cid, 0))
             self.assert_ledger_is_truth()
         finally:
-            for p in self.pods():
-                self.k.delete("pods", self.ns, p["metadata"]["name"], grace=0)
-            wait_for(lambda: not self.pods(), 120, "the test's pods gone", 0.2)
-            Agent.restart(32)
+            self.pods_gone_agent_back()
             restart_extender("1GiB")
+
+    def pods_gone_agent_back(self):
+        """A case's end: the test's pods deleted and gone, gpushare-node
+        restarted as the module runs it (32 units of 1 GiB)."""
+        for p in self.pods():
+            self.k.delete("pods", self.ns, p["metadata"]["name"], grace=0)
+        wait_for(lambda: not self.pods(), 120, "the test's pods gone", 0.2)
+        Agent.restart(32)
+
+    @contextlib.contextmanager
+    def node_mode(self, mode):
+        """The node labelled ack.node.gpu.schedule=mode and gpushare-node
+        restarted --mode mode; after: share again, pods_gone_agent_back()."""
+        self.k.patch("nodes", None, NODE, {"metadata": {"labels": {"ack.node.gpu.schedule": mode}}})
+        try:
+            Agent.restart(32, mode=mode)
+            yield
+        finally:
+            self.k.patch("nodes", None, NODE, {"metadata": {"labels": {"ack.node.gpu.schedule": "share"}}})
+            self.pods_gone_agent_back()
 
     def gpus_of(self, name):
         p = self.k.get("pods", self.ns, name)
@@ -402,21 +417,13 @@ class GpuNode(PodCase):
 
     # 4
     def test_8_mps_node_gets_the_mps_limits(self):
-        self.k.patch("nodes", None, NODE, {"metadata": {"labels": {"ack.node.gpu.schedule": "mps"}}})
-        try:
-            Agent.restart(32, mode="mps")
+        with self.node_mode("mps"):
             gpus = self.run_env_pod("mps-one", 4, mps=True)
             self.assertEqual(self.gs_env("mps-one")["CUDA_MPS_PINNED_DEVICE_MEM_LIMIT"], "0=4096M")
             self.assertEqual(len(gpus), 1)
             self.run_env_pod("mps-two", 8, gpus=2, mps=True)
             self.assertEqual(self.gs_env("mps-two")["CUDA_MPS_PINNED_DEVICE_MEM_LIMIT"],
                              "0=4096M,1=4096M")
-        finally:
-            self.k.patch("nodes", None, NODE, {"metadata": {"labels": {"ack.node.gpu.schedule": "share"}}})
-            for p in self.pods():
-                self.k.delete("pods", self.ns, p["metadata"]["name"], grace=0)
-            wait_for(lambda: not self.pods(), 120, "the test's pods gone", 0.2)
-            Agent.restart(32)
 
     def test_9_init_container(self):
         """An init container asking more than the app container (6 > 4):
@@ -450,9 +457,7 @@ class GpuNode(PodCase):
     def test_9b_cgpu_node_gets_the_cgpu_env(self):
         """A cgpu node: the Aliyun amounts in GiB with the cap per GPU, and
         the GPUs for the cGPU module (docs/node-agent.md, "cgpu nodes")."""
-        self.k.patch("nodes", None, NODE, {"metadata": {"labels": {"ack.node.gpu.schedule": "cgpu"}}})
-        try:
-            Agent.restart(32, mode="cgpu")
+        with self.node_mode("cgpu"):
             self.create(gpu_pod("cgpu-two", 8, gpus=2))
             self.wait_phase("cgpu-two", "Succeeded")
             p = self.k.get("pods", self.ns, "cgpu-two")
@@ -462,12 +467,6 @@ class GpuNode(PodCase):
                 "ALIYUN_COM_GPU_MEM_IDX": "0,1", "ALIYUN_COM_GPU_MEM_POD": "8",
                 "ALIYUN_COM_GPU_MEM_CONTAINER": "4", "ALIYUN_COM_GPU_MEM_DEV": "16",
                 "GPUSHARE_GPU_MEM_LIMIT_MIB": "4096,4096", "GPUSHARE_GPU_MEM_UNIT_MIB": "1024"})
-        finally:
-            self.k.patch("nodes", None, NODE, {"metadata": {"labels": {"ack.node.gpu.schedule": "share"}}})
-            for q in self.pods():
-                self.k.delete("pods", self.ns, q["metadata"]["name"], grace=0)
-            wait_for(lambda: not self.pods(), 120, "the test's pods gone", 0.2)
-            Agent.restart(32)
 
     def test_9c_the_pod_the_kubelet_admits_gets_its_own_gpu(self):
         """Two pods asking the same amount, bound in the order opposite to
@@ -520,10 +519,7 @@ class GpuNode(PodCase):
             for name in ("late", "early"):
                 self.assertIn(f"pod={self.ns}/{name} container=main init=false by=kubelet", log)
         finally:
-            for q in self.pods():
-                self.k.delete("pods", self.ns, q["metadata"]["name"], grace=0)
-            wait_for(lambda: not self.pods(), 120, "the test's pods gone", 0.2)
-            Agent.restart(32)
+            self.pods_gone_agent_back()
 
 
 # Aliyun's device plugin in its pod's environment: in-cluster configuration

@@ -25,12 +25,7 @@ class PluginDra(dracase.DraCases):
         pod holds 12 of GPU 0's 16 GiB; a pod's claim of 8 GiB is placed by
         gpushare (not by kube-scheduler's allocator), which refuses it for
         memory; 4 GiB fits exactly. Nothing over-committed, ever."""
-        self.node("dra-d", "share", gpus=1, units=16)
-        self.publish("dra-d", gpus=1)
-        self.pod("m0", units=12)
-        self.wait_bound(1)
-        self.claim("late", "8Gi")
-        self.claim_pod("cp", "late")
+        self.gpu_mem_then_claim()
         self.wait_event("cp", "insufficient GPU memory")
         self.assertNotIn("allocation", self.k.get("resourceclaims", self.ns, "late").get("status") or {})
         self.claim("fits", "4Gi")

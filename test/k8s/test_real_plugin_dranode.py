@@ -19,12 +19,10 @@ import unittest
 
 import dracase
 import kbase
-import kgpunode
 import kimages
-import knode
 from kcluster import SOURCE, ControlPlane, k8s_bin_dir, wait_for
 from realcase import Env, PluginView
-from test_real_dranode import NODE_BIN
+from test_real_dranode import dra_node, down
 
 NODE = "gpu-pdra-a"
 DRIVER = "gpu.gpushare.io"
@@ -44,9 +42,7 @@ def setUpModule():
     try:
         cp.start()
         view = PluginView(cp).wait_ready()
-        gnode = kgpunode.GpuNode(cp, NODE, "share", "1GiB", os.path.join(tmp, NODE), binary=NODE_BIN,
-                                 args=["--dra", "--cdi-dir", os.path.join(tmp, NODE, "cdi")])
-        gnode.start()
+        gnode = dra_node(cp, NODE, tmp)
     except BaseException:
         print(cp.dump_logs(), flush=True)
         tearDownModule()
@@ -54,11 +50,7 @@ def setUpModule():
 
 
 def tearDownModule():
-    if gnode:
-        gnode.stop()
-    if cp:
-        cp.stop()
-    knode.remove_dir(tmp)
+    down(gnode, cp, tmp)
 
 
 def claim_pod(name):

@@ -29,6 +29,22 @@ def openssl(d, *args):
     subprocess.run(["openssl", *args], cwd=d, check=True, capture_output=True)
 
 
+def tls_scheduler_config(pki, out):
+    """deploy/scheduler/kube-scheduler-config-tls.yaml with only its files'
+    paths rewritten to pki's (make_certs), written into folder out: its path
+    and its one extender (a dict)."""
+    with open(os.path.join(kcluster.SOURCE, "deploy", "scheduler", "kube-scheduler-config-tls.yaml")) as f:
+        cfg = yaml.safe_load(f)
+    (ext,) = cfg["extenders"]
+    ext["tlsConfig"].update(caFile=os.path.join(pki, "ext-ca.crt"),
+                            certFile=os.path.join(pki, "scheduler.crt"),
+                            keyFile=os.path.join(pki, "scheduler.key"))
+    path = os.path.join(out, "kube-scheduler-config-tls.yaml")
+    with open(path, "w") as f:
+        yaml.safe_dump(cfg, f)
+    return path, ext
+
+
 def make_certs(d):
     for ca in ("ext-ca", "clients-ca"):
         openssl(d, "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj",
@@ -50,15 +66,7 @@ def setUpModule():
     PKI = tempfile.TemporaryDirectory(prefix="gs-k8s-tls-")
     d = PKI.name
     make_certs(d)
-    with open(os.path.join(kcluster.SOURCE, "deploy", "scheduler", "kube-scheduler-config-tls.yaml")) as f:
-        cfg = yaml.safe_load(f)
-    (ext,) = cfg["extenders"]
-    ext["tlsConfig"].update(caFile=os.path.join(d, "ext-ca.crt"),
-                            certFile=os.path.join(d, "scheduler.crt"),
-                            keyFile=os.path.join(d, "scheduler.key"))
-    path = os.path.join(d, "kube-scheduler-config-tls.yaml")
-    with open(path, "w") as f:
-        yaml.safe_dump(cfg, f)
+    path, _ = tls_scheduler_config(d, d)
     Env.up(unit="1GiB", start_extender=False, scheduler_config=path, ext_scheme="https")
     ctx = ssl.create_default_context(cafile=os.path.join(d, "ext-ca.crt"))
     ctx.check_hostname = False  # the harness calls 127.0.0.1; kube-scheduler checks the name

@@ -2,11 +2,13 @@
 test/apiserver): build paths, free ports, the wait loops, objects, the
 ledger recomputed from pods, starting the extender on a demo cluster, and a
 small HTTP client of the extender (stdlib only)."""
+import importlib
 import json
 import os
 import random
 import socket
 import subprocess
+import sys
 import tempfile
 import time
 import urllib.error
@@ -17,6 +19,15 @@ BUILD = os.environ.get("GS_BUILD_DIR", os.path.join(SOURCE, "build"))
 EXTENDER = os.path.join(BUILD, "src", "gpushare-extender")
 INSPECT = os.path.join(BUILD, "tools", "inspect", "gpushare-inspect")
 
+
+
+def bench_module(name):
+    """tools/bench/NAME.py imported (the benchmark scripts whose reading of
+    a run the integration tier tests on hand-made lists)."""
+    path = os.path.join(SOURCE, "tools", "bench")
+    if path not in sys.path:
+        sys.path.insert(0, path)
+    return importlib.import_module(name)
 
 # DGX-1 (V100) NVLink: the GPU block of nvidia-smi topo -m
 # (test/data/topologies/dgx1_v100_topo-m.txt), as gpushare-topo prints it.

@@ -375,6 +375,15 @@ class FieldError:
         return "%s: %s" % (self.field, self.body())
 
 
+def required_valid(errs, path, value, validate):
+    """apimachinery's usual pair: path Required when value is empty, else
+    one Invalid per message of validate(value)."""
+    if not value:
+        errs.append(FieldError("Required", path))
+        return
+    errs.extend(FieldError("Invalid", path, value, m) for m in validate(value))
+
+
 def _fmt_value(v):
     if isinstance(v, str):
         return _go_quote(v)
@@ -473,12 +482,7 @@ def validate_object_meta(meta, namespaced, name_fn=is_dns1123_subdomain, path="m
         for m in name_fn(name):
             errs.append(FieldError("Invalid", path + ".name", name, m))
     if namespaced:
-        ns = meta.get("namespace", "")
-        if not ns:
-            errs.append(FieldError("Required", path + ".namespace"))
-        else:
-            for m in is_dns1123_label(ns):
-                errs.append(FieldError("Invalid", path + ".namespace", ns, m))
+        required_valid(errs, path + ".namespace", meta.get("namespace", ""), is_dns1123_label)
     for k, v in (meta.get("labels") or {}).items():
         for m in is_qualified_name(k):
             errs.append(FieldError("Invalid", path + ".labels", k, m))

@@ -10,7 +10,7 @@ import time
 
 from kapi_errors import (ApiError, CONFIG_KEY_MSG, FieldError, POD_UPDATE_FORBIDDEN_MSG,
     WATCHER_QUEUE_LIMIT, _CONFIG_KEY_RE, err_too_many_requests, go_json, is_dns1123_label,
-    is_dns1123_subdomain, is_qualified_name, make_details, now_time, parse_quantity)
+    is_dns1123_subdomain, is_qualified_name, make_details, now_time, parse_quantity, required_valid)
 from kapi_objects import STORAGE_RES, field_attrs, meta_of, strip_type, view_obj
 
 
@@ -282,14 +282,10 @@ def validate_pod(obj):
         for i, c in enumerate(spec.get(field) or []):
             p = "spec.%s[%d]" % (field, i)
             name = c.get("name", "")
-            if not name:
-                errs.append(FieldError("Required", p + ".name"))
-            else:
-                for m in is_dns1123_label(name):
-                    errs.append(FieldError("Invalid", p + ".name", name, m))
-                if name in seen:
-                    errs.append(FieldError("Duplicate", p + ".name", name))
-                seen.add(name)
+            required_valid(errs, p + ".name", name, is_dns1123_label)
+            if name and name in seen:
+                errs.append(FieldError("Duplicate", p + ".name", name))
+            seen.add(name)
             if not c.get("image"):
                 errs.append(FieldError("Required", p + ".image"))
             res = c.get("resources") or {}

@@ -238,9 +238,8 @@ class LiveCluster(ExtenderCase):
         ext = self.start_ext()
         ext.bind(srv.get("pods", "default", "t"), "n")
         srv.set_pod_phase("default", "t", "Succeeded")
-        deadline = time.time() + 2.0
-        while time.time() < deadline and used_by_gpu(ext.ledger())[("n", 0)] != 0:
-            time.sleep(0.02)
+        wait_until(lambda: used_by_gpu(ext.ledger())[("n", 0)] == 0, 2.0,
+                   "the terminal pod's memory freed", 0.02)
         self.assertEqual(used_by_gpu(ext.ledger())[("n", 0)], 0)
 
     def test_pod_seen_before_its_node_is_restored_when_the_node_comes(self):
@@ -253,9 +252,7 @@ class LiveCluster(ExtenderCase):
         ext = self.start_ext()
         self.assertEqual(ext.ledger()["nodes"], [])
         srv.add(node("late", "share", gpus=2, units=32))
-        deadline = time.time() + 3
-        while time.time() < deadline and not ext.ledger()["nodes"]:
-            time.sleep(0.05)
+        wait_until(lambda: ext.ledger()["nodes"], 3, "the node in the ledger")
         self.assertEqual(used_by_gpu(ext.ledger()), {("late", 0): 0, ("late", 1): 3072})
 
     def test_kill_9_mid_binds_then_restart_rebuilds_exactly(self):
@@ -352,9 +349,7 @@ class LiveCluster(ExtenderCase):
         cm = srv.get("configmaps", "kube-system", "gpushare-config")
         cm["data"]["gpuMemoryUnit"] = "128MiB"
         srv.update(cm)
-        deadline = time.time() + 2
-        while time.time() < deadline and ext.ledger().get("pendingUnit") != "128MiB":
-            time.sleep(0.05)
+        wait_until(lambda: ext.ledger().get("pendingUnit") == "128MiB", 2, "the pending unit")
         self.assertEqual(ext.ledger().get("pendingUnit"), "128MiB")
         self.assertEqual(ext.ledger()["unit"], "1GiB")
         ext.kill(signal.SIGTERM)
@@ -426,9 +421,8 @@ class LiveCluster(ExtenderCase):
         # the standby answers the verbs with "not leader"
         self.assertEqual(standby.bind(srv.get("pods", "default", "lp"), "n")["Error"], "not leader")
         leader.kill(signal.SIGKILL)
-        deadline = time.time() + 25  # lease duration 15 s + retry period
-        while time.time() < deadline and not standby.ready():
-            time.sleep(0.2)
+        # lease duration 15 s + retry period
+        wait_until(standby.ready, 25, "the standby leading", 0.2)
         self.assertTrue(standby.ready())
         self.assertEqual(standby.bind(srv.get("pods", "default", "lp"), "n"), {"Error": ""})
         self.assertEqual(used_by_gpu(standby.ledger())[("n", 0)], 1024)

@@ -16,4 +16,8 @@
     return cmocka_run_group_tests_name(name, tests, setup, teardown);                             \
   }
 
+/* A test with the file's own fixture: static setup() and teardown() run
+ * around it. */
+#define GS_TEST_FX(test) cmocka_unit_test_setup_teardown(test, setup, teardown)
+
 #endif

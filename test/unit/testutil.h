@@ -5,6 +5,8 @@
 #include <gpushare/ledger.h>
 #include <gpushare/topo.h>
 
+#include "node_spec.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,19 +28,6 @@ static inline void gs_test_used_fn(const struct gs_ledger *l, void *arg) {
   struct gs_test_used *c = arg;
   const struct gs_node *n = gs_ledger_node_get(l, c->node);
   c->used = n != NULL && c->gpu < n->ngpus ? n->gpus[c->gpu].used_mib : UINT64_MAX;
-}
-
-/* A node spec: gpus GPUs of mode with units in all (of the active unit);
- * the rest zero, for the caller to set. */
-static inline struct gs_node_spec gs_test_node(const char *name, enum gs_mode mode, uint32_t gpus,
-                                               uint64_t units) {
-  struct gs_node_spec spec;
-  memset(&spec, 0, sizeof spec);
-  snprintf(spec.name, sizeof spec.name, "%s", name);
-  spec.mode = mode;
-  spec.gpu_count = gpus;
-  spec.gpu_mem_units = units;
-  return spec;
 }
 
 /* A one-container pod default/<name> with UID uid, asking nothing yet. */

@@ -67,6 +67,19 @@ static inline const char *env(const json_t *answer, const char *key) {
   return json_string_value(json_object_get(json_object_get(answer, "envs"), key));
 }
 
+/* The answer's envs as kv says: key, value, key, value, ..., NULL (a NULL
+ * value: the env is absent). */
+static inline void agent_assert_envs(const json_t *answer, const char *const *kv) {
+  for (size_t i = 0; kv[i] != NULL; i += 2) {
+    const char *got = env(answer, kv[i]);
+    if (kv[i + 1] == NULL ? got != NULL
+                          : got == NULL || strcmp(got, kv[i + 1]) != 0)
+      fail_msg("env %s: \"%s\", want \"%s\"", kv[i], got ? got : "(absent)",
+               kv[i + 1] ? kv[i + 1] : "(absent)");
+  }
+}
+#define assert_envs(answer, ...) agent_assert_envs(answer, (const char *const[]){__VA_ARGS__, NULL})
+
 static inline const char *patched(const json_t *answer, const char *key) {
   return json_string_value(json_object_get(json_object_get(answer, "annotations"), key));
 }

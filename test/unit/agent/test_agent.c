@@ -75,6 +75,12 @@ static json_t *allocate(const struct gs_agent_config *cfg, const char *resource,
   return answer;
 }
 
+/* Allocate over a list of the one pod (stolen). */
+static json_t *allocate_pod(const struct gs_agent_config *cfg, const char *resource, uint64_t n,
+                            json_t *pod, enum gs_err *ret_err, struct gs_diag *d) {
+  return allocate(cfg, resource, n, json_pack("[o]", pod), ret_err, d);
+}
+
 /* ---- inventory, capacity, devices, ConfigMap, topology ---------------------------- */
 
 static void test_inventory(void **state) {
@@ -189,20 +195,20 @@ static void test_single_card(void **state) {
   (void)state;
   struct gs_agent_config cfg = cfg_of(GS_UNIT_GIB, GS_MODE_SHARE);
   struct gs_diag d;
-  json_t *pods = json_array(), *a;
-  json_array_append_new(pods, mem_pod("p1", 4, "{\"0\":{\"1\":4}}", 100));
-  a = allocate(&cfg, GS_AGENT_RES_MEM, 4, pods, NULL, &d);
+  json_t *a;
+  a = allocate_pod(&cfg, GS_AGENT_RES_MEM, 4, mem_pod("p1", 4, "{\"0\":{\"1\":4}}", 100), NULL, &d);
   assert_non_null(a);
   assert_string_equal(json_string_value(json_object_get(json_object_get(a, "pod"), "name")), "p1");
   assert_string_equal(json_string_value(json_object_get(a, "container")), "c0");
-  assert_string_equal(env(a, "NVIDIA_VISIBLE_DEVICES"), UUID1);
-  assert_string_equal(env(a, "ALIYUN_COM_GPU_MEM_IDX"), "1");
-  assert_string_equal(env(a, "ALIYUN_COM_GPU_MEM_POD"), "4");
-  assert_string_equal(env(a, "ALIYUN_COM_GPU_MEM_CONTAINER"), "4");
-  assert_string_equal(env(a, "ALIYUN_COM_GPU_MEM_DEV"), "16");
-  assert_string_equal(env(a, "GPUSHARE_GPU_MEM_LIMIT_MIB"), "4096");
-  assert_string_equal(env(a, "GPUSHARE_GPU_MEM_UNIT_MIB"), "1024");
-  assert_null(env(a, "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT"));
+  assert_envs(a,
+              "NVIDIA_VISIBLE_DEVICES", UUID1,
+              "ALIYUN_COM_GPU_MEM_IDX", "1",
+              "ALIYUN_COM_GPU_MEM_POD", "4",
+              "ALIYUN_COM_GPU_MEM_CONTAINER", "4",
+              "ALIYUN_COM_GPU_MEM_DEV", "16",
+              "GPUSHARE_GPU_MEM_LIMIT_MIB", "4096",
+              "GPUSHARE_GPU_MEM_UNIT_MIB", "1024",
+              "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT", NULL);
   assert_int_equal(json_object_size(json_object_get(a, "envs")), 7);
   assert_int_equal(json_array_size(json_object_get(a, "mounts")), 0);
   assert_string_equal(patched(a, GS_AGENT_ANN_CONTAINERS), "0");
@@ -216,16 +222,17 @@ static void test_multi_card(void **state) {
   (void)state;
   struct gs_agent_config cfg = cfg_of(GS_UNIT_GIB, GS_MODE_SHARE);
   struct gs_diag d;
-  json_t *pods = json_array(), *a;
-  json_array_append_new(pods, mem_pod("multi", 8, "{\"0\":{\"0\":4,\"1\":4}}", 100));
-  a = allocate(&cfg, GS_AGENT_RES_MEM, 8, pods, NULL, &d);
+  json_t *a;
+  a = allocate_pod(&cfg, GS_AGENT_RES_MEM, 8,
+                   mem_pod("multi", 8, "{\"0\":{\"0\":4,\"1\":4}}", 100), NULL, &d);
   assert_non_null(a);
-  assert_string_equal(env(a, "NVIDIA_VISIBLE_DEVICES"), UUID0 "," UUID1);
-  assert_string_equal(env(a, "ALIYUN_COM_GPU_MEM_IDX"), "0,1");
-  assert_string_equal(env(a, "ALIYUN_COM_GPU_MEM_POD"), "8");
-  assert_string_equal(env(a, "ALIYUN_COM_GPU_MEM_CONTAINER"), "8");
-  assert_string_equal(env(a, "ALIYUN_COM_GPU_MEM_DEV"), "16");
-  assert_string_equal(env(a, "GPUSHARE_GPU_MEM_LIMIT_MIB"), "4096,4096");
+  assert_envs(a,
+              "NVIDIA_VISIBLE_DEVICES", UUID0 "," UUID1,
+              "ALIYUN_COM_GPU_MEM_IDX", "0,1",
+              "ALIYUN_COM_GPU_MEM_POD", "8",
+              "ALIYUN_COM_GPU_MEM_CONTAINER", "8",
+              "ALIYUN_COM_GPU_MEM_DEV", "16",
+              "GPUSHARE_GPU_MEM_LIMIT_MIB", "4096,4096");
   json_decref(a);
 }
 
@@ -233,21 +240,21 @@ static void test_mps(void **state) {
   (void)state;
   struct gs_agent_config cfg = cfg_of(GS_UNIT_GIB, GS_MODE_MPS);
   struct gs_diag d;
-  json_t *pods = json_array(), *a, *m;
-  json_array_append_new(pods, mem_pod("multi", 6, "{\"0\":{\"0\":3,\"1\":3}}", 100));
-  a = allocate(&cfg, GS_AGENT_RES_MEM, 6, pods, NULL, &d);
+  json_t *a, *m;
+  a = allocate_pod(&cfg, GS_AGENT_RES_MEM, 6,
+                   mem_pod("multi", 6, "{\"0\":{\"0\":3,\"1\":3}}", 100), NULL, &d);
   assert_non_null(a);
-  assert_string_equal(env(a, "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT"), "0=3072M,1=3072M");
-  assert_string_equal(env(a, "CUDA_MPS_PIPE_DIRECTORY"), "/var/run/nvidia/mps");
+  assert_envs(a,
+              "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT", "0=3072M,1=3072M",
+              "CUDA_MPS_PIPE_DIRECTORY", "/var/run/nvidia/mps");
   m = json_array_get(json_object_get(a, "mounts"), 0);
   assert_string_equal(json_string_value(json_object_get(m, "hostPath")), "/var/run/nvidia/mps");
   assert_string_equal(json_string_value(json_object_get(m, "containerPath")),
                       "/var/run/nvidia/mps");
   json_decref(a);
   /* one GPU, not the first: the container's ordinal is still 0 */
-  pods = json_array();
-  json_array_append_new(pods, mem_pod("one", 2, "{\"0\":{\"1\":2}}", 100));
-  a = allocate(&cfg, GS_AGENT_RES_MEM, 2, pods, NULL, &d);
+  a = allocate_pod(&cfg, GS_AGENT_RES_MEM, 2,
+                   mem_pod("one", 2, "{\"0\":{\"1\":2}}", 100), NULL, &d);
   assert_string_equal(env(a, "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT"), "0=2048M");
   json_decref(a);
 }
@@ -262,10 +269,11 @@ static void test_128mib(void **state) {
   json_array_append_new(pods, p);
   a = allocate(&cfg, GS_AGENT_RES_MEM, 16, pods, NULL, &d);
   assert_non_null(a);
-  assert_string_equal(env(a, "ALIYUN_COM_GPU_MEM_CONTAINER"), "16");
-  assert_string_equal(env(a, "ALIYUN_COM_GPU_MEM_DEV"), "128");
-  assert_string_equal(env(a, "GPUSHARE_GPU_MEM_LIMIT_MIB"), "2048");
-  assert_string_equal(env(a, "GPUSHARE_GPU_MEM_UNIT_MIB"), "128");
+  assert_envs(a,
+              "ALIYUN_COM_GPU_MEM_CONTAINER", "16",
+              "ALIYUN_COM_GPU_MEM_DEV", "128",
+              "GPUSHARE_GPU_MEM_LIMIT_MIB", "2048",
+              "GPUSHARE_GPU_MEM_UNIT_MIB", "128");
   json_decref(a);
   /* a pod placed in 1 GiB units before the unit changed keeps its amounts */
   pods = json_array();
@@ -274,8 +282,9 @@ static void test_128mib(void **state) {
                       GS_ANN_UNIT_MIB, json_string("1024"));
   json_array_append_new(pods, p);
   a = allocate(&cfg, GS_AGENT_RES_MEM, 2, pods, NULL, &d);
-  assert_string_equal(env(a, "GPUSHARE_GPU_MEM_LIMIT_MIB"), "2048");
-  assert_string_equal(env(a, "ALIYUN_COM_GPU_MEM_DEV"), "16");
+  assert_envs(a,
+              "GPUSHARE_GPU_MEM_LIMIT_MIB", "2048",
+              "ALIYUN_COM_GPU_MEM_DEV", "16");
   json_decref(a);
 }
 
@@ -338,8 +347,9 @@ static void test_containers_in_order(void **state) {
   assert_null(allocate(&cfg, GS_AGENT_RES_MEM, 3, json_incref(pods), NULL, &d));
   a = allocate(&cfg, GS_AGENT_RES_MEM, 2, json_incref(pods), NULL, &d);
   assert_string_equal(json_string_value(json_object_get(a, "container")), "c0");
-  assert_string_equal(env(a, "ALIYUN_COM_GPU_MEM_POD"), "5");
-  assert_string_equal(env(a, "ALIYUN_COM_GPU_MEM_CONTAINER"), "2");
+  assert_envs(a,
+              "ALIYUN_COM_GPU_MEM_POD", "5",
+              "ALIYUN_COM_GPU_MEM_CONTAINER", "2");
   assert_string_equal(patched(a, GS_AGENT_ANN_CONTAINERS), "0");
   assert_null(patched(a, "ALIYUN_COM_GPU_MEM_ASSIGNED")); /* c2 still to come */
   apply(pods, a);
@@ -347,8 +357,9 @@ static void test_containers_in_order(void **state) {
   a = allocate(&cfg, GS_AGENT_RES_MEM, 3, json_incref(pods), NULL, &d);
   assert_string_equal(json_string_value(json_object_get(a, "container")), "c2");
   assert_int_equal(json_integer_value(json_object_get(a, "containerIndex")), 2);
-  assert_string_equal(env(a, "NVIDIA_VISIBLE_DEVICES"), UUID1);
-  assert_string_equal(env(a, "ALIYUN_COM_GPU_MEM_CONTAINER"), "3");
+  assert_envs(a,
+              "NVIDIA_VISIBLE_DEVICES", UUID1,
+              "ALIYUN_COM_GPU_MEM_CONTAINER", "3");
   assert_string_equal(patched(a, GS_AGENT_ANN_CONTAINERS), "0,2");
   assert_string_equal(patched(a, "ALIYUN_COM_GPU_MEM_ASSIGNED"), "true");
   json_decref(a);

@@ -109,11 +109,12 @@ static void test_init_then_app(void **state) {
   assert_string_equal(served(a), "i0");
   assert_true(json_is_true(json_object_get(a, "init")));
   assert_int_equal(json_integer_value(json_object_get(a, "containerIndex")), 0);
-  assert_string_equal(env(a, "NVIDIA_VISIBLE_DEVICES"), UUID1);
-  assert_string_equal(env(a, "ALIYUN_COM_GPU_MEM_IDX"), "1");
-  assert_string_equal(env(a, "ALIYUN_COM_GPU_MEM_POD"), "6");
-  assert_string_equal(env(a, "ALIYUN_COM_GPU_MEM_CONTAINER"), "6");
-  assert_string_equal(env(a, "GPUSHARE_GPU_MEM_LIMIT_MIB"), "6144");
+  assert_envs(a,
+              "NVIDIA_VISIBLE_DEVICES", UUID1,
+              "ALIYUN_COM_GPU_MEM_IDX", "1",
+              "ALIYUN_COM_GPU_MEM_POD", "6",
+              "ALIYUN_COM_GPU_MEM_CONTAINER", "6",
+              "GPUSHARE_GPU_MEM_LIMIT_MIB", "6144");
   assert_int_equal(json_object_size(json_object_get(a, "annotations")), 1);
   assert_string_equal(patched(a, GS_AGENT_ANN_INIT_CONTAINERS), "0");
   apply(pods, a);
@@ -124,10 +125,11 @@ static void test_init_then_app(void **state) {
   assert_non_null(a);
   assert_string_equal(served(a), "c0");
   assert_true(json_is_false(json_object_get(a, "init")));
-  assert_string_equal(env(a, "NVIDIA_VISIBLE_DEVICES"), UUID1);
-  assert_string_equal(env(a, "ALIYUN_COM_GPU_MEM_CONTAINER"), "4");
-  assert_string_equal(env(a, "ALIYUN_COM_GPU_MEM_POD"), "6");
-  assert_string_equal(env(a, "GPUSHARE_GPU_MEM_LIMIT_MIB"), "4096");
+  assert_envs(a,
+              "NVIDIA_VISIBLE_DEVICES", UUID1,
+              "ALIYUN_COM_GPU_MEM_CONTAINER", "4",
+              "ALIYUN_COM_GPU_MEM_POD", "6",
+              "GPUSHARE_GPU_MEM_LIMIT_MIB", "4096");
   assert_string_equal(patched(a, GS_AGENT_ANN_CONTAINERS), "0");
   assert_null(patched(a, GS_AGENT_ANN_INIT_CONTAINERS));
   assert_string_equal(patched(a, GS_ANN_ASSIGNED), "true");
@@ -150,11 +152,12 @@ static void test_init_multi_card(void **state) {
                                   "{\"1\":{\"0\":6,\"1\":6}}", 1024, 2));
   a = allocate(&cfg, GS_AGENT_RES_MEM, 4, pods, NULL, &d);
   assert_string_equal(served(a), "i0");
-  assert_string_equal(env(a, "NVIDIA_VISIBLE_DEVICES"), UUID0 "," UUID1);
-  assert_string_equal(env(a, "ALIYUN_COM_GPU_MEM_IDX"), "0,1");
-  assert_string_equal(env(a, "GPUSHARE_GPU_MEM_LIMIT_MIB"), "2048,2048");
-  assert_string_equal(env(a, "ALIYUN_COM_GPU_MEM_CONTAINER"), "4");
-  assert_string_equal(env(a, "ALIYUN_COM_GPU_MEM_POD"), "12");
+  assert_envs(a,
+              "NVIDIA_VISIBLE_DEVICES", UUID0 "," UUID1,
+              "ALIYUN_COM_GPU_MEM_IDX", "0,1",
+              "GPUSHARE_GPU_MEM_LIMIT_MIB", "2048,2048",
+              "ALIYUN_COM_GPU_MEM_CONTAINER", "4",
+              "ALIYUN_COM_GPU_MEM_POD", "12");
   apply(pods, a);
   json_decref(a);
   a = allocate(&cfg, GS_AGENT_RES_MEM, 12, pods, NULL, &d);
@@ -167,8 +170,9 @@ static void test_init_multi_card(void **state) {
   json_decref(a);
   a = allocate(&cfg, GS_AGENT_RES_MEM, 8, pods, NULL, &d);
   assert_string_equal(served(a), "c1");
-  assert_string_equal(env(a, "GPUSHARE_GPU_MEM_LIMIT_MIB"), "4096,4096");
-  assert_string_equal(env(a, "ALIYUN_COM_GPU_MEM_CONTAINER"), "8");
+  assert_envs(a,
+              "GPUSHARE_GPU_MEM_LIMIT_MIB", "4096,4096",
+              "ALIYUN_COM_GPU_MEM_CONTAINER", "8");
   assert_string_equal(patched(a, GS_AGENT_ANN_CONTAINERS), "1");
   assert_string_equal(patched(a, GS_ANN_ASSIGNED), "true");
   json_decref(a);
@@ -244,15 +248,16 @@ static void test_cgpu(void **state) {
   json_array_append_new(pods, pod("one", GS_AGENT_RES_MEM, none, 0, four, 1, "{\"0\":{\"1\":4}}",
                                   1024, 0));
   a = allocate(&cfg, GS_AGENT_RES_MEM, 4, pods, NULL, &d);
-  assert_string_equal(env(a, "NVIDIA_VISIBLE_DEVICES"), UUID1);
-  assert_string_equal(env(a, "ALIYUN_COM_GPU_VISIBLE_DEVICES"), UUID1);
-  assert_string_equal(env(a, "ALIYUN_COM_GPU_MEM_IDX"), "1");
-  assert_string_equal(env(a, "ALIYUN_COM_GPU_MEM_CONTAINER"), "4");
-  assert_string_equal(env(a, "ALIYUN_COM_GPU_MEM_POD"), "4");
-  assert_string_equal(env(a, "ALIYUN_COM_GPU_MEM_DEV"), "16");
-  assert_string_equal(env(a, "GPUSHARE_GPU_MEM_LIMIT_MIB"), "4096");
-  assert_string_equal(env(a, "GPUSHARE_GPU_MEM_UNIT_MIB"), "1024");
-  assert_null(env(a, "CGPU_DISABLE"));
+  assert_envs(a,
+              "NVIDIA_VISIBLE_DEVICES", UUID1,
+              "ALIYUN_COM_GPU_VISIBLE_DEVICES", UUID1,
+              "ALIYUN_COM_GPU_MEM_IDX", "1",
+              "ALIYUN_COM_GPU_MEM_CONTAINER", "4",
+              "ALIYUN_COM_GPU_MEM_POD", "4",
+              "ALIYUN_COM_GPU_MEM_DEV", "16",
+              "GPUSHARE_GPU_MEM_LIMIT_MIB", "4096",
+              "GPUSHARE_GPU_MEM_UNIT_MIB", "1024",
+              "CGPU_DISABLE", NULL);
   assert_int_equal(json_object_size(json_object_get(a, "envs")), 8);
   json_decref(a);
   json_decref(pods);
@@ -261,9 +266,10 @@ static void test_cgpu(void **state) {
   json_array_append_new(pods, pod("two", GS_AGENT_RES_MEM, none, 0, eight, 1,
                                   "{\"0\":{\"0\":4,\"1\":4}}", 1024, 2));
   a = allocate(&cfg, GS_AGENT_RES_MEM, 8, pods, NULL, &d);
-  assert_string_equal(env(a, "ALIYUN_COM_GPU_VISIBLE_DEVICES"), UUID0 "," UUID1);
-  assert_string_equal(env(a, "ALIYUN_COM_GPU_MEM_CONTAINER"), "4");
-  assert_string_equal(env(a, "ALIYUN_COM_GPU_MEM_POD"), "8");
+  assert_envs(a,
+              "ALIYUN_COM_GPU_VISIBLE_DEVICES", UUID0 "," UUID1,
+              "ALIYUN_COM_GPU_MEM_CONTAINER", "4",
+              "ALIYUN_COM_GPU_MEM_POD", "8");
   json_decref(a);
   json_decref(pods);
   /* 128 MiB units: 16 units = 2 GiB, given in GiB */
@@ -272,11 +278,12 @@ static void test_cgpu(void **state) {
   json_array_append_new(pods, pod("small", GS_AGENT_RES_MEM, none, 0, sixteen, 1,
                                   "{\"0\":{\"0\":16}}", 128, 0));
   a = allocate(&cfg, GS_AGENT_RES_MEM, 16, pods, NULL, &d);
-  assert_string_equal(env(a, "ALIYUN_COM_GPU_MEM_CONTAINER"), "2");
-  assert_string_equal(env(a, "ALIYUN_COM_GPU_MEM_POD"), "2");
-  assert_string_equal(env(a, "ALIYUN_COM_GPU_MEM_DEV"), "16");
-  assert_string_equal(env(a, "GPUSHARE_GPU_MEM_UNIT_MIB"), "1024");
-  assert_string_equal(env(a, "GPUSHARE_GPU_MEM_LIMIT_MIB"), "2048");
+  assert_envs(a,
+              "ALIYUN_COM_GPU_MEM_CONTAINER", "2",
+              "ALIYUN_COM_GPU_MEM_POD", "2",
+              "ALIYUN_COM_GPU_MEM_DEV", "16",
+              "GPUSHARE_GPU_MEM_UNIT_MIB", "1024",
+              "GPUSHARE_GPU_MEM_LIMIT_MIB", "2048");
   json_decref(a);
   json_decref(pods);
   /* 12 units = 1536 MiB: no GiB count says it */

@@ -165,5 +165,5 @@ static void test_refusals(void **state) {
 }
 
 GS_TEST_MAIN(NULL, NULL,
-             cmocka_unit_test_setup_teardown(test_fill_and_health, setup, teardown),
-             cmocka_unit_test_setup_teardown(test_refusals, setup, teardown))
+             GS_TEST_FX(test_fill_and_health),
+             GS_TEST_FX(test_refusals))

@@ -14,6 +14,7 @@
 
 #include "api.h"
 #include "../test_files.h"
+#include "../test_json.h"
 #include "../test_main.h"
 
 /* The vendored copy under test/data (reference/kube-fixtures: verbatim, see
@@ -37,24 +38,16 @@ static inline char *read_fixture(const char *name, size_t *ret_len) {
   return gs_test_read(open_shared(rel, path, sizeof path), path, ret_len);
 }
 
-static inline json_t *parse_or_fail(const char *text) {
-  json_error_t jerr;
-  json_t *v = json_loads(text, 0, &jerr);
-  if (v == NULL)
-    fail_msg("bad test JSON: %s: %s", jerr.text, text);
-  return v;
-}
-
 static inline json_t *load_data_json(const char *name) {
   char *text = read_data(name, NULL);
-  json_t *v = parse_or_fail(text);
+  json_t *v = gs_test_json(text);
   free(text);
   return v;
 }
 
 static inline json_t *load_fixture_json(const char *name) {
   char *text = read_fixture(name, NULL);
-  json_t *v = parse_or_fail(text);
+  json_t *v = gs_test_json(text);
   free(text);
   return v;
 }

@@ -154,15 +154,15 @@ static void inputs_load(void) {
   pod_multi = load_data_json("pod-share-multi.json");
   node_share = load_data_json("node-share.json");
   node_topo = load_data_json("node-topology.json");
-  pod_v2 = parse_or_fail(
+  pod_v2 = gs_test_json(
       "{\"metadata\":{\"annotations\":{\"scheduler.framework.gpushare.allocation\":"
       "\"{\\\"0\\\":{\\\"0\\\":4,\\\"1\\\":4},\\\"1\\\":{\\\"1\\\":\\\"2\\\"}}\","
       "\"scheduler.framework.gpushare.assigned\":\"true\","
       "\"scheduler.framework.gpushare.assume-time\":\"17\",\"gpushare.io/unit-mib\":\"128\"}}}");
-  pod_legacy = parse_or_fail("{\"metadata\":{\"annotations\":{\"ALIYUN_COM_GPU_MEM_IDX\":\"2,0\","
+  pod_legacy = gs_test_json("{\"metadata\":{\"annotations\":{\"ALIYUN_COM_GPU_MEM_IDX\":\"2,0\","
                              "\"ALIYUN_COM_GPU_MEM_POD\":\"9\","
                              "\"ALIYUN_COM_GPU_MEM_ASSUME_TIME\":\"3\"}}}");
-  pod_topo = parse_or_fail(
+  pod_topo = gs_test_json(
       "{\"metadata\":{\"annotations\":{\"gputopology.alibabacloud.com/allocation\":"
       "\"{\\\"allocatedGPUs\\\":{\\\"0\\\":[\\\"0\\\",\\\"1\\\"],\\\"1\\\":[3]},"
       "\\\"assumeTime\\\":4,\\\"assigned\\\":true}\"}}}");

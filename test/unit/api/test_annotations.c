@@ -47,6 +47,13 @@ static void expect(const struct gs_annotations *a, const char *key, const char *
     fail_msg("annotation %s = '%s', want '%s'", key, got, want);
 }
 
+/* Each key's value, as kv says: key, value, ..., NULL. */
+static void expect_each(const struct gs_annotations *a, const char *const *kv) {
+  for (size_t i = 0; kv[i] != NULL; i += 2)
+    expect(a, kv[i], kv[i + 1]);
+}
+#define expect_all(a, ...) expect_each(a, (const char *const[]){__VA_ARGS__, NULL})
+
 /* docs/contract.md §4 example: 8 units over GPUs 0 and 1 for container 0. */
 static void test_mem_contract_example(void **state) {
   static const struct gs_alloc_part parts[] = {{0, 1, 4}, {0, 0, 4}}; /* unsorted on purpose */
@@ -56,16 +63,17 @@ static void test_mem_contract_example(void **state) {
   (void)state;
   assert_int_equal(gs_annot_mem(&alloc, &node, &ann), GS_EOK);
   assert_int_equal(ann.n, 10);
-  expect(&ann, GS_ANN_ALLOCATION, "{\"0\":{\"0\":4,\"1\":4}}");
-  expect(&ann, GS_ANN_ASSIGNED, "false");
-  expect(&ann, GS_ANN_ASSUME_TIME, "1700000000123456789");
-  expect(&ann, GS_ANN_DEVICE_RESOURCE, "{\"0\":16,\"1\":16}");
-  expect(&ann, GS_ANN_LEGACY_IDX, "0,1");
-  expect(&ann, GS_ANN_LEGACY_POD, "8");
-  expect(&ann, GS_ANN_LEGACY_DEV, "16");
-  expect(&ann, GS_ANN_LEGACY_ASSIGNED, "false");
-  expect(&ann, GS_ANN_LEGACY_ASSUME_TIME, "1700000000123456789");
-  expect(&ann, GS_ANN_UNIT_MIB, "1024");
+  expect_all(&ann,
+             GS_ANN_ALLOCATION, "{\"0\":{\"0\":4,\"1\":4}}",
+             GS_ANN_ASSIGNED, "false",
+             GS_ANN_ASSUME_TIME, "1700000000123456789",
+             GS_ANN_DEVICE_RESOURCE, "{\"0\":16,\"1\":16}",
+             GS_ANN_LEGACY_IDX, "0,1",
+             GS_ANN_LEGACY_POD, "8",
+             GS_ANN_LEGACY_DEV, "16",
+             GS_ANN_LEGACY_ASSIGNED, "false",
+             GS_ANN_LEGACY_ASSUME_TIME, "1700000000123456789",
+             GS_ANN_UNIT_MIB, "1024");
   gs_annotations_clear(&ann);
 }
 
@@ -78,12 +86,13 @@ static void test_mem_128(void **state) {
   (void)state;
   gpus[2].total_mib = 16384;
   assert_int_equal(gs_annot_mem(&alloc, &node, &ann), GS_EOK);
-  expect(&ann, GS_ANN_ALLOCATION, "{\"0\":{\"2\":16}}");
-  expect(&ann, GS_ANN_DEVICE_RESOURCE, "{\"0\":120,\"1\":120,\"2\":128,\"3\":120}");
-  expect(&ann, GS_ANN_LEGACY_IDX, "2");
-  expect(&ann, GS_ANN_LEGACY_POD, "16");
-  expect(&ann, GS_ANN_LEGACY_DEV, "128");
-  expect(&ann, GS_ANN_UNIT_MIB, "128");
+  expect_all(&ann,
+             GS_ANN_ALLOCATION, "{\"0\":{\"2\":16}}",
+             GS_ANN_DEVICE_RESOURCE, "{\"0\":120,\"1\":120,\"2\":128,\"3\":120}",
+             GS_ANN_LEGACY_IDX, "2",
+             GS_ANN_LEGACY_POD, "16",
+             GS_ANN_LEGACY_DEV, "128",
+             GS_ANN_UNIT_MIB, "128");
   gs_annotations_clear(&ann);
 }
 
@@ -97,10 +106,11 @@ static void test_mem_multi_container(void **state) {
   (void)state;
   assert_int_equal(gs_annot_mem(&alloc, &node, &ann), GS_EOK);
   /* numeric order: container 2 before 10 */
-  expect(&ann, GS_ANN_ALLOCATION, "{\"2\":{\"1\":1,\"3\":1},\"10\":{\"0\":3,\"1\":3}}");
-  expect(&ann, GS_ANN_LEGACY_IDX, "0,1,3");
-  expect(&ann, GS_ANN_LEGACY_POD, "8");
-  expect(&ann, GS_ANN_LEGACY_DEV, "16"); /* GPU 0, the first chosen */
+  expect_all(&ann,
+             GS_ANN_ALLOCATION, "{\"2\":{\"1\":1,\"3\":1},\"10\":{\"0\":3,\"1\":3}}",
+             GS_ANN_LEGACY_IDX, "0,1,3",
+             GS_ANN_LEGACY_POD, "8",
+             GS_ANN_LEGACY_DEV, "16"); /* GPU 0, the first chosen */
   gs_annotations_clear(&ann);
 }
 
@@ -113,18 +123,20 @@ static void test_mem_errors(void **state) {
   struct gs_alloc alloc;
   struct gs_annotations ann = {0};
   (void)state;
-  alloc = make_alloc(GS_ALLOC_MEM, GS_UNIT_GIB, dup, 2);
-  assert_int_equal(gs_annot_mem(&alloc, &node, &ann), GS_EINVAL);
-  alloc = make_alloc(GS_ALLOC_MEM, GS_UNIT_GIB, far, 1);
-  assert_int_equal(gs_annot_mem(&alloc, &node, &ann), GS_EINVAL);
-  alloc = make_alloc(GS_ALLOC_MEM, GS_UNIT_GIB, big, 1);
-  assert_int_equal(gs_annot_mem(&alloc, &node, &ann), GS_EINVAL);
-  alloc = make_alloc(GS_ALLOC_MEM, GS_UNIT_GIB, ok, 0);
-  assert_int_equal(gs_annot_mem(&alloc, &node, &ann), GS_EINVAL);
-  alloc = make_alloc(GS_ALLOC_MEM, 512, ok, 1);
-  assert_int_equal(gs_annot_mem(&alloc, &node, &ann), GS_EINVAL);
-  alloc = make_alloc(GS_ALLOC_WHOLE, GS_UNIT_GIB, ok, 1);
-  assert_int_equal(gs_annot_mem(&alloc, &node, &ann), GS_EINVAL);
+  /* a GPU twice, a GPU the node lacks, one past GS_MAX_GPUS, no parts, a
+   * unit neither 1 GiB nor 128 MiB, whole GPUs */
+  const struct {
+    enum gs_alloc_kind kind;
+    uint32_t unit_mib;
+    const struct gs_alloc_part *parts;
+    uint32_t nparts;
+  } bad[] = {{GS_ALLOC_MEM, GS_UNIT_GIB, dup, 2},  {GS_ALLOC_MEM, GS_UNIT_GIB, far, 1},
+             {GS_ALLOC_MEM, GS_UNIT_GIB, big, 1},  {GS_ALLOC_MEM, GS_UNIT_GIB, ok, 0},
+             {GS_ALLOC_MEM, 512, ok, 1},           {GS_ALLOC_WHOLE, GS_UNIT_GIB, ok, 1}};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    alloc = make_alloc(bad[i].kind, bad[i].unit_mib, bad[i].parts, bad[i].nparts);
+    assert_int_equal(gs_annot_mem(&alloc, &node, &ann), GS_EINVAL);
+  }
   assert_int_equal(gs_annot_mem(NULL, &node, &ann), GS_EINVAL);
   assert_int_equal(ann.n, 0);
 
@@ -143,8 +155,9 @@ static void test_mem_errors(void **state) {
   assert_int_equal(gs_annotations_set(&ann, "other", "x"), GS_EOK);
   assert_int_equal(gs_annot_mem(&alloc, &node, &ann), GS_EOK);
   assert_int_equal(ann.n, 11);
-  expect(&ann, GS_ANN_ASSIGNED, "false");
-  expect(&ann, "other", "x");
+  expect_all(&ann,
+             GS_ANN_ASSIGNED, "false",
+             "other", "x");
   gs_annotations_clear(&ann);
 }
 
@@ -303,7 +316,7 @@ static void test_roundtrip_whole(void **state) {
   assert_same_parts(parts, 3);
   json_decref(pod);
   /* assigned true, integer GPU ids, no assumeTime */
-  pod = parse_or_fail("{\"metadata\":{\"annotations\":{\"gputopology.alibabacloud.com/"
+  pod = gs_test_json("{\"metadata\":{\"annotations\":{\"gputopology.alibabacloud.com/"
                       "allocation\":\"{\\\"allocatedGPUs\\\":{\\\"0\\\":[1,\\\"0\\\"]},"
                       "\\\"assigned\\\":true}\"}}}");
   assert_int_equal(gs_api_alloc_from_pod(pod, GS_UNIT_GIB, &got, &diag), GS_EOK);
@@ -328,7 +341,7 @@ static void test_not_found(void **state) {
   };
   (void)state;
   for (size_t i = 0; i < sizeof pods / sizeof pods[0]; i++) {
-    json_t *pod = parse_or_fail(pods[i]);
+    json_t *pod = gs_test_json(pods[i]);
     assert_int_equal(gs_api_alloc_from_pod(pod, GS_UNIT_GIB, &got, NULL), GS_ENOTFOUND);
     json_decref(pod);
   }
@@ -414,7 +427,7 @@ static void test_malformed_other_keys(void **state) {
   (void)state;
   for (size_t i = 0; i < sizeof pods / sizeof pods[0]; i++) {
     struct gs_diag diag = {{0}, {0}};
-    json_t *pod = parse_or_fail(pods[i]);
+    json_t *pod = gs_test_json(pods[i]);
     enum gs_err err = gs_api_alloc_from_pod(pod, GS_UNIT_GIB, &got, &diag);
     json_decref(pod);
     if (err != GS_EPARSE)

@@ -199,7 +199,7 @@ static void test_filter_names(void **state) {
 }
 
 static void test_filter_nodes(void **state) {
-  json_t *n1 = parse_or_fail("{\"metadata\":{\"name\":\"a\",\"labels\":{\"z\":\"1\",\"a\":\"2\"}},"
+  json_t *n1 = gs_test_json("{\"metadata\":{\"name\":\"a\",\"labels\":{\"z\":\"1\",\"a\":\"2\"}},"
                              "\"status\":{\"capacity\":{\"aliyun.com/gpu-mem\":\"16\"}}}");
   struct gs_api_filter_result *r = gs_api_filter_result_new(false);
   (void)state;

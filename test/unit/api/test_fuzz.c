@@ -194,7 +194,7 @@ static void tree_mutate(json_t *root) {
 
 static void tree_mutations(const char *orig, void (*fn)(const char *, size_t), int rounds) {
   for (int r = 0; r < rounds; r++) {
-    json_t *doc = parse_or_fail(orig);
+    json_t *doc = gs_test_json(orig);
     char *text;
     for (int k = 0, edits = 1 + (int)pick(3); k < edits; k++)
       tree_mutate(doc);

@@ -88,7 +88,7 @@ static void test_ledger_all(void **state) {
 
 static void test_ledger_one_node_and_view(void **state) {
   struct gs_ledger *l = cluster(GS_UNIT_128MIB);
-  json_t *gangs = parse_or_fail("[{\"job\":\"default/pytorch-dist-nccl\",\"replicas\":2,"
+  json_t *gangs = gs_test_json("[{\"job\":\"default/pytorch-dist-nccl\",\"replicas\":2,"
                                 "\"placed\":1,\"nodes\":{\"gpu-b\":[0,3]}}]");
   struct gs_api_ledger_view view = {GS_UNIT_GIB, gangs, NULL};
   json_t *out = NULL;

@@ -3,13 +3,20 @@
 
 static struct gs_topo topo_buf; /* 8 KiB: keep it off the stack */
 
-static void test_fixture_node(void **state) {
-  json_t *node = load_fixture_json("api-roundtrip-v1.34.0-core.v1.Node.json");
+/* node (stolen) decoded without a word in the diagnostic. */
+static struct gs_node_spec decoded(json_t *node) {
   struct gs_node_spec spec;
   struct gs_diag diag = {{0}, {0}};
-  (void)state;
   assert_int_equal(gs_api_node_decode(node, &spec, &topo_buf, &diag), GS_EOK);
   assert_string_equal(diag.text, "");
+  json_decref(node);
+  return spec;
+}
+
+static void test_fixture_node(void **state) {
+  struct gs_node_spec spec =
+      decoded(load_fixture_json("api-roundtrip-v1.34.0-core.v1.Node.json"));
+  (void)state;
   assert_string_equal(spec.name, "nameValue");
   assert_int_equal(spec.mode, GS_MODE_NONE);
   assert_int_equal(spec.placement, GS_PLACE_BINPACK);
@@ -18,16 +25,11 @@ static void test_fixture_node(void **state) {
   assert_false(spec.has_per_gpu);
   assert_false(spec.has_topo);
   assert_null(spec.topo);
-  json_decref(node);
 }
 
 static void test_share_node(void **state) {
-  json_t *node = load_data_json("node-share.json");
-  struct gs_node_spec spec;
-  struct gs_diag diag = {{0}, {0}};
+  struct gs_node_spec spec = decoded(load_data_json("node-share.json"));
   (void)state;
-  assert_int_equal(gs_api_node_decode(node, &spec, &topo_buf, &diag), GS_EOK);
-  assert_string_equal(diag.text, "");
   assert_string_equal(spec.name, "gpu-a");
   assert_int_equal(spec.mode, GS_MODE_SHARE);
   assert_int_equal(spec.placement, GS_PLACE_SPREAD);
@@ -43,7 +45,6 @@ static void test_share_node(void **state) {
   assert_int_equal(topo_buf.n, 2);
   assert_int_equal(topo_buf.link[1], GS_LINK_NV);
   assert_int_equal(topo_buf.nvlinks[1], 2);
-  json_decref(node);
 }
 
 static void test_topology_node(void **state) {
@@ -93,7 +94,7 @@ static void test_bad_annotations(void **state) {
   json_decref(node);
 
   /* only the topology one bad */
-  node = parse_or_fail("{\"metadata\":{\"name\":\"n\",\"annotations\":{"
+  node = gs_test_json("{\"metadata\":{\"name\":\"n\",\"annotations\":{"
                        "\"gpushare.io/topology\":\"{\\\"links\\\":[[\\\"X\\\",\\\"NV1\\\"],"
                        "[\\\"NV1\\\",\\\"NVX\\\"]]}\"}}}");
   memset(&diag, 0, sizeof diag);
@@ -105,14 +106,14 @@ static void test_bad_annotations(void **state) {
   json_decref(node);
 
   /* non-string annotation values and non-object annotations */
-  node = parse_or_fail("{\"metadata\":{\"name\":\"n\",\"annotations\":{"
+  node = gs_test_json("{\"metadata\":{\"name\":\"n\",\"annotations\":{"
                        "\"gpushare.alibabacloud.com/device-resource\":{\"0\":1}}}}");
   memset(&diag, 0, sizeof diag);
   assert_int_equal(gs_api_node_decode(node, &spec, &topo_buf, &diag), GS_EOK);
   assert_false(spec.has_per_gpu);
   assert_diag(diag, "must be a string");
   json_decref(node);
-  node = parse_or_fail("{\"metadata\":{\"name\":\"n\",\"annotations\":[]}}");
+  node = gs_test_json("{\"metadata\":{\"name\":\"n\",\"annotations\":[]}}");
   memset(&diag, 0, sizeof diag);
   assert_int_equal(gs_api_node_decode(node, &spec, &topo_buf, &diag), GS_EOK);
   assert_diag(diag, "annotations ignored");
@@ -146,7 +147,7 @@ static void test_device_resource_forms(void **state) {
              "{\"metadata\":{\"name\":\"n\",\"annotations\":{"
              "\"gpushare.alibabacloud.com/device-resource\":\"%s\"}}}",
              cases[i].ann);
-    node = parse_or_fail(text);
+    node = gs_test_json(text);
     assert_int_equal(gs_api_node_decode(node, &spec, NULL, &diag), GS_EOK);
     if (spec.has_per_gpu != cases[i].ok)
       fail_msg("case %zu: has_per_gpu %d (%s)", i, spec.has_per_gpu, diag.text);

@@ -5,7 +5,7 @@
 
 static enum gs_err decode_text(const char *text, struct gs_pod_request *req,
                                struct gs_diag *diag) {
-  json_t *pod = parse_or_fail(text);
+  json_t *pod = gs_test_json(text);
   enum gs_err err;
   memset(diag, 0, sizeof *diag);
   err = gs_api_pod_decode(pod, req, diag);
@@ -315,7 +315,7 @@ static void test_bad_gpu_count_label(void **state) {
 }
 
 static void test_caps(void **state) {
-  json_t *pod = parse_or_fail("{\"metadata\":{\"name\":\"p\"},\"spec\":{\"containers\":[]}}");
+  json_t *pod = gs_test_json("{\"metadata\":{\"name\":\"p\"},\"spec\":{\"containers\":[]}}");
   json_t *arr = json_object_get(json_object_get(pod, "spec"), "containers");
   struct gs_pod_request req;
   struct gs_diag diag = {{0}, {0}};
@@ -371,7 +371,7 @@ static void test_gang_labels(void **state) {
 }
 
 static void test_helpers(void **state) {
-  json_t *pod = parse_or_fail("{\"metadata\":{\"name\":1,\"namespace\":\"\"},"
+  json_t *pod = gs_test_json("{\"metadata\":{\"name\":1,\"namespace\":\"\"},"
                               "\"spec\":{\"nodeName\":\"\"},\"status\":{\"phase\":\"Failed\"}}");
   (void)state;
   assert_null(gs_api_pod_name(pod));

@@ -6,6 +6,8 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include "../test_main.h"
+
 #include "config.h"
 #include "tmpdir.h"
 
@@ -524,21 +526,17 @@ static void test_usage(void **state) {
   }
 }
 
-int main(void) {
-  const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_defaults),
-      cmocka_unit_test(test_every_flag_both_forms),
-      cmocka_unit_test(test_log_levels),
-      cmocka_unit_test(test_leader_elect),
-      cmocka_unit_test(test_listen),
-      cmocka_unit_test(test_ns_name),
-      cmocka_unit_test(test_unit),
-      cmocka_unit_test(test_files_must_exist),
-      cmocka_unit_test(test_syntax_errors),
-      cmocka_unit_test(test_actions),
-      cmocka_unit_test(test_config_file),
-      cmocka_unit_test(test_config_file_errors),
-      cmocka_unit_test(test_usage),
-  };
-  return cmocka_run_group_tests(tests, setup, teardown);
-}
+GS_TEST_MAIN(setup, teardown,
+             cmocka_unit_test(test_defaults),
+             cmocka_unit_test(test_every_flag_both_forms),
+             cmocka_unit_test(test_log_levels),
+             cmocka_unit_test(test_leader_elect),
+             cmocka_unit_test(test_listen),
+             cmocka_unit_test(test_ns_name),
+             cmocka_unit_test(test_unit),
+             cmocka_unit_test(test_files_must_exist),
+             cmocka_unit_test(test_syntax_errors),
+             cmocka_unit_test(test_actions),
+             cmocka_unit_test(test_config_file),
+             cmocka_unit_test(test_config_file_errors),
+             cmocka_unit_test(test_usage))

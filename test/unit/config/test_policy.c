@@ -5,6 +5,7 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include "../test_json.h"
 #include "../test_main.h"
 
 #include "config.h"
@@ -15,14 +16,6 @@ static struct gs_policy defaults(void) {
   struct gs_config cfg;
   gs_config_defaults(&cfg);
   return cfg.policy;
-}
-
-static json_t *data(const char *json) {
-  json_error_t je;
-  json_t *v = json_loads(json, 0, &je);
-  if (v == NULL)
-    fail_msg("bad test JSON: %s", je.text);
-  return v;
 }
 
 static void test_defaults(void **state) {
@@ -49,7 +42,7 @@ static void check_valid(const struct valid_case *c, size_t n) {
   struct gs_policy p = defaults();
   for (size_t i = 0; i < n; i++) {
     struct gs_diag d = {0};
-    json_t *v = data(c[i].json);
+    json_t *v = gs_test_json(c[i].json);
     assert_int_equal(gs_config_apply_data(&p, v, &d), GS_EOK);
     assert_int_equal(p.unit_mib, c[i].unit_mib);
     assert_int_equal(p.node_policy, c[i].node_policy);
@@ -106,7 +99,7 @@ static void test_frag_normalize(void **state) {
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     struct gs_policy p = defaults();
     struct gs_diag d = {0};
-    json_t *v = data(cases[i].json);
+    json_t *v = gs_test_json(cases[i].json);
     p.frag_normalize = !cases[i].want;
     assert_int_equal(gs_config_apply_data(&p, v, &d), GS_EOK);
     assert_int_equal(p.frag_normalize, cases[i].want);
@@ -181,7 +174,7 @@ static void test_invalid(void **state) {
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     struct gs_policy p = defaults(), before = defaults();
     struct gs_diag d = {0};
-    json_t *v = data(cases[i].json);
+    json_t *v = gs_test_json(cases[i].json);
     assert_int_equal(gs_config_apply_data(&p, v, &d), cases[i].err);
     assert_string_equal(d.text, cases[i].text);
     assert_string_equal(d.where, cases[i].where);
@@ -196,7 +189,7 @@ static void test_foreign_configmap(void **state) {
   (void)state;
   struct gs_policy p = defaults(), before = defaults();
   struct gs_diag d = {0};
-  json_t *cm = data("{\"apiVersion\":\"v1\",\"data\":{\"baz\":\"qux\",\"foo\":\"changed-value\"},"
+  json_t *cm = gs_test_json("{\"apiVersion\":\"v1\",\"data\":{\"baz\":\"qux\",\"foo\":\"changed-value\"},"
                     "\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"cm1\"}}");
   assert_int_equal(gs_config_apply_data(&p, json_object_get(cm, "data"), &d), GS_EOK);
   assert_memory_equal(&p, &before, sizeof p);

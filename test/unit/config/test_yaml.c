@@ -6,6 +6,8 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include "../test_main.h"
+
 #include "config.h"
 
 #include <stdio.h>
@@ -259,30 +261,25 @@ static void check_scalar(const char *yaml_value, json_type type, const char *str
 
 static void test_scalars(void **state) {
   (void)state;
-  check_scalar("1", JSON_INTEGER, NULL, 1);
-  check_scalar("0", JSON_INTEGER, NULL, 0);
-  check_scalar("-3", JSON_INTEGER, NULL, -3);
-  check_scalar("+7", JSON_INTEGER, NULL, 7);
-  check_scalar("-0", JSON_INTEGER, NULL, 0);
-  check_scalar("9223372036854775807", JSON_INTEGER, NULL, INT64_MAX);
-  check_scalar("-9223372036854775808", JSON_INTEGER, NULL, INT64_MIN);
-  check_scalar("9223372036854775808", JSON_REAL, NULL, 0);
-  check_scalar("1.5", JSON_REAL, NULL, 0);
-  check_scalar("-2e3", JSON_REAL, NULL, 0);
-  check_scalar(".5", JSON_REAL, NULL, 0);
-  check_scalar("5.", JSON_REAL, NULL, 0);
-  check_scalar("1E+2", JSON_REAL, NULL, 0);
-  /* Bases and separators stay strings (documented departure). */
-  check_scalar("0x1F", JSON_STRING, "0x1F", 0);
-  check_scalar("0777", JSON_STRING, "0777", 0);
-  check_scalar("0o17", JSON_STRING, "0o17", 0);
-  check_scalar("1_000", JSON_STRING, "1_000", 0);
-  check_scalar("1.2.3", JSON_STRING, "1.2.3", 0);
-  check_scalar("1e", JSON_STRING, "1e", 0);
-  check_scalar("+", JSON_STRING, "+", 0);
-  check_scalar("e3", JSON_STRING, "e3", 0);
-  check_scalar("128Mi", JSON_STRING, "128Mi", 0);
-  check_scalar("500m", JSON_STRING, "500m", 0);
+  static const struct {
+    const char *yaml;
+    json_int_t ival;
+  } ints[] = {{"1", 1}, {"0", 0}, {"-3", -3}, {"+7", 7}, {"-0", 0},
+              {"9223372036854775807", INT64_MAX}, {"-9223372036854775808", INT64_MIN},
+              {"!!int \"12\"", 12}, {"!!float 3", 3}, {"!custom 12", 12}};
+  for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++)
+    check_scalar(ints[i].yaml, JSON_INTEGER, NULL, ints[i].ival);
+  static const char *const reals[] = {"9223372036854775808", "1.5", "-2e3", ".5", "5.", "1E+2"};
+  for (size_t i = 0; i < sizeof reals / sizeof reals[0]; i++)
+    check_scalar(reals[i], JSON_REAL, NULL, 0);
+  /* Plain scalars that stay the string they are: bases and separators
+     (documented departure), near-booleans, near-nulls, text. */
+  static const char *const as_is[] = {
+      "0x1F", "0777", "0o17",        "1_000",       "1.2.3", "1e",
+      "+",    "e3",   "128Mi",       "500m",        "tRUE",  "yess",
+      "nULL", "hello world", "2024-05-14T09:58:02Z", "0.0.0.0:32766"};
+  for (size_t i = 0; i < sizeof as_is / sizeof as_is[0]; i++)
+    check_scalar(as_is[i], JSON_STRING, as_is[i], 0);
   /* YAML 1.1 booleans, as Kubernetes reads them. */
   static const char *const t[] = {"true", "True", "TRUE", "yes", "Yes", "YES",
                                   "y",    "Y",    "on",   "On",  "ON"};
@@ -292,35 +289,25 @@ static void test_scalars(void **state) {
     check_scalar(t[i], JSON_TRUE, NULL, 0);
     check_scalar(f[i], JSON_FALSE, NULL, 0);
   }
-  check_scalar("tRUE", JSON_STRING, "tRUE", 0);
-  check_scalar("yess", JSON_STRING, "yess", 0);
-  /* Nulls. */
-  check_scalar("", JSON_NULL, NULL, 0);
-  check_scalar("~", JSON_NULL, NULL, 0);
-  check_scalar("null", JSON_NULL, NULL, 0);
-  check_scalar("Null", JSON_NULL, NULL, 0);
-  check_scalar("NULL", JSON_NULL, NULL, 0);
-  check_scalar("nULL", JSON_STRING, "nULL", 0);
-  /* Quoted and block scalars are strings. */
-  check_scalar("'yes'", JSON_STRING, "yes", 0);
-  check_scalar("\"1\"", JSON_STRING, "1", 0);
-  check_scalar("\"\"", JSON_STRING, "", 0);
-  check_scalar("'null'", JSON_STRING, "null", 0);
-  check_scalar("\"a\\tb\"", JSON_STRING, "a\tb", 0);
-  check_scalar("|\n  12\n  yes\n", JSON_STRING, "12\nyes\n", 0);
-  check_scalar(">-\n  folded\n  text\n", JSON_STRING, "folded text", 0);
-  check_scalar("hello world", JSON_STRING, "hello world", 0);
-  check_scalar("2024-05-14T09:58:02Z", JSON_STRING, "2024-05-14T09:58:02Z", 0);
-  check_scalar("0.0.0.0:32766", JSON_STRING, "0.0.0.0:32766", 0);
-  /* Tags. */
-  check_scalar("!!str 12", JSON_STRING, "12", 0);
-  check_scalar("!!str yes", JSON_STRING, "yes", 0);
-  check_scalar("!!int \"12\"", JSON_INTEGER, NULL, 12);
-  check_scalar("!!float 3", JSON_INTEGER, NULL, 3);
   check_scalar("!!bool 'on'", JSON_TRUE, NULL, 0);
-  check_scalar("!!null ''", JSON_NULL, NULL, 0);
-  check_scalar("! 12", JSON_STRING, "12", 0);
-  check_scalar("!custom 12", JSON_INTEGER, NULL, 12);
+  static const char *const nulls[] = {"", "~", "null", "Null", "NULL", "!!null ''"};
+  for (size_t i = 0; i < sizeof nulls / sizeof nulls[0]; i++)
+    check_scalar(nulls[i], JSON_NULL, NULL, 0);
+  /* Quoted and block scalars are strings; so are tagged ones. */
+  static const struct {
+    const char *yaml, *str;
+  } strings[] = {{"'yes'", "yes"},
+                 {"\"1\"", "1"},
+                 {"\"\"", ""},
+                 {"'null'", "null"},
+                 {"\"a\\tb\"", "a\tb"},
+                 {"|\n  12\n  yes\n", "12\nyes\n"},
+                 {">-\n  folded\n  text\n", "folded text"},
+                 {"!!str 12", "12"},
+                 {"!!str yes", "yes"},
+                 {"! 12", "12"}};
+  for (size_t i = 0; i < sizeof strings / sizeof strings[0]; i++)
+    check_scalar(strings[i].yaml, JSON_STRING, strings[i].str, 0);
 }
 
 static void test_scalar_errors(void **state) {
@@ -658,27 +645,23 @@ static void test_mutations(void **state) {
 #undef NEXT
 }
 
-int main(void) {
-  const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_kubectl_list),
-      cmocka_unit_test(test_flow_style),
-      cmocka_unit_test(test_json_text),
-      cmocka_unit_test(test_json_fixtures_equal_jansson),
-      cmocka_unit_test(test_fixture_extended_resource_pod),
-      cmocka_unit_test(test_fixture_kubectl_edit_steps),
-      cmocka_unit_test(test_scalars),
-      cmocka_unit_test(test_scalar_errors),
-      cmocka_unit_test(test_keys),
-      cmocka_unit_test(test_anchors),
-      cmocka_unit_test(test_all_documents),
-      cmocka_unit_test(test_merge_keys),
-      cmocka_unit_test(test_alias_errors),
-      cmocka_unit_test(test_billion_laughs),
-      cmocka_unit_test(test_depth_limit),
-      cmocka_unit_test(test_documents),
-      cmocka_unit_test(test_syntax_errors),
-      cmocka_unit_test(test_load_file_errors),
-      cmocka_unit_test(test_mutations),
-  };
-  return cmocka_run_group_tests(tests, NULL, NULL);
-}
+GS_TEST_MAIN(NULL, NULL,
+             cmocka_unit_test(test_kubectl_list),
+             cmocka_unit_test(test_flow_style),
+             cmocka_unit_test(test_json_text),
+             cmocka_unit_test(test_json_fixtures_equal_jansson),
+             cmocka_unit_test(test_fixture_extended_resource_pod),
+             cmocka_unit_test(test_fixture_kubectl_edit_steps),
+             cmocka_unit_test(test_scalars),
+             cmocka_unit_test(test_scalar_errors),
+             cmocka_unit_test(test_keys),
+             cmocka_unit_test(test_anchors),
+             cmocka_unit_test(test_all_documents),
+             cmocka_unit_test(test_merge_keys),
+             cmocka_unit_test(test_alias_errors),
+             cmocka_unit_test(test_billion_laughs),
+             cmocka_unit_test(test_depth_limit),
+             cmocka_unit_test(test_documents),
+             cmocka_unit_test(test_syntax_errors),
+             cmocka_unit_test(test_load_file_errors),
+             cmocka_unit_test(test_mutations))

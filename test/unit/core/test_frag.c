@@ -7,6 +7,8 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include "../test_main.h"
+
 #include <gpushare/place.h>
 
 #include "../testutil.h"
@@ -499,15 +501,11 @@ static void test_reference_random(void **state) {
   assert_true(checked > 500);
 }
 
-int main(void) {
-  const struct CMUnitTest tests[] = {
-      cmocka_unit_test_setup_teardown(test_dist, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_table, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_delta_worked_example, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_choose_and_score, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_keeps_empty_nodes, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_host_strands_gpus, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_reference_random, setup, teardown),
-  };
-  return cmocka_run_group_tests(tests, NULL, NULL);
-}
+GS_TEST_MAIN(NULL, NULL,
+             GS_TEST_FX(test_dist),
+             GS_TEST_FX(test_table),
+             GS_TEST_FX(test_delta_worked_example),
+             GS_TEST_FX(test_choose_and_score),
+             GS_TEST_FX(test_keeps_empty_nodes),
+             GS_TEST_FX(test_host_strands_gpus),
+             GS_TEST_FX(test_reference_random))

@@ -4,6 +4,8 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include "../test_main.h"
+
 #include <gpushare/ledger.h>
 #include <gpushare/topo.h>
 
@@ -698,30 +700,26 @@ static void test_scale(void **state) {
   gs_ledger_free(l);
 }
 
-int main(void) {
-  const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_new_free),
-      cmocka_unit_test(test_fill_128mib),
-      cmocka_unit_test(test_reserve_release_confirm),
-      cmocka_unit_test(test_duplicate_and_unknown),
-      cmocka_unit_test(test_invalid_alloc),
-      cmocka_unit_test(test_parts_summed_per_gpu),
-      cmocka_unit_test(test_restore_over_capacity),
-      cmocka_unit_test(test_unit_mixing),
-      cmocka_unit_test(test_unrecorded_unit_is_inferred),
-      cmocka_unit_test(test_node_rebuild),
-      cmocka_unit_test(test_capacity_rules),
-      cmocka_unit_test(test_unhealthy),
-      cmocka_unit_test(test_cgpu_cap),
-      cmocka_unit_test(test_whole_ownership),
-      cmocka_unit_test(test_node_remove),
-      cmocka_unit_test(test_node_order),
-      cmocka_unit_test(test_node_alloc_listing),
-      cmocka_unit_test(test_topology_copy),
-      cmocka_unit_test(test_scale),
-      cmocka_unit_test(test_nodes_get),
-      cmocka_unit_test(test_node_gpus_move),
-      cmocka_unit_test(test_topology_tables),
-  };
-  return cmocka_run_group_tests(tests, NULL, NULL);
-}
+GS_TEST_MAIN(NULL, NULL,
+             cmocka_unit_test(test_new_free),
+             cmocka_unit_test(test_fill_128mib),
+             cmocka_unit_test(test_reserve_release_confirm),
+             cmocka_unit_test(test_duplicate_and_unknown),
+             cmocka_unit_test(test_invalid_alloc),
+             cmocka_unit_test(test_parts_summed_per_gpu),
+             cmocka_unit_test(test_restore_over_capacity),
+             cmocka_unit_test(test_unit_mixing),
+             cmocka_unit_test(test_unrecorded_unit_is_inferred),
+             cmocka_unit_test(test_node_rebuild),
+             cmocka_unit_test(test_capacity_rules),
+             cmocka_unit_test(test_unhealthy),
+             cmocka_unit_test(test_cgpu_cap),
+             cmocka_unit_test(test_whole_ownership),
+             cmocka_unit_test(test_node_remove),
+             cmocka_unit_test(test_node_order),
+             cmocka_unit_test(test_node_alloc_listing),
+             cmocka_unit_test(test_topology_copy),
+             cmocka_unit_test(test_scale),
+             cmocka_unit_test(test_nodes_get),
+             cmocka_unit_test(test_node_gpus_move),
+             cmocka_unit_test(test_topology_tables))

@@ -6,6 +6,8 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include "../test_main.h"
+
 #include <gpushare/place.h>
 
 #include "../reason_labels.h"
@@ -96,6 +98,22 @@ static enum gs_err place(const char *node_name, const struct gs_pod_request *req
 }
 
 /* Puts used_units[i] on GPU i (one pod each). */
+/* The choice is the n GPUs want, in that order. */
+static void expect_gpus(const struct gs_choice *c, uint32_t n, const uint32_t *want) {
+  assert_int_equal(c->ngpus, n);
+  for (uint32_t i = 0; i < n; i++)
+    assert_int_equal(c->gpus[i], want[i]);
+}
+
+/* gs_place_pick on node name succeeds with the n GPUs want, in that order
+ * (*c: the choice, for more checks). */
+static void expect_pick(const char *name, const struct gs_pod_request *req, struct gs_choice *c,
+                        uint32_t n, const uint32_t *want) {
+  struct gs_status st;
+  assert_int_equal(gs_place_pick(node(name), req, &fx.policy, c, &st), GS_EOK);
+  expect_gpus(c, n, want);
+}
+
 static void load(const char *node_name, const uint64_t *used_units, uint32_t n) {
   assert_int_equal(gs_test_load(fx.ledger, fx.policy.unit_mib, node_name, used_units, n), 0);
 }
@@ -128,8 +146,7 @@ static void test_share_128mib_fill(void **state) {
     snprintf(uid, sizeof uid, "p%d", i);
     req = mem_pod(uid, 16, 1);
     assert_int_equal(place("gpu-a", &req, &c, &st), GS_EOK);
-    assert_int_equal(c.ngpus, 1);
-    assert_int_equal(c.gpus[0], 0);
+    expect_gpus(&c, 1, (const uint32_t[]){0});
     assert_int_equal(c.mib_per_gpu, 2048);
     assert_int_equal(node("gpu-a")->gpus[0].used_mib, 2048u * (i + 1));
   }
@@ -153,9 +170,7 @@ static void test_multi_card(void **state) {
   assert_int_equal(gs_place_check_pod(&req, &fx.policy, &st), GS_EOK);
   assert_string_equal(st.reason, "");
   assert_int_equal(place("gpu-a", &req, &c, &st), GS_EOK);
-  assert_int_equal(c.ngpus, 2);
-  assert_int_equal(c.gpus[0], 0);
-  assert_int_equal(c.gpus[1], 1);
+  expect_gpus(&c, 2, (const uint32_t[]){0, 1});
   assert_int_equal(c.mib_per_gpu, 4096);
   assert_int_equal(gs_place_parts(&req, &c, parts, 8), 2);
   assert_int_equal(parts[0].container, 0);
@@ -192,18 +207,14 @@ static void test_multi_card(void **state) {
 static void test_binpack_spread(void **state) {
   const uint64_t used[4] = {4, 8, 12, 0};
   struct gs_choice c;
-  struct gs_status st;
   struct gs_pod_request req = mem_pod("p", 8, 1);
   (void)state;
   add_node("bin", GS_MODE_SHARE, GS_PLACE_BINPACK, 4, 16);
   add_node("spr", GS_MODE_SHARE, GS_PLACE_SPREAD, 4, 16);
   load("bin", used, 4);
   load("spr", used, 4);
-  assert_int_equal(gs_place_pick(node("bin"), &req, &fx.policy, &c, &st), GS_EOK);
-  assert_int_equal(c.ngpus, 1);
-  assert_int_equal(c.gpus[0], 1);
-  assert_int_equal(gs_place_pick(node("spr"), &req, &fx.policy, &c, &st), GS_EOK);
-  assert_int_equal(c.gpus[0], 3);
+  expect_pick("bin", &req, &c, 1, (const uint32_t[]){1});
+  expect_pick("spr", &req, &c, 1, (const uint32_t[]){3});
   /* Ties go to the lowest index, either way. */
   add_node("tie", GS_MODE_SHARE, GS_PLACE_BINPACK, 4, 16);
   add_node("tie-s", GS_MODE_SHARE, GS_PLACE_SPREAD, 4, 16);
@@ -212,19 +223,12 @@ static void test_binpack_spread(void **state) {
     load("tie", tie, 4);
     load("tie-s", tie, 4);
   }
-  assert_int_equal(gs_place_pick(node("tie"), &req, &fx.policy, &c, &st), GS_EOK);
-  assert_int_equal(c.gpus[0], 0);
-  assert_int_equal(gs_place_pick(node("tie-s"), &req, &fx.policy, &c, &st), GS_EOK);
-  assert_int_equal(c.gpus[0], 1);
+  expect_pick("tie", &req, &c, 1, (const uint32_t[]){0});
+  expect_pick("tie-s", &req, &c, 1, (const uint32_t[]){1});
   /* M > 1: binpack takes the M fullest that fit, spread the M emptiest. */
   req = mem_pod("m", 8, 2);
-  assert_int_equal(gs_place_pick(node("bin"), &req, &fx.policy, &c, &st), GS_EOK);
-  assert_int_equal(c.ngpus, 2);
-  assert_int_equal(c.gpus[0], 1);
-  assert_int_equal(c.gpus[1], 2);
-  assert_int_equal(gs_place_pick(node("spr"), &req, &fx.policy, &c, &st), GS_EOK);
-  assert_int_equal(c.gpus[0], 0);
-  assert_int_equal(c.gpus[1], 3);
+  expect_pick("bin", &req, &c, 2, (const uint32_t[]){1, 2});
+  expect_pick("spr", &req, &c, 2, (const uint32_t[]){0, 3});
 }
 
 /* The same cause gives the same text on every node. */
@@ -390,9 +394,7 @@ static void test_unhealthy(void **state) {
   assert_int_equal(c.gpus[0], 1); /* ...until it is unhealthy */
   req.gpu_count = 2;
   assert_int_equal(gs_ledger_node_set_unhealthy(fx.ledger, "gpu-a", 0x2), GS_EOK);
-  assert_int_equal(gs_place_pick(node("gpu-a"), &req, &fx.policy, &c, &st), GS_EOK);
-  assert_int_equal(c.gpus[0], 0);
-  assert_int_equal(c.gpus[1], 2);
+  expect_pick("gpu-a", &req, &c, 2, (const uint32_t[]){0, 2});
   assert_int_equal(gs_ledger_node_set_unhealthy(fx.ledger, "gpu-a", 0x7), GS_EOK);
   assert_int_equal(gs_place_pick(node("gpu-a"), &req, &fx.policy, &c, &st), GS_ENOFIT);
   assert_string_equal(st.reason, "no healthy GPU");
@@ -401,8 +403,7 @@ static void test_unhealthy(void **state) {
   req.gpu_count = 1;
   for (int frag = 0; frag < 2; frag++) {
     fx.policy.frag_aware = frag;
-    assert_int_equal(gs_place_pick(node("gpu-a"), &req, &fx.policy, &c, &st), GS_EOK);
-    assert_int_equal(c.gpus[0], 0);
+    expect_pick("gpu-a", &req, &c, 1, (const uint32_t[]){0});
   }
 }
 
@@ -448,9 +449,7 @@ static void test_whole(void **state) {
   a.ncontainers = 2;
   a.whole_gpus[1] = 1; /* two containers, one GPU each */
   assert_int_equal(place("topo", &a, &c, &st), GS_EOK);
-  assert_int_equal(c.ngpus, 2);
-  assert_int_equal(c.gpus[0], 0);
-  assert_int_equal(c.gpus[1], 1);
+  expect_gpus(&c, 2, (const uint32_t[]){0, 1});
   assert_int_equal(c.mib_per_gpu, 0);
   assert_int_equal(c.score, 5); /* 2 of 4 GPUs busy after */
   assert_int_equal(gs_place_parts(&a, &c, parts, 8), 2);
@@ -474,15 +473,12 @@ static void test_whole(void **state) {
 /* A GPU carrying a memory pod is not free for a whole-GPU pod. */
 static void test_whole_skips_shared_gpu(void **state) {
   struct gs_choice c;
-  struct gs_status st;
   struct gs_pod_request w = whole_pod("w", 2);
   const uint64_t used[3] = {1, 0, 0};
   (void)state;
   add_node("topo", GS_MODE_TOPOLOGY, GS_PLACE_BINPACK, 3, 16);
   load("topo", used, 3);
-  assert_int_equal(gs_place_pick(node("topo"), &w, &fx.policy, &c, &st), GS_EOK);
-  assert_int_equal(c.gpus[0], 1);
-  assert_int_equal(c.gpus[1], 2);
+  expect_pick("topo", &w, &c, 2, (const uint32_t[]){1, 2});
 }
 
 static void test_score(void **state) {
@@ -573,8 +569,7 @@ static void test_frag_aware(void **state) {
   load("spr", used2, 2);
   assert_int_equal(gs_place_pick(node("bin"), &req, &fx.policy, &c, &st), GS_EOK);
   assert_int_equal(c.gpus[0], 2); /* plain binpack leaves 2 stranded */
-  assert_int_equal(gs_place_pick(node("spr"), &req, &fx.policy, &c, &st), GS_EOK);
-  assert_int_equal(c.gpus[0], 0);
+  expect_pick("spr", &req, &c, 1, (const uint32_t[]){0});
   fx.policy.frag_aware = true;
   assert_int_equal(gs_place_pick(node("bin"), &req, &fx.policy, &c, &st), GS_EOK);
   assert_int_equal(c.gpus[0], 1); /* leaves 4: room for another */
@@ -615,9 +610,7 @@ static void test_chooser_seam(void **state) {
   assert_int_equal(gs_place_pick_with(node("topo"), &req, &fx.policy, choose_last, &mode, &c,
                                       &st),
                    GS_EOK);
-  assert_int_equal(c.ngpus, 2);
-  assert_int_equal(c.gpus[0], 2);
-  assert_int_equal(c.gpus[1], 3);
+  expect_gpus(&c, 2, (const uint32_t[]){2, 3});
   mode = 1;
   assert_int_equal(gs_place_pick_with(node("topo"), &req, &fx.policy, choose_last, &mode, &c,
                                       &st),
@@ -923,29 +916,25 @@ static void test_gang_membership(void **state) {
   }
 }
 
-int main(void) {
-  const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_gang_membership),
-      cmocka_unit_test_setup_teardown(test_policy_defaults, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_share_128mib_fill, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_multi_card, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_binpack_spread, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_multi_card_reason, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_reason_codes, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_single_card_node, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_cgpu_cap, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_not_sharing, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_unhealthy, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_check_pod, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_whole, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_whole_skips_shared_gpu, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_score, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_parts_init_and_containers, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_frag_aware, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_chooser_seam, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_pick_then_reserve, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_one_gpu_shortcut, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_prepared_pod, setup, teardown),
-  };
-  return cmocka_run_group_tests(tests, NULL, NULL);
-}
+GS_TEST_MAIN(NULL, NULL,
+             cmocka_unit_test(test_gang_membership),
+             GS_TEST_FX(test_policy_defaults),
+             GS_TEST_FX(test_share_128mib_fill),
+             GS_TEST_FX(test_multi_card),
+             GS_TEST_FX(test_binpack_spread),
+             GS_TEST_FX(test_multi_card_reason),
+             GS_TEST_FX(test_reason_codes),
+             GS_TEST_FX(test_single_card_node),
+             GS_TEST_FX(test_cgpu_cap),
+             GS_TEST_FX(test_not_sharing),
+             GS_TEST_FX(test_unhealthy),
+             GS_TEST_FX(test_check_pod),
+             GS_TEST_FX(test_whole),
+             GS_TEST_FX(test_whole_skips_shared_gpu),
+             GS_TEST_FX(test_score),
+             GS_TEST_FX(test_parts_init_and_containers),
+             GS_TEST_FX(test_frag_aware),
+             GS_TEST_FX(test_chooser_seam),
+             GS_TEST_FX(test_pick_then_reserve),
+             GS_TEST_FX(test_one_gpu_shortcut),
+             GS_TEST_FX(test_prepared_pod))

@@ -5,6 +5,8 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include "../test_main.h"
+
 #include <gpushare/place.h>
 
 #include "../testutil.h"
@@ -95,10 +97,6 @@ static void test_unsignable(void **state) {
   assert_string_equal(sig, "too many containers to sign");
 }
 
-int main(void) {
-  const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_same_request_same_text),
-      cmocka_unit_test(test_unsignable),
-  };
-  return cmocka_run_group_tests(tests, NULL, NULL);
-}
+GS_TEST_MAIN(NULL, NULL,
+             cmocka_unit_test(test_same_request_same_text),
+             cmocka_unit_test(test_unsignable))

@@ -7,6 +7,8 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include "../test_main.h"
+
 #include <gpushare/topo.h>
 
 #include <dirent.h>
@@ -58,6 +60,21 @@ static void assert_cell(const struct gs_topo *t, uint32_t a, uint32_t b, const c
   char buf[GS_TOPO_CELL_MAX];
   assert_string_equal(cell(t, a, b, buf), want);
 }
+
+/* Cells of t, as a list: {a, b, name}, ... */
+struct cell_want {
+  uint32_t a, b;
+  const char *name;
+};
+static void assert_cells_n(const struct gs_topo *t, const struct cell_want *w, size_t n) {
+  char buf[GS_TOPO_CELL_MAX];
+  for (size_t i = 0; i < n; i++)
+    if (strcmp(cell(t, w[i].a, w[i].b, buf), w[i].name) != 0)
+      fail_msg("cell %u,%u: %s, want %s", w[i].a, w[i].b, buf, w[i].name);
+}
+#define assert_cells(t, ...)                                                                   \
+  assert_cells_n(t, (const struct cell_want[]){__VA_ARGS__},                                  \
+                 sizeof((const struct cell_want[]){__VA_ARGS__}) / sizeof(struct cell_want))
 
 /* Expects a refusal whose diagnostic names `where` and contains `needle`. */
 static void assert_refused(const char *text, enum gs_err want, const char *where,
@@ -158,13 +175,8 @@ static void test_parse_dgx1(void **state) {
   struct gs_topo *t = load("dgx1_v100_topo-m.txt");
   (void)state;
   assert_int_equal(t->n, 8);
-  assert_cell(t, 0, 0, "X");
-  assert_cell(t, 0, 1, "NV1");
-  assert_cell(t, 0, 3, "NV2");
-  assert_cell(t, 0, 4, "NV2");
-  assert_cell(t, 0, 6, "SYS");
-  assert_cell(t, 5, 6, "NV2");
-  assert_cell(t, 7, 3, "NV1");
+  assert_cells(t, {0, 0, "X"}, {0, 1, "NV1"}, {0, 3, "NV2"}, {0, 4, "NV2"}, {0, 6, "SYS"},
+                  {5, 6, "NV2"}, {7, 3, "NV1"});
   /* Each V100 has 6 NVLink ports. */
   for (uint32_t i = 0; i < 8; i++) {
     uint32_t sum = 0;
@@ -179,11 +191,7 @@ static void test_parse_dgx1_mp(void **state) {
   struct gs_topo *t = load("dgx1_v100_topo-mp.txt");
   (void)state;
   assert_int_equal(t->n, 8);
-  assert_cell(t, 0, 1, "PIX");
-  assert_cell(t, 0, 2, "PHB");
-  assert_cell(t, 3, 2, "PIX");
-  assert_cell(t, 0, 4, "SYS");
-  assert_cell(t, 7, 6, "PIX");
+  assert_cells(t, {0, 1, "PIX"}, {0, 2, "PHB"}, {3, 2, "PIX"}, {0, 4, "SYS"}, {7, 6, "PIX"});
   free(t);
 }
 
@@ -191,16 +199,12 @@ static void test_parse_pairs_and_bridges(void **state) {
   struct gs_topo *t = load("8gpu_nvlink_pairs_topo-m.txt");
   (void)state;
   assert_int_equal(t->n, 8); /* "GPU NUMA ID" column and N/A cells ignored */
-  assert_cell(t, 0, 2, "NV12");
-  assert_cell(t, 1, 3, "NV12");
-  assert_cell(t, 0, 1, "SYS");
-  assert_cell(t, 6, 7, "NV12");
+  assert_cells(t, {0, 2, "NV12"}, {1, 3, "NV12"}, {0, 1, "SYS"}, {6, 7, "NV12"});
   free(t);
 
   t = load("a100_pcie_nvlink_bridge_4gpu_topo-m.txt");
   assert_int_equal(t->n, 4); /* mlx5 rows and columns ignored */
-  assert_cell(t, 0, 1, "NV12");
-  assert_cell(t, 0, 2, "SYS");
+  assert_cells(t, {0, 1, "NV12"}, {0, 2, "SYS"});
   /* The matrix, not the caption, is the truth: GPU2-GPU3 reads NODE. */
   assert_cell(t, 2, 3, "NODE");
   free(t);
@@ -869,32 +873,28 @@ static void test_choose_timing_16(void **state) {
   free(irr);
 }
 
-int main(void) {
-  const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_cells),
-      cmocka_unit_test(test_parse_dgx1),
-      cmocka_unit_test(test_parse_dgx1_mp),
-      cmocka_unit_test(test_parse_pairs_and_bridges),
-      cmocka_unit_test(test_parse_nvswitch),
-      cmocka_unit_test(test_parse_partial_dgx2),
-      cmocka_unit_test(test_parse_legend_only),
-      cmocka_unit_test(test_parse_every_sample),
-      cmocka_unit_test(test_parse_layouts),
-      cmocka_unit_test(test_parse_garbled),
-      cmocka_unit_test(test_parse_caps),
-      cmocka_unit_test(test_check),
-      cmocka_unit_test(test_pair_score),
-      cmocka_unit_test(test_set_score),
-      cmocka_unit_test(test_choose_dgx1),
-      cmocka_unit_test(test_choose_pairs),
-      cmocka_unit_test(test_choose_nvswitch),
-      cmocka_unit_test(test_choose_no_topology),
-      cmocka_unit_test(test_choose_errors),
-      cmocka_unit_test(test_choose_strand_costs_more),
-      cmocka_unit_test(test_choose_16),
-      cmocka_unit_test(test_choose_paths),
-      cmocka_unit_test(test_bounded_vs_exact_8),
-      cmocka_unit_test(test_choose_timing_16),
-  };
-  return cmocka_run_group_tests(tests, NULL, NULL);
-}
+GS_TEST_MAIN(NULL, NULL,
+             cmocka_unit_test(test_cells),
+             cmocka_unit_test(test_parse_dgx1),
+             cmocka_unit_test(test_parse_dgx1_mp),
+             cmocka_unit_test(test_parse_pairs_and_bridges),
+             cmocka_unit_test(test_parse_nvswitch),
+             cmocka_unit_test(test_parse_partial_dgx2),
+             cmocka_unit_test(test_parse_legend_only),
+             cmocka_unit_test(test_parse_every_sample),
+             cmocka_unit_test(test_parse_layouts),
+             cmocka_unit_test(test_parse_garbled),
+             cmocka_unit_test(test_parse_caps),
+             cmocka_unit_test(test_check),
+             cmocka_unit_test(test_pair_score),
+             cmocka_unit_test(test_set_score),
+             cmocka_unit_test(test_choose_dgx1),
+             cmocka_unit_test(test_choose_pairs),
+             cmocka_unit_test(test_choose_nvswitch),
+             cmocka_unit_test(test_choose_no_topology),
+             cmocka_unit_test(test_choose_errors),
+             cmocka_unit_test(test_choose_strand_costs_more),
+             cmocka_unit_test(test_choose_16),
+             cmocka_unit_test(test_choose_paths),
+             cmocka_unit_test(test_bounded_vs_exact_8),
+             cmocka_unit_test(test_choose_timing_16))

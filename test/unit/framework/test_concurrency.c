@@ -9,8 +9,11 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include "../test_main.h"
+
 #include "framework.h"
 #include "plugins.h"
+#include "fw_test.h"
 #include "../testutil.h"
 
 #include <pthread.h>
@@ -138,15 +141,12 @@ static void *housekeeper(void *arg) {
 
 static void test_filters_and_binds_in_parallel(void **state) {
   struct gs_policy policy;
-  size_t n;
-  const struct gs_plugin_ops *const *plugins = gs_plugins_default(&n);
   struct gs_sched *fw;
   pthread_t th[BINDERS], hk;
   struct check c = {0, 0};
   (void)state;
   gs_policy_init(&policy);
-  fw = gs__sched_new_with(&policy, plugins, n, NULL);
-  assert_non_null(fw);
+  fw = fw_test_new(&policy);
   for (int i = 0; i < NODES; i++) {
     struct gs_node_spec s = spec_of(node_names[i]);
     assert_int_equal(gs_fw_node_upsert(fw, &s), GS_EOK);
@@ -168,9 +168,5 @@ static void test_filters_and_binds_in_parallel(void **state) {
   gs_sched_free(fw);
 }
 
-int main(void) {
-  const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_filters_and_binds_in_parallel),
-  };
-  return cmocka_run_group_tests(tests, NULL, NULL);
-}
+GS_TEST_MAIN(NULL, NULL,
+             cmocka_unit_test(test_filters_and_binds_in_parallel))

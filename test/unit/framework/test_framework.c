@@ -5,8 +5,11 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include "../test_main.h"
+
 #include "framework.h"
 #include "plugins.h"
+#include "fw_test.h"
 
 #include <gpushare/annot.h>
 
@@ -18,11 +21,9 @@
 
 static struct gs_sched *fw_new(uint32_t unit) {
   struct gs_policy policy;
-  size_t n;
-  const struct gs_plugin_ops *const *plugins = gs_plugins_default(&n);
   gs_policy_init(&policy);
   policy.unit_mib = unit;
-  return gs__sched_new_with(&policy, plugins, n, NULL);
+  return fw_test_new(&policy);
 }
 
 static void add_node(struct gs_sched *fw, const char *name, enum gs_mode mode, uint32_t gpus,
@@ -471,8 +472,6 @@ static void test_prioritize_matches_placement(void **state) {
  * and prioritize keeps an empty node for the 8-GPU jobs. */
 static void test_frag_policy(void **state) {
   struct gs_policy policy;
-  size_t n;
-  const struct gs_plugin_ops *const *plugins = gs_plugins_default(&n);
   const char *names[] = {"empty", "used"};
   struct gs_node_result res[2];
   struct gs_annotations ann = {0};
@@ -483,8 +482,7 @@ static void test_frag_policy(void **state) {
   gs_policy_init(&policy);
   policy.node_policy = GS_PLACE_FRAG;
   policy.frag_aware = true;
-  fw = gs__sched_new_with(&policy, plugins, n, NULL);
-  assert_non_null(fw);
+  fw = fw_test_new(&policy);
   add_node(fw, "empty", GS_MODE_SHARE, 8, 256);
   add_node(fw, "used", GS_MODE_SHARE, 8, 256);
   {
@@ -686,13 +684,10 @@ static void test_gpumem_prepared_same(void **state) {
     struct gs_status st;
     bool fresh;
     struct gpumem_call call;
-    size_t np;
-    const struct gs_plugin_ops *const *plugins = gs_plugins_default(&np);
     gs_policy_init(&policy);
     if (frag)
       policy.node_policy = GS_PLACE_FRAG;
-    fw = gs__sched_new_with(&policy, plugins, np, NULL);
-    assert_non_null(fw);
+    fw = fw_test_new(&policy);
     add_node(fw, "s0", GS_MODE_SHARE, 2, 32);
     add_node(fw, "s1", GS_MODE_SHARE, 4, 64);
     add_node(fw, "c0", GS_MODE_CGPU, 2, 48);
@@ -769,23 +764,19 @@ static void test_result_is_plugin_status(void **state) {
   gs_sched_free(fw);
 }
 
-int main(void) {
-  const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_unit_128mib_fills_one_gpu),
-      cmocka_unit_test(test_multi_card_split_and_refusal),
-      cmocka_unit_test(test_reasons_never_name_nodes),
-      cmocka_unit_test(test_bind_is_idempotent_and_abort_frees),
-      cmocka_unit_test(test_expire_assumed),
-      cmocka_unit_test(test_unmanaged_pod_passes),
-      cmocka_unit_test(test_verdicts_are_error_codes),
-      cmocka_unit_test(test_filter_score_hook),
-      cmocka_unit_test(test_cycle_state),
-      cmocka_unit_test(test_prioritize_matches_placement),
-      cmocka_unit_test(test_frag_policy),
-      cmocka_unit_test(test_prepared_pod_in_cycle),
-      cmocka_unit_test(test_gpumem_prepared_same),
-      cmocka_unit_test(test_result_is_plugin_status),
-      cmocka_unit_test(test_old_plugin_version_refused),
-  };
-  return cmocka_run_group_tests(tests, NULL, NULL);
-}
+GS_TEST_MAIN(NULL, NULL,
+             cmocka_unit_test(test_unit_128mib_fills_one_gpu),
+             cmocka_unit_test(test_multi_card_split_and_refusal),
+             cmocka_unit_test(test_reasons_never_name_nodes),
+             cmocka_unit_test(test_bind_is_idempotent_and_abort_frees),
+             cmocka_unit_test(test_expire_assumed),
+             cmocka_unit_test(test_unmanaged_pod_passes),
+             cmocka_unit_test(test_verdicts_are_error_codes),
+             cmocka_unit_test(test_filter_score_hook),
+             cmocka_unit_test(test_cycle_state),
+             cmocka_unit_test(test_prioritize_matches_placement),
+             cmocka_unit_test(test_frag_policy),
+             cmocka_unit_test(test_prepared_pod_in_cycle),
+             cmocka_unit_test(test_gpumem_prepared_same),
+             cmocka_unit_test(test_result_is_plugin_status),
+             cmocka_unit_test(test_old_plugin_version_refused))

@@ -11,6 +11,7 @@
 #include "framework.h"
 #include "gang/gang.h"
 #include "plugins.h"
+#include "fw_test.h"
 
 #include <gpushare/annot.h>
 
@@ -26,10 +27,8 @@ static const char *nodes[] = {"share-a", "share-b"};
 
 static struct gs_sched *fw_new(void) {
   struct gs_policy policy;
-  size_t n;
-  const struct gs_plugin_ops *const *plugins = gs_plugins_default(&n);
   gs_policy_init(&policy); /* 1 GiB units, binpack */
-  return gs__sched_new_with(&policy, plugins, n, NULL);
+  return fw_test_new(&policy);
 }
 
 /* A share node of one GPU of gib GiB. */

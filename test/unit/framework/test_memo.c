@@ -13,6 +13,7 @@
 
 #include "framework.h"
 #include "plugins.h"
+#include "fw_test.h"
 
 #include "../testutil.h"
 
@@ -44,15 +45,12 @@ static struct gs_node_spec spec_of(uint32_t i, uint32_t *s) {
 
 static struct gs_sched *cluster(enum gs_placement node_policy, uint32_t *s) {
   struct gs_policy policy;
-  size_t n;
-  const struct gs_plugin_ops *const *plugins = gs_plugins_default(&n);
   struct gs_sched *fw;
   gs_policy_init(&policy);
   policy.node_policy = node_policy;
   policy.frag_aware = node_policy == GS_PLACE_FRAG;
   policy.cgpu_max_pods = 3; /* reached now and then: the cap's refusals change too */
-  fw = gs__sched_new_with(&policy, plugins, n, NULL);
-  assert_non_null(fw);
+  fw = fw_test_new(&policy);
   for (uint32_t i = 0; i < LISTED; i++) {
     snprintf(names_buf[i], sizeof names_buf[i], "n%04u", i);
     names[i] = names_buf[i];
@@ -241,8 +239,6 @@ static void test_one_node_again(void **state) {
   const struct gs_node_result *got;
   struct gs_sched_memo *memo = gs_sched_memo_new();
   struct gs_policy policy;
-  size_t np;
-  const struct gs_plugin_ops *const *plugins = gs_plugins_default(&np);
   struct gs_sched *fw;
   const char *list[3] = {"a", "b", "c"};
   struct gs_pod_request p = gs_test_mem_pod("x", 16, 1);
@@ -251,8 +247,7 @@ static void test_one_node_again(void **state) {
   bool fresh;
   (void)state;
   gs_policy_init(&policy);
-  fw = gs__sched_new_with(&policy, plugins, np, NULL);
-  assert_non_null(fw);
+  fw = fw_test_new(&policy);
   for (int i = 0; i < 3; i++) {
     struct gs_node_spec spec = gs_test_node(list[i], GS_MODE_SHARE, 1, 16);
     assert_int_equal(gs_fw_node_upsert(fw, &spec), GS_EOK);

@@ -9,8 +9,11 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include "../test_main.h"
+
 #include "framework.h"
 #include "plugins.h"
+#include "fw_test.h"
 
 #include "../testutil.h"
 
@@ -73,15 +76,12 @@ static struct gs_sched *cluster(enum gs_placement node_policy, bool normalize) {
   static const uint64_t used[8][2] = {{0, 0}, {12, 0}, {8, 8}, {4, 14},
                                       {15, 15}, {10, 6}, {2, 0}, {12, 12}};
   struct gs_policy policy;
-  size_t n;
-  const struct gs_plugin_ops *const *plugins = gs_plugins_default(&n);
   struct gs_sched *fw;
   gs_policy_init(&policy);
   policy.node_policy = node_policy;
   policy.frag_aware = true;
   policy.frag_normalize = normalize;
-  fw = gs__sched_new_with(&policy, plugins, n, NULL);
-  assert_non_null(fw);
+  fw = fw_test_new(&policy);
   for (uint32_t i = 0; i < NODES; i++) {
     bool plain = i == NODES - 1;
     struct gs_node_spec spec = gs_test_node(names[i], plain ? GS_MODE_NONE : GS_MODE_SHARE,
@@ -218,11 +218,7 @@ static void test_other_policies_and_skipped_pods_unchanged(void **state) {
   }
 }
 
-int main(void) {
-  const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_arithmetic),
-      cmocka_unit_test(test_frag_prioritize_spreads_the_extender_score),
-      cmocka_unit_test(test_other_policies_and_skipped_pods_unchanged),
-  };
-  return cmocka_run_group_tests(tests, NULL, NULL);
-}
+GS_TEST_MAIN(NULL, NULL,
+             cmocka_unit_test(test_arithmetic),
+             cmocka_unit_test(test_frag_prioritize_spreads_the_extender_score),
+             cmocka_unit_test(test_other_policies_and_skipped_pods_unchanged))

@@ -12,6 +12,7 @@
 
 #include "framework.h"
 #include "plugins.h"
+#include "fw_test.h"
 
 #include "../testutil.h"
 
@@ -34,15 +35,12 @@ static uint32_t rnd(uint32_t *s, uint32_t n) {
  * loaded at random, some with host resources known. */
 static struct gs_sched *cluster(enum gs_placement node_policy) {
   struct gs_policy policy;
-  size_t n;
-  const struct gs_plugin_ops *const *plugins = gs_plugins_default(&n);
   struct gs_sched *fw;
   uint32_t s = 7;
   gs_policy_init(&policy);
   policy.node_policy = node_policy;
   policy.frag_aware = node_policy == GS_PLACE_FRAG;
-  fw = gs__sched_new_with(&policy, plugins, n, NULL);
-  assert_non_null(fw);
+  fw = fw_test_new(&policy);
   for (uint32_t i = 0; i < NODES; i++) {
     static const enum gs_mode modes[] = {GS_MODE_SHARE, GS_MODE_CGPU, GS_MODE_MPS, GS_MODE_NONE};
     uint32_t gpus = 1 + rnd(&s, 8), per = rnd(&s, 2) ? 16 : 32;

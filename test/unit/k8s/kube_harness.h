@@ -538,45 +538,31 @@ static inline void h_on_node_del(void *ctx, const char *name) {
   pthread_mutex_unlock(&r->mu);
 }
 
-static inline void h_on_pod(void *ctx, const json_t *pod) {
-  struct h_rec *r = ctx;
+/* A watched object into map under its namespace/name (borrowed: copied),
+ * or out of it (keep false), counting in *count; under r's lock. */
+static inline void h_rec_keep(struct h_rec *r, json_t *map, const json_t *o, bool keep, int *count) {
   char key[600];
-  h_key(pod, key, sizeof key);
+  h_key(o, key, sizeof key);
   pthread_mutex_lock(&r->mu);
-  json_object_set_new(r->pods, key, json_deep_copy(pod)); /* borrowed: copy */
-  r->upserts++;
+  if (keep)
+    json_object_set_new(map, key, json_deep_copy(o));
+  else
+    json_object_del(map, key);
+  (*count)++;
   pthread_mutex_unlock(&r->mu);
 }
 
-static inline void h_on_pod_del(void *ctx, const json_t *pod) {
-  struct h_rec *r = ctx;
-  char key[600];
-  h_key(pod, key, sizeof key);
-  pthread_mutex_lock(&r->mu);
-  json_object_del(r->pods, key);
-  r->pod_deletes++;
-  pthread_mutex_unlock(&r->mu);
-}
-
-static inline void h_on_cm(void *ctx, const json_t *cm) {
-  struct h_rec *r = ctx;
-  char key[600];
-  h_key(cm, key, sizeof key);
-  pthread_mutex_lock(&r->mu);
-  json_object_set_new(r->cms, key, json_deep_copy(cm)); /* borrowed: copy */
-  r->upserts++;
-  pthread_mutex_unlock(&r->mu);
-}
-
-static inline void h_on_cm_del(void *ctx, const json_t *cm) {
-  struct h_rec *r = ctx;
-  char key[600];
-  h_key(cm, key, sizeof key);
-  pthread_mutex_lock(&r->mu);
-  json_object_del(r->cms, key);
-  r->cm_deletes++;
-  pthread_mutex_unlock(&r->mu);
-}
+/* The pod and ConfigMap callbacks: NAME keeps (KEEP) or drops the object in
+ * r->MAP and counts it in r->COUNT. */
+#define H_ON(name, map, keep, count)                                                          \
+  static inline void name(void *ctx, const json_t *o) {                                       \
+    struct h_rec *r = ctx;                                                                    \
+    h_rec_keep(r, r->map, o, keep, &r->count);                                                \
+  }
+H_ON(h_on_pod, pods, true, upserts)
+H_ON(h_on_pod_del, pods, false, pod_deletes)
+H_ON(h_on_cm, cms, true, upserts)
+H_ON(h_on_cm_del, cms, false, cm_deletes)
 
 static inline void h_on_synced(void *ctx) {
   struct h_rec *r = ctx;

@@ -6,6 +6,8 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include "../test_main.h"
+
 #include "demo.h"
 #include "../testutil.h"
 
@@ -136,9 +138,5 @@ static void test_start_compacts_bound_pods(void **state) {
   json_decref(r.nodes);
 }
 
-int main(void) {
-  const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_start_compacts_bound_pods),
-  };
-  return cmocka_run_group_tests(tests, NULL, NULL);
-}
+GS_TEST_MAIN(NULL, NULL,
+             cmocka_unit_test(test_start_compacts_bound_pods))

@@ -6,6 +6,8 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include "../test_main.h"
+
 #include "kube_harness.h"
 
 #define LEASE_PATH "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/gs-test"
@@ -203,8 +205,8 @@ static void test_expired_holder(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test_setup_teardown(test_one_leader_then_failover, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_expired_holder, setup, teardown),
+      GS_TEST_FX(test_one_leader_then_failover),
+      GS_TEST_FX(test_expired_holder),
   };
   gs_log_set_level(getenv("GS_TEST_VERBOSE") ? GS_LVL_DEBUG : GS_LVL_ERROR);
   h_use_arena_hooks();

@@ -7,6 +7,8 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include "../test_main.h"
+
 #include "kube_harness.h"
 
 struct env {
@@ -642,20 +644,20 @@ static void test_new_errors(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test_setup_teardown(test_list_watch, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_dropped_watch_and_410, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_bind, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_bind_retries, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_list_faults, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_paged_list, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_list_read_ahead_dropped, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_paged_list_prefetch_fails, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_event, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_apiserver_late, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_configmap_data, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_compact_cache, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_bad_token, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_new_errors, setup, teardown),
+      GS_TEST_FX(test_list_watch),
+      GS_TEST_FX(test_dropped_watch_and_410),
+      GS_TEST_FX(test_bind),
+      GS_TEST_FX(test_bind_retries),
+      GS_TEST_FX(test_list_faults),
+      GS_TEST_FX(test_paged_list),
+      GS_TEST_FX(test_list_read_ahead_dropped),
+      GS_TEST_FX(test_paged_list_prefetch_fails),
+      GS_TEST_FX(test_event),
+      GS_TEST_FX(test_apiserver_late),
+      GS_TEST_FX(test_configmap_data),
+      GS_TEST_FX(test_compact_cache),
+      GS_TEST_FX(test_bad_token),
+      GS_TEST_FX(test_new_errors),
   };
   gs_log_set_level(getenv("GS_TEST_VERBOSE") ? GS_LVL_DEBUG : GS_LVL_ERROR);
   h_use_arena_hooks();

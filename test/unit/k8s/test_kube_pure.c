@@ -6,6 +6,8 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include "../test_main.h"
+
 #include "kube_int.h"
 
 #include <stdio.h>
@@ -399,20 +401,16 @@ static void test_list_peek_continue(void **state) {
   free(raw);
 }
 
-int main(void) {
-  const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_ndjson_fixture_every_split),
-      cmocka_unit_test(test_ndjson_crlf_blank_cap_stop),
-      cmocka_unit_test(test_status_fixture),
-      cmocka_unit_test(test_status_other),
-      cmocka_unit_test(test_url_building),
-      cmocka_unit_test(test_retry_after),
-      cmocka_unit_test(test_microtime),
-      cmocka_unit_test(test_uuid),
-      cmocka_unit_test(test_backoff),
-      cmocka_unit_test(test_lease_decide),
-      cmocka_unit_test(test_lease_json),
-      cmocka_unit_test(test_list_peek_continue),
-  };
-  return cmocka_run_group_tests(tests, NULL, NULL);
-}
+GS_TEST_MAIN(NULL, NULL,
+             cmocka_unit_test(test_ndjson_fixture_every_split),
+             cmocka_unit_test(test_ndjson_crlf_blank_cap_stop),
+             cmocka_unit_test(test_status_fixture),
+             cmocka_unit_test(test_status_other),
+             cmocka_unit_test(test_url_building),
+             cmocka_unit_test(test_retry_after),
+             cmocka_unit_test(test_microtime),
+             cmocka_unit_test(test_uuid),
+             cmocka_unit_test(test_backoff),
+             cmocka_unit_test(test_lease_decide),
+             cmocka_unit_test(test_lease_json),
+             cmocka_unit_test(test_list_peek_continue))

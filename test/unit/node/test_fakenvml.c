@@ -9,6 +9,8 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include "../test_main.h"
+
 #include "../../fakenvml/nvml_abi.h"
 
 #include <gpushare/topo.h>
@@ -502,18 +504,14 @@ static void test_events(void **state) {
   shutdown_ok();
 }
 
-int main(void) {
-  const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_uninitialized),
-      cmocka_unit_test(test_no_inventory_is_no_driver),
-      cmocka_unit_test(test_bad_inventories),
-      cmocka_unit_test(test_refcount),
-      cmocka_unit_test(test_system),
-      cmocka_unit_test(test_devices),
-      cmocka_unit_test(test_bound_but_unsupported),
-      cmocka_unit_test(test_topology_dgx1),
-      cmocka_unit_test(test_topology_pcie_and_switch),
-      cmocka_unit_test(test_events),
-  };
-  return cmocka_run_group_tests(tests, setup, teardown);
-}
+GS_TEST_MAIN(setup, teardown,
+             cmocka_unit_test(test_uninitialized),
+             cmocka_unit_test(test_no_inventory_is_no_driver),
+             cmocka_unit_test(test_bad_inventories),
+             cmocka_unit_test(test_refcount),
+             cmocka_unit_test(test_system),
+             cmocka_unit_test(test_devices),
+             cmocka_unit_test(test_bound_but_unsupported),
+             cmocka_unit_test(test_topology_dgx1),
+             cmocka_unit_test(test_topology_pcie_and_switch),
+             cmocka_unit_test(test_events))

@@ -6,7 +6,9 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
-#include "dra.h"
+#include "../test_main.h"
+
+#include "dra_test.h"
 #include "feed.h"
 #include "metrics.h"
 
@@ -17,14 +19,6 @@
 #include <stdio.h>
 #include <string.h>
 
-static json_t *load(const char *text) {
-  json_error_t e;
-  json_t *j = json_loads(text, 0, &e);
-  if (j == NULL)
-    fail_msg("bad test JSON: %s: %s", e.text, text);
-  return j;
-}
-
 /* A share node of 2 GPUs × 16 GiB. */
 static void node(struct gs_sched *s, const char *name) {
   char text[512];
@@ -33,7 +27,7 @@ static void node(struct gs_sched *s, const char *name) {
            "{\"metadata\":{\"name\":\"%s\",\"labels\":{\"ack.node.gpu.schedule\":\"share\"}},"
            "\"status\":{\"capacity\":{\"aliyun.com/gpu-mem\":\"32\",\"aliyun.com/gpu-count\":\"2\"}}}",
            name);
-  n = load(text);
+  n = gs_test_json(text);
   gs__feed_node(s, n);
   json_decref(n);
 }
@@ -43,7 +37,6 @@ static void node(struct gs_sched *s, const char *name) {
 static void slice(struct gs__dra *d, struct gs_sched *s, const char *name, const char *nodename,
                   bool del) {
   char text[2048];
-  json_t *j;
   snprintf(text, sizeof text,
            "{\"metadata\":{\"name\":\"%s\"},\"spec\":{\"driver\":\"gpu.gpushare.io\","
            "\"pool\":{\"name\":\"%s\",\"generation\":1,\"resourceSliceCount\":1},"
@@ -57,19 +50,13 @@ static void slice(struct gs__dra *d, struct gs_sched *s, const char *name, const
            "{\"name\":\"gpu-9\",\"attributes\":{\"gpushare.io/index\":{\"int\":9}}},"
            "{\"name\":\"nic-0\",\"attributes\":{\"kind\":{\"string\":\"nic\"}}}]}}",
            name, nodename, nodename);
-  j = load(text);
-  if (del)
-    gs__dra_slice_delete(d, s, j);
-  else
-    gs__dra_slice(d, s, j);
-  json_decref(j);
+  dra_feed(d, s, text, del ? gs__dra_slice_delete : gs__dra_slice);
 }
 
 /* A claim allocated on results (a JSON list text; NULL: not allocated). */
 static void claim(struct gs__dra *d, struct gs_sched *s, const char *uid, const char *results,
                   bool del) {
   char text[2048];
-  json_t *j;
   if (results != NULL)
     snprintf(text, sizeof text,
              "{\"metadata\":{\"name\":\"c-%s\",\"namespace\":\"team\",\"uid\":\"%s\"},"
@@ -80,12 +67,7 @@ static void claim(struct gs__dra *d, struct gs_sched *s, const char *uid, const 
              "{\"metadata\":{\"name\":\"c-%s\",\"namespace\":\"team\",\"uid\":\"%s\"},"
              "\"status\":{}}",
              uid, uid);
-  j = load(text);
-  if (del)
-    gs__dra_claim_delete(d, s, j);
-  else
-    gs__dra_claim(d, s, j);
-  json_decref(j);
+  dra_feed(d, s, text, del ? gs__dra_claim_delete : gs__dra_claim);
 }
 
 #define RES(pool, dev, mem)                                                                   \
@@ -166,15 +148,12 @@ static void test_claim_first_then_slice_then_gone(void **state) {
 static void claim_rv(struct gs__dra *d, struct gs_sched *s, const char *uid, const char *rv,
                      const char *results) {
   char text[2048];
-  json_t *j;
   snprintf(text, sizeof text,
            "{\"metadata\":{\"name\":\"c-%s\",\"namespace\":\"team\",\"uid\":\"%s\","
            "\"resourceVersion\":\"%s\"},\"status\":{%s%s%s}}",
            uid, uid, rv, results ? "\"allocation\":{\"devices\":{\"results\":" : "",
            results ? results : "", results ? "}}" : "");
-  j = load(text);
-  gs__dra_claim(d, s, j);
-  json_decref(j);
+  dra_feed(d, s, text, gs__dra_claim);
 }
 
 /* gpushare-scheduler feeds the allocation it wrote (version 12) before its
@@ -250,11 +229,8 @@ static void test_bad_input_is_reported_and_never_undercharges(void **state) {
   assert_int_equal(used(f->s, "n4").used[0], 3072);
   assert_int_equal(used(f->s, "n4").used[1], 2048);
   /* a slice without a driver: ignored */
-  {
-    json_t *j = load("{\"metadata\":{\"name\":\"x\"},\"spec\":{\"devices\":[]}}");
-    gs__dra_slice(f->d, f->s, j);
-    json_decref(j);
-  }
+  dra_feed(f->d, f->s, "{\"metadata\":{\"name\":\"x\"},\"spec\":{\"devices\":[]}}",
+           gs__dra_slice);
   gs__dra_gauges(f->d, m);
   text = gs_metrics_render(m);
   assert_non_null(text);
@@ -314,17 +290,13 @@ static void test_preemption_never_takes_a_claim(void **state) {
   gs_sched_preempt_free(&ans, 1);
 }
 
-int main(void) {
-  const struct CMUnitTest tests[] = {
-      cmocka_unit_test_setup_teardown(test_claim_first_then_slice_then_gone, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_an_older_version_never_undoes_a_charge, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_slice_and_claim_before_the_node, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_exclusive_claim_takes_the_whole_gpu, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_bad_input_is_reported_and_never_undercharges, setup,
-                                      teardown),
-      cmocka_unit_test_setup_teardown(test_preemption_never_takes_a_claim, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_over_commit_by_another_allocator_is_reported, setup,
-                                      teardown),
-  };
-  return cmocka_run_group_tests(tests, NULL, NULL);
-}
+GS_TEST_MAIN(NULL, NULL,
+             GS_TEST_FX(test_claim_first_then_slice_then_gone),
+             GS_TEST_FX(test_an_older_version_never_undoes_a_charge),
+             GS_TEST_FX(test_slice_and_claim_before_the_node),
+             GS_TEST_FX(test_exclusive_claim_takes_the_whole_gpu),
+             cmocka_unit_test_setup_teardown(test_bad_input_is_reported_and_never_undercharges, setup,
+             teardown),
+             GS_TEST_FX(test_preemption_never_takes_a_claim),
+             cmocka_unit_test_setup_teardown(test_over_commit_by_another_allocator_is_reported, setup,
+             teardown))

@@ -9,18 +9,10 @@
 
 #include "../test_main.h"
 
-#include "dra.h"
+#include "dra_test.h"
 
 #include <stdio.h>
 #include <string.h>
-
-static json_t *load(const char *text) {
-  json_error_t e;
-  json_t *j = json_loads(text, 0, &e);
-  if (j == NULL)
-    fail_msg("bad test JSON: %s: %s", e.text, text);
-  return j;
-}
 
 /* gs__dra_request on a claim whose spec.devices is devices (JSON text). */
 static int request(const char *devices, struct gs_claim_request *req, char *name, char *why) {
@@ -29,52 +21,57 @@ static int request(const char *devices, struct gs_claim_request *req, char *name
   int r;
   snprintf(text, sizeof text, "{\"metadata\":{\"name\":\"c\",\"uid\":\"u\"},\"spec\":{\"devices\":%s}}",
            devices);
-  j = load(text);
+  j = gs_test_json(text);
   r = gs__dra_request(j, req, name, 64, why, 256);
   json_decref(j);
   return r;
 }
 
 static void test_request(void **state) {
-  struct gs_claim_request req;
-  char name[64], why[256];
+  /* what gpushare places of a claim (ret 1: count GPUs, mib_per_gpu each,
+   * the request's name) or that it is not gpushare's (ret 0) */
+  static const struct {
+    const char *devices;
+    int ret;
+    uint32_t count;
+    uint64_t mib;
+    const char *name;
+  } cases[] = {
+      /* 4 GiB of one GPU */
+      {"{\"requests\":[{\"name\":\"gpu\",\"exactly\":{\"deviceClassName\":"
+       "\"gpushare.io\",\"capacity\":{\"requests\":{\"memory\":\"4Gi\"}}}}]}",
+       1, 1, 4096, "gpu"},
+      /* 4 GiB on each of 2 GPUs (DRA: a capacity request is per device); 1G
+       * (10^9 bytes) on each of 3: rounded up to MiB */
+      {"{\"requests\":[{\"name\":\"g\",\"exactly\":{\"deviceClassName\":"
+       "\"gpushare.io\",\"count\":2,\"capacity\":{\"requests\":{\"memory\":"
+       "\"4Gi\"}}}}]}",
+       1, 2, 4096, "g"},
+      {"{\"requests\":[{\"name\":\"g\",\"exactly\":{\"deviceClassName\":"
+       "\"gpushare.io\",\"count\":3,\"capacity\":{\"requests\":{\"memory\":"
+       "\"1G\"}}}}]}",
+       1, 3, 954 /* 10^9 bytes → 953.67 MiB, rounded up */, "g"},
+      /* no capacity: whole devices */
+      {"{\"requests\":[{\"name\":\"g\",\"exactly\":{\"deviceClassName\":"
+       "\"gpushare.io\",\"allocationMode\":\"ExactCount\",\"count\":2}}]}",
+       1, 2, 0, "g"},
+      /* another class: not gpushare's */
+      {"{\"requests\":[{\"name\":\"g\",\"exactly\":{\"deviceClassName\":"
+       "\"gpu.nvidia.com\"}}]}",
+       0, 0, 0, NULL},
+      {"{}", 0, 0, 0, NULL},
+  };
   (void)state;
-  /* 4 GiB of one GPU */
-  assert_int_equal(request("{\"requests\":[{\"name\":\"gpu\",\"exactly\":{\"deviceClassName\":"
-                           "\"gpushare.io\",\"capacity\":{\"requests\":{\"memory\":\"4Gi\"}}}}]}",
-                           &req, name, why),
-                   1);
-  assert_int_equal(req.count, 1);
-  assert_int_equal(req.mib_per_gpu, 4096);
-  assert_string_equal(name, "gpu");
-  /* 4 GiB on each of 2 GPUs (DRA: a capacity request is per device); 1G
-   * (10^9 bytes) on each of 3: rounded up to MiB */
-  assert_int_equal(request("{\"requests\":[{\"name\":\"g\",\"exactly\":{\"deviceClassName\":"
-                           "\"gpushare.io\",\"count\":2,\"capacity\":{\"requests\":{\"memory\":"
-                           "\"4Gi\"}}}}]}",
-                           &req, name, why),
-                   1);
-  assert_int_equal(req.count, 2);
-  assert_int_equal(req.mib_per_gpu, 4096);
-  assert_int_equal(request("{\"requests\":[{\"name\":\"g\",\"exactly\":{\"deviceClassName\":"
-                           "\"gpushare.io\",\"count\":3,\"capacity\":{\"requests\":{\"memory\":"
-                           "\"1G\"}}}}]}",
-                           &req, name, why),
-                   1);
-  assert_int_equal(req.mib_per_gpu, 954); /* 10^9 bytes → 953.67 MiB, rounded up */
-  /* no capacity: whole devices */
-  assert_int_equal(request("{\"requests\":[{\"name\":\"g\",\"exactly\":{\"deviceClassName\":"
-                           "\"gpushare.io\",\"allocationMode\":\"ExactCount\",\"count\":2}}]}",
-                           &req, name, why),
-                   1);
-  assert_int_equal(req.mib_per_gpu, 0);
-  assert_int_equal(req.count, 2);
-  /* another class: not gpushare's */
-  assert_int_equal(request("{\"requests\":[{\"name\":\"g\",\"exactly\":{\"deviceClassName\":"
-                           "\"gpu.nvidia.com\"}}]}",
-                           &req, name, why),
-                   0);
-  assert_int_equal(request("{}", &req, name, why), 0);
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    struct gs_claim_request req;
+    char name[64], why[256];
+    assert_int_equal(request(cases[i].devices, &req, name, why), cases[i].ret);
+    if (cases[i].ret != 1)
+      continue;
+    assert_int_equal(req.count, cases[i].count);
+    assert_int_equal(req.mib_per_gpu, cases[i].mib);
+    assert_string_equal(name, cases[i].name);
+  }
 }
 
 static void test_request_refused(void **state) {
@@ -122,7 +119,6 @@ static void test_request_refused(void **state) {
 
 static void slice(struct gs__dra *d, struct gs_sched *s, const char *driver, const char *node, bool del) {
   char text[1024];
-  json_t *j;
   snprintf(text, sizeof text,
            "{\"metadata\":{\"name\":\"%s-%s\"},\"spec\":{\"driver\":\"%s\","
            "\"pool\":{\"name\":\"pool-%s\"},\"nodeName\":\"%s\",\"devices\":["
@@ -130,12 +126,7 @@ static void slice(struct gs__dra *d, struct gs_sched *s, const char *driver, con
            "\"attributes\":{\"gpushare.io/index\":{\"int\":0}}},"
            "{\"name\":\"whole-1\",\"attributes\":{\"gpushare.io/index\":{\"int\":1}}}]}}",
            node, driver, driver, node, node);
-  j = load(text);
-  if (del)
-    gs__dra_slice_delete(d, s, j);
-  else
-    gs__dra_slice(d, s, j);
-  json_decref(j);
+  dra_feed(d, s, text, del ? gs__dra_slice_delete : gs__dra_slice);
 }
 
 static void test_device_at(void **state) {

@@ -7,25 +7,20 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include "../test_main.h"
+
 #include "api.h"
 #include "feed.h"
 #include "host.h"
 
+#include "../test_json.h"
 #include "../testutil.h"
 
 #include <stdio.h>
 #include <string.h>
 
-static json_t *parse(const char *text) {
-  json_error_t e;
-  json_t *v = json_loads(text, 0, &e);
-  if (v == NULL)
-    fail_msg("bad test JSON: %s", e.text);
-  return v;
-}
-
 static void feed_pdb(struct gs_sched *s, const char *text) {
-  json_t *v = parse(text);
+  json_t *v = gs_test_json(text);
   gs__feed_pdb(s, v);
   json_decref(v);
 }
@@ -47,7 +42,7 @@ static void feed_pod(struct gs_sched *s, struct gs__hosts *h, const char *uid,
            "\"labels\":%s},\"spec\":{\"nodeName\":\"n\",\"containers\":[{\"name\":\"c\","
            "\"resources\":{\"requests\":{\"cpu\":\"%s\"}}}]},\"status\":{\"phase\":\"Running\"}}",
            uid, uid, labels, cpu);
-  v = parse(text);
+  v = gs_test_json(text);
   gs__feed_pod(s, v);
   if (h != NULL)
     gs__hosts_pod(h, v);
@@ -117,7 +112,7 @@ static void test_budgets_through_the_feed(void **state) {
   }
   /* the budgets gone: nothing violated */
   {
-    json_t *v = parse("{\"metadata\":{\"name\":\"rest\",\"namespace\":\"default\"}}");
+    json_t *v = gs_test_json("{\"metadata\":{\"name\":\"rest\",\"namespace\":\"default\"}}");
     gs__feed_pdb_delete(s, v);
     json_decref(v);
   }
@@ -142,7 +137,7 @@ static void test_host_from_the_feed(void **state) {
   struct gs_preempt_answer a;
   struct gs_pod_request p = gs_test_mem_pod("hi", 16, 1);
   struct gs_preempt_offer o = {"n", NULL, 0};
-  json_t *node = parse(
+  json_t *node = gs_test_json(
       "{\"metadata\":{\"name\":\"n\",\"labels\":{\"ack.node.gpu.schedule\":\"share\"}},"
       "\"status\":{\"capacity\":{\"aliyun.com/gpu-mem\":\"32\",\"aliyun.com/gpu-count\":\"2\","
       "\"cpu\":\"8\",\"memory\":\"64Gi\"},\"allocatable\":{\"aliyun.com/gpu-mem\":\"32\","
@@ -190,7 +185,7 @@ static void test_pdb_decode(void **state) {
   json_t *v;
   char labels[64];
   (void)state;
-  v = parse("{\"metadata\":{\"name\":\"x\",\"namespace\":\"ns\"},\"spec\":{\"selector\":{"
+  v = gs_test_json("{\"metadata\":{\"name\":\"x\",\"namespace\":\"ns\"},\"spec\":{\"selector\":{"
             "\"matchLabels\":{\"a\":\"1\"},\"matchExpressions\":["
             "{\"key\":\"b\",\"operator\":\"NotIn\",\"values\":[\"2\",\"3\"]},"
             "{\"key\":\"c\",\"operator\":\"Exists\"},"
@@ -203,30 +198,26 @@ static void test_pdb_decode(void **state) {
   assert_int_equal(d.allowed, 2);
   json_decref(v);
   /* no selector selects nothing; status absent: no disruption allowed */
-  v = parse("{\"metadata\":{\"name\":\"x\"},\"spec\":{}}");
+  v = gs_test_json("{\"metadata\":{\"name\":\"x\"},\"spec\":{}}");
   assert_int_equal(gs_api_pdb_decode(v, &d, &diag), GS_EOK);
   assert_true(d.selector_null);
   assert_string_equal(d.ns, "default");
   assert_int_equal(d.allowed, 0);
   json_decref(v);
-  v = parse("{\"metadata\":{\"name\":\"x\"},\"spec\":{\"selector\":{\"matchExpressions\":"
+  v = gs_test_json("{\"metadata\":{\"name\":\"x\"},\"spec\":{\"selector\":{\"matchExpressions\":"
             "[{\"key\":\"b\",\"operator\":\"In\"}]}}}");
   assert_int_equal(gs_api_pdb_decode(v, &d, &diag), GS_EPARSE);
   assert_string_equal(diag.where, "PodDisruptionBudget.spec.selector.matchExpressions[0]");
   assert_string_equal(diag.text, "operator In needs values");
   json_decref(v);
-  v = parse("{\"metadata\":{\"labels\":{\"a\":\"1\",\"b\":\"\"}}}");
+  v = gs_test_json("{\"metadata\":{\"labels\":{\"a\":\"1\",\"b\":\"\"}}}");
   assert_int_equal(gs_api_pod_labels_text(v, labels, sizeof labels), GS_EOK);
   assert_string_equal(labels, "a=1\nb=\n");
   assert_int_equal(gs_api_pod_labels_text(v, labels, 5), GS_ETOOBIG);
   json_decref(v);
 }
 
-int main(void) {
-  const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_budgets_through_the_feed),
-      cmocka_unit_test(test_host_from_the_feed),
-      cmocka_unit_test(test_pdb_decode),
-  };
-  return cmocka_run_group_tests(tests, NULL, NULL);
-}
+GS_TEST_MAIN(NULL, NULL,
+             cmocka_unit_test(test_budgets_through_the_feed),
+             cmocka_unit_test(test_host_from_the_feed),
+             cmocka_unit_test(test_pdb_decode))

@@ -6,6 +6,8 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include "../test_main.h"
+
 #include "metrics.h"
 
 #include <math.h>
@@ -27,18 +29,15 @@ static void assert_render(const struct gs_metrics *m, const char *want) {
 }
 
 static void test_empty(void **state) {
-  struct gs_metrics *m = gs_metrics_new();
+  struct gs_metrics *m = *state;
 
-  (void)state;
   assert_render(m, "");
-  gs_metrics_free(m);
   gs_metrics_free(NULL);
 }
 
 static void test_counter_golden(void **state) {
-  struct gs_metrics *m = gs_metrics_new();
+  struct gs_metrics *m = *state;
 
-  (void)state;
   assert_int_equal(gs_metrics_counter_add(m, "gpushare_requests_total",
                                           "Requests by verb and result.",
                                           L("verb", "filter", "result", "ok"), 1),
@@ -57,15 +56,13 @@ static void test_counter_golden(void **state) {
                    "# HELP up_total No labels.\n"
                    "# TYPE up_total counter\n"
                    "up_total 0.5\n");
-  gs_metrics_free(m);
 }
 
 static void test_gauge_golden_and_reset(void **state) {
-  struct gs_metrics *m = gs_metrics_new();
+  struct gs_metrics *m = *state;
   const char *used = "gpushare_gpu_memory_used_mib";
   const char *total = "gpushare_gpu_memory_total_mib";
 
-  (void)state;
   assert_int_equal(gs_metrics_gauge_set(m, used, "GPU memory in use.", L("node", "a", "gpu", "0"),
                                         2048),
                    GS_EOK);
@@ -114,15 +111,13 @@ static void test_gauge_golden_and_reset(void **state) {
     assert_non_null(strstr(text, "\nc_total 1\n"));
     free(text);
   }
-  gs_metrics_free(m);
 }
 
 static void test_histogram_golden(void **state) {
-  struct gs_metrics *m = gs_metrics_new();
+  struct gs_metrics *m = *state;
   const char *name = "gpushare_request_duration_seconds";
   const char *help = "Latency of the extender verbs.";
 
-  (void)state;
   /* Binary fractions keep the sum exact: 0.00390625 + 0.375 + 0.5 + 7. */
   assert_int_equal(gs_metrics_observe(m, name, help, L("verb", "filter"), 0.00390625), GS_EOK);
   assert_int_equal(gs_metrics_observe(m, name, help, L("verb", "filter"), 0.375), GS_EOK);
@@ -167,16 +162,14 @@ static void test_histogram_golden(void **state) {
                    "gpushare_request_duration_seconds_bucket{verb=\"bind\",le=\"+Inf\"} 1\n"
                    "gpushare_request_duration_seconds_sum{verb=\"bind\"} 0\n"
                    "gpushare_request_duration_seconds_count{verb=\"bind\"} 1\n");
-  gs_metrics_free(m);
 }
 
 static void test_histogram_custom_buckets(void **state) {
-  struct gs_metrics *m = gs_metrics_new();
+  struct gs_metrics *m = *state;
   const double b[] = {1, 10, 100};
   const double bad_order[] = {1, 1};
   const double bad_inf[] = {1, INFINITY};
 
-  (void)state;
   assert_int_equal(gs_metrics_histogram_define(m, "size_bytes", "Sizes.", b, 3), GS_EOK);
   /* Same bounds again: fine; other bounds: refused. */
   assert_int_equal(gs_metrics_histogram_define(m, "size_bytes", "Sizes.", b, 3), GS_EOK);
@@ -194,13 +187,11 @@ static void test_histogram_custom_buckets(void **state) {
                    "size_bytes_bucket{le=\"+Inf\"} 2\n"
                    "size_bytes_sum 1005\n"
                    "size_bytes_count 2\n");
-  gs_metrics_free(m);
 }
 
 static void test_escaping(void **state) {
-  struct gs_metrics *m = gs_metrics_new();
+  struct gs_metrics *m = *state;
 
-  (void)state;
   assert_int_equal(gs_metrics_counter_add(m, "esc_total", "Back\\slash \"quoted\"\nnext line.",
                                           L("path", "C:\\dir\\\"x\"\nend", "empty", ""), 1),
                    GS_EOK);
@@ -211,13 +202,11 @@ static void test_escaping(void **state) {
   assert_render(m, "# HELP esc_total Back\\\\slash \"quoted\"\\nnext line.\n"
                    "# TYPE esc_total counter\n"
                    "esc_total{path=\"C:\\\\dir\\\\\\\"x\\\"\\nend\",empty=\"\"} 2\n");
-  gs_metrics_free(m);
 }
 
 static void test_values(void **state) {
-  struct gs_metrics *m = gs_metrics_new();
+  struct gs_metrics *m = *state;
 
-  (void)state;
   assert_int_equal(gs_metrics_gauge_set(m, "a", "A.", L("k", "tenth"), 0.1), GS_EOK);
   assert_int_equal(gs_metrics_gauge_set(m, "a", "A.", L("k", "big"), 1e21), GS_EOK);
   assert_int_equal(gs_metrics_gauge_set(m, "a", "A.", L("k", "third"), 1.0 / 3), GS_EOK);
@@ -232,13 +221,11 @@ static void test_values(void **state) {
                    "a{k=\"inf\"} +Inf\n"
                    "a{k=\"ninf\"} -Inf\n"
                    "a{k=\"int\"} 123456789012\n");
-  gs_metrics_free(m);
 }
 
 static void test_declare(void **state) {
-  struct gs_metrics *m = gs_metrics_new();
+  struct gs_metrics *m = *state;
 
-  (void)state;
   assert_int_equal(gs_metrics_declare(m, GS_METRIC_COUNTER, "z_total", "Z."), GS_EOK);
   assert_int_equal(gs_metrics_declare(m, GS_METRIC_COUNTER, "z_total", "Z."), GS_EOK);
   assert_int_equal(gs_metrics_declare(m, GS_METRIC_GAUGE, "z_total", "Z."), GS_EINVAL);
@@ -256,13 +243,11 @@ static void test_declare(void **state) {
     assert_non_null(strstr(text, "h_bucket{le=\"0.1\"} 0\n"));
     free(text);
   }
-  gs_metrics_free(m);
 }
 
 static void test_invalid(void **state) {
-  struct gs_metrics *m = gs_metrics_new();
+  struct gs_metrics *m = *state;
 
-  (void)state;
   assert_int_equal(gs_metrics_counter_add(NULL, "a_total", "A.", NULL, 1), GS_EINVAL);
   assert_int_equal(gs_metrics_counter_add(m, NULL, "A.", NULL, 1), GS_EINVAL);
   assert_int_equal(gs_metrics_counter_add(m, "", "A.", NULL, 1), GS_EINVAL);
@@ -295,17 +280,15 @@ static void test_invalid(void **state) {
       GS_EINVAL);
   /* "le" is an ordinary label outside histograms. */
   assert_int_equal(gs_metrics_gauge_set(m, "g", "G.", L("le", "x"), 1), GS_EOK);
-  gs_metrics_free(m);
 }
 
 static void test_caps(void **state) {
-  struct gs_metrics *m = gs_metrics_new();
+  struct gs_metrics *m = *state;
   char *longv = malloc(GS_METRICS_LABEL_TEXT_MAX + 1);
   const char *many[2 * (GS_METRICS_LABELS_MAX + 1) + 1];
   char names[GS_METRICS_LABELS_MAX + 1][8];
   char fam[32];
 
-  (void)state;
   memset(longv, 'x', GS_METRICS_LABEL_TEXT_MAX);
   longv[GS_METRICS_LABEL_TEXT_MAX] = '\0';
   assert_int_equal(gs_metrics_gauge_set(m, "g", "G.", L("k", longv), 1), GS_ETOOBIG);
@@ -334,17 +317,15 @@ static void test_caps(void **state) {
     /* Two families ("g", "h") exist already. */
     assert_int_equal(err, i < GS_METRICS_FAMILIES_MAX - 2 ? GS_EOK : GS_ETOOBIG);
   }
-  gs_metrics_free(m);
 }
 
 /* Per-GPU gauges of a large cluster rebuilt several times: the index keeps
  * lookups cheap and the output complete. */
 static void test_many_series(void **state) {
-  struct gs_metrics *m = gs_metrics_new();
+  struct gs_metrics *m = *state;
   char node[32], gpu[8], *text;
   size_t lines = 0;
 
-  (void)state;
   for (int round = 0; round < 3; round++) {
     gs_metrics_gauge_reset(m, "gpushare_gpu_memory_used_mib");
     for (int n = 0; n < 2500; n++) {
@@ -370,7 +351,6 @@ static void test_many_series(void **state) {
   assert_non_null(
       strstr(text, "gpushare_gpu_memory_used_mib{node=\"node-02499\",gpu=\"7\"} 20001\n"));
   free(text);
-  gs_metrics_free(m);
 }
 
 #define THREADS 8
@@ -393,12 +373,11 @@ static void *hammer(void *arg) {
 }
 
 static void test_concurrent(void **state) {
-  struct gs_metrics *m = gs_metrics_new();
+  struct gs_metrics *m = *state;
   pthread_t t[THREADS];
   char *text;
   char want[128];
 
-  (void)state;
   for (int i = 0; i < THREADS; i++)
     assert_int_equal(pthread_create(&t[i], NULL, hammer, m), 0);
   for (int i = 0; i < THREADS; i++)
@@ -415,23 +394,31 @@ static void test_concurrent(void **state) {
            THREADS * PER_THREAD);
   assert_non_null(strstr(text, want));
   free(text);
-  gs_metrics_free(m);
 }
 
-int main(void) {
-  const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_empty),
-      cmocka_unit_test(test_counter_golden),
-      cmocka_unit_test(test_gauge_golden_and_reset),
-      cmocka_unit_test(test_histogram_golden),
-      cmocka_unit_test(test_histogram_custom_buckets),
-      cmocka_unit_test(test_escaping),
-      cmocka_unit_test(test_values),
-      cmocka_unit_test(test_declare),
-      cmocka_unit_test(test_invalid),
-      cmocka_unit_test(test_caps),
-      cmocka_unit_test(test_many_series),
-      cmocka_unit_test(test_concurrent),
-  };
-  return cmocka_run_group_tests(tests, NULL, NULL);
+/* Every case gets a fresh registry (its *state), freed after it. */
+static int setup(void **state) {
+  *state = gs_metrics_new();
+  assert_non_null(*state);
+  return 0;
 }
+
+static int teardown(void **state) {
+  gs_metrics_free(*state);
+  return 0;
+}
+
+GS_TEST_MAIN(NULL, NULL,
+             GS_TEST_FX(test_empty),
+             GS_TEST_FX(test_counter_golden),
+             GS_TEST_FX(test_gauge_golden_and_reset),
+             GS_TEST_FX(test_histogram_golden),
+             GS_TEST_FX(test_histogram_custom_buckets),
+             GS_TEST_FX(test_escaping),
+             GS_TEST_FX(test_values),
+             GS_TEST_FX(test_declare),
+             GS_TEST_FX(test_invalid),
+             GS_TEST_FX(test_caps),
+             GS_TEST_FX(test_many_series),
+             GS_TEST_FX(test_concurrent))
+

@@ -9,6 +9,8 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include "../test_main.h"
+
 #include "../reason_labels.h"
 
 #include <string.h>
@@ -82,10 +84,6 @@ static void test_codes_are_the_documented_labels(void **state) {
   assert_string_equal(gs_reason_label(GS_R_GANG_OTHER), "gang_other");
 }
 
-int main(void) {
-  const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_every_reason_has_its_code),
-      cmocka_unit_test(test_codes_are_the_documented_labels),
-  };
-  return cmocka_run_group_tests(tests, NULL, NULL);
-}
+GS_TEST_MAIN(NULL, NULL,
+             cmocka_unit_test(test_every_reason_has_its_code),
+             cmocka_unit_test(test_codes_are_the_documented_labels))

@@ -10,6 +10,8 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include "../test_main.h"
+
 #include "demo.h"
 #include "server_int.h"
 
@@ -175,9 +177,5 @@ static int teardown(void **state) {
   return 0;
 }
 
-int main(void) {
-  const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_routes_under_allocation_failures),
-  };
-  return cmocka_run_group_tests(tests, setup, teardown);
-}
+GS_TEST_MAIN(setup, teardown,
+             cmocka_unit_test(test_routes_under_allocation_failures))

@@ -11,6 +11,8 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include "../test_main.h"
+
 #include "format.h"
 #include "request.h"
 
@@ -198,29 +200,8 @@ static void pending_unit_note(void **state) {
 /* GPU columns follow the index: a node with GPUs 0 and 2 leaves GPU1 blank,
  * and a node with fewer GPUs leaves the last columns blank. */
 static void columns_follow_gpu_index(void **state) {
-  char *t = render_text(
-      "{\"unit\":\"1GiB\",\"unitMiB\":1024,\"nodes\":["
-      "{\"name\":\"a\",\"mode\":\"share\",\"gpus\":[{\"index\":0,\"totalMiB\":2048,\"usedMiB\":0},"
-      "{\"index\":2,\"totalMiB\":2048,\"usedMiB\":1024}]},"
-      "{\"name\":\"bb\",\"mode\":\"mps\",\"gpus\":["
-      "{\"index\":0,\"totalMiB\":4096,\"usedMiB\":4096}]},"
-      "{\"name\":\"c\",\"gpus\":[]}]}",
-      GS_INSPECT_TABLE);
   (void)state;
-  assert_string_equal(t, "NAME  MODE   GPU0(Allocated/Total)  GPU1(Allocated/Total)  "
-                         "GPU2(Allocated/Total)  GPU Memory(GiB)\n"
-                         "a     share  0/2                                           1/2"
-                         "                    1/4\n"
-                         "bb    mps    4/4                                                  "
-                         "                "
-                         "4/4\n"
-                         "c     -                                                           "
-                         "                "
-                         "0/0\n"
-                         "------------------------------------------------------------------"
-                         "-------------------------------\n"
-                         "Allocated/Total GPU Memory In Cluster: 5/8 (62%)\n");
-  free(t);
+  expect_golden("gpu_index_columns.json", GS_INSPECT_TABLE, "gpu_index_columns.txt");
 }
 
 /* Without "unit" (older extender), the name comes from unitMiB. */
@@ -238,32 +219,9 @@ static void unit_name_from_size(void **state) {
  * the totals (a note counts them); whole GPUs whose memory is unknown show
  * who owns them (1/1, 0/1) and the node its GPUs, not 0/0. */
 static void unmanaged_nodes_and_whole_gpus(void **state) {
-  char *t = render_text(
-      "{\"unit\":\"1GiB\",\"unitMiB\":1024,\"nodes\":["
-      "{\"name\":\"cpu\",\"mode\":\"default\",\"gpus\":[]},"
-      "{\"name\":\"gpu-off\",\"mode\":\"default\",\"gpus\":[{\"index\":0,\"totalMiB\":"
-      "8192,\"usedMiB\":0},{\"index\":1,\"totalMiB\":8192,\"usedMiB\":0},{\"index\":2,"
-      "\"totalMiB\":8192,\"usedMiB\":0}]},"
-      "{\"name\":\"s\",\"mode\":\"share\",\"gpus\":[{\"index\":0,\"totalMiB\":2048,"
-      "\"usedMiB\":1024}]},"
-      "{\"name\":\"t\",\"mode\":\"topology\",\"gpus\":[{\"index\":0,\"totalMiB\":0,"
-      "\"usedMiB\":0,\"owner\":{\"namespace\":\"ns\",\"name\":\"j\",\"uid\":\"u\"}},"
-      "{\"index\":1,\"totalMiB\":0,\"usedMiB\":0,\"owner\":null}]}]}",
-      GS_INSPECT_TABLE);
   (void)state;
-  assert_string_equal(t, "NAME  MODE      GPU0(Allocated/Total)  GPU1(Allocated/Total)  "
-                         "GPU Memory(GiB)\n"
-                         "s     share     1/2                                           1/2\n"
-                         "t     topology  1/1                    0/1                    "
-                         "1/2 GPUs\n"
-                         "------------------------------------------------------------------"
-                         "-----------\n"
-                         "Allocated/Total GPU Memory In Cluster: 1/2 (50%)\n"
-                         "Allocated/Total Whole GPUs In Cluster: 1/2 (50%)\n"
-                         "note: 2 nodes not managed by gpushare (ack.node.gpu.schedule unset "
-                         "or default) not shown\n");
-  free(t);
-  t = render_text("{\"unit\":\"1GiB\",\"unitMiB\":1024,\"nodes\":[{\"name\":\"t\",\"mode\":"
+  expect_golden("unmanaged_whole.json", GS_INSPECT_TABLE, "unmanaged_whole.txt");
+  char *t = render_text("{\"unit\":\"1GiB\",\"unitMiB\":1024,\"nodes\":[{\"name\":\"t\",\"mode\":"
                   "\"topology\",\"gpus\":[{\"index\":0,\"totalMiB\":0,\"usedMiB\":0,\"owner\":"
                   "null}]}]}",
                   GS_INSPECT_DETAILS);
@@ -273,31 +231,8 @@ static void unmanaged_nodes_and_whole_gpus(void **state) {
 }
 
 static void details_owner_and_missing_container(void **state) {
-  char *t = render_text(
-      "{\"unit\":\"1GiB\",\"unitMiB\":1024,\"nodes\":[{\"name\":\"t\",\"mode\":\"topology\","
-      "\"gpus\":[{\"index\":0,\"totalMiB\":1024,\"usedMiB\":1024,\"owner\":{\"namespace\":\"ns\","
-      "\"name\":\"job-0\",\"uid\":\"u\"},\"pods\":[{\"namespace\":\"ns\",\"name\":\"job-0\","
-      "\"usedMiB\":1024}]},{\"index\":1,\"totalMiB\":1024,\"usedMiB\":0,\"owner\":null}]}]}",
-      GS_INSPECT_DETAILS);
   (void)state;
-  assert_string_equal(t, "NAME:       t\n"
-                         "MODE:       topology\n"
-                         "PLACEMENT:  -\n"
-                         "\n"
-                         "GPU  ALLOCATED/TOTAL(GiB)  ALLOCATED/TOTAL(MiB)  HEALTHY  PODS  OWNER\n"
-                         "0    1/1                   1024/1024             yes      1     "
-                         "ns/job-0\n"
-                         "1    0/1                   0/1024                yes      0     -\n"
-                         "\n"
-                         "NAMESPACE  NAME   GPU  CONTAINER  MEMORY(GiB)  MEMORY(MiB)\n"
-                         "ns         job-0  0    -          1            1024\n"
-                         "\n"
-                         "Allocated/Total:  1/2 (50%)\n"
-                         "-------------------------------------------------------------------"
-                         "-----\n"
-                         "Allocated/Total GPU Memory In Cluster: 1/2 (50%)\n"
-                         "Allocated/Total Whole GPUs In Cluster: 1/2 (50%)\n");
-  free(t);
+  expect_golden("owner_details.json", GS_INSPECT_DETAILS, "owner_details.txt");
 }
 
 static void gang_nodes_sorted(void **state) {
@@ -547,30 +482,26 @@ static void error_texts(void **state) {
   free(big);
 }
 
-int main(void) {
-  const struct CMUnitTest tests[] = {
-      cmocka_unit_test(table_cluster_1gib),
-      cmocka_unit_test(claims_listed_beside_pods),
-      cmocka_unit_test(details_cluster_1gib),
-      cmocka_unit_test(table_pending_unit),
-      cmocka_unit_test(details_pending_unit),
-      cmocka_unit_test(table_empty),
-      cmocka_unit_test(table_single_node),
-      cmocka_unit_test(unhealthy_marker_and_footnote),
-      cmocka_unit_test(pending_unit_note),
-      cmocka_unit_test(columns_follow_gpu_index),
-      cmocka_unit_test(unit_name_from_size),
-      cmocka_unit_test(details_owner_and_missing_container),
-      cmocka_unit_test(unmanaged_nodes_and_whole_gpus),
-      cmocka_unit_test(gang_nodes_sorted),
-      cmocka_unit_test(amounts),
-      cmocka_unit_test(unit_labels),
-      cmocka_unit_test(bad_shapes),
-      cmocka_unit_test(extra_keys_tolerated),
-      cmocka_unit_test(urls),
-      cmocka_unit_test(url_too_long),
-      cmocka_unit_test(url_validity),
-      cmocka_unit_test(error_texts),
-  };
-  return cmocka_run_group_tests(tests, NULL, NULL);
-}
+GS_TEST_MAIN(NULL, NULL,
+             cmocka_unit_test(table_cluster_1gib),
+             cmocka_unit_test(claims_listed_beside_pods),
+             cmocka_unit_test(details_cluster_1gib),
+             cmocka_unit_test(table_pending_unit),
+             cmocka_unit_test(details_pending_unit),
+             cmocka_unit_test(table_empty),
+             cmocka_unit_test(table_single_node),
+             cmocka_unit_test(unhealthy_marker_and_footnote),
+             cmocka_unit_test(pending_unit_note),
+             cmocka_unit_test(columns_follow_gpu_index),
+             cmocka_unit_test(unit_name_from_size),
+             cmocka_unit_test(details_owner_and_missing_container),
+             cmocka_unit_test(unmanaged_nodes_and_whole_gpus),
+             cmocka_unit_test(gang_nodes_sorted),
+             cmocka_unit_test(amounts),
+             cmocka_unit_test(unit_labels),
+             cmocka_unit_test(bad_shapes),
+             cmocka_unit_test(extra_keys_tolerated),
+             cmocka_unit_test(urls),
+             cmocka_unit_test(url_too_long),
+             cmocka_unit_test(url_validity),
+             cmocka_unit_test(error_texts))

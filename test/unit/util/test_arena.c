@@ -6,6 +6,8 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include "../test_main.h"
+
 #include "alloc.h"
 #include "arena.h"
 
@@ -137,14 +139,10 @@ static void test_out_of_memory(void **state) {
   gs_arena_free(a);
 }
 
-int main(void) {
-  const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_blocks_are_aligned_distinct_and_owned),
-      cmocka_unit_test(test_large_block_keeps_the_chunk_being_filled),
-      cmocka_unit_test(test_reset_forgets_and_merges),
-      cmocka_unit_test(test_hooks),
-      cmocka_unit_test(test_enter_null),
-      cmocka_unit_test(test_out_of_memory),
-  };
-  return cmocka_run_group_tests(tests, NULL, NULL);
-}
+GS_TEST_MAIN(NULL, NULL,
+             cmocka_unit_test(test_blocks_are_aligned_distinct_and_owned),
+             cmocka_unit_test(test_large_block_keeps_the_chunk_being_filled),
+             cmocka_unit_test(test_reset_forgets_and_merges),
+             cmocka_unit_test(test_hooks),
+             cmocka_unit_test(test_enter_null),
+             cmocka_unit_test(test_out_of_memory))

@@ -5,6 +5,8 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include "../test_main.h"
+
 #include "strmap.h"
 
 #include <stdint.h>
@@ -191,14 +193,10 @@ static void test_key_equal(void **state) {
   }
 }
 
-int main(void) {
-  const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_basic),
-      cmocka_unit_test(test_many),
-      cmocka_unit_test(test_hashed),
-      cmocka_unit_test(test_lengths),
-      cmocka_unit_test(test_low_bits_spread),
-      cmocka_unit_test(test_key_equal),
-  };
-  return cmocka_run_group_tests(tests, NULL, NULL);
-}
+GS_TEST_MAIN(NULL, NULL,
+             cmocka_unit_test(test_basic),
+             cmocka_unit_test(test_many),
+             cmocka_unit_test(test_hashed),
+             cmocka_unit_test(test_lengths),
+             cmocka_unit_test(test_low_bits_spread),
+             cmocka_unit_test(test_key_equal))
