@@ -3,6 +3,7 @@
 #include "server_int.h"
 #include <gpushare/alloc.h>
 
+#include "feed.h"
 #include "http.h"
 #include "view.h"
 
@@ -276,6 +277,13 @@ static void serve_bind(struct call *c) {
     gs__diag_text(&diag, "invalid Pod", c->err, sizeof c->err);
     goto done;
   }
+  /* Its labels and requests before the Binding, not when the watch brings
+   * it back bound: kube-scheduler may ask to preempt it (its cache assumed
+   * it) before then, and a victim whose labels are unknown is under no
+   * budget (docs/preemption.md "Bound before the watch"). A record of a
+   * pod whose bind then fails is never read (victims are bound pods) and
+   * goes with its deletion. */
+  gs__feed_pod_meta(s->sched, obj);
   if (gs_sched_bind(s->sched, c->pod, gs_api_pod_node(obj), args->node, gs__now_ns(), &binder,
                     r) != GS_EOK) {
     fail(c, 500, "%s", r->diag.text);
