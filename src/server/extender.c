@@ -14,6 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#define SETTLE_WAIT_MS 2000 /* a filter's wait for its preemption's victims (< httpTimeout) */
 #define ASSUME_MAX_AGE_NS (INT64_C(300) * 1000000000) /* bind never confirmed */
 
 /* ---- routes ------------------------------------------------------------ */
@@ -171,6 +172,27 @@ static void count_rejection(struct gs_server *s, const char *code, const char **
   *run = code != NULL ? 1 : 0;
 }
 
+/* A preemptor asked again on nodes where the victims gpushare answered for
+ * it are not gone yet in its view: kube-scheduler has deleted them (it
+ * offers a node only with the room they leave) and the watch is behind.
+ * Wait for the deletions rather than refuse the node, which would make
+ * kube-scheduler preempt again elsewhere (docs/preemption.md "Victims gone
+ * before the watch says so"). */
+static void settle(struct gs_server *s, const struct gs_pod_request *pod,
+                   const char *const *nodes, size_t n) {
+  int64_t t0;
+  enum gs_err err;
+  if (!gs_sched_preempt_unsettled(s->sched, pod->uid, nodes, n))
+    return;
+  gs_log(GS_LVL_INFO, "filter: waiting for its preemption's victims to go", "pod=%s/%s",
+         pod->ns, pod->name);
+  t0 = gs__now_ns();
+  err = gs_sched_preempt_settle(s->sched, pod->uid, nodes, n, SETTLE_WAIT_MS);
+  gs_log(GS_LVL_INFO, "filter: waited for its preemption's victims",
+         "pod=%s/%s waited_ms=%" PRId64 " result=%s", pod->ns, pod->name,
+         (gs__now_ns() - t0) / 1000000, err == GS_EOK ? "gone" : "still-there");
+}
+
 static void serve_filter(struct call *c) {
   const struct gs_api_args *args = &c->in.args;
   /* gs_sched_filter writes every entry; zeroing 272 bytes a node was waste. */
@@ -179,6 +201,7 @@ static void serve_filter(struct call *c) {
   size_t passed = 0, run = 0;
   const char *last_code = NULL;
 
+  settle(c->s, c->pod, args->names, args->nnodes);
   if (res == NULL || out == NULL || gs_api_filter_result_expect(out, args->nnodes) != GS_EOK ||
       gs_sched_filter(c->s->sched, c->pod, args->names, args->nnodes, gs__now_ns(), res) !=
           GS_EOK) {
@@ -294,6 +317,7 @@ static void serve_bind(struct call *c) {
     goto done;
   }
   c->result = "ok";
+  gs_sched_preempt_forget(s->sched, c->pod->uid);
   if (r->bound)
     gs_log(GS_LVL_INFO, "bound", "pod=%s/%s node=%s allocation=%s", c->pod->ns, c->pod->name,
            args->node, gs_annotations_get(&r->annots, GS_ANN_ALLOCATION)
@@ -403,6 +427,8 @@ static void serve_preempt(struct call *c) {
     nkept++;
   }
   c->result = nkept > 0 ? "ok" : "nofit";
+  if (nkept > 0)
+    gs_sched_preempt_note(c->s->sched, pod->uid, offers, answers, args->nnodes);
   gs_log(GS_LVL_INFO, "preempt", "pod=%s/%s offered=%zu kept=%zu victims=%zu", pod->ns,
          pod->name, args->nnodes, nkept, nuids);
   body = gs_api_preempt_result_dump(kept, nkept);

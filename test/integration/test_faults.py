@@ -194,6 +194,56 @@ class Faults(ExtenderCase):
         srv.clear_faults()
         self.assert_consistent(srv, ext)
 
+    def test_a_preemptors_filter_waits_for_the_victims_kube_scheduler_deleted(self):
+        """Issue 34's second race: kube-scheduler deletes the victims of the
+        node it picked and retries the preemptor as soon as its own cache
+        drops them, before the extender's watch brings the deletion. The
+        filter refused that node and kube-scheduler preempted the other
+        node's pods too; now it waits for the deletion (here: made only
+        once the extender says it waits) and passes the node."""
+        items = [node("gpu-va", "share", gpus=1, units=16),
+                 node("gpu-vb", "share", gpus=1, units=16)]
+        for name, units, prio in [("a50", 16, 50), ("b10a", 8, 10), ("b10b", 8, 10)]:
+            p = pod(name, units=units)
+            p["spec"]["priority"] = prio
+            items.append(p)
+        srv, ext = self.start(items)
+        for name in ("a50", "b10a", "b10b"):
+            self.assertEqual(ext.bind(srv.get("pods", "default", name),
+                                      "gpu-va" if name == "a50" else "gpu-vb"), {"Error": ""})
+        hi = pod("hi", units=16)
+        hi["spec"]["priority"] = 1000
+        meta = {"gpu-va": {"Pods": [{"UID": "uid-default-a50"}]},
+                "gpu-vb": {"Pods": [{"UID": "uid-default-b10a"}, {"UID": "uid-default-b10b"}]}}
+        res = ext.post("preempt", {"Pod": hi, "NodeNameToVictims": None,
+                                   "NodeNameToMetaVictims": meta})
+        self.assertEqual(sorted(res["NodeNameToMetaVictims"]), ["gpu-va", "gpu-vb"])
+        # kube-scheduler picked gpu-va; a50 is deleted in its view, not yet
+        # in the extender's: the preemptor's filter on gpu-va
+        answer = {}
+        th = threading.Thread(target=lambda: answer.update(
+            ext.post("filter", {"Pod": hi, "Nodes": None, "NodeNames": ["gpu-va"]})))
+        th.start()
+
+        def log():
+            with open(ext.logpath) as f:
+                return f.read()
+
+        wait_until(lambda: "filter: waiting for its preemption's victims" in log()
+                   or not th.is_alive(), 20, "the filter to wait or answer")
+        srv.delete("pods", "default", "a50")
+        th.join(30)
+        self.assertEqual((answer.get("NodeNames"), answer.get("FailedNodes")), (["gpu-va"], {}))
+        self.assertRegex(log(), r'msg="filter: waited for its preemption.s victims" '
+                                r'pod=default/hi waited_ms=\d+ result=gone')
+        # bound, it is forgotten: gpu-vb's victims (never deleted) hold no filter back
+        srv.add(dict(hi, metadata=dict(hi["metadata"])))
+        self.assertEqual(ext.bind(srv.get("pods", "default", "hi"), "gpu-va"), {"Error": ""})
+        res = ext.post("filter", {"Pod": hi, "Nodes": None, "NodeNames": ["gpu-vb"]})
+        self.assertEqual(list(res["FailedNodes"]), ["gpu-vb"])
+        self.assertEqual(log().count("filter: waiting for its preemption's victims"), 1)
+        self.assert_consistent(srv, ext)
+
     def test_node_deleted_while_pods_assumed(self):
         srv, ext = self.start([node("gone", "share", gpus=1, units=16),
                                node("stay", "share", gpus=1, units=16), pod("x", units=4)])
