@@ -178,10 +178,23 @@ static void count_rejection(struct gs_server *s, const char *code, const char **
  * Wait for the deletions rather than refuse the node, which would make
  * kube-scheduler preempt again elsewhere (docs/preemption.md "Victims gone
  * before the watch says so"). */
-static void settle(struct gs_server *s, const struct gs_pod_request *pod,
+static void settle(struct gs_server *s, const struct gs_pod_request *pod, const json_t *obj,
                    const char *const *nodes, size_t n) {
+  const char *nominated =
+      json_string_value(json_object_get(json_object_get(obj, "status"), "nominatedNodeName"));
   int64_t t0;
   enum gs_err err;
+  if (nominated != NULL && nominated[0] != '\0') {
+    /* once kube-scheduler's nomination is known, only its node's victims
+     * are waited for: the other nodes' were not deleted */
+    size_t i = 0;
+    while (i < n && strcmp(nodes[i], nominated) != 0)
+      i++;
+    if (i == n)
+      return;
+    nodes += i;
+    n = 1;
+  }
   if (!gs_sched_preempt_unsettled(s->sched, pod->uid, nodes, n))
     return;
   gs_log(GS_LVL_INFO, "filter: waiting for its preemption's victims to go", "pod=%s/%s",
@@ -201,7 +214,7 @@ static void serve_filter(struct call *c) {
   size_t passed = 0, run = 0;
   const char *last_code = NULL;
 
-  settle(c->s, c->pod, args->names, args->nnodes);
+  settle(c->s, c->pod, args->pod, args->names, args->nnodes);
   if (res == NULL || out == NULL || gs_api_filter_result_expect(out, args->nnodes) != GS_EOK ||
       gs_sched_filter(c->s->sched, c->pod, args->names, args->nnodes, gs__now_ns(), res) !=
           GS_EOK) {

@@ -218,8 +218,13 @@ class Faults(ExtenderCase):
         res = ext.post("preempt", {"Pod": hi, "NodeNameToVictims": None,
                                    "NodeNameToMetaVictims": meta})
         self.assertEqual(sorted(res["NodeNameToMetaVictims"]), ["gpu-va", "gpu-vb"])
-        # kube-scheduler picked gpu-va; a50 is deleted in its view, not yet
-        # in the extender's: the preemptor's filter on gpu-va
+        # kube-scheduler picked gpu-va (the nomination, once known, says
+        # so): gpu-vb's victims are not waited for
+        nominated = dict(hi, status={"phase": "Pending", "nominatedNodeName": "gpu-va"})
+        res = ext.post("filter", {"Pod": nominated, "Nodes": None, "NodeNames": ["gpu-vb"]})
+        self.assertEqual(list(res["FailedNodes"]), ["gpu-vb"])
+        # a50 is deleted in kube-scheduler's view, not yet in the
+        # extender's: the preemptor's filter on gpu-va
         answer = {}
         th = threading.Thread(target=lambda: answer.update(
             ext.post("filter", {"Pod": hi, "Nodes": None, "NodeNames": ["gpu-va"]})))
