@@ -400,6 +400,31 @@ enum gs_err gs_sched_preempt_gang(struct gs_sched *s, const struct gs_pod_reques
                                   struct gs_victim **ret_victims, size_t *ret_n, size_t *ret_node,
                                   struct gs_status *st) GS_WUR;
 
+/* Preemptions under way (the extender; docs/preemption.md "Victims gone
+ * before the watch says so"). kube-scheduler deletes the victims on the
+ * node it picks and retries the preemptor as soon as its own cache drops
+ * them; the front end's watch may bring the deletions a moment later, and
+ * a filter answered meanwhile would refuse the node, so kube-scheduler
+ * would preempt again elsewhere. gs_sched_preempt_note remembers, for the
+ * preemptor pod_uid, the victims answers (gs_sched_preempt's, for offers)
+ * kept on each node (at most 256 preemptors, for 2 minutes; a later note
+ * replaces an earlier). gs_sched_preempt_unsettled: some of them are still
+ * held on one of nodes (not gone: gs_sched_pod_gone). gs_sched_preempt_settle
+ * waits up to timeout_ms for those to be gone: GS_EOK when none is left
+ * (at once when none was), GS_ETIMEOUT when some stay (the record is then
+ * forgotten: one wait per preemption). gs_sched_preempt_forget forgets
+ * pod_uid's record (it is bound); gs_sched_pod_gone does too. Thread-safe;
+ * the ledger is not locked while waiting. */
+void gs_sched_preempt_note(struct gs_sched *s, const char *pod_uid,
+                           const struct gs_preempt_offer *offers,
+                           const struct gs_preempt_answer *answers, size_t n);
+bool gs_sched_preempt_unsettled(struct gs_sched *s, const char *pod_uid,
+                                const char *const *nodes, size_t n);
+enum gs_err gs_sched_preempt_settle(struct gs_sched *s, const char *pod_uid,
+                                    const char *const *nodes, size_t n,
+                                    int64_t timeout_ms) GS_WUR;
+void gs_sched_preempt_forget(struct gs_sched *s, const char *pod_uid);
+
 /* ---- views ------------------------------------------------------------------ */
 
 /* Runs fn with the ledger read-locked; nothing read may escape fn. plan

@@ -54,6 +54,7 @@ struct gs_sched {
   struct gs_strmap *unhealthy; /* node → struct unhealthy */
   struct gs__budgets *budgets; /* PDBs, pods' labels and host requests (budget.h) */
   struct gs_strmap *claim_gangs; /* uid → struct claim_member: gangs of claim pods (claim_gang.c) */
+  struct gs__settle *settle;     /* preemptions under way (src/sched/settle.c) */
 };
 
 /* A service running plugins in the given order (array borrowed; it must

@@ -10,6 +10,7 @@
 
 #include "alloc.h"
 #include "budget.h"
+#include "settle.h"
 #include "framework.h"
 #include "plugins.h"
 #include "strmap.h"
@@ -53,8 +54,9 @@ struct gs_sched *gs__sched_new_with(const struct gs_policy *policy,
   s->by_node = gs_strmap_new();
   s->unhealthy = gs_strmap_new();
   s->budgets = gs__budgets_new();
+  s->settle = gs__settle_new();
   if (s->kept == NULL || s->claim_gangs == NULL || s->by_node == NULL || s->unhealthy == NULL ||
-      s->budgets == NULL ||
+      s->budgets == NULL || s->settle == NULL ||
       gs__fw_init(s, policy, plugins, nplugins, diag) != GS_EOK) {
     gs_sched_free(s);
     return NULL;
@@ -91,6 +93,7 @@ void gs_sched_free(struct gs_sched *s) {
   gs_strmap_free_all(s->claim_gangs, gs_free);
   gs__fw_fini(s);
   gs__budgets_free(s->budgets);
+  gs__settle_free(s->settle);
   pthread_mutex_destroy(&s->mu);
   gs_free(s);
 }
@@ -256,6 +259,7 @@ void gs_sched_pod_gone(struct gs_sched *s, const char *uid) {
   gs_sched_claim_gang_leave(s, uid);
   gs_fw_pod_gone(s, uid);
   gs__budgets_pod_forget(s->budgets, uid);
+  gs__settle_pod_gone(s->settle, uid);
 }
 
 /* ---- DRA claims ----------------------------------------------------------- */

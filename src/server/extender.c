@@ -3,6 +3,7 @@
 #include "server_int.h"
 #include <gpushare/alloc.h>
 
+#include "feed.h"
 #include "http.h"
 #include "view.h"
 
@@ -178,6 +179,7 @@ static void serve_filter(struct call *c) {
   size_t passed = 0, run = 0;
   const char *last_code = NULL;
 
+  gs__server_settle(c->s, c->pod, args->pod, args->names, args->nnodes);
   if (res == NULL || out == NULL || gs_api_filter_result_expect(out, args->nnodes) != GS_EOK ||
       gs_sched_filter(c->s->sched, c->pod, args->names, args->nnodes, gs__now_ns(), res) !=
           GS_EOK) {
@@ -276,6 +278,13 @@ static void serve_bind(struct call *c) {
     gs__diag_text(&diag, "invalid Pod", c->err, sizeof c->err);
     goto done;
   }
+  /* Its labels and requests before the Binding, not when the watch brings
+   * it back bound: kube-scheduler may ask to preempt it (its cache assumed
+   * it) before then, and a victim whose labels are unknown is under no
+   * budget (docs/preemption.md "Bound before the watch"). A record of a
+   * pod whose bind then fails is never read (victims are bound pods) and
+   * goes with its deletion. */
+  gs__feed_pod_meta(s->sched, obj);
   if (gs_sched_bind(s->sched, c->pod, gs_api_pod_node(obj), args->node, gs__now_ns(), &binder,
                     r) != GS_EOK) {
     fail(c, 500, "%s", r->diag.text);
@@ -286,6 +295,7 @@ static void serve_bind(struct call *c) {
     goto done;
   }
   c->result = "ok";
+  gs_sched_preempt_forget(s->sched, c->pod->uid);
   if (r->bound)
     gs_log(GS_LVL_INFO, "bound", "pod=%s/%s node=%s allocation=%s", c->pod->ns, c->pod->name,
            args->node, gs_annotations_get(&r->annots, GS_ANN_ALLOCATION)
@@ -395,6 +405,8 @@ static void serve_preempt(struct call *c) {
     nkept++;
   }
   c->result = nkept > 0 ? "ok" : "nofit";
+  if (nkept > 0)
+    gs_sched_preempt_note(c->s->sched, pod->uid, offers, answers, args->nnodes);
   gs_log(GS_LVL_INFO, "preempt", "pod=%s/%s offered=%zu kept=%zu victims=%zu", pod->ns,
          pod->name, args->nnodes, nkept, nuids);
   body = gs_api_preempt_result_dump(kept, nkept);

@@ -73,5 +73,11 @@ void gs__server_handle(void *ctx, const struct gs_http_request *req,
                        struct gs_http_response *resp);
 /* Where the service's notices go (sink.c): log lines and Warning Events. */
 void gs__server_on_notice(void *ctx, const struct gs_notice *n);
+/* A preemptor asked to filter on nodes where the victims gpushare answered
+ * for it are not gone yet in its view: waits (bounded) for the deletions
+ * its watch has still to bring (filter_wait.c; docs/preemption.md "Victims gone
+ * before the watch says so"). obj: the filter's Pod object. */
+void gs__server_settle(struct gs_server *s, const struct gs_pod_request *pod, const json_t *obj,
+                       const char *const *nodes, size_t n);
 
 #endif

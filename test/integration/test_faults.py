@@ -145,6 +145,110 @@ class Faults(ExtenderCase):
         self.assertIsNotNone(restarts)
         self.assertGreaterEqual(int(restarts.group(1)), 2)
 
+    def test_victims_bound_before_the_watch_brings_them_back_count_against_their_budget(self):
+        """Issue 34's flake, made certain: kube-scheduler asks to preempt pods
+        it has just bound through the extender before the extender's pods
+        watch brings them back bound (held back here). Their labels must be
+        known from the bind: every low-priority pod is under a budget that
+        allows no disruption, gpu-va's set (one pod) violates once, gpu-vb's
+        (two pods) twice; with the labels unknown both counted 0 and
+        kube-scheduler took gpu-vb's lower-priority pods."""
+        budget = {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
+                  "metadata": {"name": "db", "namespace": "default"},
+                  "spec": {"maxUnavailable": 0, "selector": {"matchLabels": {"app": "db"}}},
+                  "status": {"disruptionsAllowed": 0}}
+        victims = {"a50": (16, 50), "b10a": (8, 10), "b10b": (8, 10)}
+        items = [node("gpu-va", "share", gpus=1, units=16),
+                 node("gpu-vb", "share", gpus=1, units=16), budget]
+        for name, (units, prio) in victims.items():
+            p = pod(name, units=units, labels={"app": "db"})
+            p["spec"]["priority"] = prio
+            items.append(p)
+        srv, ext = self.start(items)
+
+        def pods_watched():
+            return [w for w in srv.watches() if w["path"] == "/api/v1/pods"]
+
+        self.assertTrue(srv.wait_for_watches("poddisruptionbudgets"), "the budget listed")
+        self.assertTrue(srv.wait_for_watches("pods"))
+        # the pods watch ends and its next list or watch is held back
+        srv.inject_fault(method="GET", path=r"^/api/v1/pods$", action="delay", delay=20.0,
+                         count=None)
+        srv.drop_watches(mode="end", resource="pods")
+        wait_until(lambda: not pods_watched(), 10, "the pods watch to end")
+        for name in victims:
+            self.assertEqual(ext.bind(srv.get("pods", "default", name),
+                                      "gpu-va" if name == "a50" else "gpu-vb"), {"Error": ""})
+        hi = pod("hi", units=16)
+        hi["spec"]["priority"] = 1000
+        meta = {"gpu-va": {"Pods": [{"UID": "uid-default-a50"}]},
+                "gpu-vb": {"Pods": [{"UID": "uid-default-b10a"}, {"UID": "uid-default-b10b"}]}}
+        res = ext.post("preempt", {"Pod": hi, "NodeNameToVictims": None,
+                                   "NodeNameToMetaVictims": meta})
+        self.assertEqual(pods_watched(), [],
+                         "the pods watch delivered the binds before the preempt call")
+        got = {n: (sorted(p["UID"] for p in v["Pods"]), v["NumPDBViolations"])
+               for n, v in res["NodeNameToMetaVictims"].items()}
+        self.assertEqual(got, {"gpu-va": (["uid-default-a50"], 1),
+                               "gpu-vb": (["uid-default-b10a", "uid-default-b10b"], 2)})
+        srv.clear_faults()
+        self.assert_consistent(srv, ext)
+
+    def test_a_preemptors_filter_waits_for_the_victims_kube_scheduler_deleted(self):
+        """Issue 34's second race: kube-scheduler deletes the victims of the
+        node it picked and retries the preemptor as soon as its own cache
+        drops them, before the extender's watch brings the deletion. The
+        filter refused that node and kube-scheduler preempted the other
+        node's pods too; now it waits for the deletion (here: made only
+        once the extender says it waits) and passes the node."""
+        items = [node("gpu-va", "share", gpus=1, units=16),
+                 node("gpu-vb", "share", gpus=1, units=16)]
+        for name, units, prio in [("a50", 16, 50), ("b10a", 8, 10), ("b10b", 8, 10)]:
+            p = pod(name, units=units)
+            p["spec"]["priority"] = prio
+            items.append(p)
+        srv, ext = self.start(items)
+        for name in ("a50", "b10a", "b10b"):
+            self.assertEqual(ext.bind(srv.get("pods", "default", name),
+                                      "gpu-va" if name == "a50" else "gpu-vb"), {"Error": ""})
+        hi = pod("hi", units=16)
+        hi["spec"]["priority"] = 1000
+        meta = {"gpu-va": {"Pods": [{"UID": "uid-default-a50"}]},
+                "gpu-vb": {"Pods": [{"UID": "uid-default-b10a"}, {"UID": "uid-default-b10b"}]}}
+        res = ext.post("preempt", {"Pod": hi, "NodeNameToVictims": None,
+                                   "NodeNameToMetaVictims": meta})
+        self.assertEqual(sorted(res["NodeNameToMetaVictims"]), ["gpu-va", "gpu-vb"])
+        # kube-scheduler picked gpu-va (the nomination, once known, says
+        # so): gpu-vb's victims are not waited for
+        nominated = dict(hi, status={"phase": "Pending", "nominatedNodeName": "gpu-va"})
+        res = ext.post("filter", {"Pod": nominated, "Nodes": None, "NodeNames": ["gpu-vb"]})
+        self.assertEqual(list(res["FailedNodes"]), ["gpu-vb"])
+        # a50 is deleted in kube-scheduler's view, not yet in the
+        # extender's: the preemptor's filter on gpu-va
+        answer = {}
+        th = threading.Thread(target=lambda: answer.update(
+            ext.post("filter", {"Pod": hi, "Nodes": None, "NodeNames": ["gpu-va"]})))
+        th.start()
+
+        def log():
+            with open(ext.logpath) as f:
+                return f.read()
+
+        wait_until(lambda: "filter: waiting for its preemption's victims" in log()
+                   or not th.is_alive(), 20, "the filter to wait or answer")
+        srv.delete("pods", "default", "a50")
+        th.join(30)
+        self.assertEqual((answer.get("NodeNames"), answer.get("FailedNodes")), (["gpu-va"], {}))
+        self.assertRegex(log(), r'msg="filter: waited for its preemption.s victims" '
+                                r'pod=default/hi waited_ms=\d+ result=gone')
+        # bound, it is forgotten: gpu-vb's victims (never deleted) hold no filter back
+        srv.add(dict(hi, metadata=dict(hi["metadata"])))
+        self.assertEqual(ext.bind(srv.get("pods", "default", "hi"), "gpu-va"), {"Error": ""})
+        res = ext.post("filter", {"Pod": hi, "Nodes": None, "NodeNames": ["gpu-vb"]})
+        self.assertEqual(list(res["FailedNodes"]), ["gpu-vb"])
+        self.assertEqual(log().count("filter: waiting for its preemption's victims"), 1)
+        self.assert_consistent(srv, ext)
+
     def test_node_deleted_while_pods_assumed(self):
         srv, ext = self.start([node("gone", "share", gpus=1, units=16),
                                node("stay", "share", gpus=1, units=16), pod("x", units=4)])

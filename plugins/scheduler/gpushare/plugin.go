@@ -634,11 +634,15 @@ func (p *Plugin) Bind(ctx context.Context, state fwk.CycleState, pod *v1.Pod, no
 			Annotations: c.annots},
 		Target: v1.ObjectReference{Kind: "Node", Name: nodeName},
 	}
+	// its labels and requests before the Binding (its updates are not fed
+	// again, feed.go): the next cycle's PostFilter may weigh it as a victim
+	// under a budget as soon as the Binding is written (docs/preemption.md
+	// "Bound before the watch")
+	p.core.PodMeta(c.pod)
 	if err := p.h.ClientSet().CoreV1().Pods(pod.Namespace).Bind(ctx, b, metav1.CreateOptions{}); err != nil {
 		return fwk.AsStatus(err)
 	}
 	p.core.Confirm(string(pod.UID))
-	p.core.PodMeta(c.pod) // its updates are not fed again (feed.go): budgets and the host need these
 	p.bound.Store(pod.UID, struct{}{})
 	return nil
 }
