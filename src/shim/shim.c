@@ -221,6 +221,10 @@ void gs_shim_pod(struct gs_shim *s, const char *json, size_t len) {
 
 void gs_shim_pod_delete(struct gs_shim *s, const char *uid) { gs_sched_pod_gone(s->sched, uid); }
 
+void gs_shim_preempt_forget(struct gs_shim *s, const char *uid) {
+  gs_sched_preempt_forget(s->sched, uid);
+}
+
 void gs_shim_dra(struct gs_shim *s, const char *json, size_t len, int claim, int deleted) {
   json_t *obj = load(json, len);
   if (obj == NULL)
@@ -603,6 +607,16 @@ char *gs_shim_preempt(struct gs_shim *s, const char *pod, size_t len, const char
     out = preempt_gang(s, &req, nodes, n); /* victims for every member, or none */
     goto done;
   }
+  if (gs_sched_preempt_unsettled(s->sched, req.uid, nodes, n)) {
+    /* its last victims are not all gone from the ledger yet (a deletion
+     * requeued it before the others were fed): no new victims, as
+     * DefaultPreemption preempts no more while its victims terminate */
+    doc = json_pack("{s:s}", "waiting",
+                    "gpushare: the victims of its last preemption still hold their GPUs");
+    out = doc != NULL ? gs_api_dump(doc) : NULL;
+    json_decref(doc);
+    goto done;
+  }
   for (size_t i = 0; i < n; i++)
     offers[i] = (struct gs_preempt_offer){nodes[i], NULL, 0};
   if (gs_sched_preempt(s->sched, &req, offers, n, answers) != GS_EOK ||
@@ -614,6 +628,8 @@ char *gs_shim_preempt(struct gs_shim *s, const char *pod, size_t len, const char
   if (gs_sched_nominate(s->sched, &req, nodes[best]) != GS_EOK) {
     /* past the cap: the pod is nominated, its GPUs not held */
   }
+  /* until they are gone, a retry of the pod waits for them */
+  gs_sched_preempt_note(s->sched, req.uid, &offers[best], &answers[best], 1);
   if ((list = json_array()) == NULL)
     goto done;
   for (size_t v = 0; v < nvictims; v++)

@@ -36,6 +36,9 @@ void gs_shim_node(struct gs_shim *s, const char *json, size_t len);
 void gs_shim_node_delete(struct gs_shim *s, const char *name);
 void gs_shim_pod(struct gs_shim *s, const char *json, size_t len);
 void gs_shim_pod_delete(struct gs_shim *s, const char *uid);
+/* The victims of uid's last preemption answer are not waited for any
+ * more (their eviction failed: gs_shim_preempt may choose again). */
+void gs_shim_preempt_forget(struct gs_shim *s, const char *uid);
 /* A resource.k8s.io/v1 ResourceSlice (claim 0) or ResourceClaim (claim 1)
  * added or changed, or deleted (docs/dra.md). */
 void gs_shim_dra(struct gs_shim *s, const char *json, size_t len, int claim, int deleted);
@@ -107,7 +110,9 @@ int gs_shim_permit(struct gs_shim *s, const char *pod, size_t len, const char *n
  * node — lowest highest victim priority, then fewest victims, then least
  * GPU memory, then the order given — as JSON
  * {"node":"n","victims":[{"namespace":..,"name":..,"uid":..}]}, or NULL when
- * no node can be made to fit (or out of memory). Free the string. */
+ * no node can be made to fit (or out of memory); {"waiting":"text"} while
+ * the victims of the pod's last answer are not all gone (gs_shim_pod_delete)
+ * on one of the nodes: no new victims then. Free the string. */
 char *gs_shim_preempt(struct gs_shim *s, const char *pod, size_t len, const char *const *nodes,
                       size_t n);
 /* gs_shim_preempt with the n nodes' host resources first (host: 4 per node,

@@ -23,6 +23,9 @@ type preemptChoice struct {
 	Node          string      `json:"node"`
 	PDBViolations int         `json:"pdbViolations"`
 	Victims       []victimRef `json:"victims"`
+	// Waiting: the victims of its last preemption still hold their GPUs
+	// (not every deletion fed yet): no new victims (shim.h)
+	Waiting string `json:"waiting"`
 }
 
 func decodeChoice(res string) (*preemptChoice, *fwk.Status) {

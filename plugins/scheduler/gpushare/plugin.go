@@ -699,11 +699,15 @@ func (p *Plugin) PostFilter(ctx context.Context, state fwk.CycleState, pod *v1.P
 	if st != nil {
 		return nil, st
 	}
+	if choice.Waiting != "" {
+		return nil, fwk.NewStatus(fwk.Unschedulable, choice.Waiting)
+	}
 	if err := p.evictAll(ctx, pod, choice.Victims, func(*v1.Pod) string { return choice.Node },
 		func(v victimRef, _ *v1.Pod) {
 			klog.InfoS("gpushare: preempted", "preemptor", klog.KObj(pod), "victim",
 				klog.KRef(v.Namespace, v.Name), "node", choice.Node, "pdbViolations", choice.PDBViolations)
 		}); err != nil {
+		p.core.PreemptForget(string(pod.UID)) // the next try chooses again
 		return nil, fwk.AsStatus(err)
 	}
 	return &fwk.PostFilterResult{NominatingInfo: &fwk.NominatingInfo{

@@ -145,6 +145,12 @@ func (s *Shim) PodDelete(uid string) {
 	withString(uid, func(c *C.char) { C.gs_shim_pod_delete(s.c, c) })
 }
 
+// PreemptForget: the victims of uid's last preemption are not waited for
+// (their eviction failed; Preempt may choose again).
+func (s *Shim) PreemptForget(uid string) {
+	withString(uid, func(c *C.char) { C.gs_shim_preempt_forget(s.c, c) })
+}
+
 // DRA: a resource.k8s.io/v1 ResourceSlice (claim false) or ResourceClaim
 // (claim true) added or changed, or deleted (its JSON; docs/dra.md).
 func (s *Shim) DRA(obj []byte, claim, deleted bool) {

@@ -592,6 +592,7 @@ func TestPreemptBudgetsHostAndHold(t *testing.T) {
 		} `json:"victims"`
 	}
 	res, ok := s.PreemptHost(hi, []string{"a", "b"}, nil)
+	s.PreemptForget("uid-hi") // vb not evicted: hi may choose again
 	if err := json.Unmarshal([]byte(res), &choice); !ok || err != nil || choice.Node != "b" ||
 		choice.PDBViolations != 0 || len(choice.Victims) != 1 || choice.Victims[0].Name != "vb" {
 		t.Fatalf("with the budget: %v %s", ok, res)
@@ -621,5 +622,45 @@ func TestPreemptBudgetsHostAndHold(t *testing.T) {
 	s.PodDelete("uid-hi")
 	if rc, vs = s.Filter(lo, []string{"a"}, nil, 1, false); rc != OK || vs.Code(0) != OK {
 		t.Fatalf("hi gone: %d %d %q", rc, vs.Code(0), vs.Reason(0))
+	}
+}
+
+// A preemptor requeued by its first victim's deletion, before the second
+// victim's is fed, is not given new victims (a third pod evicted, seen in
+// test_real_plugin_lifecycle's multi-card preemption): the answer is
+// "waiting" until both are gone; then the pod fits the freed GPU.
+func TestPreemptWaitsForItsVictims(t *testing.T) {
+	s := gibShim(t)
+	s.Node(node("a", 2, 32))
+	for _, name := range []string{"v1", "v2", "w1", "w2"} {
+		if rc, _, reason := s.Reserve(labelled(name, 8, 0, "", nil), "a", 1); rc != OK {
+			t.Fatalf("reserve %s: %d %s", name, rc, reason)
+		}
+		s.Confirm("uid-" + name)
+	}
+	hi := labelled("hi", 16, 100, "", nil)
+	var choice struct {
+		Node    string `json:"node"`
+		Waiting string `json:"waiting"`
+		Victims []struct {
+			UID string `json:"uid"`
+		} `json:"victims"`
+	}
+	res, ok := s.Preempt(hi, []string{"a"})
+	if err := json.Unmarshal([]byte(res), &choice); !ok || err != nil || choice.Node != "a" ||
+		len(choice.Victims) != 2 || choice.Waiting != "" {
+		t.Fatalf("first: %v %s", ok, res)
+	}
+	first := choice.Victims
+	s.PodDelete(first[0].UID)
+	choice.Victims, choice.Node = nil, ""
+	res, ok = s.Preempt(hi, []string{"a"})
+	if err := json.Unmarshal([]byte(res), &choice); !ok || err != nil || len(choice.Victims) != 0 ||
+		choice.Waiting != "gpushare: the victims of its last preemption still hold their GPUs" {
+		t.Fatalf("one victim left: %v %s", ok, res)
+	}
+	s.PodDelete(first[1].UID)
+	if rc, vs := s.Filter(hi, []string{"a"}, nil, 1, false); rc != OK || vs.Code(0) != OK {
+		t.Fatalf("both gone: %d %d %q", rc, vs.Code(0), vs.Reason(0))
 	}
 }
