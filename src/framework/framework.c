@@ -322,6 +322,8 @@ static bool memo_update(struct gs_sched *fw, struct cycle *cy, struct gs_sched_m
   size_t k = gs_ledger_changed_since(fw->ledger, memo->gen, changed, MEMO_CHANGES_MAX);
   if (k == SIZE_MAX || memo->holds_gen != gs__holds_gen(fw->holds))
     return false; /* a nomination began or ended: every node again */
+  if (memo->held || gs__holds_has(fw->holds, cy->c.pod->uid))
+    return false; /* a pod's own hold is not held against it: its answers are its own */
   memo->evaluated = 0;
   for (size_t i = 0; k > 0 && i < memo->n; i++) {
     for (size_t j = 0; j < k; j++) {
@@ -416,6 +418,7 @@ static enum gs_err run_verb(struct gs_sched *fw, const struct gs_pod_request *po
      * logged past this generation. */
     memo->gen = gs_ledger_gen(fw->ledger);
     memo->holds_gen = gs__holds_gen(fw->holds);
+    memo->held = gs__holds_has(fw->holds, pod->uid);
     memcpy(memo->sig, sig, sizeof sig);
   }
   pthread_rwlock_unlock(&fw->lock);

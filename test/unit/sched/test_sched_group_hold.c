@@ -239,6 +239,30 @@ static void test_a_hold_is_bounded_in_time(void **state) {
   gs_sched_free(s);
 }
 
+/* kube-scheduler's plugin reuses a memo for pods signed alike: a member
+ * signed as the foreign pod before it is not refused by its own slot. */
+static void test_the_memo_does_not_lend_a_hold(void **state) {
+  struct gs_sched *s = cluster();
+  struct gs_pod_request m[4], gp = group(m), q = gs_test_mem_pod("q", 8, 1);
+  struct gs_sched_memo *memo = gs_sched_memo_new();
+  const struct gs_node_result *r;
+  (void)state;
+  assert_non_null(memo);
+  q.priority = 1000;
+  preempt(s, &gp, m, 4, NOW);
+  gs_sched_pod_gone(s, "v-a");
+  gs_sched_pod_gone(s, "v-b");
+  assert_int_equal(gs_sched_prioritize_memo(s, memo, &q, nodes, 1, NOW, &r), GS_EOK);
+  assert_int_equal(r[0].code, GS_ENOFIT);
+  assert_string_equal(r[0].reason, HELD);
+  assert_int_equal(gs_sched_prioritize_memo(s, memo, &m[0], nodes, 1, NOW, &r), GS_EOK);
+  assert_int_equal(r[0].code, GS_EOK);
+  assert_int_equal(gs_sched_prioritize_memo(s, memo, &q, nodes, 1, NOW, &r), GS_EOK);
+  assert_int_equal(r[0].code, GS_ENOFIT);
+  gs_sched_memo_free(memo);
+  gs_sched_free(s);
+}
+
 /* Fewer members than slots: the ones listed are held and answered, the
  * rest not; a member gpushare does not place is answered, not held, and
  * says so; no victims: nothing held, nothing written. */
@@ -357,5 +381,6 @@ static void test_whole_gpu_slots_are_held(void **state) {
 GS_TEST_MAIN(NULL, NULL, cmocka_unit_test(test_every_slot_is_held_until_its_member_binds),
              cmocka_unit_test(test_a_hold_ends_with_its_member_or_its_nomination),
              cmocka_unit_test(test_a_hold_is_bounded_in_time),
+             cmocka_unit_test(test_the_memo_does_not_lend_a_hold),
              cmocka_unit_test(test_members_past_the_slots_and_bad_members),
              cmocka_unit_test(test_whole_gpu_slots_are_held))
