@@ -151,5 +151,82 @@ class WorkloadPreemption(Workloads):
         self.assert_ledger_is_truth()
 
 
+FINALIZER = "gpushare.io/test-keep"  # keeps a victim Terminating until the test removes it
+
+
+class WorkloadPreemptionHold(Workloads):
+    """After a PodGroup's preemption every member's slot is held while the
+    victims terminate (docs/preemption.md "Pod groups' slots are held")."""
+
+    def test_a_second_pod_cannot_take_a_members_slot_while_the_victims_terminate(self):
+        """Four 16 GiB GPUs (spread placement): a 1 GiB low-priority pod on
+        GPUs 0 and 1, each with a finalizer (it stays Terminating until the
+        test lets it go), 11 GiB of top priority on GPUs 2 and 3. A PodGroup
+        of four 8 GiB high-priority members (minCount 4): two fit, four need
+        both 1 GiB pods gone. gpushare's PodGroupPostFilter evicts exactly
+        those two and every member is nominated to the node. While they
+        terminate, an 8 GiB pod of the group's priority arrives: it fits on
+        GPU 0 now (15 GiB free) and by node totals even with the four
+        nominated members added (1 + 1 + 22 + 32 + 8 = 64 GiB), so
+        kube-scheduler's own hold passes it; only gpushare's holds of the
+        members' slots stop it (their reason, its event) — would it land on
+        GPU 0, the group could never fit. The victims let go, all four
+        members are bound, two per GPU, both full; the second pod is
+        refused for memory and never bound; the ledger equals the pods."""
+        self.node("gpu-wh", "share", gpus=4, units=64, labels={"ack.node.gpu.placement": "spread"})
+        sel = {"gpushare-test": self.ns}
+        for name, gib, prio, keep in [("v-a", 1, "low", True), ("v-b", 1, "low", True),
+                                      ("t-c", 11, "top", False), ("t-d", 11, "top", False)]:
+            p = kcluster.gpu_pod(name, ns=self.ns, units=gib, priority_class=prio, node_selector=sel)
+            if keep:
+                p["metadata"]["finalizers"] = [FINALIZER]
+            self.k.create(p)
+            wait_for(lambda n=name: self.k.get("pods", self.ns, n)["spec"].get("nodeName"), 120,
+                     f"{name} bound", 0.2)
+        try:
+            self._while_the_victims_terminate()
+        finally:
+            for name in ("v-a", "v-b"):
+                if self.k.try_get("pods", self.ns, name):
+                    self.k.patch("pods", self.ns, name, {"metadata": {"finalizers": None}})
+
+    def _while_the_victims_terminate(self):
+        gpus = {p["metadata"]["name"]: alloc_gpus(p) for p in self.pods()}
+        self.assertEqual(gpus, {"v-a": [0], "v-b": [1], "t-c": [2], "t-d": [3]})
+        self.workload("hold", 4, "high")
+        members = [f"s-{i}" for i in range(4)]
+        for name in members:
+            self.member(name, "hold", 8, priority_class="high")
+        for name in ("v-a", "v-b"):
+            wait_for(lambda n=name: self.k.get("pods", self.ns, n)["metadata"].get("deletionTimestamp"), 180,
+                     f"{name} preempted (Terminating)", 0.2)
+        for name in members:
+            wait_for(lambda n=name: self.k.get("pods", self.ns, n)["status"].get("nominatedNodeName") == "gpu-wh",
+                     120, f"{name} nominated to gpu-wh", 0.2)
+        self.pod("q", units=8, priority_class="high")
+        self.wait_event("q", re.escape(f"GPUs held for pod {self.ns}/") + r"s-\d" +
+                        re.escape(", nominated here by preemption"))
+        self.assertFalse(self.k.get("pods", self.ns, "q")["spec"].get("nodeName"))
+        # the ledger: the victims still hold their GiB, nothing of q or the members
+        self.assertEqual(self.used("gpu-wh"), {0: 1, 1: 1, 2: 11, 3: 11})
+        self.assertEqual(self.bound("job=hold"), [])
+        self.assert_ledger_is_truth()
+        # the victims go: the four members take GPUs 0 and 1, q never does
+        for name in ("v-a", "v-b"):
+            self.k.patch("pods", self.ns, name, {"metadata": {"finalizers": None}})
+        bound = self.wait_bound(4, "job=hold", timeout=240)
+        self.assertEqual(sorted(alloc_gpus(p) for p in bound), [[0], [0], [1], [1]])
+        wait_for(lambda: self.used("gpu-wh") == {0: 16, 1: 16, 2: 11, 3: 11}, 60, "GPUs 0 and 1 full of the group")
+        # q tried again after the members took the GPUs (their bindings requeue it)
+        self.wait_event("q", "insufficient GPU memory on any single GPU")
+        self.assertFalse(self.k.get("pods", self.ns, "q")["spec"].get("nodeName"))
+        # exactly the two were evicted, chosen by gpushare's PodGroupPostFilter
+        self.assertEqual(sorted(p["metadata"]["name"] for p in self.pods()), sorted(members + ["q", "t-c", "t-d"]))
+        logged = set(re.findall(rf'"gpushare: preempted for a pod group" podGroup="{self.ns}/hold" '
+                                rf'victim="{self.ns}/(v-[ab])"', Env.ext.proc.tail(4000000)))
+        self.assertEqual(logged, {"v-a", "v-b"})
+        self.assert_ledger_is_truth()
+
+
 if __name__ == "__main__":
     unittest.main()
