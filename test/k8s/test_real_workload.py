@@ -170,9 +170,11 @@ class WorkloadPreemptionHold(Workloads):
         nominated members added (1 + 1 + 22 + 32 + 8 = 64 GiB), so
         kube-scheduler's own hold passes it; only gpushare's holds of the
         members' slots stop it (their reason, its event) — would it land on
-        GPU 0, the group could never fit. The victims let go, all four
-        members are bound, two per GPU, both full; the second pod is
-        refused for memory and never bound; the ledger equals the pods."""
+        GPU 0, the group could never fit. Only the slots are held, not the
+        node: a 4 GiB pod of the same priority is bound on GPU 2 meanwhile.
+        The victims let go, all four
+        members are bound, two per GPU, both full; the second pod is never
+        bound; the ledger equals the pods."""
         self.node("gpu-wh", "share", gpus=4, units=64, labels={"ack.node.gpu.placement": "spread"})
         sel = {"gpushare-test": self.ns}
         for name, gib, prio, keep in [("v-a", 1, "low", True), ("v-b", 1, "low", True),
@@ -207,8 +209,14 @@ class WorkloadPreemptionHold(Workloads):
         self.wait_event("q", re.escape(f"GPUs held for pod {self.ns}/") + r"s-\d" +
                         re.escape(", nominated here by preemption"))
         self.assertFalse(self.k.get("pods", self.ns, "q")["spec"].get("nodeName"))
+        # only the slots' GPUs are held, not the node: a 4 GiB pod of the
+        # same priority is bound beside the top pods meanwhile (GPU 2)
+        self.pod("r", units=4, priority_class="high")
+        r = wait_for(lambda: (lambda p: p if p["spec"].get("nodeName") else None)(
+            self.k.get("pods", self.ns, "r")), 120, "r bound", 0.2)
+        self.assertEqual(alloc_gpus(r), [2])
         # the ledger: the victims still hold their GiB, nothing of q or the members
-        self.assertEqual(self.used("gpu-wh"), {0: 1, 1: 1, 2: 11, 3: 11})
+        wait_for(lambda: self.used("gpu-wh") == {0: 1, 1: 1, 2: 15, 3: 11}, 60, "r in the ledger")
         self.assertEqual(self.bound("job=hold"), [])
         self.assert_ledger_is_truth()
         # the victims go: the four members take GPUs 0 and 1, q never does
@@ -216,12 +224,12 @@ class WorkloadPreemptionHold(Workloads):
             self.k.patch("pods", self.ns, name, {"metadata": {"finalizers": None}})
         bound = self.wait_bound(4, "job=hold", timeout=240)
         self.assertEqual(sorted(alloc_gpus(p) for p in bound), [[0], [0], [1], [1]])
-        wait_for(lambda: self.used("gpu-wh") == {0: 16, 1: 16, 2: 11, 3: 11}, 60, "GPUs 0 and 1 full of the group")
-        # q tried again after the members took the GPUs (their bindings requeue it)
-        self.wait_event("q", "insufficient GPU memory on any single GPU")
+        wait_for(lambda: self.used("gpu-wh") == {0: 16, 1: 16, 2: 15, 3: 11}, 60, "GPUs 0 and 1 full of the group")
+        # q never took a slot (GPUs 0 and 1 are the members'); with r's
+        # 4 GiB beside them it no longer fits even by node totals
         self.assertFalse(self.k.get("pods", self.ns, "q")["spec"].get("nodeName"))
         # exactly the two were evicted, chosen by gpushare's PodGroupPostFilter
-        self.assertEqual(sorted(p["metadata"]["name"] for p in self.pods()), sorted(members + ["q", "t-c", "t-d"]))
+        self.assertEqual(sorted(p["metadata"]["name"] for p in self.pods()), sorted(members + ["q", "r", "t-c", "t-d"]))
         logged = set(re.findall(rf'"gpushare: preempted for a pod group" podGroup="{self.ns}/hold" '
                                 rf'victim="{self.ns}/(v-[ab])"', Env.ext.proc.tail(4000000)))
         self.assertEqual(logged, {"v-a", "v-b"})
