@@ -11,7 +11,7 @@ import re
 import unittest
 
 import kcluster
-from realcase import Env, MemoryGang, alloc_gpus, wait_for
+from realcase import Env, MemoryGang, alloc_gpus, topo_alloc, wait_for
 
 
 def setUpModule():
@@ -148,6 +148,48 @@ class WorkloadPreemption(Workloads):
                          sorted(gpus))
         self.assertEqual([e for e in self.k.list("events", self.ns) if e.get("reason") == "Preempted"], [])
         self.assertEqual(self.used("gpu-wn"), {0: 16, 1: 16})
+        self.assert_ledger_is_truth()
+
+    def whole_member(self, name, group, gpus):
+        p = kcluster.gpu_pod(name, ns=self.ns, whole=gpus, labels={"job": group},
+                             node_selector={"gpushare-test": self.ns}, priority_class="high")
+        p["spec"]["schedulingGroup"] = {"podGroupName": group}
+        return self.k.create(p)
+
+    def test_a_pod_group_of_whole_gpus_evicts_for_all_four_members_or_nothing(self):
+        """One 8-GPU topology node full of eight 1-GPU pods of low priority.
+        A PodGroup of four 3-GPU members (minCount 4) cannot be freed whole
+        (two slots of 3 GPUs in 8 at most): nothing is evicted, the
+        PodGroup's condition says why. A PodGroup of four 2-GPU members:
+        all eight pods are evicted (by gpushare's PodGroupPostFilter), the
+        four members bound on the eight GPUs."""
+        self.topo_node("gpu-ww")
+        for i in range(8):
+            self.pod(f"low-{i}", whole=1, priority_class="low", labels={"job": "low"})
+        self.wait_bound(8, "job=low")
+        self.workload("tri", 4, "high")
+        for i in range(4):
+            self.whole_member(f"tri-{i}", "tri", 3)
+        cond = wait_for(lambda: (lambda c: c if c and "cannot free room" in c.get("message", "") else None)(
+            self.condition("tri")), 180, "gpushare's answer in the PodGroup's condition", 0.5)
+        self.assertIn(f"gpushare: lower-priority pods cannot free room for 4 members of pod group {self.ns}/tri; "
+                      "none is evicted", cond["message"])
+        self.assertEqual([e for e in self.k.list("events", self.ns) if e.get("reason") == "Preempted"], [])
+        self.assertEqual(len(self.bound("job=low")), 8)
+        for i in range(4):
+            self.k.delete("pods", self.ns, f"tri-{i}", grace=0)
+        wait_for(lambda: not self.pods("job=tri"), 60, "the 3-GPU members gone")
+
+        self.workload("pair", 4, "high")
+        for i in range(4):
+            self.whole_member(f"pair-{i}", "pair", 2)
+        bound = self.wait_bound(4, "job=pair", timeout=300)
+        wait_for(lambda: not self.pods("job=low"), 120, "every low pod gone")
+        gpus = sorted(int(g) for p in bound for g in topo_alloc(p)["allocatedGPUs"]["0"])
+        self.assertEqual(gpus, list(range(8)))
+        logged = set(re.findall(rf'"gpushare: preempted for a pod group" podGroup="{self.ns}/pair" '
+                                rf'victim="{self.ns}/(low-\d)"', Env.ext.proc.tail(4000000)))
+        self.assertEqual(logged, {f"low-{i}" for i in range(8)})
         self.assert_ledger_is_truth()
 
 
