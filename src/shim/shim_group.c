@@ -63,7 +63,10 @@ char *gs_shim_preempt_group(struct gs_shim *s, const char *pod, size_t len, cons
   json_decref(obj);
   reason[0] = '\0';
   if (e != GS_EOK) {
-    snprintf(reason, GS_SHIM_REASON, "invalid Pod: %.100s: %.130s", diag.where, diag.text);
+    if (diag.text[0] == '\0')
+      snprintf(reason, GS_SHIM_REASON, "invalid Pod: not JSON");
+    else
+      snprintf(reason, GS_SHIM_REASON, "invalid Pod: %.100s: %.130s", diag.where, diag.text);
     return NULL;
   }
   if (!decode_members(members, mlen, &m, &nm, reason))
