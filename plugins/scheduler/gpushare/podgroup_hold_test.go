@@ -9,8 +9,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	clientset "k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/informers"
+	clientset "k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/events"
 	fwk "k8s.io/kube-scheduler/framework"
@@ -42,11 +42,11 @@ type sharedLister struct {
 
 func (l sharedLister) NodeInfos() fwk.NodeInfoLister { return nodeLister{nodes: l.nodes} }
 
-func (h groupHandle) SnapshotSharedLister() fwk.SharedLister                  { return sharedLister{nodes: h.nodes} }
+func (h groupHandle) SnapshotSharedLister() fwk.SharedLister                 { return sharedLister{nodes: h.nodes} }
 func (h groupHandle) SharedInformerFactory() informers.SharedInformerFactory { return h.f }
-func (h groupHandle) ClientSet() clientset.Interface                          { return h.cs }
-func (h groupHandle) EventRecorder() events.EventRecorderLogger               { return h.rec }
-func (h groupHandle) GetWaitingPod(types.UID) fwk.WaitingPod                  { return nil }
+func (h groupHandle) ClientSet() clientset.Interface                         { return h.cs }
+func (h groupHandle) EventRecorder() events.EventRecorderLogger              { return h.rec }
+func (h groupHandle) GetWaitingPod(types.UID) fwk.WaitingPod                 { return nil }
 
 // boundPod is pod name bound to node a with units GiB on GPU gpu, of
 // priority prio, as its annotations say.
