@@ -162,7 +162,7 @@ func TestPodGroupPostFilterNominatesAndHoldsEveryMember(t *testing.T) {
 // Nothing to free for every member: Unschedulable with gpushare's reason,
 // nothing evicted, nobody nominated, nothing held.
 func TestPodGroupPostFilterWithoutVictimsHoldsNothing(t *testing.T) {
-	p, h, a, members := groupCluster(t)
+	p, h, a, _ := groupCluster(t)
 	big := make([]*v1.Pod, 4)
 	for i := range big {
 		big[i] = nominatedPod(fmt.Sprintf("b-%d", i), 16, 1000, "")
@@ -180,7 +180,6 @@ func TestPodGroupPostFilterWithoutVictimsHoldsNothing(t *testing.T) {
 	if st := filterOn(p, nominatedPod("q", 8, 1000, ""), a); !st.IsSuccess() {
 		t.Fatalf("q: %v", st)
 	}
-	_ = members
 }
 
 // Pod-group preemptions and filters of other pods from several goroutines
