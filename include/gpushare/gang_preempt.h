@@ -49,4 +49,24 @@ enum gs_err gs_gang_preempt_pick_mem(const struct gs_node *const *nodes, size_t 
                                      bool *ret_out, size_t *ret_first,
                                      struct gs_status *st) GS_WUR;
 
+/* One slot chosen: nodes[node], the GPUs it takes there (bit i: GPU i)
+ * and the memory on each (0: whole GPUs). */
+struct gs_gang_slot {
+  size_t node;
+  uint64_t gpus;
+  uint64_t mib_per_gpu;
+};
+/* gs_gang_preempt_pick (pod whole: its k GPUs) or gs_gang_preempt_pick_mem
+ * (pod memory) for pod (prepared), with each slot's node and GPUs in
+ * ret_slots (room for slots), in the order chosen: what a slot of the
+ * job is to be held as while its victims go (docs/preemption.md, "Pod
+ * groups' slots are held"). Results otherwise as those; GS_EINVAL for no
+ * pod, no slots or no ret_slots. */
+enum gs_err gs_gang_preempt_slots(const struct gs_node *const *nodes, size_t nnodes,
+                                  uint32_t slots, const struct gs_place_pod *pod,
+                                  uint32_t cgpu_max_pods,
+                                  const struct gs_preempt_candidate *cands, size_t ncands,
+                                  bool *ret_out, struct gs_gang_slot *ret_slots,
+                                  struct gs_status *st) GS_WUR;
+
 #endif

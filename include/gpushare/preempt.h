@@ -92,6 +92,29 @@ enum gs_err gs_preempt_hold_view(const struct gs_node *node, const struct gs_pla
                                  size_t n, struct gs_node *ret_view, struct gs_gpu *gpus,
                                  struct gs_status *st);
 
+/* A slot held exactly (docs/preemption.md "Pod groups' slots are held"):
+ * the GPUs gang preemption chose for a member (bit i: GPU i of the node)
+ * and the memory it takes on each (0: whole GPUs); req names the member
+ * (borrowed). */
+struct gs_hold_slot {
+  const struct gs_pod_request *req;
+  uint64_t gpus;
+  uint64_t mib_per_gpu;
+};
+/* The node as another pod sees it while n slots are held on it: each
+ * slot's GPUs charged as its member will take them — its memory added
+ * (no more than a GPU has: a victim still there leaves it full), a whole
+ * GPU owned. *ret_view is node with its GPUs in gpus (room for
+ * node->ngpus). pod (prepared; may be NULL) is the pod that asks: GS_ENOFIT
+ * with the hold's reason ("GPUs held for pod ns/name, nominated here by
+ * preemption", the first slot's member) when pod fits on node but not on
+ * the view; else GS_EOK with the view (the plugins give their own reasons
+ * where it fits neither). */
+enum gs_err gs_preempt_hold_slots(const struct gs_node *node, const struct gs_hold_slot *slots,
+                                  size_t n, const struct gs_place_pod *pod,
+                                  struct gs_node *ret_view, struct gs_gpu *gpus,
+                                  struct gs_status *st);
+
 /* Does a label selector select a pod with these labels? Both in the text
  * form src/api writes (docs/preemption.md): labels are "key=value" lines;
  * a selector is lines of requirements, all of which must hold:

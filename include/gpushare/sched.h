@@ -400,8 +400,9 @@ enum gs_err gs_sched_preempt_gang(struct gs_sched *s, const struct gs_pod_reques
                                   struct gs_victim **ret_victims, size_t *ret_n, size_t *ret_node,
                                   struct gs_status *st) GS_WUR;
 
-/* Preemptions under way (the extender; docs/preemption.md "Victims gone
- * before the watch says so"). kube-scheduler deletes the victims on the
+/* Preemptions under way (both forms; docs/preemption.md "Victims gone
+ * before the watch says so": the extender's filter waits for them, the
+ * plugin's PostFilter chooses no new victims meanwhile). kube-scheduler deletes the victims on the
  * node it picks and retries the preemptor as soon as its own cache drops
  * them; the front end's watch may bring the deletions a moment later, and
  * a filter answered meanwhile would refuse the node, so kube-scheduler
@@ -424,6 +425,30 @@ enum gs_err gs_sched_preempt_settle(struct gs_sched *s, const char *pod_uid,
                                     const char *const *nodes, size_t n,
                                     int64_t timeout_ms) GS_WUR;
 void gs_sched_preempt_forget(struct gs_sched *s, const char *pod_uid);
+
+/* GPU-aware preemption for a pod group (kube-scheduler's Workload API,
+ * docs/gangs.md "Preemption"): pod stands for the group as a job of equal
+ * members (labels gpu-topology and gpu-topology-replica: the slots it
+ * needs), members are the group's pods being scheduled, in the order the
+ * front end lists them. Victims as gs_sched_preempt_gang; on GS_EOK each
+ * slot chosen is held for a member, members[i] the i-th (docs/preemption.md
+ * "Pod groups' slots are held"): its exact node and GPUs are taken, for
+ * every pod of equal or lower priority but the member, until the member is
+ * bound or gone, nominated elsewhere or no longer (gs_sched_nominate), or
+ * 5 minutes pass; while the member is reserved its allocation stands for
+ * the slot. ret_member_node (room for nmembers) gets, for each member, the
+ * index in nodes of its slot's node (to nominate it there), or SIZE_MAX for
+ * a member past the slots (any hold it had ends); *ret_victims (owned by
+ * the caller: gs_free) the *ret_n victims; st's reason "" — or, when a
+ * slot could not be held (past 256 holds at once, a member gpushare does
+ * not place), "not every slot is held: ..." with the rest answered and
+ * held all the same. GS_ENOTFOUND, GS_ENOMEM: as gs_sched_preempt_gang,
+ * nothing held. Nothing else in the ledger changes. */
+enum gs_err gs_sched_preempt_group(struct gs_sched *s, const struct gs_pod_request *pod,
+                                   const struct gs_pod_request *members, size_t nmembers,
+                                   const char *const *nodes, size_t n, int64_t now_ns,
+                                   struct gs_victim **ret_victims, size_t *ret_n,
+                                   size_t *ret_member_node, struct gs_status *st) GS_WUR;
 
 /* ---- views ------------------------------------------------------------------ */
 

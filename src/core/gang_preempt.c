@@ -148,10 +148,13 @@ static bool node_cost(const struct gs_node *node, uint64_t taken, uint32_t k,
   return true;
 }
 
-enum gs_err gs_gang_preempt_pick(const struct gs_node *const *nodes, size_t nnodes, uint32_t slots,
-                                 uint32_t k, const struct gs_preempt_candidate *cands,
-                                 size_t ncands, bool *ret_out, size_t *ret_first,
-                                 struct gs_status *st) {
+/* gs_gang_preempt_pick, and each slot's node and GPUs in ret_slots (room
+ * for slots; NULL: not asked) for gs_gang_preempt_slots. */
+static enum gs_err pick_whole(const struct gs_node *const *nodes, size_t nnodes, uint32_t slots,
+                              uint32_t k, const struct gs_preempt_candidate *cands, size_t ncands,
+                              bool *ret_out, size_t *ret_first, struct gs_gang_slot *ret_slots,
+                              struct gs_status *st) {
+  struct gs_gang_slot *chosen = NULL;
   bool *out = NULL;
   uint64_t *taken = NULL;
   struct node_index ix = {0};
@@ -164,7 +167,9 @@ enum gs_err gs_gang_preempt_pick(const struct gs_node *const *nodes, size_t nnod
                          " GPUs cannot be preempted for", slots, k);
   out = gs_calloc(ncands ? ncands : 1, sizeof *out);
   taken = gs_calloc(nnodes ? nnodes : 1, sizeof *taken);
-  if (out == NULL || taken == NULL || !index_build(nodes, nnodes, cands, ncands, &ix)) {
+  chosen = gs_calloc(slots, sizeof *chosen);
+  if (out == NULL || taken == NULL || chosen == NULL ||
+      !index_build(nodes, nnodes, cands, ncands, &ix)) {
     err = gs_status_set(st, GS_ENOMEM, GS_R_OTHER, "out of memory");
     goto done;
   }
@@ -194,6 +199,7 @@ enum gs_err gs_gang_preempt_pick(const struct gs_node *const *nodes, size_t nnod
     if (first == nnodes)
       first = best;
     taken[best] |= best_set;
+    chosen[done] = (struct gs_gang_slot){best, best_set, 0};
     for (size_t j = ix.lo[best]; j < ix.hi[best]; j++) {
       size_t c = ix.order[j];
       uint64_t mib;
@@ -214,12 +220,22 @@ enum gs_err gs_gang_preempt_pick(const struct gs_node *const *nodes, size_t nnod
   }
   memcpy(ret_out, out, ncands * sizeof *out);
   *ret_first = first;
+  if (ret_slots != NULL)
+    memcpy(ret_slots, chosen, slots * sizeof *chosen);
   gs_status_set(st, GS_EOK, GS_R_OTHER, "%s", "");
 done:
   gs_free(out);
   gs_free(taken);
+  gs_free(chosen);
   index_free(&ix);
   return err;
+}
+
+enum gs_err gs_gang_preempt_pick(const struct gs_node *const *nodes, size_t nnodes, uint32_t slots,
+                                 uint32_t k, const struct gs_preempt_candidate *cands,
+                                 size_t ncands, bool *ret_out, size_t *ret_first,
+                                 struct gs_status *st) {
+  return pick_whole(nodes, nnodes, slots, k, cands, ncands, ret_out, ret_first, NULL, st);
 }
 
 /* ---- memory-shared gangs ------------------------------------------------- */
@@ -249,12 +265,13 @@ static void node_after(const struct gs_node *node, const struct gs_preempt_candi
   }
 }
 
-enum gs_err gs_gang_preempt_pick_mem(const struct gs_node *const *nodes, size_t nnodes,
-                                     uint32_t slots, const struct gs_place_pod *pod,
-                                     uint32_t cgpu_max_pods,
-                                     const struct gs_preempt_candidate *cands, size_t ncands,
-                                     bool *ret_out, size_t *ret_first,
-                                     struct gs_status *st) {
+/* gs_gang_preempt_pick_mem, with the slots as pick_whole. */
+static enum gs_err pick_mem(const struct gs_node *const *nodes, size_t nnodes, uint32_t slots,
+                            const struct gs_place_pod *pod, uint32_t cgpu_max_pods,
+                            const struct gs_preempt_candidate *cands, size_t ncands,
+                            bool *ret_out, size_t *ret_first, struct gs_gang_slot *ret_slots,
+                            struct gs_status *st) {
+  struct gs_gang_slot *chosen = NULL;
   bool *out = NULL;
   uint64_t *placed = NULL; /* nnodes x GS_MAX_GPUS MiB the slots take */
   uint32_t *pods = NULL;
@@ -274,8 +291,9 @@ enum gs_err gs_gang_preempt_pick_mem(const struct gs_node *const *nodes, size_t 
   local = gs_calloc(ncands ? ncands : 1, sizeof *local);
   map = gs_calloc(ncands ? ncands : 1, sizeof *map);
   idx = gs_calloc(ncands ? ncands : 1, sizeof *idx);
+  chosen = gs_calloc(slots, sizeof *chosen);
   if (out == NULL || placed == NULL || pods == NULL || local == NULL || map == NULL ||
-      idx == NULL || !index_build(nodes, nnodes, cands, ncands, &ix)) {
+      idx == NULL || chosen == NULL || !index_build(nodes, nnodes, cands, ncands, &ix)) {
     err = gs_status_set(st, GS_ENOMEM, GS_R_OTHER, "out of memory");
     goto done;
   }
@@ -339,9 +357,11 @@ enum gs_err gs_gang_preempt_pick_mem(const struct gs_node *const *nodes, size_t 
       node_after(nodes[best], cands, own, nown, out, pl, pp, &view, gpus);
       if (gs_place_pick_prepared(&view, pod, NULL, NULL, &choice, &nst) != GS_EOK)
         break; /* gs_preempt_pick said it fits: not reached */
+      chosen[done] = (struct gs_gang_slot){best, 0, choice.mib_per_gpu};
       for (uint32_t g = 0; g < choice.ngpus; g++) {
         pl[choice.gpus[g]] += choice.mib_per_gpu;
         pp[choice.gpus[g]]++;
+        chosen[done].gpus |= UINT64_C(1) << choice.gpus[g];
       }
     }
     if (first == nnodes)
@@ -357,8 +377,11 @@ enum gs_err gs_gang_preempt_pick_mem(const struct gs_node *const *nodes, size_t 
   }
   memcpy(ret_out, out, ncands * sizeof *out);
   *ret_first = first;
+  if (ret_slots != NULL)
+    memcpy(ret_slots, chosen, slots * sizeof *chosen);
   gs_status_set(st, GS_EOK, GS_R_OTHER, "%s", "");
 done:
+  gs_free(chosen);
   gs_free(out);
   gs_free(placed);
   gs_free(pods);
@@ -367,4 +390,29 @@ done:
   gs_free(idx);
   index_free(&ix);
   return err;
+}
+
+enum gs_err gs_gang_preempt_pick_mem(const struct gs_node *const *nodes, size_t nnodes,
+                                     uint32_t slots, const struct gs_place_pod *pod,
+                                     uint32_t cgpu_max_pods,
+                                     const struct gs_preempt_candidate *cands, size_t ncands,
+                                     bool *ret_out, size_t *ret_first,
+                                     struct gs_status *st) {
+  return pick_mem(nodes, nnodes, slots, pod, cgpu_max_pods, cands, ncands, ret_out, ret_first,
+                  NULL, st);
+}
+
+enum gs_err gs_gang_preempt_slots(const struct gs_node *const *nodes, size_t nnodes,
+                                  uint32_t slots, const struct gs_place_pod *pod,
+                                  uint32_t cgpu_max_pods,
+                                  const struct gs_preempt_candidate *cands, size_t ncands,
+                                  bool *ret_out, struct gs_gang_slot *ret_slots,
+                                  struct gs_status *st) {
+  size_t first;
+  if (pod == NULL || slots == 0 || ret_slots == NULL)
+    return gs_status_set(st, GS_EINVAL, GS_R_OTHER, "no slots to preempt for");
+  if (pod->mem)
+    return pick_mem(nodes, nnodes, slots, pod, cgpu_max_pods, cands, ncands, ret_out, &first,
+                    ret_slots, st);
+  return pick_whole(nodes, nnodes, slots, pod->k, cands, ncands, ret_out, &first, ret_slots, st);
 }

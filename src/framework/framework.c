@@ -322,6 +322,8 @@ static bool memo_update(struct gs_sched *fw, struct cycle *cy, struct gs_sched_m
   size_t k = gs_ledger_changed_since(fw->ledger, memo->gen, changed, MEMO_CHANGES_MAX);
   if (k == SIZE_MAX || memo->holds_gen != gs__holds_gen(fw->holds))
     return false; /* a nomination began or ended: every node again */
+  if (memo->held || gs__holds_has(fw->holds, cy->c.pod->uid))
+    return false; /* a pod's own hold is not held against it: its answers are its own */
   memo->evaluated = 0;
   for (size_t i = 0; k > 0 && i < memo->n; i++) {
     for (size_t j = 0; j < k; j++) {
@@ -416,6 +418,7 @@ static enum gs_err run_verb(struct gs_sched *fw, const struct gs_pod_request *po
      * logged past this generation. */
     memo->gen = gs_ledger_gen(fw->ledger);
     memo->holds_gen = gs__holds_gen(fw->holds);
+    memo->held = gs__holds_has(fw->holds, pod->uid);
     memcpy(memo->sig, sig, sizeof sig);
   }
   pthread_rwlock_unlock(&fw->lock);
@@ -553,7 +556,8 @@ enum gs_err gs_fw_reserve(struct gs_sched *fw, const struct gs_pod_request *pod,
   }
   if (ret_fresh != NULL)
     *ret_fresh = fresh;
-  (void)gs__holds_drop(fw->holds, pod->uid); /* placed: its nomination is done */
+  /* placed: a pod nominated alone is done; a pod group's slot rests (hold.h) */
+  (void)gs__holds_placed(fw->holds, pod->uid, true);
 unlock:
   pthread_rwlock_unlock(&fw->lock);
   return err;
@@ -732,6 +736,7 @@ void gs_sched_post_bind(struct gs_sched *fw, const char *uid) {
   if (gs_ledger_confirm(fw->ledger, uid) != GS_EOK) {
     /* deleted meanwhile: nothing to confirm */
   }
+  (void)gs__holds_drop(fw->holds, uid); /* bound: a slot held for it is done */
   pthread_rwlock_unlock(&fw->lock);
 }
 
@@ -740,6 +745,7 @@ void gs_sched_unreserve(struct gs_sched *fw, const struct gs_pod_request *pod, c
   pthread_rwlock_wrlock(&fw->lock);
   cycle_init(fw, &cy, pod, 0); /* a later cycle: the plugins' state starts empty */
   run_unreserve(fw, &cy, node, fw->nplugins);
+  (void)gs__holds_placed(fw->holds, pod->uid, false); /* a slot held applies again */
   pthread_rwlock_unlock(&fw->lock);
 }
 
@@ -889,6 +895,7 @@ void gs_sched_tick(struct gs_sched *fw, int64_t now_ns) {
   for (size_t i = 0; i < fw->nplugins; i++)
     if (fw->plugins[i]->tick != NULL)
       fw->plugins[i]->tick(fw->state[i], fw->ledger, now_ns, &notify);
+  (void)gs__holds_expire(fw->holds, now_ns); /* slots held past their bound */
   pthread_rwlock_unlock(&fw->lock);
 }
 

@@ -220,6 +220,24 @@ enum gs_err gs_fw_preempt_gang(struct gs_sched *s, const struct gs_pod_request *
                                const char *const *nodes, size_t n,
                                char (**ret_uids)[GS_UID_MAX + 1], size_t *ret_n,
                                size_t *ret_first, struct gs_status *st) GS_WUR;
+/* gs_fw_preempt_gang with every slot's node (index in nodes) and GPUs
+ * instead of the first node: *ret_slots (heap, gs_free; NULL when none)
+ * holds *ret_nslots slots, in the order chosen, on SUCCESS with victims or
+ * without (the job fits already). */
+struct gs_gang_slot;
+enum gs_err gs_fw_preempt_gang_slots(struct gs_sched *s, const struct gs_pod_request *pod,
+                                     const char *const *nodes, size_t n,
+                                     char (**ret_uids)[GS_UID_MAX + 1], size_t *ret_n,
+                                     struct gs_gang_slot **ret_slots, uint32_t *ret_nslots,
+                                     struct gs_status *st) GS_WUR;
+/* Under the write lock: members[i] (i < nslots) holds slots[i] on
+ * nodes[slots[i].node] from now_ns (hold.h gs__holds_set_slot); members
+ * past nslots lose any slot they held. GS_EOK, or the first member's
+ * error (GS_ETOOBIG past 256 holds; the others are held). */
+enum gs_err gs_fw_hold_slots(struct gs_sched *s, const struct gs_pod_request *members,
+                             size_t nmembers, const char *const *nodes,
+                             const struct gs_gang_slot *slots, size_t nslots,
+                             int64_t now_ns) GS_WUR;
 /* The plugin state of the named plugin, or NULL: for a plugin's own unit
  * tests only (product code describes plans through gs_fw_describe). Valid
  * while nothing else runs on s. */

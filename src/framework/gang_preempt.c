@@ -1,8 +1,10 @@
 /* Preemption for a whole gang (framework.h gs_fw_preempt_gang,
  * docs/gangs.md "Preemption"): which slots the job still needs comes from
  * the plugins' plans (describe), the candidates from the ledger and the
- * plugins' may_evict, the choice from the core (gs_gang_preempt_pick). */
+ * plugins' may_evict, the choice from the core (gs_gang_preempt_slots);
+ * a pod group's slots are held here too (gs_fw_hold_slots, hold.h). */
 #include "framework.h"
+#include "hold.h"
 
 #include <gpushare/alloc.h>
 #include <gpushare/gang_preempt.h>
@@ -24,6 +26,8 @@ struct gang_call {
   enum gs_err err;
   char (*uids)[GS_UID_MAX + 1];
   size_t nuids, first;
+  struct gs_gang_slot *slots; /* heap, nslots: each slot's node and GPUs */
+  uint32_t nslots;
 };
 
 static void plan_fn(void *ctx, const struct gs_plan_view *p) {
@@ -79,15 +83,22 @@ static void gang_fn(const struct gs_ledger *ledger, void *arg) {
       cands[nc++] = (struct gs_preempt_candidate){.alloc = a, .proposed = false};
     }
   }
-  if (gs_pod_request_is_whole(c->pod)) {
-    c->st->code = gs_gang_preempt_pick(views, c->n, need, k, cands, nc, out, &first, c->st);
-  } else {
+  c->slots = gs_calloc(need, sizeof *c->slots);
+  if (c->slots == NULL)
+    goto nomem;
+  {
     const struct gs_policy *policy = gs_sched_policy(c->fw);
     struct gs_place_pod place;
     c->st->code = gs_place_prepare(c->pod, policy, &place, c->st);
+    if (c->st->code == GS_EOK && !place.mem)
+      place.k = k; /* the job's whole GPUs per member (gs_gang_preempt_pick) */
     if (c->st->code == GS_EOK)
-      c->st->code = gs_gang_preempt_pick_mem(views, c->n, need, &place, policy->cgpu_max_pods,
-                                             cands, nc, out, &first, c->st);
+      c->st->code = gs_gang_preempt_slots(views, c->n, need, &place, policy->cgpu_max_pods, cands,
+                                          nc, out, c->slots, c->st);
+    if (c->st->code == GS_EOK && need > 0)
+      first = c->slots[0].node;
+    if (c->st->code == GS_EOK)
+      c->nslots = need;
   }
   if (c->st->code == GS_EOK) {
     c->uids = gs_calloc(nc ? nc : 1, sizeof *c->uids);
@@ -109,14 +120,16 @@ done:
   gs_free(out);
 }
 
-enum gs_err gs_fw_preempt_gang(struct gs_sched *fw, const struct gs_pod_request *pod,
-                               const char *const *nodes, size_t n,
-                               char (**ret_uids)[GS_UID_MAX + 1], size_t *ret_n,
-                               size_t *ret_first, struct gs_status *st) {
-  struct gang_call c = {fw, pod, nodes, n, st, false, false, 0, GS_EOK, NULL, 0, 0};
+enum gs_err gs_fw_preempt_gang_slots(struct gs_sched *fw, const struct gs_pod_request *pod,
+                                     const char *const *nodes, size_t n,
+                                     char (**ret_uids)[GS_UID_MAX + 1], size_t *ret_n,
+                                     struct gs_gang_slot **ret_slots, uint32_t *ret_nslots,
+                                     struct gs_status *st) {
+  struct gang_call c = {fw, pod, nodes, n, st, false, false, 0, GS_EOK, NULL, 0, 0, NULL, 0};
   *ret_uids = NULL;
   *ret_n = 0;
-  *ret_first = 0;
+  *ret_slots = NULL;
+  *ret_nslots = 0;
   if (!gs_pod_request_is_gang_member(pod)) {
     gs_status_set(st, GS_EUNRESOLVABLE, GS_R_OTHER, "gang preemption is for members of jobs");
     return GS_EOK;
@@ -124,10 +137,48 @@ enum gs_err gs_fw_preempt_gang(struct gs_sched *fw, const struct gs_pod_request 
   gs_sched_read(fw, gang_fn, NULL, &c);
   if (c.err != GS_EOK) {
     gs_free(c.uids);
+    gs_free(c.slots);
     return c.err;
+  }
+  if (c.nslots == 0) {
+    gs_free(c.slots);
+    c.slots = NULL;
   }
   *ret_uids = c.uids;
   *ret_n = c.nuids;
-  *ret_first = c.first;
+  *ret_slots = c.slots;
+  *ret_nslots = c.nslots;
   return GS_EOK;
+}
+
+enum gs_err gs_fw_preempt_gang(struct gs_sched *fw, const struct gs_pod_request *pod,
+                               const char *const *nodes, size_t n,
+                               char (**ret_uids)[GS_UID_MAX + 1], size_t *ret_n,
+                               size_t *ret_first, struct gs_status *st) {
+  struct gs_gang_slot *slots;
+  uint32_t nslots;
+  enum gs_err err = gs_fw_preempt_gang_slots(fw, pod, nodes, n, ret_uids, ret_n, &slots, &nslots, st);
+  *ret_first = nslots > 0 ? slots[0].node : 0;
+  gs_free(slots);
+  return err;
+}
+
+enum gs_err gs_fw_hold_slots(struct gs_sched *fw, const struct gs_pod_request *members,
+                             size_t nmembers, const char *const *nodes,
+                             const struct gs_gang_slot *slots, size_t nslots, int64_t now_ns) {
+  enum gs_err err = GS_EOK;
+  pthread_rwlock_wrlock(&fw->lock);
+  for (size_t i = 0; i < nmembers; i++) {
+    enum gs_err e;
+    if (i >= nslots) {
+      (void)gs__holds_drop(fw->holds, members[i].uid); /* no slot this time */
+      continue;
+    }
+    e = gs__holds_set_slot(fw->holds, &members[i], &fw->policy, nodes[slots[i].node],
+                           slots[i].gpus, slots[i].mib_per_gpu, now_ns);
+    if (e != GS_EOK && err == GS_EOK)
+      err = e; /* the others are held still */
+  }
+  pthread_rwlock_unlock(&fw->lock);
+  return err;
 }

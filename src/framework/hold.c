@@ -1,5 +1,7 @@
 /* Pods nominated by preemption, their GPUs held (hold.h). A handful at a
- * time: a plain array. */
+ * time: a plain array. Two kinds: a pod nominated alone (placed on the
+ * view in turn, as kube-scheduler adds it) and a pod group's member whose
+ * slot gang preemption chose (its exact GPUs). */
 #include "hold.h"
 
 #include <gpushare/alloc.h>
@@ -10,12 +12,19 @@ struct hold {
   char node[GS_NAME_MAX + 1];
   struct gs_pod_request req;
   struct gs_place_pod place; /* place.req points at req */
+  /* a pod group's slot (gs__holds_set_slot): exact GPUs */
+  bool slot;
+  bool placed;   /* its member is reserved: its allocation stands for it */
+  uint64_t gpus; /* bit i: GPU i */
+  uint64_t mib_per_gpu;
+  int64_t since_ns;
 };
 
 struct gs__holds {
   struct hold *h[GS__HOLDS_MAX];
   size_t n;
   uint64_t gen;
+  const struct gs_policy *policy; /* the service's, from the first slot held */
 };
 
 struct gs__holds *gs__holds_new(void) { return gs_calloc(1, sizeof(struct gs__holds)); }
@@ -64,6 +73,8 @@ enum gs_err gs__holds_set(struct gs__holds *h, const struct gs_pod_request *pod,
   if (strlen(node) > GS_NAME_MAX)
     return GS_ETOOBIG;
   i = find(h, pod->uid);
+  if (i < h->n && h->h[i]->slot && strcmp(h->h[i]->node, node) == 0)
+    return GS_EOK; /* kube-scheduler nominated the member to its slot's node */
   if (i < h->n && strcmp(h->h[i]->node, node) == 0 &&
       memcmp(&h->h[i]->req, pod, sizeof *pod) == 0)
     return GS_EOK; /* the same nomination seen again */
@@ -93,19 +104,104 @@ bool gs__holds_has(const struct gs__holds *h, const char *uid) {
 
 uint64_t gs__holds_gen(const struct gs__holds *h) { return h->gen; }
 
+enum gs_err gs__holds_set_slot(struct gs__holds *h, const struct gs_pod_request *pod,
+                               const struct gs_policy *policy, const char *node, uint64_t gpus,
+                               uint64_t mib_per_gpu, int64_t now_ns) {
+  struct gs_place_pod place;
+  struct hold *rec;
+  size_t i;
+  if (pod->uid[0] == '\0' || gpus == 0)
+    return GS_EINVAL;
+  if (strlen(node) > GS_NAME_MAX)
+    return GS_ETOOBIG;
+  if (gs_place_prepare(pod, policy, &place, NULL) != GS_EOK)
+    return GS_EINVAL;
+  i = find(h, pod->uid);
+  if (i == h->n && h->n == GS__HOLDS_MAX)
+    return GS_ETOOBIG;
+  rec = gs_calloc(1, sizeof *rec);
+  if (rec == NULL)
+    return GS_ENOMEM;
+  memcpy(rec->node, node, strlen(node) + 1);
+  rec->req = *pod;
+  rec->place = place;
+  rec->place.req = &rec->req;
+  rec->slot = true;
+  rec->gpus = gpus;
+  rec->mib_per_gpu = mib_per_gpu;
+  rec->since_ns = now_ns;
+  if (i < h->n) {
+    gs_free(h->h[i]);
+    h->h[i] = rec;
+  } else {
+    h->h[h->n++] = rec;
+  }
+  h->policy = policy;
+  h->gen++;
+  return GS_EOK;
+}
+
+bool gs__holds_placed(struct gs__holds *h, const char *uid, bool placed) {
+  size_t i;
+  if (h->n == 0 || uid == NULL)
+    return false;
+  i = find(h, uid);
+  if (i == h->n)
+    return false;
+  if (!h->h[i]->slot)
+    return placed && gs__holds_drop(h, uid); /* a pod nominated alone: done */
+  if (h->h[i]->placed == placed)
+    return false;
+  h->h[i]->placed = placed;
+  h->gen++;
+  return true;
+}
+
+size_t gs__holds_expire(struct gs__holds *h, int64_t now_ns) {
+  size_t dropped = 0, i = 0;
+  while (i < h->n) {
+    const struct hold *r = h->h[i];
+    if (r->slot && now_ns - r->since_ns > GS__SLOT_HOLD_MAX_NS) {
+      (void)gs__holds_drop(h, r->req.uid); /* the last one moves here */
+      dropped++;
+      continue;
+    }
+    i++;
+  }
+  return dropped;
+}
+
 enum gs_err gs__holds_view(const struct gs__holds *h, const struct gs_node *node,
                            const struct gs_pod_request *pod, struct gs_node *ret_view,
                            struct gs_gpu *gpus, struct gs_status *st) {
   const struct gs_place_pod *held[GS__HOLDS_MAX];
-  size_t m = 0;
+  struct gs_hold_slot slots[GS__HOLDS_MAX];
+  struct gs_gpu slot_gpus[GS_MAX_GPUS];
+  struct gs_node slot_view;
+  struct gs_place_pod asking;
+  size_t m = 0, ns = 0;
+  enum gs_err err;
   if (h == NULL || h->n == 0 || node == NULL)
     return GS_ESKIP;
   /* kube-scheduler adds the nominated pods of equal or higher priority */
   for (size_t i = 0; i < h->n; i++) {
     const struct hold *r = h->h[i];
-    if (strcmp(r->node, node->name) == 0 && strcmp(r->req.uid, pod->uid) != 0 &&
-        r->req.priority >= pod->priority)
+    if (strcmp(r->node, node->name) != 0 || strcmp(r->req.uid, pod->uid) == 0 ||
+        r->req.priority < pod->priority || r->placed)
+      continue;
+    if (r->slot)
+      slots[ns++] = (struct gs_hold_slot){&r->req, r->gpus, r->mib_per_gpu};
+    else
       held[m++] = &r->place;
+  }
+  if (ns > 0) {
+    /* the slots' exact GPUs first; pods nominated alone placed after them */
+    bool prepared = h->policy != NULL && gs_place_prepare(pod, h->policy, &asking, NULL) == GS_EOK;
+    err = gs_preempt_hold_slots(node, slots, ns, prepared ? &asking : NULL,
+                                m > 0 ? &slot_view : ret_view, m > 0 ? slot_gpus : gpus, st);
+    if (err != GS_EOK || m == 0)
+      return err;
+    node = &slot_view;
   }
   /* the most important first, as they would be placed */
   for (size_t i = 1; i < m; i++)

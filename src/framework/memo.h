@@ -19,6 +19,7 @@ struct gs_sched_memo {
   size_t n, cap;
   uint64_t gen;
   uint64_t holds_gen; /* the nominations' (hold.h) when they were computed */
+  bool held; /* its pod had a hold of its own, which its answers skipped */
   char sig[GS_REASON_MAX];
   const struct gs_node **resolved;
   struct gs_node_result *res;

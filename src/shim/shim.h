@@ -120,6 +120,19 @@ char *gs_shim_preempt(struct gs_shim *s, const char *pod, size_t len, const char
  * CPU and memory is not chosen (docs/preemption.md). */
 char *gs_shim_preempt_host(struct gs_shim *s, const char *pod, size_t len,
                            const char *const *nodes, size_t n, const int64_t *host);
+/* Preemption for a Workload's PodGroup (PodGroupPostFilter; docs/gangs.md
+ * "Preemption"): pod stands for the group (a member with the gang labels
+ * gpu-topology and gpu-topology-replica: the slots it needs), members is a
+ * JSON array of the group's Pods being scheduled. Victims for every slot
+ * or none; each slot held for a member until it binds
+ * (gs_sched_preempt_group). Returns {"victims":[{namespace,name,uid}],
+ * "members":[{namespace,name,node}],"held":""} — node "" for a member
+ * without a slot, held saying when not every slot could be held — (free
+ * with gs_shim_free_string), or NULL with reason (GS_SHIM_REASON bytes)
+ * saying why not. */
+char *gs_shim_preempt_group(struct gs_shim *s, const char *pod, size_t len, const char *members,
+                            size_t mlen, const char *const *nodes, size_t n, int64_t now_ns,
+                            char *reason);
 /* The labels and host requests of a pod the plugin bound (its cycle's
  * JSON): preemption's budgets and host check read them. */
 void gs_shim_pod_meta(struct gs_shim *s, const char *json, size_t len);

@@ -195,14 +195,14 @@ func cycleJSON(pod *v1.Pod) ([]byte, error) {
 // events on a busy cluster).
 func (p *Plugin) pod(o interface{}) {
 	pod, ok := o.(*v1.Pod)
-	if !ok || (pod.Spec.NodeName == "" && pod.Labels["gpu-topology"] == "") {
+	if !ok || (pod.Spec.NodeName == "" && !gangMember(pod)) {
 		return
 	}
 	// A pod this plugin bound (Reserve and Bind put it in the ledger) that
 	// is still running: its update carries nothing the ledger lacks, and
 	// marshalling it costs the scheduler CPU (docs/benchmarks.md §9). Ends
 	// (Succeeded, Failed, deleted) and gang members are always sent.
-	if pod.Labels["gpu-topology"] == "" && pod.DeletionTimestamp == nil &&
+	if !gangMember(pod) && pod.DeletionTimestamp == nil &&
 		pod.Status.Phase != v1.PodSucceeded && pod.Status.Phase != v1.PodFailed {
 		if _, mine := p.bound.Load(pod.UID); mine {
 			return
@@ -214,6 +214,13 @@ func (p *Plugin) pod(o interface{}) {
 		return
 	}
 	p.core.Pod(b)
+}
+
+// gangMember: the pod is a member of one of gpushare's jobs (the label
+// gpu-topology as the core reads it: a pod group's member is the pod
+// group's, podgroup.go), which the core is sent on every event.
+func gangMember(pod *v1.Pod) bool {
+	return pod.Labels[labelGangJob] != "" && podGroupOf(pod) == ""
 }
 
 // forget takes a deleted pod (o, its final state) out of the core. Twice
@@ -234,10 +241,11 @@ func (p *Plugin) forget(o interface{}) {
 // cleared — the framework clears it when the pod is unschedulable again
 // and no preemption helps (DefaultPreemption's answer), or on an error —
 // not only when the pod is reserved, bound or deleted (docs/preemption.md).
-// Members of a distributed job are sent by pod on every event already.
+// Members of a distributed job are sent by pod on every event already (a
+// pod group's member is none: its gang labels are the pod group's).
 func (p *Plugin) nomination(old, o interface{}) {
 	pod, ok := o.(*v1.Pod)
-	if !ok || pod.Spec.NodeName != "" || pod.Labels["gpu-topology"] != "" {
+	if !ok || pod.Spec.NodeName != "" || gangMember(pod) {
 		return
 	}
 	was := ""

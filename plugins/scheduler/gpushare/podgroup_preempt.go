@@ -11,9 +11,11 @@ package gpushare
 // finds no GPU victims. gpushare's answers instead: the core's gang
 // preemption (gs_sched_preempt_gang) for the group as one job of equal
 // members — victims freeing a slot for every member the group still
-// needs, or none — ended as PostFilter ends a victim (evict). The members
-// go back to the queue waiting on preemption and are retried when the
-// victims are gone.
+// needs, or none — ended as PostFilter ends a victim (evict). Each
+// member gets the slot the core chose for it, held in the core until it
+// binds (docs/preemption.md "Pod groups' slots are held"), and is
+// nominated to its slot's node; the members go back to the queue waiting
+// on preemption and are retried when the victims are gone.
 
 import (
 	"context"
@@ -21,9 +23,12 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
+	"gpushare.io/scheduler/shim"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 )
@@ -137,26 +142,50 @@ func (p *Plugin) PodGroupPostFilter(ctx context.Context, _ fwk.PodGroupCycleStat
 		}
 	}
 	sort.Strings(names)
-	res, ok := p.core.Preempt(b, names)
-	if !ok {
+	mjs := make([][]byte, len(members))
+	for i, m := range members {
+		if mjs[i], err = cycleJSON(m); err != nil {
+			return nil, fwk.AsStatus(err)
+		}
+	}
+	// the core chooses the victims and every member's slot, and holds each
+	// slot for its member from now until it binds (gs_sched_preempt_group)
+	choice, why := p.core.PreemptGroup(b, mjs, names, time.Now().UnixNano())
+	if choice == nil {
+		klog.V(4).InfoS("gpushare: no preemption for a pod group", "podGroup", klog.KRef(pgInfo.GetNamespace(), pgInfo.GetName()), "reason", why)
 		return nil, fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf(
 			"gpushare: lower-priority pods cannot free room for %d members of pod group %s/%s; none is evicted",
 			need, pgInfo.GetNamespace(), pgInfo.GetName()))
 	}
-	choice, st := decodeChoice(res)
-	if st != nil {
-		return nil, st
+	if choice.Held != "" {
+		klog.InfoS("gpushare: pod group's slots", "podGroup", klog.KRef(pgInfo.GetNamespace(), pgInfo.GetName()), "held", choice.Held)
 	}
-	if err := p.evictAll(ctx, first, choice.Victims, func(v *v1.Pod) string { return v.Spec.NodeName },
+	victims := make([]victimRef, len(choice.Victims))
+	for i, v := range choice.Victims {
+		victims[i] = victimRef{Namespace: v.Namespace, Name: v.Name, UID: v.UID}
+	}
+	if err := p.evictAll(ctx, first, victims, func(v *v1.Pod) string { return v.Spec.NodeName },
 		func(v victimRef, victim *v1.Pod) {
 			klog.InfoS("gpushare: preempted for a pod group", "podGroup", klog.KRef(pgInfo.GetNamespace(), pgInfo.GetName()),
 				"victim", klog.KRef(v.Namespace, v.Name), "node", victim.Spec.NodeName)
 		}); err != nil {
 		return nil, fwk.AsStatus(err)
 	}
-	// no member is nominated: the core names the first slot's node only,
-	// and a gang's slots are not held (hold.c); the members wait on the
-	// victims' deletion, which requeues them
-	return &fwk.PodGroupPostFilterResult{}, fwk.NewStatus(fwk.Success,
+	return &fwk.PodGroupPostFilterResult{NominatingInfos: nominations(choice)}, fwk.NewStatus(fwk.Success,
 		fmt.Sprintf("gpushare: preempting %d pods for pod group %s/%s", len(choice.Victims), pgInfo.GetNamespace(), pgInfo.GetName()))
+}
+
+// nominations: each member with a slot nominated to its slot's node, as
+// DefaultPreemption's workload-aware preemption nominates a group's
+// members (kube-scheduler sets their status.nominatedNodeName and counts
+// them on the node for pods of no higher priority meanwhile).
+func nominations(c *shim.GroupChoice) map[types.NamespacedName]*fwk.NominatingInfo {
+	n := make(map[types.NamespacedName]*fwk.NominatingInfo, len(c.Members))
+	for _, m := range c.Members {
+		if m.Node != "" {
+			n[types.NamespacedName{Namespace: m.Namespace, Name: m.Name}] = &fwk.NominatingInfo{
+				NominatedNodeName: m.Node, NominatingMode: fwk.ModeOverride}
+		}
+	}
+	return n
 }
