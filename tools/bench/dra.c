@@ -7,9 +7,10 @@
  * one in the thread's CPU time, JSON parsing included (the front ends hand
  * the feed parsed objects, so the parse is counted apart as well):
  *   slice   each node's ResourceSlice as gpushare-node --dra publishes it
- *           (driver gpu.gpushare.io, pool = the node, G devices with
- *           gpushare.io/index and /uuid, capacity memory, multiple
- *           allocations allowed)
+ *           (plugins/node/nodeagent/dra.go through the kubelet plugin's
+ *           slice controller: driver gpu.gpushare.io, pool = the node, G
+ *           devices with gpushare.io/index and /uuid, capacity memory,
+ *           multiple allocations allowed; owned by the Node)
  *   claim   K allocated ResourceClaims per node, as the apiserver serves
  *           them: one result each (a device of the node, a shareID,
  *           consumedCapacity memory 2Gi), the nodeSelector, reservedFor
@@ -43,8 +44,8 @@ static void node_name(size_t i, char *out, size_t cap) {
   snprintf(out, cap, "dra-node-%05zu", i);
 }
 
-/* Node i's slice; generation bumps it as a relist would not (a relist
- * delivers the same object: generation stays 1). */
+/* Node i's slice, the same object each time it is asked for (a relist
+ * delivers it unchanged). */
 static int slice_text(size_t i, uint32_t gpus, char *out, size_t cap) {
   char node[32];
   size_t n;
@@ -69,8 +70,7 @@ static int slice_text(size_t i, uint32_t gpus, char *out, size_t cap) {
     w = snprintf(out + n, cap - n,
                  "%s{\"name\":\"gpu-%u\",\"allowMultipleAllocations\":true,"
                  "\"attributes\":{\"" GS_DRA_ATTR_INDEX "\":{\"int\":%u},"
-                 "\"gpushare.io/uuid\":{\"string\":\"GPU-%08zx-%04x-4000-8000-%012x\"},"
-                 "\"gpushare.io/model\":{\"string\":\"Tesla V100-SXM2-16GB\"}},"
+                 "\"gpushare.io/uuid\":{\"string\":\"GPU-%08zx-%04x-4000-8000-%012x\"}},"
                  "\"capacity\":{\"memory\":{\"value\":\"%uGi\"}}}",
                  g ? "," : "", g, g, i, g, g, DRA_GIB_PER_GPU);
     if (w < 0 || (size_t)w >= cap - n)
