@@ -150,6 +150,8 @@ int bench_memory(int argc, char **argv);
 int bench_preempt(int argc, char **argv);
 int bench_pack(int argc, char **argv);
 int bench_scale(int argc, char **argv);
+/* dra.c: the DRA feed (src/observe/dra.c) over N nodes. */
+int bench_dra(int argc, char **argv);
 
 /* Pieces scale reuses: one figure row each. */
 struct core_figures {

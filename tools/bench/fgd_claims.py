@@ -290,6 +290,8 @@ def run(form, seed, a, workdir):
         if a.keep:
             with open(f"{a.keep}-{form}-s{seed}.json", "w") as f:
                 json.dump({"pods": items, "claims": claims}, f)
+            with open(f"{a.keep}-{form}-s{seed}.metrics", "w") as f:
+                f.write(sm)
         at = curve(nodes, pods, placed)
         attempts = {r: int(metric_sum(sm, "scheduler_schedule_attempts_total", result=r))
                     for r in ("scheduled", "unschedulable", "error")}
@@ -325,7 +327,8 @@ def main():
     ap.add_argument("--preemption", choices=("off", "on"), default="off")
     ap.add_argument("--plugin-binary", default=os.path.join(fgd_real.BUILD, "k8s", "bin", "gpushare-scheduler"))
     ap.add_argument("--timeout", type=float, default=7200)
-    ap.add_argument("--keep", metavar="PREFIX", help="save each run's pods and claims to PREFIX-FORM-sSEED.json")
+    ap.add_argument("--keep", metavar="PREFIX", help="save each run's pods and claims to PREFIX-FORM-sSEED.json,"
+                    " the scheduler's /metrics at the end to PREFIX-FORM-sSEED.metrics")
     ap.add_argument("--progress", action="store_true")
     ap.add_argument("--json", action="store_true")
     a = ap.parse_args()

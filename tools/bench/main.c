@@ -6,6 +6,7 @@
  *   gpushare-bench pack    trace replay: packing per policy
  *   gpushare-bench scale   each figure from 100 to 5,000 nodes
  *   gpushare-bench preempt the preempt decision over N offered nodes
+ *   gpushare-bench dra     the DRA feed: slices, claims, a relist (CPU time)
  */
 #include "bench.h"
 
@@ -23,6 +24,7 @@ static const char usage_text[] =
     "          [--gpu-mem MODEL=GiB,...] [--ref-gib N] [--ties random|name] [--seed N]\n"
     "  scale   [--nodes 100,500,1000,2000,5000] [--seconds 3] [--extender PATH]\n"
     "  preempt [--nodes 1000] [--victims 10] [--iters 20]\n"
+    "  dra     [--nodes 5000] [--gpus 8] [--claims 4]\n"
     "\n"
     "  --version  print the version\n"
     "\n"
@@ -34,7 +36,8 @@ int main(int argc, char **argv) {
     const char *name;
     int (*fn)(int, char **);
   } cmds[] = {{"core", bench_core},     {"http", bench_http}, {"memory", bench_memory},
-              {"pack", bench_pack},     {"scale", bench_scale}, {"preempt", bench_preempt}};
+              {"pack", bench_pack},     {"scale", bench_scale}, {"preempt", bench_preempt},
+              {"dra", bench_dra}};
   int n = 0;
   /* --json may stand anywhere; strip it before the subcommand parses. */
   for (int i = 0; i < argc; i++) {
