@@ -148,6 +148,24 @@ static bool node_cost(const struct gs_node *node, uint64_t taken, uint32_t k,
   return true;
 }
 
+/* A pick's answer: every one of slots replicas freed (done == slots), the
+ * victims out and the first node they free written; else GS_ENOFIT saying
+ * how many could be (each: one replica's ask), nothing written. */
+static enum gs_err answer(uint32_t done, uint32_t slots, const char *each, const bool *out,
+                          size_t ncands, size_t first, bool *ret_out, size_t *ret_first,
+                          struct gs_status *st) {
+  if (done < slots)
+    return gs_status_set(st, GS_ENOFIT, GS_R_GANG_NO_FIT,
+                         "gang preemption: only %" PRIu32 " of %" PRIu32
+                         " replicas (%s each) can be freed by evicting lower-priority pods; "
+                         "none is evicted",
+                         done, slots, each);
+  memcpy(ret_out, out, ncands * sizeof *out);
+  *ret_first = first;
+  gs_status_set(st, GS_EOK, GS_R_OTHER, "%s", "");
+  return GS_EOK;
+}
+
 enum gs_err gs_gang_preempt_pick(const struct gs_node *const *nodes, size_t nnodes, uint32_t slots,
                                  uint32_t k, const struct gs_preempt_candidate *cands,
                                  size_t ncands, bool *ret_out, size_t *ret_first,
@@ -204,17 +222,11 @@ enum gs_err gs_gang_preempt_pick(const struct gs_node *const *nodes, size_t nnod
           out[c] = true;
     }
   }
-  if (done < slots) {
-    err = gs_status_set(st, GS_ENOFIT, GS_R_GANG_NO_FIT,
-                        "gang preemption: only %" PRIu32 " of %" PRIu32
-                        " replicas (%" PRIu32 " whole GPUs each) can be freed by evicting "
-                        "lower-priority pods; none is evicted",
-                        done, slots, k);
-    goto done;
+  {
+    char each[32];
+    snprintf(each, sizeof each, "%" PRIu32 " whole GPUs", k);
+    err = answer(done, slots, each, out, ncands, first, ret_out, ret_first, st);
   }
-  memcpy(ret_out, out, ncands * sizeof *out);
-  *ret_first = first;
-  gs_status_set(st, GS_EOK, GS_R_OTHER, "%s", "");
 done:
   gs_free(out);
   gs_free(taken);
@@ -347,17 +359,12 @@ enum gs_err gs_gang_preempt_pick_mem(const struct gs_node *const *nodes, size_t 
     if (first == nnodes)
       first = best;
   }
-  if (done < slots) {
-    err = gs_status_set(st, GS_ENOFIT, GS_R_GANG_NO_FIT,
-                        "gang preemption: only %" PRIu32 " of %" PRIu32
-                        " replicas (%" PRIu64 " MiB on %" PRIu32 " GPU%s each) can be freed by "
-                        "evicting lower-priority pods; none is evicted",
-                        done, slots, pod->mib_per_gpu, pod->k, pod->k == 1 ? "" : "s");
-    goto done;
+  {
+    char each[64];
+    snprintf(each, sizeof each, "%" PRIu64 " MiB on %" PRIu32 " GPU%s", pod->mib_per_gpu, pod->k,
+             pod->k == 1 ? "" : "s");
+    err = answer(done, slots, each, out, ncands, first, ret_out, ret_first, st);
   }
-  memcpy(ret_out, out, ncands * sizeof *out);
-  *ret_first = first;
-  gs_status_set(st, GS_EOK, GS_R_OTHER, "%s", "");
 done:
   gs_free(out);
   gs_free(placed);
