@@ -76,12 +76,8 @@ type ClaimChoice struct {
 // until the allocation is seen or ClaimUnreserve (shim.h
 // gs_shim_claim_reserve). A retry answers the same GPUs.
 func (s *Shim) ClaimReserve(claim []byte, node string, nowNs int64) (int, string, ClaimChoice) {
-	var out *C.char
-	rc, reason := withReason(func(r *C.char) (rc C.int) {
-		withBytesOn(claim, node, func(b *C.char, l C.size_t, cn *C.char) {
-			rc = C.gs_shim_claim_reserve(s.c, b, l, cn, C.int64_t(nowNs), &out, r)
-		})
-		return rc
+	rc, reason, out := reserveOn(claim, node, func(b *C.char, l C.size_t, cn *C.char, out **C.char, r *C.char) C.int {
+		return C.gs_shim_claim_reserve(s.c, b, l, cn, C.int64_t(nowNs), out, r)
 	})
 	if rc != OK {
 		return rc, reason, ClaimChoice{}

@@ -114,6 +114,19 @@ func withReason(fn func(reason *C.char) C.int) (int, string) {
 	return rc, C.GoString(reason)
 }
 
+// reserveOn runs one of the shim's reserve calls (call: the C function over
+// b's bytes, node, where C writes its answer, and the reason buffer): the
+// code, the reason and the answer (free it with gs_shim_free_string; NULL
+// unless OK).
+func reserveOn(b []byte, node string, call func(b *C.char, l C.size_t, node *C.char, out **C.char, reason *C.char) C.int) (int, string, *C.char) {
+	var out *C.char
+	rc, reason := withReason(func(r *C.char) (rc C.int) {
+		withBytesOn(b, node, func(cb *C.char, l C.size_t, cn *C.char) { rc = call(cb, l, cn, &out, r) })
+		return rc
+	})
+	return rc, reason, out
+}
+
 // cname is a node name as a C string kept for the shim's life (node names
 // are few and stable; a verb over 5,000 nodes would otherwise copy every
 // name twice per pod).
@@ -379,12 +392,8 @@ func (s *Shim) Sign(pod []byte) (int, string) {
 
 // Reserve pod on node: the annotations its Binding carries.
 func (s *Shim) Reserve(pod []byte, node string, nowNs int64) (int, map[string]string, string) {
-	var annots *C.char
-	rc, reason := withReason(func(r *C.char) (rc C.int) {
-		withBytesOn(pod, node, func(b *C.char, l C.size_t, cn *C.char) {
-			rc = C.gs_shim_reserve(s.c, b, l, cn, C.int64_t(nowNs), &annots, r)
-		})
-		return rc
+	rc, reason, annots := reserveOn(pod, node, func(b *C.char, l C.size_t, cn *C.char, out **C.char, r *C.char) C.int {
+		return C.gs_shim_reserve(s.c, b, l, cn, C.int64_t(nowNs), out, r)
 	})
 	if rc != OK {
 		return rc, nil, reason
