@@ -724,21 +724,30 @@ static enum gs_err alloc_insert(struct gs_ledger *ledger, struct node_rec *node,
   return err;
 }
 
+/* The node a new allocation a goes on: its shape checked, GS_EEXISTS when
+ * its UID is recorded, GS_ENOTFOUND when its node is unknown. */
+static enum gs_err alloc_target(struct gs_ledger *ledger, const struct gs_alloc *a,
+                                struct node_rec **ret_node) {
+  struct node_rec *node;
+  enum gs_err err = alloc_check_shape(a);
+  if (err != GS_EOK)
+    return err;
+  if (gs_strmap_get(ledger->allocs, a->uid) != NULL)
+    return GS_EEXISTS;
+  node = node_find(ledger, a->node);
+  if (node == NULL)
+    return GS_ENOTFOUND;
+  *ret_node = node;
+  return GS_EOK;
+}
+
 enum gs_err gs_ledger_reserve(struct gs_ledger *ledger, const struct gs_alloc *alloc,
                               uint32_t cgpu_max_pods) {
   struct node_rec *node;
-  enum gs_err err = alloc_check_shape(alloc);
-  if (err != GS_EOK)
-    return err;
-  if (gs_strmap_get(ledger->allocs, alloc->uid) != NULL)
-    return GS_EEXISTS;
-  node = node_find(ledger, alloc->node);
-  if (node == NULL)
-    return GS_ENOTFOUND;
-  err = alloc_check_fit(node, alloc, cgpu_max_pods);
-  if (err != GS_EOK)
-    return err;
-  return alloc_insert(ledger, node, alloc);
+  enum gs_err err = alloc_target(ledger, alloc, &node);
+  if (err == GS_EOK)
+    err = alloc_check_fit(node, alloc, cgpu_max_pods);
+  return err != GS_EOK ? err : alloc_insert(ledger, node, alloc);
 }
 
 /* The unit of a memory allocation that does not record one: the unit in
@@ -771,15 +780,8 @@ enum gs_err gs_ledger_restore(struct gs_ledger *ledger, const struct gs_alloc *a
     resolved.unit_mib = infer_unit(node, alloc);
     alloc = &resolved;
   }
-  err = alloc_check_shape(alloc);
-  if (err != GS_EOK)
-    return err;
-  if (gs_strmap_get(ledger->allocs, alloc->uid) != NULL)
-    return GS_EEXISTS;
-  node = node_find(ledger, alloc->node);
-  if (node == NULL)
-    return GS_ENOTFOUND;
-  return alloc_insert(ledger, node, alloc);
+  err = alloc_target(ledger, alloc, &node);
+  return err != GS_EOK ? err : alloc_insert(ledger, node, alloc);
 }
 
 static void alloc_unlink(struct gs_ledger *ledger, struct node_rec *node, struct alloc_rec *rec);
