@@ -610,9 +610,9 @@ bool gs_fw_evicts_for(struct gs_sched *fw, const struct gs_alloc *a,
   return a->priority < pod->priority && strcmp(a->uid, pod->uid) != 0 && may_evict(fw, a);
 }
 
-enum gs_err gs_fw_preempt_room(struct gs_sched *fw, const char *node, const struct gs_node **ret_node,
-                               size_t *ret_count, struct gs_preempt_candidate **ret_cands,
-                               uint32_t **ret_idx) {
+enum gs_err gs_fw_preempt_room(struct gs_sched *fw, const char *node,
+                               const struct gs_node **ret_node, size_t *ret_count,
+                               struct gs_preempt_candidate **ret_cands, uint32_t **ret_idx) {
   const struct gs_node *n = gs_ledger_node_get(fw->ledger, node);
   size_t count;
   struct gs_preempt_candidate *cands;

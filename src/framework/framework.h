@@ -212,9 +212,9 @@ bool gs_fw_evicts_for(struct gs_sched *s, const struct gs_alloc *alloc,
 /* Under the lock: node's view, the count of its allocations and room for a
  * preemption candidate and an index per allocation (gs_free both);
  * GS_ENOTFOUND or GS_ENOMEM, nothing kept. */
-enum gs_err gs_fw_preempt_room(struct gs_sched *s, const char *node, const struct gs_node **ret_node,
-                               size_t *ret_count, struct gs_preempt_candidate **ret_cands,
-                               uint32_t **ret_idx) GS_WUR;
+enum gs_err gs_fw_preempt_room(struct gs_sched *s, const char *node,
+                               const struct gs_node **ret_node, size_t *ret_count,
+                               struct gs_preempt_candidate **ret_cands, uint32_t **ret_idx) GS_WUR;
 /* Preemption for a whole gang (docs/gangs.md "Preemption"), a what-if
  * under the read lock: pod is a member of a job (whole GPUs:
  * gs_gang_preempt_pick; memory-shared: gs_gang_preempt_pick_mem); the slots its
