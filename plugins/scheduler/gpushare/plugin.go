@@ -201,14 +201,25 @@ func decodeArgs(obj runtime.Object) (*config.GpuShareArgs, error) {
 	if args, ok := obj.(*config.GpuShareArgs); ok {
 		return args, nil
 	}
-	var in configv1.GpuShareArgs
-	if err := frameworkruntime.DecodeInto(obj, &in); err != nil {
-		return nil, fmt.Errorf("gpushare args: %w", err)
+	return versionedArgs[configv1.GpuShareArgs, *configv1.GpuShareArgs, config.GpuShareArgs](obj, "gpushare")
+}
+
+// versionedArgs reads a plugin's args as kube-scheduler reads its own
+// plugins': obj (nil: none) decoded as the versioned V, defaulted, and
+// converted to the internal I (kube-scheduler's scheme, which knows
+// gpushare's types too); name starts the errors' text.
+func versionedArgs[V any, PV interface {
+	*V
+	runtime.Object
+}, I any](obj runtime.Object, name string) (*I, error) {
+	in := PV(new(V))
+	if err := frameworkruntime.DecodeInto(obj, in); err != nil {
+		return nil, fmt.Errorf("%s args: %w", name, err)
 	}
-	scheme.Scheme.Default(&in)
-	out := &config.GpuShareArgs{}
-	if err := scheme.Scheme.Convert(&in, out, nil); err != nil {
-		return nil, fmt.Errorf("gpushare args: %w", err)
+	scheme.Scheme.Default(in)
+	out := new(I)
+	if err := scheme.Scheme.Convert(in, out, nil); err != nil {
+		return nil, fmt.Errorf("%s args: %w", name, err)
 	}
 	return out, nil
 }
