@@ -17,7 +17,13 @@
 
 #define MIB (UINT64_C(1) << 20)
 
-char *gs_agent_dra_devices(const struct gs_agent_inventory *inv) {
+/* One entry of a per-GPU list: GPU i of the inventory, named name; NULL
+ * when out of memory. */
+typedef json_t *(*dra_entry_fn)(const struct gs_agent_gpu *g, const char *name, uint32_t i);
+
+/* The JSON array of entry's objects for the inventory's GPUs (the healthy
+ * ones only when healthy_only), dumped compact; NULL when out of memory. */
+static char *dra_list(const struct gs_agent_inventory *inv, bool healthy_only, dra_entry_fn entry) {
   json_t *out = json_array();
   char name[32];
   char *s = NULL;
@@ -25,41 +31,37 @@ char *gs_agent_dra_devices(const struct gs_agent_inventory *inv) {
   if (out == NULL)
     return NULL;
   for (uint32_t i = 0; i < inv->n; i++) {
-    const struct gs_agent_gpu *g = &inv->gpu[i];
-    if (!g->healthy)
-      continue; /* an unhealthy GPU is no longer offered (as ListAndWatch) */
+    if (healthy_only && !inv->gpu[i].healthy)
+      continue;
     snprintf(name, sizeof name, GS_AGENT_DRA_DEVICE_PREFIX "%" PRIu32, i);
-    if (json_array_append_new(out, json_pack("{sssIsssI}", "name", name, "index", (json_int_t)i,
-                                             "uuid", g->uuid, "memoryBytes",
-                                             (json_int_t)(g->mem_mib * MIB))) != 0)
+    if (json_array_append_new(out, entry(&inv->gpu[i], name, i)) != 0)
       goto out;
   }
   s = json_dumps(out, JSON_COMPACT);
 out:
   json_decref(out);
   return s;
+}
+
+static json_t *device_entry(const struct gs_agent_gpu *g, const char *name, uint32_t i) {
+  return json_pack("{sssIsssI}", "name", name, "index", (json_int_t)i, "uuid", g->uuid,
+                   "memoryBytes", (json_int_t)(g->mem_mib * MIB));
+}
+
+static json_t *health_entry(const struct gs_agent_gpu *g, const char *name, uint32_t i) {
+  (void)i;
+  return json_pack("{ssss}", "device", name, "health", g->healthy ? "Healthy" : "Unhealthy");
+}
+
+char *gs_agent_dra_devices(const struct gs_agent_inventory *inv) {
+  /* an unhealthy GPU is no longer offered (as ListAndWatch) */
+  return dra_list(inv, true, device_entry);
 }
 
 char *gs_agent_dra_health(const struct gs_agent_inventory *inv) {
-  json_t *out = json_array();
-  char name[32];
-  char *s = NULL;
-
-  if (out == NULL)
-    return NULL;
-  for (uint32_t i = 0; i < inv->n; i++) {
-    snprintf(name, sizeof name, GS_AGENT_DRA_DEVICE_PREFIX "%" PRIu32, i);
-    if (json_array_append_new(out, json_pack("{ssss}", "device", name, "health",
-                                             inv->gpu[i].healthy ? "Healthy" : "Unhealthy")) != 0)
-      goto out;
-  }
-  s = json_dumps(out, JSON_COMPACT);
-out:
-  json_decref(out);
-  return s;
+  return dra_list(inv, false, health_entry);
 }
 
-/* "gpu-<i>" → i when the inventory has GPU i. */
 static bool device_index(const struct gs_agent_inventory *inv, const char *name, uint32_t *ret) {
   size_t plen = strlen(GS_AGENT_DRA_DEVICE_PREFIX);
   const char *p = name + plen;

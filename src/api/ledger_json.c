@@ -152,6 +152,26 @@ static json_t *claims_of(json_t *gpu, bool *ok) {
   return c;
 }
 
+/* The first of entries[e..n) on GPU gpu or after: entries are sorted by GPU,
+ * and parts on GPUs before it (orphans of a node that shrank never match any
+ * GPU) are passed over. */
+static size_t entries_at(const struct entry *entries, size_t n, size_t e, uint32_t gpu) {
+  while (e < n && entries[e].part->gpu < gpu)
+    e++;
+  return e;
+}
+
+/* A new row for a, appended to the GPU's list of its kind: pods, or gpu's
+ * "claims" for a claim; NULL, and *ok false, when out of memory. */
+static json_t *row_of(json_t *gpu, json_t *pods, const struct gs_alloc *a, bool *ok) {
+  json_t *list = a->kind == GS_ALLOC_CLAIM ? claims_of(gpu, ok) : pods, *row;
+  if (list == NULL)
+    return NULL;
+  row = json_object();
+  append(list, row, ok);
+  return row;
+}
+
 static json_t *ledger_node_json(const struct gs_ledger *ledger, const struct gs_node *node,
                                 bool *ok) {
   json_t *o, *gpus;
@@ -180,18 +200,10 @@ static json_t *ledger_node_json(const struct gs_ledger *ledger, const struct gs_
     if (node->mode == GS_MODE_TOPOLOGY)
       put(gj, "owner", owner_json(g->owner, ok), ok);
     put(gj, "pods", pods, ok);
-    /* entries are sorted by GPU: skip parts on GPUs before this one
-     * (orphans of a node that shrank never match any GPU) */
-    while (e < n && entries[e].part->gpu < g->index)
-      e++;
-    for (; e < n && entries[e].part->gpu == g->index; e++) {
+    for (e = entries_at(entries, n, e, g->index); e < n && entries[e].part->gpu == g->index; e++) {
       const struct gs_alloc *a = entries[e].alloc;
       bool claim = a->kind == GS_ALLOC_CLAIM;
-      json_t *list = claim ? claims_of(gj, ok) : pods, *pj;
-      if (list == NULL)
-        break;
-      pj = json_object();
-      append(list, pj, ok);
+      json_t *pj = row_of(gj, pods, a, ok);
       if (pj == NULL)
         break;
       put(pj, "namespace", gs__api_text(a->ns), ok);
@@ -281,21 +293,15 @@ static json_t *inspect_node_json(const struct gs_ledger *ledger, const struct gs
     put(dj, "pods", pods, ok);
     total += g->total_mib / unit;
     used += g->used_mib / unit;
-    while (e < n && entries[e].part->gpu < g->index)
-      e++;
     /* One row per pod on this GPU: its containers' parts added up. */
+    e = entries_at(entries, n, e, g->index);
     while (e < n && entries[e].part->gpu == g->index) {
       const struct gs_alloc *a = entries[e].alloc;
       uint64_t mib = 0;
-      json_t *pj, *list;
+      json_t *pj;
       for (; e < n && entries[e].part->gpu == g->index && entries[e].alloc == a; e++)
         mib += gs_ledger_part_charge_mib(g, a, entries[e].part);
-      list = a->kind == GS_ALLOC_CLAIM ? claims_of(dj, ok) : pods;
-      if (list == NULL)
-        break;
-      pj = json_object();
-      append(list, pj, ok);
-      if (pj == NULL)
+      if ((pj = row_of(dj, pods, a, ok)) == NULL)
         break;
       put(pj, "name", gs__api_text(a->name), ok);
       put(pj, "namespace", gs__api_text(a->ns), ok);

@@ -20,11 +20,6 @@ enum gs_err gs__yaml_load_file(const char *path, unsigned flags, json_t **ret,
  * Capitalised or UPPER case), as a Go bool field reads it. */
 bool gs__config_yaml_bool(const char *text, bool *ret);
 
-/* The policy defaults (docs/contract.md §6). gs_policy_init lives in the core; the
- * config layer keeps its own copy of the same values so that it does not
- * depend on placement code. */
-void gs__config_policy_defaults(struct gs_policy *policy);
-
 /* gs_config_apply_data with a source for the messages: file NULL means a
  * ConfigMap ("invalid KEY VALUE: ..."), otherwise "invalid KEY VALUE in
  * FILE: ...". */

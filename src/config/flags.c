@@ -93,7 +93,7 @@ void gs_config_defaults(struct gs_config *cfg) {
   snprintf(cfg->lease_ns, sizeof cfg->lease_ns, "kube-system");
   snprintf(cfg->lease_name, sizeof cfg->lease_name, "gpushare-extender");
   cfg->log_level = GS_LVL_INFO;
-  gs__config_policy_defaults(&cfg->policy);
+  gs_policy_init(&cfg->policy); /* docs/contract.md §6 */
 }
 
 /* ---- value checks ------------------------------------------------------ */

@@ -5,17 +5,6 @@
 #include <stdio.h>
 #include <string.h>
 
-void gs__config_policy_defaults(struct gs_policy *policy) {
-  *policy = (struct gs_policy){
-      .unit_mib = GS_UNIT_GIB,
-      .cgpu_max_pods = 16,
-      .node_policy = GS_PLACE_BINPACK,
-      .frag_aware = false,
-      .gang_timeout_s = 60,
-      .frag_normalize = false,
-  };
-}
-
 void gs__config_render(const json_t *v, char *buf, size_t size) {
   /* how a value without text of its own is shown, by its type */
   static const char *const shown[] = {

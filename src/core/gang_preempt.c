@@ -148,6 +148,24 @@ static bool node_cost(const struct gs_node *node, uint64_t taken, uint32_t k,
   return true;
 }
 
+/* A pick's answer: every one of slots replicas freed (done == slots), the
+ * victims out and the first node they free written; else GS_ENOFIT saying
+ * how many could be (each: one replica's ask), nothing written. */
+static enum gs_err answer(uint32_t done, uint32_t slots, const char *each, const bool *out,
+                          size_t ncands, size_t first, bool *ret_out, size_t *ret_first,
+                          struct gs_status *st) {
+  if (done < slots)
+    return gs_status_set(st, GS_ENOFIT, GS_R_GANG_NO_FIT,
+                         "gang preemption: only %" PRIu32 " of %" PRIu32
+                         " replicas (%s each) can be freed by evicting lower-priority pods; "
+                         "none is evicted",
+                         done, slots, each);
+  memcpy(ret_out, out, ncands * sizeof *out);
+  *ret_first = first;
+  gs_status_set(st, GS_EOK, GS_R_OTHER, "%s", "");
+  return GS_EOK;
+}
+
 /* gs_gang_preempt_pick, and each slot's node and GPUs in ret_slots (room
  * for slots; NULL: not asked) for gs_gang_preempt_slots. */
 static enum gs_err pick_whole(const struct gs_node *const *nodes, size_t nnodes, uint32_t slots,
@@ -210,19 +228,13 @@ static enum gs_err pick_whole(const struct gs_node *const *nodes, size_t nnodes,
           out[c] = true;
     }
   }
-  if (done < slots) {
-    err = gs_status_set(st, GS_ENOFIT, GS_R_GANG_NO_FIT,
-                        "gang preemption: only %" PRIu32 " of %" PRIu32
-                        " replicas (%" PRIu32 " whole GPUs each) can be freed by evicting "
-                        "lower-priority pods; none is evicted",
-                        done, slots, k);
-    goto done;
+  {
+    char each[32];
+    snprintf(each, sizeof each, "%" PRIu32 " whole GPUs", k);
+    err = answer(done, slots, each, out, ncands, first, ret_out, ret_first, st);
   }
-  memcpy(ret_out, out, ncands * sizeof *out);
-  *ret_first = first;
-  if (ret_slots != NULL)
+  if (err == GS_EOK && ret_slots != NULL)
     memcpy(ret_slots, chosen, slots * sizeof *chosen);
-  gs_status_set(st, GS_EOK, GS_R_OTHER, "%s", "");
 done:
   gs_free(out);
   gs_free(taken);
@@ -367,19 +379,14 @@ static enum gs_err pick_mem(const struct gs_node *const *nodes, size_t nnodes, u
     if (first == nnodes)
       first = best;
   }
-  if (done < slots) {
-    err = gs_status_set(st, GS_ENOFIT, GS_R_GANG_NO_FIT,
-                        "gang preemption: only %" PRIu32 " of %" PRIu32
-                        " replicas (%" PRIu64 " MiB on %" PRIu32 " GPU%s each) can be freed by "
-                        "evicting lower-priority pods; none is evicted",
-                        done, slots, pod->mib_per_gpu, pod->k, pod->k == 1 ? "" : "s");
-    goto done;
+  {
+    char each[64];
+    snprintf(each, sizeof each, "%" PRIu64 " MiB on %" PRIu32 " GPU%s", pod->mib_per_gpu, pod->k,
+             pod->k == 1 ? "" : "s");
+    err = answer(done, slots, each, out, ncands, first, ret_out, ret_first, st);
   }
-  memcpy(ret_out, out, ncands * sizeof *out);
-  *ret_first = first;
-  if (ret_slots != NULL)
+  if (err == GS_EOK && ret_slots != NULL)
     memcpy(ret_slots, chosen, slots * sizeof *chosen);
-  gs_status_set(st, GS_EOK, GS_R_OTHER, "%s", "");
 done:
   gs_free(chosen);
   gs_free(out);

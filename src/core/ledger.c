@@ -16,7 +16,7 @@
  *   one matrix, so a cluster holds a handful.
  *
  * Charges (used_mib, npods, owner) are always derived from the allocation
- * parts by charge()/discharge(), so release frees exactly what was charged
+ * parts by account(), so release frees exactly what was charged
  * and a node rebuild is a plain re-charge. Every change of a node's view is
  * logged (ledger_log.h).
  *
@@ -258,27 +258,6 @@ static bool alloc_touches(const struct gs_alloc *a, uint32_t gpu) {
   return false;
 }
 
-static void charge(struct node_rec *node, struct alloc_rec *rec) {
-  const struct gs_alloc *a = &rec->view;
-  struct gs_gpu *gpus = node->view.gpus;
-  uint32_t ngpus = node->view.ngpus;
-  uint64_t mask = touched_mask(a, ngpus);
-  if (charges_mem(a)) {
-    for (uint32_t i = 0; i < a->nparts; i++)
-      if (a->parts[i].gpu < ngpus)
-        gpus[a->parts[i].gpu].used_mib += charge_mib(&gpus[a->parts[i].gpu], a, &a->parts[i]);
-  }
-  for (uint32_t g = 0; g < ngpus; g++) {
-    if (!(mask >> g & 1))
-      continue;
-    gpus[g].npods++;
-    /* Restore may record two owners of one GPU (the apiserver's truth);
-     * the first one shows, the next takes over when it leaves. */
-    if (a->kind == GS_ALLOC_WHOLE && gpus[g].owner == NULL)
-      gpus[g].owner = a;
-  }
-}
-
 /* Another whole-GPU allocation on the node claiming gpu, or NULL. */
 static const struct gs_alloc *next_owner(const struct node_rec *node, uint32_t gpu,
                                          const struct alloc_rec *leaving) {
@@ -290,27 +269,39 @@ static const struct gs_alloc *next_owner(const struct node_rec *node, uint32_t g
   return NULL;
 }
 
-static void discharge(struct node_rec *node, struct alloc_rec *rec) {
+/* Charges (add) or discharges rec's allocation on node: its memory on the
+ * GPUs its parts name (none for whole GPUs), a pod on each GPU it touches,
+ * and a whole GPU's owner (parts on missing GPUs skipped). */
+static void account(struct node_rec *node, struct alloc_rec *rec, bool add) {
   const struct gs_alloc *a = &rec->view;
   struct gs_gpu *gpus = node->view.gpus;
   uint32_t ngpus = node->view.ngpus;
   uint64_t mask = touched_mask(a, ngpus);
-  if (charges_mem(a)) {
-    for (uint32_t i = 0; i < a->nparts; i++) {
-      if (a->parts[i].gpu < ngpus) {
-        uint64_t mib = charge_mib(&gpus[a->parts[i].gpu], a, &a->parts[i]);
-        assert(gpus[a->parts[i].gpu].used_mib >= mib);
-        gpus[a->parts[i].gpu].used_mib -= mib;
-      }
-    }
+  for (uint32_t i = 0; i < a->nparts && charges_mem(a); i++) {
+    struct gs_gpu *gpu;
+    uint64_t mib;
+    if (a->parts[i].gpu >= ngpus)
+      continue;
+    gpu = &gpus[a->parts[i].gpu];
+    mib = charge_mib(gpu, a, &a->parts[i]);
+    assert(add || gpu->used_mib >= mib);
+    gpu->used_mib = add ? gpu->used_mib + mib : gpu->used_mib - mib;
   }
   for (uint32_t g = 0; g < ngpus; g++) {
     if (!(mask >> g & 1))
       continue;
-    assert(gpus[g].npods > 0);
-    gpus[g].npods--;
-    if (gpus[g].owner == a)
-      gpus[g].owner = next_owner(node, g, rec);
+    if (add) {
+      gpus[g].npods++;
+      /* Restore may record two owners of one GPU (the apiserver's truth);
+       * the first one shows, the next takes over when it leaves. */
+      if (a->kind == GS_ALLOC_WHOLE && gpus[g].owner == NULL)
+        gpus[g].owner = a;
+    } else {
+      assert(gpus[g].npods > 0);
+      gpus[g].npods--;
+      if (gpus[g].owner == a)
+        gpus[g].owner = next_owner(node, g, rec);
+    }
   }
 }
 
@@ -414,7 +405,7 @@ static enum gs_err node_update(struct gs_ledger *ledger, struct node_rec *node,
     node->view.ngpus = n;
     gpus_init(gpus, n, total_mib, node->view.unhealthy_mask);
     for (size_t i = 0; i < node->nallocs; i++)
-      charge(node, node->allocs[i]);
+      account(node, node->allocs[i], true);
   }
   node->view.mode = spec->mode;
   node->view.placement = spec->placement;
@@ -715,7 +706,7 @@ static enum gs_err alloc_link(struct gs_ledger *ledger, struct node_rec *node,
     return err;
   rec->slot = node->nallocs;
   node->allocs[node->nallocs++] = rec;
-  charge(node, rec);
+  account(node, rec, true);
   gs__ledger_log_touch(&ledger->log, &node->view);
   return GS_EOK;
 }
@@ -733,21 +724,30 @@ static enum gs_err alloc_insert(struct gs_ledger *ledger, struct node_rec *node,
   return err;
 }
 
+/* The node a new allocation a goes on: its shape checked, GS_EEXISTS when
+ * its UID is recorded, GS_ENOTFOUND when its node is unknown. */
+static enum gs_err alloc_target(struct gs_ledger *ledger, const struct gs_alloc *a,
+                                struct node_rec **ret_node) {
+  struct node_rec *node;
+  enum gs_err err = alloc_check_shape(a);
+  if (err != GS_EOK)
+    return err;
+  if (gs_strmap_get(ledger->allocs, a->uid) != NULL)
+    return GS_EEXISTS;
+  node = node_find(ledger, a->node);
+  if (node == NULL)
+    return GS_ENOTFOUND;
+  *ret_node = node;
+  return GS_EOK;
+}
+
 enum gs_err gs_ledger_reserve(struct gs_ledger *ledger, const struct gs_alloc *alloc,
                               uint32_t cgpu_max_pods) {
   struct node_rec *node;
-  enum gs_err err = alloc_check_shape(alloc);
-  if (err != GS_EOK)
-    return err;
-  if (gs_strmap_get(ledger->allocs, alloc->uid) != NULL)
-    return GS_EEXISTS;
-  node = node_find(ledger, alloc->node);
-  if (node == NULL)
-    return GS_ENOTFOUND;
-  err = alloc_check_fit(node, alloc, cgpu_max_pods);
-  if (err != GS_EOK)
-    return err;
-  return alloc_insert(ledger, node, alloc);
+  enum gs_err err = alloc_target(ledger, alloc, &node);
+  if (err == GS_EOK)
+    err = alloc_check_fit(node, alloc, cgpu_max_pods);
+  return err != GS_EOK ? err : alloc_insert(ledger, node, alloc);
 }
 
 /* The unit of a memory allocation that does not record one: the unit in
@@ -780,15 +780,8 @@ enum gs_err gs_ledger_restore(struct gs_ledger *ledger, const struct gs_alloc *a
     resolved.unit_mib = infer_unit(node, alloc);
     alloc = &resolved;
   }
-  err = alloc_check_shape(alloc);
-  if (err != GS_EOK)
-    return err;
-  if (gs_strmap_get(ledger->allocs, alloc->uid) != NULL)
-    return GS_EEXISTS;
-  node = node_find(ledger, alloc->node);
-  if (node == NULL)
-    return GS_ENOTFOUND;
-  return alloc_insert(ledger, node, alloc);
+  err = alloc_target(ledger, alloc, &node);
+  return err != GS_EOK ? err : alloc_insert(ledger, node, alloc);
 }
 
 static void alloc_unlink(struct gs_ledger *ledger, struct node_rec *node, struct alloc_rec *rec);
@@ -810,7 +803,7 @@ enum gs_err gs_ledger_release(struct gs_ledger *ledger, const char *uid) {
 /* Discharges rec (already out of the UID map) and takes it off its node. */
 static void alloc_unlink(struct gs_ledger *ledger, struct node_rec *node, struct alloc_rec *rec) {
   struct alloc_rec *last;
-  discharge(node, rec);
+  account(node, rec, false);
   gs__ledger_log_touch(&ledger->log, &node->view);
   last = node->allocs[--node->nallocs];
   node->allocs[rec->slot] = last;

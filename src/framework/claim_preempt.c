@@ -108,16 +108,9 @@ enum gs_err gs_fw_claim_preempt(struct gs_sched *fw, const struct gs_claim_reque
   if (st->code != GS_EOK)
     return GS_EOK;
   pthread_rwlock_rdlock(&fw->lock);
-  n = gs_ledger_node_get(fw->ledger, node);
-  if (n == NULL) {
-    err = GS_ENOTFOUND;
+  if ((err = gs_fw_preempt_room(fw, node, &n, &count, &cands, &idx)) != GS_EOK)
     goto unlock;
-  }
-  count = gs_ledger_node_alloc_count(fw->ledger, node);
-  cands = gs_calloc(count ? count : 1, sizeof *cands);
-  idx = gs_calloc(count ? count : 1, sizeof *idx);
-  m = gs_calloc(count ? count : 1, sizeof *m);
-  if (cands == NULL || idx == NULL || m == NULL) {
+  if ((m = gs_calloc(count ? count : 1, sizeof *m)) == NULL) {
     err = GS_ENOMEM;
     goto unlock;
   }
@@ -136,8 +129,7 @@ enum gs_err gs_fw_claim_preempt(struct gs_sched *fw, const struct gs_claim_reque
   for (size_t i = 0; i < count; i++) {
     const struct gs_alloc *a = gs_ledger_node_alloc_at(fw->ledger, node, i);
     bool dup = false;
-    if (a->kind == GS_ALLOC_CLAIM || a->priority >= pod->priority ||
-        strcmp(a->uid, pod->uid) == 0 || !gs_fw_may_evict(fw, a))
+    if (!gs_fw_evicts_for(fw, a, pod))
       continue;
     for (size_t j = 0; j < nm && !dup; j++)
       dup = strcmp(m[j].alloc.uid, a->uid) == 0;

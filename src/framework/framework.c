@@ -609,6 +609,36 @@ static bool may_evict(const struct gs_sched *fw, const struct gs_alloc *a) {
   return true;
 }
 
+bool gs_fw_evicts_for(struct gs_sched *fw, const struct gs_alloc *a,
+                      const struct gs_pod_request *pod) {
+  return a->priority < pod->priority && strcmp(a->uid, pod->uid) != 0 && may_evict(fw, a);
+}
+
+enum gs_err gs_fw_preempt_room(struct gs_sched *fw, const char *node,
+                               const struct gs_node **ret_node, size_t *ret_count,
+                               struct gs_preempt_candidate **ret_cands, uint32_t **ret_idx) {
+  const struct gs_node *n = gs_ledger_node_get(fw->ledger, node);
+  size_t count;
+  struct gs_preempt_candidate *cands;
+  uint32_t *idx;
+
+  if (n == NULL)
+    return GS_ENOTFOUND;
+  count = gs_ledger_node_alloc_count(fw->ledger, node);
+  cands = gs_calloc(count ? count : 1, sizeof *cands);
+  idx = gs_calloc(count ? count : 1, sizeof *idx);
+  if (cands == NULL || idx == NULL) {
+    gs_free(cands);
+    gs_free(idx);
+    return GS_ENOMEM;
+  }
+  *ret_node = n;
+  *ret_count = count;
+  *ret_cands = cands;
+  *ret_idx = idx;
+  return GS_EOK;
+}
+
 enum gs_err gs_fw_preempt(struct gs_sched *fw, const struct gs_pod_request *pod, const char *node,
                           const char *const *proposed, size_t nproposed,
                           char (**ret_uids)[GS_UID_MAX + 1], size_t *ret_n,
@@ -645,26 +675,19 @@ enum gs_err gs_fw_preempt_limited(struct gs_sched *fw, const struct gs_pod_reque
     return GS_EOK;
   }
   pthread_rwlock_rdlock(&fw->lock);
-  n = gs_ledger_node_get(fw->ledger, node);
-  if (n == NULL) {
-    err = GS_ENOTFOUND;
+  if ((err = gs_fw_preempt_room(fw, node, &n, &count, &cands, &idx)) != GS_EOK)
     goto unlock;
-  }
-  count = gs_ledger_node_alloc_count(fw->ledger, node);
-  cands = gs_calloc(count ? count : 1, sizeof *cands);
-  idx = gs_calloc(count ? count : 1, sizeof *idx);
   vb = gs_calloc(count + nproposed ? count + nproposed : 1, sizeof *vb);
   vp = gs_calloc(count + nproposed ? count + nproposed : 1, sizeof *vp);
-  if (cands == NULL || idx == NULL || vb == NULL || vp == NULL) {
+  if (vb == NULL || vp == NULL) {
     err = GS_ENOMEM;
     goto unlock;
   }
   for (size_t i = 0; i < count; i++) {
     const struct gs_alloc *a = gs_ledger_node_alloc_at(fw->ledger, node, i);
     bool named = false;
-    /* A DRA claim is no pod: nothing gpushare may evict (docs/dra.md). */
-    if (a->kind == GS_ALLOC_CLAIM || a->priority >= pod->priority ||
-        strcmp(a->uid, pod->uid) == 0 || !may_evict(fw, a))
+    /* pods of lower priority no plugin keeps (a DRA claim is no pod: docs/dra.md) */
+    if (!gs_fw_evicts_for(fw, a, pod))
       continue;
     for (size_t j = 0; j < nproposed && !named; j++)
       named = strcmp(proposed[j], a->uid) == 0;

@@ -206,6 +206,16 @@ void gs_fw_describe(struct gs_sched *s,
 /* May the pod holding alloc be evicted (every plugin's may_evict)? Only
  * inside gs_sched_read's fn. */
 bool gs_fw_may_evict(struct gs_sched *s, const struct gs_alloc *alloc);
+/* May the pod holding alloc make room for pod: of lower priority, not pod
+ * itself, and evictable (gs_fw_may_evict: never a claim)? Under the lock. */
+bool gs_fw_evicts_for(struct gs_sched *s, const struct gs_alloc *alloc,
+                      const struct gs_pod_request *pod);
+/* Under the lock: node's view, the count of its allocations and room for a
+ * preemption candidate and an index per allocation (gs_free both);
+ * GS_ENOTFOUND or GS_ENOMEM, nothing kept. */
+enum gs_err gs_fw_preempt_room(struct gs_sched *s, const char *node,
+                               const struct gs_node **ret_node, size_t *ret_count,
+                               struct gs_preempt_candidate **ret_cands, uint32_t **ret_idx) GS_WUR;
 /* Preemption for a whole gang (docs/gangs.md "Preemption"), a what-if
  * under the read lock: pod is a member of a job (whole GPUs:
  * gs_gang_preempt_pick; memory-shared: gs_gang_preempt_pick_mem); the slots its

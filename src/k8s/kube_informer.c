@@ -103,67 +103,102 @@ static json_t *expand(const struct gs__informer *inf, const char *key, const jso
 
 /* ---- delivery ------------------------------------------------------------- */
 
-static void deliver_upsert(struct gs__informer *inf, const json_t *obj) {
+typedef void (*obj_hook)(void *ctx, const json_t *obj);
+
+/* The sink's hooks for the informer's kind (NULL: the sink takes none); a
+ * node's delete goes by name (deliver_delete). */
+static void sink_hooks(const struct gs__informer *inf, obj_hook *ret_upsert,
+                       obj_hook *ret_delete) {
   const struct gs_cluster_sink *s = &inf->k->sink;
   switch (inf->kind) {
   case GS__INF_NODES:
-    if (s->node_upsert)
-      s->node_upsert(s->ctx, obj);
+    *ret_upsert = s->node_upsert;
+    *ret_delete = NULL;
     break;
   case GS__INF_PODS:
-    if (s->pod_upsert)
-      s->pod_upsert(s->ctx, obj);
+    *ret_upsert = s->pod_upsert;
+    *ret_delete = s->pod_delete;
     break;
   case GS__INF_SLICES:
-    if (s->slice_upsert)
-      s->slice_upsert(s->ctx, obj);
+    *ret_upsert = s->slice_upsert;
+    *ret_delete = s->slice_delete;
     break;
   case GS__INF_CLAIMS:
-    if (s->claim_upsert)
-      s->claim_upsert(s->ctx, obj);
+    *ret_upsert = s->claim_upsert;
+    *ret_delete = s->claim_delete;
     break;
   case GS__INF_PDBS:
-    if (s->pdb_upsert)
-      s->pdb_upsert(s->ctx, obj);
+    *ret_upsert = s->pdb_upsert;
+    *ret_delete = s->pdb_delete;
     break;
   default:
-    if (s->configmap_upsert)
-      s->configmap_upsert(s->ctx, obj);
+    *ret_upsert = s->configmap_upsert;
+    *ret_delete = s->configmap_delete;
     break;
   }
+}
+
+static void deliver_upsert(struct gs__informer *inf, const json_t *obj) {
+  obj_hook upsert, del;
+  sink_hooks(inf, &upsert, &del);
+  if (upsert != NULL)
+    upsert(inf->k->sink.ctx, obj);
 }
 
 static void deliver_delete(struct gs__informer *inf, const json_t *obj) {
   const struct gs_cluster_sink *s = &inf->k->sink;
-  switch (inf->kind) {
-  case GS__INF_NODES:
+  obj_hook upsert, del;
+  if (inf->kind == GS__INF_NODES) {
     if (s->node_delete && meta_str(obj, "name") != NULL)
       s->node_delete(s->ctx, meta_str(obj, "name"));
-    break;
-  case GS__INF_PODS:
-    if (s->pod_delete)
-      s->pod_delete(s->ctx, obj);
-    break;
-  case GS__INF_SLICES:
-    if (s->slice_delete)
-      s->slice_delete(s->ctx, obj);
-    break;
-  case GS__INF_CLAIMS:
-    if (s->claim_delete)
-      s->claim_delete(s->ctx, obj);
-    break;
-  case GS__INF_PDBS:
-    if (s->pdb_delete)
-      s->pdb_delete(s->ctx, obj);
-    break;
-  default:
-    if (s->configmap_delete)
-      s->configmap_delete(s->ctx, obj);
-    break;
+    return;
   }
+  sink_hooks(inf, &upsert, &del);
+  if (del != NULL)
+    del(s->ctx, obj);
 }
 
 /* ---- set-up ----------------------------------------------------------------- */
+
+/* What each kind lists and watches; the ConfigMap kinds' path names their
+ * namespace (gs__informer_init). */
+static const struct {
+  const char *resource, *item_kind, *path;
+} kinds[GS__INF_COUNT] = {
+    [GS__INF_NODES] = {"nodes", "Node", "/api/v1/nodes"},
+    [GS__INF_PODS] = {"pods", "Pod", "/api/v1/pods"},
+    [GS__INF_CM_GPUSHARE] = {"configmaps", "ConfigMap", NULL},
+    [GS__INF_CM_UNHEALTHY] = {"configmaps", "ConfigMap", NULL},
+    [GS__INF_SLICES] = {"resourceslices", "ResourceSlice",
+                        "/apis/resource.k8s.io/v1/resourceslices"},
+    [GS__INF_CLAIMS] = {"resourceclaims", "ResourceClaim",
+                        "/apis/resource.k8s.io/v1/resourceclaims"},
+    [GS__INF_PDBS] = {"poddisruptionbudgets", "PodDisruptionBudget",
+                      "/apis/policy/v1/poddisruptionbudgets"},
+};
+
+/* A ConfigMap kind's path (its namespace's configmaps) and selection: the
+ * gpushare ConfigMap by name, the unhealthy-gpu-* ones by prefix. */
+static enum gs_err configmaps_init(struct gs__informer *inf, struct gs_buf *b) {
+  const struct gs__kube *k = inf->k;
+  bool ours = inf->kind == GS__INF_CM_GPUSHARE;
+  enum gs_err e;
+  size_t n;
+
+  if ((e = gs_buf_str(b, "/api/v1/namespaces/")) != GS_EOK ||
+      (e = gs__kube_escape(b, ours ? k->cm_ns : "kube-system")) != GS_EOK ||
+      (e = gs_buf_str(b, "/configmaps")) != GS_EOK)
+    return e;
+  if (!ours) {
+    inf->name_prefix = GS_KUBE_UNHEALTHY_PREFIX;
+    return GS_EOK;
+  }
+  n = strlen(k->cm_name) + sizeof "metadata.name=";
+  if ((inf->field_selector = gs_malloc(n)) == NULL)
+    return GS_ENOMEM;
+  snprintf(inf->field_selector, n, "metadata.name=%s", k->cm_name);
+  return GS_EOK;
+}
 
 enum gs_err gs__informer_init(struct gs__informer *inf, struct gs__kube *k,
                               enum gs__inf_kind kind) {
@@ -178,55 +213,11 @@ enum gs_err gs__informer_init(struct gs__informer *inf, struct gs__kube *k,
   atomic_init(&inf->relist_req, 0);
   if ((inf->cache = json_object()) == NULL)
     return GS_ENOMEM;
-  switch (kind) {
-  case GS__INF_NODES:
-    inf->resource = "nodes";
-    inf->item_kind = "Node";
-    e = gs_buf_str(&b, "/api/v1/nodes");
-    break;
-  case GS__INF_PODS:
-    inf->resource = "pods";
-    inf->item_kind = "Pod";
-    e = gs_buf_str(&b, "/api/v1/pods");
-    break;
-  case GS__INF_SLICES:
-    inf->resource = "resourceslices";
-    inf->item_kind = "ResourceSlice";
-    e = gs_buf_str(&b, "/apis/resource.k8s.io/v1/resourceslices");
-    break;
-  case GS__INF_CLAIMS:
-    inf->resource = "resourceclaims";
-    inf->item_kind = "ResourceClaim";
-    e = gs_buf_str(&b, "/apis/resource.k8s.io/v1/resourceclaims");
-    break;
-  case GS__INF_PDBS:
-    inf->resource = "poddisruptionbudgets";
-    inf->item_kind = "PodDisruptionBudget";
-    e = gs_buf_str(&b, "/apis/policy/v1/poddisruptionbudgets");
-    break;
-  case GS__INF_CM_GPUSHARE:
-  case GS__INF_CM_UNHEALTHY:
-    inf->resource = "configmaps";
-    inf->item_kind = "ConfigMap";
-    if ((e = gs_buf_str(&b, "/api/v1/namespaces/")) != GS_EOK ||
-        (e = gs__kube_escape(&b, kind == GS__INF_CM_GPUSHARE ? k->cm_ns : "kube-system")) !=
-            GS_EOK ||
-        (e = gs_buf_str(&b, "/configmaps")) != GS_EOK)
-      break;
-    if (kind == GS__INF_CM_GPUSHARE) {
-      size_t n = strlen(k->cm_name) + sizeof "metadata.name=";
-      if ((inf->field_selector = gs_malloc(n)) == NULL) {
-        e = GS_ENOMEM;
-        break;
-      }
-      snprintf(inf->field_selector, n, "metadata.name=%s", k->cm_name);
-    } else {
-      inf->name_prefix = GS_KUBE_UNHEALTHY_PREFIX;
-    }
-    break;
-  default:
-    e = GS_EINVAL;
-  }
+  if ((unsigned)kind >= GS__INF_COUNT)
+    return GS_EINVAL;
+  inf->resource = kinds[kind].resource;
+  inf->item_kind = kinds[kind].item_kind;
+  e = kinds[kind].path != NULL ? gs_buf_str(&b, kinds[kind].path) : configmaps_init(inf, &b);
   if (e == GS_EOK)
     inf->path = b.p;
   else

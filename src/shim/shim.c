@@ -567,6 +567,27 @@ int gs_shim_permit(struct gs_shim *s, const char *pod, size_t len, const char *n
   return code;
 }
 
+char *gs__shim_victims_answer(const char *node, const struct gs_victim *victims, size_t n,
+                              const uint32_t *violations) {
+  json_t *list = json_array(), *doc = NULL;
+  char *out = NULL;
+
+  if (list == NULL)
+    return NULL;
+  for (size_t v = 0; v < n; v++)
+    json_array_append_new(list, json_pack("{s:s,s:s,s:s}", "namespace", victims[v].ns, "name",
+                                          victims[v].name, "uid", victims[v].uid));
+  if (violations != NULL)
+    doc = json_pack("{s:s,s:O,s:I}", "node", node, "victims", list, "pdbViolations",
+                    (json_int_t)*violations);
+  else
+    doc = json_pack("{s:s,s:O}", "node", node, "victims", list);
+  out = doc != NULL ? gs_api_dump(doc) : NULL;
+  json_decref(doc);
+  json_decref(list);
+  return out;
+}
+
 /* gs_shim_preempt for a member of a job (docs/gangs.md
  * "Preemption"): the same answer, its victims on any of the nodes. */
 static char *preempt_gang(struct gs_shim *s, const struct gs_pod_request *req,
@@ -574,19 +595,10 @@ static char *preempt_gang(struct gs_shim *s, const struct gs_pod_request *req,
   struct gs_victim *victims = NULL;
   size_t first, nvictims = 0;
   struct gs_status st;
-  json_t *doc = NULL, *list;
-  char *out = NULL;
+  char *out;
   if (gs_sched_preempt_gang(s->sched, req, nodes, n, &victims, &nvictims, &first, &st) != GS_EOK)
     return NULL;
-  if ((list = json_array()) != NULL) {
-    for (size_t v = 0; v < nvictims; v++)
-      json_array_append_new(list, json_pack("{s:s,s:s,s:s}", "namespace", victims[v].ns, "name",
-                                            victims[v].name, "uid", victims[v].uid));
-    doc = json_pack("{s:s,s:O}", "node", nodes[first], "victims", list);
-  }
-  out = doc != NULL ? gs_api_dump(doc) : NULL;
-  json_decref(doc);
-  json_decref(list);
+  out = gs__shim_victims_answer(nodes[first], victims, nvictims, NULL);
   gs_free(victims);
   return out;
 }
@@ -600,7 +612,6 @@ char *gs_shim_preempt(struct gs_shim *s, const char *pod, size_t len, const char
   size_t best, nvictims = 0;
   char reason[GS_SHIM_REASON];
   char *out = NULL;
-  json_t *doc, *list;
   if (offers == NULL || answers == NULL || decode_pod(s, pod, len, &req, reason) != GS_SHIM_OK)
     goto done;
   if (gs_pod_request_is_gang_member(&req)) {
@@ -611,7 +622,7 @@ char *gs_shim_preempt(struct gs_shim *s, const char *pod, size_t len, const char
     /* its last victims are not all gone from the ledger yet (a deletion
      * requeued it before the others were fed): no new victims, as
      * DefaultPreemption preempts no more while its victims terminate */
-    doc = json_pack("{s:s}", "waiting",
+    json_t *doc = json_pack("{s:s}", "waiting",
                     "gpushare: the victims of its last preemption still hold their GPUs");
     out = doc != NULL ? gs_api_dump(doc) : NULL;
     json_decref(doc);
@@ -630,16 +641,7 @@ char *gs_shim_preempt(struct gs_shim *s, const char *pod, size_t len, const char
   }
   /* until they are gone, a retry of the pod waits for them */
   gs_sched_preempt_note(s->sched, req.uid, &offers[best], &answers[best], 1);
-  if ((list = json_array()) == NULL)
-    goto done;
-  for (size_t v = 0; v < nvictims; v++)
-    json_array_append_new(list, json_pack("{s:s,s:s,s:s}", "namespace", victims[v].ns, "name",
-                                          victims[v].name, "uid", victims[v].uid));
-  doc = json_pack("{s:s,s:O,s:I}", "node", nodes[best], "victims", list, "pdbViolations",
-                  (json_int_t)answers[best].pdb_violations);
-  out = doc != NULL ? gs_api_dump(doc) : NULL;
-  json_decref(doc);
-  json_decref(list);
+  out = gs__shim_victims_answer(nodes[best], victims, nvictims, &answers[best].pdb_violations);
 done:
   gs_free(victims);
   gs_sched_preempt_free(answers, answers != NULL ? n : 0);

@@ -265,7 +265,7 @@ char *gs_shim_claim_preempt(struct gs_shim *s, const char *claim, size_t clen, c
   char request[GS_NAME_MAX + 1];
   size_t ncons = 0, best = 0, nvictims = 0;
   uint32_t violations = 0;
-  json_t *cobj = NULL, *pobj = NULL, *consdoc = NULL, *list = NULL, *doc = NULL;
+  json_t *cobj = NULL, *pobj = NULL, *consdoc = NULL;
   char *out = NULL;
   int r = decode(claim, clen, &cobj, &req, request, sizeof request, reason);
   if (r <= 0) {
@@ -301,19 +301,9 @@ char *gs_shim_claim_preempt(struct gs_shim *s, const char *claim, size_t clen, c
     snprintf(reason, GS_SHIM_REASON, "%s", st.reason[0] ? st.reason : "no victims on any node");
     goto done;
   }
-  if ((list = json_array()) == NULL)
-    goto done;
-  for (size_t v = 0; v < nvictims; v++)
-    json_array_append_new(list, json_pack("{s:s,s:s,s:s}", "namespace", victims[v].ns, "name",
-                                          victims[v].name, "uid", victims[v].uid));
-  doc = json_pack("{s:s,s:O,s:I}", "node", nodes[best], "victims", list, "pdbViolations",
-                  (json_int_t)violations);
-  out = doc != NULL ? gs_api_dump(doc) : NULL;
-  if (out == NULL)
+  if ((out = gs__shim_victims_answer(nodes[best], victims, nvictims, &violations)) == NULL)
     snprintf(reason, GS_SHIM_REASON, "out of memory");
 done:
-  json_decref(doc);
-  json_decref(list);
   json_decref(consdoc);
   json_decref(pobj);
   json_decref(cobj);

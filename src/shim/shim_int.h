@@ -23,4 +23,11 @@ int gs__shim_filter(struct gs_shim *s, const char *pod, size_t len,
                     const int64_t *host, int64_t now_ns, int *codes, char *reasons,
                     int64_t *scores);
 
+/* A preemption verb's answer: {"node","victims":[{"namespace","name",
+ * "uid"}...]} and, when violations is not NULL, "pdbViolations"; NULL when
+ * out of memory. Owned by the caller (gs_shim_free_string). */
+struct gs_victim;
+char *gs__shim_victims_answer(const char *node, const struct gs_victim *victims, size_t n,
+                              const uint32_t *violations);
+
 #endif

@@ -25,7 +25,7 @@ static void parse(const uint8_t *data, size_t size, unsigned flags) {
   json_decref(again);
   free(text);
   if (json_is_object(doc)) {
-    gs__config_policy_defaults(&policy);
+    gs_policy_init(&policy);
     before = policy;
     memset(&diag, 0, sizeof diag);
     err = gs_config_apply_data(&policy, doc, &diag);

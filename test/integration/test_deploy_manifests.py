@@ -98,11 +98,11 @@ def flag_names():
 
 
 def policy_keys():
-    """src/config/policy.c: the §6 keys (ConfigMap data) and their defaults as
-    a ConfigMap would spell them."""
+    """src/config/policy.c: the §6 keys (ConfigMap data); their defaults
+    (gs_policy_init, src/core/place.c) as a ConfigMap would spell them."""
     text = read("src", "config", "policy.c")
     keys = [k for k, _ in re.findall(r'\{"(\w+)",\s*(K_\w+),\s*"[^"]*"\}', c_block(text, "} keys[] ="))]
-    body = c_block(text, "void gs__config_policy_defaults(")
+    body = c_block(read("src", "core", "place.c"), "void gs_policy_init(")
     fields = dict(re.findall(r"\.(\w+)\s*=\s*([\w]+),", body))
     spell = {"GS_UNIT_GIB": "1GiB", "GS_UNIT_128MIB": "128MiB", "GS_PLACE_BINPACK": "binpack",
              "GS_PLACE_SPREAD": "spread", "true": "true", "false": "false"}

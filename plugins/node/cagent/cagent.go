@@ -35,6 +35,8 @@ const (
 var (
 	ErrNotFound = errors.New("not found")
 	ErrRefused  = errors.New("refused")
+	// errNoMemory: C answered NULL where only its allocation fails
+	errNoMemory = errors.New("out of memory")
 )
 
 // Refusal is C's refusal of an Allocate: its text alone (what the kubelet
@@ -57,7 +59,7 @@ type Inventory struct {
 func DecodeInventory(text []byte) (*Inventory, error) {
 	inv := (*C.struct_gs_agent_inventory)(C.calloc(1, C.sizeof_struct_gs_agent_inventory))
 	if inv == nil {
-		return nil, errors.New("out of memory")
+		return nil, errNoMemory
 	}
 	var diag C.struct_gs_diag
 	ct := C.CBytes(text)
@@ -161,19 +163,25 @@ func take(s *C.char) (string, bool) {
 	return C.GoString(s), true
 }
 
+// takeJSON decodes (and frees) C's JSON answer s into a T; s NULL is
+// missing (C's out of memory, or its "none").
+func takeJSON[T any](s *C.char, missing error) (T, error) {
+	var out T
+	js, ok := take(s)
+	if !ok {
+		return out, missing
+	}
+	err := json.Unmarshal([]byte(js), &out)
+	return out, err
+}
+
 // Resources are the resource names to serve, in registration order.
 func Resources(c Config) ([]string, error) {
 	cc, err := c.toC()
 	if err != nil {
 		return nil, err
 	}
-	s, ok := take(C.gs_agent_resources(&cc))
-	if !ok {
-		return nil, errors.New("out of memory")
-	}
-	var out []string
-	err = json.Unmarshal([]byte(s), &out)
-	return out, err
+	return takeJSON[[]string](C.gs_agent_resources(&cc), errNoMemory)
 }
 
 // Device is one fake device of ListAndWatch.
@@ -190,13 +198,8 @@ func Devices(c Config, inv *Inventory, resource string) ([]Device, error) {
 	}
 	cr := C.CString(resource)
 	defer C.free(unsafe.Pointer(cr))
-	s, ok := take(C.gs_agent_devices(&cc, inv.c, cr))
-	if !ok {
-		return nil, fmt.Errorf("no devices for resource %q", resource)
-	}
-	var out []Device
-	err = json.Unmarshal([]byte(s), &out)
-	return out, err
+	return takeJSON[[]Device](C.gs_agent_devices(&cc, inv.c, cr),
+		fmt.Errorf("no devices for resource %q", resource))
 }
 
 // MemUnits is the aliyun.com/gpu-mem capacity in the configured unit.
@@ -210,13 +213,7 @@ func MemUnits(c Config, inv *Inventory) uint64 {
 
 // UnhealthyData is the data of ConfigMap kube-system/unhealthy-gpu-<node>.
 func UnhealthyData(inv *Inventory) (map[string]string, error) {
-	s, ok := take(C.gs_agent_unhealthy_data(inv.c))
-	if !ok {
-		return nil, errors.New("out of memory")
-	}
-	var out map[string]string
-	err := json.Unmarshal([]byte(s), &out)
-	return out, err
+	return takeJSON[map[string]string](C.gs_agent_unhealthy_data(inv.c), errNoMemory)
 }
 
 // Topology is the node annotation gpushare.io/topology; "" when the

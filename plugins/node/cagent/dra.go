@@ -8,7 +8,6 @@ import "C"
 
 import (
 	"encoding/json"
-	"errors"
 	"unsafe"
 )
 
@@ -29,13 +28,7 @@ type DRADevice struct {
 
 // DRADevices are the devices C publishes for inv (its healthy GPUs).
 func DRADevices(inv *Inventory) ([]DRADevice, error) {
-	s, ok := take(C.gs_agent_dra_devices(inv.c))
-	if !ok {
-		return nil, errors.New("out of memory")
-	}
-	var out []DRADevice
-	err := json.Unmarshal([]byte(s), &out)
-	return out, err
+	return takeJSON[[]DRADevice](C.gs_agent_dra_devices(inv.c), errNoMemory)
 }
 
 // DRAHealth is one GPU's health as the kubelet is told it.
@@ -46,13 +39,7 @@ type DRAHealth struct {
 
 // DRAHealthReport is every GPU's health (gs_agent_dra_health).
 func DRAHealthReport(inv *Inventory) ([]DRAHealth, error) {
-	s, ok := take(C.gs_agent_dra_health(inv.c))
-	if !ok {
-		return nil, errors.New("out of memory")
-	}
-	var out []DRAHealth
-	err := json.Unmarshal([]byte(s), &out)
-	return out, err
+	return takeJSON[[]DRAHealth](C.gs_agent_dra_health(inv.c), errNoMemory)
 }
 
 // DRAResult is one of a claim's allocation results C prepared.

@@ -62,7 +62,7 @@ func (nv *NVML) Close() {
 func (nv *NVML) Inventory() (*Inventory, error) {
 	inv := (*C.struct_gs_agent_inventory)(C.calloc(1, C.sizeof_struct_gs_agent_inventory))
 	if inv == nil {
-		return nil, errors.New("out of memory")
+		return nil, errNoMemory
 	}
 	var diag C.struct_gs_diag
 	if C.gs_agent_inventory_nvml(nv.c, inv, &diag) != C.GS_EOK {

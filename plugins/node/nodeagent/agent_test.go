@@ -58,9 +58,11 @@ func (k *testKubelet) Register(_ context.Context, r *pluginapi.RegisterRequest) 
 	return &pluginapi.Empty{}, nil
 }
 
-func startKubelet(t *testing.T, root string) *testKubelet {
+// listenKubelet listens on root/api/kubelet.sock, the kubelet's socket of
+// that API (device-plugins, pod-resources).
+func listenKubelet(t *testing.T, root, api string) net.Listener {
 	t.Helper()
-	dir := filepath.Join(root, "device-plugins")
+	dir := filepath.Join(root, api)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -68,6 +70,12 @@ func startKubelet(t *testing.T, root string) *testKubelet {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return l
+}
+
+func startKubelet(t *testing.T, root string) *testKubelet {
+	t.Helper()
+	l := listenKubelet(t, root, "device-plugins")
 	k := &testKubelet{reqs: make(chan *pluginapi.RegisterRequest, 16), srv: grpc.NewServer()}
 	pluginapi.RegisterRegistrationServer(k.srv, k)
 	go func() { _ = k.srv.Serve(l) }()

@@ -7,7 +7,6 @@ package nodeagent
 
 import (
 	"context"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -44,14 +43,7 @@ func (s *testPodResources) set(pods ...*podresourcesapi.PodResources) {
 
 func startPodResources(t *testing.T, root string) *testPodResources {
 	t.Helper()
-	dir := filepath.Join(root, "pod-resources")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	l, err := net.Listen("unix", filepath.Join(dir, "kubelet.sock"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := listenKubelet(t, root, "pod-resources")
 	s := &testPodResources{}
 	srv := grpc.NewServer()
 	podresourcesapi.RegisterPodResourcesListerServer(srv, s)

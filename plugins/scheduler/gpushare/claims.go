@@ -363,16 +363,12 @@ func (p *Plugin) claimsPermit(ctx context.Context, pod *v1.Pod) (*fwk.Status, ti
 	if err != nil {
 		return fwk.AsStatus(err), 0
 	}
-	switch rc, reason := p.core.ClaimGangPermit(b); rc {
-	case shim.Skip:
+	rc, reason := p.core.ClaimGangPermit(b)
+	if rc == shim.Skip {
 		return nil, 0
-	case shim.Wait:
-		p.activateSiblings(ctx, pod)
-		return fwk.NewStatus(fwk.Wait, reason), p.wait
-	case shim.OK:
-		p.allowWaiting()
-		return nil, 0
-	default:
-		return fwk.AsStatus(fmt.Errorf("gpushare: %s", reason)), 0
 	}
+	if st, d, ok := p.permitAnswer(ctx, pod, rc, reason); ok {
+		return st, d
+	}
+	return fwk.AsStatus(fmt.Errorf("gpushare: %s", reason)), 0
 }

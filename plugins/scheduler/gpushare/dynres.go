@@ -12,7 +12,6 @@ package gpushare
 
 import (
 	"context"
-	"fmt"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -20,10 +19,8 @@ import (
 	configv1 "k8s.io/kube-scheduler/config/v1"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/apis/config"
-	"k8s.io/kubernetes/pkg/scheduler/apis/config/scheme"
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/dynamicresources"
 	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/feature"
-	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
 )
 
 // DynResName is the wrapper's name in KubeSchedulerConfiguration.
@@ -51,16 +48,9 @@ var (
 // DynamicResourcesArgs, defaulted as kube-scheduler defaults them) and the
 // process' feature gates.
 func NewDynRes(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
-	var in configv1.DynamicResourcesArgs
-	if obj != nil {
-		if err := frameworkruntime.DecodeInto(obj, &in); err != nil {
-			return nil, fmt.Errorf("%s args: %w", DynResName, err)
-		}
-	}
-	scheme.Scheme.Default(&in)
-	args := &config.DynamicResourcesArgs{}
-	if err := scheme.Scheme.Convert(&in, args, nil); err != nil {
-		return nil, fmt.Errorf("%s args: %w", DynResName, err)
+	args, err := versionedArgs[configv1.DynamicResourcesArgs, *configv1.DynamicResourcesArgs, config.DynamicResourcesArgs](obj, DynResName)
+	if err != nil {
+		return nil, err
 	}
 	pl, err := dynamicresources.New(ctx, args, h, feature.NewSchedulerFeaturesFromGates(utilfeature.DefaultFeatureGate))
 	if err != nil {

@@ -208,9 +208,15 @@ func (p *Plugin) pod(o interface{}) {
 			return
 		}
 	}
+	p.send(pod, "pod")
+}
+
+// send hands pod's JSON to the core; what names the pod in the log line
+// when it cannot be marshalled.
+func (p *Plugin) send(pod *v1.Pod, what string) {
 	b, err := podJSON(pod)
 	if err != nil {
-		klog.ErrorS(err, "gpushare: pod not fed to the core", "pod", klog.KObj(pod))
+		klog.ErrorS(err, "gpushare: "+what+" not fed to the core", "pod", klog.KObj(pod))
 		return
 	}
 	p.core.Pod(b)
@@ -255,12 +261,7 @@ func (p *Plugin) nomination(old, o interface{}) {
 	if was == pod.Status.NominatedNodeName {
 		return
 	}
-	b, err := podJSON(pod)
-	if err != nil {
-		klog.ErrorS(err, "gpushare: nominated pod not fed to the core", "pod", klog.KObj(pod))
-		return
-	}
-	p.core.Pod(b)
+	p.send(pod, "nominated pod")
 }
 
 func (p *Plugin) tick(ctx context.Context) {

@@ -118,15 +118,6 @@ func TestNominationsBesideCycles(t *testing.T) {
 	}
 }
 
-// hintHandle is the part of the framework's Handle the deletion hint uses:
-// the pod informer's cache.
-type hintHandle struct {
-	fwk.Handle
-	f informers.SharedInformerFactory
-}
-
-func (h hintHandle) SharedInformerFactory() informers.SharedInformerFactory { return h.f }
-
 // The queueing hint of a pod deletion answers Queue after taking the pod
 // out of the core: the pod it requeues is retried against a ledger
 // without it, whichever of the queue and the informer's handler gets the
@@ -136,7 +127,7 @@ func (h hintHandle) SharedInformerFactory() informers.SharedInformerFactory { re
 func TestPodDeletedHintFreesTheGPUsFirst(t *testing.T) {
 	p := gibPlugin(t)
 	f := informers.NewSharedInformerFactory(fake.NewClientset(), 0)
-	p.h = hintHandle{f: f}
+	p.h = informerHandle{f: f} // the deletion hint reads the pod informer's cache
 	a := shareNode(t, p, "a", 1, 16)
 	gone := gpuPod("d8", 12)
 	gone.Spec.NodeName = "a"

@@ -201,14 +201,25 @@ func decodeArgs(obj runtime.Object) (*config.GpuShareArgs, error) {
 	if args, ok := obj.(*config.GpuShareArgs); ok {
 		return args, nil
 	}
-	var in configv1.GpuShareArgs
-	if err := frameworkruntime.DecodeInto(obj, &in); err != nil {
-		return nil, fmt.Errorf("gpushare args: %w", err)
+	return versionedArgs[configv1.GpuShareArgs, *configv1.GpuShareArgs, config.GpuShareArgs](obj, "gpushare")
+}
+
+// versionedArgs reads a plugin's args as kube-scheduler reads its own
+// plugins': obj (nil: none) decoded as the versioned V, defaulted, and
+// converted to the internal I (kube-scheduler's scheme, which knows
+// gpushare's types too); name starts the errors' text.
+func versionedArgs[V any, PV interface {
+	*V
+	runtime.Object
+}, I any](obj runtime.Object, name string) (*I, error) {
+	in := PV(new(V))
+	if err := frameworkruntime.DecodeInto(obj, in); err != nil {
+		return nil, fmt.Errorf("%s args: %w", name, err)
 	}
-	scheme.Scheme.Default(&in)
-	out := &config.GpuShareArgs{}
-	if err := scheme.Scheme.Convert(&in, out, nil); err != nil {
-		return nil, fmt.Errorf("gpushare args: %w", err)
+	scheme.Scheme.Default(in)
+	out := new(I)
+	if err := scheme.Scheme.Convert(in, out, nil); err != nil {
+		return nil, fmt.Errorf("%s args: %w", name, err)
 	}
 	return out, nil
 }
@@ -549,16 +560,25 @@ func (p *Plugin) Permit(ctx context.Context, state fwk.CycleState, pod *v1.Pod, 
 		return nil, 0
 	}
 	rc, reason := p.permit(c.pod, nodeName)
+	if st, d, ok := p.permitAnswer(ctx, pod, rc, reason); ok {
+		return st, d
+	}
+	return status(rc, reason), 0
+}
+
+// permitAnswer is Permit's answer to the core's Wait (the job incomplete:
+// the pod waits, its siblings go back to the active queue) or OK (the job
+// complete: the waiting ones go together); ok false for any other code.
+func (p *Plugin) permitAnswer(ctx context.Context, pod *v1.Pod, rc int, reason string) (st *fwk.Status, d time.Duration, ok bool) {
 	switch rc {
 	case shim.Wait:
 		p.activateSiblings(ctx, pod)
-		return fwk.NewStatus(fwk.Wait, reason), p.wait
+		return fwk.NewStatus(fwk.Wait, reason), p.wait, true
 	case shim.OK:
 		p.allowWaiting()
-		return nil, 0
-	default:
-		return status(rc, reason), 0
+		return nil, 0, true
 	}
+	return nil, 0, false
 }
 
 // activateSiblings moves the job's other pending members back to the
@@ -677,21 +697,9 @@ func (p *Plugin) PostFilter(ctx context.Context, state fwk.CycleState, pod *v1.P
 	if len(names) == 0 {
 		return nil, fwk.NewStatus(fwk.Unschedulable, "gpushare: no node where preemption helps")
 	}
-	// the nodes' host resources: victims that free a GPU but leave the
-	// preemptor's CPU or memory short are not chosen
-	host := make([]int64, 0, 4*len(names))
-	for _, name := range names {
-		var a, r fwk.Resource
-		if ni, err := p.h.SnapshotSharedLister().NodeInfos().Get(name); err == nil {
-			a, r = ni.GetAllocatable(), ni.GetRequested()
-		}
-		if a == nil || r == nil {
-			host = append(host, 0, 0, 0, 0) // unknown: not checked
-			continue
-		}
-		host = append(host, a.GetMilliCPU(), r.GetMilliCPU(), a.GetMemory(), r.GetMemory())
-	}
-	res, ok := p.core.PreemptHost(c.pod, names, host)
+	// the nodes' host resources (claims_preempt.go): victims that free a GPU
+	// but leave the preemptor's CPU or memory short are not chosen
+	res, ok := p.core.PreemptHost(c.pod, names, p.hostOf(names))
 	if !ok {
 		return nil, fwk.NewStatus(fwk.Unschedulable, "gpushare: no lower-priority pods free a GPU on any node")
 	}

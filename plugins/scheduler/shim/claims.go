@@ -76,17 +76,11 @@ type ClaimChoice struct {
 // until the allocation is seen or ClaimUnreserve (shim.h
 // gs_shim_claim_reserve). A retry answers the same GPUs.
 func (s *Shim) ClaimReserve(claim []byte, node string, nowNs int64) (int, string, ClaimChoice) {
-	var out *C.char
-	reason := (*C.char)(C.calloc(1, C.size_t(reasonMax)))
-	defer C.free(unsafe.Pointer(reason))
-	var rc int
-	withBytes(claim, func(b *C.char, l C.size_t) {
-		withString(node, func(cn *C.char) {
-			rc = int(C.gs_shim_claim_reserve(s.c, b, l, cn, C.int64_t(nowNs), &out, reason))
-		})
+	rc, reason, out := reserveOn(claim, node, func(b *C.char, l C.size_t, cn *C.char, out **C.char, r *C.char) C.int {
+		return C.gs_shim_claim_reserve(s.c, b, l, cn, C.int64_t(nowNs), out, r)
 	})
 	if rc != OK {
-		return rc, C.GoString(reason), ClaimChoice{}
+		return rc, reason, ClaimChoice{}
 	}
 	defer C.gs_shim_free_string(out)
 	var c ClaimChoice
@@ -105,11 +99,10 @@ func (s *Shim) ClaimUnreserve(uid string) {
 // (shim.h gs_shim_claim_gang_permit): Skip (no gang member), Wait with the
 // reason, OK (its job is complete) or Error.
 func (s *Shim) ClaimGangPermit(pod []byte) (int, string) {
-	reason := (*C.char)(C.calloc(1, C.size_t(reasonMax)))
-	defer C.free(unsafe.Pointer(reason))
-	var rc int
-	withBytes(pod, func(b *C.char, l C.size_t) { rc = int(C.gs_shim_claim_gang_permit(s.c, b, l, reason)) })
-	return rc, C.GoString(reason)
+	return withReason(func(r *C.char) (rc C.int) {
+		withBytes(pod, func(b *C.char, l C.size_t) { rc = C.gs_shim_claim_gang_permit(s.c, b, l, r) })
+		return rc
+	})
 }
 
 // ClaimGangLeave: the member's reservation was given back.

@@ -99,6 +99,34 @@ func withString(s string, fn func(*C.char)) {
 	fn(c)
 }
 
+// withBytesOn calls fn with a C copy of b (a pod or a claim) and one of node,
+// freed when fn returns.
+func withBytesOn(b []byte, node string, fn func(*C.char, C.size_t, *C.char)) {
+	withBytes(b, func(cb *C.char, l C.size_t) { withString(node, func(cn *C.char) { fn(cb, l, cn) }) })
+}
+
+// withReason calls fn with a zeroed reason buffer of reasonMax bytes (shim.h
+// GS_SHIM_REASON): fn's code and the text C wrote there.
+func withReason(fn func(reason *C.char) C.int) (int, string) {
+	reason := (*C.char)(C.calloc(1, C.size_t(reasonMax)))
+	defer C.free(unsafe.Pointer(reason))
+	rc := int(fn(reason))
+	return rc, C.GoString(reason)
+}
+
+// reserveOn runs one of the shim's reserve calls (call: the C function over
+// b's bytes, node, where C writes its answer, and the reason buffer): the
+// code, the reason and the answer (free it with gs_shim_free_string; NULL
+// unless OK).
+func reserveOn(b []byte, node string, call func(b *C.char, l C.size_t, node *C.char, out **C.char, reason *C.char) C.int) (int, string, *C.char) {
+	var out *C.char
+	rc, reason := withReason(func(r *C.char) (rc C.int) {
+		withBytesOn(b, node, func(cb *C.char, l C.size_t, cn *C.char) { rc = call(cb, l, cn, &out, r) })
+		return rc
+	})
+	return rc, reason, out
+}
+
 // cname is a node name as a C string kept for the shim's life (node names
 // are few and stable; a verb over 5,000 nodes would otherwise copy every
 // name twice per pod).
@@ -362,26 +390,19 @@ func (s *Shim) Evaluated() int { return int(C.gs_shim_evaluated(s.c)) }
 // gs_shim_sign): OK with the text, Skip (nothing to sign), Unschedulable
 // (not signable: the text says why) or Error.
 func (s *Shim) Sign(pod []byte) (int, string) {
-	sig := (*C.char)(C.calloc(1, C.size_t(reasonMax)))
-	defer C.free(unsafe.Pointer(sig))
-	var rc int
-	withBytes(pod, func(b *C.char, l C.size_t) { rc = int(C.gs_shim_sign(s.c, b, l, sig)) })
-	return rc, C.GoString(sig)
+	return withReason(func(sig *C.char) (rc C.int) {
+		withBytes(pod, func(b *C.char, l C.size_t) { rc = C.gs_shim_sign(s.c, b, l, sig) })
+		return rc
+	})
 }
 
 // Reserve pod on node: the annotations its Binding carries.
 func (s *Shim) Reserve(pod []byte, node string, nowNs int64) (int, map[string]string, string) {
-	var annots *C.char
-	reason := (*C.char)(C.calloc(1, C.size_t(reasonMax)))
-	defer C.free(unsafe.Pointer(reason))
-	var rc int
-	withBytes(pod, func(b *C.char, l C.size_t) {
-		withString(node, func(cn *C.char) {
-			rc = int(C.gs_shim_reserve(s.c, b, l, cn, C.int64_t(nowNs), &annots, reason))
-		})
+	rc, reason, annots := reserveOn(pod, node, func(b *C.char, l C.size_t, cn *C.char, out **C.char, r *C.char) C.int {
+		return C.gs_shim_reserve(s.c, b, l, cn, C.int64_t(nowNs), out, r)
 	})
 	if rc != OK {
-		return rc, nil, C.GoString(reason)
+		return rc, nil, reason
 	}
 	defer C.gs_shim_free_string(annots)
 	// key NUL value NUL ..., ended by an empty key (shim.h)
@@ -399,9 +420,7 @@ func (s *Shim) Reserve(pod []byte, node string, nowNs int64) (int, map[string]st
 
 // Unreserve undoes a reservation.
 func (s *Shim) Unreserve(pod []byte, node string) {
-	withBytes(pod, func(b *C.char, l C.size_t) {
-		withString(node, func(cn *C.char) { C.gs_shim_unreserve(s.c, b, l, cn) })
-	})
+	withBytesOn(pod, node, func(b *C.char, l C.size_t, cn *C.char) { C.gs_shim_unreserve(s.c, b, l, cn) })
 }
 
 // Confirm records the Binding as done.
@@ -411,15 +430,12 @@ func (s *Shim) Confirm(uid string) {
 
 // Permit: OK, Wait (a gang not all reserved) or a rejection, with a reason.
 func (s *Shim) Permit(pod []byte, node string, nowNs int64) (int, string) {
-	reason := (*C.char)(C.calloc(1, C.size_t(reasonMax)))
-	defer C.free(unsafe.Pointer(reason))
-	var rc int
-	withBytes(pod, func(b *C.char, l C.size_t) {
-		withString(node, func(cn *C.char) {
-			rc = int(C.gs_shim_permit(s.c, b, l, cn, C.int64_t(nowNs), reason))
+	return withReason(func(r *C.char) (rc C.int) {
+		withBytesOn(pod, node, func(b *C.char, l C.size_t, cn *C.char) {
+			rc = C.gs_shim_permit(s.c, b, l, cn, C.int64_t(nowNs), r)
 		})
+		return rc
 	})
-	return rc, C.GoString(reason)
 }
 
 // Preempt: the core's choice of node and victims over the nodes, as JSON
