@@ -126,8 +126,15 @@ class DraBase(RealCase):
         return {k: v for k, v in used.items() if v}
 
     def assert_ledger_is_dra_truth(self, bounded=True):
-        wait_for(lambda: kcluster.ledger_used(Env.ext.ledger()) == self.truth(), 60,
-                 "the ledger to equal the pods' annotations and the claims' allocations")
+        last = {}
+
+        def equal():
+            last["ledger"], last["truth"] = kcluster.ledger_used(Env.ext.ledger()), self.truth()
+            return last["ledger"] == last["truth"]
+        try:
+            wait_for(equal, 60, "the ledger to equal the pods' annotations and the claims' allocations")
+        except AssertionError as e:
+            raise AssertionError(f"{e}; last ledger {last.get('ledger')}, truth {last.get('truth')}") from None
         for n in Env.ext.ledger()["nodes"] if bounded else []:
             for g in n["gpus"]:
                 self.assertLessEqual(g["usedMiB"], g["totalMiB"], (n["name"], g["index"]))
