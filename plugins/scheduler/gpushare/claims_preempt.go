@@ -109,23 +109,24 @@ func (p *Plugin) consumers(preemptor *v1.Pod) (out []shim.ClaimConsumer, waiting
 	return out, waiting, nil
 }
 
-// claimsPostFilter: preemption for a pod whose one unallocated gpushare
-// claim fits on none of the nodes its claims' verdicts refused as
-// unschedulable (and no other plugin refused for good).
+// claimsPostFilter: preemption for a pod whose unallocated gpushare claims
+// (one or several, memory or whole devices) fit on none of the nodes its
+// claims' verdicts refused as unschedulable (and no other plugin refused
+// for good). The core holds the pod's GPUs on the node it answers (one
+// claim of memory) until the pod's claim is reserved, the pod goes or its
+// nomination is cleared (feed.go's nomination hands the core the cleared
+// one).
 func (p *Plugin) claimsPostFilter(ctx context.Context, cc *claimCycle, pod *v1.Pod, m fwk.NodeToStatusReader) (*fwk.PostFilterResult, *fwk.Status) {
 	if pod.Spec.PreemptionPolicy != nil && *pod.Spec.PreemptionPolicy == v1.PreemptNever {
 		return nil, fwk.NewStatus(fwk.Unschedulable, "preemptionPolicy: Never")
 	}
-	var open *podClaim
+	var open [][]byte
 	for _, pc := range cc.claims {
 		if pc.claim.Status.Allocation == nil {
-			if open != nil {
-				return nil, fwk.NewStatus(fwk.Unschedulable, "gpushare: preemption for one unallocated claim per pod only")
-			}
-			open = pc
+			open = append(open, pc.raw)
 		}
 	}
-	if open == nil {
+	if len(open) == 0 {
 		return nil, fwk.NewStatus(fwk.Unschedulable, "gpushare: the pod's claims are allocated already")
 	}
 	names := []string{}
@@ -155,7 +156,7 @@ func (p *Plugin) claimsPostFilter(ctx context.Context, cc *claimCycle, pod *v1.P
 	if err != nil {
 		return nil, fwk.AsStatus(err)
 	}
-	res, why := p.core.ClaimPreempt(open.raw, b, names, p.hostOf(names), cons)
+	res, why := p.core.ClaimPreempt(open, b, names, p.hostOf(names), cons)
 	if res == "" {
 		return nil, fwk.NewStatus(fwk.Unschedulable, "gpushare: "+why)
 	}

@@ -23,7 +23,9 @@ type ClaimVerdicts struct {
 // each node (shim.h gs_shim_claim_filter): Skip when the claim is not
 // gpushare's (no request of DeviceClass gpushare.io); Unresolvable with the
 // reason when gpushare cannot place it; else OK and a verdict per node.
-func (s *Shim) ClaimFilter(claim []byte, names []string) (int, string, ClaimVerdicts) {
+// pod (its JSON, or nil) is the claim's consumer: GPUs held for pods
+// nominated by preemption are not its.
+func (s *Shim) ClaimFilter(pod, claim []byte, names []string) (int, string, ClaimVerdicts) {
 	n := len(names)
 	arr := s.nameArray(names)
 	defer C.free(unsafe.Pointer(arr))
@@ -38,8 +40,10 @@ func (s *Shim) ClaimFilter(claim []byte, names []string) (int, string, ClaimVerd
 	defer C.free(unsafe.Pointer(reasons))
 	defer C.free(unsafe.Pointer(scores))
 	var rc int
-	withBytes(claim, func(b *C.char, l C.size_t) {
-		rc = int(C.gs_shim_claim_filter(s.c, b, l, arr, C.size_t(n), codes, reasons, scores))
+	withBytes(pod, func(pb *C.char, pl C.size_t) {
+		withBytes(claim, func(b *C.char, l C.size_t) {
+			rc = int(C.gs_shim_claim_filter(s.c, pb, pl, b, l, arr, C.size_t(n), codes, reasons, scores))
+		})
 	})
 	if rc != OK {
 		return rc, C.GoString(reasons), ClaimVerdicts{}
@@ -74,15 +78,18 @@ type ClaimChoice struct {
 
 // ClaimReserve: the core chooses the claim's GPUs on node and charges them
 // until the allocation is seen or ClaimUnreserve (shim.h
-// gs_shim_claim_reserve). A retry answers the same GPUs.
-func (s *Shim) ClaimReserve(claim []byte, node string, nowNs int64) (int, string, ClaimChoice) {
+// gs_shim_claim_reserve). A retry answers the same GPUs. pod (or nil) is
+// the consumer, as for ClaimFilter; its own hold ends.
+func (s *Shim) ClaimReserve(pod, claim []byte, node string, nowNs int64) (int, string, ClaimChoice) {
 	var out *C.char
 	reason := (*C.char)(C.calloc(1, C.size_t(reasonMax)))
 	defer C.free(unsafe.Pointer(reason))
 	var rc int
-	withBytes(claim, func(b *C.char, l C.size_t) {
-		withString(node, func(cn *C.char) {
-			rc = int(C.gs_shim_claim_reserve(s.c, b, l, cn, C.int64_t(nowNs), &out, reason))
+	withBytes(pod, func(pb *C.char, pl C.size_t) {
+		withBytes(claim, func(b *C.char, l C.size_t) {
+			withString(node, func(cn *C.char) {
+				rc = int(C.gs_shim_claim_reserve(s.c, pb, pl, b, l, cn, C.int64_t(nowNs), &out, reason))
+			})
 		})
 	})
 	if rc != OK {
@@ -127,13 +134,23 @@ type ClaimConsumer struct {
 	Priority  int32  `json:"priority"`
 }
 
-// ClaimPreempt: the core's victims for the pod's unallocated claim on one
-// of names (host: 4 per node as Filter's, or nil), claims standing in for
-// their consumers as consumers says: the answer's JSON, or "" and why not.
-func (s *Shim) ClaimPreempt(claim, pod []byte, names []string, host []int64, consumers []ClaimConsumer) (string, string) {
+// ClaimPreempt: the core's victims for the pod's unallocated claims (their
+// JSON; 1..8) on one of names (host: 4 per node as Filter's, or nil), claims
+// standing in for their consumers as consumers says: the answer's JSON, or
+// "" and why not. The pod's GPUs are then held on the node (one claim of
+// memory: shim.h gs_shim_claim_preempt).
+func (s *Shim) ClaimPreempt(claims [][]byte, pod []byte, names []string, host []int64, consumers []ClaimConsumer) (string, string) {
 	cons, err := json.Marshal(consumers)
 	if err != nil {
 		return "", err.Error()
+	}
+	raws := make([]json.RawMessage, len(claims))
+	for i, c := range claims {
+		raws[i] = c
+	}
+	claim, err := json.Marshal(raws)
+	if err != nil {
+		return "", "the ResourceClaims: " + err.Error()
 	}
 	if consumers == nil {
 		cons = []byte("[]")
