@@ -193,12 +193,12 @@ class ClaimPreemption(dracase.DraBase):
         self.assertNotIn("allocation", self.claims_now()["qc"])
         # the ledger: d8's claim still holds its 8 GiB, nothing of q or m
         self.assertEqual(kcluster.ledger_used(Env.ext.ledger()),
-                         {("pc-a", self.gpus_of("h")[0]): 16 * GIB, ("pc-a", d_gpu[0]): 8 * GIB})
+                         {("pc-a", self.gpus_of("h")[1][0]): 16 * GIB, ("pc-a", d_gpu[1][0]): 8 * GIB})
         self.assert_ledger_is_dra_truth()
         # d8 goes: its claim is deallocated, the preemptor takes its GPU
         self.k.patch("pods", self.ns, "d8", {"metadata": {"finalizers": None}})
         claim = self.allocated("big")
-        self.assertEqual(self.assert_allocation(claim, "big", 12 * GIB, 1), ("pc-a", d_gpu))
+        self.assertEqual(self.assert_allocation(claim, "big", 12 * GIB, 1), d_gpu)
         wait_for(lambda: self.k.get("pods", self.ns, "big")["spec"].get("nodeName"), 120, "big bound", 0.2)
         self.assertNotIn("allocation", self.claims_now()["d"])
         # q and m tried again once big took the GPU: no room, never bound

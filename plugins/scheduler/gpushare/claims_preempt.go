@@ -148,9 +148,7 @@ func (p *Plugin) claimsPostFilter(ctx context.Context, cc *claimCycle, pod *v1.P
 		return nil, fwk.AsStatus(err)
 	}
 	if waiting != "" {
-		// as DefaultPreemption: no new victims while the last ones still
-		// hold the nominated node (their claims deallocate shortly)
-		return nil, fwk.NewStatus(fwk.Unschedulable, waiting)
+		return p.keepNomination(pod, waiting)
 	}
 	b, err := cycleJSON(pod)
 	if err != nil {
@@ -179,6 +177,27 @@ func (p *Plugin) claimsPostFilter(ctx context.Context, cc *claimCycle, pod *v1.P
 	}
 	return &fwk.PostFilterResult{NominatingInfo: &fwk.NominatingInfo{
 		NominatedNodeName: choice.Node, NominatingMode: fwk.ModeOverride}}, fwk.NewStatus(fwk.Success)
+}
+
+// keepNomination: as DefaultPreemption does for a pod whose victims still
+// terminate, no new victims while the last ones hold the node (their claims
+// deallocate shortly), and the pod stays nominated there — so its GPUs stay
+// held (gs_sched_claim_nominate). Answered as a success with the node:
+// an Unschedulable answer would let DefaultPreemption, after this plugin,
+// look for victims of its own, find none and clear the nomination (which
+// ends the hold: seen on the real control plane, where a low-priority pod
+// then took the freed GPU and was preempted in turn). Unschedulable when no
+// node is known.
+func (p *Plugin) keepNomination(pod *v1.Pod, waiting string) (*fwk.PostFilterResult, *fwk.Status) {
+	node := pod.Status.NominatedNodeName
+	if v, ok := p.claimVictims.Load(pod.UID); ok {
+		node = v.(*claimVictims).node
+	}
+	if node == "" {
+		return nil, fwk.NewStatus(fwk.Unschedulable, waiting)
+	}
+	return &fwk.PostFilterResult{NominatingInfo: &fwk.NominatingInfo{
+		NominatedNodeName: node, NominatingMode: fwk.ModeOverride}}, fwk.NewStatus(fwk.Success, waiting)
 }
 
 // hostOf: the nodes' allocatable and requested CPU and memory, 4 per node

@@ -102,3 +102,27 @@ func TestConsumers(t *testing.T) {
 		t.Fatal("the victims' record stays")
 	}
 }
+
+// While the last victims' claims are not freed, PostFilter keeps the pod
+// nominated (a success naming the node: DefaultPreemption, run after an
+// Unschedulable answer, would clear the nomination and end the hold):
+// the node of the last victims, else the pod's nomination; none known,
+// Unschedulable with the reason.
+func TestKeepNomination(t *testing.T) {
+	p := gibPlugin(t)
+	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "t", Name: "big", UID: "u-big"}}
+	why := "gpushare: ResourceClaim t/d on node n1 is not freed yet"
+	if r, st := p.keepNomination(pod, why); r != nil || st.Code() != fwk.Unschedulable || st.Message() != why {
+		t.Fatalf("no node: %+v %v", r, st)
+	}
+	pod.Status.NominatedNodeName = "n1"
+	r, st := p.keepNomination(pod, why)
+	if !st.IsSuccess() || r == nil || r.NominatingInfo.NominatedNodeName != "n1" ||
+		r.NominatingInfo.NominatingMode != fwk.ModeOverride {
+		t.Fatalf("nominated: %+v %v", r, st)
+	}
+	p.claimVictims.Store(pod.UID, &claimVictims{node: "n2", pods: map[types.UID]bool{"v": true}})
+	if r, st := p.keepNomination(pod, why); !st.IsSuccess() || r.NominatingInfo.NominatedNodeName != "n2" {
+		t.Fatalf("last victims: %+v %v", r, st)
+	}
+}
