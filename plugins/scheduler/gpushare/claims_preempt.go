@@ -32,8 +32,9 @@ import (
 // go for one GPU). Kept per preemptor UID; an entry goes when no claim of
 // its victims is allocated any more, or when an eviction failed.
 type claimVictims struct {
-	node string
-	pods map[types.UID]bool
+	node   string
+	pods   map[types.UID]bool
+	claims map[types.UID]bool // their claims: kube-controller-manager empties reservedFor before it deallocates
 }
 
 func podPriority(pod *v1.Pod) int32 {
@@ -76,6 +77,12 @@ func (p *Plugin) consumers(preemptor *v1.Pod) (out []shim.ClaimConsumer, waiting
 	}
 	for _, c := range claims {
 		if c.Status.Allocation == nil || !p.claimOurs(c) {
+			continue
+		}
+		if last != nil && last.claims[c.UID] {
+			// a victim's claim, reserved for nobody now, not deallocated yet
+			waiting = fmt.Sprintf("gpushare: ResourceClaim %s of a preempted pod on node %s is not freed yet",
+				klog.KObj(c), last.node)
 			continue
 		}
 		rf := c.Status.ReservedFor
@@ -162,9 +169,14 @@ func (p *Plugin) claimsPostFilter(ctx context.Context, cc *claimCycle, pod *v1.P
 	if st != nil {
 		return nil, st
 	}
-	chosen := &claimVictims{node: choice.Node, pods: map[types.UID]bool{}}
+	chosen := &claimVictims{node: choice.Node, pods: map[types.UID]bool{}, claims: map[types.UID]bool{}}
 	for _, v := range choice.Victims {
 		chosen.pods[types.UID(v.UID)] = true
+	}
+	for _, c := range cons {
+		if chosen.pods[types.UID(c.UID)] {
+			chosen.claims[types.UID(c.Claim)] = true
+		}
 	}
 	p.claimVictims.Store(pod.UID, chosen) // before the first eviction: a retry waits for them
 	if err := p.evictAll(ctx, pod, choice.Victims, func(*v1.Pod) string { return choice.Node },

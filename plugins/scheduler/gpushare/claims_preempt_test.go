@@ -93,6 +93,15 @@ func TestConsumers(t *testing.T) {
 	if len(got) != 0 || !strings.Contains(waiting, "ResourceClaim t/mine of a preempted pod on node n2") {
 		t.Fatalf("last victims: %+v %q", got, waiting)
 	}
+	// a victim's claim the resourceclaim controller reserved for nobody
+	// before deallocating it: still waited for (seen on the real control
+	// plane: PostFilter found no victims and the nomination was cleared)
+	p.claimVictims.Store(preemptor.UID, &claimVictims{node: "n2", pods: map[types.UID]bool{},
+		claims: map[types.UID]bool{"c-nobody": true}})
+	if _, waiting, _ := p.consumers(preemptor); waiting != "gpushare: ResourceClaim t/nobody of a preempted pod on node n2 is not freed yet" {
+		t.Fatalf("reserved for nobody: %q", waiting)
+	}
+	p.claimVictims.Store(preemptor.UID, &claimVictims{node: "n2", pods: map[types.UID]bool{"u-one": true}})
 	// freed: the record goes
 	_ = claims.Delete(&resourcev1.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "t", Name: "mine"}})
 	if _, waiting, _ := p.consumers(preemptor); waiting != "" {
