@@ -156,7 +156,9 @@ void gs_sched_claim_gang_leave(struct gs_sched *s, const char *uid);
  * and the claims the caller names in consumers — a claim gpushare placed
  * whose status.reservedFor is its one consumer pod, which stands in as the
  * victim at that pod's priority (claims named nowhere stay never-victims).
- * The cheapest node as gs_sched_preempt_cheapest ranks them. GS_EOK:
+ * The cheapest node as gs_sched_preempt_cheapest ranks them; a node where
+ * the claims fit already (freed since the caller's Filter) is the cheapest,
+ * with no victims. GS_EOK:
  * *ret_node (index into nodes), *ret_victims (pods; owned by the caller:
  * gs_free), *ret_n, *ret_violations. GS_ENOTFOUND: no node has such a set
  * (st: the first node's reason); GS_ENOMEM. Nothing in the ledger changes. */

@@ -57,7 +57,9 @@ enum gs_err gs_sched_claim_preempt(struct gs_sched *s, const struct gs_claim_req
       gs_free(best.victims);
       return e;
     }
-    if (e != GS_EOK || why.code != GS_EOK || v.n == 0) {
+    /* no victims: the claims fit there now (freed since the pod's Filter),
+     * the cheapest answer of all — the front end retries there */
+    if (e != GS_EOK || why.code != GS_EOK) {
       gs_free(v.victims);
       if (at == n && e == GS_EOK && why.code != GS_EOK)
         *st = why; /* the first node's reason, when none is kept */

@@ -292,6 +292,11 @@ static void test_claim_preemptor_held(void **state) {
   assert_int_equal(gs_sched_claim_filter(f.s, &late, a, 1, &small, res), GS_ENOFIT);
   assert_string_equal(res[0].reason, "insufficient GPU memory on any single GPU");
   assert_int_equal(gs_sched_claim_filter(f.s, &big, a, 1, &req, res), GS_EOK);
+  /* its PostFilter run after the victims went (a stale Filter): the node,
+   * no victims */
+  answer(&f, &req, 1000, GS_EOK, &node, names, sizeof names);
+  assert_string_equal(node, "a");
+  assert_string_equal(names, "");
   /* the nomination cleared: the hold ends; set again, it holds again */
   assert_int_equal(gs_sched_claim_nominate(f.s, &req, 1, &big, NULL), GS_EOK);
   assert_int_equal(gs_sched_claim_filter(f.s, &late, a, 1, &small, res), GS_EOK);
