@@ -53,6 +53,14 @@ enum gs_err gs_claim_fit(const struct gs_ledger *ledger, const char *node,
                          const struct gs_policy *policy, const struct gs_claim_request *req,
                          int64_t *score, struct gs_status *st) GS_WUR;
 
+/* gs_claim_fit on a node as given (NULL: unknown) — a view of a ledger's
+ * node, e.g. with GPUs held for pods nominated there (docs/preemption.md) —
+ * and, when ret is not NULL, the choice gs_claim_place would make on it
+ * (written on GS_EOK only). */
+enum gs_err gs_claim_fit_node(const struct gs_node *node, const struct gs_policy *policy,
+                              const struct gs_claim_request *req, struct gs_claim_choice *ret,
+                              int64_t *score, struct gs_status *st) GS_WUR;
+
 /* Shapes pod — its identity, priority and host requests kept — as the
  * gpu-mem pod a memory claim of req is placed as (gs_claim_place): count
  * GPUs of one node × mib_per_gpu rounded up to unit_mib units, on its first

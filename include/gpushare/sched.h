@@ -100,10 +100,15 @@ void gs_sched_claim_gone(struct gs_sched *s, const char *uid);
  * then replaces it) or drops it (gs_sched_claim_gone; an ASSUMED charge also
  * expires with gs_sched_expire_assumed). A UID already charged answers its
  * charge. GS_EOK fills *ret; GS_ENOFIT / GS_EUNRESOLVABLE with st's reason;
- * GS_EEXISTS when the UID is a pod's. */
+ * GS_EEXISTS when the UID is a pod's. pod (may be NULL) is the claim's
+ * consumer (uid, priority): with one node, the GPUs held there for pods
+ * nominated by preemption are not its (gs_sched_nominate, with the hold's
+ * reason when the node holds none for it), and its own hold ends once the
+ * claim is charged. */
 struct gs_claim_request;
 struct gs_claim_choice;
-enum gs_err gs_sched_claim_reserve(struct gs_sched *s, const char *const *nodes, size_t n,
+enum gs_err gs_sched_claim_reserve(struct gs_sched *s, const struct gs_pod_request *pod,
+                                   const char *const *nodes, size_t n,
                                    const struct gs_claim_request *req, const char *ns,
                                    const char *name, const char *uid, int64_t now_ns,
                                    struct gs_claim_choice *ret, struct gs_status *st) GS_WUR;
@@ -119,9 +124,12 @@ bool gs_sched_claim_shape(const struct gs_sched *s, const struct gs_claim_reques
  * and Score for a pod whose claim gpushare places; gs_claim_fit): ret[i]
  * for nodes[i] — code GS_EOK / GS_ENOFIT / GS_EUNRESOLVABLE with its
  * reason, score100 0..100 (score 0..10). Charges nothing. GS_EOK when some
- * node fits; GS_ENOFIT when none; GS_EINVAL for bad arguments. */
+ * node fits; GS_ENOFIT when none; GS_EINVAL for bad arguments. pod (may
+ * be NULL) is the claim's consumer: GPUs held for nominated pods are not
+ * its, as gs_sched_claim_reserve says. */
 struct gs_node_result;
-enum gs_err gs_sched_claim_filter(struct gs_sched *s, const char *const *nodes, size_t n,
+enum gs_err gs_sched_claim_filter(struct gs_sched *s, const struct gs_pod_request *pod,
+                                  const char *const *nodes, size_t n,
                                   const struct gs_claim_request *req,
                                   struct gs_node_result *ret) GS_WUR;
 
@@ -139,14 +147,18 @@ enum gs_err gs_sched_claim_gang_permit(struct gs_sched *s, const char *ns, const
  * is gone (gs_sched_pod_gone calls it): it no longer counts. */
 void gs_sched_claim_gang_leave(struct gs_sched *s, const char *uid);
 /* Preemption for a claim pod (docs/dra.md "Preempting for claim pods"):
- * pod (uid, priority, host requests) waits for a claim of gpushare's
- * DeviceClass asking req (memory per GPU; whole devices: none) that fits
- * on none of the n nodes. Victims of lower priority than pod on one node
- * whose eviction frees req: gpu-mem pods as gs_sched_preempt takes them,
+ * pod (uid, priority, host requests) waits for its nreqs claims of
+ * gpushare's DeviceClass asking reqs[0..nreqs) (memory per GPU, or whole
+ * devices: mib_per_gpu 0; at most GS_CLAIM_PREEMPT_MAX) that fit on none
+ * of the n nodes. Victims of lower priority than pod on one node whose
+ * eviction frees room for every claim (each placed in turn as its victims
+ * leave; a victim counted once): gpu-mem pods as gs_sched_preempt takes them,
  * and the claims the caller names in consumers — a claim gpushare placed
  * whose status.reservedFor is its one consumer pod, which stands in as the
  * victim at that pod's priority (claims named nowhere stay never-victims).
- * The cheapest node as gs_sched_preempt_cheapest ranks them. GS_EOK:
+ * The cheapest node as gs_sched_preempt_cheapest ranks them; a node where
+ * the claims fit already (freed since the caller's Filter) is the cheapest,
+ * with no victims. GS_EOK:
  * *ret_node (index into nodes), *ret_victims (pods; owned by the caller:
  * gs_free), *ret_n, *ret_violations. GS_ENOTFOUND: no node has such a set
  * (st: the first node's reason); GS_ENOMEM. Nothing in the ledger changes. */
@@ -156,8 +168,10 @@ struct gs_claim_consumer {
   int32_t priority;            /* the pod's spec.priority */
 };
 struct gs_victim;
-enum gs_err gs_sched_claim_preempt(struct gs_sched *s, const struct gs_claim_request *req,
-                                   const struct gs_pod_request *pod, const char *const *nodes,
+#define GS_CLAIM_PREEMPT_MAX 8 /* a preemptor's unallocated claims */
+enum gs_err gs_sched_claim_preempt(struct gs_sched *s, const struct gs_claim_request *reqs,
+                                   size_t nreqs, const struct gs_pod_request *pod,
+                                   const char *const *nodes,
                                    size_t n, const struct gs_claim_consumer *consumers,
                                    size_t nconsumers, size_t *ret_node,
                                    struct gs_victim **ret_victims, size_t *ret_n,
@@ -367,6 +381,18 @@ enum gs_err gs_sched_pod_meta(struct gs_sched *s, const struct gs_pod_meta *m) G
  * A pod gpushare does not place is not held. GS_ETOOBIG past 256 at once. */
 enum gs_err gs_sched_nominate(struct gs_sched *s, const struct gs_pod_request *pod,
                               const char *node) GS_WUR;
+/* gs_sched_nominate for a pod whose GPUs are its claims (docs/dra.md
+ * "Preempting for claim pods"): one claim of memory (count GPUs × MiB) is
+ * held as the gpu-mem pod of its shape (gs_claim_shape_pod) — the same
+ * rules and text as a gpu-mem pod's hold; the hold ends as that one's
+ * does, and when the claim is reserved for pod (gs_sched_claim_reserve).
+ * Several claims or whole devices are not held (GS_ESKIP; an earlier hold
+ * of pod ends); node NULL or "": the hold ends. GS_EINVAL for bad
+ * arguments. */
+struct gs_claim_request;
+enum gs_err gs_sched_claim_nominate(struct gs_sched *s, const struct gs_claim_request *reqs,
+                                    size_t nreqs, const struct gs_pod_request *pod,
+                                    const char *node) GS_WUR;
 
 /* A pod to evict, as the ledger records it. */
 struct gs_victim {

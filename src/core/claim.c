@@ -148,12 +148,11 @@ enum gs_err gs_claim_place(const struct gs_ledger *ledger, const char *const *no
   return gs_status_set(st, GS_EOK, GS_R_OTHER, "%s", "");
 }
 
-enum gs_err gs_claim_fit(const struct gs_ledger *ledger, const char *node_name,
-                         const struct gs_policy *policy, const struct gs_claim_request *req,
-                         int64_t *score, struct gs_status *st) {
+enum gs_err gs_claim_fit_node(const struct gs_node *node, const struct gs_policy *policy,
+                              const struct gs_claim_request *req, struct gs_claim_choice *ret,
+                              int64_t *score, struct gs_status *st) {
   struct gs_pod_request pod;
   struct gs_choice c;
-  const struct gs_node *node = gs_ledger_node_get(ledger, node_name);
   *score = 0;
   if (check(req, st) != GS_EOK)
     return GS_EUNRESOLVABLE;
@@ -162,7 +161,17 @@ enum gs_err gs_claim_fit(const struct gs_ledger *ledger, const char *node_name,
   as_pod(req, policy->unit_mib, &pod);
   if (fit_one(node, policy, req, &pod, &c, score, st) != GS_EOK)
     return GS_ENOFIT;
+  if (ret != NULL) {
+    snprintf(ret->node, sizeof ret->node, "%s", node->name);
+    ret->choice = c;
+  }
   return gs_status_set(st, GS_EOK, GS_R_OTHER, "%s", "");
+}
+
+enum gs_err gs_claim_fit(const struct gs_ledger *ledger, const char *node_name,
+                         const struct gs_policy *policy, const struct gs_claim_request *req,
+                         int64_t *score, struct gs_status *st) {
+  return gs_claim_fit_node(gs_ledger_node_get(ledger, node_name), policy, req, NULL, score, st);
 }
 
 void gs_claim_charge(const struct gs_claim_choice *c, const char *ns, const char *name,

@@ -2,6 +2,7 @@
  * replaced and freed, and gpushare's own decision for one (gs_claim_place)
  * reserved, each under the one ledger lock (gs__fw_write). */
 #include "framework.h"
+#include "hold.h"
 
 #include <gpushare/claim.h>
 
@@ -52,6 +53,7 @@ static void choice_of(const struct gs_alloc *a, struct gs_claim_choice *ret) {
 
 struct reserve_call {
   struct gs_sched *fw;
+  const struct gs_pod_request *pod; /* the consumer (may be NULL) */
   const char *const *nodes;
   size_t n;
   const struct gs_claim_request *req;
@@ -60,6 +62,9 @@ struct reserve_call {
   struct gs_claim_choice *ret;
   struct gs_status *st;
   enum gs_err err;
+  struct gs_node held; /* the node with its holds (view points here) */
+  struct gs_gpu held_gpus[GS_MAX_GPUS];
+  const struct gs_node *view;
 };
 
 static void reserve_fn(struct gs_ledger *ledger, const struct gs_policy *policy, void *arg) {
@@ -77,16 +82,34 @@ static void reserve_fn(struct gs_ledger *ledger, const struct gs_policy *policy,
     return;
   }
   r->err = GS_ENOFIT;
+  if (r->n == 1 && r->pod != NULL) {
+    /* GPUs held for pods nominated to the node are not the consumer's
+     * (hold.h): the node as it sees it, or no room at all */
+    const struct gs_node *node = gs_ledger_node_get(ledger, r->nodes[0]);
+    switch (node != NULL ? gs__holds_view(r->fw->holds, node, r->pod, &r->held, r->held_gpus,
+                                          r->st)
+                         : GS_ESKIP) {
+    case GS_EOK:
+      r->view = &r->held;
+      break;
+    case GS_ESKIP:
+      break;
+    default:
+      return;
+    }
+  }
   if (r->n == 1 && r->req->mib_per_gpu > 0) {
     /* on the node chosen, the GPUs the plugins' Reserve gives the gpu-mem
      * pod of the claim's shape (nodePolicy frag: the least-delta GPU, as a
      * gpu-mem pod gets, and as the claim was scored) */
-    const struct gs_node *node = gs_ledger_node_get(ledger, r->nodes[0]);
+    const struct gs_node *node =
+        r->view != NULL ? r->view : gs_ledger_node_get(ledger, r->nodes[0]);
     struct gs_pod_request pod;
     memset(&pod, 0, sizeof pod);
     snprintf(pod.ns, sizeof pod.ns, "%s", r->ns);
     snprintf(pod.name, sizeof pod.name, "%s", r->name);
     snprintf(pod.uid, sizeof pod.uid, "%s", r->uid);
+    pod.priority = r->pod != NULL ? r->pod->priority : 0;
     if (node != NULL && gs_claim_shape_pod(r->req, policy->unit_mib, &pod) &&
         gs__fw_pick_locked(r->fw, &pod, node, r->now_ns, &c.choice, r->st) == GS_EOK &&
         c.choice.ngpus == r->req->count) {
@@ -95,25 +118,34 @@ static void reserve_fn(struct gs_ledger *ledger, const struct gs_policy *policy,
       r->err = GS_EOK;
     }
   }
-  if (r->err != GS_EOK)
+  if (r->err != GS_EOK && r->view != NULL) {
+    int64_t score;
+    r->err = gs_claim_fit_node(r->view, policy, r->req, &c, &score, r->st);
+  } else if (r->err != GS_EOK) {
     r->err = gs_claim_place(ledger, r->nodes, r->n, policy, r->req, &c, r->st);
+  }
   if (r->err != GS_EOK)
     return;
   gs_claim_charge(&c, r->ns, r->name, r->uid, r->req->mib_per_gpu, parts, &a);
   a.state = GS_ALLOC_ASSUMED;
   a.assume_time_ns = r->now_ns;
   r->err = gs_ledger_claim_set(ledger, &a);
+  if (r->err == GS_EOK && r->pod != NULL)
+    (void)gs__holds_drop(r->fw->holds, r->pod->uid); /* placed: its nomination is done */
   if (r->err == GS_EOK)
     *r->ret = c;
   else
     gs_status_set(r->st, r->err, GS_R_OTHER, "cannot record the claim: %s", gs_strerror(r->err));
 }
 
-enum gs_err gs_fw_claim_reserve(struct gs_sched *fw, const char *const *nodes, size_t n,
+enum gs_err gs_fw_claim_reserve(struct gs_sched *fw, const struct gs_pod_request *pod,
+                                const char *const *nodes, size_t n,
                                 const struct gs_claim_request *req, const char *ns,
                                 const char *name, const char *uid, int64_t now_ns,
                                 struct gs_claim_choice *ret, struct gs_status *st) {
-  struct reserve_call r = {fw, nodes, n, req, ns, name, uid, now_ns, ret, st, GS_EOK};
+  struct reserve_call r = {.fw = fw, .pod = pod, .nodes = nodes, .n = n, .req = req, .ns = ns,
+                           .name = name, .uid = uid, .now_ns = now_ns, .ret = ret, .st = st,
+                           .err = GS_EOK};
   gs__fw_write(fw, reserve_fn, &r);
   return r.err;
 }
@@ -123,14 +155,32 @@ bool gs_sched_claim_shape(const struct gs_sched *s, const struct gs_claim_reques
   return gs_claim_shape_pod(req, s->policy.unit_mib, pod);
 }
 
-enum gs_err gs_fw_claim_filter(struct gs_sched *fw, const char *const *nodes, size_t n,
+enum gs_err gs_fw_claim_filter(struct gs_sched *fw, const struct gs_pod_request *pod,
+                               const char *const *nodes, size_t n,
                                const struct gs_claim_request *req, struct gs_node_result *ret) {
   enum gs_err worst = GS_ENOFIT;
   pthread_rwlock_rdlock(&fw->lock);
   for (size_t i = 0; i < n; i++) {
     struct gs_status st = {GS_EOK, GS_R_OTHER, ""};
+    struct gs_gpu held_gpus[GS_MAX_GPUS];
+    struct gs_node held;
+    const struct gs_node *node = gs_ledger_node_get(fw->ledger, nodes[i]);
     int64_t score = 0;
-    enum gs_err e = gs_claim_fit(fw->ledger, nodes[i], &fw->policy, req, &score, &st);
+    enum gs_err e;
+    /* GPUs held for pods nominated here are not the consumer's (hold.h) */
+    switch (pod != NULL && node != NULL
+                ? gs__holds_view(fw->holds, node, pod, &held, held_gpus, &st)
+                : GS_ESKIP) {
+    case GS_EOK:
+      e = gs_claim_fit_node(&held, &fw->policy, req, NULL, &score, &st);
+      break;
+    case GS_ESKIP:
+      e = gs_claim_fit_node(node, &fw->policy, req, NULL, &score, &st);
+      break;
+    default:
+      e = GS_ENOFIT; /* st: the hold's reason */
+      break;
+    }
     ret[i].status = st;
     ret[i].code = e;
     ret[i].score100 = e == GS_EOK ? score : 0;

@@ -168,17 +168,23 @@ enum gs_err gs_fw_claim_gone(struct gs_sched *s, const char *uid);
 struct gs_claim_request;
 struct gs_claim_choice;
 /* gs_claim_fit on each of the n nodes under the read lock (ret[i]: code,
- * reason, score100 and score). GS_EOK when some node fits (or n is 0). */
+ * reason, score100 and score). GS_EOK when some node fits (or n is 0).
+ * pod (may be NULL: none held against it) is the claim's consumer: the
+ * GPUs held for pods nominated to a node (hold.h) are not its, as for a
+ * gpu-mem pod; gs_fw_claim_reserve drops pod's own hold once placed. */
 struct gs_node_result;
-enum gs_err gs_fw_claim_filter(struct gs_sched *s, const char *const *nodes, size_t n,
+enum gs_err gs_fw_claim_filter(struct gs_sched *s, const struct gs_pod_request *pod,
+                               const char *const *nodes, size_t n,
                                const struct gs_claim_request *req, struct gs_node_result *ret);
-enum gs_err gs_fw_claim_reserve(struct gs_sched *s, const char *const *nodes, size_t n,
+enum gs_err gs_fw_claim_reserve(struct gs_sched *s, const struct gs_pod_request *pod,
+                                const char *const *nodes, size_t n,
                                 const struct gs_claim_request *req, const char *ns,
                                 const char *name, const char *uid, int64_t now_ns,
                                 struct gs_claim_choice *ret, struct gs_status *st) GS_WUR;
 void gs_fw_pod_gone(struct gs_sched *s, const char *uid);
-/* Preemption for a claim's memory request on node (claim_preempt.c,
- * docs/dra.md): pod is the consumer (uid, priority, host requests); the
+/* Preemption for a pod's nreqs unallocated claims on node (claim_preempt.c,
+ * docs/dra.md; memory or whole devices, each placed in turn on the node as
+ * its victims leave it): pod is the consumer (uid, priority, host requests); the
  * candidates are gpu-mem pods of lower priority no plugin protects and the
  * claims cons names with a lower consumer priority, merged by consumer pod.
  * GS_EOK with st's code: EOK and *ret (victims as pods; ret->victims owned
@@ -193,8 +199,8 @@ struct gs_fw_claim_victims {
   int32_t maxprio;     /* the highest victim priority */
   uint64_t mib;        /* the GPU memory they hold */
 };
-enum gs_err gs_fw_claim_preempt(struct gs_sched *s, const struct gs_claim_request *req,
-                                const struct gs_pod_request *pod, const char *node,
+enum gs_err gs_fw_claim_preempt(struct gs_sched *s, const struct gs_claim_request *reqs,
+                                size_t nreqs, const struct gs_pod_request *pod, const char *node,
                                 const struct gs_claim_consumer *cons, size_t ncons,
                                 const struct gs_fw_preempt_info *info,
                                 struct gs_fw_claim_victims *ret, struct gs_status *st) GS_WUR;

@@ -128,9 +128,11 @@ static void feed_nominated(struct gs_sched *sched, const json_t *pod) {
   struct gs_pod_request req;
   struct gs_diag diag = {"", ""};
   enum gs_err err;
-  if (gs_api_pod_decode(pod, &req, &diag) != GS_EOK || !(gs_pod_request_is_memory(&req) ||
-                                                          gs_pod_request_is_whole(&req)))
+  if (gs_api_pod_decode(pod, &req, &diag) != GS_EOK)
     return;
+  if (!(gs_pod_request_is_memory(&req) || gs_pod_request_is_whole(&req)) && nominated != NULL &&
+      nominated[0] != '\0')
+    return; /* a claim pod: held by its preemption (gs_sched_claim_nominate); cleared, it ends */
   err = gs_sched_nominate(sched, &req, nominated);
   if (err != GS_EOK)
     gs_log(GS_LVL_WARN, "nominated pod's GPUs not held", "pod=%s/%s node=%s error=\"%s\"",

@@ -283,17 +283,19 @@ enum gs_err gs_sched_claim_set(struct gs_sched *s, const struct gs_alloc *claim)
   return e;
 }
 
-enum gs_err gs_sched_claim_reserve(struct gs_sched *s, const char *const *nodes, size_t n,
+enum gs_err gs_sched_claim_reserve(struct gs_sched *s, const struct gs_pod_request *pod,
+                                   const char *const *nodes, size_t n,
                                    const struct gs_claim_request *req, const char *ns,
                                    const char *name, const char *uid, int64_t now_ns,
                                    struct gs_claim_choice *ret, struct gs_status *st) {
   if (req == NULL || ret == NULL || ns == NULL || name == NULL || uid == NULL || uid[0] == '\0' ||
       (n > 0 && nodes == NULL))
     return gs_status_set(st, GS_EINVAL, GS_R_OTHER, "invalid arguments");
-  return gs_fw_claim_reserve(s, nodes, n, req, ns, name, uid, now_ns, ret, st);
+  return gs_fw_claim_reserve(s, pod, nodes, n, req, ns, name, uid, now_ns, ret, st);
 }
 
-enum gs_err gs_sched_claim_filter(struct gs_sched *s, const char *const *nodes, size_t n,
+enum gs_err gs_sched_claim_filter(struct gs_sched *s, const struct gs_pod_request *pod,
+                                  const char *const *nodes, size_t n,
                                   const struct gs_claim_request *req,
                                   struct gs_node_result *ret) {
   if (s == NULL || req == NULL || (n > 0 && (nodes == NULL || ret == NULL)))
@@ -301,7 +303,7 @@ enum gs_err gs_sched_claim_filter(struct gs_sched *s, const char *const *nodes, 
   for (size_t i = 0; i < n; i++)
     if (nodes[i] == NULL)
       return GS_EINVAL;
-  return gs_fw_claim_filter(s, nodes, n, req, ret);
+  return gs_fw_claim_filter(s, pod, nodes, n, req, ret);
 }
 
 void gs_sched_claim_gone(struct gs_sched *s, const char *uid) {

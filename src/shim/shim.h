@@ -172,18 +172,23 @@ int gs_shim_filter_claim(struct gs_shim *s, const char *pod, size_t len, const c
  * is but gpushare cannot place it (an unsupported or bad field); else
  * GS_SHIM_OK and, for node i, codes[i], reasons + i*GS_SHIM_REASON when not
  * OK, scores[i] in 0..100. A node with no device of gpu.gpushare.io
- * published is unschedulable. Charges nothing. */
-int gs_shim_claim_filter(struct gs_shim *s, const char *claim, size_t len,
-                         const char *const *nodes, size_t n, int *codes, char *reasons,
-                         int64_t *scores);
+ * published is unschedulable. Charges nothing. pod (its JSON; NULL or
+ * plen 0: none) is the claim's consumer: GPUs held for pods nominated by
+ * preemption are not its (gs_sched_claim_filter); GS_SHIM_ERROR with
+ * reasons[0] when it is no Pod. */
+int gs_shim_claim_filter(struct gs_shim *s, const char *pod, size_t plen, const char *claim,
+                         size_t len, const char *const *nodes, size_t n, int *codes,
+                         char *reasons, int64_t *scores);
 /* Chooses the claim's GPUs on node and charges them (ASSUMED, as
  * gs_sched_claim_reserve; a retry answers the same GPUs): GS_SHIM_OK with
  * *ret_json (free it) = {"node","request","results":[{"driver","pool",
  * "device","memory"(a quantity, absent for a whole device),"shared"}]},
  * the devices of gpu.gpushare.io holding the GPUs. Else the code and reason;
- * nothing stays charged. */
-int gs_shim_claim_reserve(struct gs_shim *s, const char *claim, size_t len, const char *node,
-                          int64_t now_ns, char **ret_json, char *reason);
+ * nothing stays charged. pod (NULL or plen 0: none) is the consumer, as for
+ * gs_shim_claim_filter: held GPUs are not its, and its own hold ends. */
+int gs_shim_claim_reserve(struct gs_shim *s, const char *pod, size_t plen, const char *claim,
+                          size_t len, const char *node, int64_t now_ns, char **ret_json,
+                          char *reason);
 /* The reservation of claim uid given back (its ASSUMED or recorded charge). */
 void gs_shim_claim_unreserve(struct gs_shim *s, const char *uid);
 
@@ -196,14 +201,15 @@ int gs_shim_claim_gang_permit(struct gs_shim *s, const char *pod, size_t len, ch
 /* The member's reservation given back (Unreserve). */
 void gs_shim_claim_gang_leave(struct gs_shim *s, const char *uid);
 /* Preemption for a claim pod (PostFilter; docs/dra.md "Preempting for
- * claim pods"): pod's unallocated claim (its JSON) fits on none of the n
- * nodes; host: 4 per node as gs_shim_filter's (NULL: not checked);
+ * claim pods"): pod's unallocated claims (a ResourceClaim's JSON, or a list
+ * of 1..GS_CLAIM_PREEMPT_MAX) fit on none of the n nodes; host: 4 per node as gs_shim_filter's (NULL: not checked);
  * consumers: a JSON list of {"claim","namespace","name","uid","priority"},
  * the claims gpushare placed whose one consumer pod may stand in as a
  * victim (gs_sched_claim_preempt). Returns {"node","victims":[{namespace,
  * name,uid}],"pdbViolations"} (free with gs_shim_free_string), or NULL with
- * reason (GS_SHIM_REASON bytes) saying why not. */
-char *gs_shim_claim_preempt(struct gs_shim *s, const char *claim, size_t clen, const char *pod,
+ * reason (GS_SHIM_REASON bytes) saying why not. The pod is then held on the
+ * node (gs_sched_claim_nominate). */
+char *gs_shim_claim_preempt(struct gs_shim *s, const char *claims, size_t clen, const char *pod,
                             size_t plen, const char *const *nodes, size_t n,
                             const int64_t *host, const char *consumers, size_t conslen,
                             char *reason);

@@ -41,22 +41,44 @@ static int decode(const char *claim, size_t len, json_t **ret, struct gs_claim_r
   return r;
 }
 
-int gs_shim_claim_filter(struct gs_shim *s, const char *claim, size_t len,
-                         const char *const *nodes, size_t n, int *codes, char *reasons,
-                         int64_t *scores) {
+/* The claim's consumer pod, when given (pod NULL or len 0: none): 1 and
+ * *ret, 0 none, -1 not a Pod (why in reason). */
+static int consumer(const char *pod, size_t len, struct gs_pod_request *ret, char *reason) {
+  struct gs_diag diag = {"", ""};
+  json_t *obj;
+  enum gs_err e;
+  if (pod == NULL || len == 0)
+    return 0;
+  obj = json_loadb(pod, len, 0, NULL);
+  e = obj != NULL ? gs_api_pod_decode(obj, ret, &diag) : GS_EPARSE;
+  json_decref(obj);
+  if (e != GS_EOK) {
+    snprintf(reason, GS_SHIM_REASON, "invalid Pod: %.100s: %.130s", diag.where, diag.text);
+    return -1;
+  }
+  return 1;
+}
+
+int gs_shim_claim_filter(struct gs_shim *s, const char *pod, size_t plen, const char *claim,
+                         size_t len, const char *const *nodes, size_t n, int *codes,
+                         char *reasons, int64_t *scores) {
   struct gs_claim_request req;
+  struct gs_pod_request preq;
   char request[GS_NAME_MAX + 1];
   json_t *obj;
   struct gs_node_result *res;
-  int r = decode(claim, len, &obj, &req, request, sizeof request, reasons);
+  int r = decode(claim, len, &obj, &req, request, sizeof request, reasons), who;
   json_decref(obj);
   if (r <= 0) {
     if (r == 0)
       reasons[0] = '\0';
     return r == 0 ? GS_SHIM_SKIP : GS_SHIM_UNRESOLVABLE;
   }
+  if ((who = consumer(pod, plen, &preq, reasons)) < 0)
+    return GS_SHIM_ERROR;
   res = gs_calloc(n ? n : 1, sizeof *res);
-  if (res == NULL || gs_sched_claim_filter(gs__shim_sched(s), nodes, n, &req, res) == GS_EINVAL) {
+  if (res == NULL || gs_sched_claim_filter(gs__shim_sched(s), who ? &preq : NULL, nodes, n, &req,
+                                           res) == GS_EINVAL) {
     gs_free(res);
     snprintf(reasons, GS_SHIM_REASON, "out of memory or no node list");
     return GS_SHIM_ERROR;
@@ -103,9 +125,11 @@ static void quantity(uint64_t mib, char *out, size_t cap) {
     snprintf(out, cap, "%lluMi", (unsigned long long)mib);
 }
 
-int gs_shim_claim_reserve(struct gs_shim *s, const char *claim, size_t len, const char *node,
-                          int64_t now_ns, char **ret_json, char *reason) {
+int gs_shim_claim_reserve(struct gs_shim *s, const char *pod, size_t plen, const char *claim,
+                          size_t len, const char *node, int64_t now_ns, char **ret_json,
+                          char *reason) {
   struct gs_claim_request req;
+  struct gs_pod_request preq;
   struct gs_claim_choice c;
   struct gs_status st = {GS_EOK, GS_R_OTHER, ""};
   char request[GS_NAME_MAX + 1];
@@ -113,8 +137,12 @@ int gs_shim_claim_reserve(struct gs_shim *s, const char *claim, size_t len, cons
   json_t *obj, *results = NULL, *out = NULL;
   const json_t *md;
   const char *uid;
-  int r = decode(claim, len, &obj, &req, request, sizeof request, reason), code = GS_SHIM_OK;
+  int r = decode(claim, len, &obj, &req, request, sizeof request, reason), code = GS_SHIM_OK, who = 0;
   *ret_json = NULL;
+  if (r > 0 && (who = consumer(pod, plen, &preq, reason)) < 0) {
+    json_decref(obj);
+    return GS_SHIM_ERROR;
+  }
   if (r <= 0) {
     if (r == 0)
       snprintf(reason, GS_SHIM_REASON, "the ResourceClaim is not gpushare's");
@@ -128,7 +156,7 @@ int gs_shim_claim_reserve(struct gs_shim *s, const char *claim, size_t len, cons
     json_decref(obj);
     return GS_SHIM_UNRESOLVABLE;
   }
-  switch (gs_sched_claim_reserve(gs__shim_sched(s), nodes, 1, &req,
+  switch (gs_sched_claim_reserve(gs__shim_sched(s), who ? &preq : NULL, nodes, 1, &req,
                                  str_or(json_object_get(md, "namespace"), ""),
                                  str_or(json_object_get(md, "name"), ""), uid, now_ns,
                                  &c, &st)) {
@@ -252,27 +280,56 @@ static struct gs_claim_consumer *consumers_decode(const json_t *doc, size_t *ret
   return out;
 }
 
-char *gs_shim_claim_preempt(struct gs_shim *s, const char *claim, size_t clen, const char *pod,
+/* The preemptor's unallocated claims: a ResourceClaim's JSON or a list of
+ * them, each gpushare's. The count, or -1 with reason. */
+static int claims_decode(const char *claims, size_t len, struct gs_claim_request *reqs,
+                         char *reason) {
+  char request[GS_NAME_MAX + 1];
+  json_t *doc = claims != NULL && len > 0 ? json_loadb(claims, len, 0, NULL) : NULL;
+  size_t n = json_is_array(doc) ? json_array_size(doc) : 1, i;
+  int ret = (int)n;
+  if (doc == NULL) {
+    snprintf(reason, GS_SHIM_REASON, "the ResourceClaim is not JSON");
+    return -1;
+  }
+  if (n == 0 || n > GS_CLAIM_PREEMPT_MAX) {
+    snprintf(reason, GS_SHIM_REASON, "preemption for 1..%d unallocated claims per pod",
+             GS_CLAIM_PREEMPT_MAX);
+    json_decref(doc);
+    return -1;
+  }
+  for (i = 0; i < n && ret > 0; i++) {
+    const json_t *obj = json_is_array(doc) ? json_array_get(doc, i) : doc;
+    int r = gs__dra_request(obj, &reqs[i], request, sizeof request, reason, GS_SHIM_REASON);
+    if (r <= 0) {
+      char why[GS_SHIM_REASON];
+      snprintf(why, sizeof why, "%s", r == 0 ? "not gpushare's" : reason);
+      snprintf(reason, GS_SHIM_REASON, "ResourceClaim %.60s: %.170s",
+               str_or(json_object_get(json_object_get(obj, "metadata"), "name"), "?"), why);
+      ret = -1;
+    }
+  }
+  json_decref(doc);
+  return ret;
+}
+
+char *gs_shim_claim_preempt(struct gs_shim *s, const char *claims, size_t clen, const char *pod,
                             size_t plen, const char *const *nodes, size_t n,
                             const int64_t *host, const char *consumers, size_t conslen,
                             char *reason) {
-  struct gs_claim_request req;
+  struct gs_claim_request reqs[GS_CLAIM_PREEMPT_MAX];
   struct gs_pod_request preq;
   struct gs_diag diag = {"", ""};
   struct gs_status st = {GS_EOK, GS_R_OTHER, ""};
   struct gs_claim_consumer *cons = NULL;
   struct gs_victim *victims = NULL;
-  char request[GS_NAME_MAX + 1];
   size_t ncons = 0, best = 0, nvictims = 0;
   uint32_t violations = 0;
-  json_t *cobj = NULL, *pobj = NULL, *consdoc = NULL;
+  json_t *pobj = NULL, *consdoc = NULL;
   char *out = NULL;
-  int r = decode(claim, clen, &cobj, &req, request, sizeof request, reason);
-  if (r <= 0) {
-    if (r == 0)
-      snprintf(reason, GS_SHIM_REASON, "the ResourceClaim is not gpushare's");
+  int nreqs = claims_decode(claims, clen, reqs, reason);
+  if (nreqs <= 0)
     goto done;
-  }
   pobj = pod != NULL && plen > 0 ? json_loadb(pod, plen, 0, NULL) : NULL;
   if (pobj == NULL || gs_api_pod_decode(pobj, &preq, &diag) != GS_EOK) {
     snprintf(reason, GS_SHIM_REASON, "invalid Pod: %.100s: %.130s", diag.where, diag.text);
@@ -290,8 +347,8 @@ char *gs_shim_claim_preempt(struct gs_shim *s, const char *claim, size_t clen, c
     snprintf(reason, GS_SHIM_REASON, "out of memory");
     goto done;
   }
-  switch (gs_sched_claim_preempt(gs__shim_sched(s), &req, &preq, nodes, n, cons, ncons, &best,
-                                 &victims, &nvictims, &violations, &st)) {
+  switch (gs_sched_claim_preempt(gs__shim_sched(s), reqs, (size_t)nreqs, &preq, nodes, n, cons,
+                                 ncons, &best, &victims, &nvictims, &violations, &st)) {
   case GS_EOK:
     break;
   case GS_ENOMEM:
@@ -301,12 +358,18 @@ char *gs_shim_claim_preempt(struct gs_shim *s, const char *claim, size_t clen, c
     snprintf(reason, GS_SHIM_REASON, "%s", st.reason[0] ? st.reason : "no victims on any node");
     goto done;
   }
+  /* the framework nominates the pod to the node after PostFilter; its
+   * GPUs are held from now, before the victims go (a shape that cannot be
+   * held, or past the cap: nominated, not held — docs/dra.md) */
+  if (gs_sched_claim_nominate(gs__shim_sched(s), reqs, (size_t)nreqs, &preq, nodes[best]) !=
+      GS_EOK) {
+    /* several claims, whole devices, past the cap: not held */
+  }
   if ((out = gs__shim_victims_answer(nodes[best], victims, nvictims, &violations)) == NULL)
     snprintf(reason, GS_SHIM_REASON, "out of memory");
 done:
   json_decref(consdoc);
   json_decref(pobj);
-  json_decref(cobj);
   gs_free(cons);
   gs_free(victims);
   return out;

@@ -55,6 +55,7 @@ type claimCycle struct {
 	reasons []string
 	scores  []int64
 	shape   []byte // the pod's one claim to place, whose gpu-mem shape scores the pod (nil: none)
+	pod     []byte // the pod as the core reads it (cycleJSON): holds are weighed for it
 }
 
 // Clone: a copy whose Reserve and PreBind write their own.
@@ -80,7 +81,7 @@ func (p *Plugin) ours(claim *resourcev1.ResourceClaim) (bool, []byte, error) {
 	if v, ok := p.claimKind.Load(claim.UID); ok {
 		return v.(bool), raw, nil
 	}
-	rc, _, _ := p.core.ClaimFilter(raw, nil)
+	rc, _, _ := p.core.ClaimFilter(nil, raw, nil)
 	mine := rc != shim.Skip
 	p.claimKind.Store(claim.UID, mine)
 	return mine, raw, nil
@@ -137,8 +138,12 @@ func (p *Plugin) claimsPreFilter(state fwk.CycleState, pod *v1.Pod, ix *nodeInde
 		return nil
 	}
 	n := len(ix.names)
+	b, err := cycleJSON(pod)
+	if err != nil {
+		return fwk.AsStatus(err)
+	}
 	cc := &claimCycle{claims: claims, at: ix.at, codes: make([]int, n), reasons: make([]string, n),
-		scores: make([]int64, n)}
+		scores: make([]int64, n), pod: b}
 	for _, pc := range claims {
 		c := pc.claim
 		if c.Status.Allocation != nil {
@@ -154,7 +159,7 @@ func (p *Plugin) claimsPreFilter(state fwk.CycleState, pod *v1.Pod, ix *nodeInde
 			}
 			continue
 		}
-		rc, reason, v := p.core.ClaimFilter(pc.raw, ix.names)
+		rc, reason, v := p.core.ClaimFilter(cc.pod, pc.raw, ix.names)
 		if rc != shim.OK {
 			return status(rc, "gpushare: "+reason)
 		}
@@ -211,7 +216,7 @@ func (p *Plugin) claimsReserve(cc *claimCycle, node string) *fwk.Status {
 		if pc.claim.Status.Allocation != nil {
 			continue
 		}
-		rc, reason, choice := p.core.ClaimReserve(pc.raw, node, time.Now().UnixNano())
+		rc, reason, choice := p.core.ClaimReserve(cc.pod, pc.raw, node, time.Now().UnixNano())
 		if rc != shim.OK {
 			p.claimsUnreserve(context.Background(), cc)
 			return status(rc, "gpushare: "+reason)

@@ -32,8 +32,9 @@ import (
 // go for one GPU). Kept per preemptor UID; an entry goes when no claim of
 // its victims is allocated any more, or when an eviction failed.
 type claimVictims struct {
-	node string
-	pods map[types.UID]bool
+	node   string
+	pods   map[types.UID]bool
+	claims map[types.UID]bool // their claims: kube-controller-manager empties reservedFor before it deallocates
 }
 
 func podPriority(pod *v1.Pod) int32 {
@@ -78,6 +79,12 @@ func (p *Plugin) consumers(preemptor *v1.Pod) (out []shim.ClaimConsumer, waiting
 		if c.Status.Allocation == nil || !p.claimOurs(c) {
 			continue
 		}
+		if last != nil && last.claims[c.UID] {
+			// a victim's claim, reserved for nobody now, not deallocated yet
+			waiting = fmt.Sprintf("gpushare: ResourceClaim %s of a preempted pod on node %s is not freed yet",
+				klog.KObj(c), last.node)
+			continue
+		}
 		rf := c.Status.ReservedFor
 		if len(rf) != 1 || rf[0].APIGroup != "" || rf[0].Resource != "pods" {
 			continue // shared, reserved for nobody, or not for a pod
@@ -109,23 +116,24 @@ func (p *Plugin) consumers(preemptor *v1.Pod) (out []shim.ClaimConsumer, waiting
 	return out, waiting, nil
 }
 
-// claimsPostFilter: preemption for a pod whose one unallocated gpushare
-// claim fits on none of the nodes its claims' verdicts refused as
-// unschedulable (and no other plugin refused for good).
+// claimsPostFilter: preemption for a pod whose unallocated gpushare claims
+// (one or several, memory or whole devices) fit on none of the nodes its
+// claims' verdicts refused as unschedulable (and no other plugin refused
+// for good). The core holds the pod's GPUs on the node it answers (one
+// claim of memory) until the pod's claim is reserved, the pod goes or its
+// nomination is cleared (feed.go's nomination hands the core the cleared
+// one).
 func (p *Plugin) claimsPostFilter(ctx context.Context, cc *claimCycle, pod *v1.Pod, m fwk.NodeToStatusReader) (*fwk.PostFilterResult, *fwk.Status) {
 	if pod.Spec.PreemptionPolicy != nil && *pod.Spec.PreemptionPolicy == v1.PreemptNever {
 		return nil, fwk.NewStatus(fwk.Unschedulable, "preemptionPolicy: Never")
 	}
-	var open *podClaim
+	var open [][]byte
 	for _, pc := range cc.claims {
 		if pc.claim.Status.Allocation == nil {
-			if open != nil {
-				return nil, fwk.NewStatus(fwk.Unschedulable, "gpushare: preemption for one unallocated claim per pod only")
-			}
-			open = pc
+			open = append(open, pc.raw)
 		}
 	}
-	if open == nil {
+	if len(open) == 0 {
 		return nil, fwk.NewStatus(fwk.Unschedulable, "gpushare: the pod's claims are allocated already")
 	}
 	names := []string{}
@@ -147,15 +155,13 @@ func (p *Plugin) claimsPostFilter(ctx context.Context, cc *claimCycle, pod *v1.P
 		return nil, fwk.AsStatus(err)
 	}
 	if waiting != "" {
-		// as DefaultPreemption: no new victims while the last ones still
-		// hold the nominated node (their claims deallocate shortly)
-		return nil, fwk.NewStatus(fwk.Unschedulable, waiting)
+		return p.keepNomination(pod, waiting)
 	}
 	b, err := cycleJSON(pod)
 	if err != nil {
 		return nil, fwk.AsStatus(err)
 	}
-	res, why := p.core.ClaimPreempt(open.raw, b, names, p.hostOf(names), cons)
+	res, why := p.core.ClaimPreempt(open, b, names, p.hostOf(names), cons)
 	if res == "" {
 		return nil, fwk.NewStatus(fwk.Unschedulable, "gpushare: "+why)
 	}
@@ -163,9 +169,14 @@ func (p *Plugin) claimsPostFilter(ctx context.Context, cc *claimCycle, pod *v1.P
 	if st != nil {
 		return nil, st
 	}
-	chosen := &claimVictims{node: choice.Node, pods: map[types.UID]bool{}}
+	chosen := &claimVictims{node: choice.Node, pods: map[types.UID]bool{}, claims: map[types.UID]bool{}}
 	for _, v := range choice.Victims {
 		chosen.pods[types.UID(v.UID)] = true
+	}
+	for _, c := range cons {
+		if chosen.pods[types.UID(c.UID)] {
+			chosen.claims[types.UID(c.Claim)] = true
+		}
 	}
 	p.claimVictims.Store(pod.UID, chosen) // before the first eviction: a retry waits for them
 	if err := p.evictAll(ctx, pod, choice.Victims, func(*v1.Pod) string { return choice.Node },
@@ -178,6 +189,27 @@ func (p *Plugin) claimsPostFilter(ctx context.Context, cc *claimCycle, pod *v1.P
 	}
 	return &fwk.PostFilterResult{NominatingInfo: &fwk.NominatingInfo{
 		NominatedNodeName: choice.Node, NominatingMode: fwk.ModeOverride}}, fwk.NewStatus(fwk.Success)
+}
+
+// keepNomination: as DefaultPreemption does for a pod whose victims still
+// terminate, no new victims while the last ones hold the node (their claims
+// deallocate shortly), and the pod stays nominated there — so its GPUs stay
+// held (gs_sched_claim_nominate). Answered as a success with the node:
+// an Unschedulable answer would let DefaultPreemption, after this plugin,
+// look for victims of its own, find none and clear the nomination (which
+// ends the hold: seen on the real control plane, where a low-priority pod
+// then took the freed GPU and was preempted in turn). Unschedulable when no
+// node is known.
+func (p *Plugin) keepNomination(pod *v1.Pod, waiting string) (*fwk.PostFilterResult, *fwk.Status) {
+	node := pod.Status.NominatedNodeName
+	if v, ok := p.claimVictims.Load(pod.UID); ok {
+		node = v.(*claimVictims).node
+	}
+	if node == "" {
+		return nil, fwk.NewStatus(fwk.Unschedulable, waiting)
+	}
+	return &fwk.PostFilterResult{NominatingInfo: &fwk.NominatingInfo{
+		NominatedNodeName: node, NominatingMode: fwk.ModeOverride}}, fwk.NewStatus(fwk.Success, waiting)
 }
 
 // hostOf: the nodes' allocatable and requested CPU and memory, 4 per node

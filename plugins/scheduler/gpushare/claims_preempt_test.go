@@ -93,6 +93,15 @@ func TestConsumers(t *testing.T) {
 	if len(got) != 0 || !strings.Contains(waiting, "ResourceClaim t/mine of a preempted pod on node n2") {
 		t.Fatalf("last victims: %+v %q", got, waiting)
 	}
+	// a victim's claim the resourceclaim controller reserved for nobody
+	// before deallocating it: still waited for (seen on the real control
+	// plane: PostFilter found no victims and the nomination was cleared)
+	p.claimVictims.Store(preemptor.UID, &claimVictims{node: "n2", pods: map[types.UID]bool{},
+		claims: map[types.UID]bool{"c-nobody": true}})
+	if _, waiting, _ := p.consumers(preemptor); waiting != "gpushare: ResourceClaim t/nobody of a preempted pod on node n2 is not freed yet" {
+		t.Fatalf("reserved for nobody: %q", waiting)
+	}
+	p.claimVictims.Store(preemptor.UID, &claimVictims{node: "n2", pods: map[types.UID]bool{"u-one": true}})
 	// freed: the record goes
 	_ = claims.Delete(&resourcev1.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "t", Name: "mine"}})
 	if _, waiting, _ := p.consumers(preemptor); waiting != "" {
@@ -100,5 +109,29 @@ func TestConsumers(t *testing.T) {
 	}
 	if _, ok := p.claimVictims.Load(preemptor.UID); ok {
 		t.Fatal("the victims' record stays")
+	}
+}
+
+// While the last victims' claims are not freed, PostFilter keeps the pod
+// nominated (a success naming the node: DefaultPreemption, run after an
+// Unschedulable answer, would clear the nomination and end the hold):
+// the node of the last victims, else the pod's nomination; none known,
+// Unschedulable with the reason.
+func TestKeepNomination(t *testing.T) {
+	p := gibPlugin(t)
+	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "t", Name: "big", UID: "u-big"}}
+	why := "gpushare: ResourceClaim t/d on node n1 is not freed yet"
+	if r, st := p.keepNomination(pod, why); r != nil || st.Code() != fwk.Unschedulable || st.Message() != why {
+		t.Fatalf("no node: %+v %v", r, st)
+	}
+	pod.Status.NominatedNodeName = "n1"
+	r, st := p.keepNomination(pod, why)
+	if !st.IsSuccess() || r == nil || r.NominatingInfo.NominatedNodeName != "n1" ||
+		r.NominatingInfo.NominatingMode != fwk.ModeOverride {
+		t.Fatalf("nominated: %+v %v", r, st)
+	}
+	p.claimVictims.Store(pod.UID, &claimVictims{node: "n2", pods: map[types.UID]bool{"v": true}})
+	if r, st := p.keepNomination(pod, why); !st.IsSuccess() || r.NominatingInfo.NominatedNodeName != "n2" {
+		t.Fatalf("last victims: %+v %v", r, st)
 	}
 }

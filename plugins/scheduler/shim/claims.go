@@ -23,7 +23,9 @@ type ClaimVerdicts struct {
 // each node (shim.h gs_shim_claim_filter): Skip when the claim is not
 // gpushare's (no request of DeviceClass gpushare.io); Unresolvable with the
 // reason when gpushare cannot place it; else OK and a verdict per node.
-func (s *Shim) ClaimFilter(claim []byte, names []string) (int, string, ClaimVerdicts) {
+// pod (its JSON, or nil) is the claim's consumer: GPUs held for pods
+// nominated by preemption are not its.
+func (s *Shim) ClaimFilter(pod, claim []byte, names []string) (int, string, ClaimVerdicts) {
 	n := len(names)
 	arr := s.nameArray(names)
 	defer C.free(unsafe.Pointer(arr))
@@ -38,8 +40,10 @@ func (s *Shim) ClaimFilter(claim []byte, names []string) (int, string, ClaimVerd
 	defer C.free(unsafe.Pointer(reasons))
 	defer C.free(unsafe.Pointer(scores))
 	var rc int
-	withBytes(claim, func(b *C.char, l C.size_t) {
-		rc = int(C.gs_shim_claim_filter(s.c, b, l, arr, C.size_t(n), codes, reasons, scores))
+	withBytes(pod, func(pb *C.char, pl C.size_t) {
+		withBytes(claim, func(b *C.char, l C.size_t) {
+			rc = int(C.gs_shim_claim_filter(s.c, pb, pl, b, l, arr, C.size_t(n), codes, reasons, scores))
+		})
 	})
 	if rc != OK {
 		return rc, C.GoString(reasons), ClaimVerdicts{}
@@ -74,10 +78,16 @@ type ClaimChoice struct {
 
 // ClaimReserve: the core chooses the claim's GPUs on node and charges them
 // until the allocation is seen or ClaimUnreserve (shim.h
-// gs_shim_claim_reserve). A retry answers the same GPUs.
-func (s *Shim) ClaimReserve(claim []byte, node string, nowNs int64) (int, string, ClaimChoice) {
-	rc, reason, out := reserveOn(claim, node, func(b *C.char, l C.size_t, cn *C.char, out **C.char, r *C.char) C.int {
-		return C.gs_shim_claim_reserve(s.c, b, l, cn, C.int64_t(nowNs), out, r)
+// gs_shim_claim_reserve). A retry answers the same GPUs. pod (or nil) is
+// the consumer, as for ClaimFilter; its own hold ends.
+func (s *Shim) ClaimReserve(pod, claim []byte, node string, nowNs int64) (int, string, ClaimChoice) {
+	var rc int
+	var reason string
+	var out *C.char
+	withBytes(pod, func(pb *C.char, pl C.size_t) {
+		rc, reason, out = reserveOn(claim, node, func(b *C.char, l C.size_t, cn *C.char, o **C.char, r *C.char) C.int {
+			return C.gs_shim_claim_reserve(s.c, pb, pl, b, l, cn, C.int64_t(nowNs), o, r)
+		})
 	})
 	if rc != OK {
 		return rc, reason, ClaimChoice{}
@@ -120,13 +130,23 @@ type ClaimConsumer struct {
 	Priority  int32  `json:"priority"`
 }
 
-// ClaimPreempt: the core's victims for the pod's unallocated claim on one
-// of names (host: 4 per node as Filter's, or nil), claims standing in for
-// their consumers as consumers says: the answer's JSON, or "" and why not.
-func (s *Shim) ClaimPreempt(claim, pod []byte, names []string, host []int64, consumers []ClaimConsumer) (string, string) {
+// ClaimPreempt: the core's victims for the pod's unallocated claims (their
+// JSON; 1..8) on one of names (host: 4 per node as Filter's, or nil), claims
+// standing in for their consumers as consumers says: the answer's JSON, or
+// "" and why not. The pod's GPUs are then held on the node (one claim of
+// memory: shim.h gs_shim_claim_preempt).
+func (s *Shim) ClaimPreempt(claims [][]byte, pod []byte, names []string, host []int64, consumers []ClaimConsumer) (string, string) {
 	cons, err := json.Marshal(consumers)
 	if err != nil {
 		return "", err.Error()
+	}
+	raws := make([]json.RawMessage, len(claims))
+	for i, c := range claims {
+		raws[i] = c
+	}
+	claim, err := json.Marshal(raws)
+	if err != nil {
+		return "", "the ResourceClaims: " + err.Error()
 	}
 	if consumers == nil {
 		cons = []byte("[]")

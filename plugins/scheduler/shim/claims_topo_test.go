@@ -49,7 +49,7 @@ func TestClaimsTopology(t *testing.T) {
 	s := gibShim(t)
 	dgx1Node(s, "t")
 	two := `{"deviceClassName":"gpushare.io","count":2}`
-	rc, reason, c := s.ClaimReserve(claimJSON("w0", two), "t", 1)
+	rc, reason, c := s.ClaimReserve(nil, claimJSON("w0", two), "t", 1)
 	want := ClaimChoice{Node: "t", Request: "gpu", Results: []ClaimDevice{
 		{Driver: "gpu.gpushare.io", Pool: "t", Device: "gpu-0"},
 		{Driver: "gpu.gpushare.io", Pool: "t", Device: "gpu-3"}}}
@@ -57,10 +57,10 @@ func TestClaimsTopology(t *testing.T) {
 		t.Fatalf("reserve: %d %q %+v", rc, reason, c)
 	}
 	six := `{"deviceClassName":"gpushare.io","count":6}`
-	if rc, reason, _ := s.ClaimReserve(claimJSON("w1", six), "t", 1); rc != OK {
+	if rc, reason, _ := s.ClaimReserve(nil, claimJSON("w1", six), "t", 1); rc != OK {
 		t.Fatalf("six: %d %q", rc, reason)
 	}
-	rc, reason, v := s.ClaimFilter(claimJSON("w2", two), []string{"t"})
+	rc, reason, v := s.ClaimFilter(nil, claimJSON("w2", two), []string{"t"})
 	if rc != OK || v.Codes[0] != Unschedulable || v.Reasons[0] != "fewer than 2 free whole GPUs" {
 		t.Fatalf("full node: %d %q %+v", rc, reason, v)
 	}

@@ -107,7 +107,7 @@ static void test_filter_and_score_are_the_pods(void **state) {
   hold(s, "t-frag", "ff", 0xff & ~(uint64_t)0x21); /* free {0,5} */
   hold(s, "t-one", "fo", 0xfe);                    /* free {0} */
   assert_int_equal(held(s, "ff"), 0xde);
-  assert_int_equal(gs_sched_claim_filter(s, nodes, 3, &req, cr), GS_EOK);
+  assert_int_equal(gs_sched_claim_filter(s, NULL, nodes, 3, &req, cr), GS_EOK);
   assert_int_equal(gs_sched_prioritize(s, &pod, nodes, 3, 1, pr), GS_EOK);
   for (size_t i = 0; i < 3; i++) {
     assert_int_equal(cr[i].code, pr[i].code);
@@ -143,7 +143,7 @@ static void test_reserve_charges_the_pods_set(void **state) {
   topo_node(s, "dgx");
   want = pod_gets(s, 2, "dgx");
   assert_int_equal(want, 0x9); /* {0,3}: NV2 */
-  assert_int_equal(gs_sched_claim_reserve(s, nodes, 1, &two, "t", "c1", "u1", 1, &c, &st),
+  assert_int_equal(gs_sched_claim_reserve(s, NULL, nodes, 1, &two, "t", "c1", "u1", 1, &c, &st),
                    GS_EOK);
   assert_int_equal(held(s, "u1"), want);
   assert_string_equal(c.node, "dgx");
@@ -152,21 +152,21 @@ static void test_reserve_charges_the_pods_set(void **state) {
   assert_int_equal(c.choice.gpus[1], 3);
   assert_int_equal(c.choice.mib_per_gpu, 0);
   /* a retried reserve: the same GPUs */
-  assert_int_equal(gs_sched_claim_reserve(s, nodes, 1, &two, "t", "c1", "u1", 2, &c, &st),
+  assert_int_equal(gs_sched_claim_reserve(s, NULL, nodes, 1, &two, "t", "c1", "u1", 2, &c, &st),
                    GS_EOK);
   assert_int_equal(held(s, "u1"), want);
   want = pod_gets(s, 2, "dgx");
   assert_int_equal(want & 0x9, 0);
   assert_int_equal(dgx1.nvlinks[__builtin_ctzll(want) * 8 + (63 - __builtin_clzll(want))], 2);
-  assert_int_equal(gs_sched_claim_reserve(s, nodes, 1, &two, "t", "c2", "u2", 3, &c, &st),
+  assert_int_equal(gs_sched_claim_reserve(s, NULL, nodes, 1, &two, "t", "c2", "u2", 3, &c, &st),
                    GS_EOK);
   assert_int_equal(held(s, "u2"), want);
   want = pod_gets(s, 4, "dgx");
-  assert_int_equal(gs_sched_claim_reserve(s, nodes, 1, &four, "t", "c3", "u3", 4, &c, &st),
+  assert_int_equal(gs_sched_claim_reserve(s, NULL, nodes, 1, &four, "t", "c3", "u3", 4, &c, &st),
                    GS_EOK);
   assert_int_equal(held(s, "u3"), want);
   /* full: the pod's refusal */
-  assert_int_equal(gs_sched_claim_reserve(s, nodes, 1, &two, "t", "c4", "u4", 5, &c, &st),
+  assert_int_equal(gs_sched_claim_reserve(s, NULL, nodes, 1, &two, "t", "c4", "u4", 5, &c, &st),
                    GS_ENOFIT);
   assert_string_equal(st.reason, "fewer than 2 free whole GPUs");
   assert_int_equal(held(s, "u4"), 0);

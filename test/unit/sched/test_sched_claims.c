@@ -117,14 +117,14 @@ static void test_reserve(void **state) {
   node(s, "a");
   for (int i = 0; i < 4; i++) {
     snprintf(uid, sizeof uid, "r%d", i);
-    assert_int_equal(gs_sched_claim_reserve(s, nodes, 1, &req, "t", uid, uid, 100, &c, &st),
+    assert_int_equal(gs_sched_claim_reserve(s, NULL, nodes, 1, &req, "t", uid, uid, 100, &c, &st),
                      GS_EOK);
     assert_string_equal(c.node, "a");
     assert_int_equal(c.choice.gpus[0], 0); /* binpack: all four on GPU 0 */
   }
   assert_int_equal(used(s, "a").mib[0], 16384);
   /* a retried reserve answers the same GPUs and charges nothing more */
-  assert_int_equal(gs_sched_claim_reserve(s, nodes, 1, &req, "t", "r3", "r3", 200, &c, &st),
+  assert_int_equal(gs_sched_claim_reserve(s, NULL, nodes, 1, &req, "t", "r3", "r3", 200, &c, &st),
                    GS_EOK);
   assert_int_equal(c.choice.gpus[0], 0);
   assert_int_equal(c.choice.mib_per_gpu, 4096);
@@ -142,11 +142,11 @@ static void test_reserve(void **state) {
   assert_int_equal(used(s, "a").mib[0], 4096);
   /* 8 GiB over 2 GPUs: 4 + 4; no room for 2 × 14 GiB */
   req = (struct gs_claim_request){4096, 2};
-  assert_int_equal(gs_sched_claim_reserve(s, nodes, 1, &req, "t", "pair", "pair", 0, &c, &st),
+  assert_int_equal(gs_sched_claim_reserve(s, NULL, nodes, 1, &req, "t", "pair", "pair", 0, &c, &st),
                    GS_EOK);
   assert_int_equal(c.choice.ngpus, 2);
   req = (struct gs_claim_request){14 * 1024, 2};
-  assert_int_equal(gs_sched_claim_reserve(s, nodes, 1, &req, "t", "big", "big", 0, &c, &st),
+  assert_int_equal(gs_sched_claim_reserve(s, NULL, nodes, 1, &req, "t", "big", "big", 0, &c, &st),
                    GS_ENOFIT);
   assert_int_equal(st.why, GS_R_INSUFFICIENT_GPU_MEMORY);
   gs_sched_free(s);
@@ -167,8 +167,8 @@ static void test_filter(void **state) {
   s = gs_sched_new(&pol);
   node(s, "a");
   node(s, "b");
-  assert_int_equal(gs_sched_claim_reserve(s, nodes, 1, &req, "t", "r", "r", 0, &c, &st), GS_EOK);
-  assert_int_equal(gs_sched_claim_filter(s, nodes, 3, &req, res), GS_EOK);
+  assert_int_equal(gs_sched_claim_reserve(s, NULL, nodes, 1, &req, "t", "r", "r", 0, &c, &st), GS_EOK);
+  assert_int_equal(gs_sched_claim_filter(s, NULL, nodes, 3, &req, res), GS_EOK);
   assert_int_equal(res[0].code, GS_EOK);
   assert_int_equal(res[1].code, GS_EOK);
   assert_int_equal(res[2].code, GS_ENOFIT);
@@ -179,18 +179,18 @@ static void test_filter(void **state) {
   assert_int_equal(used(s, "b").mib[0], 0); /* filter charged nothing */
   /* 2 × 16 GiB: only b (a holds 4 GiB) */
   req = (struct gs_claim_request){16384, 2};
-  assert_int_equal(gs_sched_claim_filter(s, nodes, 2, &req, res), GS_EOK);
+  assert_int_equal(gs_sched_claim_filter(s, NULL, nodes, 2, &req, res), GS_EOK);
   assert_int_equal(res[0].code, GS_ENOFIT);
   assert_int_equal(res[1].code, GS_EOK);
   /* whole devices: a has one untouched GPU, b two; binpack prefers a for one */
   req = (struct gs_claim_request){0, 1};
-  assert_int_equal(gs_sched_claim_filter(s, nodes, 2, &req, res), GS_EOK);
+  assert_int_equal(gs_sched_claim_filter(s, NULL, nodes, 2, &req, res), GS_EOK);
   assert_true(res[0].score100 > res[1].score100);
   /* a request no node could hold; bad arguments */
   req = (struct gs_claim_request){4096, 0};
-  assert_int_equal(gs_sched_claim_filter(s, nodes, 2, &req, res), GS_ENOFIT);
+  assert_int_equal(gs_sched_claim_filter(s, NULL, nodes, 2, &req, res), GS_ENOFIT);
   assert_int_equal(res[0].code, GS_EUNRESOLVABLE);
-  assert_int_equal(gs_sched_claim_filter(s, NULL, 2, &req, res), GS_EINVAL);
+  assert_int_equal(gs_sched_claim_filter(s, NULL, NULL, 2, &req, res), GS_EINVAL);
   gs_sched_free(s);
 }
 
