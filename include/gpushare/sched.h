@@ -384,11 +384,13 @@ enum gs_err gs_sched_nominate(struct gs_sched *s, const struct gs_pod_request *p
 /* gs_sched_nominate for a pod whose GPUs are its claims (docs/dra.md
  * "Preempting for claim pods"): one claim of memory (count GPUs × MiB) is
  * held as the gpu-mem pod of its shape (gs_claim_shape_pod) — the same
- * rules and text as a gpu-mem pod's hold; the hold ends as that one's
- * does, and when the claim is reserved for pod (gs_sched_claim_reserve).
- * Several claims or whole devices are not held (GS_ESKIP; an earlier hold
- * of pod ends); node NULL or "": the hold ends. GS_EINVAL for bad
- * arguments. */
+ * rules and text as a gpu-mem pod's hold; one claim of whole devices as
+ * the pod that takes them whole on node (a topology node: the whole-GPU
+ * pod of its count; another: the gpu-mem pod of count GPUs × the node's
+ * smallest healthy GPU); the hold ends as that one's does, and when the
+ * claim is reserved for pod (gs_sched_claim_reserve). Several claims are
+ * not held (GS_ESKIP; an earlier hold of pod ends); node NULL or "": the
+ * hold ends. GS_EINVAL for bad arguments. */
 struct gs_claim_request;
 enum gs_err gs_sched_claim_nominate(struct gs_sched *s, const struct gs_claim_request *reqs,
                                     size_t nreqs, const struct gs_pod_request *pod,

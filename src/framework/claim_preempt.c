@@ -294,6 +294,33 @@ unlock:
   return err;
 }
 
+/* One claim of whole devices held on node as a pod: on a topology node the
+ * whole-GPU pod of its count (the hold owns the GPUs it picks), elsewhere
+ * the gpu-mem pod of count GPUs × the node's smallest healthy GPU in whole
+ * units (only GPUs nothing uses fit it). Under the lock. */
+static bool whole_shape(const struct gs_claim_request *req, const struct gs_node *n,
+                        uint32_t unit_mib, struct gs_pod_request *pod) {
+  struct gs_claim_request mem = {0, req->count};
+  if (n == NULL || req->count == 0 || req->count > GS_MAX_GPUS || unit_mib == 0)
+    return false;
+  if (n->mode == GS_MODE_TOPOLOGY) {
+    if (pod->ncontainers == 0)
+      pod->ncontainers = 1;
+    memset(pod->mem_units, 0, sizeof pod->mem_units);
+    memset(pod->whole_gpus, 0, sizeof pod->whole_gpus);
+    pod->init_mem_units = pod->init_whole_gpus = 0;
+    pod->whole_gpus[0] = req->count;
+    pod->gpu_count = 0;
+    pod->gpu_count_text[0] = '\0';
+    return true;
+  }
+  for (uint32_t g = 0; g < n->ngpus; g++)
+    if (n->gpus[g].healthy && (mem.mib_per_gpu == 0 || n->gpus[g].total_mib < mem.mib_per_gpu))
+      mem.mib_per_gpu = n->gpus[g].total_mib;
+  mem.mib_per_gpu = mem.mib_per_gpu / unit_mib * unit_mib;
+  return mem.mib_per_gpu > 0 && gs_claim_shape_pod(&mem, unit_mib, pod);
+}
+
 enum gs_err gs_sched_claim_nominate(struct gs_sched *fw, const struct gs_claim_request *reqs,
                                     size_t nreqs, const struct gs_pod_request *pod,
                                     const char *node) {
@@ -306,6 +333,10 @@ enum gs_err gs_sched_claim_nominate(struct gs_sched *fw, const struct gs_claim_r
   /* one claim of memory is held as the gpu-mem pod of its shape */
   one = nreqs == 1 && gs_claim_shape_pod(&reqs[0], fw->policy.unit_mib, &shaped);
   pthread_rwlock_wrlock(&fw->lock);
+  /* one claim of whole devices as the pod that takes them whole there */
+  if (!one && nreqs == 1 && reqs[0].mib_per_gpu == 0 && node != NULL && node[0] != '\0')
+    one = whole_shape(&reqs[0], gs_ledger_node_get(fw->ledger, node), fw->policy.unit_mib,
+                      &shaped);
   err = gs__holds_set(fw->holds, &shaped, &fw->policy, one ? node : NULL, &changed);
   pthread_rwlock_unlock(&fw->lock);
   if (err == GS_EOK && !one && node != NULL && node[0] != '\0')

@@ -363,7 +363,7 @@ char *gs_shim_claim_preempt(struct gs_shim *s, const char *claims, size_t clen, 
    * held, or past the cap: nominated, not held — docs/dra.md) */
   if (gs_sched_claim_nominate(gs__shim_sched(s), reqs, (size_t)nreqs, &preq, nodes[best]) !=
       GS_EOK) {
-    /* several claims, whole devices, past the cap: not held */
+    /* several claims, past the cap: not held */
   }
   if ((out = gs__shim_victims_answer(nodes[best], victims, nvictims, &violations)) == NULL)
     snprintf(reason, GS_SHIM_REASON, "out of memory");

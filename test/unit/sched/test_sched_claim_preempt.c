@@ -309,13 +309,53 @@ static void test_claim_preemptor_held(void **state) {
   assert_int_equal(c.choice.gpus[0], 0);
   gs_sched_claim_gone(f.s, "bc");
   assert_int_equal(gs_sched_claim_filter(f.s, &late, a, 1, &small, res), GS_EOK);
-  /* shapes not held: several claims, whole devices (an earlier hold ends) */
-  assert_int_equal(gs_sched_claim_nominate(f.s, &req, 1, &big, "a"), GS_EOK);
+  /* one whole device (GPU 1 is a1's): GPU 0 held whole for big, nothing
+   * left for late; the nomination cleared, late fits again */
   req.mib_per_gpu = 0;
-  assert_int_equal(gs_sched_claim_nominate(f.s, &req, 1, &big, "a"), GS_ESKIP);
+  assert_int_equal(gs_sched_claim_nominate(f.s, &req, 1, &big, "a"), GS_EOK);
+  assert_int_equal(gs_sched_claim_filter(f.s, &late, a, 1, &small, res), GS_ENOFIT);
+  assert_string_equal(res[0].reason, "insufficient GPU memory on any single GPU");
+  assert_int_equal(gs_sched_filter(f.s, &mem, a, 1, 0, res), GS_EOK);
+  assert_int_equal(res[0].code, GS_ENOFIT);
+  assert_int_equal(gs_sched_claim_filter(f.s, &big, a, 1, &req, res), GS_EOK); /* not itself */
+  assert_int_equal(gs_sched_claim_nominate(f.s, &req, 1, &big, NULL), GS_EOK);
+  assert_int_equal(gs_sched_claim_filter(f.s, &late, a, 1, &small, res), GS_EOK);
+  /* a shape not held: several claims (an earlier hold ends) */
+  assert_int_equal(gs_sched_claim_nominate(f.s, &req, 1, &big, "a"), GS_EOK);
+  {
+    struct gs_claim_request several[2] = {{4 * GIB, 1}, {0, 1}};
+    assert_int_equal(gs_sched_claim_nominate(f.s, several, 2, &big, "a"), GS_ESKIP);
+  }
   assert_int_equal(gs_sched_claim_filter(f.s, &late, a, 1, &small, res), GS_EOK);
   assert_int_equal(gs_sched_claim_nominate(f.s, NULL, 1, &big, "a"), GS_EINVAL);
   gs_sched_free(f.s);
+}
+
+/* A whole-device claim preemptor nominated to a topology node holds the
+ * GPUs the whole-GPU pod of its count would take: with one of two GPUs
+ * held, a whole-device claim of another pod finds one GPU short; the
+ * nomination cleared, both are free. */
+static void test_whole_device_preemptor_held_on_topology(void **state) {
+  struct gs_policy pol;
+  struct gs_sched *s;
+  struct gs_node_spec spec = gs_test_node("t", GS_MODE_TOPOLOGY, 2, 32);
+  struct gs_claim_request one = {0, 1}, two = {0, 2};
+  struct gs_pod_request big = preemptor(1000), late = gs_test_pod("late", "late");
+  struct gs_node_result res[1];
+  const char *t[] = {"t"};
+  (void)state;
+  gs_policy_init(&pol);
+  assert_non_null(s = gs_sched_new(&pol));
+  assert_int_equal(gs_sched_node_upsert(s, &spec), GS_EOK);
+  snprintf(big.ns, sizeof big.ns, "t");
+  late.priority = 10;
+  assert_int_equal(gs_sched_claim_filter(s, &late, t, 1, &two, res), GS_EOK);
+  assert_int_equal(gs_sched_claim_nominate(s, &one, 1, &big, "t"), GS_EOK);
+  assert_int_equal(gs_sched_claim_filter(s, &late, t, 1, &two, res), GS_ENOFIT);
+  assert_int_equal(gs_sched_claim_filter(s, &late, t, 1, &one, res), GS_EOK);
+  assert_int_equal(gs_sched_claim_nominate(s, &one, 1, &big, NULL), GS_EOK);
+  assert_int_equal(gs_sched_claim_filter(s, &late, t, 1, &two, res), GS_EOK);
+  gs_sched_free(s);
 }
 
 /* Claims and gpu-mem pods weighed together: the lowest highest priority
@@ -395,6 +435,7 @@ int main(void) {
       cmocka_unit_test(test_whole_device_claims),
       cmocka_unit_test(test_several_claims),
       cmocka_unit_test(test_claim_preemptor_held),
+      cmocka_unit_test(test_whole_device_preemptor_held_on_topology),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
