@@ -420,8 +420,10 @@ enum gs_err gs_sched_preempt_cheapest(struct gs_sched *s, const struct gs_preemp
  * job still needs — k whole GPUs of one topology node, or the member's
  * memory on the GPUs of one memory node — or none at all. GS_EOK: *ret_victims (owned by the caller: gs_free) holds
  * the *ret_n victims, *ret_node the index in nodes of the first slot's
- * node (to nominate). GS_ENOTFOUND: no set frees every slot, or none is
- * needed; st says why; nothing written. GS_ENOMEM. Nothing in the ledger
+ * node (to nominate), and every slot is held for the job's members until
+ * one of them is reserved (docs/preemption.md "A label gang's slots are
+ * held"). GS_ENOTFOUND: no set frees every slot, or none is needed; st
+ * says why; nothing written or held. GS_ENOMEM. Nothing in the ledger
  * changes. */
 enum gs_err gs_sched_preempt_gang(struct gs_sched *s, const struct gs_pod_request *pod,
                                   const char *const *nodes, size_t n,

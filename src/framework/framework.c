@@ -556,8 +556,10 @@ enum gs_err gs_fw_reserve(struct gs_sched *fw, const struct gs_pod_request *pod,
   }
   if (ret_fresh != NULL)
     *ret_fresh = fresh;
-  /* placed: a pod nominated alone is done; a pod group's slot rests (hold.h) */
+  /* placed: a pod nominated alone is done; a pod group's slot rests; a
+   * label gang's slots end, its plan holds them (hold.h) */
   (void)gs__holds_placed(fw->holds, pod->uid, true);
+  (void)gs__holds_job_end(fw->holds, pod);
 unlock:
   pthread_rwlock_unlock(&fw->lock);
   return err;

@@ -229,17 +229,11 @@ enum gs_err gs_fw_preempt_room(struct gs_sched *s, const char *node,
  * are freed on the given nodes by evicting pods of lower priority than pod
  * that no plugin protects (gs_gang_preempt_pick), for every slot or for
  * none. GS_EOK with st->code: SUCCESS, *ret_uids (heap, gs_free) holding
- * *ret_n victims (0: the job fits already) and *ret_first the index in
- * nodes of the first slot's node; UNSCHEDULABLE or UNRESOLVABLE: no victims
- * (st says why). GS_ENOMEM. Nothing is changed. */
-enum gs_err gs_fw_preempt_gang(struct gs_sched *s, const struct gs_pod_request *pod,
-                               const char *const *nodes, size_t n,
-                               char (**ret_uids)[GS_UID_MAX + 1], size_t *ret_n,
-                               size_t *ret_first, struct gs_status *st) GS_WUR;
-/* gs_fw_preempt_gang with every slot's node (index in nodes) and GPUs
- * instead of the first node: *ret_slots (heap, gs_free; NULL when none)
- * holds *ret_nslots slots, in the order chosen, on SUCCESS with victims or
- * without (the job fits already). */
+ * *ret_n victims (0: the job fits already) and every slot's node (index
+ * in nodes) and GPUs: *ret_slots (heap, gs_free; NULL when none) holds
+ * *ret_nslots slots, in the order chosen, on SUCCESS with victims or
+ * without; UNSCHEDULABLE or UNRESOLVABLE: no victims (st says why).
+ * GS_ENOMEM. Nothing is changed. */
 struct gs_gang_slot;
 enum gs_err gs_fw_preempt_gang_slots(struct gs_sched *s, const struct gs_pod_request *pod,
                                      const char *const *nodes, size_t n,
@@ -254,6 +248,13 @@ enum gs_err gs_fw_hold_slots(struct gs_sched *s, const struct gs_pod_request *me
                              size_t nmembers, const char *const *nodes,
                              const struct gs_gang_slot *slots, size_t nslots,
                              int64_t now_ns) GS_WUR;
+/* Under the write lock: the slots of pod's job (a label gang, gang
+ * preemption's choice) held for any member of the job
+ * (gs__holds_set_job_slot, keys "<pod uid>#<i>"), an earlier preemption's
+ * ended first. GS_EOK, or the first error (the others are held). */
+enum gs_err gs_fw_hold_job_slots(struct gs_sched *s, const struct gs_pod_request *pod,
+                                 const char *const *nodes, const struct gs_gang_slot *slots,
+                                 size_t nslots) GS_WUR;
 /* The plugin state of the named plugin, or NULL: for a plugin's own unit
  * tests only (product code describes plans through gs_fw_describe). Valid
  * while nothing else runs on s. */

@@ -1,4 +1,4 @@
-/* Preemption for a whole gang (framework.h gs_fw_preempt_gang,
+/* Preemption for a whole gang (framework.h gs_fw_preempt_gang_slots,
  * docs/gangs.md "Preemption"): which slots the job still needs comes from
  * the plugins' plans (describe), the candidates from the ledger and the
  * plugins' may_evict, the choice from the core (gs_gang_preempt_slots);
@@ -151,15 +151,22 @@ enum gs_err gs_fw_preempt_gang_slots(struct gs_sched *fw, const struct gs_pod_re
   return GS_EOK;
 }
 
-enum gs_err gs_fw_preempt_gang(struct gs_sched *fw, const struct gs_pod_request *pod,
-                               const char *const *nodes, size_t n,
-                               char (**ret_uids)[GS_UID_MAX + 1], size_t *ret_n,
-                               size_t *ret_first, struct gs_status *st) {
-  struct gs_gang_slot *slots;
-  uint32_t nslots;
-  enum gs_err err = gs_fw_preempt_gang_slots(fw, pod, nodes, n, ret_uids, ret_n, &slots, &nslots, st);
-  *ret_first = nslots > 0 ? slots[0].node : 0;
-  gs_free(slots);
+enum gs_err gs_fw_hold_job_slots(struct gs_sched *fw, const struct gs_pod_request *pod,
+                                 const char *const *nodes, const struct gs_gang_slot *slots,
+                                 size_t nslots) {
+  enum gs_err err = GS_EOK;
+  pthread_rwlock_wrlock(&fw->lock);
+  (void)gs__holds_job_end(fw->holds, pod); /* an earlier preemption's */
+  for (size_t i = 0; i < nslots; i++) {
+    char key[GS_UID_MAX + 1];
+    enum gs_err e;
+    snprintf(key, sizeof key, "%.48s#%u", pod->uid, (unsigned)(i % 1000));
+    e = gs__holds_set_job_slot(fw->holds, pod, key, &fw->policy, nodes[slots[i].node],
+                               slots[i].gpus, slots[i].mib_per_gpu);
+    if (e != GS_EOK && err == GS_EOK)
+      err = e; /* the others are held still */
+  }
+  pthread_rwlock_unlock(&fw->lock);
   return err;
 }
 

@@ -1,7 +1,8 @@
 /* Pods nominated by preemption, their GPUs held (hold.h). A handful at a
- * time: a plain array. Two kinds: a pod nominated alone (placed on the
- * view in turn, as kube-scheduler adds it) and a pod group's member whose
- * slot gang preemption chose (its exact GPUs). */
+ * time: a plain array. Three kinds: a pod nominated alone (placed on the
+ * view in turn, as kube-scheduler adds it), a pod group's member whose
+ * slot gang preemption chose (its exact GPUs), and such a slot of a label
+ * gang's job, held for any of its members. */
 #include "hold.h"
 
 #include <gpushare/alloc.h>
@@ -14,6 +15,7 @@ struct hold {
   struct gs_place_pod place; /* place.req points at req */
   /* a pod group's slot (gs__holds_set_slot): exact GPUs */
   bool slot;
+  bool job;      /* a label gang's slot: for every member of req's job */
   bool placed;   /* its member is reserved: its allocation stands for it */
   uint64_t gpus; /* bit i: GPU i */
   uint64_t mib_per_gpu;
@@ -141,6 +143,41 @@ enum gs_err gs__holds_set_slot(struct gs__holds *h, const struct gs_pod_request 
   return GS_EOK;
 }
 
+/* Is pod a member of the job r holds a slot for? */
+static bool of_job(const struct hold *r, const struct gs_pod_request *pod) {
+  return r->job && pod->gang_job[0] != '\0' && strcmp(r->req.ns, pod->ns) == 0 &&
+         strcmp(r->req.gang_job, pod->gang_job) == 0;
+}
+
+enum gs_err gs__holds_set_job_slot(struct gs__holds *h, const struct gs_pod_request *pod,
+                                   const char *key, const struct gs_policy *policy,
+                                   const char *node, uint64_t gpus, uint64_t mib_per_gpu) {
+  struct gs_pod_request keyed = *pod;
+  enum gs_err err;
+  if (key == NULL || key[0] == '\0' || strlen(key) > GS_UID_MAX || pod->gang_job[0] == '\0')
+    return GS_EINVAL;
+  memcpy(keyed.uid, key, strlen(key) + 1);
+  /* stamped by the next gs__holds_expire: the caller has no clock */
+  err = gs__holds_set_slot(h, &keyed, policy, node, gpus, mib_per_gpu, -1);
+  if (err == GS_EOK)
+    h->h[find(h, key)]->job = true;
+  return err;
+}
+
+bool gs__holds_job_end(struct gs__holds *h, const struct gs_pod_request *pod) {
+  bool any = false;
+  size_t i = 0;
+  while (i < h->n) {
+    if (of_job(h->h[i], pod)) {
+      (void)gs__holds_drop(h, h->h[i]->req.uid); /* the last one moves here */
+      any = true;
+      continue;
+    }
+    i++;
+  }
+  return any;
+}
+
 bool gs__holds_placed(struct gs__holds *h, const char *uid, bool placed) {
   size_t i;
   if (h->n == 0 || uid == NULL)
@@ -160,7 +197,9 @@ bool gs__holds_placed(struct gs__holds *h, const char *uid, bool placed) {
 size_t gs__holds_expire(struct gs__holds *h, int64_t now_ns) {
   size_t dropped = 0, i = 0;
   while (i < h->n) {
-    const struct hold *r = h->h[i];
+    struct hold *r = h->h[i];
+    if (r->slot && r->since_ns < 0)
+      r->since_ns = now_ns; /* a job's slot: its bound counts from here */
     if (r->slot && now_ns - r->since_ns > GS__SLOT_HOLD_MAX_NS) {
       (void)gs__holds_drop(h, r->req.uid); /* the last one moves here */
       dropped++;
@@ -187,7 +226,7 @@ enum gs_err gs__holds_view(const struct gs__holds *h, const struct gs_node *node
   for (size_t i = 0; i < h->n; i++) {
     const struct hold *r = h->h[i];
     if (strcmp(r->node, node->name) != 0 || strcmp(r->req.uid, pod->uid) == 0 ||
-        r->req.priority < pod->priority || r->placed)
+        r->req.priority < pod->priority || r->placed || of_job(r, pod))
       continue;
     if (r->slot)
       slots[ns++] = (struct gs_hold_slot){&r->req, r->gpus, r->mib_per_gpu};

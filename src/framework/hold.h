@@ -38,6 +38,19 @@ enum gs_err gs__holds_set(struct gs__holds *h, const struct gs_pod_request *pod,
 enum gs_err gs__holds_set_slot(struct gs__holds *h, const struct gs_pod_request *pod,
                                const struct gs_policy *policy, const char *node, uint64_t gpus,
                                uint64_t mib_per_gpu, int64_t now_ns);
+/* A slot gang preemption freed for a job of gpushare's gang labels
+ * (gpu-topology, gpu-topology-replica): held, under key (a uid of the
+ * slot's own), for every member of pod's job alike (same namespace and
+ * gpu-topology) — the members are not known one by one — until a member
+ * of the job is reserved (gs__holds_job_end: its plan holds the slots
+ * from then), its next preemption, or GS__SLOT_HOLD_MAX_NS after the
+ * next gs__holds_expire. Errors as gs__holds_set_slot. */
+enum gs_err gs__holds_set_job_slot(struct gs__holds *h, const struct gs_pod_request *pod,
+                                   const char *key, const struct gs_policy *policy,
+                                   const char *node, uint64_t gpus, uint64_t mib_per_gpu);
+/* The slots held for pod's job (gs__holds_set_job_slot) end; none when pod
+ * is no member of a job. true when some did. */
+bool gs__holds_job_end(struct gs__holds *h, const struct gs_pod_request *pod);
 /* pod uid was reserved (placed true) or its reservation undone (false): a
  * pod nominated alone is done at its reservation (its hold dropped); a
  * slot's hold rests while the reservation stands and applies again when it

@@ -5,6 +5,7 @@
  * The steps that are one extension point are implemented once, in
  * framework.c, under their sched.h names. No I/O, no logging: results and
  * reasons go back to the front end, which logs. */
+#include <gpushare/gang_preempt.h>
 #include <gpushare/sched.h>
 #include <gpushare/version.h>
 
@@ -616,30 +617,39 @@ enum gs_err gs_sched_preempt_gang(struct gs_sched *s, const struct gs_pod_reques
                                   struct gs_victim **ret_victims, size_t *ret_n, size_t *ret_node,
                                   struct gs_status *st) {
   struct victims_call c = {0};
-  size_t first;
-  enum gs_err err = gs_fw_preempt_gang(s, pod, nodes, n, &c.uids, &c.n, &first, st);
+  struct gs_gang_slot *slots = NULL;
+  uint32_t nslots = 0;
+  enum gs_err err = gs_fw_preempt_gang_slots(s, pod, nodes, n, &c.uids, &c.n, &slots, &nslots, st);
   if (err != GS_EOK)
     return err;
-  if (st->code != GS_EOK || c.n == 0) {
+  if (st->code != GS_EOK || c.n == 0 || nslots == 0) {
     if (st->code == GS_EOK)
       gs_status_set(st, GS_ENOFIT, GS_R_OTHER, "the job fits without preemption");
-    gs_free(c.uids);
-    return GS_ENOTFOUND;
+    err = GS_ENOTFOUND;
+    goto done;
   }
   c.out = gs_calloc(c.n, sizeof *c.out);
   if (c.out == NULL) {
-    gs_free(c.uids);
-    return GS_ENOMEM;
+    err = GS_ENOMEM;
+    goto done;
   }
   gs_sched_read(s, victims_fn, NULL, &c);
-  gs_free(c.uids);
   if (c.nout == 0) {
     gs_free(c.out);
     gs_status_set(st, GS_ENOFIT, GS_R_OTHER, "the victims are gone already");
-    return GS_ENOTFOUND;
+    err = GS_ENOTFOUND;
+    goto done;
+  }
+  /* the job's slots held before the victims go: no pod outside the job
+   * takes what they free before its plan does (docs/preemption.md) */
+  if (gs_fw_hold_job_slots(s, pod, nodes, slots, nslots) != GS_EOK) {
+    /* past the cap: answered all the same, not every slot held */
   }
   *ret_victims = c.out;
   *ret_n = c.nout;
-  *ret_node = first;
-  return GS_EOK;
+  *ret_node = slots[0].node;
+done:
+  gs_free(slots);
+  gs_free(c.uids);
+  return err;
 }

@@ -6,9 +6,11 @@ or nothing. Unit 1GiB."""
 import re
 import unittest
 
+import kcluster
 from realcase import Env, MemoryGang, alloc_gpus, topo_alloc, wait_for
 
 CLASSES = {"low": 10, "high": 1000, "vip": 2000}
+FINALIZER = "gpushare.io/test-keep"  # keeps a victim Terminating until the test removes it
 
 
 def setUpModule():
@@ -122,6 +124,47 @@ class GangsGateOff(MemoryGang):
         self.assertIn(left[1], [f"low-{i}" for i in range(4, 8)])
         self.assertEqual(sorted(alloc_gpus(p)[0] for p in bound), [0, 0, 1, 1])
         wait_for(lambda: self.used("gpu-mp") == {0: 16, 1: 16}, 60, "both GPUs full")
+        self.assert_ledger_is_truth()
+
+    def test_the_jobs_slots_are_held_while_the_victims_terminate(self):
+        """Four 16 GiB GPUs: v-a and v-b (8 GiB, low) fill GPU 0, v-a kept
+        Terminating by a finalizer; 12 GiB of vip on each other GPU. A
+        high-priority job of 2 x 8 GiB fits only where v-a and v-b were:
+        both are evicted. While v-a terminates, an 8 GiB pod q of the job's
+        priority arrives: it fits on GPU 0 (8 GiB free) and by node totals
+        (kube-scheduler adds the one nominated member), so only gpushare's
+        hold of the job's slots stops it (its text, its event); would it
+        land there, the job could never fit. v-a let go, both members bind
+        on GPU 0; q is never bound (docs/preemption.md "A label gang's
+        slots are held")."""
+        self.node("gpu-lh", "share", gpus=4, units=64)
+        sel = {"gpushare-test": self.ns}
+        for name, gib, prio, keep in [("v-a", 8, "low", True), ("v-b", 8, "low", False),
+                                      ("t-1", 12, "vip", False), ("t-2", 12, "vip", False),
+                                      ("t-3", 12, "vip", False)]:
+            p = kcluster.gpu_pod(name, ns=self.ns, units=gib, priority_class=prio, node_selector=sel)
+            if keep:
+                p["metadata"]["finalizers"] = [FINALIZER]
+            self.k.create(p)
+            wait_for(lambda n=name: self.k.get("pods", self.ns, n)["spec"].get("nodeName"), 120,
+                     f"{name} bound", 0.2)
+        try:
+            self.assertEqual(self.used("gpu-lh"), {0: 16, 1: 12, 2: 12, 3: 12})
+            for i in range(2):
+                self.member(f"lh-{i}", "lh", 2, units=8, priority_class="high")
+            wait_for(lambda: self.k.get("pods", self.ns, "v-a")["metadata"].get("deletionTimestamp"),
+                     180, "v-a preempted (Terminating)", 0.2)
+            wait_for(lambda: not self.k.try_get("pods", self.ns, "v-b"), 120, "v-b gone", 0.2)
+            self.pod("q", units=8, priority_class="high")
+            self.wait_event("q", re.escape(f"GPUs held for pod {self.ns}/") + r"lh-\d" +
+                            re.escape(", nominated here by preemption"))
+            self.assertFalse(self.k.get("pods", self.ns, "q")["spec"].get("nodeName"))
+        finally:
+            if self.k.try_get("pods", self.ns, "v-a"):
+                self.k.patch("pods", self.ns, "v-a", {"metadata": {"finalizers": None}})
+        bound = self.wait_bound(2, "job=lh", timeout=300)
+        self.assertEqual(sorted(alloc_gpus(p)[0] for p in bound), [0, 0])
+        self.assertFalse(self.k.get("pods", self.ns, "q")["spec"].get("nodeName"))
         self.assert_ledger_is_truth()
 
 if __name__ == "__main__":

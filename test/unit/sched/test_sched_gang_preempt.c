@@ -175,6 +175,52 @@ static void test_victims_for_every_member(void **state) {
   gs_sched_free(s);
 }
 
+/* The job's slots are held once its victims are chosen (docs/preemption.md
+ * "A label gang's slots are held"): while the victims go and after, a pod
+ * outside the job of lower or equal priority cannot take the GPUs they
+ * free, a member of the job can, a pod of higher priority can; the hold
+ * ends 5 minutes after the next tick. */
+static void test_the_jobs_slots_are_held(void **state) {
+  struct gs_sched *s = sched_new();
+  struct gs_pod_request m0, m1, late = whole("late", 1, 1000), vip = whole("vip", 1, 3000);
+  const char *a[] = {"t-a"};
+  struct gs_victim *v = NULL;
+  struct gs_node_result r[1];
+  struct gs_status st;
+  size_t n = 0, first = 9;
+  (void)state;
+  fill(s, "t-a", "a", 10, -1);
+  m0 = gang(s, "train", 2, 4);
+  m1 = m0;
+  snprintf(m1.name, sizeof m1.name, "train-1");
+  snprintf(m1.uid, sizeof m1.uid, "uid-train-1");
+  assert_int_equal(gs_sched_preempt_gang(s, &m0, a, 1, &v, &n, &first, &st), GS_EOK);
+  assert_int_equal(n, 8);
+  for (size_t i = 0; i < 4; i++) /* half of them gone */
+    gs_sched_pod_gone(s, v[i].uid);
+  assert_int_equal(gs_sched_filter(s, &late, a, 1, NOW, r), GS_EOK);
+  assert_int_equal(r[0].code, GS_ENOFIT);
+  assert_string_equal(r[0].reason, "GPUs held for pod default/train-0, nominated here by preemption");
+  for (size_t i = 4; i < n; i++)
+    gs_sched_pod_gone(s, v[i].uid);
+  gs_free(v);
+  assert_int_equal(gs_sched_filter(s, &late, a, 1, NOW, r), GS_EOK);
+  assert_int_equal(r[0].code, GS_ENOFIT);
+  assert_string_equal(r[0].reason, "GPUs held for pod default/train-0, nominated here by preemption");
+  assert_int_equal(gs_sched_filter(s, &vip, a, 1, NOW, r), GS_EOK);
+  assert_int_equal(r[0].code, GS_EOK);
+  assert_int_equal(gs_sched_filter(s, &m1, a, 1, NOW, r), GS_EOK);
+  assert_int_equal(r[0].code, GS_EOK);
+  gs_sched_tick(s, NOW);                            /* the bound starts */
+  gs_sched_tick(s, NOW + INT64_C(299) * 1000000000); /* not yet */
+  assert_int_equal(gs_sched_filter(s, &late, a, 1, NOW, r), GS_EOK);
+  assert_int_equal(r[0].code, GS_ENOFIT);
+  gs_sched_tick(s, NOW + INT64_C(301) * 1000000000);
+  assert_int_equal(gs_sched_filter(s, &late, a, 1, NOW, r), GS_EOK);
+  assert_int_equal(r[0].code, GS_EOK);
+  gs_sched_free(s);
+}
+
 /* One pod of priority 2000 (above the job's 1000) on t-a: t-a can free one
  * slot of 4 only (7 GPUs), t-b two: 3 of 4 members. Nothing is evicted,
  * and st says how many could have been freed. */
@@ -271,6 +317,7 @@ int main(void) {
       cmocka_unit_test(test_the_cheapest_pods_go),
       cmocka_unit_test(test_gang_members_are_never_victims),
       cmocka_unit_test(test_memory_shared_gangs),
+      cmocka_unit_test(test_the_jobs_slots_are_held),
   };
   return cmocka_run_group_tests(tests, setup, NULL);
 }
