@@ -115,8 +115,9 @@ enum gs_err gs_sched_claim_reserve(struct gs_sched *s, const struct gs_pod_reque
 
 /* pod (identity, priority, host requests kept) shaped as the gpu-mem pod a
  * memory claim of req is placed as, in the service's unit
- * (gs_claim_shape_pod): a pod using that claim is scored so. False, pod
- * unchanged, for whole devices. */
+ * (gs_claim_shape_pod), and no gang member (a gang of claim pods is
+ * gs_sched_claim_gang_permit's): a pod using that claim is scored so.
+ * False, pod unchanged, for whole devices. */
 bool gs_sched_claim_shape(const struct gs_sched *s, const struct gs_claim_request *req,
                           struct gs_pod_request *pod);
 

@@ -152,7 +152,14 @@ enum gs_err gs_fw_claim_reserve(struct gs_sched *fw, const struct gs_pod_request
 
 bool gs_sched_claim_shape(const struct gs_sched *s, const struct gs_claim_request *req,
                           struct gs_pod_request *pod) {
-  return gs_claim_shape_pod(req, s->policy.unit_mib, pod);
+  if (!gs_claim_shape_pod(req, s->policy.unit_mib, pod))
+    return false;
+  /* a gang of claim pods waits in Permit on its claims (claim_gang.c):
+   * its shape is no member of a gang the gang plugin would plan, whose
+   * placeholders would charge the ledger beside the claims */
+  pod->gang_job[0] = '\0';
+  pod->gang_replicas = 0;
+  return true;
 }
 
 enum gs_err gs_fw_claim_filter(struct gs_sched *fw, const struct gs_pod_request *pod,

@@ -227,6 +227,40 @@ static void test_gang(void **state) {
   gs_sched_free(s);
 }
 
+/* Claim pods of a job of gpushare's labels scored as their claim's shape
+ * (gs_sched_claim_shape): the shape is no gang member, so the gang plugin
+ * makes no plan for it — its placeholders would charge the ledger beside
+ * the claims (seen in test_real_plugin_claims' gang case: every claim
+ * counted twice). */
+static void test_a_claim_gangs_shape_plans_nothing(void **state) {
+  struct gs_policy pol;
+  struct gs_sched *s;
+  const char *nodes[] = {"a"};
+  struct gs_claim_request req = {4096, 1};
+  struct gs_node_result res[1];
+  (void)state;
+  gs_policy_init(&pol);
+  s = gs_sched_new(&pol);
+  node(s, "a");
+  for (int i = 0; i < 3; i++) {
+    char name[8];
+    struct gs_pod_request m;
+    snprintf(name, sizeof name, "m%d", i);
+    m = gs_test_pod(name, name);
+    snprintf(m.gang_job, sizeof m.gang_job, "j");
+    m.gang_replicas = 3;
+    assert_true(gs_sched_claim_shape(s, &req, &m));
+    assert_string_equal(m.gang_job, "");
+    assert_int_equal(gs_sched_filter(s, &m, nodes, 1, 0, res), GS_EOK);
+    assert_int_equal(res[0].code, GS_EOK);
+  }
+  assert_int_equal(gs_sched_plans_waiting(s), 0);
+  assert_int_equal(used(s, "a").mib[0], 0);
+  assert_int_equal(used(s, "a").mib[1], 0);
+  gs_sched_free(s);
+}
+
 GS_TEST_MAIN(NULL, NULL, cmocka_unit_test(test_kept_moved_and_gone),
              cmocka_unit_test(test_a_pods_uid_is_never_a_claims), cmocka_unit_test(test_reserve),
-             cmocka_unit_test(test_filter), cmocka_unit_test(test_gang))
+             cmocka_unit_test(test_filter), cmocka_unit_test(test_gang),
+             cmocka_unit_test(test_a_claim_gangs_shape_plans_nothing))
