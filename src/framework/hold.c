@@ -59,6 +59,29 @@ bool gs__holds_drop(struct gs__holds *h, const char *uid) {
   return true;
 }
 
+/* A new record of pod on node at index i (replacing the one there; i ==
+ * h->n: appended), or NULL: past GS__HOLDS_MAX (i == h->n) or out of
+ * memory, nothing changed. node fits GS_NAME_MAX. */
+static struct hold *put(struct gs__holds *h, size_t i, const struct gs_pod_request *pod,
+                        const struct gs_place_pod *place, const char *node) {
+  struct hold *rec;
+  if (i == h->n && h->n == GS__HOLDS_MAX)
+    return NULL;
+  if ((rec = gs_calloc(1, sizeof *rec)) == NULL)
+    return NULL;
+  memcpy(rec->node, node, strlen(node) + 1);
+  rec->req = *pod;
+  rec->place = *place;
+  rec->place.req = &rec->req;
+  if (i < h->n)
+    gs_free(h->h[i]);
+  else
+    h->n++;
+  h->h[i] = rec;
+  h->gen++;
+  return rec;
+}
+
 enum gs_err gs__holds_set(struct gs__holds *h, const struct gs_pod_request *pod,
                           const struct gs_policy *policy, const char *node, bool *ret_changed) {
   struct gs_place_pod place;
@@ -80,22 +103,8 @@ enum gs_err gs__holds_set(struct gs__holds *h, const struct gs_pod_request *pod,
   if (i < h->n && strcmp(h->h[i]->node, node) == 0 &&
       memcmp(&h->h[i]->req, pod, sizeof *pod) == 0)
     return GS_EOK; /* the same nomination seen again */
-  if (i == h->n && h->n == GS__HOLDS_MAX)
-    return GS_ETOOBIG;
-  rec = gs_calloc(1, sizeof *rec);
-  if (rec == NULL)
-    return GS_ENOMEM;
-  memcpy(rec->node, node, strlen(node) + 1);
-  rec->req = *pod;
-  rec->place = place;
-  rec->place.req = &rec->req;
-  if (i < h->n) {
-    gs_free(h->h[i]);
-    h->h[i] = rec;
-  } else {
-    h->h[h->n++] = rec;
-  }
-  h->gen++;
+  if ((rec = put(h, i, pod, &place, node)) == NULL)
+    return i == h->n && h->n == GS__HOLDS_MAX ? GS_ETOOBIG : GS_ENOMEM;
   *ret_changed = true;
   return GS_EOK;
 }
@@ -119,27 +128,13 @@ enum gs_err gs__holds_set_slot(struct gs__holds *h, const struct gs_pod_request 
   if (gs_place_prepare(pod, policy, &place, NULL) != GS_EOK)
     return GS_EINVAL;
   i = find(h, pod->uid);
-  if (i == h->n && h->n == GS__HOLDS_MAX)
-    return GS_ETOOBIG;
-  rec = gs_calloc(1, sizeof *rec);
-  if (rec == NULL)
-    return GS_ENOMEM;
-  memcpy(rec->node, node, strlen(node) + 1);
-  rec->req = *pod;
-  rec->place = place;
-  rec->place.req = &rec->req;
+  if ((rec = put(h, i, pod, &place, node)) == NULL)
+    return i == h->n && h->n == GS__HOLDS_MAX ? GS_ETOOBIG : GS_ENOMEM;
   rec->slot = true;
   rec->gpus = gpus;
   rec->mib_per_gpu = mib_per_gpu;
   rec->since_ns = now_ns;
-  if (i < h->n) {
-    gs_free(h->h[i]);
-    h->h[i] = rec;
-  } else {
-    h->h[h->n++] = rec;
-  }
   h->policy = policy;
-  h->gen++;
   return GS_EOK;
 }
 

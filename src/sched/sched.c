@@ -5,7 +5,6 @@
  * The steps that are one extension point are implemented once, in
  * framework.c, under their sched.h names. No I/O, no logging: results and
  * reasons go back to the front end, which logs. */
-#include <gpushare/gang_preempt.h>
 #include <gpushare/sched.h>
 #include <gpushare/version.h>
 
@@ -589,67 +588,3 @@ size_t gs_sched_plans_waiting(struct gs_sched *s) {
 
 const char *gs_version(void) { return GS_VERSION_STRING; }
 
-/* ---- gang preemption (docs/gangs.md "Preemption") ------------------------- */
-
-struct victims_call {
-  char (*uids)[GS_UID_MAX + 1];
-  size_t n;
-  struct gs_victim *out;
-  size_t nout;
-};
-
-static void victims_fn(const struct gs_ledger *ledger, void *arg) {
-  struct victims_call *c = arg;
-  for (size_t i = 0; i < c->n; i++) {
-    const struct gs_alloc *a = gs_ledger_alloc_get(ledger, c->uids[i]);
-    struct gs_victim *v = &c->out[c->nout];
-    if (a == NULL)
-      continue; /* gone meanwhile */
-    snprintf(v->ns, sizeof v->ns, "%s", a->ns);
-    snprintf(v->name, sizeof v->name, "%s", a->name);
-    snprintf(v->uid, sizeof v->uid, "%s", a->uid);
-    c->nout++;
-  }
-}
-
-enum gs_err gs_sched_preempt_gang(struct gs_sched *s, const struct gs_pod_request *pod,
-                                  const char *const *nodes, size_t n,
-                                  struct gs_victim **ret_victims, size_t *ret_n, size_t *ret_node,
-                                  struct gs_status *st) {
-  struct victims_call c = {0};
-  struct gs_gang_slot *slots = NULL;
-  uint32_t nslots = 0;
-  enum gs_err err = gs_fw_preempt_gang_slots(s, pod, nodes, n, &c.uids, &c.n, &slots, &nslots, st);
-  if (err != GS_EOK)
-    return err;
-  if (st->code != GS_EOK || c.n == 0 || nslots == 0) {
-    if (st->code == GS_EOK)
-      gs_status_set(st, GS_ENOFIT, GS_R_OTHER, "the job fits without preemption");
-    err = GS_ENOTFOUND;
-    goto done;
-  }
-  c.out = gs_calloc(c.n, sizeof *c.out);
-  if (c.out == NULL) {
-    err = GS_ENOMEM;
-    goto done;
-  }
-  gs_sched_read(s, victims_fn, NULL, &c);
-  if (c.nout == 0) {
-    gs_free(c.out);
-    gs_status_set(st, GS_ENOFIT, GS_R_OTHER, "the victims are gone already");
-    err = GS_ENOTFOUND;
-    goto done;
-  }
-  /* the job's slots held before the victims go: no pod outside the job
-   * takes what they free before its plan does (docs/preemption.md) */
-  if (gs_fw_hold_job_slots(s, pod, nodes, slots, nslots) != GS_EOK) {
-    /* past the cap: answered all the same, not every slot held */
-  }
-  *ret_victims = c.out;
-  *ret_n = c.nout;
-  *ret_node = slots[0].node;
-done:
-  gs_free(slots);
-  gs_free(c.uids);
-  return err;
-}
