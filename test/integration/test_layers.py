@@ -69,9 +69,6 @@ ADAPTERS = {
     # the core's signature under the service's policy (a core function, not
     # a framework step)
     "gs_sched_signature": "gs_place_signature",
-    # the core's shape of a claim's pod in the service's unit (the same: a
-    # core function under the service's policy, for the shim's scoring)
-    "gs_sched_claim_shape": "gs_claim_shape_pod",
 }
 
 

