@@ -70,6 +70,11 @@ enum gs_err gs_claim_fit_node(const struct gs_node *node, const struct gs_policy
  * them) or a count outside 1..GS_MAX_GPUS. */
 bool gs_claim_shape_pod(const struct gs_claim_request *req, uint32_t unit_mib,
                         struct gs_pod_request *pod);
+/* Shapes pod, kept as gs_claim_shape_pod keeps it, as the whole-GPU pod
+ * (aliyun.com/gpu: count) a claim of count whole devices is weighed as on
+ * a topology node. False, pod unchanged, for a count outside
+ * 1..GS_MAX_GPUS. */
+bool gs_claim_shape_whole_pod(const struct gs_claim_request *req, struct gs_pod_request *pod);
 
 /* The charge of a choice for claim uid (ns/name): parts written into
  * parts[0..choice.ngpus), *ret_alloc borrows them and the strings. */

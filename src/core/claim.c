@@ -14,19 +14,33 @@
 #include <string.h>
 
 /* The gpu-mem pod a memory claim is placed as. */
-bool gs_claim_shape_pod(const struct gs_claim_request *req, uint32_t unit_mib,
-                        struct gs_pod_request *pod) {
-  if (req->mib_per_gpu == 0 || unit_mib == 0 || req->count == 0 || req->count > GS_MAX_GPUS)
-    return false;
-  uint64_t units = (req->mib_per_gpu + unit_mib - 1) / unit_mib;
+/* pod asking no GPU, on one container at least. */
+static void no_gpu(struct gs_pod_request *pod) {
   if (pod->ncontainers == 0)
     pod->ncontainers = 1;
   memset(pod->mem_units, 0, sizeof pod->mem_units);
   memset(pod->whole_gpus, 0, sizeof pod->whole_gpus);
   pod->init_mem_units = pod->init_whole_gpus = 0;
+  pod->gpu_count = 0;
+  pod->gpu_count_text[0] = '\0';
+}
+
+bool gs_claim_shape_pod(const struct gs_claim_request *req, uint32_t unit_mib,
+                        struct gs_pod_request *pod) {
+  if (req->mib_per_gpu == 0 || unit_mib == 0 || req->count == 0 || req->count > GS_MAX_GPUS)
+    return false;
+  uint64_t units = (req->mib_per_gpu + unit_mib - 1) / unit_mib;
+  no_gpu(pod);
   pod->mem_units[0] = units * req->count;
   pod->gpu_count = req->count;
-  pod->gpu_count_text[0] = '\0';
+  return true;
+}
+
+bool gs_claim_shape_whole_pod(const struct gs_claim_request *req, struct gs_pod_request *pod) {
+  if (req->count == 0 || req->count > GS_MAX_GPUS)
+    return false;
+  no_gpu(pod);
+  pod->whole_gpus[0] = req->count;
   return true;
 }
 

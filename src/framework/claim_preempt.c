@@ -303,17 +303,8 @@ static bool whole_shape(const struct gs_claim_request *req, const struct gs_node
   struct gs_claim_request mem = {0, req->count};
   if (n == NULL || req->count == 0 || req->count > GS_MAX_GPUS || unit_mib == 0)
     return false;
-  if (n->mode == GS_MODE_TOPOLOGY) {
-    if (pod->ncontainers == 0)
-      pod->ncontainers = 1;
-    memset(pod->mem_units, 0, sizeof pod->mem_units);
-    memset(pod->whole_gpus, 0, sizeof pod->whole_gpus);
-    pod->init_mem_units = pod->init_whole_gpus = 0;
-    pod->whole_gpus[0] = req->count;
-    pod->gpu_count = 0;
-    pod->gpu_count_text[0] = '\0';
-    return true;
-  }
+  if (n->mode == GS_MODE_TOPOLOGY)
+    return gs_claim_shape_whole_pod(req, pod);
   for (uint32_t g = 0; g < n->ngpus; g++)
     if (n->gpus[g].healthy && (mem.mib_per_gpu == 0 || n->gpus[g].total_mib < mem.mib_per_gpu))
       mem.mib_per_gpu = n->gpus[g].total_mib;
