@@ -224,11 +224,7 @@ def run(form, seed, a, workdir):
     if a.limit:
         pods = pods[:a.limit]
     cfg = scheduler_config(form, workdir, a.preemption == "on")
-    kw = {"scheduler_binary": a.plugin_binary} if form == "gpushare" else {}
-    cp = kcluster.ControlPlane(workdir, scheduler=False, scheduler_config=cfg, **kw)
-    cp.audit_policy = None
-    if form == "gpushare":
-        cp.scheduler_sa = "gpushare-scheduler"
+    cp = fgd_real.control_plane(workdir, cfg, a.plugin_binary if form == "gpushare" else None)
     load0 = os.getloadavg()[0]
     t_start = time.time()
     cp.start()
@@ -265,24 +261,7 @@ def run(form, seed, a, workdir):
             if st != 201:
                 raise kcluster.Fatal(f"creating {p[0]}: {st} {body}")
 
-        if a.create == "before":
-            for p in pods:
-                create(p)
-        watch = fgd_real.Bound(k)
-        watch.start()
-        failed = fgd_real.Failed(k, Kube(cp.server, cp.tokens["admin"], cp.ca, timeout=60))
-        failed.start()
-        setup_s = time.time() - t_start
-        t0 = time.time()
-        cp.start_scheduler()
-        if a.create == "during":
-            for p in pods:
-                create(p)
-        t_created = time.time()
-        fgd_real.wait_done(watch, failed, len(pods), t0, a)
-        t_done = time.time()
-        watch.stop.set()
-        failed.stop.set()
+        watch, failed, setup_s, t0, t_created, t_done = fgd_real.timed(cp, k, pods, create, a, t_start)
         sm = cp.scheduler_metrics()
         items = list_pods(k)
         claims = list_all(k, f"/apis/resource.k8s.io/v1/namespaces/{NS}/resourceclaims")

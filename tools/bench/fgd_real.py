@@ -324,19 +324,52 @@ def curve(nodes, pods, placed):
     return at
 
 
+def control_plane(workdir, cfg, plugin_binary=None):
+    """The run's control plane, its scheduler not started: kube-scheduler
+    as built, or gpushare-scheduler (plugin_binary) under its service
+    account; no audit log (it would weigh on the apiserver)."""
+    kw = {"scheduler_binary": plugin_binary} if plugin_binary else {}
+    cp = kcluster.ControlPlane(workdir, scheduler=False, scheduler_config=cfg, **kw)
+    cp.audit_policy = None
+    if plugin_binary:
+        cp.scheduler_sa = "gpushare-scheduler"
+    return cp
+
+
+def timed(cp, k, pods, create, a, t_start, queued=lambda: ""):
+    """The measured phase: the pods created before it (a.create before),
+    the watches started, the scheduler started, the pods created during it
+    (a.create during), until every pod is bound or found unschedulable
+    (wait_done). Returns (watch, failed, setup_s, t0, t_created, t_done),
+    the watches stopped."""
+    if a.create == "before":
+        for p in pods:
+            create(p)
+    watch = Bound(k)
+    watch.start()
+    failed = Failed(k, Kube(cp.server, cp.tokens["admin"], cp.ca, timeout=60))
+    failed.start()
+    setup_s = time.time() - t_start
+    t0 = time.time()
+    cp.start_scheduler()
+    if a.create == "during":
+        for p in pods:
+            create(p)
+    t_created = time.time()
+    wait_done(watch, failed, len(pods), t0, a, queued)
+    t_done = time.time()
+    watch.stop.set()
+    failed.stop.set()
+    return watch, failed, setup_s, t0, t_created, t_done
+
+
 def run(form, seed, a, workdir):
     harness()
     nodes, pods = load(a.dir, seed, a.workload)
     if a.limit:
         pods = pods[:a.limit]
     cfg = scheduler_config(form, workdir, a.config, a.preemption == "on")
-    kw = {}
-    if form == "plugin":
-        kw["scheduler_binary"] = a.plugin_binary
-    cp = kcluster.ControlPlane(workdir, scheduler=False, scheduler_config=cfg, **kw)
-    cp.audit_policy = None
-    if form == "plugin":
-        cp.scheduler_sa = "gpushare-scheduler"
+    cp = control_plane(workdir, cfg, a.plugin_binary if form == "plugin" else None)
     load0 = os.getloadavg()[0]
     t_start = time.time()
     cp.start()
@@ -361,30 +394,14 @@ def run(form, seed, a, workdir):
             if st != 201:
                 raise kcluster.Fatal(f"creating {p[0]}: {st} {body}")
 
-        if a.create == "before":
-            for p in pods:
-                create(p)
         ext = None
         if form != "plugin":
             ext = kcluster.Extender(cp, args=("--log-level", "warn")).wait_ready(timeout=600)
-        watch = Bound(k)
-        watch.start()
-        failed = Failed(k, Kube(cp.server, cp.tokens["admin"], cp.ca, timeout=60))
-        failed.start()
-        setup_s = time.time() - t_start
-        t0 = time.time()
-        cp.start_scheduler()
-        if a.create == "during":
-            for p in pods:
-                create(p)
-        t_created = time.time()
+
         def queued():
             sm = cp.scheduler_metrics()
             return f" queued {int(sum(metric_sum(sm, 'scheduler_pending_pods', queue=q) for q in ('active', 'backoff', 'unschedulable')))}"
-        wait_done(watch, failed, len(pods), t0, a, queued)
-        t_done = time.time()
-        watch.stop.set()
-        failed.stop.set()
+        watch, failed, setup_s, t0, t_created, t_done = timed(cp, k, pods, create, a, t_start, queued)
         sm = cp.scheduler_metrics()
         items = list_pods(k)
         placed, errors = check(nodes, pods, items)
